@@ -1,0 +1,96 @@
+//===- lapc.cpp - The lap compiler driver -----------------------*- C++ -*-===//
+//
+// lapc SPEC [--emit=spec] [-o FILE]
+//
+// Reads a model spec, verifies it and emits the requested stage. Errors go
+// through MLIR's SourceMgr diagnostics, so each one prints as
+// `spec.yaml:LINE:COL: error: ...` with the line and a caret. Exit codes:
+// 0 success, 2 bad input (the spec), 1 internal error.
+// `--verify-diagnostics` checks the errors against `expected-error`
+// comments in the spec instead, as mlir-opt does for IR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsl/SpecParser.h"
+#include "dsl/SpecPrinter.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Location.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace llvm;
+
+namespace {
+
+enum ExitCode { Success = 0, InternalError = 1, BadInput = 2 };
+
+/// The stages lapc can print, in pipeline order.
+enum class Emit { Spec };
+
+cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<spec.yaml>"),
+                                   cl::Required);
+cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
+                                    cl::value_desc("filename"), cl::init("-"));
+cl::opt<Emit> emitAction(
+    "emit", cl::desc("The stage to print"), cl::init(Emit::Spec),
+    cl::values(clEnumValN(Emit::Spec, "spec",
+                          "the resolved spec, with derived values")));
+cl::opt<bool> verifyDiagnostics(
+    "verify-diagnostics",
+    cl::desc("Check errors against 'expected-error' comments in the spec"),
+    cl::init(false));
+
+/// Hands the front end's errors to MLIR's diagnostic engine.
+void report(const lap::dsl::Diagnostics &diags, mlir::MLIRContext &context) {
+  for (const lap::dsl::Diagnostic &d : diags.all()) {
+    mlir::Location loc = mlir::FileLineColLoc::get(&context, d.loc.file,
+                                                   d.loc.line, d.loc.col);
+    mlir::emitError(loc) << d.message;
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv, "lap compiler\n");
+
+  lap::dsl::Diagnostics diags;
+  std::optional<lap::dsl::Spec> spec = lap::dsl::loadSpec(inputFilename, diags);
+
+  mlir::MLIRContext context;
+  SourceMgr sourceMgr;
+  if (auto buffer = MemoryBuffer::getFile(inputFilename))
+    sourceMgr.AddNewSourceBuffer(std::move(*buffer), SMLoc());
+
+  if (verifyDiagnostics) {
+    mlir::SourceMgrDiagnosticVerifierHandler handler(sourceMgr, &context);
+    report(diags, context);
+    return mlir::failed(handler.verify()) ? BadInput : Success;
+  }
+  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  report(diags, context);
+  if (diags.hasInternalError())
+    return InternalError;
+  if (!spec)
+    return BadInput;
+
+  std::string error;
+  auto output = mlir::openOutputFile(outputFilename, &error);
+  if (!output) {
+    errs() << "lapc: " << error << "\n";
+    return BadInput;
+  }
+  switch (emitAction) {
+  case Emit::Spec:
+    output->os() << lap::dsl::printSpec(*spec);
+    break;
+  }
+  output->keep();
+  return Success;
+}

@@ -1,0 +1,23 @@
+//===- HeadKinds.cpp - The table of attention head kinds --------*- C++ -*-===//
+
+#include "dsl/HeadKinds.h"
+
+using namespace lap::dsl;
+
+const std::vector<HeadKind> &lap::dsl::headKinds() {
+  static const std::vector<HeadKind> kinds = {
+      {"attn", 1.0, 0.0, "P V"},
+      {"laplacian", -1.0, 1.0, "(I - P) V = V - P V"},
+  };
+  return kinds;
+}
+
+std::optional<HeadKindId> lap::dsl::findHeadKind(std::string_view name) {
+  const auto &kinds = headKinds();
+  for (size_t i = 0; i < kinds.size(); ++i)
+    if (kinds[i].name == name)
+      return HeadKindId(i);
+  return std::nullopt;
+}
+
+HeadKindId lap::dsl::laplacianKind() { return *findHeadKind("laplacian"); }

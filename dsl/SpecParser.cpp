@@ -1,0 +1,697 @@
+//===- SpecParser.cpp - Located YAML tree to a verified Spec -----*- C++ -*-===//
+//
+// Walks the schema (SpecSchema.h) over the tree loadTree built: checks every
+// key, type and range, records where each setting was written, then applies
+// defaults that depend on other settings, expands the attention placement to
+// one kind per head, and hands over to the verifier for the rules that
+// relate settings to each other. Errors are collected, never thrown, and a
+// setting that failed to read is remembered so no check cascades from it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsl/SpecParser.h"
+#include "dsl/Derived.h"
+#include "dsl/SpecSchema.h"
+#include "dsl/SpecVerifier.h"
+#include "dsl/Suggest.h"
+#include "dsl/YamlTree.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <type_traits>
+
+using namespace lap::dsl;
+using namespace lap::dsl::schema;
+
+Loc Spec::locationOf(const std::string &path) const {
+  for (std::string p = path;;) {
+    auto it = locations.find(p);
+    if (it != locations.end())
+      return it->second;
+    size_t dot = p.rfind('.');
+    if (dot == std::string::npos)
+      break;
+    p.resize(dot);
+  }
+  auto root = locations.find("");
+  return root == locations.end() ? Loc{} : root->second;
+}
+
+namespace {
+
+std::string inQuotes(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+template <class E> std::vector<std::string_view> enumSpellings() {
+  std::vector<std::string_view> out;
+  for (const auto &[name, value] : names<E>())
+    out.push_back(name);
+  return out;
+}
+
+template <class E> std::string_view spelling(E value) {
+  for (const auto &[name, v] : names<E>())
+    if (v == value)
+      return name;
+  return "?";
+}
+
+bool parseInteger(const std::string &s, int64_t &out) {
+  if (s.empty() || !(std::isdigit((unsigned char)s[0]) || s[0] == '-'))
+    return false;
+  errno = 0;
+  char *end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (*end || errno)
+    return false;
+  out = v;
+  return true;
+}
+
+bool parseNumber(const std::string &s, double &out) {
+  if (s.empty() || std::isspace((unsigned char)s[0]))
+    return false;
+  char *end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (*end || !std::isfinite(v))
+    return false;
+  out = v;
+  return true;
+}
+
+/// The visitor that reads YAML (see SpecSchema.h for the interface).
+class Parser {
+public:
+  Parser(Spec &spec, Diagnostics &diags) : spec(spec), diags(diags) {}
+
+  void run(const Node &root);
+
+  /// Settings that were written but could not be read.
+  std::set<std::string> invalid;
+  /// The raw `attention` placement keys, resolved once the model is known.
+  const Node *laplacianHeads = nullptr, *kinds = nullptr, *poolKinds = nullptr;
+  /// The `derived` section, checked against the computed values.
+  const Node *derivedPins = nullptr;
+
+  template <class F>
+  void section(const char *key, Applies applies, F body) {
+    const Node *value = take(key, applies);
+    const Node *map = nullptr;
+    if (value && value->kind == Node::Kind::Map)
+      map = value;
+    else if (value && value->kind != Node::Kind::Null)
+      typeError(*value, path(key), "a mapping");
+    frames.push_back({map, path(key), value ? value->loc : Loc{}, {}});
+    body();
+    closeFrame();
+  }
+
+  template <class T>
+  void field(const char *key, T &value, Rule rule = any,
+             Applies applies = always, bool isRequired = false) {
+    const Node *node = take(key, applies);
+    if (!node) {
+      if (isRequired && applicable(applies))
+        missing(key);
+      return;
+    }
+    std::string p = path(key);
+    if (!read(*node, value, p))
+      invalid.insert(p);
+    else if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
+      checkRule(*node, p, double(value), rule);
+    if (invalid.count(p))
+      return;
+    if (p == "model.family")
+      familyKnown = true;
+    else if (p == "train.regime")
+      regimeKnown = true;
+  }
+
+  void range(const char *key, double &lo, double &hi, Rule rule,
+             Applies applies = always) {
+    const Node *node = take(key, applies);
+    if (!node)
+      return;
+    std::string p = path(key);
+    if (node->kind != Node::Kind::Sequence || node->items.size() != 2) {
+      typeError(*node, p, "a pair [low, high]");
+      return;
+    }
+    double values[2];
+    for (int i = 0; i < 2; ++i)
+      if (!read(node->items[i], values[i], p) ||
+          !checkRule(node->items[i], p, values[i], rule))
+        return;
+    if (values[0] > values[1]) {
+      fail(*node, p, inQuotes(p) + " must be [low, high] with low <= high");
+      return;
+    }
+    lo = values[0];
+    hi = values[1];
+  }
+
+  void floatOrWord(const char *key, double &value, bool &isWord,
+                   const char *word, Rule rule) {
+    const Node *node = take(key, always);
+    if (!node)
+      return;
+    std::string p = path(key);
+    if (node->kind == Node::Kind::Scalar && node->scalar == word) {
+      isWord = true;
+      return;
+    }
+    double v;
+    if (node->kind != Node::Kind::Scalar || node->quoted ||
+        !parseNumber(node->scalar, v)) {
+      typeError(*node, p, std::string("a number or '") + word + "'");
+      return;
+    }
+    if (checkRule(*node, p, v, rule)) {
+      value = v;
+      isWord = false;
+    }
+  }
+
+  void strings(const char *key, std::vector<std::string> &values,
+               const std::vector<std::string_view> &allowed) {
+    const Node *node = take(key, always);
+    if (!node)
+      return;
+    std::string p = path(key);
+    if (node->kind != Node::Kind::Sequence) {
+      typeError(*node, p, "a list of names");
+      return;
+    }
+    values.clear();
+    for (const Node &item : node->items) {
+      std::string name;
+      if (!read(item, name, p))
+        continue;
+      if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+        fail(item, p, "unknown name " + inQuotes(name) + " in " + inQuotes(p) +
+                          didYouMean(name, allowed) + " (one of " +
+                          listChoices(allowed) + ")");
+        continue;
+      }
+      values.push_back(name);
+    }
+  }
+
+private:
+  struct Frame {
+    const Node *map;
+    std::string path;
+    Loc loc;
+    std::vector<std::string_view> known;
+  };
+
+  std::string path(std::string_view key) const {
+    const std::string &parent = frames.back().path;
+    return parent.empty() ? std::string(key) : parent + "." + std::string(key);
+  }
+
+  /// Registers `key` as valid here and returns its value node, if written
+  /// and applicable; records where it was written.
+  const Node *take(const char *key, Applies applies) {
+    Frame &frame = frames.back();
+    frame.known.push_back(key);
+    if (!frame.map)
+      return nullptr;
+    for (const auto &[k, v] : frame.map->entries) {
+      if (k.scalar != key)
+        continue;
+      if (!applicable(applies)) {
+        notApplicable(k, applies);
+        invalid.insert(path(key));
+        return nullptr;
+      }
+      spec.locations[path(key)] = v.kind == Node::Kind::Null ? k.loc : v.loc;
+      return &v;
+    }
+    return nullptr;
+  }
+
+  /// Whether a key restricted by `a` belongs in this spec. While the family
+  /// or regime is itself unknown (it failed to read), everything applies.
+  bool applicable(Applies a) const {
+    if (familyKnown && !(a.families & bit(spec.model.family)))
+      return false;
+    if (regimeKnown && !(a.regimes & bit(spec.train.regime)))
+      return false;
+    if (!(a.optimizers & bit(spec.train.optimizer.type)))
+      return false;
+    return true;
+  }
+
+  void notApplicable(const Node &key, Applies a) {
+    std::string p = path(key.scalar);
+    auto only = [](unsigned mask, const auto &table) {
+      std::vector<std::string_view> which;
+      for (const auto &[name, value] : table)
+        if (mask & bit(value))
+          which.push_back(name);
+      return listChoices(which);
+    };
+    std::string why;
+    if (!(a.families & bit(spec.model.family)))
+      why = "applies to family " + only(a.families, names<Family>()) +
+            " only; this model is " + inQuotes(spelling(spec.model.family));
+    else if (!(a.regimes & bit(spec.train.regime)))
+      why = "applies to regime " + only(a.regimes, names<Regime>()) +
+            " only; this spec trains " + inQuotes(spelling(spec.train.regime));
+    else
+      why = "applies to optimizer " + only(a.optimizers, names<OptimizerType>()) +
+            " only; this one is " + inQuotes(spelling(spec.train.optimizer.type));
+    diags.error(key.loc, inQuotes(p) + " " + why);
+  }
+
+  void missing(std::string_view key) {
+    const Frame &frame = frames.back();
+    std::string where = frame.path.empty() ? "the spec" : inQuotes(frame.path);
+    diags.error(frame.loc, "missing required key " + inQuotes(key) + " in " + where);
+  }
+
+  void closeFrame() {
+    Frame &frame = frames.back();
+    if (frame.map)
+      for (const auto &[key, value] : frame.map->entries) {
+        if (std::find(frame.known.begin(), frame.known.end(), key.scalar) !=
+            frame.known.end())
+          continue;
+        std::string where = frame.path.empty() ? "at the top level"
+                                               : "in " + inQuotes(frame.path);
+        diags.error(key.loc, "unknown key " + inQuotes(key.scalar) + " " + where +
+                                 didYouMean(key.scalar, frame.known));
+      }
+    frames.pop_back();
+  }
+
+  void fail(const Node &node, const std::string &p, std::string message) {
+    diags.error(node.loc, std::move(message));
+    invalid.insert(p);
+  }
+
+  void typeError(const Node &node, const std::string &p, std::string_view expected) {
+    std::string found = node.kind == Node::Kind::Scalar && node.quoted
+                            ? "the string \"" + node.scalar + "\""
+                            : node.describe();
+    fail(node, p, inQuotes(p) + " expects " + std::string(expected) + "; found " + found);
+  }
+
+  bool checkRule(const Node &node, const std::string &p, double v, Rule rule) {
+    bool ok = v >= rule.min && v <= rule.max && !(rule.minExclusive && v == rule.min);
+    if (!ok) {
+      std::ostringstream text;
+      text << inQuotes(p) << " must be " << rule.what << "; found " << node.scalar;
+      fail(node, p, text.str());
+    }
+    return ok;
+  }
+
+  bool plainScalar(const Node &n) const {
+    return n.kind == Node::Kind::Scalar && !n.quoted;
+  }
+
+  bool read(const Node &n, int64_t &out, const std::string &p) {
+    if (plainScalar(n) && parseInteger(n.scalar, out))
+      return true;
+    typeError(n, p, "an integer");
+    return false;
+  }
+  bool read(const Node &n, double &out, const std::string &p) {
+    if (plainScalar(n) && parseNumber(n.scalar, out))
+      return true;
+    typeError(n, p, "a number");
+    return false;
+  }
+  bool read(const Node &n, bool &out, const std::string &p) {
+    static const std::set<std::string> yes = {"true", "True", "TRUE", "yes", "on"};
+    static const std::set<std::string> no = {"false", "False", "FALSE", "no", "off"};
+    if (plainScalar(n) && (yes.count(n.scalar) || no.count(n.scalar))) {
+      out = yes.count(n.scalar);
+      return true;
+    }
+    typeError(n, p, "true or false");
+    return false;
+  }
+  bool read(const Node &n, std::string &out, const std::string &p) {
+    if (n.kind == Node::Kind::Scalar) {
+      out = n.scalar;
+      return true;
+    }
+    typeError(n, p, "a string");
+    return false;
+  }
+  template <class E, class = std::enable_if_t<std::is_enum_v<E>>>
+  bool read(const Node &n, E &out, const std::string &p) {
+    auto choices = enumSpellings<E>();
+    if (n.kind != Node::Kind::Scalar) {
+      typeError(n, p, "one of " + listChoices(choices));
+      return false;
+    }
+    for (const auto &[name, value] : names<E>())
+      if (n.scalar == name) {
+        out = value;
+        return true;
+      }
+    fail(n, p, "unknown value " + inQuotes(n.scalar) + " for " + inQuotes(p) +
+                   didYouMean(n.scalar, choices) + " (one of " +
+                   listChoices(choices) + ")");
+    return false;
+  }
+
+  Spec &spec;
+  Diagnostics &diags;
+  std::vector<Frame> frames;
+  bool familyKnown = false, regimeKnown = false;
+};
+
+void Parser::run(const Node &root) {
+  frames.push_back({&root, "", root.loc, {}});
+  spec.locations[""] = root.loc;
+  field("name", spec.name);
+  field("description", spec.description);
+  if (!root.find("model"))
+    missing("model");
+  section("model", always, [&] { visitModel(*this, spec.model); });
+  section("attention", always, [&] {
+    laplacianHeads = take("laplacian_heads", always);
+    kinds = take("kinds", always);
+    poolKinds = take("pool", always);
+  });
+  spec.hasTrain = root.find("train") != nullptr;
+  section("train", always, [&] {
+    // The optimizer type decides which optimizer keys apply: read it first.
+    if (const Node *opt = frames.back().map ? frames.back().map->find("optimizer") : nullptr)
+      if (const Node *type = opt->find("type"); type && type->kind == Node::Kind::Scalar)
+        for (const auto &[name, value] : names<OptimizerType>())
+          if (type->scalar == name)
+            spec.train.optimizer.type = value;
+    visitTrain(*this, spec.train);
+  });
+  derivedPins = take("derived", always);
+  closeFrame();
+}
+
+/// Defaults that depend on other settings.
+void applyDependentDefaults(Spec &spec, const std::string &file) {
+  ModelSpec &m = spec.model;
+  if (!spec.given("name"))
+    spec.name = std::filesystem::path(file).stem().string();
+  if (!spec.given("model.head_dim") && m.heads > 0)
+    m.headDim = m.width / m.heads;
+  if (!spec.given("model.kv_heads"))
+    m.kvHeads = m.heads;
+  if (!spec.given("model.mlp_hidden"))
+    m.mlpHidden = int64_t(std::llround(double(m.width) * m.mlpRatio));
+  if (!spec.given("model.norm.bias") && m.norm.type == NormType::RMSNorm)
+    m.norm.bias = false;
+  if (!spec.given("model.pool_heads") && m.pool == Pool::Attentive)
+    m.poolHeads = m.heads;
+  if (m.family == Family::GPT)
+    m.positions.patchesOnly = false;
+  TrainSpec &t = spec.train;
+  if (!spec.given("train.micro_batch_size"))
+    t.microBatchSize = t.batchSize;
+  if (!spec.given("train.seq_len") && t.regime == Regime::LM)
+    t.seqLen = m.context;
+  if (!spec.given("train.data.format"))
+    t.data.format = t.regime == Regime::LM ? DataFormat::Shards : DataFormat::ImageFolder;
+}
+
+/// Expands `laplacian_heads` / `kinds` / `pool` to one kind per head.
+class AttentionResolver {
+public:
+  AttentionResolver(Spec &spec, Diagnostics &diags) : spec(spec), diags(diags) {}
+
+  void run(const Node *laplacianHeads, const Node *kinds, const Node *pool) {
+    const ModelSpec &m = spec.model;
+    spec.attention.layers.assign(size_t(std::max<int64_t>(m.layers, 0)),
+                                 std::vector<HeadKindId>(size_t(std::max<int64_t>(m.heads, 0)), 0));
+    if (laplacianHeads && kinds) {
+      diags.error(spec.locationOf("attention.kinds"),
+                  "give either 'laplacian_heads' or 'kinds' in 'attention', not both");
+      return;
+    }
+    if (laplacianHeads)
+      placeLaplacian(*laplacianHeads);
+    if (kinds)
+      placeKinds(*kinds);
+    spec.attention.pool.assign(
+        size_t(m.pool == Pool::Attentive ? std::max<int64_t>(m.poolHeads, 0) : 0), 0);
+    if (pool)
+      placePool(*pool);
+  }
+
+private:
+  void placeLaplacian(const Node &node) {
+    auto fillTrailing = [&](size_t layer, int64_t k) {
+      auto &heads = spec.attention.layers[layer];
+      for (size_t h = heads.size() - size_t(k); h < heads.size(); ++h)
+        heads[h] = laplacianKind();
+    };
+    if (node.kind == Node::Kind::Sequence) {
+      if (!sameLength(node, "attention.laplacian_heads"))
+        return;
+      for (size_t l = 0; l < node.items.size(); ++l)
+        if (auto k = readCount(node.items[l]))
+          fillTrailing(l, *k);
+      return;
+    }
+    if (auto k = readCount(node))
+      for (size_t l = 0; l < spec.attention.layers.size(); ++l)
+        fillTrailing(l, *k);
+  }
+
+  /// A count of trailing Laplacian heads, 0..heads.
+  std::optional<int64_t> readCount(const Node &count) {
+    const int64_t heads = spec.model.heads;
+    int64_t k;
+    if (count.kind != Node::Kind::Scalar || count.quoted ||
+        !parseInteger(count.scalar, k)) {
+      diags.error(count.loc, "'attention.laplacian_heads' expects a head "
+                             "count, or a list of counts, one per layer; found " +
+                                 count.describe());
+      return std::nullopt;
+    }
+    if (k < 0 || k > heads) {
+      diags.error(count.loc, "'attention.laplacian_heads' is " + count.scalar +
+                                 " but each layer has " + std::to_string(heads) +
+                                 " heads; it must be between 0 and " +
+                                 std::to_string(heads));
+      return std::nullopt;
+    }
+    return k;
+  }
+
+  void placeKinds(const Node &node) {
+    if (node.kind != Node::Kind::Sequence || node.items.empty()) {
+      diags.error(node.loc, "'attention.kinds' expects a list of head kinds, or "
+                            "one such list per layer; found " + node.describe());
+      return;
+    }
+    bool nested = node.items[0].kind == Node::Kind::Sequence;
+    if (!nested) { // One list for every layer.
+      auto row = readKinds(node, "attention.kinds");
+      for (auto &layer : spec.attention.layers)
+        if (row)
+          layer = *row;
+      return;
+    }
+    if (!sameLength(node, "attention.kinds"))
+      return;
+    for (size_t l = 0; l < node.items.size(); ++l)
+      if (auto row = readKinds(node.items[l], "attention.kinds"))
+        spec.attention.layers[l] = *row;
+  }
+
+  void placePool(const Node &node) {
+    if (spec.model.pool != Pool::Attentive) {
+      diags.error(node.loc, "'attention.pool' gives the kinds of attentive "
+                            "pooling heads, but the model pools by '" +
+                                std::string(spelling(spec.model.pool)) +
+                                "'; set model.pool: attentive");
+      return;
+    }
+    if (node.kind != Node::Kind::Sequence) {
+      diags.error(node.loc, "'attention.pool' expects a list of head kinds; found " +
+                                node.describe());
+      return;
+    }
+    auto row = readKinds(node, "attention.pool", spec.model.poolHeads);
+    if (!row)
+      return;
+    for (size_t h = 0; h < row->size(); ++h) {
+      const HeadKind &kind = headKinds()[(*row)[h]];
+      if (kind.needsSelfAttention())
+        diags.error(node.items[h].loc,
+                    "head kind '" + std::string(kind.name) +
+                        "' needs square self-attention (it adds the query's "
+                        "own value), but attentive pooling is cross-attention: "
+                        "learned queries over the image's tokens; use 'attn'");
+    }
+    spec.attention.pool = *row;
+  }
+
+  /// One layer's list of kind names; `expected` heads (default model.heads).
+  std::optional<std::vector<HeadKindId>> readKinds(const Node &list,
+                                                   const char *p,
+                                                   int64_t expected = -1) {
+    if (expected < 0)
+      expected = spec.model.heads;
+    if (list.kind != Node::Kind::Sequence) {
+      diags.error(list.loc, inQuotes(p) + " expects a list of head kinds; found " +
+                                list.describe());
+      return std::nullopt;
+    }
+    if (int64_t(list.items.size()) != expected) {
+      diags.error(list.loc, inQuotes(p) + " lists " + std::to_string(list.items.size()) +
+                                " heads; the layer has " + std::to_string(expected));
+      return std::nullopt;
+    }
+    std::vector<std::string_view> known;
+    for (const HeadKind &k : headKinds())
+      known.push_back(k.name);
+    std::vector<HeadKindId> row;
+    bool ok = true;
+    for (const Node &item : list.items) {
+      auto id = item.kind == Node::Kind::Scalar ? findHeadKind(item.scalar)
+                                                : std::nullopt;
+      if (!id) {
+        std::string name = item.kind == Node::Kind::Scalar ? item.scalar : "";
+        diags.error(item.loc, "unknown head kind " +
+                                  (name.empty() ? item.describe() : inQuotes(name)) +
+                                  didYouMean(name, known) + " (kinds: " +
+                                  listChoices(known) + ")");
+        ok = false;
+        continue;
+      }
+      row.push_back(*id);
+    }
+    return ok ? std::optional(row) : std::nullopt;
+  }
+
+  bool sameLength(const Node &list, const char *p) {
+    size_t layers = spec.attention.layers.size();
+    if (list.items.size() == layers)
+      return true;
+    diags.error(list.loc, inQuotes(p) + " lists " + std::to_string(list.items.size()) +
+                              " layers; the model has " + std::to_string(layers));
+    return false;
+  }
+
+  Spec &spec;
+  Diagnostics &diags;
+};
+
+/// Compares the `derived` values a spec pins against the computed ones.
+void checkPins(const Node &pins, const Spec &spec, Diagnostics &diags) {
+  std::vector<DerivedValue> computed = derivedValues(spec);
+  std::vector<std::string_view> known;
+  for (const DerivedValue &d : computed)
+    known.push_back(d.path);
+  std::function<void(const Node &, const std::string &)> walk =
+      [&](const Node &node, const std::string &p) {
+        if (node.kind == Node::Kind::Map) {
+          for (const auto &[k, v] : node.entries)
+            walk(v, p.empty() ? k.scalar : p + "." + k.scalar);
+          return;
+        }
+        auto it = std::find_if(computed.begin(), computed.end(),
+                               [&](const DerivedValue &d) { return d.path == p; });
+        if (it == computed.end()) {
+          diags.error(node.loc, "unknown derived value " + inQuotes(p) +
+                                    didYouMean(p, known));
+          return;
+        }
+        double pinned;
+        if (node.kind != Node::Kind::Scalar || !parseNumber(node.scalar, pinned)) {
+          diags.error(node.loc, "'derived." + p + "' expects a number; found " +
+                                    node.describe());
+          return;
+        }
+        double tolerance = it->integer ? 0.0 : 1e-3 * std::fabs(it->value);
+        if (std::fabs(pinned - it->value) > tolerance)
+          diags.error(node.loc, "'derived." + p + "' is pinned to " + node.scalar +
+                                    " but the spec gives " + formatDerived(*it));
+      };
+  if (pins.kind == Node::Kind::Map)
+    walk(pins, "");
+  else if (pins.kind != Node::Kind::Null)
+    diags.error(pins.loc, "'derived' expects a mapping of pinned values; found " +
+                              pins.describe());
+}
+
+/// The exclusive placement keys of `attention` and friends (see YamlTree.h).
+const std::vector<ExclusiveKeys> &exclusiveKeys() {
+  static const std::vector<ExclusiveKeys> groups = {
+      {"attention", {"laplacian_heads", "kinds"}},
+      {"train", {"steps", "epochs"}},
+      {"train.schedule", {"warmup_steps", "warmup_epochs"}},
+  };
+  return groups;
+}
+
+std::optional<Spec> buildSpec(const std::optional<Node> &tree,
+                              const std::string &file, Diagnostics &diags) {
+  if (!tree) {
+    diags.sortByLocation();
+    return std::nullopt;
+  }
+  Spec spec;
+  Parser parser(spec, diags);
+  parser.run(*tree);
+  applyDependentDefaults(spec, file);
+  bool shapeOk = !parser.invalid.count("model.layers") &&
+                 !parser.invalid.count("model.heads") &&
+                 !parser.invalid.count("model.pool_heads") && spec.model.layers > 0 &&
+                 spec.model.heads > 0;
+  if (shapeOk)
+    AttentionResolver(spec, diags).run(parser.laplacianHeads, parser.kinds,
+                                       parser.poolKinds);
+  verifySpec(spec, parser.invalid, diags);
+  if (!diags.hasErrors()) {
+    spec.derived = deriveSpec(spec);
+    if (parser.derivedPins)
+      checkPins(*parser.derivedPins, spec, diags);
+  }
+  diags.sortByLocation();
+  if (diags.hasErrors())
+    return std::nullopt;
+  return spec;
+}
+
+/// Runs `load` with the front end's promise kept: nothing escapes.
+template <class F>
+std::optional<Spec> guarded(Diagnostics &diags, F load) {
+  try {
+    return load();
+  } catch (const std::exception &e) {
+    diags.internalError(e.what());
+  } catch (...) {
+    diags.internalError("unknown exception");
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+std::optional<Spec> lap::dsl::loadSpec(const std::string &path,
+                                       Diagnostics &diags) {
+  return guarded(diags, [&] {
+    return buildSpec(loadTree(path, exclusiveKeys(), diags), path, diags);
+  });
+}
+
+std::optional<Spec> lap::dsl::parseSpec(std::string_view text,
+                                        const std::string &name,
+                                        Diagnostics &diags) {
+  return guarded(diags, [&] {
+    return buildSpec(parseTree(text, name, exclusiveKeys(), diags), name, diags);
+  });
+}

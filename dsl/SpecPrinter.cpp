@@ -1,0 +1,216 @@
+//===- SpecPrinter.cpp - A spec in canonical form ---------------*- C++ -*-===//
+//
+// The printing visitor of the schema. A numeric setting whose value lies
+// outside its own rule (steps: 0, pool_heads: 0) is an unset sentinel and is
+// left out, which keeps the output readable back.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsl/SpecPrinter.h"
+#include "dsl/Derived.h"
+#include "dsl/SpecSchema.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+using namespace lap::dsl;
+using namespace lap::dsl::schema;
+
+namespace {
+
+/// The shortest decimal text that reads back as exactly `v`.
+std::string formatNumber(double v) {
+  char text[40];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(text, sizeof text, "%.*g", precision, v);
+    if (std::strtod(text, nullptr) == v)
+      break;
+  }
+  std::string s = text;
+  // Keep floats recognisable as floats: 1 -> 1.0, 1e-06 -> 1.0e-06.
+  if (s.find_first_of(".en") == std::string::npos)
+    s += ".0";
+  else if (s.find('.') == std::string::npos && s.find('e') != std::string::npos)
+    s.insert(s.find('e'), ".0");
+  return s;
+}
+
+/// A string as a YAML scalar: plain when that reads back unchanged.
+std::string formatString(const std::string &s) {
+  bool plain = !s.empty() && s.find_first_of(":#{}[],&*!|>'\"%@`\n\t\\") == std::string::npos &&
+               s.front() != ' ' && s.back() != ' ' && s.front() != '-' &&
+               s.front() != '?';
+  static const char *special[] = {"true", "false", "yes", "no", "on", "off",
+                                  "null", "~", "True", "False", "TRUE", "FALSE"};
+  for (const char *word : special)
+    if (s == word)
+      plain = false;
+  char *end = nullptr;
+  std::strtod(s.c_str(), &end);
+  if (!s.empty() && end && *end == '\0')
+    plain = false;
+  if (plain)
+    return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string withSeparators(int64_t v) {
+  std::string digits = std::to_string(v < 0 ? -v : v), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0)
+      out += ',';
+    out += digits[i];
+  }
+  return (v < 0 ? "-" : "") + out;
+}
+
+/// The visitor that writes YAML (see SpecSchema.h for the interface).
+class Printer {
+public:
+  Printer(const Spec &spec, std::ostringstream &os) : spec(spec), os(os) {}
+
+  template <class F> void section(const char *key, Applies applies, F body) {
+    if (!applicable(applies))
+      return;
+    line(key, "");
+    ++depth;
+    body();
+    --depth;
+  }
+
+  template <class T>
+  void field(const char *key, const T &value, Rule rule = any,
+             Applies applies = always, bool = false) {
+    if (!applicable(applies))
+      return;
+    if constexpr (std::is_same_v<T, bool>)
+      line(key, value ? "true" : "false");
+    else if constexpr (std::is_same_v<T, std::string>) {
+      if (!value.empty())
+        line(key, formatString(value));
+    } else if constexpr (std::is_enum_v<T>) {
+      for (const auto &[name, v] : names<T>())
+        if (v == value)
+          line(key, std::string(name));
+    } else if (inside(double(value), rule)) {
+      if constexpr (std::is_integral_v<T>)
+        line(key, std::to_string(value));
+      else
+        line(key, formatNumber(value));
+    }
+  }
+
+  void range(const char *key, double lo, double hi, Rule, Applies applies = always) {
+    if (applicable(applies))
+      line(key, "[" + formatNumber(lo) + ", " + formatNumber(hi) + "]");
+  }
+
+  void floatOrWord(const char *key, double value, bool isWord, const char *word,
+                   Rule) {
+    line(key, isWord ? word : formatNumber(value));
+  }
+
+  void strings(const char *key, const std::vector<std::string> &values,
+               const std::vector<std::string_view> &) {
+    std::string list = "[";
+    for (size_t i = 0; i < values.size(); ++i)
+      list += (i ? ", " : "") + values[i];
+    line(key, list + "]");
+  }
+
+  void line(const std::string &key, const std::string &value,
+            const std::string &comment = "") {
+    os << std::string(2 * depth, ' ') << key << ":";
+    if (!value.empty())
+      os << " " << value;
+    if (!comment.empty())
+      os << "  # " << comment;
+    os << "\n";
+  }
+
+  int depth = 0;
+
+private:
+  bool applicable(Applies a) const {
+    return (a.families & bit(spec.model.family)) &&
+           (a.regimes & bit(spec.train.regime)) &&
+           (a.optimizers & bit(spec.train.optimizer.type));
+  }
+  static bool inside(double v, Rule rule) {
+    return v >= rule.min && v <= rule.max && !(rule.minExclusive && v == rule.min);
+  }
+
+  const Spec &spec;
+  std::ostringstream &os;
+};
+
+std::string kindList(const std::vector<HeadKindId> &heads) {
+  std::string out = "[";
+  for (size_t h = 0; h < heads.size(); ++h)
+    out += (h ? ", " : "") + std::string(headKinds()[heads[h]].name);
+  return out + "]";
+}
+
+void printAttention(const Spec &spec, std::ostringstream &os) {
+  os << "attention:\n  kinds:";
+  std::string legend;
+  for (const HeadKind &k : headKinds())
+    legend += (legend.empty() ? "" : ", ") + std::string(k.name) + " = " +
+              std::string(k.formula);
+  os << "  # per layer, per head; " << legend << "\n";
+  for (const auto &layer : spec.attention.layers)
+    os << "    - " << kindList(layer) << "\n";
+  if (!spec.attention.pool.empty())
+    os << "  pool: " << kindList(spec.attention.pool) << "\n";
+}
+
+void printDerived(const Spec &spec, Printer &p) {
+  p.line("derived", "");
+  std::string group;
+  for (const DerivedValue &d : derivedValues(spec)) {
+    size_t dot = d.path.find('.');
+    std::string head = dot == std::string::npos ? "" : d.path.substr(0, dot);
+    std::string key = dot == std::string::npos ? d.path : d.path.substr(dot + 1);
+    if (head != group) {
+      group = head;
+      p.depth = 1;
+      if (!group.empty())
+        p.line(group, "");
+    }
+    p.depth = group.empty() ? 1 : 2;
+    std::string comment;
+    if (d.integer && d.value >= 10000)
+      comment = withSeparators(int64_t(d.value));
+    p.line(key, formatDerived(d), comment);
+  }
+  p.depth = 0;
+}
+
+} // namespace
+
+std::string lap::dsl::printSpec(const Spec &spec) {
+  std::ostringstream os;
+  os << "# Resolved by lapc --emit=spec: every default applied, one kind per "
+        "head, derived values\n# computed. It reads back as a spec.\n";
+  Printer p(spec, os);
+  p.line("name", formatString(spec.name));
+  if (!spec.description.empty())
+    p.line("description", formatString(spec.description));
+  p.section("model", always, [&] { visitModel(p, spec.model); });
+  printAttention(spec, os);
+  if (spec.hasTrain)
+    p.section("train", always, [&] { visitTrain(p, spec.train); });
+  printDerived(spec, p);
+  return os.str();
+}
