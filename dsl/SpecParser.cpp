@@ -105,7 +105,8 @@ public:
       map = value;
     else if (value && value->kind != Node::Kind::Null)
       typeError(*value, path(key), "a mapping");
-    frames.push_back({map, path(key), value ? value->loc : Loc{}, {}});
+    frames.push_back({map, path(key), spec.locationOf(path(key)), {},
+                      value != nullptr});
     body();
     closeFrame();
   }
@@ -208,6 +209,7 @@ private:
     std::string path;
     Loc loc;
     std::vector<std::string_view> known;
+    bool present = true; ///< Written in the spec (required keys apply).
   };
 
   std::string path(std::string_view key) const {
@@ -230,7 +232,9 @@ private:
         invalid.insert(path(key));
         return nullptr;
       }
-      spec.locations[path(key)] = v.kind == Node::Kind::Null ? k.loc : v.loc;
+      // Sections are located at their key, values at the value.
+      bool section = v.kind == Node::Kind::Null || v.kind == Node::Kind::Map;
+      spec.locations[path(key)] = section ? k.loc : v.loc;
       return &v;
     }
     return nullptr;
@@ -272,6 +276,8 @@ private:
 
   void missing(std::string_view key) {
     const Frame &frame = frames.back();
+    if (!frame.present)
+      return;
     std::string where = frame.path.empty() ? "the spec" : inQuotes(frame.path);
     diags.error(frame.loc, "missing required key " + inQuotes(key) + " in " + where);
   }
@@ -427,7 +433,9 @@ void applyDependentDefaults(Spec &spec, const std::string &file) {
 /// Expands `laplacian_heads` / `kinds` / `pool` to one kind per head.
 class AttentionResolver {
 public:
-  AttentionResolver(Spec &spec, Diagnostics &diags) : spec(spec), diags(diags) {}
+  /// With `layersOk` false, counts and kinds are checked per head only.
+  AttentionResolver(Spec &spec, bool layersOk, Diagnostics &diags)
+      : spec(spec), layersOk(layersOk), diags(diags) {}
 
   void run(const Node *laplacianHeads, const Node *kinds, const Node *pool) {
     const ModelSpec &m = spec.model;
@@ -578,14 +586,15 @@ private:
 
   bool sameLength(const Node &list, const char *p) {
     size_t layers = spec.attention.layers.size();
-    if (list.items.size() == layers)
-      return true;
+    if (list.items.size() == layers || !layersOk)
+      return list.items.size() == layers;
     diags.error(list.loc, inQuotes(p) + " lists " + std::to_string(list.items.size()) +
                               " layers; the model has " + std::to_string(layers));
     return false;
   }
 
   Spec &spec;
+  bool layersOk;
   Diagnostics &diags;
 };
 
@@ -647,13 +656,12 @@ std::optional<Spec> buildSpec(const std::optional<Node> &tree,
   Parser parser(spec, diags);
   parser.run(*tree);
   applyDependentDefaults(spec, file);
-  bool shapeOk = !parser.invalid.count("model.layers") &&
-                 !parser.invalid.count("model.heads") &&
-                 !parser.invalid.count("model.pool_heads") && spec.model.layers > 0 &&
-                 spec.model.heads > 0;
-  if (shapeOk)
-    AttentionResolver(spec, diags).run(parser.laplacianHeads, parser.kinds,
-                                       parser.poolKinds);
+  bool headsOk = !parser.invalid.count("model.heads") &&
+                 !parser.invalid.count("model.pool_heads") && spec.model.heads > 0;
+  bool layersOk = !parser.invalid.count("model.layers") && spec.model.layers > 0;
+  if (headsOk)
+    AttentionResolver(spec, layersOk, diags)
+        .run(parser.laplacianHeads, parser.kinds, parser.poolKinds);
   verifySpec(spec, parser.invalid, diags);
   if (!diags.hasErrors()) {
     spec.derived = deriveSpec(spec);

@@ -10,6 +10,7 @@
 #include "dsl/Derived.h"
 #include "dsl/SpecSchema.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -22,6 +23,10 @@ namespace {
 /// The shortest decimal text that reads back as exactly `v`.
 std::string formatNumber(double v) {
   char text[40];
+  if (v == std::floor(v) && std::fabs(v) < 1e15) {
+    std::snprintf(text, sizeof text, "%.1f", v);
+    return text;
+  }
   for (int precision = 1; precision <= 17; ++precision) {
     std::snprintf(text, sizeof text, "%.*g", precision, v);
     if (std::strtod(text, nullptr) == v)

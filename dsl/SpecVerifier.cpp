@@ -130,7 +130,7 @@ private:
       error("train.epochs", "give either 'steps' or 'epochs', not both");
     else if (!steps && !epochs)
       error("train", "say how long to train: set 'steps' or 'epochs' in 'train'");
-    if (spec.given("train.schedule.warmup_steps") && spec.given("train.schedule.warmup_epochs"))
+    if (t.schedule.warmupSteps > 0 && t.schedule.warmupEpochs > 0)
       error("train.schedule.warmup_epochs",
             "give either 'warmup_steps' or 'warmup_epochs', not both");
     if (steps && t.schedule.warmupSteps > t.steps)
@@ -141,11 +141,12 @@ private:
       error("train.schedule.warmup_epochs", "warmup_epochs exceeds epochs");
     if (t.schedule.minLr > t.optimizer.lr && usable({"train.schedule.min_lr"}))
       error("train.schedule.min_lr", "min_lr is above the peak lr");
-    for (const char *cadence : {"train.eval", "train.checkpoint"})
-      if (spec.given(std::string(cadence) + ".every_steps") &&
-          spec.given(std::string(cadence) + ".every_epochs"))
-        error(std::string(cadence) + ".every_epochs",
-              "give either 'every_steps' or 'every_epochs', not both");
+    if (t.eval.everySteps > 0 && t.eval.everyEpochs > 0)
+      error("train.eval.every_epochs",
+            "give either 'every_steps' or 'every_epochs', not both");
+    if (t.checkpoint.everySteps > 0 && t.checkpoint.everyEpochs > 0)
+      error("train.checkpoint.every_epochs",
+            "give either 'every_steps' or 'every_epochs', not both");
     verifyData();
     if (t.regime == Regime::DINO)
       verifyDino();

@@ -32,7 +32,7 @@ static size_t editDistance(std::string_view a, std::string_view b) {
 std::string lap::dsl::closestMatch(std::string_view word,
                                    const std::vector<std::string_view> &candidates) {
   std::string_view best;
-  size_t bestDistance = std::max<size_t>(2, word.size() / 3) + 1;
+  size_t bestDistance = std::max<size_t>(2, (word.size() + 1) / 2) + 1;
   for (std::string_view c : candidates) {
     size_t d = editDistance(word, c);
     // A prefix of a long name ("embed" for "embedding_norm") is also a match.
