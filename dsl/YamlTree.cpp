@@ -1,21 +1,28 @@
-//===- YamlTree.cpp - yaml-cpp documents to located trees --------*- C++ -*-===//
+//===- YamlTree.cpp - yaml-cpp parse events to located trees -----*- C++ -*-===//
 //
-// yaml-cpp reports errors by throwing; this file catches them at the border,
-// so nothing above it sees an exception. It also enforces the limits that
-// keep the front end total on any input: bounded file size, node count
-// (aliases can multiply a small file), nesting depth and `extends` depth.
+// Trees are built from yaml-cpp's event stream rather than its YAML::Node
+// documents, so that the limits hold while parsing, not after. yaml-cpp
+// reports errors by throwing; this file catches them at the border, so
+// nothing above it sees an exception. The limits keep the front end total on
+// any input: bounded file size, node count (aliases can multiply a small
+// file), nesting depth and `extends` depth.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dsl/YamlTree.h"
 
-#include <yaml-cpp/yaml.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/exceptions.h>
+#include <yaml-cpp/mark.h>
+#include <yaml-cpp/parser.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <sys/stat.h>
 
 namespace fs = std::filesystem;
@@ -54,6 +61,168 @@ Loc locOf(const YAML::Mark &mark, const std::string &file, const Loc &fallback) 
   return {file, unsigned(mark.line) + 1, unsigned(mark.column) + 1};
 }
 
+/// Builds located nodes from yaml-cpp's parse events. Limits are enforced as
+/// events arrive, which also stops inputs on which the parser itself would
+/// loop forever (yaml-cpp 0.7 does on "- a\n, b"): every turn of such a loop
+/// emits a node, and the node budget ends it.
+class EventBuilder : public YAML::EventHandler {
+public:
+  /// Thrown when a limit is hit; caught in TreeBuilder::parseText.
+  struct Stop {
+    Loc loc;
+    std::string message;
+  };
+
+  EventBuilder(const std::string &file, const TreeLimits &limits,
+               size_t &nodes, Diagnostics &diags)
+      : file(file), limits(limits), nodes(nodes), diags(diags) {}
+
+  /// Whether a mapping had a key that is not a name.
+  bool failed() const { return badKeys; }
+  /// The document's root; an empty document gives a null at `top`.
+  Node takeRoot(const Loc &top) {
+    if (!haveRoot)
+      root.loc = top;
+    return std::move(root);
+  }
+
+  void OnDocumentStart(const YAML::Mark &mark) override {
+    if (++documents > 1)
+      throw Stop{at(mark), "a spec file holds one YAML document; found a second"};
+  }
+  void OnDocumentEnd() override {}
+
+  void OnNull(const YAML::Mark &mark, YAML::anchor_t anchor) override {
+    Node n;
+    n.loc = at(mark);
+    add(std::move(n), anchor);
+  }
+  void OnScalar(const YAML::Mark &mark, const std::string &tag,
+                YAML::anchor_t anchor, const std::string &value) override {
+    Node n;
+    n.kind = Node::Kind::Scalar;
+    n.loc = at(mark);
+    n.scalar = value;
+    n.quoted = tag == "!"; // yaml-cpp's tag for quoted scalars
+    add(std::move(n), anchor);
+  }
+  void OnAlias(const YAML::Mark &mark, YAML::anchor_t anchor) override {
+    auto it = anchors.find(anchor);
+    if (it == anchors.end())
+      throw Stop{at(mark), "alias of an anchor that is not complete here "
+                           "(an alias inside its own anchor)"};
+    count(size(it->second), at(mark));
+    add(it->second, 0);
+  }
+  void OnSequenceStart(const YAML::Mark &mark, const std::string &,
+                       YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
+    open(Node::Kind::Sequence, at(mark), anchor);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapStart(const YAML::Mark &mark, const std::string &,
+                  YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
+    open(Node::Kind::Map, at(mark), anchor);
+  }
+  void OnMapEnd() override { close(); }
+
+private:
+  struct Open {
+    Node node;
+    YAML::anchor_t anchor;
+    std::optional<Node> key; ///< Map: a key waiting for its value.
+  };
+
+  Loc at(const YAML::Mark &mark) const {
+    Loc fallback = stack.empty() ? Loc{file, 1, 1} : stack.back().node.loc;
+    return locOf(mark, file, fallback);
+  }
+
+  static size_t size(const Node &n) {
+    size_t total = 1;
+    for (const Node &item : n.items)
+      total += size(item);
+    for (const auto &[k, v] : n.entries)
+      total += size(k) + size(v);
+    return total;
+  }
+
+  void count(size_t added, const Loc &loc) {
+    nodes += added;
+    if (nodes > limits.maxNodes)
+      throw Stop{loc, "spec too large: more than " +
+                          std::to_string(limits.maxNodes) +
+                          " nodes once aliases are expanded"};
+  }
+
+  void open(Node::Kind kind, const Loc &loc, YAML::anchor_t anchor) {
+    if (stack.size() >= limits.maxDepth)
+      throw Stop{loc, "spec nested deeper than " +
+                          std::to_string(limits.maxDepth) + " levels"};
+    count(1, loc);
+    Node n;
+    n.kind = kind;
+    n.loc = loc;
+    stack.push_back({std::move(n), anchor, std::nullopt});
+  }
+
+  void close() {
+    Open done = std::move(stack.back());
+    stack.pop_back();
+    add(std::move(done.node), done.anchor);
+  }
+
+  void add(Node n, YAML::anchor_t anchor) {
+    if (n.kind != Node::Kind::Sequence && n.kind != Node::Kind::Map)
+      count(1, n.loc);
+    if (anchor) {
+      count(size(n), n.loc); // The copy kept for aliases.
+      anchors[anchor] = n;
+    }
+    if (stack.empty()) {
+      root = std::move(n);
+      haveRoot = true;
+      return;
+    }
+    Open &top = stack.back();
+    if (top.node.kind == Node::Kind::Sequence)
+      top.node.items.push_back(std::move(n));
+    else if (!top.key)
+      top.key = std::move(n);
+    else
+      insert(top, std::move(n));
+  }
+
+  void insert(Open &map, Node value) {
+    Node key = std::move(*map.key);
+    map.key.reset();
+    if (key.kind != Node::Kind::Scalar) {
+      diags.error(key.loc, "mapping keys must be names; found " + key.describe());
+      badKeys = true;
+      return;
+    }
+    for (const auto &entry : map.node.entries)
+      if (entry.first.scalar == key.scalar) {
+        diags.error(key.loc, "duplicate key '" + key.scalar +
+                                 "' (first given at line " +
+                                 std::to_string(entry.first.loc.line) + ")");
+        return;
+      }
+    map.node.entries.emplace_back(std::move(key), std::move(value));
+  }
+
+  const std::string &file;
+  const TreeLimits &limits;
+  size_t &nodes;
+  Diagnostics &diags;
+  std::vector<Open> stack;
+  std::map<YAML::anchor_t, Node> anchors;
+  Node root;
+  bool haveRoot = false;
+  bool badKeys = false;
+  int documents = 0;
+};
+
+/// Loads files and resolves their `extends` chains.
 class TreeBuilder {
 public:
   TreeBuilder(const std::vector<ExclusiveKeys> &exclusive, Diagnostics &diags,
@@ -65,16 +234,13 @@ public:
   std::optional<Node> parseText(std::string_view text, const std::string &name);
 
 private:
-  bool convert(const YAML::Node &y, Node &out, const std::string &file,
-               unsigned depth, const Loc &fallback);
   std::optional<Node> resolveExtends(Node root, const std::string &file);
   Node merge(Node base, Node child, const std::string &path) const;
 
   const std::vector<ExclusiveKeys> &exclusive;
   Diagnostics &diags;
   const TreeLimits &limits;
-  size_t nodes = 0;
-  bool exhausted = false;
+  size_t nodes = 0; ///< Over the whole extends chain.
   std::vector<std::string> chain; ///< Canonical paths being loaded.
 };
 
@@ -130,25 +296,22 @@ std::optional<Node> TreeBuilder::loadFile(const std::string &path,
 std::optional<Node> TreeBuilder::parseText(std::string_view text,
                                            const std::string &name) {
   Loc top{name, 1, 1};
-  std::vector<YAML::Node> docs;
+  std::istringstream in{std::string(text)};
+  YAML::Parser parser(in);
+  EventBuilder builder(name, limits, nodes, diags);
   try {
-    docs = YAML::LoadAll(std::string(text));
+    while (parser.HandleNextDocument(builder)) {
+    }
   } catch (const YAML::Exception &e) {
     diags.error(locOf(e.mark, name, top), "YAML syntax error: " + e.msg);
     return std::nullopt;
-  } catch (const std::exception &e) {
-    diags.error(top, std::string("YAML reader failed: ") + e.what());
+  } catch (const EventBuilder::Stop &stop) {
+    diags.error(stop.loc, stop.message);
     return std::nullopt;
   }
-  if (docs.size() > 1) {
-    diags.error(locOf(docs[1].Mark(), name, top),
-                "a spec file holds one YAML document; found a second");
+  if (builder.failed())
     return std::nullopt;
-  }
-  Node root;
-  root.loc = top;
-  if (!docs.empty() && !convert(docs[0], root, name, 0, top))
-    return std::nullopt;
+  Node root = builder.takeRoot(top);
   if (root.kind != Node::Kind::Map) {
     diags.error(root.loc, "a spec is a mapping with sections 'model', "
                           "'attention' and 'train'; found " +
@@ -156,72 +319,6 @@ std::optional<Node> TreeBuilder::parseText(std::string_view text,
     return std::nullopt;
   }
   return resolveExtends(std::move(root), name);
-}
-
-bool TreeBuilder::convert(const YAML::Node &y, Node &out,
-                          const std::string &file, unsigned depth,
-                          const Loc &fallback) {
-  out.loc = locOf(y.Mark(), file, fallback);
-  if (exhausted)
-    return false;
-  if (++nodes > limits.maxNodes) {
-    exhausted = true;
-    diags.error(out.loc, "spec too large: more than " +
-                             std::to_string(limits.maxNodes) +
-                             " nodes once aliases are expanded");
-    return false;
-  }
-  if (depth > limits.maxDepth) {
-    exhausted = true;
-    diags.error(out.loc, "spec nested deeper than " +
-                             std::to_string(limits.maxDepth) + " levels");
-    return false;
-  }
-  switch (y.Type()) {
-  case YAML::NodeType::Undefined:
-  case YAML::NodeType::Null:
-    out.kind = Node::Kind::Null;
-    return true;
-  case YAML::NodeType::Scalar:
-    out.kind = Node::Kind::Scalar;
-    out.scalar = y.Scalar();
-    out.quoted = y.Tag() == "!";
-    return true;
-  case YAML::NodeType::Sequence:
-    out.kind = Node::Kind::Sequence;
-    for (const auto &item : y) {
-      out.items.emplace_back();
-      if (!convert(item, out.items.back(), file, depth + 1, out.loc))
-        return false;
-    }
-    return true;
-  case YAML::NodeType::Map:
-    out.kind = Node::Kind::Map;
-    for (const auto &kv : y) {
-      Node key, value;
-      if (!convert(kv.first, key, file, depth + 1, out.loc))
-        return false;
-      if (!convert(kv.second, value, file, depth + 1, key.loc))
-        return false;
-      if (key.kind != Node::Kind::Scalar) {
-        diags.error(key.loc, "mapping keys must be names; found " +
-                                 key.describe());
-        continue;
-      }
-      auto first = std::find_if(
-          out.entries.begin(), out.entries.end(),
-          [&](const auto &e) { return e.first.scalar == key.scalar; });
-      if (first != out.entries.end()) {
-        diags.error(key.loc, "duplicate key '" + key.scalar +
-                                 "' (first given at line " +
-                                 std::to_string(first->first.loc.line) + ")");
-        continue;
-      }
-      out.entries.emplace_back(std::move(key), std::move(value));
-    }
-    return true;
-  }
-  return true;
 }
 
 std::optional<Node> TreeBuilder::resolveExtends(Node root,
