@@ -346,12 +346,20 @@ private:
     return false;
   }
   bool read(const Node &n, std::string &out, const std::string &p) {
-    if (n.kind == Node::Kind::Scalar) {
-      out = n.scalar;
-      return true;
+    if (n.kind != Node::Kind::Scalar) {
+      typeError(n, p, "a string");
+      return false;
     }
-    typeError(n, p, "a string");
-    return false;
+    // Names and paths hold no control characters; refusing them keeps every
+    // accepted string printable as it was written.
+    for (unsigned char c : n.scalar)
+      if (c < 0x20 || c == 0x7f) {
+        fail(n, p, inQuotes(p) + " contains a control character (byte " +
+                       std::to_string(c) + ")");
+        return false;
+      }
+    out = n.scalar;
+    return true;
   }
   template <class E, class = std::enable_if_t<std::is_enum_v<E>>>
   bool read(const Node &n, E &out, const std::string &p) {

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# build.sh - install what is missing, configure and build lap (CMake preset
+# "default": clang-19 + lld against Debian's MLIR 19; CUDA when present).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+preset=${LAP_PRESET:-default}
+[ -f "build/CMakeCache.txt" ] && [ "$preset" = default ] || cmake --preset "$preset"
+cmake --build --preset "$preset"
