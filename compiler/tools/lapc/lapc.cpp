@@ -32,18 +32,21 @@ enum ExitCode { Success = 0, InternalError = 1, BadInput = 2 };
 /// The stages lapc can print, in pipeline order.
 enum class Emit { Spec };
 
+cl::OptionCategory lapcCategory("lapc options");
 cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<spec.yaml>"),
-                                   cl::Required);
+                                   cl::Required, cl::cat(lapcCategory));
 cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
-                                    cl::value_desc("filename"), cl::init("-"));
+                                    cl::value_desc("filename"), cl::init("-"),
+                                    cl::cat(lapcCategory));
 cl::opt<Emit> emitAction(
     "emit", cl::desc("The stage to print"), cl::init(Emit::Spec),
     cl::values(clEnumValN(Emit::Spec, "spec",
-                          "the resolved spec, with derived values")));
+                          "the resolved spec, with derived values")),
+    cl::cat(lapcCategory));
 cl::opt<bool> verifyDiagnostics(
     "verify-diagnostics",
     cl::desc("Check errors against 'expected-error' comments in the spec"),
-    cl::init(false));
+    cl::init(false), cl::cat(lapcCategory));
 
 /// Hands the front end's errors to MLIR's diagnostic engine.
 void report(const lap::dsl::Diagnostics &diags, mlir::MLIRContext &context) {
@@ -58,7 +61,9 @@ void report(const lap::dsl::Diagnostics &diags, mlir::MLIRContext &context) {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
-  cl::ParseCommandLineOptions(argc, argv, "lap compiler\n");
+  cl::HideUnrelatedOptions(lapcCategory);
+  if (!cl::ParseCommandLineOptions(argc, argv, "lap compiler\n", &errs()))
+    return BadInput;
 
   lap::dsl::Diagnostics diags;
   std::optional<lap::dsl::Spec> spec = lap::dsl::loadSpec(inputFilename, diags);
