@@ -8,7 +8,7 @@
 
 #include "dsl/Derived.h"
 
-#include <cstdio>
+#include <fmt/format.h>
 
 using namespace lap::dsl;
 
@@ -164,10 +164,7 @@ std::vector<DerivedValue> lap::dsl::derivedValues(const Spec &spec) {
 }
 
 std::string lap::dsl::formatDerived(const DerivedValue &value) {
-  char text[64];
   if (value.integer)
-    std::snprintf(text, sizeof text, "%lld", (long long)value.value);
-  else
-    std::snprintf(text, sizeof text, "%.6g", value.value);
-  return text;
+    return fmt::format("{}", int64_t(value.value));
+  return fmt::format("{:.6g}", value.value);
 }

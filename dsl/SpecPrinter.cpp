@@ -10,8 +10,8 @@
 #include "dsl/Derived.h"
 #include "dsl/SpecSchema.h"
 
-#include <cmath>
-#include <cstdio>
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <sstream>
 
@@ -20,21 +20,11 @@ using namespace lap::dsl::schema;
 
 namespace {
 
-/// The shortest decimal text that reads back as exactly `v`.
+/// The shortest decimal text that reads back as exactly `v`, kept
+/// recognisable as a float: 1 -> 1.0, 1e-06 -> 1.0e-06.
 std::string formatNumber(double v) {
-  char text[40];
-  if (v == std::floor(v) && std::fabs(v) < 1e15) {
-    std::snprintf(text, sizeof text, "%.1f", v);
-    return text;
-  }
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(text, sizeof text, "%.*g", precision, v);
-    if (std::strtod(text, nullptr) == v)
-      break;
-  }
-  std::string s = text;
-  // Keep floats recognisable as floats: 1 -> 1.0, 1e-06 -> 1.0e-06.
-  if (s.find_first_of(".en") == std::string::npos)
+  std::string s = fmt::format("{}", v);
+  if (s.find_first_of(".ein") == std::string::npos)
     s += ".0";
   else if (s.find('.') == std::string::npos && s.find('e') != std::string::npos)
     s.insert(s.find('e'), ".0");
@@ -71,13 +61,13 @@ std::string formatString(const std::string &s) {
 }
 
 std::string withSeparators(int64_t v) {
-  std::string digits = std::to_string(v < 0 ? -v : v), out;
+  std::string digits = std::to_string(v), out;
   for (size_t i = 0; i < digits.size(); ++i) {
     if (i && (digits.size() - i) % 3 == 0)
       out += ',';
     out += digits[i];
   }
-  return (v < 0 ? "-" : "") + out;
+  return out;
 }
 
 /// The visitor that writes YAML (see SpecSchema.h for the interface).

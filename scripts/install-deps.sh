@@ -12,7 +12,7 @@ packages=(
   clang-19 lld-19 llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
   libclang-rt-19-dev
   # libraries
-  libyaml-cpp-dev libfmt-dev nlohmann-json3-dev libcli11-dev googletest libgtest-dev
+  libyaml-cpp-dev libfmt-dev googletest libgtest-dev
 )
 
 missing=()
