@@ -1,0 +1,194 @@
+//===- AttentionPlacement.cpp - One head kind per head ----------*- C++ -*-===//
+//
+// Expands `laplacian_heads` (trailing heads), `kinds` (explicit lists) and
+// `pool` into `spec.attention`, checking counts, list lengths, kind names and
+// that kinds which need self-attention stay off cross-attention.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsl/AttentionPlacement.h"
+#include "dsl/Scalars.h"
+#include "dsl/Suggest.h"
+
+#include <algorithm>
+#include <optional>
+
+using namespace lap::dsl;
+
+namespace {
+
+class AttentionResolver {
+public:
+  /// With `layersOk` false, counts and kinds are checked per head only.
+  AttentionResolver(Spec &spec, bool layersOk, Diagnostics &diags)
+      : spec(spec), layersOk(layersOk), diags(diags) {}
+
+  void run(const AttentionPlacement &placement) {
+    const ModelSpec &m = spec.model;
+    const Node *laplacianHeads = placement.laplacianHeads,
+               *kinds = placement.kinds, *pool = placement.pool;
+    spec.attention.layers.assign(size_t(std::max<int64_t>(m.layers, 0)),
+                                 std::vector<HeadKindId>(size_t(std::max<int64_t>(m.heads, 0)), 0));
+    if (laplacianHeads && kinds) {
+      diags.error(spec.locationOf("attention.kinds"),
+                  "give either 'laplacian_heads' or 'kinds' in 'attention', not both");
+      return;
+    }
+    if (laplacianHeads)
+      placeLaplacian(*laplacianHeads);
+    if (kinds)
+      placeKinds(*kinds);
+    spec.attention.pool.assign(
+        size_t(m.pool == Pool::Attentive ? std::max<int64_t>(m.poolHeads, 0) : 0), 0);
+    if (pool)
+      placePool(*pool);
+  }
+
+private:
+  void placeLaplacian(const Node &node) {
+    auto fillTrailing = [&](size_t layer, int64_t k) {
+      auto &heads = spec.attention.layers[layer];
+      for (size_t h = heads.size() - size_t(k); h < heads.size(); ++h)
+        heads[h] = laplacianKind();
+    };
+    if (node.kind == Node::Kind::Sequence) {
+      if (!sameLength(node, "attention.laplacian_heads"))
+        return;
+      for (size_t l = 0; l < node.items.size(); ++l)
+        if (auto k = readCount(node.items[l]))
+          fillTrailing(l, *k);
+      return;
+    }
+    if (auto k = readCount(node))
+      for (size_t l = 0; l < spec.attention.layers.size(); ++l)
+        fillTrailing(l, *k);
+  }
+
+  /// A count of trailing Laplacian heads, 0..heads.
+  std::optional<int64_t> readCount(const Node &count) {
+    const int64_t heads = spec.model.heads;
+    int64_t k;
+    if (count.kind != Node::Kind::Scalar || count.quoted ||
+        !parseInteger(count.scalar, k)) {
+      diags.error(count.loc, "'attention.laplacian_heads' expects a head "
+                             "count, or a list of counts, one per layer; found " +
+                                 count.describe());
+      return std::nullopt;
+    }
+    if (k < 0 || k > heads) {
+      diags.error(count.loc, "'attention.laplacian_heads' is " + count.scalar +
+                                 " but each layer has " + std::to_string(heads) +
+                                 " heads; it must be between 0 and " +
+                                 std::to_string(heads));
+      return std::nullopt;
+    }
+    return k;
+  }
+
+  void placeKinds(const Node &node) {
+    if (node.kind != Node::Kind::Sequence || node.items.empty()) {
+      diags.error(node.loc, "'attention.kinds' expects a list of head kinds, or "
+                            "one such list per layer; found " + node.describe());
+      return;
+    }
+    bool nested = node.items[0].kind == Node::Kind::Sequence;
+    if (!nested) { // One list for every layer.
+      auto row = readKinds(node, "attention.kinds");
+      for (auto &layer : spec.attention.layers)
+        if (row)
+          layer = *row;
+      return;
+    }
+    if (!sameLength(node, "attention.kinds"))
+      return;
+    for (size_t l = 0; l < node.items.size(); ++l)
+      if (auto row = readKinds(node.items[l], "attention.kinds"))
+        spec.attention.layers[l] = *row;
+  }
+
+  void placePool(const Node &node) {
+    if (spec.model.pool != Pool::Attentive) {
+      diags.error(node.loc, "'attention.pool' gives the kinds of attentive "
+                            "pooling heads, but the model pools by '" +
+                                std::string(spelling(spec.model.pool)) +
+                                "'; set model.pool: attentive");
+      return;
+    }
+    if (node.kind != Node::Kind::Sequence) {
+      diags.error(node.loc, "'attention.pool' expects a list of head kinds; found " +
+                                node.describe());
+      return;
+    }
+    auto row = readKinds(node, "attention.pool", spec.model.poolHeads);
+    if (!row)
+      return;
+    for (size_t h = 0; h < row->size(); ++h) {
+      const HeadKind &kind = headKinds()[(*row)[h]];
+      if (kind.needsSelfAttention())
+        diags.error(node.items[h].loc,
+                    "head kind '" + std::string(kind.name) +
+                        "' needs square self-attention (it adds the query's "
+                        "own value), but attentive pooling is cross-attention: "
+                        "learned queries over the image's tokens; use 'attn'");
+    }
+    spec.attention.pool = *row;
+  }
+
+  /// One layer's list of kind names; `expected` heads (default model.heads).
+  std::optional<std::vector<HeadKindId>> readKinds(const Node &list,
+                                                   const char *p,
+                                                   int64_t expected = -1) {
+    if (expected < 0)
+      expected = spec.model.heads;
+    if (list.kind != Node::Kind::Sequence) {
+      diags.error(list.loc, inQuotes(p) + " expects a list of head kinds; found " +
+                                list.describe());
+      return std::nullopt;
+    }
+    if (int64_t(list.items.size()) != expected) {
+      diags.error(list.loc, inQuotes(p) + " lists " + std::to_string(list.items.size()) +
+                                " heads; the layer has " + std::to_string(expected));
+      return std::nullopt;
+    }
+    std::vector<std::string_view> known;
+    for (const HeadKind &k : headKinds())
+      known.push_back(k.name);
+    std::vector<HeadKindId> row;
+    bool ok = true;
+    for (const Node &item : list.items) {
+      auto id = item.kind == Node::Kind::Scalar ? findHeadKind(item.scalar)
+                                                : std::nullopt;
+      if (!id) {
+        std::string name = item.kind == Node::Kind::Scalar ? item.scalar : "";
+        diags.error(item.loc, "unknown head kind " +
+                                  (name.empty() ? item.describe() : inQuotes(name)) +
+                                  didYouMean(name, known) + " (kinds: " +
+                                  listChoices(known) + ")");
+        ok = false;
+        continue;
+      }
+      row.push_back(*id);
+    }
+    return ok ? std::optional(row) : std::nullopt;
+  }
+
+  bool sameLength(const Node &list, const char *p) {
+    size_t layers = spec.attention.layers.size();
+    if (list.items.size() == layers || !layersOk)
+      return list.items.size() == layers;
+    diags.error(list.loc, inQuotes(p) + " lists " + std::to_string(list.items.size()) +
+                              " layers; the model has " + std::to_string(layers));
+    return false;
+  }
+
+  Spec &spec;
+  bool layersOk;
+  Diagnostics &diags;
+};
+
+} // namespace
+
+void lap::dsl::placeHeadKinds(Spec &spec, const AttentionPlacement &placement,
+                              bool layersOk, Diagnostics &diags) {
+  AttentionResolver(spec, layersOk, diags).run(placement);
+}
