@@ -27,7 +27,7 @@ public:
     const ModelSpec &m = spec.model;
     const Node *laplacianHeads = placement.laplacianHeads,
                *kinds = placement.kinds, *pool = placement.pool;
-    spec.attention.layers.assign(size_t(std::max<int64_t>(m.layers, 0)),
+    spec.attention.layers.assign(layersOk ? size_t(m.layers) : 0,
                                  std::vector<HeadKindId>(size_t(std::max<int64_t>(m.heads, 0)), 0));
     if (laplacianHeads && kinds) {
       diags.error(spec.locationOf("attention.kinds"),

@@ -81,8 +81,10 @@ DerivedSpec lap::dsl::deriveSpec(const Spec &spec) {
   int64_t blocks = m.layers * blockParams(m);
   int64_t norms = (m.embeddingNorm ? normParams(m.norm, m.width) : 0) +
                   (m.finalNorm ? normParams(m.norm, m.width) : 0);
-  int64_t attention = 0; // FLOPs per token or image in QK^T and PV.
-  int64_t inputMatmul = 0;
+  // FLOPs in double: T^2 terms outgrow int64 long before sizes do.
+  double attention = 0; // Per token or image, in QK^T and PV.
+  double inputMatmul = 0;
+  const double perHead = 4.0 * double(m.layers) * double(m.heads) * double(m.headDim);
   if (m.family == Family::GPT) {
     int64_t T = spec.hasTrain ? spec.train.seqLen : m.context;
     embedding = m.vocab * m.width;
@@ -91,7 +93,7 @@ DerivedSpec lap::dsl::deriveSpec(const Spec &spec) {
     head = m.tiedEmbeddings ? 0 : m.vocab * m.width;
     headMatmul = m.vocab * m.width;
     d.tokens = T;
-    attention = 4 * m.layers * m.heads * m.headDim * T;
+    attention = perHead * double(T);
     d.flopsUnit = "token";
   } else {
     int64_t patches = patchCount(m);
@@ -112,8 +114,8 @@ DerivedSpec lap::dsl::deriveSpec(const Spec &spec) {
       headMatmul += dinoHeadParams(m, false);
     }
     d.tokens = T;
-    attention = 4 * m.layers * m.heads * m.headDim * T * T;
-    inputMatmul = patches * m.patch * m.patch * m.channels * m.width;
+    attention = perHead * double(T) * double(T);
+    inputMatmul = double(patches) * double(m.patch * m.patch * m.channels * m.width);
     d.flopsUnit = "image";
   }
   const std::pair<const char *, int64_t> groups[] = {
@@ -128,11 +130,11 @@ DerivedSpec lap::dsl::deriveSpec(const Spec &spec) {
 
   double perUnitMatmul = double(blockMatmulWeights(m)) * m.layers;
   if (m.family == Family::GPT)
-    d.forwardFlops = 2.0 * (perUnitMatmul + double(headMatmul)) + double(attention);
+    d.forwardFlops = 2.0 * (perUnitMatmul + double(headMatmul)) + attention;
   else
-    d.forwardFlops = 2.0 * (perUnitMatmul * double(d.tokens) + double(inputMatmul) +
+    d.forwardFlops = 2.0 * (perUnitMatmul * double(d.tokens) + inputMatmul +
                             double(headMatmul)) +
-                     double(attention);
+                     attention;
   d.trainFlops = 3.0 * d.forwardFlops;
   return d;
 }

@@ -84,12 +84,14 @@ public:
       return;
     }
     std::string p = path(key);
-    if (!read(*node, value, p))
+    T parsed = value; // A value out of its range is never stored.
+    if (!read(*node, parsed, p))
       invalid.insert(p);
     else if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
-      checkRule(*node, p, double(value), rule);
+      checkRule(*node, p, double(parsed), rule);
     if (invalid.count(p))
       return;
+    value = parsed;
     if (p == "model.family")
       familyKnown = true;
     else if (p == "train.regime")
@@ -276,7 +278,14 @@ private:
     bool ok = v >= rule.min && v <= rule.max && !(rule.minExclusive && v == rule.min);
     if (!ok) {
       std::ostringstream text;
-      text << inQuotes(p) << " must be " << rule.what << "; found " << node.scalar;
+      text << inQuotes(p) << " must be ";
+      if (rule.what)
+        text << rule.what;
+      else
+        text << (rule.minExclusive ? "greater than " : "between ")
+             << int64_t(rule.min) << (rule.minExclusive ? " and at most " : " and ")
+             << int64_t(rule.max);
+      text << "; found " << node.scalar;
       fail(node, p, text.str());
     }
     return ok;

@@ -27,7 +27,8 @@
 
 namespace lap::dsl::schema {
 
-/// Allowed numeric range; `what` names it in messages.
+/// Allowed numeric range; `what` names it in messages (null: "between
+/// min and max").
 struct Rule {
   double min = -std::numeric_limits<double>::infinity();
   double max = std::numeric_limits<double>::infinity();
@@ -43,6 +44,11 @@ inline constexpr Rule greaterThanZero{0, std::numeric_limits<double>::infinity()
                                       true, "greater than 0"};
 inline constexpr Rule probability{0, 1, false, "a probability in [0, 1]"};
 inline constexpr Rule fraction{0, 1, true, "in (0, 1]"};
+/// A count from 1 to `max`; the bounds keep every derived size in range.
+constexpr Rule upTo(double max) { return {1, max, false, nullptr}; }
+inline constexpr Rule layerCount = upTo(4096);    // layers, heads
+inline constexpr Rule featureCount = upTo(1 << 20); // widths, hidden sizes
+inline constexpr Rule itemCount = upTo(1 << 24);  // vocab, classes, tokens
 
 /// Which families and regimes a key belongs to (bit masks).
 struct Applies {
@@ -113,13 +119,13 @@ inline const std::vector<std::string_view> &parameterGroupNames() {
 /// `M` is ModelSpec for the parser and const ModelSpec for the printer.
 template <class V, class M> void visitModel(V &v, M &m) {
   v.field("family", m.family, any, always, required);
-  v.field("layers", m.layers, positive, always, required);
-  v.field("width", m.width, positive, always, required);
-  v.field("heads", m.heads, positive, always, required);
-  v.field("head_dim", m.headDim, positive);
-  v.field("kv_heads", m.kvHeads, positive);
-  v.field("mlp_ratio", m.mlpRatio, greaterThanZero);
-  v.field("mlp_hidden", m.mlpHidden, positive);
+  v.field("layers", m.layers, layerCount, always, required);
+  v.field("width", m.width, featureCount, always, required);
+  v.field("heads", m.heads, layerCount, always, required);
+  v.field("head_dim", m.headDim, featureCount);
+  v.field("kv_heads", m.kvHeads, layerCount);
+  v.field("mlp_ratio", m.mlpRatio, Rule{0, 1024, true, nullptr});
+  v.field("mlp_hidden", m.mlpHidden, featureCount);
   v.field("activation", m.activation);
   v.section("norm", always, [&] {
     v.field("type", m.norm.type);
@@ -137,25 +143,25 @@ template <class V, class M> void visitModel(V &v, M &m) {
   v.field("qk_norm", m.qkNorm);
   v.field("bias", m.bias);
   v.field("dropout", m.dropout, probability);
-  v.field("vocab", m.vocab, positive, gptOnly, required);
-  v.field("context", m.context, positive, gptOnly, required);
+  v.field("vocab", m.vocab, upTo(2147483647.0), gptOnly, required);
+  v.field("context", m.context, itemCount, gptOnly, required);
   v.field("tied_embeddings", m.tiedEmbeddings, any, gptOnly);
   v.field("logit_softcap", m.logitSoftcap, nonNegative, gptOnly);
-  v.field("image_size", m.imageSize, positive, imageOnly, required);
-  v.field("patch", m.patch, positive, imageOnly, required);
-  v.field("channels", m.channels, positive, imageOnly);
-  v.field("classes", m.classes, nonNegative, imageOnly);
+  v.field("image_size", m.imageSize, upTo(1 << 16), imageOnly, required);
+  v.field("patch", m.patch, upTo(1 << 16), imageOnly, required);
+  v.field("channels", m.channels, upTo(256), imageOnly);
+  v.field("classes", m.classes, Rule{0, 1 << 24, false, nullptr}, imageOnly);
   v.field("cls_token", m.clsToken, any, imageOnly);
-  v.field("registers", m.registers, nonNegative, imageOnly);
+  v.field("registers", m.registers, Rule{0, 1 << 16, false, nullptr}, imageOnly);
   v.field("layer_scale", m.layerScale, nonNegative, imageOnly);
   v.field("drop_path", m.dropPath, probability, imageOnly);
   v.field("pool", m.pool, any, imageOnly);
-  v.field("pool_heads", m.poolHeads, positive, imageOnly);
+  v.field("pool_heads", m.poolHeads, layerCount, imageOnly);
   v.section("dino_head", dinoOnly, [&] {
-    v.field("layers", m.dinoHead.layers, positive);
-    v.field("hidden", m.dinoHead.hidden, positive);
-    v.field("bottleneck", m.dinoHead.bottleneck, positive);
-    v.field("prototypes", m.dinoHead.prototypes, positive);
+    v.field("layers", m.dinoHead.layers, upTo(64));
+    v.field("hidden", m.dinoHead.hidden, featureCount);
+    v.field("bottleneck", m.dinoHead.bottleneck, featureCount);
+    v.field("prototypes", m.dinoHead.prototypes, itemCount);
     v.field("norm_last_layer", m.dinoHead.normLastLayer);
   });
   v.section("init", always, [&] {
@@ -173,9 +179,9 @@ template <class V, class M> void visitModel(V &v, M &m) {
 template <class V, class T> void visitTrain(V &v, T &t) {
   v.field("regime", t.regime, any, always, required);
   v.field("seed", t.seed, nonNegative);
-  v.field("batch_size", t.batchSize, positive, always, required);
-  v.field("micro_batch_size", t.microBatchSize, positive);
-  v.field("seq_len", t.seqLen, positive, lmOnly);
+  v.field("batch_size", t.batchSize, upTo(1 << 30), always, required);
+  v.field("micro_batch_size", t.microBatchSize, upTo(1 << 30));
+  v.field("seq_len", t.seqLen, itemCount, lmOnly);
   v.field("steps", t.steps, positive);
   v.field("epochs", t.epochs, greaterThanZero);
   v.field("grad_clip", t.gradClip, nonNegative);
@@ -244,11 +250,11 @@ template <class V, class T> void visitTrain(V &v, T &t) {
   v.field("label_smoothing", t.labelSmoothing, probability, supervisedOnly);
   v.section("dino", dinoRegimeOnly, [&] {
     auto &d = t.dino;
-    v.field("global_crops", d.globalCrops, positive);
-    v.field("global_crop_size", d.globalCropSize, positive);
+    v.field("global_crops", d.globalCrops, upTo(64));
+    v.field("global_crop_size", d.globalCropSize, upTo(1 << 16));
     v.range("global_crop_scale", d.globalScaleMin, d.globalScaleMax, fraction);
-    v.field("local_crops", d.localCrops, nonNegative);
-    v.field("local_crop_size", d.localCropSize, positive);
+    v.field("local_crops", d.localCrops, Rule{0, 64, false, nullptr});
+    v.field("local_crop_size", d.localCropSize, upTo(1 << 16));
     v.range("local_crop_scale", d.localScaleMin, d.localScaleMax, fraction);
     v.field("student_temp", d.studentTemp, greaterThanZero);
     v.field("teacher_temp", d.teacherTemp, greaterThanZero);

@@ -55,6 +55,14 @@ private:
       error("model.kv_heads", "kv_heads " + std::to_string(m.kvHeads) +
                                   " must divide heads " + std::to_string(m.heads) +
                                   " (each kv head serves a group of query heads)");
+    // Keeps every parameter count within int64 (see the bounds in SpecSchema.h).
+    constexpr int64_t maxFeatures = 1 << 20;
+    if (m.heads * m.headDim > maxFeatures && usable({"model.head_dim"}))
+      error("model.head_dim", "heads x head_dim = " + std::to_string(m.heads * m.headDim) +
+                                  " exceeds " + std::to_string(maxFeatures));
+    if (m.mlpHidden > maxFeatures && usable({"model.mlp_ratio"}))
+      error("model.mlp_ratio", "the MLP hidden size " + std::to_string(m.mlpHidden) +
+                                   " exceeds " + std::to_string(maxFeatures));
     if (usable({"model.mlp_ratio", "model.mlp_hidden"}) && !spec.given("model.mlp_hidden")) {
       double hidden = double(m.width) * m.mlpRatio;
       if (std::fabs(hidden - std::round(hidden)) > 1e-9)

@@ -178,7 +178,7 @@ train:
   EXPECT_EQ(diags.all()[0].loc.file, "bad.yaml");
   EXPECT_EQ(diags.all()[1].loc.line, 8u);
   EXPECT_EQ(diags.all()[1].loc.col, 3u);
-  EXPECT_EQ(diags.all()[2].message, "'train.batch_size' must be at least 1; found 0");
+  EXPECT_EQ(diags.all()[2].message, "'train.batch_size' must be between 1 and 1073741824; found 0");
   EXPECT_FALSE(diags.hasInternalError());
 }
 
