@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 preset=${LAP_PRESET:-default}
-[ -f "build/CMakeCache.txt" ] && [ "$preset" = default ] || cmake --preset "$preset"
+cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset"

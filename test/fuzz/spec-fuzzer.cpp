@@ -5,7 +5,7 @@
 // no internal errors, every error located, and every accepted spec printing
 // to canonical text that reads back to the same text.
 //
-//   lap-spec-fuzzer -max_total_time=600 CORPUS_DIR ../specs
+//   lap-spec-fuzzer -max_total_time=600 -dict=spec.dict CORPUS_DIR ../specs
 //
 //===----------------------------------------------------------------------===//
 
