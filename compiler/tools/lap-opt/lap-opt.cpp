@@ -1,0 +1,23 @@
+//===- lap-opt.cpp - The lap optimizer driver -------------------*- C++ -*-===//
+//
+// mlir-opt for lap IR: parses, verifies, runs passes, prints. The lit tests
+// of the dialect and its passes run through it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Lap/IR/LapDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::registerTransformsPasses();
+  mlir::DialectRegistry registry;
+  registry.insert<lap::LapDialect, mlir::func::FuncDialect,
+                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "lap optimizer driver\n", registry));
+}

@@ -1,0 +1,28 @@
+//===- LapDialect.td - The lap dialect ---------------------*- tablegen -*-===//
+//
+// The dialect and the base class of its ops; the ops are in LapOps.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_DIALECT
+#define LAP_DIALECT
+
+include "mlir/IR/OpBase.td"
+
+def Lap_Dialect : Dialect {
+  let name = "lap";
+  let summary = "Transformer building blocks with per-head attention kinds";
+  let description = [{
+    The ops of the three model families lap compiles (gpt, vit, dino) on
+    tensors whose batch and sequence dimensions are dynamic and whose other
+    dimensions are static. The centrepiece is `lap.attention`, which carries
+    the kind of every head; kinds become per-head coefficients (alpha, beta)
+    of O = alpha * P V + beta * V before code generation.
+  }];
+  let cppNamespace = "::lap";
+}
+
+class Lap_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Lap_Dialect, mnemonic, traits>;
+
+#endif // LAP_DIALECT

@@ -1,0 +1,234 @@
+//===- LapOps.cpp - lap dialect ops: verifiers and helpers ------*- C++ -*-===//
+
+#include "dialects/Lap/IR/LapOps.h"
+
+#include "dsl/HeadKinds.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace lap;
+
+namespace {
+
+/// Two dimension sizes that may still turn out equal.
+bool compatible(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+/// "[?, ?, 4, 64]" for messages.
+std::string shapeString(RankedTensorType type) {
+  std::string out = "[";
+  llvm::raw_string_ostream os(out);
+  llvm::interleaveComma(type.getShape(), os, [&](int64_t d) {
+    if (ShapedType::isDynamic(d))
+      os << "?";
+    else
+      os << d;
+  });
+  os << "]";
+  return out;
+}
+
+/// Checks that `vector` is [size] where size is the last dimension of `of`.
+LogicalResult verifyFeatureVector(Operation *op, Value vector, StringRef name,
+                                  RankedTensorType of) {
+  auto type = cast<RankedTensorType>(vector.getType());
+  int64_t features = of.getShape().back();
+  if (type.getRank() != 1 || !compatible(type.getDimSize(0), features))
+    return op->emitOpError() << name << " must be [" << features << "], got "
+                             << shapeString(type);
+  return success();
+}
+
+LogicalResult verifyNorm(Operation *op, Value input, Value weight, Value bias,
+                         Value result, FloatAttr eps) {
+  auto type = cast<RankedTensorType>(input.getType());
+  if (type.getRank() < 1 || ShapedType::isDynamic(type.getShape().back()))
+    return op->emitOpError("normalises over a static last dimension, got ")
+           << shapeString(type);
+  if (result.getType() != input.getType())
+    return op->emitOpError("result type must equal the input type");
+  if (eps.getValueAsDouble() <= 0)
+    return op->emitOpError("eps must be positive");
+  if (weight && failed(verifyFeatureVector(op, weight, "weight", type)))
+    return failure();
+  if (bias && failed(verifyFeatureVector(op, bias, "bias", type)))
+    return failure();
+  return success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::verify() {
+  RankedTensorType q = getQ().getType(), k = getK().getType(), v = getV().getType();
+  if (q.getRank() != 4 || k.getRank() != 4)
+    return emitOpError("expects q [B, T, H, D] and k, v [B, S, KV, D], got ")
+           << shapeString(q) << " and " << shapeString(k);
+  if (k != v)
+    return emitOpError("k and v must have the same type");
+  if (getResult().getType() != q)
+    return emitOpError("result type must equal the type of q");
+  int64_t heads = q.getDimSize(2), kvHeads = k.getDimSize(2);
+  int64_t headDim = q.getDimSize(3);
+  if (ShapedType::isDynamic(heads) || ShapedType::isDynamic(kvHeads) ||
+      ShapedType::isDynamic(headDim) || ShapedType::isDynamic(k.getDimSize(3)))
+    return emitOpError("head counts and head_dim must be static");
+  if (k.getDimSize(3) != headDim)
+    return emitOpError("q has head_dim ") << headDim << " but k has " << k.getDimSize(3);
+  if (heads % kvHeads != 0)
+    return emitOpError("kv heads (") << kvHeads << ") must divide query heads ("
+                                     << heads << ")";
+  if (!compatible(q.getDimSize(0), k.getDimSize(0)))
+    return emitOpError("q and k have different batch sizes");
+  if (getScale().convertToFloat() <= 0)
+    return emitOpError("scale must be positive");
+
+  if (getKinds() && (getAlpha() || getBeta()))
+    return emitOpError("gives head kinds both by name and as coefficients");
+  if (bool(getAlpha()) != bool(getBeta()))
+    return emitOpError("alpha and beta come together");
+  if (auto kinds = getKinds()) {
+    if (int64_t(kinds->size()) != heads)
+      return emitOpError("has ") << kinds->size() << " head kinds for " << heads
+                                 << " heads";
+    for (Attribute kind : *kinds) {
+      StringRef name = cast<StringAttr>(kind).getValue();
+      if (!dsl::findHeadKind(name)) {
+        std::string known;
+        for (const dsl::HeadKind &k : dsl::headKinds())
+          known += (known.empty() ? "'" : ", '") + std::string(k.name) + "'";
+        return emitOpError("unknown head kind '") << name << "' (kinds: " << known << ")";
+      }
+    }
+  }
+  if (getAlpha() && (int64_t(getAlpha()->size()) != heads ||
+                     int64_t(getBeta()->size()) != heads))
+    return emitOpError("alpha and beta must have one entry per head (")
+           << heads << ")";
+
+  for (auto [head, coefficients] : llvm::enumerate(getCoefficients())) {
+    if (coefficients.second == 0)
+      continue;
+    if (getCross())
+      return emitOpError("head ") << head << " adds the query's own value (beta = "
+                                  << coefficients.second
+                                  << ") and needs square self-attention, but this "
+                                     "is cross-attention";
+    int64_t T = q.getDimSize(1), S = k.getDimSize(1);
+    if (!ShapedType::isDynamic(T) && !ShapedType::isDynamic(S) && T != S)
+      return emitOpError("head ") << head << " adds the query's own value and needs "
+                                  << "square self-attention, but queries are " << T
+                                  << " tokens and keys " << S;
+  }
+  return success();
+}
+
+SmallVector<std::pair<float, float>> AttentionOp::getCoefficients() {
+  SmallVector<std::pair<float, float>> out;
+  int64_t heads = getNumHeads();
+  if (auto kinds = getKinds()) {
+    for (Attribute kind : *kinds) {
+      auto id = dsl::findHeadKind(cast<StringAttr>(kind).getValue());
+      const dsl::HeadKind &k = dsl::headKinds()[id ? *id : 0];
+      out.push_back({float(k.alpha), float(k.beta)});
+    }
+  } else if (auto alpha = getAlpha()) {
+    for (int64_t h = 0; h < heads; ++h)
+      out.push_back({(*alpha)[h], (*getBeta())[h]});
+  } else {
+    out.assign(size_t(heads), {1.0f, 0.0f});
+  }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear layers, embeddings, norms
+//===----------------------------------------------------------------------===//
+
+LogicalResult LinearOp::verify() {
+  RankedTensorType input = getInput().getType(), weight = getWeight().getType(),
+                   result = getResult().getType();
+  if (weight.getRank() != 2 || weight.isDynamicDim(0) || weight.isDynamicDim(1))
+    return emitOpError("weight must be a static [N, K] matrix, got ")
+           << shapeString(weight);
+  int64_t n = weight.getDimSize(0), k = weight.getDimSize(1);
+  if (input.getRank() < 1 || !compatible(input.getShape().back(), k))
+    return emitOpError("input ") << shapeString(input) << " does not end in K = " << k;
+  if (result.getRank() != input.getRank() || result.getShape().back() != n)
+    return emitOpError("result must be ") << shapeString(input)
+                                          << " with the last dimension " << n
+                                          << ", got " << shapeString(result);
+  for (int64_t d = 0; d + 1 < input.getRank(); ++d)
+    if (!compatible(input.getDimSize(d), result.getDimSize(d)))
+      return emitOpError("result dimension ") << d << " differs from the input's";
+  if (getBias() && failed(verifyFeatureVector(*this, getBias(), "bias", result)))
+    return failure();
+  return success();
+}
+
+LogicalResult EmbeddingOp::verify() {
+  RankedTensorType table = getTable().getType(), ids = getIndices().getType(),
+                   result = getResult().getType();
+  if (table.getRank() != 2 || table.isDynamicDim(1))
+    return emitOpError("table must be [V, C] with static C, got ") << shapeString(table);
+  if (result.getRank() != ids.getRank() + 1 ||
+      result.getShape().back() != table.getDimSize(1))
+    return emitOpError("result must be the index shape ")
+           << shapeString(ids) << " followed by C = " << table.getDimSize(1);
+  for (int64_t d = 0; d < ids.getRank(); ++d)
+    if (!compatible(ids.getDimSize(d), result.getDimSize(d)))
+      return emitOpError("result dimension ") << d << " differs from the indices'";
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  return verifyNorm(*this, getInput(), getWeight(), getBias(), getResult(), getEpsAttr());
+}
+
+LogicalResult RMSNormOp::verify() {
+  return verifyNorm(*this, getInput(), getWeight(), Value(), getResult(), getEpsAttr());
+}
+
+LogicalResult RopeOp::verify() {
+  RankedTensorType type = getInput().getType();
+  if (type.getRank() != 4 || type.isDynamicDim(3) || type.getDimSize(3) % 2 != 0)
+    return emitOpError("rotates [B, T, H, D] with a static, even D, got ")
+           << shapeString(type);
+  if (getBase().convertToFloat() <= 0)
+    return emitOpError("base must be positive");
+  return success();
+}
+
+LogicalResult SoftcapOp::verify() {
+  if (getCap().convertToFloat() <= 0)
+    return emitOpError("cap must be positive");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+LogicalResult CrossEntropyOp::verify() {
+  RankedTensorType logits = getLogits().getType(), targets = getTargets().getType();
+  if (logits.getRank() != targets.getRank() + 1)
+    return emitOpError("targets ") << shapeString(targets)
+                                   << " must be the logits' shape "
+                                   << shapeString(logits) << " without the classes";
+  for (int64_t d = 0; d < targets.getRank(); ++d)
+    if (!compatible(logits.getDimSize(d), targets.getDimSize(d)))
+      return emitOpError("targets dimension ") << d << " differs from the logits'";
+  float smoothing = getLabelSmoothing().convertToFloat();
+  if (smoothing < 0 || smoothing > 1)
+    return emitOpError("label_smoothing must be in [0, 1]");
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/Lap/IR/LapOps.cpp.inc"

@@ -1,0 +1,213 @@
+//===- LapOps.td - lap dialect ops -------------------------*- tablegen -*-===//
+//
+// Tensors: batch B and sequence T are dynamic (bounded by the compiled
+// maxima at run time); widths are static. Every op verifies its shapes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_OPS
+#define LAP_OPS
+
+include "LapDialect.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/CommonAttrConstraints.td"
+
+def Lap_F32Tensor : RankedTensorOf<[F32]>;
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def Lap_AttentionOp : Lap_Op<"attention", [Pure]> {
+  let summary = "multi-head attention with a kind per head";
+  let description = [{
+    Queries `q` [B, T, H, D], keys `k` and values `v` [B, S, KV, D]; query
+    head h reads kv head h / (H / KV) (grouped-query attention). For each
+    head, with P = softmax(scale * Q K^T) (causal when `causal` is set):
+
+        O_h = alpha_h * P V_h + beta_h * V_h
+
+    The kinds are given either by name (`kinds`, from the table of head
+    kinds: `attn` = (1, 0), `laplacian` = (-1, 1)) or, after
+    `--lap-lower-head-kinds`, as coefficient arrays `alpha` and `beta`. An op
+    with neither is plain softmax attention. A kind with beta != 0 adds the
+    query's own value and so needs square self-attention: it is refused on
+    ops marked `cross` or whose query and key lengths differ.
+
+    ```mlir
+    %o = lap.attention %q, %k, %v {causal, scale = 0.125 : f32,
+           kinds = ["attn", "attn", "laplacian", "laplacian"]}
+         : tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>
+           -> tensor<?x?x4x64xf32>
+    ```
+  }];
+  let arguments = (ins Lap_F32Tensor:$q, Lap_F32Tensor:$k, Lap_F32Tensor:$v,
+                       F32Attr:$scale,
+                       UnitAttr:$causal,
+                       UnitAttr:$cross,
+                       OptionalAttr<StrArrayAttr>:$kinds,
+                       OptionalAttr<DenseF32ArrayAttr>:$alpha,
+                       OptionalAttr<DenseF32ArrayAttr>:$beta);
+  let results = (outs Lap_F32Tensor:$result);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v attr-dict `:` type($q) `,` type($k) `,` type($v) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Query heads H.
+    int64_t getNumHeads() { return getQ().getType().getDimSize(2); }
+    /// Key/value heads KV.
+    int64_t getNumKvHeads() { return getK().getType().getDimSize(2); }
+    /// Per-head (alpha, beta), from the kinds or the coefficient arrays;
+    /// (1, 0) for every head of plain attention.
+    ::llvm::SmallVector<std::pair<float, float>> getCoefficients();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Linear layers, embeddings, norms
+//===----------------------------------------------------------------------===//
+
+def Lap_LinearOp : Lap_Op<"linear", [Pure]> {
+  let summary = "y = x W^T (+ b)";
+  let description = [{
+    `input` [..., K], `weight` [N, K] (PyTorch's layout), optional `bias` [N];
+    the result is [..., N].
+
+    ```mlir
+    %y = lap.linear %x, %w, %b : (tensor<?x?x64xf32>, tensor<192x64xf32>, tensor<192xf32>) -> tensor<?x?x192xf32>
+    ```
+  }];
+  let arguments = (ins Lap_F32Tensor:$input, Lap_F32Tensor:$weight,
+                       Optional<Lap_F32Tensor>:$bias);
+  let results = (outs Lap_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lap_EmbeddingOp : Lap_Op<"embedding", [Pure]> {
+  let summary = "rows of a table by index";
+  let description = [{
+    `table` [V, C], `indices` [B, T] of i32; the result is [B, T, C].
+
+    ```mlir
+    %x = lap.embedding %table[%ids] : tensor<256x64xf32>, tensor<?x?xi32> -> tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Lap_F32Tensor:$table, RankedTensorOf<[I32]>:$indices);
+  let results = (outs Lap_F32Tensor:$result);
+  let assemblyFormat = [{
+    $table `[` $indices `]` attr-dict `:` type($table) `,` type($indices) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lap_LayerNormOp : Lap_Op<"layer_norm", [Pure, AttrSizedOperandSegments]> {
+  let summary = "LayerNorm over the last dimension, optional weight and bias";
+  let description = [{
+    ```mlir
+    %y = lap.layer_norm %x weight %w bias %b {eps = 1.0e-05 : f32} : (tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Lap_F32Tensor:$input, Optional<Lap_F32Tensor>:$weight,
+                       Optional<Lap_F32Tensor>:$bias, F32Attr:$eps);
+  let results = (outs Lap_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input (`weight` $weight^)? (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lap_RMSNormOp : Lap_Op<"rms_norm", [Pure]> {
+  let summary = "RMSNorm over the last dimension, optional weight";
+  let description = [{
+    Parameter-free when `weight` is absent (nanochat).
+
+    ```mlir
+    %y = lap.rms_norm %x {eps = 1.0e-06 : f32} : (tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Lap_F32Tensor:$input, Optional<Lap_F32Tensor>:$weight, F32Attr:$eps);
+  let results = (outs Lap_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input (`weight` $weight^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lap_RopeOp : Lap_Op<"rope", [Pure, SameOperandsAndResultType]> {
+  let summary = "rotary position embedding of [B, T, H, D] by position";
+  let description = [{
+    Rotates channel pairs (i, i + D/2) of each head by angle t * base^(-2i/D)
+    at position t.
+
+    ```mlir
+    %q2 = lap.rope %q {base = 1.0e+04 : f32} : tensor<?x?x4x64xf32>
+    ```
+  }];
+  let arguments = (ins Lap_F32Tensor:$input, F32Attr:$base);
+  let results = (outs Lap_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Lap_UnaryOp<string mnemonic, string formula>
+    : Lap_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise " # formula;
+  let arguments = (ins Lap_F32Tensor:$input);
+  let results = (outs Lap_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Lap_GeluTanhOp : Lap_UnaryOp<"gelu_tanh",
+    "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))">;
+def Lap_GeluOp : Lap_UnaryOp<"gelu", "0.5 x (1 + erf(x / sqrt(2)))">;
+def Lap_ReLU2Op : Lap_UnaryOp<"relu2", "max(x, 0)^2">;
+
+def Lap_AddOp : Lap_Op<"add", [Pure, SameOperandsAndResultType, Commutative]> {
+  let summary = "elementwise sum (the residual connection)";
+  let arguments = (ins Lap_F32Tensor:$lhs, Lap_F32Tensor:$rhs);
+  let results = (outs Lap_F32Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
+}
+
+def Lap_SoftcapOp : Lap_Op<"softcap", [Pure, SameOperandsAndResultType]> {
+  let summary = "cap * tanh(x / cap)";
+  let arguments = (ins Lap_F32Tensor:$input, F32Attr:$cap);
+  let results = (outs Lap_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def Lap_CrossEntropyOp : Lap_Op<"cross_entropy", [Pure]> {
+  let summary = "mean cross-entropy of logits against class indices";
+  let description = [{
+    `logits` [..., V], `targets` [...] of i32 with the same leading shape;
+    targets of -1 are ignored. The result is the mean over counted positions.
+    `label_smoothing` mixes the target with the uniform distribution.
+
+    ```mlir
+    %loss = lap.cross_entropy %logits, %targets : tensor<?x?x256xf32>, tensor<?x?xi32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Lap_F32Tensor:$logits, RankedTensorOf<[I32]>:$targets,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing);
+  let results = (outs 0DTensorOf<[F32]>:$loss);
+  let assemblyFormat = [{
+    $logits `,` $targets attr-dict `:` type($logits) `,` type($targets) `->` type($loss)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // LAP_OPS

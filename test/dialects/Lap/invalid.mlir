@@ -1,0 +1,287 @@
+// Every verifier error of the lap dialect.
+// RUN: lap-opt %s --split-input-file --verify-diagnostics
+
+func.func @laplacian_on_cross_attention(%q: tensor<?x1x2x8xf32>, %kv: tensor<?x?x2x8xf32>) {
+  // expected-error @+1 {{head 1 adds the query's own value (beta = 1.000000e+00) and needs square self-attention, but this is cross-attention}}
+  %o = lap.attention %q, %kv, %kv {cross, scale = 0.35 : f32, kinds = ["attn", "laplacian"]}
+       : tensor<?x1x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32> -> tensor<?x1x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @laplacian_on_non_square(%q: tensor<?x4x2x8xf32>, %kv: tensor<?x6x2x8xf32>) {
+  // expected-error @+1 {{head 0 adds the query's own value and needs square self-attention, but queries are 4 tokens and keys 6}}
+  %o = lap.attention %q, %kv, %kv {scale = 0.35 : f32, alpha = array<f32: -1.0, 1.0>, beta = array<f32: 1.0, 0.0>}
+       : tensor<?x4x2x8xf32>, tensor<?x6x2x8xf32>, tensor<?x6x2x8xf32> -> tensor<?x4x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @unknown_kind(%q: tensor<?x?x2x8xf32>) {
+  // expected-error @+1 {{unknown head kind 'laplace' (kinds: 'attn', 'laplacian')}}
+  %o = lap.attention %q, %q, %q {scale = 0.35 : f32, kinds = ["attn", "laplace"]}
+       : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32> -> tensor<?x?x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @kinds_count(%q: tensor<?x?x2x8xf32>) {
+  // expected-error @+1 {{has 3 head kinds for 2 heads}}
+  %o = lap.attention %q, %q, %q {scale = 0.35 : f32, kinds = ["attn", "attn", "attn"]}
+       : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32> -> tensor<?x?x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @kinds_and_coefficients(%q: tensor<?x?x1x8xf32>) {
+  // expected-error @+1 {{gives head kinds both by name and as coefficients}}
+  %o = lap.attention %q, %q, %q {scale = 0.35 : f32, kinds = ["attn"], alpha = array<f32: 1.0>, beta = array<f32: 0.0>}
+       : tensor<?x?x1x8xf32>, tensor<?x?x1x8xf32>, tensor<?x?x1x8xf32> -> tensor<?x?x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @alpha_without_beta(%q: tensor<?x?x1x8xf32>) {
+  // expected-error @+1 {{alpha and beta come together}}
+  %o = lap.attention %q, %q, %q {scale = 0.35 : f32, alpha = array<f32: 1.0>}
+       : tensor<?x?x1x8xf32>, tensor<?x?x1x8xf32>, tensor<?x?x1x8xf32> -> tensor<?x?x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @coefficient_count(%q: tensor<?x?x2x8xf32>) {
+  // expected-error @+1 {{alpha and beta must have one entry per head (2)}}
+  %o = lap.attention %q, %q, %q {scale = 0.35 : f32, alpha = array<f32: 1.0>, beta = array<f32: 0.0>}
+       : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32> -> tensor<?x?x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @gqa_groups(%q: tensor<?x?x6x8xf32>, %kv: tensor<?x?x4x8xf32>) {
+  // expected-error @+1 {{kv heads (4) must divide query heads (6)}}
+  %o = lap.attention %q, %kv, %kv {scale = 0.35 : f32}
+       : tensor<?x?x6x8xf32>, tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32> -> tensor<?x?x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @head_dim_mismatch(%q: tensor<?x?x2x8xf32>, %kv: tensor<?x?x2x16xf32>) {
+  // expected-error @+1 {{q has head_dim 8 but k has 16}}
+  %o = lap.attention %q, %kv, %kv {scale = 0.35 : f32}
+       : tensor<?x?x2x8xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @k_v_mismatch(%q: tensor<?x?x2x8xf32>, %v: tensor<?x?x1x8xf32>) {
+  // expected-error @+1 {{k and v must have the same type}}
+  %o = lap.attention %q, %q, %v {scale = 0.35 : f32}
+       : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x1x8xf32> -> tensor<?x?x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_rank(%q: tensor<?x?x16xf32>) {
+  // expected-error @+1 {{expects q [B, T, H, D] and k, v [B, S, KV, D], got [?, ?, 16] and [?, ?, 16]}}
+  %o = lap.attention %q, %q, %q {scale = 0.35 : f32}
+       : tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32> -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_result(%q: tensor<?x?x2x8xf32>) {
+  // expected-error @+1 {{result type must equal the type of q}}
+  %o = lap.attention %q, %q, %q {scale = 0.35 : f32}
+       : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32> -> tensor<?x?x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @dynamic_heads(%q: tensor<?x?x?x8xf32>) {
+  // expected-error @+1 {{head counts and head_dim must be static}}
+  %o = lap.attention %q, %q, %q {scale = 0.35 : f32}
+       : tensor<?x?x?x8xf32>, tensor<?x?x?x8xf32>, tensor<?x?x?x8xf32> -> tensor<?x?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @batch_mismatch(%q: tensor<2x?x2x8xf32>, %kv: tensor<3x?x2x8xf32>) {
+  // expected-error @+1 {{q and k have different batch sizes}}
+  %o = lap.attention %q, %kv, %kv {scale = 0.35 : f32}
+       : tensor<2x?x2x8xf32>, tensor<3x?x2x8xf32>, tensor<3x?x2x8xf32> -> tensor<2x?x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @scale(%q: tensor<?x?x2x8xf32>) {
+  // expected-error @+1 {{scale must be positive}}
+  %o = lap.attention %q, %q, %q {scale = 0.0 : f32}
+       : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32> -> tensor<?x?x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_k(%x: tensor<?x?x64xf32>, %w: tensor<128x32xf32>) {
+  // expected-error @+1 {{input [?, ?, 64] does not end in K = 32}}
+  %y = lap.linear %x, %w : (tensor<?x?x64xf32>, tensor<128x32xf32>) -> tensor<?x?x128xf32>
+  return
+}
+
+// -----
+
+func.func @linear_n(%x: tensor<?x?x64xf32>, %w: tensor<128x64xf32>) {
+  // expected-error @+1 {{result must be [?, ?, 64] with the last dimension 128, got [?, ?, 64]}}
+  %y = lap.linear %x, %w : (tensor<?x?x64xf32>, tensor<128x64xf32>) -> tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @linear_weight(%x: tensor<?x?x64xf32>, %w: tensor<?x64xf32>) {
+  // expected-error @+1 {{weight must be a static [N, K] matrix, got [?, 64]}}
+  %y = lap.linear %x, %w : (tensor<?x?x64xf32>, tensor<?x64xf32>) -> tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @linear_leading(%x: tensor<2x?x64xf32>, %w: tensor<8x64xf32>) {
+  // expected-error @+1 {{result dimension 0 differs from the input's}}
+  %y = lap.linear %x, %w : (tensor<2x?x64xf32>, tensor<8x64xf32>) -> tensor<3x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_bias(%x: tensor<?x64xf32>, %w: tensor<8x64xf32>, %b: tensor<64xf32>) {
+  // expected-error @+1 {{bias must be [8], got [64]}}
+  %y = lap.linear %x, %w, %b : (tensor<?x64xf32>, tensor<8x64xf32>, tensor<64xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_width(%t: tensor<256x64xf32>, %ids: tensor<?x?xi32>) {
+  // expected-error @+1 {{result must be the index shape [?, ?] followed by C = 64}}
+  %x = lap.embedding %t[%ids] : tensor<256x64xf32>, tensor<?x?xi32> -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_table(%t: tensor<256x?xf32>, %ids: tensor<?x?xi32>) {
+  // expected-error @+1 {{table must be [V, C] with static C, got [256, ?]}}
+  %x = lap.embedding %t[%ids] : tensor<256x?xf32>, tensor<?x?xi32> -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_batch(%t: tensor<256x64xf32>, %ids: tensor<2x?xi32>) {
+  // expected-error @+1 {{result dimension 0 differs from the indices'}}
+  %x = lap.embedding %t[%ids] : tensor<256x64xf32>, tensor<2x?xi32> -> tensor<3x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @norm_weight(%x: tensor<?x64xf32>, %g: tensor<32xf32>) {
+  // expected-error @+1 {{weight must be [64], got [32]}}
+  %y = lap.layer_norm %x weight %g {eps = 1.0e-5 : f32} : (tensor<?x64xf32>, tensor<32xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @norm_bias(%x: tensor<?x64xf32>, %g: tensor<64xf32>, %b: tensor<2x32xf32>) {
+  // expected-error @+1 {{bias must be [64], got [2, 32]}}
+  %y = lap.layer_norm %x weight %g bias %b {eps = 1.0e-5 : f32} : (tensor<?x64xf32>, tensor<64xf32>, tensor<2x32xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @norm_eps(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{eps must be positive}}
+  %y = lap.rms_norm %x {eps = 0.0 : f32} : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @norm_dynamic(%x: tensor<?x?xf32>) {
+  // expected-error @+1 {{normalises over a static last dimension, got [?, ?]}}
+  %y = lap.rms_norm %x {eps = 1.0e-6 : f32} : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @norm_result(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{result type must equal the input type}}
+  %y = lap.rms_norm %x {eps = 1.0e-6 : f32} : (tensor<?x64xf32>) -> tensor<2x64xf32>
+  return
+}
+
+// -----
+
+func.func @rope_odd(%x: tensor<?x?x2x7xf32>) {
+  // expected-error @+1 {{rotates [B, T, H, D] with a static, even D, got [?, ?, 2, 7]}}
+  %y = lap.rope %x {base = 10000.0 : f32} : tensor<?x?x2x7xf32>
+  return
+}
+
+// -----
+
+func.func @rope_base(%x: tensor<?x?x2x8xf32>) {
+  // expected-error @+1 {{base must be positive}}
+  %y = lap.rope %x {base = -1.0 : f32} : tensor<?x?x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @softcap(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{cap must be positive}}
+  %y = lap.softcap %x {cap = 0.0 : f32} : tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @ce_rank(%l: tensor<?x?x8xf32>, %t: tensor<?xi32>) {
+  // expected-error @+1 {{targets [?] must be the logits' shape [?, ?, 8] without the classes}}
+  %y = lap.cross_entropy %l, %t : tensor<?x?x8xf32>, tensor<?xi32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @ce_batch(%l: tensor<2x?x8xf32>, %t: tensor<3x?xi32>) {
+  // expected-error @+1 {{targets dimension 0 differs from the logits'}}
+  %y = lap.cross_entropy %l, %t : tensor<2x?x8xf32>, tensor<3x?xi32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @ce_smoothing(%l: tensor<?x8xf32>, %t: tensor<?xi32>) {
+  // expected-error @+1 {{label_smoothing must be in [0, 1]}}
+  %y = lap.cross_entropy %l, %t {label_smoothing = 1.5 : f32} : tensor<?x8xf32>, tensor<?xi32> -> tensor<f32>
+  return
+}

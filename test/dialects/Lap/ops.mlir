@@ -1,0 +1,64 @@
+// Every op parses, verifies and prints back to the same text, in custom and
+// generic form.
+// RUN: lap-opt %s | lap-opt | FileCheck %s
+// RUN: lap-opt %s --mlir-print-op-generic | lap-opt | FileCheck %s
+
+// CHECK-LABEL: func @mixed_layer_attention
+func.func @mixed_layer_attention(%q: tensor<?x?x4x64xf32>, %k: tensor<?x?x4x64xf32>,
+                                 %v: tensor<?x?x4x64xf32>) -> tensor<?x?x4x64xf32> {
+  // CHECK: %[[O:.*]] = lap.attention %{{.*}}, %{{.*}}, %{{.*}} {causal, kinds = ["attn", "attn", "laplacian", "laplacian"], scale = 1.250000e-01 : f32} : tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32> -> tensor<?x?x4x64xf32>
+  %o = lap.attention %q, %k, %v {causal, scale = 0.125 : f32,
+         kinds = ["attn", "attn", "laplacian", "laplacian"]}
+       : tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32> -> tensor<?x?x4x64xf32>
+  // CHECK: return %[[O]]
+  return %o : tensor<?x?x4x64xf32>
+}
+
+// CHECK-LABEL: func @coefficients_and_gqa
+func.func @coefficients_and_gqa(%q: tensor<2x16x8x32xf32>, %kv: tensor<2x16x2x32xf32>) -> tensor<2x16x8x32xf32> {
+  // CHECK: lap.attention {{.*}} {alpha = array<f32: 1.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00, -1.000000e+00, -1.000000e+00, -1.000000e+00, -1.000000e+00>, beta = array<f32: 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00>, scale
+  %o = lap.attention %q, %kv, %kv {scale = 0.17677669 : f32,
+         alpha = array<f32: 1.0, 1.0, 1.0, 1.0, -1.0, -1.0, -1.0, -1.0>,
+         beta = array<f32: 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0>}
+       : tensor<2x16x8x32xf32>, tensor<2x16x2x32xf32>, tensor<2x16x2x32xf32> -> tensor<2x16x8x32xf32>
+  return %o : tensor<2x16x8x32xf32>
+}
+
+// CHECK-LABEL: func @plain_cross_attention
+func.func @plain_cross_attention(%q: tensor<?x1x6x64xf32>, %kv: tensor<?x?x6x64xf32>) -> tensor<?x1x6x64xf32> {
+  // CHECK: lap.attention {{.*}} {cross, scale = 1.250000e-01 : f32}
+  %o = lap.attention %q, %kv, %kv {cross, scale = 0.125 : f32}
+       : tensor<?x1x6x64xf32>, tensor<?x?x6x64xf32>, tensor<?x?x6x64xf32> -> tensor<?x1x6x64xf32>
+  return %o : tensor<?x1x6x64xf32>
+}
+
+// CHECK-LABEL: func @gpt_block_pieces
+func.func @gpt_block_pieces(%ids: tensor<?x?xi32>, %table: tensor<256x64xf32>,
+                            %w: tensor<192x64xf32>, %b: tensor<192xf32>,
+                            %g: tensor<64xf32>, %q: tensor<?x?x4x16xf32>) -> tensor<f32> {
+  // CHECK: %[[X:.*]] = lap.embedding %{{.*}}[%{{.*}}] : tensor<256x64xf32>, tensor<?x?xi32> -> tensor<?x?x64xf32>
+  %x = lap.embedding %table[%ids] : tensor<256x64xf32>, tensor<?x?xi32> -> tensor<?x?x64xf32>
+  // CHECK: lap.rms_norm %[[X]] {eps = 9.99999997E-7 : f32} : (tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  %n = lap.rms_norm %x {eps = 1.0e-6 : f32} : (tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  // CHECK: lap.layer_norm %{{.*}} weight %{{.*}} bias %{{.*}} {eps = 9.99999974E-6 : f32}
+  %ln = lap.layer_norm %n weight %g bias %g {eps = 1.0e-5 : f32} : (tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  // CHECK: lap.layer_norm %{{.*}} {eps
+  %ln2 = lap.layer_norm %ln {eps = 1.0e-5 : f32} : (tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  // CHECK: lap.linear %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x?x64xf32>, tensor<192x64xf32>, tensor<192xf32>) -> tensor<?x?x192xf32>
+  %h = lap.linear %ln2, %w, %b : (tensor<?x?x64xf32>, tensor<192x64xf32>, tensor<192xf32>) -> tensor<?x?x192xf32>
+  // CHECK: lap.relu2 %{{.*}} : tensor<?x?x192xf32>
+  %a = lap.relu2 %h : tensor<?x?x192xf32>
+  // CHECK: lap.gelu_tanh
+  %a2 = lap.gelu_tanh %a : tensor<?x?x192xf32>
+  // CHECK: lap.gelu
+  %a3 = lap.gelu %a2 : tensor<?x?x192xf32>
+  // CHECK: lap.softcap %{{.*}} {cap = 1.500000e+01 : f32}
+  %c = lap.softcap %a3 {cap = 15.0 : f32} : tensor<?x?x192xf32>
+  // CHECK: lap.add
+  %r = lap.add %x, %ln2 : tensor<?x?x64xf32>
+  // CHECK: lap.rope %{{.*}} {base = 1.000000e+04 : f32} : tensor<?x?x4x16xf32>
+  %rq = lap.rope %q {base = 10000.0 : f32} : tensor<?x?x4x16xf32>
+  // CHECK: lap.cross_entropy %{{.*}}, %{{.*}} {label_smoothing = 1.000000e-01 : f32} : tensor<?x?x192xf32>, tensor<?x?xi32> -> tensor<f32>
+  %loss = lap.cross_entropy %c, %ids {label_smoothing = 0.1 : f32} : tensor<?x?x192xf32>, tensor<?x?xi32> -> tensor<f32>
+  return %loss : tensor<f32>
+}
