@@ -205,6 +205,53 @@ LogicalResult RopeOp::verify() {
   return success();
 }
 
+LogicalResult SplitHeadsOp::verify() {
+  RankedTensorType input = getInput().getType(), q = getQ().getType(),
+                   k = getK().getType();
+  if (q.getRank() != 4 || k.getRank() != 4 || k != getV().getType())
+    return emitOpError("results must be q [B, T, H, D] and k, v [B, T, KV, D]");
+  if (q.isDynamicDim(2) || q.isDynamicDim(3) || k.isDynamicDim(2) ||
+      q.getDimSize(3) != k.getDimSize(3))
+    return emitOpError("head counts and head_dim must be static and agree");
+  int64_t width = (q.getDimSize(2) + 2 * k.getDimSize(2)) * q.getDimSize(3);
+  if (input.getRank() != 3 || input.getShape().back() != width)
+    return emitOpError("input must be [B, T, (H + 2 KV) D] = [?, ?, ")
+           << width << "], got " << shapeString(input);
+  for (int64_t d = 0; d < 2; ++d)
+    if (!compatible(input.getDimSize(d), q.getDimSize(d)) ||
+        !compatible(input.getDimSize(d), k.getDimSize(d)))
+      return emitOpError("results must keep the input's batch and sequence");
+  return success();
+}
+
+LogicalResult MergeHeadsOp::verify() {
+  RankedTensorType input = getInput().getType(), result = getResult().getType();
+  if (input.getRank() != 4 || input.isDynamicDim(2) || input.isDynamicDim(3))
+    return emitOpError("input must be [B, T, H, D] with static H and D");
+  if (result.getRank() != 3 ||
+      result.getDimSize(2) != input.getDimSize(2) * input.getDimSize(3) ||
+      !compatible(result.getDimSize(0), input.getDimSize(0)) ||
+      !compatible(result.getDimSize(1), input.getDimSize(1)))
+    return emitOpError("result must be [B, T, H D], got ") << shapeString(result);
+  return success();
+}
+
+LogicalResult AddPositionsOp::verify() {
+  RankedTensorType input = getInput().getType(), table = getTable().getType();
+  if (input.getRank() != 3 || table.getRank() != 2 || table.isDynamicDim(0) ||
+      table.getDimSize(1) != input.getDimSize(2))
+    return emitOpError("expects x [B, T, C] and a static table [P, C], got ")
+           << shapeString(input) << " and " << shapeString(table);
+  int64_t offset = getOffset();
+  if (offset < 0)
+    return emitOpError("offset must not be negative");
+  if (!input.isDynamicDim(1) && offset + table.getDimSize(0) < input.getDimSize(1))
+    return emitOpError("the table's ") << table.getDimSize(0)
+                                       << " positions do not cover tokens " << offset
+                                       << ".." << input.getDimSize(1) - 1;
+  return success();
+}
+
 LogicalResult SoftcapOp::verify() {
   if (getCap().convertToFloat() <= 0)
     return emitOpError("cap must be positive");

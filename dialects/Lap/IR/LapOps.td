@@ -154,6 +154,50 @@ def Lap_RopeOp : Lap_Op<"rope", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+def Lap_SplitHeadsOp : Lap_Op<"split_heads", [Pure]> {
+  let summary = "[B, T, (H + 2 KV) D] -> q [B, T, H, D], k and v [B, T, KV, D]";
+  let description = [{
+    Splits the output of the fused QKV projection into per-head queries,
+    keys and values.
+
+    ```mlir
+    %q, %k, %v = lap.split_heads %qkv : tensor<?x?x192xf32> -> tensor<?x?x4x16xf32>, tensor<?x?x4x16xf32>, tensor<?x?x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Lap_F32Tensor:$input);
+  let results = (outs Lap_F32Tensor:$q, Lap_F32Tensor:$k, Lap_F32Tensor:$v);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($q) `,` type($k) `,` type($v)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lap_MergeHeadsOp : Lap_Op<"merge_heads", [Pure]> {
+  let summary = "[B, T, H, D] -> [B, T, H D]";
+  let arguments = (ins Lap_F32Tensor:$input);
+  let results = (outs Lap_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Lap_AddPositionsOp : Lap_Op<"add_positions",
+                                [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "x + table[offset : offset + T] for x [B, T, C], table [P, C]";
+  let description = [{
+    Adds learned position embeddings; `offset` skips leading tokens that get
+    no position (CLS and registers under DeiT-3's patches-only positions).
+
+    ```mlir
+    %y = lap.add_positions %x, %wpe {offset = 0 : i64} : tensor<?x?x64xf32>, tensor<32x64xf32>
+    ```
+  }];
+  let arguments = (ins Lap_F32Tensor:$input, Lap_F32Tensor:$table,
+                       DefaultValuedAttr<I64Attr, "0">:$offset);
+  let results = (outs Lap_F32Tensor:$result);
+  let assemblyFormat = "$input `,` $table attr-dict `:` type($input) `,` type($table)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//

@@ -285,3 +285,75 @@ func.func @ce_smoothing(%l: tensor<?x8xf32>, %t: tensor<?xi32>) {
   %y = lap.cross_entropy %l, %t {label_smoothing = 1.5 : f32} : tensor<?x8xf32>, tensor<?xi32> -> tensor<f32>
   return
 }
+
+// -----
+
+func.func @split_width(%x: tensor<?x?x100xf32>) {
+  // expected-error @+1 {{input must be [B, T, (H + 2 KV) D] = [?, ?, 128], got [?, ?, 100]}}
+  %q, %k, %v = lap.split_heads %x : tensor<?x?x100xf32> -> tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>
+  return
+}
+
+// -----
+
+func.func @split_kv(%x: tensor<?x?x128xf32>) {
+  // expected-error @+1 {{results must be q [B, T, H, D] and k, v [B, T, KV, D]}}
+  %q, %k, %v = lap.split_heads %x : tensor<?x?x128xf32> -> tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x1x16xf32>
+  return
+}
+
+// -----
+
+func.func @split_head_dim(%x: tensor<?x?x128xf32>) {
+  // expected-error @+1 {{head counts and head_dim must be static and agree}}
+  %q, %k, %v = lap.split_heads %x : tensor<?x?x128xf32> -> tensor<?x?x4x16xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @split_batch(%x: tensor<2x?x128xf32>) {
+  // expected-error @+1 {{results must keep the input's batch and sequence}}
+  %q, %k, %v = lap.split_heads %x : tensor<2x?x128xf32> -> tensor<3x?x4x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>
+  return
+}
+
+// -----
+
+func.func @merge_width(%x: tensor<?x?x4x16xf32>) {
+  // expected-error @+1 {{result must be [B, T, H D], got [?, ?, 32]}}
+  %m = lap.merge_heads %x : tensor<?x?x4x16xf32> -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @merge_rank(%x: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{input must be [B, T, H, D] with static H and D}}
+  %m = lap.merge_heads %x : tensor<?x?x64xf32> -> tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @positions_width(%x: tensor<?x?x64xf32>, %t: tensor<32x32xf32>) {
+  // expected-error @+1 {{expects x [B, T, C] and a static table [P, C], got [?, ?, 64] and [32, 32]}}
+  %p = lap.add_positions %x, %t : tensor<?x?x64xf32>, tensor<32x32xf32>
+  return
+}
+
+// -----
+
+func.func @positions_cover(%x: tensor<?x40x64xf32>, %t: tensor<32x64xf32>) {
+  // expected-error @+1 {{the table's 32 positions do not cover tokens 1..39}}
+  %p = lap.add_positions %x, %t {offset = 1} : tensor<?x40x64xf32>, tensor<32x64xf32>
+  return
+}
+
+// -----
+
+func.func @positions_offset(%x: tensor<?x?x64xf32>, %t: tensor<32x64xf32>) {
+  // expected-error @+1 {{offset must not be negative}}
+  %p = lap.add_positions %x, %t {offset = -1} : tensor<?x?x64xf32>, tensor<32x64xf32>
+  return
+}

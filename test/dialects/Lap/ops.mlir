@@ -62,3 +62,15 @@ func.func @gpt_block_pieces(%ids: tensor<?x?xi32>, %table: tensor<256x64xf32>,
   %loss = lap.cross_entropy %c, %ids {label_smoothing = 0.1 : f32} : tensor<?x?x192xf32>, tensor<?x?xi32> -> tensor<f32>
   return %loss : tensor<f32>
 }
+
+// CHECK-LABEL: func @heads_and_positions
+func.func @heads_and_positions(%x: tensor<?x?x128xf32>, %wpe: tensor<32x64xf32>,
+                               %e: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  // CHECK: %{{.*}}, %{{.*}}, %{{.*}} = lap.split_heads %{{.*}} : tensor<?x?x128xf32> -> tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>
+  %q, %k, %v = lap.split_heads %x : tensor<?x?x128xf32> -> tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>
+  // CHECK: lap.merge_heads %{{.*}} : tensor<?x?x4x16xf32> -> tensor<?x?x64xf32>
+  %m = lap.merge_heads %q : tensor<?x?x4x16xf32> -> tensor<?x?x64xf32>
+  // CHECK: lap.add_positions %{{.*}}, %{{.*}} {offset = 1 : i64} : tensor<?x?x64xf32>, tensor<32x64xf32>
+  %p = lap.add_positions %m, %wpe {offset = 1} : tensor<?x?x64xf32>, tensor<32x64xf32>
+  return %p : tensor<?x?x64xf32>
+}
