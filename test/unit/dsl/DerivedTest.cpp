@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dsl/Derived.h"
+#include "dsl/ParameterTable.h"
 #include "dsl/SpecParser.h"
 
 #include <gtest/gtest.h>
@@ -106,4 +107,24 @@ model:
   int64_t mlp = (384 * 2048 + 2048) + (2048 * 2048 + 2048) + (2048 * 256 + 256);
   int64_t lastLayer = 256 * 65536 + 65536; // weight_norm's v and g
   EXPECT_EQ(dino.derived.parameters, 21665664 + mlp + lastLayer);
+}
+
+TEST(Derived, ParameterTableAgreesWithTheCount) {
+  // Two independent computations of the same layout: the table the compiler
+  // uses for function arguments, and the closed-form count.
+  for (const char *name : {"gpt2_561m_5L.yaml", "vit_b_deit3_12L.yaml",
+                           "vit_s_dino_5L.yaml", "gpt_tiny.yaml", "vit_tiny.yaml"}) {
+    Diagnostics diags;
+    auto spec = loadSpec(std::string(LAP_SPECS_DIR) + "/" + name, diags);
+    ASSERT_TRUE(spec) << name;
+    int64_t total = 0;
+    for (const Parameter &p : parameterTable(*spec))
+      total += p.elements();
+    EXPECT_EQ(total, spec->derived.parameters) << name;
+  }
+  Spec gqa = parseOk(std::string(gpt2Small) + "  kv_heads: 4\n  qk_norm: true\n");
+  int64_t total = 0;
+  for (const Parameter &p : parameterTable(gqa))
+    total += p.elements();
+  EXPECT_EQ(total, gqa.derived.parameters);
 }

@@ -1,0 +1,33 @@
+//===- ParameterTable.h - Every parameter of a model, by name ---*- C++ -*-===//
+//
+// The parameters a spec declares, in a fixed order, with the names
+// checkpoints use ("blocks.3.attn.qkv.weight") and PyTorch's layouts (a
+// linear weight is [out, in]). The compiler's functions take them in this
+// order; Derived.cpp's parameter count is checked against this table.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_DSL_PARAMETERTABLE_H
+#define LAP_DSL_PARAMETERTABLE_H
+
+#include "dsl/Spec.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lap::dsl {
+
+/// One parameter tensor.
+struct Parameter {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t elements() const;
+};
+
+/// The parameters of `spec`'s model, in declaration order.
+std::vector<Parameter> parameterTable(const Spec &spec);
+
+} // namespace lap::dsl
+
+#endif // LAP_DSL_PARAMETERTABLE_H
