@@ -252,6 +252,17 @@ LogicalResult AddPositionsOp::verify() {
   return success();
 }
 
+/// Dropout rates: a probability below 1 (1 would divide by zero).
+static LogicalResult verifyRate(Operation *op, APFloat rate) {
+  float r = rate.convertToFloat();
+  if (r < 0 || r >= 1)
+    return op->emitOpError("rate must be in [0, 1), got ") << r;
+  return success();
+}
+
+LogicalResult DropoutOp::verify() { return verifyRate(*this, getRate()); }
+LogicalResult DropPathOp::verify() { return verifyRate(*this, getRate()); }
+
 LogicalResult SoftcapOp::verify() {
   if (getCap().convertToFloat() <= 0)
     return emitOpError("cap must be positive");

@@ -215,6 +215,30 @@ def Lap_GeluTanhOp : Lap_UnaryOp<"gelu_tanh",
 def Lap_GeluOp : Lap_UnaryOp<"gelu", "0.5 x (1 + erf(x / sqrt(2)))">;
 def Lap_ReLU2Op : Lap_UnaryOp<"relu2", "max(x, 0)^2">;
 
+def Lap_DropoutOp : Lap_Op<"dropout", [SameOperandsAndResultType]> {
+  let summary = "zeroes elements with probability `rate` in training, scaling the rest";
+  let description = [{
+    x * mask / (1 - rate) with mask ~ Bernoulli(1 - rate) per element while
+    training; the identity in evaluation. The mask comes from the step's seed.
+  }];
+  let arguments = (ins Lap_F32Tensor:$input, F32Attr:$rate);
+  let results = (outs Lap_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Lap_DropPathOp : Lap_Op<"drop_path", [SameOperandsAndResultType]> {
+  let summary = "stochastic depth: drops a residual branch per sample";
+  let description = [{
+    For x [B, ...]: x * mask_b / (1 - rate) with one Bernoulli(1 - rate) draw
+    per sample while training; the identity in evaluation.
+  }];
+  let arguments = (ins Lap_F32Tensor:$input, F32Attr:$rate);
+  let results = (outs Lap_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
 def Lap_AddOp : Lap_Op<"add", [Pure, SameOperandsAndResultType, Commutative]> {
   let summary = "elementwise sum (the residual connection)";
   let arguments = (ins Lap_F32Tensor:$lhs, Lap_F32Tensor:$rhs);

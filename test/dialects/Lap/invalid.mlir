@@ -357,3 +357,19 @@ func.func @positions_offset(%x: tensor<?x?x64xf32>, %t: tensor<32x64xf32>) {
   %p = lap.add_positions %x, %t {offset = -1} : tensor<?x?x64xf32>, tensor<32x64xf32>
   return
 }
+
+// -----
+
+func.func @dropout_rate(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{rate must be in [0, 1), got 1.000000e+00}}
+  %y = lap.dropout %x {rate = 1.0 : f32} : tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @drop_path_rate(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{rate must be in [0, 1), got -5.000000e-01}}
+  %y = lap.drop_path %x {rate = -0.5 : f32} : tensor<?x8xf32>
+  return
+}

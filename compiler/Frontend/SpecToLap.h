@@ -1,0 +1,29 @@
+//===- SpecToLap.h - A verified spec as lap IR ------------------*- C++ -*-===//
+//
+// The front end of the compiler proper: builds `func.func @forward` in the
+// lap dialect from a resolved spec. Its arguments are the parameters, in the
+// order and with the names of dsl::parameterTable (`lap.name` attributes),
+// then the batch; it returns the loss and the logits. Every op carries the
+// location of the spec setting that caused it, named after the module it
+// belongs to (loc("blocks.3.attn"("spec.yaml":12:3))).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_COMPILER_FRONTEND_SPECTOLAP_H
+#define LAP_COMPILER_FRONTEND_SPECTOLAP_H
+
+#include "dsl/Spec.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+namespace lap {
+
+/// Builds the module holding `@forward` for `spec`; null (with an error
+/// emitted at the spec location) when the family is not supported yet.
+mlir::OwningOpRef<mlir::ModuleOp> buildForward(const dsl::Spec &spec,
+                                               mlir::MLIRContext &context);
+
+} // namespace lap
+
+#endif // LAP_COMPILER_FRONTEND_SPECTOLAP_H
