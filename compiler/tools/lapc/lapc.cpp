@@ -11,12 +11,16 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Frontend/SpecToLap.h"
 #include "dsl/SpecParser.h"
 #include "dsl/SpecPrinter.h"
 
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -30,7 +34,7 @@ namespace {
 enum ExitCode { Success = 0, InternalError = 1, BadInput = 2 };
 
 /// The stages lapc can print, in pipeline order.
-enum class Emit { Spec };
+enum class Emit { Spec, MLIR };
 
 cl::OptionCategory lapcCategory("lapc options");
 cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<spec.yaml>"),
@@ -41,7 +45,9 @@ cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
 cl::opt<Emit> emitAction(
     "emit", cl::desc("The stage to print"), cl::init(Emit::Spec),
     cl::values(clEnumValN(Emit::Spec, "spec",
-                          "the resolved spec, with derived values")),
+                          "the resolved spec, with derived values"),
+               clEnumValN(Emit::MLIR, "mlir",
+                          "@forward in the lap dialect, as the front end builds it")),
     cl::cat(lapcCategory));
 cl::opt<bool> verifyDiagnostics(
     "verify-diagnostics",
@@ -61,7 +67,9 @@ void report(const lap::dsl::Diagnostics &diags, mlir::MLIRContext &context) {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions(lapcCategory);
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerPassManagerCLOptions();
   if (!cl::ParseCommandLineOptions(argc, argv, "lap compiler\n", &errs()))
     return BadInput;
 
@@ -95,6 +103,17 @@ int main(int argc, char **argv) {
   case Emit::Spec:
     output->os() << lap::dsl::printSpec(*spec);
     break;
+  case Emit::MLIR: {
+    mlir::OwningOpRef<mlir::ModuleOp> module = lap::buildForward(*spec, context);
+    if (!module)
+      return BadInput;
+    if (mlir::failed(mlir::verify(*module))) {
+      errs() << "lapc: internal error: the front end built invalid IR\n";
+      return InternalError;
+    }
+    module->print(output->os());
+    break;
+  }
   }
   output->keep();
   return Success;
