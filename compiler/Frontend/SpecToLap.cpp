@@ -46,7 +46,7 @@ private:
   }
   /// [B, T, features...]
   RankedTensorType activations(ArrayRef<int64_t> features) {
-    SmallVector<int64_t> shape = {kDynamic, kDynamic};
+    SmallVector<int64_t> shape = {kDynamic, sequence};
     shape.append(features.begin(), features.end());
     return f32(shape);
   }
@@ -56,6 +56,18 @@ private:
     auto it = params.find(name);
     return it == params.end() ? Value() : it->second;
   }
+
+  OwningOpRef<ModuleOp> failAt(const std::string &path, const Twine &message) {
+    emitError(loc(path), message);
+    return nullptr;
+  }
+
+  /// The body of @forward per family: the batch arguments, then the ops;
+  /// returns the loss and the logits.
+  std::pair<Value, Value> gptForward(Block *body);
+  std::pair<Value, Value> imageForward(Block *body);
+  /// Patch embedding, learned tokens and positions: [B, T, width].
+  Value imageTokens(Value images);
 
   Value norm(Value x, const std::string &name);
   Value block(Value x, int64_t layer);
@@ -69,6 +81,9 @@ private:
   MLIRContext &context;
   OpBuilder b;
   std::map<std::string, Value> params;
+  std::vector<std::string> batchNames; ///< Names of the batch arguments.
+  /// T: dynamic for text, static for images of the compiled size.
+  int64_t sequence = kDynamic;
 };
 
 Value ForwardBuilder::norm(Value x, const std::string &name) {
@@ -151,31 +166,27 @@ Value ForwardBuilder::mlp(Value h, const std::string &prefix) {
 Value ForwardBuilder::block(Value x, int64_t layer) {
   std::string prefix = "blocks." + std::to_string(layer);
   Location residual = loc("model.layers", prefix);
-  Value a = attention(norm(x, prefix + ".norm1"), prefix, layer);
+  // Stochastic depth grows linearly to drop_path at the last layer (timm).
+  double dropPath = m.layers > 1 ? m.dropPath * double(layer) / double(m.layers - 1) : 0;
+  auto branch = [&](Value y, const std::string &gamma) {
+    if (Value g = param(prefix + "." + gamma))
+      y = b.create<LayerScaleOp>(loc("model.layer_scale", prefix), y, g);
+    if (dropPath > 0)
+      y = b.create<DropPathOp>(loc("model.drop_path", prefix), y,
+                               b.getF32FloatAttr(float(dropPath)));
+    return y;
+  };
+  Value a = branch(attention(norm(x, prefix + ".norm1"), prefix, layer), "ls1");
   x = b.create<AddOp>(residual, x, a);
-  Value f = mlp(norm(x, prefix + ".norm2"), prefix);
+  Value f = branch(mlp(norm(x, prefix + ".norm2"), prefix), "ls2");
   return b.create<AddOp>(residual, x, f);
 }
 
-OwningOpRef<ModuleOp> ForwardBuilder::build() {
-  Location top = loc("model", spec.name);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(top, spec.name);
-  if (m.family != dsl::Family::GPT) {
-    emitError(loc("model.family"), "the compiler builds the gpt family so far; ")
-        << "vit and dino are next";
-    return nullptr;
-  }
-  b.setInsertionPointToEnd(module->getBody());
-  auto func = b.create<func::FuncOp>(top, "forward", b.getFunctionType({}, {}));
-  Block *body = func.addEntryBlock();
-  b.setInsertionPointToStart(body);
-
-  std::vector<dsl::Parameter> table = dsl::parameterTable(spec);
-  for (const dsl::Parameter &p : table)
-    params[p.name] = body->addArgument(f32(p.shape), loc("model", p.name));
+std::pair<Value, Value> ForwardBuilder::gptForward(Block *body) {
   auto i32Batch = RankedTensorType::get({kDynamic, kDynamic}, b.getI32Type());
   Value tokens = body->addArgument(i32Batch, loc("model.vocab", "tokens"));
   Value targets = body->addArgument(i32Batch, loc("model.vocab", "targets"));
+  batchNames = {"tokens", "targets"};
 
   Value x = b.create<EmbeddingOp>(loc("model.vocab", "wte"), activations({m.width}),
                                   param("wte.weight"), tokens);
@@ -199,14 +210,124 @@ OwningOpRef<ModuleOp> ForwardBuilder::build() {
   Value loss = b.create<CrossEntropyOp>(loc("model.family", "loss"),
                                         RankedTensorType::get({}, b.getF32Type()),
                                         logits, targets, b.getF32FloatAttr(0));
+  return {loss, logits};
+}
+
+Value ForwardBuilder::imageTokens(Value images) {
+  int64_t side = m.imageSize / m.patch, patches = side * side;
+  Location embed = loc("model.patch", "patch_embed");
+  Value x = b.create<PatchifyOp>(
+      embed, RankedTensorType::get({kDynamic, patches, m.channels * m.patch * m.patch},
+                                   b.getF32Type()),
+      images, b.getI64IntegerAttr(m.patch));
+  x = linear(x, "patch_embed", m.width, embed);
+  // Token order: [registers, CLS, patches]; positions cover CLS and patches
+  // unless they are patches-only (DeiT-3). Registers never get positions.
+  Value pos = param("pos_embed");
+  Location positions = loc("model.positions", "pos_embed");
+  auto prepend = [&](Value tokens, const char *path, const char *name) {
+    auto type = cast<RankedTensorType>(x.getType());
+    int64_t k = cast<RankedTensorType>(tokens.getType()).getDimSize(0);
+    x = b.create<PrependTokensOp>(loc(path, name),
+                                  f32({kDynamic, type.getDimSize(1) + k, m.width}), x,
+                                  tokens);
+  };
+  if (pos && m.positions.patchesOnly)
+    x = b.create<AddPositionsOp>(positions, x, pos, b.getI64IntegerAttr(0));
+  if (Value cls = param("cls_token"))
+    prepend(cls, "model.cls_token", "cls_token");
+  if (pos && !m.positions.patchesOnly)
+    x = b.create<AddPositionsOp>(positions, x, pos, b.getI64IntegerAttr(0));
+  if (Value registers = param("registers"))
+    prepend(registers, "model.registers", "registers");
+  return dropout(x, loc("model.dropout"));
+}
+
+std::pair<Value, Value> ForwardBuilder::imageForward(Block *body) {
+  auto images = RankedTensorType::get({kDynamic, m.channels, m.imageSize, m.imageSize},
+                                      b.getF32Type());
+  Value input = body->addArgument(images, loc("model.image_size", "images"));
+  bool dino = m.family == dsl::Family::DINO;
+  int64_t side = m.imageSize / m.patch;
+  sequence = side * side + (m.clsToken ? 1 : 0) + m.registers;
+  int64_t outputs = dino ? m.dinoHead.prototypes : m.classes;
+  Value targets = body->addArgument(f32({kDynamic, outputs}),
+                                    loc(dino ? "train.dino" : "model.classes",
+                                        dino ? "teacher" : "targets"));
+  batchNames = {"images", dino ? "teacher" : "targets"};
+
+  Value x = imageTokens(input);
+  for (int64_t l = 0; l < m.layers; ++l)
+    x = block(x, l);
+  if (m.finalNorm)
+    x = norm(x, "norm");
+  Location pool = loc("model.pool", "pool");
+  auto rowType = f32({kDynamic, m.width});
+  Value features =
+      m.pool == dsl::Pool::Cls
+          ? b.create<TakeTokenOp>(pool, rowType, x, b.getI64IntegerAttr(m.registers))
+                .getResult()
+          : b.create<MeanTokensOp>(pool, rowType, x,
+                                   b.getI64IntegerAttr(m.registers + (m.clsToken ? 1 : 0)))
+                .getResult();
+  auto scalar = RankedTensorType::get({}, b.getF32Type());
+  if (!dino) {
+    Location head = loc("model.classes", "head");
+    Value logits = linear(features, "head", m.classes, head);
+    Location lossLoc = loc("train.loss", "loss");
+    Value loss = spec.hasTrain && spec.train.loss == dsl::SupervisedLoss::BCE
+                     ? b.create<BCEWithLogitsOp>(lossLoc, scalar, logits, targets).getResult()
+                     : b.create<SoftCrossEntropyOp>(lossLoc, scalar, logits, targets)
+                           .getResult();
+    return {loss, logits};
+  }
+  const dsl::DinoHeadSpec &h = m.dinoHead;
+  Location head = loc("model.dino_head", "dino_head");
+  Value z = features;
+  for (int64_t i = 0; i < h.layers; ++i) {
+    bool last = i + 1 == h.layers;
+    z = linear(z, "dino_head.mlp." + std::to_string(i), last ? h.bottleneck : h.hidden, head);
+    if (!last)
+      z = b.create<GeluOp>(head, z);
+  }
+  z = b.create<L2NormalizeOp>(head, z, b.getF32FloatAttr(1e-12f));
+  Value w = b.create<WeightNormOp>(head, param("dino_head.last_layer.weight_v"),
+                                   param("dino_head.last_layer.weight_g"));
+  Value logits = b.create<LinearOp>(head, f32({kDynamic, h.prototypes}), z, w, Value());
+  float temperature = float(spec.hasTrain ? spec.train.dino.studentTemp : 0.1);
+  Value loss = b.create<DinoLossOp>(loc("train.dino.student_temp", "loss"), scalar,
+                                    logits, targets, b.getF32FloatAttr(temperature));
+  return {loss, logits};
+}
+
+OwningOpRef<ModuleOp> ForwardBuilder::build() {
+  if (m.pool == dsl::Pool::Attentive)
+    return failAt("model.pool", "attentive pooling is not compiled yet; use "
+                                "pool: cls or mean");
+  if (m.family == dsl::Family::DINO && m.classes > 0)
+    return failAt("model.classes", "a dino model with a classifier is not "
+                                   "compiled yet; set classes: 0");
+  Location top = loc("model", spec.name);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(top, spec.name);
+  b.setInsertionPointToEnd(module->getBody());
+  auto func = b.create<func::FuncOp>(top, "forward", b.getFunctionType({}, {}));
+  Block *body = func.addEntryBlock();
+  b.setInsertionPointToStart(body);
+
+  std::vector<dsl::Parameter> table = dsl::parameterTable(spec);
+  for (const dsl::Parameter &p : table)
+    params[p.name] = body->addArgument(f32(p.shape), loc("model", p.name));
+  auto [loss, logits] =
+      m.family == dsl::Family::GPT ? gptForward(body) : imageForward(body);
   b.create<func::ReturnOp>(top, ValueRange{loss, logits});
 
   func.setType(b.getFunctionType(body->getArgumentTypes(),
                                  TypeRange{loss.getType(), logits.getType()}));
   for (size_t i = 0; i < table.size(); ++i)
     func.setArgAttr(unsigned(i), "lap.name", b.getStringAttr(table[i].name));
-  func.setArgAttr(unsigned(table.size()), "lap.name", b.getStringAttr("tokens"));
-  func.setArgAttr(unsigned(table.size() + 1), "lap.name", b.getStringAttr("targets"));
+  for (size_t i = 0; i < batchNames.size(); ++i)
+    func.setArgAttr(unsigned(table.size() + i), "lap.name",
+                    b.getStringAttr(batchNames[i]));
   func.setResultAttr(0, "lap.name", b.getStringAttr("loss"));
   func.setResultAttr(1, "lap.name", b.getStringAttr("logits"));
   return module;

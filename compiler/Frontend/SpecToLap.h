@@ -19,8 +19,12 @@
 
 namespace lap {
 
-/// Builds the module holding `@forward` for `spec`; null (with an error
-/// emitted at the spec location) when the family is not supported yet.
+/// Builds the module holding `@forward` for `spec`. The batch is `tokens`
+/// and `targets` [B, T] (gpt), `images` [B, C, H, W] and `targets` [B,
+/// classes] as distributions (vit), or `images` and the `teacher`'s
+/// probabilities [B, prototypes] (dino). Null, with an error at the spec
+/// location, for the settings the compiler does not build yet (attentive
+/// pooling, a dino classifier).
 mlir::OwningOpRef<mlir::ModuleOp> buildForward(const dsl::Spec &spec,
                                                mlir::MLIRContext &context);
 

@@ -263,6 +263,75 @@ static LogicalResult verifyRate(Operation *op, APFloat rate) {
 LogicalResult DropoutOp::verify() { return verifyRate(*this, getRate()); }
 LogicalResult DropPathOp::verify() { return verifyRate(*this, getRate()); }
 
+LogicalResult PatchifyOp::verify() {
+  RankedTensorType images = getImages().getType(), result = getResult().getType();
+  int64_t p = getPatch();
+  if (images.getRank() != 4 || images.isDynamicDim(1) || images.isDynamicDim(2) ||
+      images.isDynamicDim(3))
+    return emitOpError("images must be [B, C, H, W] with static C, H, W, got ")
+           << shapeString(images);
+  if (p < 1 || images.getDimSize(2) % p || images.getDimSize(3) % p)
+    return emitOpError("patch ") << p << " must divide the image size "
+                                 << images.getDimSize(2) << "x" << images.getDimSize(3);
+  int64_t patches = (images.getDimSize(2) / p) * (images.getDimSize(3) / p);
+  int64_t features = images.getDimSize(1) * p * p;
+  if (result.getRank() != 3 || result.getDimSize(1) != patches ||
+      result.getDimSize(2) != features || !compatible(result.getDimSize(0), images.getDimSize(0)))
+    return emitOpError("result must be [B, ") << patches << ", " << features
+                                              << "], got " << shapeString(result);
+  return success();
+}
+
+LogicalResult PrependTokensOp::verify() {
+  RankedTensorType input = getInput().getType(), tokens = getTokens().getType(),
+                   result = getResult().getType();
+  if (input.getRank() != 3 || tokens.getRank() != 2 || tokens.isDynamicDim(0) ||
+      tokens.getDimSize(1) != input.getDimSize(2))
+    return emitOpError("expects x [B, N, C] and static tokens [k, C], got ")
+           << shapeString(input) << " and " << shapeString(tokens);
+  int64_t n = input.getDimSize(1);
+  int64_t expected = ShapedType::isDynamic(n) ? n : n + tokens.getDimSize(0);
+  if (result.getRank() != 3 || result.getDimSize(1) != expected ||
+      result.getDimSize(2) != input.getDimSize(2) ||
+      !compatible(result.getDimSize(0), input.getDimSize(0)))
+    return emitOpError("result must be [B, k + N, C], got ") << shapeString(result);
+  return success();
+}
+
+LogicalResult LayerScaleOp::verify() {
+  return verifyFeatureVector(*this, getGamma(), "gamma", getInput().getType());
+}
+
+/// [B, T, C] -> [B, C] with `first` tokens before the ones read.
+static LogicalResult verifyTokenPooling(Operation *op, RankedTensorType input,
+                                        RankedTensorType result, int64_t first) {
+  if (input.getRank() != 3 || result.getRank() != 2 ||
+      result.getDimSize(1) != input.getDimSize(2) ||
+      !compatible(result.getDimSize(0), input.getDimSize(0)))
+    return op->emitOpError("pools [B, T, C] to [B, C], got ")
+           << shapeString(input) << " -> " << shapeString(result);
+  if (first < 0 || (!input.isDynamicDim(1) && first >= input.getDimSize(1)))
+    return op->emitOpError("token ") << first << " is outside the sequence";
+  return success();
+}
+
+LogicalResult TakeTokenOp::verify() {
+  return verifyTokenPooling(*this, getInput().getType(), getResult().getType(), getIndex());
+}
+
+LogicalResult MeanTokensOp::verify() {
+  return verifyTokenPooling(*this, getInput().getType(), getResult().getType(), getSkip());
+}
+
+LogicalResult WeightNormOp::verify() {
+  RankedTensorType v = getDirection().getType(), g = getMagnitude().getType();
+  if (v.getRank() != 2 || g.getRank() != 2 || g.getDimSize(1) != 1 ||
+      !compatible(g.getDimSize(0), v.getDimSize(0)))
+    return emitOpError("expects v [K, D] and g [K, 1], got ")
+           << shapeString(v) << " and " << shapeString(g);
+  return success();
+}
+
 LogicalResult SoftcapOp::verify() {
   if (getCap().convertToFloat() <= 0)
     return emitOpError("cap must be positive");
@@ -286,6 +355,30 @@ LogicalResult CrossEntropyOp::verify() {
   if (smoothing < 0 || smoothing > 1)
     return emitOpError("label_smoothing must be in [0, 1]");
   return success();
+}
+
+/// Losses over [B, K] rows with targets of the same shape.
+static LogicalResult verifyRowLoss(Operation *op, Value logits, Value targets) {
+  auto l = cast<RankedTensorType>(logits.getType()), t = cast<RankedTensorType>(targets.getType());
+  if (l.getRank() != 2 || t.getRank() != 2 || !compatible(l.getDimSize(0), t.getDimSize(0)) ||
+      !compatible(l.getDimSize(1), t.getDimSize(1)))
+    return op->emitOpError("expects [B, K] logits and targets of the same shape, got ")
+           << shapeString(l) << " and " << shapeString(t);
+  return success();
+}
+
+LogicalResult SoftCrossEntropyOp::verify() {
+  return verifyRowLoss(*this, getLogits(), getTargets());
+}
+
+LogicalResult BCEWithLogitsOp::verify() {
+  return verifyRowLoss(*this, getLogits(), getTargets());
+}
+
+LogicalResult DinoLossOp::verify() {
+  if (getTemperature().convertToFloat() <= 0)
+    return emitOpError("temperature must be positive");
+  return verifyRowLoss(*this, getStudent(), getTeacher());
 }
 
 #define GET_OP_CLASSES

@@ -199,6 +199,88 @@ def Lap_AddPositionsOp : Lap_Op<"add_positions",
 }
 
 //===----------------------------------------------------------------------===//
+// Images and tokens
+//===----------------------------------------------------------------------===//
+
+def Lap_PatchifyOp : Lap_Op<"patchify", [Pure]> {
+  let summary = "images [B, C, H, W] -> patches [B, (H/p)(W/p), C p p]";
+  let description = [{
+    Cuts images into non-overlapping p x p patches in row-major order, each
+    flattened channel-major (as a stride-p convolution reads them), so that a
+    `lap.linear` with a [width, C p p] weight is the patch embedding.
+
+    ```mlir
+    %p = lap.patchify %img {patch = 4 : i64} : tensor<?x1x28x28xf32> -> tensor<?x49x16xf32>
+    ```
+  }];
+  let arguments = (ins Lap_F32Tensor:$images, I64Attr:$patch);
+  let results = (outs Lap_F32Tensor:$result);
+  let assemblyFormat = "$images attr-dict `:` type($images) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Lap_PrependTokensOp : Lap_Op<"prepend_tokens", [Pure]> {
+  let summary = "[B, N, C] and learned tokens [k, C] -> [B, k + N, C]";
+  let description = [{
+    Puts the same k learned tokens (CLS, registers) before every sequence.
+
+    ```mlir
+    %y = lap.prepend_tokens %x, %cls : tensor<?x49x64xf32>, tensor<1x64xf32> -> tensor<?x50x64xf32>
+    ```
+  }];
+  let arguments = (ins Lap_F32Tensor:$input, Lap_F32Tensor:$tokens);
+  let results = (outs Lap_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $tokens attr-dict `:` type($input) `,` type($tokens) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lap_LayerScaleOp : Lap_Op<"layer_scale", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "x * gamma per channel (LayerScale)";
+  let arguments = (ins Lap_F32Tensor:$input, Lap_F32Tensor:$gamma);
+  let results = (outs Lap_F32Tensor:$result);
+  let assemblyFormat = "$input `,` $gamma attr-dict `:` type($input) `,` type($gamma)";
+  let hasVerifier = 1;
+}
+
+def Lap_TakeTokenOp : Lap_Op<"take_token", [Pure]> {
+  let summary = "[B, T, C] -> [B, C]: the token at `index` (CLS pooling)";
+  let arguments = (ins Lap_F32Tensor:$input, I64Attr:$index);
+  let results = (outs Lap_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Lap_MeanTokensOp : Lap_Op<"mean_tokens", [Pure]> {
+  let summary = "[B, T, C] -> [B, C]: the mean of tokens skip .. T-1";
+  let arguments = (ins Lap_F32Tensor:$input, I64Attr:$skip);
+  let results = (outs Lap_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Lap_L2NormalizeOp : Lap_Op<"l2_normalize", [Pure, SameOperandsAndResultType]> {
+  let summary = "x / max(||x||, eps) over the last dimension";
+  let arguments = (ins Lap_F32Tensor:$input, F32Attr:$eps);
+  let results = (outs Lap_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Lap_WeightNormOp : Lap_Op<"weight_norm", [Pure, AllTypesMatch<["direction", "result"]>]> {
+  let summary = "W = g * v / ||v|| per row: v [K, D], g [K, 1]";
+  let description = [{
+    torch.nn.utils.weight_norm over dim 0, as DINO's last layer uses it.
+  }];
+  let arguments = (ins Lap_F32Tensor:$direction, Lap_F32Tensor:$magnitude);
+  let results = (outs Lap_F32Tensor:$result);
+  let assemblyFormat = [{
+    $direction `,` $magnitude attr-dict `:` type($direction) `,` type($magnitude)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
 
@@ -274,6 +356,48 @@ def Lap_CrossEntropyOp : Lap_Op<"cross_entropy", [Pure]> {
   let results = (outs 0DTensorOf<[F32]>:$loss);
   let assemblyFormat = [{
     $logits `,` $targets attr-dict `:` type($logits) `,` type($targets) `->` type($loss)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lap_SoftCrossEntropyOp : Lap_Op<"soft_cross_entropy", [Pure]> {
+  let summary = "mean over rows of -sum_k targets_k log_softmax(logits)_k";
+  let description = [{
+    `logits` and `targets` [B, K]; targets are distributions (one-hot,
+    smoothed, or mixed by mixup and cutmix).
+  }];
+  let arguments = (ins Lap_F32Tensor:$logits, Lap_F32Tensor:$targets);
+  let results = (outs 0DTensorOf<[F32]>:$loss);
+  let assemblyFormat = [{
+    $logits `,` $targets attr-dict `:` type($logits) `,` type($targets) `->` type($loss)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lap_BCEWithLogitsOp : Lap_Op<"bce_with_logits", [Pure]> {
+  let summary = "mean binary cross-entropy of sigmoid(logits) against targets";
+  let description = [{
+    `logits` and `targets` [B, K], targets in [0, 1] (DeiT-3's loss).
+  }];
+  let arguments = (ins Lap_F32Tensor:$logits, Lap_F32Tensor:$targets);
+  let results = (outs 0DTensorOf<[F32]>:$loss);
+  let assemblyFormat = [{
+    $logits `,` $targets attr-dict `:` type($logits) `,` type($targets) `->` type($loss)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lap_DinoLossOp : Lap_Op<"dino_loss", [Pure]> {
+  let summary = "mean over rows of -sum_k teacher_k log_softmax(student / temp)_k";
+  let description = [{
+    `student` logits and `teacher` probabilities [B, K]; the teacher's
+    centering and sharpening happen outside, on the teacher's own outputs.
+  }];
+  let arguments = (ins Lap_F32Tensor:$student, Lap_F32Tensor:$teacher,
+                       F32Attr:$temperature);
+  let results = (outs 0DTensorOf<[F32]>:$loss);
+  let assemblyFormat = [{
+    $student `,` $teacher attr-dict `:` type($student) `,` type($teacher) `->` type($loss)
   }];
   let hasVerifier = 1;
 }

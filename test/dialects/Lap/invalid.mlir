@@ -373,3 +373,99 @@ func.func @drop_path_rate(%x: tensor<?x8xf32>) {
   %y = lap.drop_path %x {rate = -0.5 : f32} : tensor<?x8xf32>
   return
 }
+
+// -----
+
+func.func @patch_divides(%img: tensor<?x3x30x30xf32>) {
+  // expected-error @+1 {{patch 4 must divide the image size 30x30}}
+  %p = lap.patchify %img {patch = 4} : tensor<?x3x30x30xf32> -> tensor<?x49x48xf32>
+  return
+}
+
+// -----
+
+func.func @patch_result(%img: tensor<?x3x32x32xf32>) {
+  // expected-error @+1 {{result must be [B, 64, 48], got [?, 64, 16]}}
+  %p = lap.patchify %img {patch = 4} : tensor<?x3x32x32xf32> -> tensor<?x64x16xf32>
+  return
+}
+
+// -----
+
+func.func @patch_images(%img: tensor<?x3x?x32xf32>) {
+  // expected-error @+1 {{images must be [B, C, H, W] with static C, H, W, got [?, 3, ?, 32]}}
+  %p = lap.patchify %img {patch = 4} : tensor<?x3x?x32xf32> -> tensor<?x64x48xf32>
+  return
+}
+
+// -----
+
+func.func @prepend_width(%x: tensor<?x16x16xf32>, %cls: tensor<1x8xf32>) {
+  // expected-error @+1 {{expects x [B, N, C] and static tokens [k, C], got [?, 16, 16] and [1, 8]}}
+  %y = lap.prepend_tokens %x, %cls : tensor<?x16x16xf32>, tensor<1x8xf32> -> tensor<?x17x16xf32>
+  return
+}
+
+// -----
+
+func.func @prepend_result(%x: tensor<?x16x16xf32>, %cls: tensor<2x16xf32>) {
+  // expected-error @+1 {{result must be [B, k + N, C], got [?, 17, 16]}}
+  %y = lap.prepend_tokens %x, %cls : tensor<?x16x16xf32>, tensor<2x16xf32> -> tensor<?x17x16xf32>
+  return
+}
+
+// -----
+
+func.func @layer_scale_gamma(%x: tensor<?x17x16xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{gamma must be [16], got [8]}}
+  %y = lap.layer_scale %x, %g : tensor<?x17x16xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @take_outside(%x: tensor<?x17x16xf32>) {
+  // expected-error @+1 {{token 17 is outside the sequence}}
+  %y = lap.take_token %x {index = 17} : tensor<?x17x16xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @mean_shape(%x: tensor<?x17x16xf32>) {
+  // expected-error @+1 {{pools [B, T, C] to [B, C], got [?, 17, 16] -> [?, 8]}}
+  %y = lap.mean_tokens %x {skip = 1} : tensor<?x17x16xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @weight_norm_shapes(%v: tensor<32x16xf32>, %g: tensor<32xf32>) {
+  // expected-error @+1 {{expects v [K, D] and g [K, 1], got [32, 16] and [32]}}
+  %w = lap.weight_norm %v, %g : tensor<32x16xf32>, tensor<32xf32>
+  return
+}
+
+// -----
+
+func.func @soft_ce_shapes(%l: tensor<?x32xf32>, %t: tensor<?x10xf32>) {
+  // expected-error @+1 {{expects [B, K] logits and targets of the same shape, got [?, 32] and [?, 10]}}
+  %y = lap.soft_cross_entropy %l, %t : tensor<?x32xf32>, tensor<?x10xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @bce_shapes(%l: tensor<?x32xf32>, %t: tensor<?xf32>) {
+  // expected-error @+1 {{expects [B, K] logits and targets of the same shape, got [?, 32] and [?]}}
+  %y = lap.bce_with_logits %l, %t : tensor<?x32xf32>, tensor<?xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @dino_temperature(%s: tensor<?x32xf32>) {
+  // expected-error @+1 {{temperature must be positive}}
+  %y = lap.dino_loss %s, %s {temperature = 0.0 : f32} : tensor<?x32xf32>, tensor<?x32xf32> -> tensor<f32>
+  return
+}

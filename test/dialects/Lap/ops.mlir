@@ -78,3 +78,32 @@ func.func @heads_and_positions(%x: tensor<?x?x128xf32>, %wpe: tensor<32x64xf32>,
   %p = lap.add_positions %m, %wpe {offset = 1} : tensor<?x?x64xf32>, tensor<32x64xf32>
   return %p : tensor<?x?x64xf32>
 }
+
+// CHECK-LABEL: func @image_pieces
+func.func @image_pieces(%img: tensor<?x1x28x28xf32>, %cls: tensor<1x16xf32>, %g: tensor<16xf32>,
+                        %v: tensor<32x16xf32>, %m: tensor<32x1xf32>, %t: tensor<?x32xf32>) -> tensor<f32> {
+  // CHECK: lap.patchify %{{.*}} {patch = 7 : i64} : tensor<?x1x28x28xf32> -> tensor<?x16x49xf32>
+  %p = lap.patchify %img {patch = 7} : tensor<?x1x28x28xf32> -> tensor<?x16x49xf32>
+  %w = arith.constant dense<0.0> : tensor<16x49xf32>
+  %x = lap.linear %p, %w : (tensor<?x16x49xf32>, tensor<16x49xf32>) -> tensor<?x16x16xf32>
+  // CHECK: lap.prepend_tokens %{{.*}}, %{{.*}} : tensor<?x16x16xf32>, tensor<1x16xf32> -> tensor<?x17x16xf32>
+  %y = lap.prepend_tokens %x, %cls : tensor<?x16x16xf32>, tensor<1x16xf32> -> tensor<?x17x16xf32>
+  // CHECK: lap.layer_scale %{{.*}}, %{{.*}} : tensor<?x17x16xf32>, tensor<16xf32>
+  %s = lap.layer_scale %y, %g : tensor<?x17x16xf32>, tensor<16xf32>
+  // CHECK: lap.take_token %{{.*}} {index = 0 : i64} : tensor<?x17x16xf32> -> tensor<?x16xf32>
+  %c = lap.take_token %s {index = 0} : tensor<?x17x16xf32> -> tensor<?x16xf32>
+  // CHECK: lap.mean_tokens %{{.*}} {skip = 1 : i64} : tensor<?x17x16xf32> -> tensor<?x16xf32>
+  %a = lap.mean_tokens %s {skip = 1} : tensor<?x17x16xf32> -> tensor<?x16xf32>
+  // CHECK: lap.l2_normalize %{{.*}} {eps = 9.99999996E-13 : f32} : tensor<?x16xf32>
+  %z = lap.l2_normalize %c {eps = 1.0e-12 : f32} : tensor<?x16xf32>
+  // CHECK: lap.weight_norm %{{.*}}, %{{.*}} : tensor<32x16xf32>, tensor<32x1xf32>
+  %wn = lap.weight_norm %v, %m : tensor<32x16xf32>, tensor<32x1xf32>
+  %l = lap.linear %z, %wn : (tensor<?x16xf32>, tensor<32x16xf32>) -> tensor<?x32xf32>
+  // CHECK: lap.soft_cross_entropy %{{.*}}, %{{.*}} : tensor<?x32xf32>, tensor<?x32xf32> -> tensor<f32>
+  %ce = lap.soft_cross_entropy %l, %t : tensor<?x32xf32>, tensor<?x32xf32> -> tensor<f32>
+  // CHECK: lap.bce_with_logits %{{.*}}, %{{.*}} : tensor<?x32xf32>, tensor<?x32xf32> -> tensor<f32>
+  %bce = lap.bce_with_logits %l, %t : tensor<?x32xf32>, tensor<?x32xf32> -> tensor<f32>
+  // CHECK: lap.dino_loss %{{.*}}, %{{.*}} {temperature = 1.000000e-01 : f32} : tensor<?x32xf32>, tensor<?x32xf32> -> tensor<f32>
+  %dino = lap.dino_loss %l, %t {temperature = 0.1 : f32} : tensor<?x32xf32>, tensor<?x32xf32> -> tensor<f32>
+  return %dino : tensor<f32>
+}
