@@ -5,7 +5,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Pipelines/Pipeline.h"
 #include "dialects/Lap/IR/LapDialect.h"
+#include "dialects/Lap/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -15,6 +17,8 @@
 
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
+  lap::registerLapPasses();
+  lap::registerLapPipeline();
   mlir::DialectRegistry registry;
   registry.insert<lap::LapDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();

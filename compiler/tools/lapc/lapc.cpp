@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Frontend/SpecToLap.h"
+#include "compiler/Pipelines/Pipeline.h"
 #include "dsl/SpecParser.h"
 #include "dsl/SpecPrinter.h"
 
@@ -21,6 +22,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -34,7 +36,7 @@ namespace {
 enum ExitCode { Success = 0, InternalError = 1, BadInput = 2 };
 
 /// The stages lapc can print, in pipeline order.
-enum class Emit { Spec, MLIR };
+enum class Emit { Spec, MLIR, Lowered };
 
 cl::OptionCategory lapcCategory("lapc options");
 cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<spec.yaml>"),
@@ -47,7 +49,9 @@ cl::opt<Emit> emitAction(
     cl::values(clEnumValN(Emit::Spec, "spec",
                           "the resolved spec, with derived values"),
                clEnumValN(Emit::MLIR, "mlir",
-                          "@forward in the lap dialect, as the front end builds it")),
+                          "@forward in the lap dialect, as the front end builds it"),
+               clEnumValN(Emit::Lowered, "lowered",
+                          "after lap's pass pipeline (head kinds lowered, ...)")),
     cl::cat(lapcCategory));
 cl::opt<bool> verifyDiagnostics(
     "verify-diagnostics",
@@ -70,6 +74,7 @@ int main(int argc, char **argv) {
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
   if (!cl::ParseCommandLineOptions(argc, argv, "lap compiler\n", &errs()))
     return BadInput;
 
@@ -103,13 +108,26 @@ int main(int argc, char **argv) {
   case Emit::Spec:
     output->os() << lap::dsl::printSpec(*spec);
     break;
-  case Emit::MLIR: {
+  case Emit::MLIR:
+  case Emit::Lowered: {
     mlir::OwningOpRef<mlir::ModuleOp> module = lap::buildForward(*spec, context);
     if (!module)
       return BadInput;
     if (mlir::failed(mlir::verify(*module))) {
       errs() << "lapc: internal error: the front end built invalid IR\n";
       return InternalError;
+    }
+    if (emitAction >= Emit::Lowered) {
+      mlir::PassManager pm(&context);
+      mlir::DefaultTimingManager timing;
+      mlir::applyDefaultTimingManagerCLOptions(timing);
+      mlir::TimingScope rootTiming = timing.getRootScope();
+      pm.enableTiming(rootTiming);
+      if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
+        return BadInput;
+      lap::buildLapPipeline(pm, lap::LapPipelineOptions());
+      if (mlir::failed(pm.run(*module)))
+        return InternalError;
     }
     module->print(output->os());
     break;
