@@ -84,6 +84,8 @@ private:
   std::vector<std::string> batchNames; ///< Names of the batch arguments.
   /// T: dynamic for text, static for images of the compiled size.
   int64_t sequence = kDynamic;
+  /// The next random-mask key of a dropout or drop-path op.
+  int64_t nextKey = 0;
 };
 
 Value ForwardBuilder::norm(Value x, const std::string &name) {
@@ -107,7 +109,8 @@ Value ForwardBuilder::linear(Value x, const std::string &name, int64_t out,
 Value ForwardBuilder::dropout(Value x, Location where) {
   if (m.dropout == 0)
     return x;
-  return b.create<DropoutOp>(where, x, b.getF32FloatAttr(float(m.dropout)));
+  return b.create<DropoutOp>(where, x, b.getF32FloatAttr(float(m.dropout)),
+                             b.getI64IntegerAttr(nextKey++));
 }
 
 Value ForwardBuilder::attention(Value h, const std::string &prefix, int64_t layer) {
@@ -173,7 +176,8 @@ Value ForwardBuilder::block(Value x, int64_t layer) {
       y = b.create<LayerScaleOp>(loc("model.layer_scale", prefix), y, g);
     if (dropPath > 0)
       y = b.create<DropPathOp>(loc("model.drop_path", prefix), y,
-                               b.getF32FloatAttr(float(dropPath)));
+                               b.getF32FloatAttr(float(dropPath)),
+                               b.getI64IntegerAttr(nextKey++));
     return y;
   };
   Value a = branch(attention(norm(x, prefix + ".norm1"), prefix, layer), "ls1");
@@ -323,8 +327,10 @@ OwningOpRef<ModuleOp> ForwardBuilder::build() {
 
   func.setType(b.getFunctionType(body->getArgumentTypes(),
                                  TypeRange{loss.getType(), logits.getType()}));
-  for (size_t i = 0; i < table.size(); ++i)
+  for (size_t i = 0; i < table.size(); ++i) {
     func.setArgAttr(unsigned(i), "lap.name", b.getStringAttr(table[i].name));
+    func.setArgAttr(unsigned(i), "lap.parameter", b.getUnitAttr());
+  }
   for (size_t i = 0; i < batchNames.size(); ++i)
     func.setArgAttr(unsigned(table.size() + i), "lap.name",
                     b.getStringAttr(batchNames[i]));

@@ -13,6 +13,7 @@
 
 #include "compiler/Frontend/SpecToLap.h"
 #include "compiler/Pipelines/Pipeline.h"
+#include "dialects/Lap/Transforms/Passes.h"
 #include "dsl/SpecParser.h"
 #include "dsl/SpecPrinter.h"
 
@@ -36,7 +37,7 @@ namespace {
 enum ExitCode { Success = 0, InternalError = 1, BadInput = 2 };
 
 /// The stages lapc can print, in pipeline order.
-enum class Emit { Spec, MLIR, Lowered };
+enum class Emit { Spec, MLIR, Train, Lowered };
 
 cl::OptionCategory lapcCategory("lapc options");
 cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<spec.yaml>"),
@@ -50,6 +51,8 @@ cl::opt<Emit> emitAction(
                           "the resolved spec, with derived values"),
                clEnumValN(Emit::MLIR, "mlir",
                           "@forward in the lap dialect, as the front end builds it"),
+               clEnumValN(Emit::Train, "train",
+                          "@forward and @train_step (autodiff only)"),
                clEnumValN(Emit::Lowered, "lowered",
                           "after lap's pass pipeline (head kinds lowered, ...)")),
     cl::cat(lapcCategory));
@@ -109,6 +112,7 @@ int main(int argc, char **argv) {
     output->os() << lap::dsl::printSpec(*spec);
     break;
   case Emit::MLIR:
+  case Emit::Train:
   case Emit::Lowered: {
     mlir::OwningOpRef<mlir::ModuleOp> module = lap::buildForward(*spec, context);
     if (!module)
@@ -117,7 +121,7 @@ int main(int argc, char **argv) {
       errs() << "lapc: internal error: the front end built invalid IR\n";
       return InternalError;
     }
-    if (emitAction >= Emit::Lowered) {
+    if (emitAction >= Emit::Train) {
       mlir::PassManager pm(&context);
       mlir::DefaultTimingManager timing;
       mlir::applyDefaultTimingManagerCLOptions(timing);
@@ -125,7 +129,10 @@ int main(int argc, char **argv) {
       pm.enableTiming(rootTiming);
       if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
         return BadInput;
-      lap::buildLapPipeline(pm, lap::LapPipelineOptions());
+      if (emitAction == Emit::Train)
+        pm.addPass(lap::createLapAutodiff());
+      else
+        lap::buildLapPipeline(pm, lap::LapPipelineOptions());
       if (mlir::failed(pm.run(*module)))
         return InternalError;
     }

@@ -357,6 +357,24 @@ LogicalResult CrossEntropyOp::verify() {
   return success();
 }
 
+LogicalResult ActivationGradOp::verify() {
+  StringRef name = getActivation();
+  if (name != "gelu_tanh" && name != "gelu" && name != "relu2")
+    return emitOpError("unknown activation '") << name
+                                              << "' (gelu_tanh, gelu or relu2)";
+  return success();
+}
+
+LogicalResult RowLossGradOp::verify() {
+  StringRef loss = getLoss();
+  if (loss != "soft_cross_entropy" && loss != "bce_with_logits" && loss != "dino_loss")
+    return emitOpError("unknown loss '") << loss
+                                        << "' (soft_cross_entropy, bce_with_logits or dino_loss)";
+  if (getTemperature().convertToFloat() <= 0)
+    return emitOpError("temperature must be positive");
+  return success();
+}
+
 /// Losses over [B, K] rows with targets of the same shape.
 static LogicalResult verifyRowLoss(Operation *op, Value logits, Value targets) {
   auto l = cast<RankedTensorType>(logits.getType()), t = cast<RankedTensorType>(targets.getType());

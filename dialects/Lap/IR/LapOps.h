@@ -4,6 +4,7 @@
 #define LAP_DIALECTS_LAP_IR_LAPOPS_H
 
 #include "dialects/Lap/IR/LapDialect.h"
+#include "dialects/Lap/IR/LapInterfaces.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"

@@ -9,6 +9,7 @@
 #define LAP_OPS
 
 include "LapDialect.td"
+include "LapInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
@@ -19,7 +20,7 @@ def Lap_F32Tensor : RankedTensorOf<[F32]>;
 // Attention
 //===----------------------------------------------------------------------===//
 
-def Lap_AttentionOp : Lap_Op<"attention", [Pure]> {
+def Lap_AttentionOp : Lap_Op<"attention", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "multi-head attention with a kind per head";
   let description = [{
     Queries `q` [B, T, H, D], keys `k` and values `v` [B, S, KV, D]; query
@@ -69,7 +70,7 @@ def Lap_AttentionOp : Lap_Op<"attention", [Pure]> {
 // Linear layers, embeddings, norms
 //===----------------------------------------------------------------------===//
 
-def Lap_LinearOp : Lap_Op<"linear", [Pure]> {
+def Lap_LinearOp : Lap_Op<"linear", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "y = x W^T (+ b)";
   let description = [{
     `input` [..., K], `weight` [N, K] (PyTorch's layout), optional `bias` [N];
@@ -88,7 +89,7 @@ def Lap_LinearOp : Lap_Op<"linear", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Lap_EmbeddingOp : Lap_Op<"embedding", [Pure]> {
+def Lap_EmbeddingOp : Lap_Op<"embedding", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "rows of a table by index";
   let description = [{
     `table` [V, C], `indices` [B, T] of i32; the result is [B, T, C].
@@ -105,7 +106,8 @@ def Lap_EmbeddingOp : Lap_Op<"embedding", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Lap_LayerNormOp : Lap_Op<"layer_norm", [Pure, AttrSizedOperandSegments]> {
+def Lap_LayerNormOp : Lap_Op<"layer_norm",
+    [Pure, AttrSizedOperandSegments, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "LayerNorm over the last dimension, optional weight and bias";
   let description = [{
     ```mlir
@@ -121,7 +123,7 @@ def Lap_LayerNormOp : Lap_Op<"layer_norm", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
-def Lap_RMSNormOp : Lap_Op<"rms_norm", [Pure]> {
+def Lap_RMSNormOp : Lap_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "RMSNorm over the last dimension, optional weight";
   let description = [{
     Parameter-free when `weight` is absent (nanochat).
@@ -138,7 +140,7 @@ def Lap_RMSNormOp : Lap_Op<"rms_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Lap_RopeOp : Lap_Op<"rope", [Pure, SameOperandsAndResultType]> {
+def Lap_RopeOp : Lap_Op<"rope", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "rotary position embedding of [B, T, H, D] by position";
   let description = [{
     Rotates channel pairs (i, i + D/2) of each head by angle t * base^(-2i/D)
@@ -154,7 +156,7 @@ def Lap_RopeOp : Lap_Op<"rope", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def Lap_SplitHeadsOp : Lap_Op<"split_heads", [Pure]> {
+def Lap_SplitHeadsOp : Lap_Op<"split_heads", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "[B, T, (H + 2 KV) D] -> q [B, T, H, D], k and v [B, T, KV, D]";
   let description = [{
     Splits the output of the fused QKV projection into per-head queries,
@@ -172,7 +174,7 @@ def Lap_SplitHeadsOp : Lap_Op<"split_heads", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Lap_MergeHeadsOp : Lap_Op<"merge_heads", [Pure]> {
+def Lap_MergeHeadsOp : Lap_Op<"merge_heads", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "[B, T, H, D] -> [B, T, H D]";
   let arguments = (ins Lap_F32Tensor:$input);
   let results = (outs Lap_F32Tensor:$result);
@@ -181,7 +183,7 @@ def Lap_MergeHeadsOp : Lap_Op<"merge_heads", [Pure]> {
 }
 
 def Lap_AddPositionsOp : Lap_Op<"add_positions",
-                                [Pure, AllTypesMatch<["input", "result"]>]> {
+    [Pure, AllTypesMatch<["input", "result"]>, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "x + table[offset : offset + T] for x [B, T, C], table [P, C]";
   let description = [{
     Adds learned position embeddings; `offset` skips leading tokens that get
@@ -202,7 +204,7 @@ def Lap_AddPositionsOp : Lap_Op<"add_positions",
 // Images and tokens
 //===----------------------------------------------------------------------===//
 
-def Lap_PatchifyOp : Lap_Op<"patchify", [Pure]> {
+def Lap_PatchifyOp : Lap_Op<"patchify", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "images [B, C, H, W] -> patches [B, (H/p)(W/p), C p p]";
   let description = [{
     Cuts images into non-overlapping p x p patches in row-major order, each
@@ -219,7 +221,7 @@ def Lap_PatchifyOp : Lap_Op<"patchify", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Lap_PrependTokensOp : Lap_Op<"prepend_tokens", [Pure]> {
+def Lap_PrependTokensOp : Lap_Op<"prepend_tokens", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "[B, N, C] and learned tokens [k, C] -> [B, k + N, C]";
   let description = [{
     Puts the same k learned tokens (CLS, registers) before every sequence.
@@ -236,7 +238,8 @@ def Lap_PrependTokensOp : Lap_Op<"prepend_tokens", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Lap_LayerScaleOp : Lap_Op<"layer_scale", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Lap_LayerScaleOp : Lap_Op<"layer_scale",
+    [Pure, AllTypesMatch<["input", "result"]>, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "x * gamma per channel (LayerScale)";
   let arguments = (ins Lap_F32Tensor:$input, Lap_F32Tensor:$gamma);
   let results = (outs Lap_F32Tensor:$result);
@@ -244,7 +247,7 @@ def Lap_LayerScaleOp : Lap_Op<"layer_scale", [Pure, AllTypesMatch<["input", "res
   let hasVerifier = 1;
 }
 
-def Lap_TakeTokenOp : Lap_Op<"take_token", [Pure]> {
+def Lap_TakeTokenOp : Lap_Op<"take_token", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "[B, T, C] -> [B, C]: the token at `index` (CLS pooling)";
   let arguments = (ins Lap_F32Tensor:$input, I64Attr:$index);
   let results = (outs Lap_F32Tensor:$result);
@@ -252,7 +255,7 @@ def Lap_TakeTokenOp : Lap_Op<"take_token", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Lap_MeanTokensOp : Lap_Op<"mean_tokens", [Pure]> {
+def Lap_MeanTokensOp : Lap_Op<"mean_tokens", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "[B, T, C] -> [B, C]: the mean of tokens skip .. T-1";
   let arguments = (ins Lap_F32Tensor:$input, I64Attr:$skip);
   let results = (outs Lap_F32Tensor:$result);
@@ -260,14 +263,16 @@ def Lap_MeanTokensOp : Lap_Op<"mean_tokens", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Lap_L2NormalizeOp : Lap_Op<"l2_normalize", [Pure, SameOperandsAndResultType]> {
+def Lap_L2NormalizeOp : Lap_Op<"l2_normalize",
+    [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "x / max(||x||, eps) over the last dimension";
   let arguments = (ins Lap_F32Tensor:$input, F32Attr:$eps);
   let results = (outs Lap_F32Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Lap_WeightNormOp : Lap_Op<"weight_norm", [Pure, AllTypesMatch<["direction", "result"]>]> {
+def Lap_WeightNormOp : Lap_Op<"weight_norm",
+    [Pure, AllTypesMatch<["direction", "result"]>, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "W = g * v / ||v|| per row: v [K, D], g [K, 1]";
   let description = [{
     torch.nn.utils.weight_norm over dim 0, as DINO's last layer uses it.
@@ -285,7 +290,7 @@ def Lap_WeightNormOp : Lap_Op<"weight_norm", [Pure, AllTypesMatch<["direction", 
 //===----------------------------------------------------------------------===//
 
 class Lap_UnaryOp<string mnemonic, string formula>
-    : Lap_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : Lap_Op<mnemonic, [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "elementwise " # formula;
   let arguments = (ins Lap_F32Tensor:$input);
   let results = (outs Lap_F32Tensor:$result);
@@ -297,38 +302,42 @@ def Lap_GeluTanhOp : Lap_UnaryOp<"gelu_tanh",
 def Lap_GeluOp : Lap_UnaryOp<"gelu", "0.5 x (1 + erf(x / sqrt(2)))">;
 def Lap_ReLU2Op : Lap_UnaryOp<"relu2", "max(x, 0)^2">;
 
-def Lap_DropoutOp : Lap_Op<"dropout", [SameOperandsAndResultType]> {
+def Lap_DropoutOp : Lap_Op<"dropout", [SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "zeroes elements with probability `rate` in training, scaling the rest";
   let description = [{
     x * mask / (1 - rate) with mask ~ Bernoulli(1 - rate) per element while
-    training; the identity in evaluation. The mask comes from the step's seed.
+    training; the identity in evaluation. The mask is a function of the
+    step's seed and `key`, unique per op, so the adjoint (the same op with
+    the same key) applies the same mask to the gradient.
   }];
-  let arguments = (ins Lap_F32Tensor:$input, F32Attr:$rate);
+  let arguments = (ins Lap_F32Tensor:$input, F32Attr:$rate, I64Attr:$key);
   let results = (outs Lap_F32Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
 
-def Lap_DropPathOp : Lap_Op<"drop_path", [SameOperandsAndResultType]> {
+def Lap_DropPathOp : Lap_Op<"drop_path", [SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "stochastic depth: drops a residual branch per sample";
   let description = [{
     For x [B, ...]: x * mask_b / (1 - rate) with one Bernoulli(1 - rate) draw
-    per sample while training; the identity in evaluation.
+    per sample while training; the identity in evaluation. Masks follow
+    (seed, `key`) as for lap.dropout.
   }];
-  let arguments = (ins Lap_F32Tensor:$input, F32Attr:$rate);
+  let arguments = (ins Lap_F32Tensor:$input, F32Attr:$rate, I64Attr:$key);
   let results = (outs Lap_F32Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
 
-def Lap_AddOp : Lap_Op<"add", [Pure, SameOperandsAndResultType, Commutative]> {
+def Lap_AddOp : Lap_Op<"add",
+    [Pure, SameOperandsAndResultType, Commutative, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "elementwise sum (the residual connection)";
   let arguments = (ins Lap_F32Tensor:$lhs, Lap_F32Tensor:$rhs);
   let results = (outs Lap_F32Tensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
 }
 
-def Lap_SoftcapOp : Lap_Op<"softcap", [Pure, SameOperandsAndResultType]> {
+def Lap_SoftcapOp : Lap_Op<"softcap", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "cap * tanh(x / cap)";
   let arguments = (ins Lap_F32Tensor:$input, F32Attr:$cap);
   let results = (outs Lap_F32Tensor:$result);
@@ -340,7 +349,7 @@ def Lap_SoftcapOp : Lap_Op<"softcap", [Pure, SameOperandsAndResultType]> {
 // Losses
 //===----------------------------------------------------------------------===//
 
-def Lap_CrossEntropyOp : Lap_Op<"cross_entropy", [Pure]> {
+def Lap_CrossEntropyOp : Lap_Op<"cross_entropy", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "mean cross-entropy of logits against class indices";
   let description = [{
     `logits` [..., V], `targets` [...] of i32 with the same leading shape;
@@ -360,7 +369,7 @@ def Lap_CrossEntropyOp : Lap_Op<"cross_entropy", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Lap_SoftCrossEntropyOp : Lap_Op<"soft_cross_entropy", [Pure]> {
+def Lap_SoftCrossEntropyOp : Lap_Op<"soft_cross_entropy", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "mean over rows of -sum_k targets_k log_softmax(logits)_k";
   let description = [{
     `logits` and `targets` [B, K]; targets are distributions (one-hot,
@@ -374,7 +383,7 @@ def Lap_SoftCrossEntropyOp : Lap_Op<"soft_cross_entropy", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Lap_BCEWithLogitsOp : Lap_Op<"bce_with_logits", [Pure]> {
+def Lap_BCEWithLogitsOp : Lap_Op<"bce_with_logits", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "mean binary cross-entropy of sigmoid(logits) against targets";
   let description = [{
     `logits` and `targets` [B, K], targets in [0, 1] (DeiT-3's loss).
@@ -387,7 +396,7 @@ def Lap_BCEWithLogitsOp : Lap_Op<"bce_with_logits", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Lap_DinoLossOp : Lap_Op<"dino_loss", [Pure]> {
+def Lap_DinoLossOp : Lap_Op<"dino_loss", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "mean over rows of -sum_k teacher_k log_softmax(student / temp)_k";
   let description = [{
     `student` logits and `teacher` probabilities [B, K]; the teacher's
@@ -398,6 +407,210 @@ def Lap_DinoLossOp : Lap_Op<"dino_loss", [Pure]> {
   let results = (outs 0DTensorOf<[F32]>:$loss);
   let assemblyFormat = [{
     $student `,` $teacher attr-dict `:` type($student) `,` type($teacher) `->` type($loss)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients (built by --lap-autodiff through DifferentiableOp)
+//===----------------------------------------------------------------------===//
+
+def Lap_AttentionGradOp : Lap_Op<"attention_grad", [Pure,
+    AllTypesMatch<["q", "grad_q", "grad_output", "output"]>,
+    AllTypesMatch<["k", "v", "grad_k", "grad_v"]>]> {
+  let summary = "gradients of lap.attention with the same kinds";
+  let description = [{
+    From dO and the forward's q, k, v and output O, the gradients of q, k and
+    v for O_h = alpha_h P V_h + beta_h V_h (flash form: dV += alpha P^T dO +
+    beta dO; softmax backward on alpha dO with D_i = rowsum(alpha dO_i * (P
+    V)_i)). Carries the forward op's attributes, kinds included.
+  }];
+  let arguments = (ins Lap_F32Tensor:$grad_output, Lap_F32Tensor:$q,
+                       Lap_F32Tensor:$k, Lap_F32Tensor:$v, Lap_F32Tensor:$output,
+                       F32Attr:$scale, UnitAttr:$causal, UnitAttr:$cross,
+                       OptionalAttr<StrArrayAttr>:$kinds,
+                       OptionalAttr<DenseF32ArrayAttr>:$alpha,
+                       OptionalAttr<DenseF32ArrayAttr>:$beta);
+  let results = (outs Lap_F32Tensor:$grad_q, Lap_F32Tensor:$grad_k,
+                      Lap_F32Tensor:$grad_v);
+  let assemblyFormat = [{
+    $grad_output `,` $q `,` $k `,` $v `,` $output attr-dict `:` type($q) `,` type($k)
+  }];
+}
+
+def Lap_LinearGradOp : Lap_Op<"linear_grad", [Pure,
+    AllTypesMatch<["input", "grad_input"]>, AllTypesMatch<["weight", "grad_weight"]>]> {
+  let summary = "dx = dy W, dW = dy^T x, db = sum dy (over leading dimensions)";
+  let arguments = (ins Lap_F32Tensor:$grad_output, Lap_F32Tensor:$input,
+                       Lap_F32Tensor:$weight);
+  let results = (outs Lap_F32Tensor:$grad_input, Lap_F32Tensor:$grad_weight,
+                      Lap_F32Tensor:$grad_bias);
+  let assemblyFormat = [{
+    $grad_output `,` $input `,` $weight attr-dict `:` type($grad_output) `,` type($input) `,` type($weight) `->` type($grad_bias)
+  }];
+}
+
+def Lap_EmbeddingGradOp : Lap_Op<"embedding_grad", [Pure]> {
+  let summary = "dtable[v] = sum of dy at the positions holding index v";
+  let arguments = (ins Lap_F32Tensor:$grad_output, RankedTensorOf<[I32]>:$indices);
+  let results = (outs Lap_F32Tensor:$grad_table);
+  let assemblyFormat = [{
+    $grad_output `,` $indices attr-dict `:` type($grad_output) `,` type($indices) `->` type($grad_table)
+  }];
+}
+
+def Lap_AddPositionsGradOp : Lap_Op<"add_positions_grad", [Pure]> {
+  let summary = "dtable[offset + t] = sum over the batch of dy[:, t]";
+  let arguments = (ins Lap_F32Tensor:$grad_output, I64Attr:$offset);
+  let results = (outs Lap_F32Tensor:$grad_table);
+  let assemblyFormat = "$grad_output attr-dict `:` type($grad_output) `->` type($grad_table)";
+}
+
+def Lap_LayerNormGradOp : Lap_Op<"layer_norm_grad", [Pure,
+    AllTypesMatch<["input", "grad_input", "grad_output"]>]> {
+  let summary = "gradients of lap.layer_norm: input, weight and bias";
+  let arguments = (ins Lap_F32Tensor:$grad_output, Lap_F32Tensor:$input,
+                       Optional<Lap_F32Tensor>:$weight, F32Attr:$eps);
+  let results = (outs Lap_F32Tensor:$grad_input, Lap_F32Tensor:$grad_weight,
+                      Lap_F32Tensor:$grad_bias);
+  let assemblyFormat = [{
+    $grad_output `,` $input (`weight` $weight^)? attr-dict `:` type($input) `,` type($grad_weight) `,` type($grad_bias) (`,` type($weight)^)?
+  }];
+}
+
+def Lap_RMSNormGradOp : Lap_Op<"rms_norm_grad", [Pure,
+    AllTypesMatch<["input", "grad_input", "grad_output"]>]> {
+  let summary = "gradients of lap.rms_norm: input and weight";
+  let arguments = (ins Lap_F32Tensor:$grad_output, Lap_F32Tensor:$input,
+                       Optional<Lap_F32Tensor>:$weight, F32Attr:$eps);
+  let results = (outs Lap_F32Tensor:$grad_input, Lap_F32Tensor:$grad_weight);
+  let assemblyFormat = [{
+    $grad_output `,` $input (`weight` $weight^)? attr-dict `:` type($input) `,` type($grad_weight) (`,` type($weight)^)?
+  }];
+}
+
+def Lap_SplitHeadsGradOp : Lap_Op<"split_heads_grad",
+    [Pure, AllTypesMatch<["grad_k", "grad_v"]>]> {
+  let summary = "dq, dk, dv -> d(qkv): the inverse of lap.split_heads";
+  let arguments = (ins Lap_F32Tensor:$grad_q, Lap_F32Tensor:$grad_k, Lap_F32Tensor:$grad_v);
+  let results = (outs Lap_F32Tensor:$grad_input);
+  let assemblyFormat = [{
+    $grad_q `,` $grad_k `,` $grad_v attr-dict `:` type($grad_q) `,` type($grad_k) `->` type($grad_input)
+  }];
+}
+
+def Lap_MergeHeadsGradOp : Lap_Op<"merge_heads_grad", [Pure]> {
+  let summary = "[B, T, H D] -> [B, T, H, D]: the inverse of lap.merge_heads";
+  let arguments = (ins Lap_F32Tensor:$grad_output);
+  let results = (outs Lap_F32Tensor:$grad_input);
+  let assemblyFormat = "$grad_output attr-dict `:` type($grad_output) `->` type($grad_input)";
+}
+
+def Lap_RopeGradOp : Lap_Op<"rope_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "rotation by the opposite angles: the transpose of lap.rope";
+  let arguments = (ins Lap_F32Tensor:$grad_output, F32Attr:$base);
+  let results = (outs Lap_F32Tensor:$grad_input);
+  let assemblyFormat = "$grad_output attr-dict `:` type($grad_output)";
+}
+
+def Lap_ActivationGradOp : Lap_Op<"activation_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "dy * f'(x) for the elementwise activation named `activation`";
+  let arguments = (ins Lap_F32Tensor:$grad_output, Lap_F32Tensor:$input,
+                       StrAttr:$activation);
+  let results = (outs Lap_F32Tensor:$grad_input);
+  let assemblyFormat = "$grad_output `,` $input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Lap_SoftcapGradOp : Lap_Op<"softcap_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "dy * (1 - tanh(x / cap)^2)";
+  let arguments = (ins Lap_F32Tensor:$grad_output, Lap_F32Tensor:$input, F32Attr:$cap);
+  let results = (outs Lap_F32Tensor:$grad_input);
+  let assemblyFormat = "$grad_output `,` $input attr-dict `:` type($input)";
+}
+
+def Lap_CrossEntropyGradOp : Lap_Op<"cross_entropy_grad", [Pure,
+    AllTypesMatch<["logits", "grad_logits"]>]> {
+  let summary = "dloss * (softmax(logits) - smoothed one-hot(targets)) / count";
+  let arguments = (ins TensorRankOf<[F32], [0]>:$grad_loss, Lap_F32Tensor:$logits,
+                       RankedTensorOf<[I32]>:$targets, F32Attr:$label_smoothing);
+  let results = (outs Lap_F32Tensor:$grad_logits);
+  let assemblyFormat = [{
+    $grad_loss `,` $logits `,` $targets attr-dict `:` type($grad_loss) `,` type($logits) `,` type($targets)
+  }];
+}
+
+def Lap_PatchifyGradOp : Lap_Op<"patchify_grad", [Pure]> {
+  let summary = "patch gradients back to image positions: the inverse of lap.patchify";
+  let arguments = (ins Lap_F32Tensor:$grad_output, I64Attr:$patch);
+  let results = (outs Lap_F32Tensor:$grad_images);
+  let assemblyFormat = "$grad_output attr-dict `:` type($grad_output) `->` type($grad_images)";
+}
+
+def Lap_PrependTokensGradOp : Lap_Op<"prepend_tokens_grad", [Pure]> {
+  let summary = "dy [B, k + N, C] -> dx = dy[:, k:], dtokens = sum over B of dy[:, :k]";
+  let arguments = (ins Lap_F32Tensor:$grad_output);
+  let results = (outs Lap_F32Tensor:$grad_input, Lap_F32Tensor:$grad_tokens);
+  let assemblyFormat = [{
+    $grad_output attr-dict `:` type($grad_output) `->` type($grad_input) `,` type($grad_tokens)
+  }];
+}
+
+def Lap_LayerScaleGradOp : Lap_Op<"layer_scale_grad", [Pure,
+    AllTypesMatch<["input", "grad_input", "grad_output"]>, AllTypesMatch<["gamma", "grad_gamma"]>]> {
+  let summary = "dx = dy * gamma, dgamma = sum of dy * x over leading dimensions";
+  let arguments = (ins Lap_F32Tensor:$grad_output, Lap_F32Tensor:$input, Lap_F32Tensor:$gamma);
+  let results = (outs Lap_F32Tensor:$grad_input, Lap_F32Tensor:$grad_gamma);
+  let assemblyFormat = "$grad_output `,` $input `,` $gamma attr-dict `:` type($input) `,` type($gamma)";
+}
+
+def Lap_TakeTokenGradOp : Lap_Op<"take_token_grad", [Pure, AllTypesMatch<["input", "grad_input"]>]> {
+  let summary = "dx: zero but for token `index`, which is dy";
+  let arguments = (ins Lap_F32Tensor:$grad_output, Lap_F32Tensor:$input, I64Attr:$index);
+  let results = (outs Lap_F32Tensor:$grad_input);
+  let assemblyFormat = "$grad_output `,` $input attr-dict `:` type($grad_output) `,` type($input)";
+}
+
+def Lap_MeanTokensGradOp : Lap_Op<"mean_tokens_grad", [Pure, AllTypesMatch<["input", "grad_input"]>]> {
+  let summary = "dx: dy / (T - skip) on tokens skip .. T-1, zero before";
+  let arguments = (ins Lap_F32Tensor:$grad_output, Lap_F32Tensor:$input, I64Attr:$skip);
+  let results = (outs Lap_F32Tensor:$grad_input);
+  let assemblyFormat = "$grad_output `,` $input attr-dict `:` type($grad_output) `,` type($input)";
+}
+
+def Lap_L2NormalizeGradOp : Lap_Op<"l2_normalize_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "gradient of x / max(||x||, eps) over the last dimension";
+  let arguments = (ins Lap_F32Tensor:$grad_output, Lap_F32Tensor:$input, F32Attr:$eps);
+  let results = (outs Lap_F32Tensor:$grad_input);
+  let assemblyFormat = "$grad_output `,` $input attr-dict `:` type($input)";
+}
+
+def Lap_WeightNormGradOp : Lap_Op<"weight_norm_grad", [Pure,
+    AllTypesMatch<["direction", "grad_direction", "grad_output"]>,
+    AllTypesMatch<["magnitude", "grad_magnitude"]>]> {
+  let summary = "gradients of W = g v / ||v|| for v and g";
+  let arguments = (ins Lap_F32Tensor:$grad_output, Lap_F32Tensor:$direction,
+                       Lap_F32Tensor:$magnitude);
+  let results = (outs Lap_F32Tensor:$grad_direction, Lap_F32Tensor:$grad_magnitude);
+  let assemblyFormat = [{
+    $grad_output `,` $direction `,` $magnitude attr-dict `:` type($direction) `,` type($magnitude)
+  }];
+}
+
+def Lap_RowLossGradOp : Lap_Op<"row_loss_grad", [Pure,
+    AllTypesMatch<["logits", "targets", "grad_logits"]>]> {
+  let summary = "gradient of a [B, K] loss against targets, for the loss named `loss`";
+  let description = [{
+    `soft_cross_entropy`: (softmax(l) - t) / B; `bce_with_logits`:
+    (sigmoid(l) - t) / (B K); `dino_loss`: (softmax(l / temperature) - t) /
+    (B temperature); each times the incoming scalar gradient.
+  }];
+  let arguments = (ins TensorRankOf<[F32], [0]>:$grad_loss, Lap_F32Tensor:$logits,
+                       Lap_F32Tensor:$targets, StrAttr:$loss,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$temperature);
+  let results = (outs Lap_F32Tensor:$grad_logits);
+  let assemblyFormat = [{
+    $grad_loss `,` $logits `,` $targets attr-dict `:` type($grad_loss) `,` type($logits)
   }];
   let hasVerifier = 1;
 }

@@ -3,6 +3,8 @@
 #ifndef LAP_DIALECTS_LAP_TRANSFORMS_PASSES_H
 #define LAP_DIALECTS_LAP_TRANSFORMS_PASSES_H
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
 namespace lap {

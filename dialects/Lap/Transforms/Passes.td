@@ -30,4 +30,40 @@ def LapLowerHeadKinds : Pass<"lap-lower-head-kinds"> {
   }];
 }
 
+def LapAutodiff : Pass<"lap-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Build @train_step (loss and parameter gradients) from @forward";
+  let description = [{
+    Reverse-mode differentiation of `func.func @forward`, whose first result
+    is the scalar loss and whose arguments marked `lap.parameter` are the
+    parameters. `@train_step` takes the same arguments and returns the loss
+    and the gradient of every parameter, in argument order. Each op on the
+    path from the parameters to the loss builds its own adjoint through
+    `DifferentiableOp`; gradients of values used more than once are summed.
+    An op without an adjoint is an error at its (spec) location.
+
+    Before:
+    ```mlir
+    func.func @forward(%w: tensor<8x4xf32> {lap.parameter}, %x: tensor<?x4xf32>,
+                       %t: tensor<?xi32>) -> (tensor<f32>, tensor<?x8xf32>) {
+      %y = lap.linear %x, %w : (tensor<?x4xf32>, tensor<8x4xf32>) -> tensor<?x8xf32>
+      %l = lap.cross_entropy %y, %t : tensor<?x8xf32>, tensor<?xi32> -> tensor<f32>
+      return %l, %y : tensor<f32>, tensor<?x8xf32>
+    }
+    ```
+    After (added next to @forward):
+    ```mlir
+    func.func @train_step(%w: tensor<8x4xf32> {lap.parameter}, %x: tensor<?x4xf32>,
+                          %t: tensor<?xi32>) -> (tensor<f32>, tensor<8x4xf32>) {
+      %y = lap.linear %x, %w : ...
+      %l = lap.cross_entropy %y, %t : ...
+      %one = arith.constant dense<1.0> : tensor<f32>
+      %dy = lap.cross_entropy_grad %one, %y, %t : ...
+      %dx, %dw, %db = lap.linear_grad %dy, %x, %w : ...
+      return %l, %dw : tensor<f32>, tensor<8x4xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 #endif // LAP_TRANSFORMS_PASSES

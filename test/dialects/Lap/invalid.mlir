@@ -362,7 +362,7 @@ func.func @positions_offset(%x: tensor<?x?x64xf32>, %t: tensor<32x64xf32>) {
 
 func.func @dropout_rate(%x: tensor<?x8xf32>) {
   // expected-error @+1 {{rate must be in [0, 1), got 1.000000e+00}}
-  %y = lap.dropout %x {rate = 1.0 : f32} : tensor<?x8xf32>
+  %y = lap.dropout %x {rate = 1.0 : f32, key = 0} : tensor<?x8xf32>
   return
 }
 
@@ -370,7 +370,7 @@ func.func @dropout_rate(%x: tensor<?x8xf32>) {
 
 func.func @drop_path_rate(%x: tensor<?x8xf32>) {
   // expected-error @+1 {{rate must be in [0, 1), got -5.000000e-01}}
-  %y = lap.drop_path %x {rate = -0.5 : f32} : tensor<?x8xf32>
+  %y = lap.drop_path %x {rate = -0.5 : f32, key = 0} : tensor<?x8xf32>
   return
 }
 

@@ -56,10 +56,10 @@ func.func @gpt_block_pieces(%ids: tensor<?x?xi32>, %table: tensor<256x64xf32>,
   %c = lap.softcap %a3 {cap = 15.0 : f32} : tensor<?x?x192xf32>
   // CHECK: lap.add
   %r = lap.add %x, %ln2 : tensor<?x?x64xf32>
-  // CHECK: lap.dropout %{{.*}} {rate = 1.000000e-01 : f32} : tensor<?x?x64xf32>
-  %dr = lap.dropout %r {rate = 0.1 : f32} : tensor<?x?x64xf32>
-  // CHECK: lap.drop_path %{{.*}} {rate = 2.000000e-01 : f32} : tensor<?x?x64xf32>
-  %dp = lap.drop_path %dr {rate = 0.2 : f32} : tensor<?x?x64xf32>
+  // CHECK: lap.dropout %{{.*}} {key = 0 : i64, rate = 1.000000e-01 : f32} : tensor<?x?x64xf32>
+  %dr = lap.dropout %r {rate = 0.1 : f32, key = 0} : tensor<?x?x64xf32>
+  // CHECK: lap.drop_path %{{.*}} {key = 1 : i64, rate = 2.000000e-01 : f32} : tensor<?x?x64xf32>
+  %dp = lap.drop_path %dr {rate = 0.2 : f32, key = 1} : tensor<?x?x64xf32>
   // CHECK: lap.rope %{{.*}} {base = 1.000000e+04 : f32} : tensor<?x?x4x16xf32>
   %rq = lap.rope %q {base = 10000.0 : f32} : tensor<?x?x4x16xf32>
   // CHECK: lap.cross_entropy %{{.*}}, %{{.*}} {label_smoothing = 1.000000e-01 : f32} : tensor<?x?x192xf32>, tensor<?x?xi32> -> tensor<f32>

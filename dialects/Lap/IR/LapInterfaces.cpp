@@ -1,0 +1,5 @@
+//===- LapInterfaces.cpp - lap op interfaces --------------------*- C++ -*-===//
+
+#include "dialects/Lap/IR/LapInterfaces.h"
+
+#include "dialects/Lap/IR/LapInterfaces.cpp.inc"

@@ -1,0 +1,116 @@
+//===- Autodiff.cpp - @train_step from @forward -----------------*- C++ -*-===//
+//
+// Reverse mode over one basic block: @forward is cloned as @train_step, then
+// the ops are visited in reverse and each builds its adjoint (the
+// DifferentiableOp interface) before the terminator. Gradients of values
+// with several uses are summed with lap.add.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Lap/IR/LapOps.h"
+#include "dialects/Lap/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+namespace lap {
+#define GEN_PASS_DEF_LAPAUTODIFF
+#include "dialects/Lap/Transforms/Passes.h.inc"
+} // namespace lap
+
+using namespace mlir;
+using namespace lap;
+
+namespace {
+
+/// A constant tensor of a static shape filled with `value`.
+Value splat(OpBuilder &b, Location loc, Type type, float value) {
+  auto shaped = cast<RankedTensorType>(type);
+  return b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(shaped, value));
+}
+
+struct Autodiff : lap::impl::LapAutodiffBase<Autodiff> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    if (!forward) {
+      module.emitError("lap-autodiff differentiates func @forward; there is none");
+      return signalPassFailure();
+    }
+    if (auto old = module.lookupSymbol<func::FuncOp>("train_step"))
+      old.erase();
+    if (failed(differentiate(forward)))
+      signalPassFailure();
+  }
+
+  LogicalResult differentiate(func::FuncOp forward) {
+    if (!forward.getBody().hasOneBlock() || forward.getNumResults() < 1 ||
+        forward.getResultTypes()[0] != RankedTensorType::get({}, Float32Type::get(&getContext())))
+      return forward.emitError("@forward must be one block returning the loss "
+                               "(tensor<f32>) first");
+    OpBuilder b(forward);
+    b.setInsertionPointAfter(forward);
+    auto train = cast<func::FuncOp>(b.clone(*forward));
+    train.setSymName("train_step");
+    Block &body = train.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    b.setInsertionPoint(ret);
+
+    DenseMap<Value, Value> grads;
+    Value loss = ret.getOperand(0);
+    grads[loss] = splat(b, ret.getLoc(), loss.getType(), 1.0f);
+
+    SmallVector<Operation *> ops;
+    for (Operation &op : body.without_terminator())
+      ops.push_back(&op);
+    for (Operation *op : llvm::reverse(ops)) {
+      SmallVector<Value> dResults;
+      bool reached = false;
+      for (Value r : op->getResults()) {
+        dResults.push_back(grads.lookup(r));
+        reached |= bool(dResults.back());
+      }
+      if (!reached)
+        continue;
+      auto diff = dyn_cast<DifferentiableOp>(op);
+      if (!diff)
+        return op->emitError() << "'" << op->getName()
+                               << "' is not differentiable, but the loss depends on it";
+      SmallVector<Value> dOperands;
+      if (failed(diff.buildAdjoint(b, dResults, dOperands)))
+        return failure();
+      if (dOperands.size() != op->getNumOperands())
+        return op->emitError("adjoint returned ")
+               << dOperands.size() << " gradients for " << op->getNumOperands()
+               << " operands";
+      for (auto [operand, grad] : llvm::zip(op->getOperands(), dOperands)) {
+        if (!grad)
+          continue;
+        Value &sum = grads[operand];
+        sum = sum ? b.create<AddOp>(op->getLoc(), sum, grad).getResult() : grad;
+      }
+    }
+
+    SmallVector<Value> results = {loss};
+    SmallVector<Attribute> names = {b.getStringAttr("loss")};
+    for (BlockArgument arg : body.getArguments()) {
+      if (!train.getArgAttr(arg.getArgNumber(), "lap.parameter"))
+        continue;
+      Value grad = grads.lookup(arg);
+      if (!grad) // A parameter the loss does not depend on.
+        grad = splat(b, arg.getLoc(), arg.getType(), 0.0f);
+      results.push_back(grad);
+      auto name = train.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "lap.name");
+      names.push_back(b.getStringAttr("grad." + (name ? name.getValue() : StringRef("?"))));
+    }
+    b.create<func::ReturnOp>(ret.getLoc(), results);
+    ret.erase();
+    train.setType(b.getFunctionType(body.getArgumentTypes(), ValueRange(results).getTypes()));
+    for (auto [i, name] : llvm::enumerate(names))
+      train.setResultAttrs(unsigned(i), b.getDictionaryAttr(b.getNamedAttr("lap.name", name)));
+    return success();
+  }
+};
+
+} // namespace
