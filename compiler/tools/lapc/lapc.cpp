@@ -78,6 +78,13 @@ int main(int argc, char **argv) {
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
   mlir::registerDefaultTimingManagerCLOptions();
+  // Show lapc's options and MLIR's (--mlir-print-ir-after-all, --mlir-timing,
+  // ...) in --help; hide the LLVM backends' hundreds.
+  cl::OptionCategory mlirCategory("MLIR options");
+  for (auto &[name, option] : cl::getRegisteredOptions())
+    if (name.starts_with("mlir-"))
+      option->addCategory(mlirCategory);
+  cl::HideUnrelatedOptions({&lapcCategory, &mlirCategory});
   if (!cl::ParseCommandLineOptions(argc, argv, "lap compiler\n", &errs()))
     return BadInput;
 
