@@ -213,7 +213,8 @@ std::pair<Value, Value> ForwardBuilder::gptForward(Block *body) {
                                  b.getF32FloatAttr(float(m.logitSoftcap)));
   Value loss = b.create<CrossEntropyOp>(loc("model.family", "loss"),
                                         RankedTensorType::get({}, b.getF32Type()),
-                                        logits, targets, b.getF32FloatAttr(0));
+                                        logits, targets, b.getF32FloatAttr(0),
+                                        b.getF32FloatAttr(0));
   return {loss, logits};
 }
 

@@ -10,6 +10,7 @@
 void lap::buildLapPipeline(mlir::OpPassManager &pm, const LapPipelineOptions &) {
   pm.addPass(createLapLowerHeadKinds());
   pm.addPass(createLapAutodiff());
+  pm.addPass(createLapFuse());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
 }

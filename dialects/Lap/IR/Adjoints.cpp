@@ -145,7 +145,8 @@ LogicalResult SoftcapOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
 LogicalResult CrossEntropyOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
                                            SmallVectorImpl<Value> &dOperands) {
   dOperands.push_back(b.create<CrossEntropyGradOp>(getLoc(), dResults[0], getLogits(),
-                                                   getTargets(), getLabelSmoothingAttr()));
+                                                   getTargets(), getLabelSmoothingAttr(),
+                                                   getSoftcapAttr()));
   dOperands.push_back(Value()); // targets
   return success();
 }

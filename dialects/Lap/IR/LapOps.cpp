@@ -354,6 +354,8 @@ LogicalResult CrossEntropyOp::verify() {
   float smoothing = getLabelSmoothing().convertToFloat();
   if (smoothing < 0 || smoothing > 1)
     return emitOpError("label_smoothing must be in [0, 1]");
+  if (getSoftcap().convertToFloat() < 0)
+    return emitOpError("softcap must not be negative");
   return success();
 }
 

@@ -354,14 +354,17 @@ def Lap_CrossEntropyOp : Lap_Op<"cross_entropy", [Pure, DeclareOpInterfaceMethod
   let description = [{
     `logits` [..., V], `targets` [...] of i32 with the same leading shape;
     targets of -1 are ignored. The result is the mean over counted positions.
-    `label_smoothing` mixes the target with the uniform distribution.
+    `label_smoothing` mixes the target with the uniform distribution. A
+    non-zero `softcap` c caps the logits first (c tanh(logits / c)) without
+    materialising them (`--lap-fuse`).
 
     ```mlir
     %loss = lap.cross_entropy %logits, %targets : tensor<?x?x256xf32>, tensor<?x?xi32> -> tensor<f32>
     ```
   }];
   let arguments = (ins Lap_F32Tensor:$logits, RankedTensorOf<[I32]>:$targets,
-                       DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing);
+                       DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$softcap);
   let results = (outs 0DTensorOf<[F32]>:$loss);
   let assemblyFormat = [{
     $logits `,` $targets attr-dict `:` type($logits) `,` type($targets) `->` type($loss)
@@ -532,8 +535,13 @@ def Lap_SoftcapGradOp : Lap_Op<"softcap_grad", [Pure, SameOperandsAndResultType]
 def Lap_CrossEntropyGradOp : Lap_Op<"cross_entropy_grad", [Pure,
     AllTypesMatch<["logits", "grad_logits"]>]> {
   let summary = "dloss * (softmax(logits) - smoothed one-hot(targets)) / count";
+  let description = [{
+    With a non-zero `softcap`, the gradient with respect to the uncapped
+    logits: the softmax is of the capped logits, times the cap's derivative.
+  }];
   let arguments = (ins TensorRankOf<[F32], [0]>:$grad_loss, Lap_F32Tensor:$logits,
-                       RankedTensorOf<[I32]>:$targets, F32Attr:$label_smoothing);
+                       RankedTensorOf<[I32]>:$targets, F32Attr:$label_smoothing,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$softcap);
   let results = (outs Lap_F32Tensor:$grad_logits);
   let assemblyFormat = [{
     $grad_loss `,` $logits `,` $targets attr-dict `:` type($grad_loss) `,` type($logits) `,` type($targets)

@@ -66,4 +66,29 @@ def LapAutodiff : Pass<"lap-autodiff", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def LapFuse : Pass<"lap-fuse"> {
+  let summary = "Fuse op chains whose intermediates are not worth materialising";
+  let description = [{
+    Patterns, each for a chain that costs memory traffic or memory:
+
+    - `lap.softcap` feeding only cross-entropy (and its gradient) becomes the
+      `softcap` attribute of those ops, so the capped [B, T, V] logits are
+      never stored (in @train_step, where the logits are not returned; for a
+      65,536-token vocabulary that is the largest tensor of the step).
+
+    Before:
+    ```mlir
+    %c = lap.softcap %l {cap = 15.0 : f32} : tensor<?x?x65536xf32>
+    %loss = lap.cross_entropy %c, %t : ...
+    %dc = lap.cross_entropy_grad %one, %c, %t {label_smoothing = 0.0 : f32} : ...
+    %dl = lap.softcap_grad %dc, %l {cap = 15.0 : f32} : ...
+    ```
+    After:
+    ```mlir
+    %loss = lap.cross_entropy %l, %t {softcap = 15.0 : f32} : ...
+    %dl = lap.cross_entropy_grad %one, %l, %t {label_smoothing = 0.0 : f32, softcap = 15.0 : f32} : ...
+    ```
+  }];
+}
+
 #endif // LAP_TRANSFORMS_PASSES

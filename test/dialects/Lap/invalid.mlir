@@ -469,3 +469,35 @@ func.func @dino_temperature(%s: tensor<?x32xf32>) {
   %y = lap.dino_loss %s, %s {temperature = 0.0 : f32} : tensor<?x32xf32>, tensor<?x32xf32> -> tensor<f32>
   return
 }
+
+// -----
+
+func.func @ce_softcap(%l: tensor<?x8xf32>, %t: tensor<?xi32>) {
+  // expected-error @+1 {{softcap must not be negative}}
+  %y = lap.cross_entropy %l, %t {softcap = -1.0 : f32} : tensor<?x8xf32>, tensor<?xi32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @activation_grad_name(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{unknown activation 'swish' (gelu_tanh, gelu or relu2)}}
+  %y = lap.activation_grad %x, %x {activation = "swish"} : tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @row_loss_grad_name(%one: tensor<f32>, %l: tensor<?x8xf32>) {
+  // expected-error @+1 {{unknown loss 'mse' (soft_cross_entropy, bce_with_logits or dino_loss)}}
+  %y = lap.row_loss_grad %one, %l, %l {loss = "mse"} : tensor<f32>, tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @row_loss_grad_temperature(%one: tensor<f32>, %l: tensor<?x8xf32>) {
+  // expected-error @+1 {{temperature must be positive}}
+  %y = lap.row_loss_grad %one, %l, %l {loss = "dino_loss", temperature = 0.0 : f32} : tensor<f32>, tensor<?x8xf32>
+  return
+}

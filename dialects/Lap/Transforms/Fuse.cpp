@@ -1,0 +1,74 @@
+//===- Fuse.cpp - Fuse op chains into one op --------------------*- C++ -*-===//
+
+#include "dialects/Lap/IR/LapOps.h"
+#include "dialects/Lap/Transforms/Passes.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace lap {
+#define GEN_PASS_DEF_LAPFUSE
+#include "dialects/Lap/Transforms/Passes.h.inc"
+} // namespace lap
+
+using namespace mlir;
+using namespace lap;
+
+namespace {
+
+/// softcap -> cross_entropy (and softcap_grad(cross_entropy_grad)) becomes
+/// cross-entropy with a `softcap` attribute.
+struct FuseSoftcapIntoCrossEntropy : OpRewritePattern<SoftcapOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(SoftcapOp softcap, PatternRewriter &rewriter) const override {
+    Value capped = softcap.getResult();
+    SmallVector<CrossEntropyOp> losses;
+    SmallVector<std::pair<CrossEntropyGradOp, SoftcapGradOp>> grads;
+    for (OpOperand &use : capped.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto loss = dyn_cast<CrossEntropyOp>(user);
+          loss && use.getOperandNumber() == 0 && loss.getSoftcap().isZero()) {
+        losses.push_back(loss);
+        continue;
+      }
+      auto grad = dyn_cast<CrossEntropyGradOp>(user);
+      if (!grad || use.getOperandNumber() != 1 || !grad.getSoftcap().isZero() ||
+          !grad->hasOneUse())
+        return failure();
+      auto capGrad = dyn_cast<SoftcapGradOp>(*grad->getUsers().begin());
+      if (!capGrad || capGrad.getInput() != softcap.getInput() ||
+          capGrad.getCap() != softcap.getCap())
+        return failure();
+      grads.push_back({grad, capGrad});
+    }
+    if (losses.empty() && grads.empty())
+      return failure();
+    FloatAttr cap = softcap.getCapAttr();
+    for (CrossEntropyOp loss : losses)
+      rewriter.modifyOpInPlace(loss, [&] {
+        loss.getLogitsMutable().assign(softcap.getInput());
+        loss.setSoftcapAttr(cap);
+      });
+    for (auto [grad, capGrad] : grads) {
+      rewriter.setInsertionPoint(capGrad);
+      rewriter.replaceOpWithNewOp<CrossEntropyGradOp>(
+          capGrad, grad.getGradLoss(), softcap.getInput(), grad.getTargets(),
+          grad.getLabelSmoothingAttr(), cap);
+      rewriter.eraseOp(grad);
+    }
+    rewriter.eraseOp(softcap);
+    return success();
+  }
+};
+
+struct Fuse : lap::impl::LapFuseBase<Fuse> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<FuseSoftcapIntoCrossEntropy>(&getContext());
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
