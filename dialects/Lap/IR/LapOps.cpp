@@ -359,6 +359,109 @@ LogicalResult CrossEntropyOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Gradient ops: each result has the shape of what it is the gradient of.
+//===----------------------------------------------------------------------===//
+
+LogicalResult LinearGradOp::verify() {
+  RankedTensorType dy = getGradOutput().getType(), x = getInput().getType(),
+                   w = getWeight().getType();
+  if (w.getRank() != 2 || dy.getRank() != x.getRank() ||
+      !compatible(dy.getShape().back(), w.getDimSize(0)) ||
+      !compatible(x.getShape().back(), w.getDimSize(1)))
+    return emitOpError("expects dy [..., N], x [..., K] and W [N, K], got ")
+           << shapeString(dy) << ", " << shapeString(x) << " and " << shapeString(w);
+  return verifyFeatureVector(*this, getGradBias(), "grad_bias", dy);
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  RankedTensorType dy = getGradOutput().getType(), ids = getIndices().getType(),
+                   table = getGradTable().getType();
+  if (table.getRank() != 2 || table.isDynamicDim(0) || dy.getRank() != ids.getRank() + 1 ||
+      dy.getShape().back() != table.getDimSize(1))
+    return emitOpError("expects dy [..., C] over the indices and a static table [V, C], got ")
+           << shapeString(dy) << " and " << shapeString(table);
+  return success();
+}
+
+LogicalResult AddPositionsGradOp::verify() {
+  RankedTensorType dy = getGradOutput().getType(), table = getGradTable().getType();
+  if (dy.getRank() != 3 || table.getRank() != 2 || table.isDynamicDim(0) ||
+      table.getDimSize(1) != dy.getDimSize(2))
+    return emitOpError("expects dy [B, T, C] and a static table [P, C], got ")
+           << shapeString(dy) << " and " << shapeString(table);
+  return success();
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  RankedTensorType x = getInput().getType();
+  if (failed(verifyFeatureVector(*this, getGradWeight(), "grad_weight", x)) ||
+      failed(verifyFeatureVector(*this, getGradBias(), "grad_bias", x)))
+    return failure();
+  return getWeight() ? verifyFeatureVector(*this, getWeight(), "weight", x) : success();
+}
+
+LogicalResult RMSNormGradOp::verify() {
+  RankedTensorType x = getInput().getType();
+  if (failed(verifyFeatureVector(*this, getGradWeight(), "grad_weight", x)))
+    return failure();
+  return getWeight() ? verifyFeatureVector(*this, getWeight(), "weight", x) : success();
+}
+
+LogicalResult SplitHeadsGradOp::verify() {
+  RankedTensorType dq = getGradQ().getType(), dk = getGradK().getType(),
+                   dx = getGradInput().getType();
+  if (dq.getRank() != 4 || dk.getRank() != 4 || dq.getDimSize(3) != dk.getDimSize(3) ||
+      dx.getRank() != 3 ||
+      dx.getDimSize(2) != (dq.getDimSize(2) + 2 * dk.getDimSize(2)) * dq.getDimSize(3))
+    return emitOpError("expects dq [B, T, H, D], dk, dv [B, T, KV, D] and a result "
+                       "[B, T, (H + 2 KV) D], got ")
+           << shapeString(dq) << ", " << shapeString(dk) << " -> " << shapeString(dx);
+  return success();
+}
+
+LogicalResult MergeHeadsGradOp::verify() {
+  RankedTensorType dy = getGradOutput().getType(), dx = getGradInput().getType();
+  if (dx.getRank() != 4 || dy.getRank() != 3 ||
+      dy.getDimSize(2) != dx.getDimSize(2) * dx.getDimSize(3))
+    return emitOpError("expects dy [B, T, H D] and a result [B, T, H, D], got ")
+           << shapeString(dy) << " -> " << shapeString(dx);
+  return success();
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  RankedTensorType logits = getLogits().getType(), targets = getTargets().getType();
+  if (logits.getRank() != targets.getRank() + 1)
+    return emitOpError("targets ") << shapeString(targets) << " must be the logits' shape "
+                                   << shapeString(logits) << " without the classes";
+  return success();
+}
+
+LogicalResult PatchifyGradOp::verify() {
+  RankedTensorType dy = getGradOutput().getType(), images = getGradImages().getType();
+  int64_t p = getPatch();
+  if (images.getRank() != 4 || dy.getRank() != 3 || p < 1 || images.isDynamicDim(2) ||
+      images.isDynamicDim(3) ||
+      dy.getDimSize(1) != (images.getDimSize(2) / p) * (images.getDimSize(3) / p) ||
+      dy.getDimSize(2) != images.getDimSize(1) * p * p)
+    return emitOpError("expects patch gradients [B, (H/p)(W/p), C p p] for images "
+                       "[B, C, H, W], got ")
+           << shapeString(dy) << " -> " << shapeString(images);
+  return success();
+}
+
+LogicalResult PrependTokensGradOp::verify() {
+  RankedTensorType dy = getGradOutput().getType(), dx = getGradInput().getType(),
+                   dt = getGradTokens().getType();
+  if (dy.getRank() != 3 || dx.getRank() != 3 || dt.getRank() != 2 ||
+      dt.getDimSize(1) != dy.getDimSize(2) || dx.getDimSize(2) != dy.getDimSize(2) ||
+      (!dy.isDynamicDim(1) && !dx.isDynamicDim(1) &&
+       dy.getDimSize(1) != dx.getDimSize(1) + dt.getDimSize(0)))
+    return emitOpError("expects dy [B, k + N, C] -> [B, N, C] and [k, C], got ")
+           << shapeString(dy) << " -> " << shapeString(dx) << " and " << shapeString(dt);
+  return success();
+}
+
 LogicalResult ActivationGradOp::verify() {
   StringRef name = getActivation();
   if (name != "gelu_tanh" && name != "gelu" && name != "relu2")

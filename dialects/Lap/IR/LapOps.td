@@ -451,6 +451,7 @@ def Lap_LinearGradOp : Lap_Op<"linear_grad", [Pure,
   let assemblyFormat = [{
     $grad_output `,` $input `,` $weight attr-dict `:` type($grad_output) `,` type($input) `,` type($weight) `->` type($grad_bias)
   }];
+  let hasVerifier = 1;
 }
 
 def Lap_EmbeddingGradOp : Lap_Op<"embedding_grad", [Pure]> {
@@ -460,6 +461,7 @@ def Lap_EmbeddingGradOp : Lap_Op<"embedding_grad", [Pure]> {
   let assemblyFormat = [{
     $grad_output `,` $indices attr-dict `:` type($grad_output) `,` type($indices) `->` type($grad_table)
   }];
+  let hasVerifier = 1;
 }
 
 def Lap_AddPositionsGradOp : Lap_Op<"add_positions_grad", [Pure]> {
@@ -467,6 +469,7 @@ def Lap_AddPositionsGradOp : Lap_Op<"add_positions_grad", [Pure]> {
   let arguments = (ins Lap_F32Tensor:$grad_output, I64Attr:$offset);
   let results = (outs Lap_F32Tensor:$grad_table);
   let assemblyFormat = "$grad_output attr-dict `:` type($grad_output) `->` type($grad_table)";
+  let hasVerifier = 1;
 }
 
 def Lap_LayerNormGradOp : Lap_Op<"layer_norm_grad", [Pure,
@@ -479,6 +482,7 @@ def Lap_LayerNormGradOp : Lap_Op<"layer_norm_grad", [Pure,
   let assemblyFormat = [{
     $grad_output `,` $input (`weight` $weight^)? attr-dict `:` type($input) `,` type($grad_weight) `,` type($grad_bias) (`,` type($weight)^)?
   }];
+  let hasVerifier = 1;
 }
 
 def Lap_RMSNormGradOp : Lap_Op<"rms_norm_grad", [Pure,
@@ -490,6 +494,7 @@ def Lap_RMSNormGradOp : Lap_Op<"rms_norm_grad", [Pure,
   let assemblyFormat = [{
     $grad_output `,` $input (`weight` $weight^)? attr-dict `:` type($input) `,` type($grad_weight) (`,` type($weight)^)?
   }];
+  let hasVerifier = 1;
 }
 
 def Lap_SplitHeadsGradOp : Lap_Op<"split_heads_grad",
@@ -500,6 +505,7 @@ def Lap_SplitHeadsGradOp : Lap_Op<"split_heads_grad",
   let assemblyFormat = [{
     $grad_q `,` $grad_k `,` $grad_v attr-dict `:` type($grad_q) `,` type($grad_k) `->` type($grad_input)
   }];
+  let hasVerifier = 1;
 }
 
 def Lap_MergeHeadsGradOp : Lap_Op<"merge_heads_grad", [Pure]> {
@@ -507,6 +513,7 @@ def Lap_MergeHeadsGradOp : Lap_Op<"merge_heads_grad", [Pure]> {
   let arguments = (ins Lap_F32Tensor:$grad_output);
   let results = (outs Lap_F32Tensor:$grad_input);
   let assemblyFormat = "$grad_output attr-dict `:` type($grad_output) `->` type($grad_input)";
+  let hasVerifier = 1;
 }
 
 def Lap_RopeGradOp : Lap_Op<"rope_grad", [Pure, SameOperandsAndResultType]> {
@@ -546,6 +553,7 @@ def Lap_CrossEntropyGradOp : Lap_Op<"cross_entropy_grad", [Pure,
   let assemblyFormat = [{
     $grad_loss `,` $logits `,` $targets attr-dict `:` type($grad_loss) `,` type($logits) `,` type($targets)
   }];
+  let hasVerifier = 1;
 }
 
 def Lap_PatchifyGradOp : Lap_Op<"patchify_grad", [Pure]> {
@@ -553,6 +561,7 @@ def Lap_PatchifyGradOp : Lap_Op<"patchify_grad", [Pure]> {
   let arguments = (ins Lap_F32Tensor:$grad_output, I64Attr:$patch);
   let results = (outs Lap_F32Tensor:$grad_images);
   let assemblyFormat = "$grad_output attr-dict `:` type($grad_output) `->` type($grad_images)";
+  let hasVerifier = 1;
 }
 
 def Lap_PrependTokensGradOp : Lap_Op<"prepend_tokens_grad", [Pure]> {
@@ -562,6 +571,7 @@ def Lap_PrependTokensGradOp : Lap_Op<"prepend_tokens_grad", [Pure]> {
   let assemblyFormat = [{
     $grad_output attr-dict `:` type($grad_output) `->` type($grad_input) `,` type($grad_tokens)
   }];
+  let hasVerifier = 1;
 }
 
 def Lap_LayerScaleGradOp : Lap_Op<"layer_scale_grad", [Pure,

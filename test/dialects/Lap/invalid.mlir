@@ -501,3 +501,91 @@ func.func @row_loss_grad_temperature(%one: tensor<f32>, %l: tensor<?x8xf32>) {
   %y = lap.row_loss_grad %one, %l, %l {loss = "dino_loss", temperature = 0.0 : f32} : tensor<f32>, tensor<?x8xf32>
   return
 }
+
+// -----
+
+func.func @linear_grad_shapes(%dy: tensor<?x8xf32>, %x: tensor<?x4xf32>, %w: tensor<4x4xf32>) {
+  // expected-error @+1 {{expects dy [..., N], x [..., K] and W [N, K], got [?, 8], [?, 4] and [4, 4]}}
+  %dx, %dw, %db = lap.linear_grad %dy, %x, %w : tensor<?x8xf32>, tensor<?x4xf32>, tensor<4x4xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_grad_bias(%dy: tensor<?x8xf32>, %x: tensor<?x4xf32>, %w: tensor<8x4xf32>) {
+  // expected-error @+1 {{grad_bias must be [8], got [4]}}
+  %dx, %dw, %db = lap.linear_grad %dy, %x, %w : tensor<?x8xf32>, tensor<?x4xf32>, tensor<8x4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_grad_table(%dy: tensor<?x?x8xf32>, %ids: tensor<?x?xi32>) {
+  // expected-error @+1 {{expects dy [..., C] over the indices and a static table [V, C], got [?, ?, 8] and [100, 4]}}
+  %t = lap.embedding_grad %dy, %ids : tensor<?x?x8xf32>, tensor<?x?xi32> -> tensor<100x4xf32>
+  return
+}
+
+// -----
+
+func.func @positions_grad_table(%dy: tensor<?x?x8xf32>) {
+  // expected-error @+1 {{expects dy [B, T, C] and a static table [P, C], got [?, ?, 8] and [?, 8]}}
+  %t = lap.add_positions_grad %dy {offset = 0} : tensor<?x?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_weight(%dy: tensor<?x8xf32>) {
+  // expected-error @+1 {{grad_weight must be [8], got [4]}}
+  %dx, %dw, %db = lap.layer_norm_grad %dy, %dy {eps = 1.0e-5 : f32} : tensor<?x8xf32>, tensor<4xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_grad_weight(%dy: tensor<?x8xf32>, %w: tensor<4xf32>) {
+  // expected-error @+1 {{weight must be [8], got [4]}}
+  %dx, %dw = lap.rms_norm_grad %dy, %dy weight %w {eps = 1.0e-5 : f32} : tensor<?x8xf32>, tensor<8xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @split_heads_grad_width(%dq: tensor<?x?x4x16xf32>, %dk: tensor<?x?x2x16xf32>) {
+  // expected-error @+1 {{expects dq [B, T, H, D], dk, dv [B, T, KV, D] and a result [B, T, (H + 2 KV) D], got [?, ?, 4, 16], [?, ?, 2, 16] -> [?, ?, 64]}}
+  %dx = lap.split_heads_grad %dq, %dk, %dk : tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @merge_heads_grad_width(%dy: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{expects dy [B, T, H D] and a result [B, T, H, D], got [?, ?, 64] -> [?, ?, 2, 16]}}
+  %dx = lap.merge_heads_grad %dy : tensor<?x?x64xf32> -> tensor<?x?x2x16xf32>
+  return
+}
+
+// -----
+
+func.func @ce_grad_targets(%one: tensor<f32>, %l: tensor<?x?x8xf32>, %t: tensor<?xi32>) {
+  // expected-error @+1 {{targets [?] must be the logits' shape [?, ?, 8] without the classes}}
+  %d = lap.cross_entropy_grad %one, %l, %t {label_smoothing = 0.0 : f32} : tensor<f32>, tensor<?x?x8xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @patchify_grad_shape(%dy: tensor<?x49x16xf32>) {
+  // expected-error @+1 {{expects patch gradients [B, (H/p)(W/p), C p p] for images [B, C, H, W], got [?, 49, 16] -> [?, 3, 28, 28]}}
+  %d = lap.patchify_grad %dy {patch = 4} : tensor<?x49x16xf32> -> tensor<?x3x28x28xf32>
+  return
+}
+
+// -----
+
+func.func @prepend_grad_shape(%dy: tensor<?x50x16xf32>) {
+  // expected-error @+1 {{expects dy [B, k + N, C] -> [B, N, C] and [k, C], got [?, 50, 16] -> [?, 48, 16] and [1, 16]}}
+  %dx, %dt = lap.prepend_tokens_grad %dy : tensor<?x50x16xf32> -> tensor<?x48x16xf32>, tensor<1x16xf32>
+  return
+}
