@@ -73,3 +73,21 @@ func.func @forward(%w: tensor<4x4xf32> {lap.name = "w", lap.parameter}, %x: tens
   %l = lap.cross_entropy %d, %t : tensor<?x4xf32>, tensor<?xi32> -> tensor<f32>
   return %l, %d : tensor<f32>, tensor<?x4xf32>
 }
+
+// -----
+
+// Grouped-query, non-causal attention (vit-style) with all-Laplacian heads:
+// dk and dv have the kv heads' shape; k and v come from one tensor here, so
+// their gradients are summed.
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[DQ:.*]], %[[DK:.*]], %[[DV:.*]] = lap.attention_grad %{{.*}}, %{{.*}}, %[[KV:.*]], %[[KV]], %{{.*}} {kinds = ["laplacian", "laplacian", "laplacian", "laplacian"], scale = 2.500000e-01 : f32} : tensor<2x16x4x16xf32>, tensor<2x16x2x16xf32>
+// CHECK: lap.add %[[DK]], %[[DV]] : tensor<2x16x2x16xf32>
+func.func @forward(%w: tensor<10x64xf32> {lap.name = "w", lap.parameter}, %q: tensor<2x16x4x16xf32>,
+                   %kv: tensor<2x16x2x16xf32>, %t: tensor<2x16xi32>) -> (tensor<f32>, tensor<2x16x10xf32>) {
+  %o = lap.attention %q, %kv, %kv {scale = 0.25 : f32, kinds = ["laplacian", "laplacian", "laplacian", "laplacian"]}
+       : tensor<2x16x4x16xf32>, tensor<2x16x2x16xf32>, tensor<2x16x2x16xf32> -> tensor<2x16x4x16xf32>
+  %m = lap.merge_heads %o : tensor<2x16x4x16xf32> -> tensor<2x16x64xf32>
+  %y = lap.linear %m, %w : (tensor<2x16x64xf32>, tensor<10x64xf32>) -> tensor<2x16x10xf32>
+  %l = lap.cross_entropy %y, %t : tensor<2x16x10xf32>, tensor<2x16xi32> -> tensor<f32>
+  return %l, %y : tensor<f32>, tensor<2x16x10xf32>
+}
