@@ -332,6 +332,13 @@ LogicalResult WeightNormOp::verify() {
   return success();
 }
 
+LogicalResult ResidualAddOp::verify() {
+  if (getGamma() &&
+      failed(verifyFeatureVector(*this, getGamma(), "gamma", getInput().getType())))
+    return failure();
+  return verifyRate(*this, getDropRate());
+}
+
 LogicalResult SoftcapOp::verify() {
   if (getCap().convertToFloat() <= 0)
     return emitOpError("cap must be positive");

@@ -302,13 +302,14 @@ def Lap_GeluTanhOp : Lap_UnaryOp<"gelu_tanh",
 def Lap_GeluOp : Lap_UnaryOp<"gelu", "0.5 x (1 + erf(x / sqrt(2)))">;
 def Lap_ReLU2Op : Lap_UnaryOp<"relu2", "max(x, 0)^2">;
 
-def Lap_DropoutOp : Lap_Op<"dropout", [SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+def Lap_DropoutOp : Lap_Op<"dropout", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "zeroes elements with probability `rate` in training, scaling the rest";
   let description = [{
     x * mask / (1 - rate) with mask ~ Bernoulli(1 - rate) per element while
     training; the identity in evaluation. The mask is a function of the
     step's seed and `key`, unique per op, so the adjoint (the same op with
-    the same key) applies the same mask to the gradient.
+    the same key) applies the same mask to the gradient, and the op is pure
+    (equal inputs and keys give equal results).
   }];
   let arguments = (ins Lap_F32Tensor:$input, F32Attr:$rate, I64Attr:$key);
   let results = (outs Lap_F32Tensor:$result);
@@ -316,7 +317,7 @@ def Lap_DropoutOp : Lap_Op<"dropout", [SameOperandsAndResultType, DeclareOpInter
   let hasVerifier = 1;
 }
 
-def Lap_DropPathOp : Lap_Op<"drop_path", [SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+def Lap_DropPathOp : Lap_Op<"drop_path", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "stochastic depth: drops a residual branch per sample";
   let description = [{
     For x [B, ...]: x * mask_b / (1 - rate) with one Bernoulli(1 - rate) draw
@@ -335,6 +336,28 @@ def Lap_AddOp : Lap_Op<"add",
   let arguments = (ins Lap_F32Tensor:$lhs, Lap_F32Tensor:$rhs);
   let results = (outs Lap_F32Tensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
+}
+
+def Lap_ResidualAddOp : Lap_Op<"residual_add",
+    [Pure, AllTypesMatch<["input", "branch", "result"]>]> {
+  let summary = "x + drop_path(branch * gamma): a residual branch in one pass";
+  let description = [{
+    The fused form of `lap.add(x, lap.drop_path(lap.layer_scale(branch,
+    gamma)))` built by `--lap-fuse`: one pass over [B, T, C] instead of three.
+    `gamma` (LayerScale) is optional; `drop_rate` 0 means no stochastic depth.
+    The mask follows (seed, `key`) as for lap.drop_path.
+
+    ```mlir
+    %y = lap.residual_add %x, %b gamma %g {drop_rate = 0.1 : f32, key = 3 : i64} : tensor<?x50x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Lap_F32Tensor:$input, Lap_F32Tensor:$branch,
+                       Optional<Lap_F32Tensor>:$gamma, F32Attr:$drop_rate, I64Attr:$key);
+  let results = (outs Lap_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $branch (`gamma` $gamma^)? attr-dict `:` type($input) (`,` type($gamma)^)?
+  }];
+  let hasVerifier = 1;
 }
 
 def Lap_SoftcapOp : Lap_Op<"softcap", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {

@@ -62,10 +62,42 @@ struct FuseSoftcapIntoCrossEntropy : OpRewritePattern<SoftcapOp> {
   }
 };
 
+/// add(x, drop_path(layer_scale(y, g))) and its shorter forms become one
+/// lap.residual_add, when the branch's intermediates have no other use.
+struct FuseResidualBranch : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AddOp add, PatternRewriter &rewriter) const override {
+    for (unsigned side = 0; side < 2; ++side) {
+      Value branch = add->getOperand(side), input = add->getOperand(1 - side);
+      FloatAttr rate = rewriter.getF32FloatAttr(0);
+      IntegerAttr key = rewriter.getI64IntegerAttr(0);
+      Value gamma;
+      bool fused = false;
+      if (auto drop = branch.getDefiningOp<DropPathOp>(); drop && drop->hasOneUse()) {
+        rate = drop.getRateAttr();
+        key = drop.getKeyAttr();
+        branch = drop.getInput();
+        fused = true;
+      }
+      if (auto scale = branch.getDefiningOp<LayerScaleOp>(); scale && scale->hasOneUse()) {
+        gamma = scale.getGamma();
+        branch = scale.getInput();
+        fused = true;
+      }
+      if (!fused)
+        continue;
+      rewriter.replaceOpWithNewOp<ResidualAddOp>(add, input, branch, gamma, rate, key);
+      return success();
+    }
+    return failure();
+  }
+};
+
 struct Fuse : lap::impl::LapFuseBase<Fuse> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseSoftcapIntoCrossEntropy>(&getContext());
+    patterns.add<FuseSoftcapIntoCrossEntropy, FuseResidualBranch>(&getContext());
     if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

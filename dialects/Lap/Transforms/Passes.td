@@ -76,8 +76,16 @@ def LapFuse : Pass<"lap-fuse"> {
       never stored (in @train_step, where the logits are not returned; for a
       65,536-token vocabulary that is the largest tensor of the step).
 
+    - A residual branch `lap.add(x, lap.drop_path(lap.layer_scale(y, g)))`
+      (or with only one of drop path and LayerScale) becomes one
+      `lap.residual_add`: one pass over the activations instead of three.
+      Run after `--lap-autodiff`: the backward ops keep their own chain.
+
     Before:
     ```mlir
+    %s = lap.layer_scale %y, %g : tensor<?x50x64xf32>, tensor<64xf32>
+    %d = lap.drop_path %s {key = 3 : i64, rate = 0.1 : f32} : tensor<?x50x64xf32>
+    %r = lap.add %x, %d : tensor<?x50x64xf32>
     %c = lap.softcap %l {cap = 15.0 : f32} : tensor<?x?x65536xf32>
     %loss = lap.cross_entropy %c, %t : ...
     %dc = lap.cross_entropy_grad %one, %c, %t {label_smoothing = 0.0 : f32} : ...
@@ -85,6 +93,7 @@ def LapFuse : Pass<"lap-fuse"> {
     ```
     After:
     ```mlir
+    %r = lap.residual_add %x, %y gamma %g {drop_rate = 0.1 : f32, key = 3 : i64} : tensor<?x50x64xf32>, tensor<64xf32>
     %loss = lap.cross_entropy %l, %t {softcap = 15.0 : f32} : ...
     %dl = lap.cross_entropy_grad %one, %l, %t {label_smoothing = 0.0 : f32, softcap = 15.0 : f32} : ...
     ```

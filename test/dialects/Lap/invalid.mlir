@@ -589,3 +589,19 @@ func.func @prepend_grad_shape(%dy: tensor<?x50x16xf32>) {
   %dx, %dt = lap.prepend_tokens_grad %dy : tensor<?x50x16xf32> -> tensor<?x48x16xf32>, tensor<1x16xf32>
   return
 }
+
+// -----
+
+func.func @residual_gamma(%x: tensor<?x8xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{gamma must be [8], got [4]}}
+  %y = lap.residual_add %x, %x gamma %g {drop_rate = 0.0 : f32, key = 0} : tensor<?x8xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @residual_rate(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{rate must be in [0, 1), got 1.500000e+00}}
+  %y = lap.residual_add %x, %x {drop_rate = 1.5 : f32, key = 0} : tensor<?x8xf32>
+  return
+}

@@ -99,6 +99,10 @@ func.func @image_pieces(%img: tensor<?x1x28x28xf32>, %cls: tensor<1x16xf32>, %g:
   // CHECK: lap.weight_norm %{{.*}}, %{{.*}} : tensor<32x16xf32>, tensor<32x1xf32>
   %wn = lap.weight_norm %v, %m : tensor<32x16xf32>, tensor<32x1xf32>
   %l = lap.linear %z, %wn : (tensor<?x16xf32>, tensor<32x16xf32>) -> tensor<?x32xf32>
+  // CHECK: lap.residual_add %{{.*}}, %{{.*}} gamma %{{.*}} {drop_rate = 1.000000e-01 : f32, key = 2 : i64} : tensor<?x17x16xf32>, tensor<16xf32>
+  %res = lap.residual_add %y, %s gamma %g {drop_rate = 0.1 : f32, key = 2} : tensor<?x17x16xf32>, tensor<16xf32>
+  // CHECK: lap.residual_add %{{.*}}, %{{.*}} {drop_rate = 0.000000e+00 : f32, key = 0 : i64} : tensor<?x17x16xf32>
+  %res2 = lap.residual_add %res, %s {drop_rate = 0.0 : f32, key = 0} : tensor<?x17x16xf32>
   // CHECK: lap.soft_cross_entropy %{{.*}}, %{{.*}} : tensor<?x32xf32>, tensor<?x32xf32> -> tensor<f32>
   %ce = lap.soft_cross_entropy %l, %t : tensor<?x32xf32>, tensor<?x32xf32> -> tensor<f32>
   // CHECK: lap.bce_with_logits %{{.*}}, %{{.*}} : tensor<?x32xf32>, tensor<?x32xf32> -> tensor<f32>

@@ -43,3 +43,63 @@ func.func @gradient_used_elsewhere(%l: tensor<?x?x64xf32>, %t: tensor<?x?xi32>, 
   %dc = lap.cross_entropy_grad %one, %c, %t {label_smoothing = 0.0 : f32} : tensor<f32>, tensor<?x?x64xf32>, tensor<?x?xi32>
   return %loss, %dc : tensor<f32>, tensor<?x?x64xf32>
 }
+
+// -----
+
+// A vit residual branch: LayerScale, drop path and the add become one op.
+// CHECK-LABEL: func @residual_branch
+// CHECK-SAME: (%[[X:.*]]: tensor<?x50x64xf32>, %[[Y:.*]]: tensor<?x50x64xf32>, %[[G:.*]]: tensor<64xf32>)
+// CHECK-NEXT: %[[R:.*]] = lap.residual_add %[[X]], %[[Y]] gamma %[[G]] {drop_rate = 1.000000e-01 : f32, key = 3 : i64} : tensor<?x50x64xf32>, tensor<64xf32>
+// CHECK-NEXT: return %[[R]]
+func.func @residual_branch(%x: tensor<?x50x64xf32>, %y: tensor<?x50x64xf32>, %g: tensor<64xf32>) -> tensor<?x50x64xf32> {
+  %s = lap.layer_scale %y, %g : tensor<?x50x64xf32>, tensor<64xf32>
+  %d = lap.drop_path %s {rate = 0.1 : f32, key = 3} : tensor<?x50x64xf32>
+  %r = lap.add %x, %d : tensor<?x50x64xf32>
+  return %r : tensor<?x50x64xf32>
+}
+
+// -----
+
+// Only LayerScale (the first layer has no stochastic depth), branch on the left.
+// CHECK-LABEL: func @layer_scale_only
+// CHECK-NEXT: %[[R:.*]] = lap.residual_add %arg0, %arg1 gamma %arg2 {drop_rate = 0.000000e+00 : f32, key = 0 : i64}
+// CHECK-NEXT: return %[[R]]
+func.func @layer_scale_only(%x: tensor<?x50x64xf32>, %y: tensor<?x50x64xf32>, %g: tensor<64xf32>) -> tensor<?x50x64xf32> {
+  %s = lap.layer_scale %y, %g : tensor<?x50x64xf32>, tensor<64xf32>
+  %r = lap.add %s, %x : tensor<?x50x64xf32>
+  return %r : tensor<?x50x64xf32>
+}
+
+// -----
+
+// Only drop path.
+// CHECK-LABEL: func @drop_path_only
+// CHECK-NEXT: lap.residual_add %arg0, %arg1 {drop_rate = 2.000000e-01 : f32, key = 5 : i64} : tensor<?x50x64xf32>
+func.func @drop_path_only(%x: tensor<?x50x64xf32>, %y: tensor<?x50x64xf32>) -> tensor<?x50x64xf32> {
+  %d = lap.drop_path %y {rate = 0.2 : f32, key = 5} : tensor<?x50x64xf32>
+  %r = lap.add %x, %d : tensor<?x50x64xf32>
+  return %r : tensor<?x50x64xf32>
+}
+
+// -----
+
+// A branch value with another use (kept for a gradient) is not folded away.
+// CHECK-LABEL: func @branch_used_twice
+// CHECK: %[[S:.*]] = lap.layer_scale
+// CHECK: lap.add %arg0, %[[S]]
+func.func @branch_used_twice(%x: tensor<?x50x64xf32>, %y: tensor<?x50x64xf32>, %g: tensor<64xf32>)
+    -> (tensor<?x50x64xf32>, tensor<?x50x64xf32>) {
+  %s = lap.layer_scale %y, %g : tensor<?x50x64xf32>, tensor<64xf32>
+  %r = lap.add %x, %s : tensor<?x50x64xf32>
+  return %r, %s : tensor<?x50x64xf32>, tensor<?x50x64xf32>
+}
+
+// -----
+
+// A plain residual add (gpt) stays an add.
+// CHECK-LABEL: func @plain_add
+// CHECK-NEXT: lap.add
+func.func @plain_add(%x: tensor<?x?x64xf32>, %y: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  %r = lap.add %x, %y : tensor<?x?x64xf32>
+  return %r : tensor<?x?x64xf32>
+}
