@@ -176,6 +176,13 @@ def Lap_SplitHeadsOp : Lap_Op<"split_heads", [Pure, DeclareOpInterfaceMethods<La
 
 def Lap_MergeHeadsOp : Lap_Op<"merge_heads", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "[B, T, H, D] -> [B, T, H D]";
+  let description = [{
+    Joins the heads of attention's output for the output projection.
+
+    ```mlir
+    %m = lap.merge_heads %o : tensor<?x?x4x16xf32> -> tensor<?x?x64xf32>
+    ```
+  }];
   let arguments = (ins Lap_F32Tensor:$input);
   let results = (outs Lap_F32Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
@@ -241,6 +248,11 @@ def Lap_PrependTokensOp : Lap_Op<"prepend_tokens", [Pure, DeclareOpInterfaceMeth
 def Lap_LayerScaleOp : Lap_Op<"layer_scale",
     [Pure, AllTypesMatch<["input", "result"]>, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "x * gamma per channel (LayerScale)";
+  let description = [{
+    ```mlir
+    %y = lap.layer_scale %x, %gamma : tensor<?x50x64xf32>, tensor<64xf32>
+    ```
+  }];
   let arguments = (ins Lap_F32Tensor:$input, Lap_F32Tensor:$gamma);
   let results = (outs Lap_F32Tensor:$result);
   let assemblyFormat = "$input `,` $gamma attr-dict `:` type($input) `,` type($gamma)";
@@ -249,6 +261,11 @@ def Lap_LayerScaleOp : Lap_Op<"layer_scale",
 
 def Lap_TakeTokenOp : Lap_Op<"take_token", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "[B, T, C] -> [B, C]: the token at `index` (CLS pooling)";
+  let description = [{
+    ```mlir
+    %cls = lap.take_token %x {index = 0 : i64} : tensor<?x50x64xf32> -> tensor<?x64xf32>
+    ```
+  }];
   let arguments = (ins Lap_F32Tensor:$input, I64Attr:$index);
   let results = (outs Lap_F32Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
@@ -257,6 +274,13 @@ def Lap_TakeTokenOp : Lap_Op<"take_token", [Pure, DeclareOpInterfaceMethods<Lap_
 
 def Lap_MeanTokensOp : Lap_Op<"mean_tokens", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "[B, T, C] -> [B, C]: the mean of tokens skip .. T-1";
+  let description = [{
+    Average pooling over the patch tokens (skipping CLS and registers).
+
+    ```mlir
+    %avg = lap.mean_tokens %x {skip = 1 : i64} : tensor<?x50x64xf32> -> tensor<?x64xf32>
+    ```
+  }];
   let arguments = (ins Lap_F32Tensor:$input, I64Attr:$skip);
   let results = (outs Lap_F32Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
@@ -266,6 +290,13 @@ def Lap_MeanTokensOp : Lap_Op<"mean_tokens", [Pure, DeclareOpInterfaceMethods<La
 def Lap_L2NormalizeOp : Lap_Op<"l2_normalize",
     [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "x / max(||x||, eps) over the last dimension";
+  let description = [{
+    DINO's bottleneck normalisation (F.normalize).
+
+    ```mlir
+    %z = lap.l2_normalize %x {eps = 1.0e-12 : f32} : tensor<?x256xf32>
+    ```
+  }];
   let arguments = (ins Lap_F32Tensor:$input, F32Attr:$eps);
   let results = (outs Lap_F32Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
@@ -292,6 +323,7 @@ def Lap_WeightNormOp : Lap_Op<"weight_norm",
 class Lap_UnaryOp<string mnemonic, string formula>
     : Lap_Op<mnemonic, [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "elementwise " # formula;
+  let description = "```mlir\n%y = lap." # mnemonic # " %x : tensor<?x?x256xf32>\n```";
   let arguments = (ins Lap_F32Tensor:$input);
   let results = (outs Lap_F32Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
@@ -333,6 +365,11 @@ def Lap_DropPathOp : Lap_Op<"drop_path", [Pure, SameOperandsAndResultType, Decla
 def Lap_AddOp : Lap_Op<"add",
     [Pure, SameOperandsAndResultType, Commutative, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "elementwise sum (the residual connection)";
+  let description = [{
+    ```mlir
+    %r = lap.add %x, %branch : tensor<?x?x64xf32>
+    ```
+  }];
   let arguments = (ins Lap_F32Tensor:$lhs, Lap_F32Tensor:$rhs);
   let results = (outs Lap_F32Tensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
@@ -362,6 +399,13 @@ def Lap_ResidualAddOp : Lap_Op<"residual_add",
 
 def Lap_SoftcapOp : Lap_Op<"softcap", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "cap * tanh(x / cap)";
+  let description = [{
+    Caps logits smoothly into (-cap, cap) (nanochat's logit softcap).
+
+    ```mlir
+    %c = lap.softcap %logits {cap = 15.0 : f32} : tensor<?x?x65536xf32>
+    ```
+  }];
   let arguments = (ins Lap_F32Tensor:$input, F32Attr:$cap);
   let results = (outs Lap_F32Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
