@@ -1,8 +1,9 @@
 //===- lapc.cpp - The lap compiler driver -----------------------*- C++ -*-===//
 //
-// lapc SPEC [--emit=spec] [-o FILE]
+// lapc SPEC [--emit=spec|mlir|train|lowered] [-o FILE] [MLIR pass-manager flags]
 //
-// Reads a model spec, verifies it and emits the requested stage. Errors go
+// Reads a model spec, verifies it, builds its IR and runs the pipeline as far
+// as the requested stage, and prints that stage. Spec errors go
 // through MLIR's SourceMgr diagnostics, so each one prints as
 // `spec.yaml:LINE:COL: error: ...` with the line and a caret. Exit codes:
 // 0 success, 2 bad input (the spec), 1 internal error.
@@ -70,6 +71,36 @@ void report(const lap::dsl::Diagnostics &diags, mlir::MLIRContext &context) {
   }
 }
 
+/// Builds the IR for `spec`, runs the passes the requested stage needs and
+/// prints the module.
+ExitCode emitModule(const lap::dsl::Spec &spec, mlir::MLIRContext &context,
+                    raw_ostream &os) {
+  mlir::OwningOpRef<mlir::ModuleOp> module = lap::buildForward(spec, context);
+  if (!module)
+    return BadInput;
+  if (mlir::failed(mlir::verify(*module))) {
+    errs() << "lapc: internal error: the front end built invalid IR\n";
+    return InternalError;
+  }
+  if (emitAction >= Emit::Train) {
+    mlir::PassManager pm(&context);
+    mlir::DefaultTimingManager timing;
+    mlir::applyDefaultTimingManagerCLOptions(timing);
+    mlir::TimingScope rootTiming = timing.getRootScope();
+    pm.enableTiming(rootTiming);
+    if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
+      return BadInput;
+    if (emitAction == Emit::Train)
+      pm.addPass(lap::createLapAutodiff());
+    else
+      lap::buildLapPipeline(pm, lap::LapPipelineOptions());
+    if (mlir::failed(pm.run(*module)))
+      return InternalError;
+  }
+  module->print(os);
+  return Success;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -120,32 +151,10 @@ int main(int argc, char **argv) {
     break;
   case Emit::MLIR:
   case Emit::Train:
-  case Emit::Lowered: {
-    mlir::OwningOpRef<mlir::ModuleOp> module = lap::buildForward(*spec, context);
-    if (!module)
-      return BadInput;
-    if (mlir::failed(mlir::verify(*module))) {
-      errs() << "lapc: internal error: the front end built invalid IR\n";
-      return InternalError;
-    }
-    if (emitAction >= Emit::Train) {
-      mlir::PassManager pm(&context);
-      mlir::DefaultTimingManager timing;
-      mlir::applyDefaultTimingManagerCLOptions(timing);
-      mlir::TimingScope rootTiming = timing.getRootScope();
-      pm.enableTiming(rootTiming);
-      if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
-        return BadInput;
-      if (emitAction == Emit::Train)
-        pm.addPass(lap::createLapAutodiff());
-      else
-        lap::buildLapPipeline(pm, lap::LapPipelineOptions());
-      if (mlir::failed(pm.run(*module)))
-        return InternalError;
-    }
-    module->print(output->os());
+  case Emit::Lowered:
+    if (ExitCode code = emitModule(*spec, context, output->os()); code != Success)
+      return code;
     break;
-  }
   }
   output->keep();
   return Success;
