@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# quickstart.sh - the README's main command: install, build, and compile the
+# quickstart.sh - the README's main command: install, build, compile the
 # shipped specs through the front end, printing what lapc resolved for each
-# (parameters, head kinds, FLOPs) and the full resolved form of one.
+# (parameters, head kinds, FLOPs) and the full resolved form of one, then
+# compile the 561M model through the pass pipeline to @train_step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
@@ -23,3 +24,15 @@ for spec in specs/*.yaml; do
     /^    train_step:/    { flops = $2 }
     END { printf "%-22s %7s %15s %8s %10s %10s/%s\n", name, family, params, attn, lap, flops, unit }'
 done
+
+echo
+echo "== lapc specs/gpt2_561m_5L.yaml --emit=lowered   (the 561M model through the pass pipeline)"
+ir=$(mktemp --suffix=.mlir)
+trap 'rm -f "$ir"' EXIT
+start=$(date +%s.%N)
+"$lapc" specs/gpt2_561m_5L.yaml --emit=lowered -o "$ir"
+end=$(date +%s.%N)
+awk -v s="$start" -v e="$end" -v g="$(grep -o '"grad\.' "$ir" | wc -l)" \
+  'BEGIN { printf "compiled in %.2f s; @train_step returns the loss and %d gradients; ops:\n", e - s, g }'
+sed -n '/func.func @train_step/,$p' "$ir" | grep -o 'lap\.[a-z_0-9]*' | grep -v 'lap\.name\|lap\.parameter' |
+  sort | uniq -c | sort -rn | awk '{printf "  %6d %s\n", $1, $2}'
