@@ -79,7 +79,7 @@ public:
              Applies applies = always, bool isRequired = false) {
     const Node *node = take(key, applies);
     if (!node) {
-      if (isRequired && applicable(applies))
+      if (isRequired && applicable(applies) && decidable(applies))
         missing(key);
       return;
     }
@@ -100,25 +100,11 @@ public:
 
   void range(const char *key, double &lo, double &hi, Rule rule,
              Applies applies = always) {
-    const Node *node = take(key, applies);
-    if (!node)
-      return;
-    std::string p = path(key);
-    if (node->kind != Node::Kind::Sequence || node->items.size() != 2) {
-      typeError(*node, p, "a pair [low, high]");
-      return;
-    }
-    double values[2];
-    for (int i = 0; i < 2; ++i)
-      if (!read(node->items[i], values[i], p) ||
-          !checkRule(node->items[i], p, values[i], rule))
-        return;
-    if (values[0] > values[1]) {
-      fail(*node, p, inQuotes(p) + " must be [low, high] with low <= high");
-      return;
-    }
-    lo = values[0];
-    hi = values[1];
+    readPair(key, lo, hi, rule, applies, /*ordered=*/true);
+  }
+
+  void pair(const char *key, double &first, double &second, Rule rule) {
+    readPair(key, first, second, rule, always, /*ordered=*/false);
   }
 
   void floatOrWord(const char *key, double &value, bool &isWord,
@@ -217,6 +203,37 @@ private:
     return true;
   }
 
+  void readPair(const char *key, double &lo, double &hi, Rule rule,
+                Applies applies, bool ordered) {
+    const Node *node = take(key, applies);
+    if (!node)
+      return;
+    std::string p = path(key);
+    if (node->kind != Node::Kind::Sequence || node->items.size() != 2) {
+      typeError(*node, p, "a pair [low, high]");
+      return;
+    }
+    double values[2];
+    for (int i = 0; i < 2; ++i)
+      if (!read(node->items[i], values[i], p) ||
+          !checkRule(node->items[i], p, values[i], rule))
+        return;
+    if (ordered && values[0] > values[1]) {
+      fail(*node, p, inQuotes(p) + " must be [low, high] with low <= high");
+      return;
+    }
+    lo = values[0];
+    hi = values[1];
+  }
+
+  /// Whether the family or regime a key depends on is known; a key of one
+  /// family is not "missing" from a spec whose family failed to read.
+  bool decidable(Applies a) const {
+    bool familySpecific = a.families != always.families;
+    bool regimeSpecific = a.regimes != always.regimes;
+    return (!familySpecific || familyKnown) && (!regimeSpecific || regimeKnown);
+  }
+
   void notApplicable(const Node &key, Applies a) {
     std::string p = path(key.scalar);
     auto only = [](unsigned mask, const auto &table) {
@@ -274,21 +291,31 @@ private:
     fail(node, p, inQuotes(p) + " expects " + std::string(expected) + "; found " + found);
   }
 
+  /// Checks `v` against `rule`, and that it survives the conversion to the
+  /// single precision the compiled model computes in.
   bool checkRule(const Node &node, const std::string &p, double v, Rule rule) {
-    bool ok = v >= rule.min && v <= rule.max && !(rule.minExclusive && v == rule.min);
-    if (!ok) {
-      std::ostringstream text;
-      text << inQuotes(p) << " must be ";
-      if (rule.what)
-        text << rule.what;
-      else
-        text << (rule.minExclusive ? "greater than " : "between ")
-             << int64_t(rule.min) << (rule.minExclusive ? " and at most " : " and ")
-             << int64_t(rule.max);
-      text << "; found " << node.scalar;
-      fail(node, p, text.str());
+    float single = float(v);
+    if (!std::isfinite(single) || (v != 0 && single == 0)) {
+      fail(node, p, inQuotes(p) + " is out of single-precision range; found " +
+                        node.scalar);
+      return false;
     }
-    return ok;
+    auto inside = [&](double x) {
+      return x >= rule.min && x <= rule.max && !(rule.minExclusive && x == rule.min) &&
+             !(rule.maxExclusive && x == rule.max);
+    };
+    if (inside(v) && inside(double(single)))
+      return true;
+    std::ostringstream text;
+    text << inQuotes(p) << " must be ";
+    if (rule.what)
+      text << rule.what;
+    else
+      text << (rule.minExclusive ? "greater than " : "between ") << int64_t(rule.min)
+           << (rule.minExclusive ? " and at most " : " and ") << int64_t(rule.max);
+    text << "; found " << node.scalar;
+    fail(node, p, text.str());
+    return false;
   }
 
   bool plainScalar(const Node &n) const {
@@ -387,7 +414,8 @@ void Parser::run(const Node &root) {
 /// Defaults that depend on other settings.
 void applyDependentDefaults(Spec &spec, const std::string &file) {
   ModelSpec &m = spec.model;
-  if (!spec.given("name"))
+  // A name is the file's own: an extending file does not inherit its base's.
+  if (!spec.given("name") || spec.locationOf("name").file != file)
     spec.name = std::filesystem::path(file).stem().string();
   if (!spec.given("model.head_dim") && m.heads > 0)
     m.headDim = m.width / m.heads;

@@ -37,7 +37,8 @@ std::string formatString(const std::string &s) {
                s.front() != ' ' && s.back() != ' ' && s.front() != '-' &&
                s.front() != '?';
   static const char *special[] = {"true", "false", "yes", "no", "on", "off",
-                                  "null", "~", "True", "False", "TRUE", "FALSE"};
+                                  "null", "Null", "NULL", "~", "True", "False",
+                                  "TRUE", "FALSE"};
   for (const char *word : special)
     if (s == word)
       plain = false;
@@ -111,6 +112,10 @@ public:
       line(key, "[" + formatNumber(lo) + ", " + formatNumber(hi) + "]");
   }
 
+  void pair(const char *key, double first, double second, Rule rule) {
+    range(key, first, second, rule);
+  }
+
   void floatOrWord(const char *key, double value, bool isWord, const char *word,
                    Rule) {
     line(key, isWord ? word : formatNumber(value));
@@ -143,7 +148,8 @@ private:
            (a.optimizers & bit(spec.train.optimizer.type));
   }
   static bool inside(double v, Rule rule) {
-    return v >= rule.min && v <= rule.max && !(rule.minExclusive && v == rule.min);
+    return v >= rule.min && v <= rule.max && !(rule.minExclusive && v == rule.min) &&
+           !(rule.maxExclusive && v == rule.max);
   }
 
   const Spec &spec;

@@ -9,7 +9,8 @@
 // A visitor provides:
 //   section(key, applies, body)     a nested mapping
 //   field(key, value, rule, applies, required)
-//   range(key, lo, hi, rule, applies)      a [lo, hi] pair
+//   range(key, lo, hi, rule, applies)      a [low, high] pair
+//   pair(key, a, b, rule)                  any two numbers
 //   floatOrWord(key, value, isWord, word, rule)  a number or one keyword
 //   strings(key, values, allowed)          a list of names
 //
@@ -34,6 +35,7 @@ struct Rule {
   double max = std::numeric_limits<double>::infinity();
   bool minExclusive = false;
   const char *what = nullptr;
+  bool maxExclusive = false;
 };
 inline constexpr Rule any{};
 inline constexpr Rule positive{1, std::numeric_limits<double>::infinity(),
@@ -44,6 +46,8 @@ inline constexpr Rule greaterThanZero{0, std::numeric_limits<double>::infinity()
                                       true, "greater than 0"};
 inline constexpr Rule probability{0, 1, false, "a probability in [0, 1]"};
 inline constexpr Rule fraction{0, 1, true, "in (0, 1]"};
+/// Dropout-like rates: 1 would divide by zero when rescaling.
+inline constexpr Rule dropRate{0, 1, false, "a probability in [0, 1)", true};
 /// A count from 1 to `max`; the bounds keep every derived size in range.
 constexpr Rule upTo(double max) { return {1, max, false, nullptr}; }
 inline constexpr Rule layerCount = upTo(4096);    // layers, heads
@@ -142,7 +146,7 @@ template <class V, class M> void visitModel(V &v, M &m) {
   });
   v.field("qk_norm", m.qkNorm);
   v.field("bias", m.bias);
-  v.field("dropout", m.dropout, probability);
+  v.field("dropout", m.dropout, dropRate);
   v.field("vocab", m.vocab, upTo(2147483647.0), gptOnly, required);
   v.field("context", m.context, itemCount, gptOnly, required);
   v.field("tied_embeddings", m.tiedEmbeddings, any, gptOnly);
@@ -154,7 +158,7 @@ template <class V, class M> void visitModel(V &v, M &m) {
   v.field("cls_token", m.clsToken, any, imageOnly);
   v.field("registers", m.registers, Rule{0, 1 << 16, false, nullptr}, imageOnly);
   v.field("layer_scale", m.layerScale, nonNegative, imageOnly);
-  v.field("drop_path", m.dropPath, probability, imageOnly);
+  v.field("drop_path", m.dropPath, dropRate, imageOnly);
   v.field("pool", m.pool, any, imageOnly);
   v.field("pool_heads", m.poolHeads, layerCount, imageOnly);
   v.section("dino_head", dinoOnly, [&] {
@@ -191,7 +195,7 @@ template <class V, class T> void visitTrain(V &v, T &t) {
     v.field("type", o.type);
     v.field("lr", o.lr, nonNegative);
     v.field("lr_reference_batch", o.lrReferenceBatch, nonNegative);
-    v.range("betas", o.beta1, o.beta2, probability);
+    v.pair("betas", o.beta1, o.beta2, probability);
     v.field("eps", o.eps, greaterThanZero);
     v.field("weight_decay", o.weightDecay, nonNegative);
     v.field("weight_decay_end", o.weightDecayEnd, nonNegative);

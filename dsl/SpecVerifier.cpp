@@ -60,6 +60,9 @@ private:
     if (m.heads * m.headDim > maxFeatures && usable({"model.head_dim"}))
       error("model.head_dim", "heads x head_dim = " + std::to_string(m.heads * m.headDim) +
                                   " exceeds " + std::to_string(maxFeatures));
+    if (m.mlpHidden < 1 && usable({"model.mlp_ratio"}))
+      error("model.mlp_ratio", "width " + std::to_string(m.width) +
+                                   " * mlp_ratio gives no hidden units");
     if (m.mlpHidden > maxFeatures && usable({"model.mlp_ratio"}))
       error("model.mlp_ratio", "the MLP hidden size " + std::to_string(m.mlpHidden) +
                                    " exceeds " + std::to_string(maxFeatures));

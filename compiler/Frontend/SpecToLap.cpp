@@ -245,7 +245,8 @@ Value ForwardBuilder::imageTokens(Value images) {
     x = b.create<AddPositionsOp>(positions, x, pos, b.getI64IntegerAttr(0));
   if (Value registers = param("registers"))
     prepend(registers, "model.registers", "registers");
-  return dropout(x, loc("model.dropout"));
+  x = dropout(x, loc("model.dropout"));
+  return m.embeddingNorm ? norm(x, "embedding_norm") : x;
 }
 
 std::pair<Value, Value> ForwardBuilder::imageForward(Block *body) {

@@ -65,86 +65,112 @@ LogicalResult verifyNorm(Operation *op, Value input, Value weight, Value bias,
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult AttentionOp::verify() {
-  RankedTensorType q = getQ().getType(), k = getK().getType(), v = getV().getType();
+/// Per-head (alpha, beta) from kind names or coefficient arrays; (1, 0) for
+/// every head of plain attention.
+static SmallVector<std::pair<float, float>>
+coefficientsOf(int64_t heads, std::optional<ArrayAttr> kinds,
+               std::optional<ArrayRef<float>> alpha, std::optional<ArrayRef<float>> beta) {
+  SmallVector<std::pair<float, float>> out;
+  if (kinds) {
+    for (Attribute kind : *kinds) {
+      auto id = dsl::findHeadKind(cast<StringAttr>(kind).getValue());
+      const dsl::HeadKind &k = dsl::headKinds()[id ? *id : 0];
+      out.push_back({float(k.alpha), float(k.beta)});
+    }
+  } else if (alpha && beta) {
+    for (int64_t h = 0; h < heads; ++h)
+      out.push_back({(*alpha)[h], (*beta)[h]});
+  } else {
+    out.assign(size_t(heads), {1.0f, 0.0f});
+  }
+  return out;
+}
+
+/// The checks lap.attention and lap.attention_grad share: shapes, head
+/// groups, the kinds or coefficients, and square self-attention for kinds
+/// that add the query's own value.
+static LogicalResult verifyAttention(Operation *op, RankedTensorType q,
+                                     RankedTensorType k, RankedTensorType v,
+                                     float scale, bool cross, std::optional<ArrayAttr> kinds,
+                                     std::optional<ArrayRef<float>> alpha,
+                                     std::optional<ArrayRef<float>> beta) {
   if (q.getRank() != 4 || k.getRank() != 4)
-    return emitOpError("expects q [B, T, H, D] and k, v [B, S, KV, D], got ")
+    return op->emitOpError("expects q [B, T, H, D] and k, v [B, S, KV, D], got ")
            << shapeString(q) << " and " << shapeString(k);
   if (k != v)
-    return emitOpError("k and v must have the same type");
-  if (getResult().getType() != q)
-    return emitOpError("result type must equal the type of q");
+    return op->emitOpError("k and v must have the same type");
   int64_t heads = q.getDimSize(2), kvHeads = k.getDimSize(2);
   int64_t headDim = q.getDimSize(3);
   if (ShapedType::isDynamic(heads) || ShapedType::isDynamic(kvHeads) ||
       ShapedType::isDynamic(headDim) || ShapedType::isDynamic(k.getDimSize(3)))
-    return emitOpError("head counts and head_dim must be static");
+    return op->emitOpError("head counts and head_dim must be static");
+  if (heads < 1 || kvHeads < 1 || headDim < 1)
+    return op->emitOpError("head counts and head_dim must be positive");
   if (k.getDimSize(3) != headDim)
-    return emitOpError("q has head_dim ") << headDim << " but k has " << k.getDimSize(3);
+    return op->emitOpError("q has head_dim ") << headDim << " but k has " << k.getDimSize(3);
   if (heads % kvHeads != 0)
-    return emitOpError("kv heads (") << kvHeads << ") must divide query heads ("
-                                     << heads << ")";
+    return op->emitOpError("kv heads (") << kvHeads << ") must divide query heads ("
+                                         << heads << ")";
   if (!compatible(q.getDimSize(0), k.getDimSize(0)))
-    return emitOpError("q and k have different batch sizes");
-  if (getScale().convertToFloat() <= 0)
-    return emitOpError("scale must be positive");
+    return op->emitOpError("q and k have different batch sizes");
+  if (scale <= 0)
+    return op->emitOpError("scale must be positive");
 
-  if (getKinds() && (getAlpha() || getBeta()))
-    return emitOpError("gives head kinds both by name and as coefficients");
-  if (bool(getAlpha()) != bool(getBeta()))
-    return emitOpError("alpha and beta come together");
-  if (auto kinds = getKinds()) {
+  if (kinds && (alpha || beta))
+    return op->emitOpError("gives head kinds both by name and as coefficients");
+  if (bool(alpha) != bool(beta))
+    return op->emitOpError("alpha and beta come together");
+  if (kinds) {
     if (int64_t(kinds->size()) != heads)
-      return emitOpError("has ") << kinds->size() << " head kinds for " << heads
-                                 << " heads";
+      return op->emitOpError("has ") << kinds->size() << " head kinds for " << heads
+                                     << " heads";
     for (Attribute kind : *kinds) {
       StringRef name = cast<StringAttr>(kind).getValue();
       if (!dsl::findHeadKind(name)) {
         std::string known;
         for (const dsl::HeadKind &k : dsl::headKinds())
           known += (known.empty() ? "'" : ", '") + std::string(k.name) + "'";
-        return emitOpError("unknown head kind '") << name << "' (kinds: " << known << ")";
+        return op->emitOpError("unknown head kind '") << name << "' (kinds: " << known << ")";
       }
     }
   }
-  if (getAlpha() && (int64_t(getAlpha()->size()) != heads ||
-                     int64_t(getBeta()->size()) != heads))
-    return emitOpError("alpha and beta must have one entry per head (")
+  if (alpha && (int64_t(alpha->size()) != heads || int64_t(beta->size()) != heads))
+    return op->emitOpError("alpha and beta must have one entry per head (")
            << heads << ")";
 
-  for (auto [head, coefficients] : llvm::enumerate(getCoefficients())) {
+  for (auto [head, coefficients] : llvm::enumerate(coefficientsOf(heads, kinds, alpha, beta))) {
     if (coefficients.second == 0)
       continue;
-    if (getCross())
-      return emitOpError("head ") << head << " adds the query's own value (beta = "
-                                  << coefficients.second
-                                  << ") and needs square self-attention, but this "
-                                     "is cross-attention";
+    if (cross)
+      return op->emitOpError("head ") << head << " adds the query's own value (beta = "
+                                      << coefficients.second
+                                      << ") and needs square self-attention, but this "
+                                         "is cross-attention";
     int64_t T = q.getDimSize(1), S = k.getDimSize(1);
     if (!ShapedType::isDynamic(T) && !ShapedType::isDynamic(S) && T != S)
-      return emitOpError("head ") << head << " adds the query's own value and needs "
-                                  << "square self-attention, but queries are " << T
-                                  << " tokens and keys " << S;
+      return op->emitOpError("head ") << head << " adds the query's own value and needs "
+                                      << "square self-attention, but queries are " << T
+                                      << " tokens and keys " << S;
   }
   return success();
 }
 
+LogicalResult AttentionOp::verify() {
+  if (getResult().getType() != getQ().getType())
+    return emitOpError("result type must equal the type of q");
+  return verifyAttention(*this, getQ().getType(), getK().getType(), getV().getType(),
+                         getScale().convertToFloat(), getCross(), getKinds(), getAlpha(),
+                         getBeta());
+}
+
+LogicalResult AttentionGradOp::verify() {
+  return verifyAttention(*this, getQ().getType(), getK().getType(), getV().getType(),
+                         getScale().convertToFloat(), getCross(), getKinds(), getAlpha(),
+                         getBeta());
+}
+
 SmallVector<std::pair<float, float>> AttentionOp::getCoefficients() {
-  SmallVector<std::pair<float, float>> out;
-  int64_t heads = getNumHeads();
-  if (auto kinds = getKinds()) {
-    for (Attribute kind : *kinds) {
-      auto id = dsl::findHeadKind(cast<StringAttr>(kind).getValue());
-      const dsl::HeadKind &k = dsl::headKinds()[id ? *id : 0];
-      out.push_back({float(k.alpha), float(k.beta)});
-    }
-  } else if (auto alpha = getAlpha()) {
-    for (int64_t h = 0; h < heads; ++h)
-      out.push_back({(*alpha)[h], (*getBeta())[h]});
-  } else {
-    out.assign(size_t(heads), {1.0f, 0.0f});
-  }
-  return out;
+  return coefficientsOf(getNumHeads(), getKinds(), getAlpha(), getBeta());
 }
 
 //===----------------------------------------------------------------------===//
@@ -448,7 +474,7 @@ LogicalResult PatchifyGradOp::verify() {
   RankedTensorType dy = getGradOutput().getType(), images = getGradImages().getType();
   int64_t p = getPatch();
   if (images.getRank() != 4 || dy.getRank() != 3 || p < 1 || images.isDynamicDim(2) ||
-      images.isDynamicDim(3) ||
+      images.isDynamicDim(3) || images.getDimSize(2) % p || images.getDimSize(3) % p ||
       dy.getDimSize(1) != (images.getDimSize(2) / p) * (images.getDimSize(3) / p) ||
       dy.getDimSize(2) != images.getDimSize(1) * p * p)
     return emitOpError("expects patch gradients [B, (H/p)(W/p), C p p] for images "

@@ -191,10 +191,11 @@ def Lap_MergeHeadsOp : Lap_Op<"merge_heads", [Pure, DeclareOpInterfaceMethods<La
 
 def Lap_AddPositionsOp : Lap_Op<"add_positions",
     [Pure, AllTypesMatch<["input", "result"]>, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
-  let summary = "x + table[offset : offset + T] for x [B, T, C], table [P, C]";
+  let summary = "x[:, t] + table[t - offset] for tokens t >= offset";
   let description = [{
-    Adds learned position embeddings; `offset` skips leading tokens that get
-    no position (CLS and registers under DeiT-3's patches-only positions).
+    Adds learned position embeddings [P, C] to x [B, T, C]; the first
+    `offset` tokens get none (e.g. learned tokens placed before positioned
+    ones), and the table must cover the rest: offset + P >= T.
 
     ```mlir
     %y = lap.add_positions %x, %wpe {offset = 0 : i64} : tensor<?x?x64xf32>, tensor<32x64xf32>
@@ -506,6 +507,7 @@ def Lap_AttentionGradOp : Lap_Op<"attention_grad", [Pure,
   let assemblyFormat = [{
     $grad_output `,` $q `,` $k `,` $v `,` $output attr-dict `:` type($q) `,` type($k)
   }];
+  let hasVerifier = 1;
 }
 
 def Lap_LinearGradOp : Lap_Op<"linear_grad", [Pure,
@@ -532,7 +534,7 @@ def Lap_EmbeddingGradOp : Lap_Op<"embedding_grad", [Pure]> {
 }
 
 def Lap_AddPositionsGradOp : Lap_Op<"add_positions_grad", [Pure]> {
-  let summary = "dtable[offset + t] = sum over the batch of dy[:, t]";
+  let summary = "dtable[t - offset] = sum over the batch of dy[:, t], t >= offset";
   let arguments = (ins Lap_F32Tensor:$grad_output, I64Attr:$offset);
   let results = (outs Lap_F32Tensor:$grad_table);
   let assemblyFormat = "$grad_output attr-dict `:` type($grad_output) `->` type($grad_table)";

@@ -27,6 +27,7 @@ def random_spec(rng):
              f"  qk_norm: {rng.choice(['true', 'false'])}",
              f"  bias: {rng.choice(['true', 'false'])}",
              f"  final_norm: {rng.choice(['true', 'false'])}",
+             f"  embedding_norm: {rng.choice(['true', 'false'])}",
              f"  dropout: {rng.choice([0, 0, 0.1])}"]
     norm = rng.choice(["layernorm", "rmsnorm"])
     lines += ["  norm:", f"    type: {norm}", f"    weight: {rng.choice(['true', 'false'])}"]
@@ -36,7 +37,6 @@ def random_spec(rng):
         lines += [f"  vocab: {rng.choice([17, 64, 100])}", "  context: 16",
                   f"  tied_embeddings: {rng.choice(['true', 'false'])}",
                   f"  logit_softcap: {rng.choice([0, 15])}",
-                  f"  embedding_norm: {rng.choice(['true', 'false'])}",
                   f"  positions: {{type: {rng.choice(['learned', 'rope', 'none'])}}}"]
     else:
         cls = rng.choice(["true", "false"])

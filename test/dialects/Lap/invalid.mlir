@@ -605,3 +605,36 @@ func.func @residual_rate(%x: tensor<?x8xf32>) {
   %y = lap.residual_add %x, %x {drop_rate = 1.5 : f32, key = 0} : tensor<?x8xf32>
   return
 }
+
+// -----
+
+func.func @zero_kv_heads(%q: tensor<2x4x2x8xf32>, %kv: tensor<2x4x0x8xf32>) {
+  // expected-error @+1 {{head counts and head_dim must be positive}}
+  %o = lap.attention %q, %kv, %kv {scale = 0.35 : f32}
+       : tensor<2x4x2x8xf32>, tensor<2x4x0x8xf32>, tensor<2x4x0x8xf32> -> tensor<2x4x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_kind(%q: tensor<?x?x2x8xf32>) {
+  // expected-error @+1 {{unknown head kind 'bogus' (kinds: 'attn', 'laplacian')}}
+  %dq, %dk, %dv = lap.attention_grad %q, %q, %q, %q, %q {scale = 0.35 : f32, kinds = ["attn", "bogus"]} : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_cross(%q: tensor<?x1x1x8xf32>, %kv: tensor<?x?x1x8xf32>) {
+  // expected-error @+1 {{head 0 adds the query's own value (beta = 1.000000e+00) and needs square self-attention, but this is cross-attention}}
+  %dq, %dk, %dv = lap.attention_grad %q, %q, %kv, %kv, %q {cross, scale = 0.35 : f32, kinds = ["laplacian"]} : tensor<?x1x1x8xf32>, tensor<?x?x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @patchify_grad_divides(%dy: tensor<?x4x16xf32>) {
+  // expected-error @+1 {{expects patch gradients [B, (H/p)(W/p), C p p] for images [B, C, H, W], got [?, 4, 16] -> [?, 1, 10, 10]}}
+  %d = lap.patchify_grad %dy {patch = 4} : tensor<?x4x16xf32> -> tensor<?x1x10x10xf32>
+  return
+}

@@ -221,3 +221,37 @@ TEST(SpecParser, ExtendingFileReplacesTheBasePlacement) {
   EXPECT_EQ(spec->name, "child");
   std::filesystem::remove_all(dir);
 }
+
+TEST(SpecParser, NameIsTheFilesOwn) {
+  auto dir = std::filesystem::temp_directory_path() / "lap-spec-name-test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "base.yaml") << "name: base_model\n" << tinyGpt;
+  std::ofstream(dir / "child.yaml") << "extends: base.yaml\n";
+  Diagnostics diags;
+  auto spec = loadSpec((dir / "child.yaml").string(), diags);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->name, "child") << "a name is not inherited through extends";
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SpecParser, BetasAreAPairNotARange) {
+  std::vector<std::string> errors;
+  auto spec = parse(std::string(tinyGpt) +
+                        "train: {regime: lm, batch_size: 8, steps: 10, "
+                        "optimizer: {betas: [0.9, 0.8]}}\n",
+                    &errors);
+  ASSERT_TRUE(spec) << errors.at(0);
+  EXPECT_EQ(spec->train.optimizer.beta1, 0.9);
+  EXPECT_EQ(spec->train.optimizer.beta2, 0.8);
+}
+
+TEST(SpecPrinter, NamesThatLookLikeNullReadBack) {
+  for (const char *name : {"NULL", "Null", "null", "~", "true", "1e3", "a: b"}) {
+    auto spec = parse(std::string("name: \"") + name + "\"\n" + tinyGpt);
+    ASSERT_TRUE(spec) << name;
+    std::vector<std::string> errors;
+    auto again = parse(printSpec(*spec), &errors);
+    ASSERT_TRUE(again) << name << ": " << errors.at(0);
+    EXPECT_EQ(again->name, name);
+  }
+}
