@@ -345,8 +345,8 @@ private:
     return false;
   }
   bool read(const Node &n, std::string &out, const std::string &p) {
-    if (n.kind != Node::Kind::Scalar) {
-      typeError(n, p, "a string");
+    if (n.kind != Node::Kind::Scalar || n.scalar.empty()) {
+      typeError(n, p, "a non-empty string");
       return false;
     }
     // Names and paths hold no control characters; refusing them keeps every

@@ -77,7 +77,7 @@ public:
                size_t &nodes, Diagnostics &diags)
       : file(file), limits(limits), nodes(nodes), diags(diags) {}
 
-  /// Whether a mapping had a key that is not a name.
+  /// Whether the document had a key that is not a name, or a tag.
   bool failed() const { return badKeys; }
   /// The document's root; an empty document gives a null at `top`.
   Node takeRoot(const Loc &top) {
@@ -99,6 +99,7 @@ public:
   }
   void OnScalar(const YAML::Mark &mark, const std::string &tag,
                 YAML::anchor_t anchor, const std::string &value) override {
+    checkTag(tag, mark);
     Node n;
     n.kind = Node::Kind::Scalar;
     n.loc = at(mark);
@@ -114,13 +115,15 @@ public:
     count(size(it->second), at(mark));
     add(it->second, 0);
   }
-  void OnSequenceStart(const YAML::Mark &mark, const std::string &,
+  void OnSequenceStart(const YAML::Mark &mark, const std::string &tag,
                        YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
+    checkTag(tag, mark);
     open(Node::Kind::Sequence, at(mark), anchor);
   }
   void OnSequenceEnd() override { close(); }
-  void OnMapStart(const YAML::Mark &mark, const std::string &,
+  void OnMapStart(const YAML::Mark &mark, const std::string &tag,
                   YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
+    checkTag(tag, mark);
     open(Node::Kind::Map, at(mark), anchor);
   }
   void OnMapEnd() override { close(); }
@@ -131,6 +134,16 @@ private:
     YAML::anchor_t anchor;
     std::optional<Node> key; ///< Map: a key waiting for its value.
   };
+
+  /// Explicit tags (`!foo`, `!!str`) mean nothing in a spec; refusing them
+  /// keeps every accepted value printable as it was read. yaml-cpp reports
+  /// "?" for plain scalars and "!" for quoted ones.
+  void checkTag(const std::string &tag, const YAML::Mark &mark) {
+    if (tag.empty() || tag == "?" || tag == "!")
+      return;
+    diags.error(at(mark), "YAML tags ('" + tag + "') are not part of the spec language");
+    badKeys = true;
+  }
 
   Loc at(const YAML::Mark &mark) const {
     Loc fallback = stack.empty() ? Loc{file, 1, 1} : stack.back().node.loc;
