@@ -150,9 +150,7 @@ private:
                                 " heads; the layer has " + std::to_string(expected));
       return std::nullopt;
     }
-    std::vector<std::string_view> known;
-    for (const HeadKind &k : headKinds())
-      known.push_back(k.name);
+    std::vector<std::string_view> known = headKindNames();
     std::vector<HeadKindId> row;
     bool ok = true;
     for (const Node &item : list.items) {

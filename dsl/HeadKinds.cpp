@@ -12,6 +12,13 @@ const std::vector<HeadKind> &lap::dsl::headKinds() {
   return kinds;
 }
 
+std::vector<std::string_view> lap::dsl::headKindNames() {
+  std::vector<std::string_view> names;
+  for (const HeadKind &kind : headKinds())
+    names.push_back(kind.name);
+  return names;
+}
+
 std::optional<HeadKindId> lap::dsl::findHeadKind(std::string_view name) {
   const auto &kinds = headKinds();
   for (size_t i = 0; i < kinds.size(); ++i)

@@ -33,6 +33,8 @@ using HeadKindId = unsigned char;
 
 /// All kinds, in a fixed order; index 0 is the default (`attn`).
 const std::vector<HeadKind> &headKinds();
+/// The kinds' names, in table order, for messages.
+std::vector<std::string_view> headKindNames();
 /// The id of the kind named `name`, if there is one.
 std::optional<HeadKindId> findHeadKind(std::string_view name);
 /// The id of the Laplacian kind (target of the `laplacian_heads` shorthand).

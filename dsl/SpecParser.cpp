@@ -300,11 +300,7 @@ private:
                         node.scalar);
       return false;
     }
-    auto inside = [&](double x) {
-      return x >= rule.min && x <= rule.max && !(rule.minExclusive && x == rule.min) &&
-             !(rule.maxExclusive && x == rule.max);
-    };
-    if (inside(v) && inside(double(single)))
+    if (rule.admits(v) && rule.admits(double(single)))
       return true;
     std::ostringstream text;
     text << inQuotes(p) << " must be ";

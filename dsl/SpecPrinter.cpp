@@ -8,6 +8,7 @@
 
 #include "dsl/SpecPrinter.h"
 #include "dsl/Derived.h"
+#include "dsl/Scalars.h"
 #include "dsl/SpecSchema.h"
 
 #include <fmt/format.h>
@@ -96,10 +97,8 @@ public:
       if (!value.empty())
         line(key, formatString(value));
     } else if constexpr (std::is_enum_v<T>) {
-      for (const auto &[name, v] : names<T>())
-        if (v == value)
-          line(key, std::string(name));
-    } else if (inside(double(value), rule)) {
+      line(key, std::string(spelling(value)));
+    } else if (rule.admits(double(value))) {
       if constexpr (std::is_integral_v<T>)
         line(key, std::to_string(value));
       else
@@ -146,10 +145,6 @@ private:
     return (a.families & bit(spec.model.family)) &&
            (a.regimes & bit(spec.train.regime)) &&
            (a.optimizers & bit(spec.train.optimizer.type));
-  }
-  static bool inside(double v, Rule rule) {
-    return v >= rule.min && v <= rule.max && !(rule.minExclusive && v == rule.min) &&
-           !(rule.maxExclusive && v == rule.max);
   }
 
   const Spec &spec;

@@ -36,6 +36,12 @@ struct Rule {
   bool minExclusive = false;
   const char *what = nullptr;
   bool maxExclusive = false;
+
+  /// Whether `v` lies in the range.
+  constexpr bool admits(double v) const {
+    return v >= min && v <= max && !(minExclusive && v == min) &&
+           !(maxExclusive && v == max);
+  }
 };
 inline constexpr Rule any{};
 inline constexpr Rule positive{1, std::numeric_limits<double>::infinity(),

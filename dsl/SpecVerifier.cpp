@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dsl/SpecVerifier.h"
+#include "dsl/Scalars.h"
 
 #include <cmath>
 #include <initializer_list>
@@ -118,12 +119,13 @@ private:
   }
 
   void verifyTrain() {
-    static const Family familyOf[] = {Family::GPT, Family::ViT, Family::DINO};
-    static const char *regimeOf[] = {"lm", "supervised", "dino"};
-    if (familyOf[int(t.regime)] != m.family)
-      error("train.regime", "regime '" + std::string(regimeOf[int(t.regime)]) +
-                                "' does not train this model's family; use '" +
-                                regimeOf[int(m.family)] + "'");
+    Regime expected = m.family == Family::GPT   ? Regime::LM
+                      : m.family == Family::ViT ? Regime::Supervised
+                                                : Regime::DINO;
+    if (t.regime != expected)
+      error("train.regime", "regime " + inQuotes(spelling(t.regime)) +
+                                " does not train this model's family; use " +
+                                inQuotes(spelling(expected)));
     if (usable({"train.batch_size", "train.micro_batch_size"}) && t.microBatchSize > 0 &&
         t.batchSize % t.microBatchSize != 0)
       error("train.micro_batch_size",

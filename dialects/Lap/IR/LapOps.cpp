@@ -127,10 +127,11 @@ static LogicalResult verifyAttention(Operation *op, RankedTensorType q,
     for (Attribute kind : *kinds) {
       StringRef name = cast<StringAttr>(kind).getValue();
       if (!dsl::findHeadKind(name)) {
-        std::string known;
-        for (const dsl::HeadKind &k : dsl::headKinds())
-          known += (known.empty() ? "'" : ", '") + std::string(k.name) + "'";
-        return op->emitOpError("unknown head kind '") << name << "' (kinds: " << known << ")";
+        InFlightDiagnostic error = op->emitOpError("unknown head kind '")
+                                   << name << "' (kinds: ";
+        llvm::interleaveComma(dsl::headKindNames(), error,
+                              [&](std::string_view k) { error << "'" << k << "'"; });
+        return error << ")";
       }
     }
   }
