@@ -1,0 +1,3 @@
+//===- Attention.cpp ---------------------------------------------*- C++ -*-===//
+
+#include "runtime/kernels/cpu/Kernels.h"

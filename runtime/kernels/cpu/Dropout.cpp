@@ -1,0 +1,3 @@
+//===- Dropout.cpp ---------------------------------------------*- C++ -*-===//
+
+#include "runtime/kernels/cpu/Kernels.h"

@@ -1,0 +1,3 @@
+//===- Embedding.cpp ---------------------------------------------*- C++ -*-===//
+
+#include "runtime/kernels/cpu/Kernels.h"

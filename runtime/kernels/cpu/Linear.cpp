@@ -1,0 +1,3 @@
+//===- Linear.cpp ---------------------------------------------*- C++ -*-===//
+
+#include "runtime/kernels/cpu/Kernels.h"

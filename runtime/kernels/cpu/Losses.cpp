@@ -1,0 +1,3 @@
+//===- Losses.cpp ---------------------------------------------*- C++ -*-===//
+
+#include "runtime/kernels/cpu/Kernels.h"

@@ -1,0 +1,3 @@
+//===- Norms.cpp ---------------------------------------------*- C++ -*-===//
+
+#include "runtime/kernels/cpu/Kernels.h"

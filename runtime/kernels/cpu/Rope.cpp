@@ -1,0 +1,3 @@
+//===- Rope.cpp ---------------------------------------------*- C++ -*-===//
+
+#include "runtime/kernels/cpu/Kernels.h"

@@ -1,0 +1,3 @@
+//===- Tokens.cpp ---------------------------------------------*- C++ -*-===//
+
+#include "runtime/kernels/cpu/Kernels.h"

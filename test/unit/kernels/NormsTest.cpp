@@ -1,0 +1,2 @@
+#include "runtime/kernels/cpu/Kernels.h"
+#include <gtest/gtest.h>
