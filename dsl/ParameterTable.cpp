@@ -2,6 +2,8 @@
 
 #include "dsl/ParameterTable.h"
 
+#include <cmath>
+
 using namespace lap::dsl;
 
 int64_t Parameter::elements() const {
@@ -9,6 +11,20 @@ int64_t Parameter::elements() const {
   for (int64_t d : shape)
     n *= d;
   return n;
+}
+
+const char *lap::dsl::initKindName(ParameterInit::Kind kind) {
+  switch (kind) {
+  case ParameterInit::Constant:
+    return "constant";
+  case ParameterInit::Normal:
+    return "normal";
+  case ParameterInit::TruncNormal:
+    return "trunc_normal";
+  case ParameterInit::Uniform:
+    return "uniform";
+  }
+  return "constant";
 }
 
 namespace {
@@ -30,7 +46,7 @@ public:
       norm("norm", m.width);
     if (m.family == Family::GPT) {
       if (!m.tiedEmbeddings)
-        add("lm_head.weight", {m.vocab, m.width});
+        add("lm_head.weight", {m.vocab, m.width}, head());
     } else {
       imageHead();
     }
@@ -38,37 +54,62 @@ public:
   }
 
 private:
-  void add(std::string name, std::vector<int64_t> shape) {
-    table.push_back({std::move(name), std::move(shape)});
+  void add(std::string name, std::vector<int64_t> shape, ParameterInit init) {
+    table.push_back({std::move(name), std::move(shape), init});
+  }
+  static ParameterInit constant(double v) { return {ParameterInit::Constant, v}; }
+  /// The spec's distribution with standard deviation `std` (0: all zeros).
+  ParameterInit random(double std) const {
+    if (std == 0)
+      return constant(0);
+    switch (m.init.distribution) {
+    case InitDistribution::Normal:
+      return {ParameterInit::Normal, std};
+    case InitDistribution::TruncNormal:
+      return {ParameterInit::TruncNormal, std};
+    case InitDistribution::Uniform:
+      return {ParameterInit::Uniform, std};
+    }
+    return {ParameterInit::Normal, std};
+  }
+  /// A matrix of the model body: `std`, or fan_in^-1/2 (nanochat).
+  ParameterInit matrix(int64_t in) const {
+    return random(m.init.stdFanIn ? 1 / std::sqrt(double(in)) : m.init.std);
+  }
+  void linear(const std::string &name, int64_t in, int64_t out, bool bias,
+              ParameterInit weight) {
+    add(name + ".weight", {out, in}, weight);
+    if (bias)
+      add(name + ".bias", {out}, constant(0));
   }
   void linear(const std::string &name, int64_t in, int64_t out, bool bias) {
-    add(name + ".weight", {out, in});
-    if (bias)
-      add(name + ".bias", {out});
+    linear(name, in, out, bias, matrix(in));
   }
   void norm(const std::string &name, int64_t n) {
     if (m.norm.weight)
-      add(name + ".weight", {n});
+      add(name + ".weight", {n}, constant(1));
     if (m.norm.type == NormType::LayerNorm && m.norm.bias)
-      add(name + ".bias", {n});
+      add(name + ".bias", {n}, constant(0));
   }
 
   void gptEmbedding() {
-    add("wte.weight", {m.vocab, m.width});
+    add("wte.weight", {m.vocab, m.width}, random(m.init.embeddingStd));
     if (m.positions.type == PositionType::Learned)
-      add("wpe.weight", {m.context, m.width});
+      add("wpe.weight", {m.context, m.width}, random(m.init.positionStd));
   }
 
   void imageEmbedding() {
     int64_t side = m.imageSize / m.patch, patches = side * side;
-    linear("patch_embed", m.channels * m.patch * m.patch, m.width, true);
+    linear("patch_embed", m.channels * m.patch * m.patch, m.width, true,
+           random(m.init.embeddingStd));
     if (m.clsToken)
-      add("cls_token", {1, m.width});
+      add("cls_token", {1, m.width}, random(m.init.positionStd));
     if (m.registers > 0)
-      add("registers", {m.registers, m.width});
+      add("registers", {m.registers, m.width}, random(m.init.positionStd));
     if (m.positions.type == PositionType::Learned)
       add("pos_embed",
-          {patches + (m.clsToken && !m.positions.patchesOnly ? 1 : 0), m.width});
+          {patches + (m.clsToken && !m.positions.patchesOnly ? 1 : 0), m.width},
+          random(m.init.positionStd));
   }
 
   void block(const std::string &prefix) {
@@ -79,25 +120,26 @@ private:
       norm(prefix + ".attn.q_norm", m.headDim);
       norm(prefix + ".attn.k_norm", m.headDim);
     }
-    linear(prefix + ".attn.proj", q, m.width, m.bias);
+    linear(prefix + ".attn.proj", q, m.width, m.bias, outProj(q));
     if (m.layerScale > 0)
-      add(prefix + ".ls1", {m.width});
+      add(prefix + ".ls1", {m.width}, constant(m.layerScale));
     norm(prefix + ".norm2", m.width);
     linear(prefix + ".mlp.fc1", m.width, m.mlpHidden, m.bias);
-    linear(prefix + ".mlp.fc2", m.mlpHidden, m.width, m.bias);
+    linear(prefix + ".mlp.fc2", m.mlpHidden, m.width, m.bias,
+           outProj(m.mlpHidden));
     if (m.layerScale > 0)
-      add(prefix + ".ls2", {m.width});
+      add(prefix + ".ls2", {m.width}, constant(m.layerScale));
   }
 
   void imageHead() {
     if (m.pool == Pool::Attentive) {
-      add("pool.query", {1, m.width});
+      add("pool.query", {1, m.width}, random(m.init.positionStd));
       linear("pool.q", m.width, m.width, true);
       linear("pool.kv", m.width, 2 * m.width, true);
       linear("pool.proj", m.width, m.width, true);
     }
     if (m.classes > 0)
-      linear("head", m.width, m.classes, true);
+      linear("head", m.width, m.classes, true, head());
     if (m.family != Family::DINO)
       return;
     const DinoHeadSpec &h = m.dinoHead;
@@ -107,8 +149,18 @@ private:
       in = h.hidden;
     }
     linear("dino_head.mlp." + std::to_string(h.layers - 1), in, h.bottleneck, true);
-    add("dino_head.last_layer.weight_g", {h.prototypes, 1});
-    add("dino_head.last_layer.weight_v", {h.prototypes, h.bottleneck});
+    add("dino_head.last_layer.weight_g", {h.prototypes, 1}, constant(1));
+    add("dino_head.last_layer.weight_v", {h.prototypes, h.bottleneck},
+        matrix(h.bottleneck));
+  }
+
+  /// attn.proj and mlp.fc2: zero with zero_out_proj (nanochat), so every
+  /// block starts as the identity.
+  ParameterInit outProj(int64_t in) const {
+    return m.init.zeroOutProj ? constant(0) : matrix(in);
+  }
+  ParameterInit head() const {
+    return m.init.zeroHead ? constant(0) : random(m.init.headStd);
   }
 
   const ModelSpec &m;

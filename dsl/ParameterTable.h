@@ -18,12 +18,27 @@
 
 namespace lap::dsl {
 
+/// How a parameter starts (model.init in the spec).
+struct ParameterInit {
+  enum Kind { Constant, Normal, TruncNormal, Uniform };
+  Kind kind = Constant;
+  /// Constant: the value; the distributions: the standard deviation (a
+  /// uniform one is U(-a, a) with a = std sqrt 3; a truncated normal is cut
+  /// at 2 std, as timm's trunc_normal_).
+  double value = 0;
+};
+
 /// One parameter tensor.
 struct Parameter {
   std::string name;
   std::vector<int64_t> shape;
+  ParameterInit init;
   int64_t elements() const;
 };
+
+/// The name of an init kind in manifests: constant, normal, trunc_normal,
+/// uniform.
+const char *initKindName(ParameterInit::Kind kind);
 
 /// The parameters of `spec`'s model, in declaration order.
 std::vector<Parameter> parameterTable(const Spec &spec);

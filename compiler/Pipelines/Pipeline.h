@@ -20,7 +20,24 @@ struct LapPipelineOptions : mlir::PassPipelineOptions<LapPipelineOptions> {};
 /// Adds lap's passes, in order, to `pm`.
 void buildLapPipeline(mlir::OpPassManager &pm, const LapPipelineOptions &options);
 
-/// Registers the pipeline as `--lap-pipeline` for lap-opt.
+/// Options of the CPU code generation pipeline.
+struct CPUCodegenOptions : mlir::PassPipelineOptions<CPUCodegenOptions> {
+  Option<int64_t> maxBatch{*this, "max-batch",
+                           llvm::cl::desc("Largest batch size"), llvm::cl::init(0)};
+  Option<int64_t> maxSeq{*this, "max-seq",
+                         llvm::cl::desc("Largest sequence length"), llvm::cl::init(0)};
+};
+
+/// After buildLapPipeline: the memory plan, lap to loops and kernel calls,
+/// and everything down to the LLVM dialect; the two halves below in turn.
+void buildCPUCodegenPipeline(mlir::OpPassManager &pm,
+                             const CPUCodegenOptions &options);
+void buildMemoryPlanPipeline(mlir::OpPassManager &pm,
+                             const CPUCodegenOptions &options);
+void buildCPULoweringPipeline(mlir::OpPassManager &pm);
+
+/// Registers the pipelines as `--lap-pipeline` and `--lap-cpu-codegen` for
+/// lap-opt.
 void registerLapPipeline();
 
 } // namespace lap

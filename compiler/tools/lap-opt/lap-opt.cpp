@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Conversion/Passes.h"
 #include "compiler/Pipelines/Pipeline.h"
 #include "dialects/Lap/IR/LapDialect.h"
 #include "dialects/Lap/Transforms/Passes.h"
@@ -18,10 +19,13 @@
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   lap::registerLapPasses();
+  lap::registerLapConversionPasses();
   lap::registerLapPipeline();
   mlir::DialectRegistry registry;
   registry.insert<lap::LapDialect, mlir::func::FuncDialect,
-                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
+                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect,
+                  mlir::LLVM::LLVMDialect, mlir::scf::SCFDialect,
+                  mlir::math::MathDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "lap optimizer driver\n", registry));
 }

@@ -1,9 +1,11 @@
 //===- lapc.cpp - The lap compiler driver -----------------------*- C++ -*-===//
 //
-// lapc SPEC [--emit=spec|mlir|train|lowered] [-o FILE] [MLIR pass-manager flags]
+// lapc SPEC [--emit=spec|mlir|train|lowered|memory-plan|llvm|so] [-o FILE]
+//      [--max-batch N] [--max-seq N] [MLIR pass-manager flags]
 //
 // Reads a model spec, verifies it, builds its IR and runs the pipeline as far
-// as the requested stage, and prints that stage. Spec errors go
+// as the requested stage, and prints that stage; `-o model.so` (or
+// --emit=so) compiles the model into a shared library. Spec errors go
 // through MLIR's SourceMgr diagnostics, so each one prints as
 // `spec.yaml:LINE:COL: error: ...` with the line and a caret. Exit codes:
 // 0 success, 2 bad input (the spec), 1 internal error.
@@ -12,8 +14,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Conversion/LapToCPU/MemoryPlan.h"
 #include "compiler/Frontend/SpecToLap.h"
 #include "compiler/Pipelines/Pipeline.h"
+#include "compiler/Target/Manifest.h"
+#include "compiler/Target/ModelLibrary.h"
 #include "dialects/Lap/Transforms/Passes.h"
 #include "dsl/SpecParser.h"
 #include "dsl/SpecPrinter.h"
@@ -26,6 +31,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/Timing.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -38,7 +45,7 @@ namespace {
 enum ExitCode { Success = 0, InternalError = 1, BadInput = 2 };
 
 /// The stages lapc can print, in pipeline order.
-enum class Emit { Spec, MLIR, Train, Lowered };
+enum class Emit { Spec, MLIR, Train, Lowered, MemoryPlan, LLVMDialect, LLVM, SO };
 
 cl::OptionCategory lapcCategory("lapc options");
 cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<spec.yaml>"),
@@ -55,8 +62,22 @@ cl::opt<Emit> emitAction(
                clEnumValN(Emit::Train, "train",
                           "@forward and @train_step (autodiff only)"),
                clEnumValN(Emit::Lowered, "lowered",
-                          "after lap's pass pipeline (head kinds lowered, ...)")),
+                          "after lap's pass pipeline (head kinds lowered, ...)"),
+               clEnumValN(Emit::MemoryPlan, "memory-plan",
+                          "the static memory plan of forward and train_step"),
+               clEnumValN(Emit::LLVMDialect, "cpu",
+                          "the generated CPU code in MLIR's LLVM dialect"),
+               clEnumValN(Emit::LLVM, "llvm", "optimised LLVM IR for the host"),
+               clEnumValN(Emit::SO, "so",
+                          "the model library (default when -o ends in .so)")),
     cl::cat(lapcCategory));
+cl::opt<int64_t> maxBatch(
+    "max-batch",
+    cl::desc("Largest batch per call (default: the spec's micro_batch_size)"),
+    cl::init(0), cl::cat(lapcCategory));
+cl::opt<int64_t> maxSeq(
+    "max-seq", cl::desc("Largest sequence length (default: the spec's context)"),
+    cl::init(0), cl::cat(lapcCategory));
 cl::opt<bool> verifyDiagnostics(
     "verify-diagnostics",
     cl::desc("Check errors against 'expected-error' comments in the spec"),
@@ -71,10 +92,37 @@ void report(const lap::dsl::Diagnostics &diags, mlir::MLIRContext &context) {
   }
 }
 
+/// A pass manager with lapc's timing and MLIR command-line options.
+struct Passes {
+  explicit Passes(mlir::MLIRContext &context) : pm(&context) {
+    mlir::applyDefaultTimingManagerCLOptions(timing);
+    root = timing.getRootScope();
+    pm.enableTiming(root);
+  }
+  mlir::PassManager pm;
+  mlir::DefaultTimingManager timing;
+  mlir::TimingScope root;
+};
+
+/// The compiled maxima: flags, else the spec's micro batch and context (an
+/// image model's sequence is fixed by its image size).
+void setCodegenOptions(const lap::dsl::Spec &spec,
+                       lap::CPUCodegenOptions &options) {
+  int64_t micro = spec.train.microBatchSize ? spec.train.microBatchSize
+                                            : spec.train.batchSize;
+  options.maxBatch = maxBatch ? maxBatch : std::max<int64_t>(micro, 1);
+  const lap::dsl::ModelSpec &m = spec.model;
+  int64_t side = m.patch ? m.imageSize / m.patch : 0;
+  int64_t tokens = m.family == lap::dsl::Family::GPT
+                       ? m.context
+                       : side * side + (m.clsToken ? 1 : 0) + m.registers;
+  options.maxSeq = maxSeq ? maxSeq : std::max<int64_t>(tokens, 1);
+}
+
 /// Builds the IR for `spec`, runs the passes the requested stage needs and
-/// prints the module.
+/// prints the stage (or, for .so, writes the library).
 ExitCode emitModule(const lap::dsl::Spec &spec, mlir::MLIRContext &context,
-                    raw_ostream &os) {
+                    llvm::ToolOutputFile &output, const char *argv0) {
   mlir::OwningOpRef<mlir::ModuleOp> module = lap::buildForward(spec, context);
   if (!module)
     return BadInput;
@@ -82,23 +130,61 @@ ExitCode emitModule(const lap::dsl::Spec &spec, mlir::MLIRContext &context,
     errs() << "lapc: internal error: the front end built invalid IR\n";
     return InternalError;
   }
-  if (emitAction >= Emit::Train) {
-    mlir::PassManager pm(&context);
-    mlir::DefaultTimingManager timing;
-    mlir::applyDefaultTimingManagerCLOptions(timing);
-    mlir::TimingScope rootTiming = timing.getRootScope();
-    pm.enableTiming(rootTiming);
-    if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
-      return BadInput;
-    if (emitAction == Emit::Train)
-      pm.addPass(lap::createLapAutodiff());
-    else
-      lap::buildLapPipeline(pm, lap::LapPipelineOptions());
-    if (mlir::failed(pm.run(*module)))
-      return InternalError;
+  raw_ostream &os = output.os();
+  if (emitAction == Emit::MLIR) {
+    module->print(os);
+    return Success;
   }
-  module->print(os);
-  return Success;
+  Passes passes(context);
+  if (mlir::failed(mlir::applyPassManagerCLOptions(passes.pm)))
+    return BadInput;
+  if (emitAction == Emit::Train)
+    passes.pm.addPass(lap::createLapAutodiff());
+  else
+    lap::buildLapPipeline(passes.pm, lap::LapPipelineOptions());
+  lap::CPUCodegenOptions options;
+  setCodegenOptions(spec, options);
+  if (emitAction >= Emit::MemoryPlan)
+    lap::buildMemoryPlanPipeline(passes.pm, options);
+  if (mlir::failed(passes.pm.run(*module)))
+    return InternalError;
+  if (emitAction <= Emit::Lowered) {
+    module->print(os);
+    return Success;
+  }
+  if (emitAction == Emit::MemoryPlan) {
+    lap::printMemoryPlan(*module, os);
+    return Success;
+  }
+
+  std::string manifest = lap::buildManifest(spec, *module, lap::hostCPU());
+  Passes lowering(context);
+  if (mlir::failed(mlir::applyPassManagerCLOptions(lowering.pm)))
+    return BadInput;
+  lap::buildCPULoweringPipeline(lowering.pm);
+  if (mlir::failed(lowering.pm.run(*module)))
+    return InternalError;
+  if (emitAction == Emit::LLVMDialect) {
+    module->print(os);
+    return Success;
+  }
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      lap::translateToOptimizedLLVMIR(*module, manifest, llvmContext);
+  if (!llvmModule)
+    return InternalError;
+  if (emitAction == Emit::LLVM) {
+    llvmModule->print(os, nullptr);
+    return Success;
+  }
+  if (output.getFilename() == "-") {
+    errs() << "lapc: a model library needs an output file: -o model.so\n";
+    return BadInput;
+  }
+  return mlir::succeeded(lap::linkModelLibrary(*llvmModule,
+                                               output.getFilename().str(), argv0))
+             ? Success
+             : InternalError;
 }
 
 } // namespace
@@ -139,6 +225,8 @@ int main(int argc, char **argv) {
   if (!spec)
     return BadInput;
 
+  if (emitAction.getNumOccurrences() == 0 && StringRef(outputFilename).ends_with(".so"))
+    emitAction = Emit::SO;
   std::string error;
   auto output = mlir::openOutputFile(outputFilename, &error);
   if (!output) {
@@ -149,10 +237,8 @@ int main(int argc, char **argv) {
   case Emit::Spec:
     output->os() << lap::dsl::printSpec(*spec);
     break;
-  case Emit::MLIR:
-  case Emit::Train:
-  case Emit::Lowered:
-    if (ExitCode code = emitModule(*spec, context, output->os()); code != Success)
+  default:
+    if (ExitCode code = emitModule(*spec, context, *output, argv[0]); code != Success)
       return code;
     break;
   }

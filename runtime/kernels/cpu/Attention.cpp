@@ -1,3 +1,562 @@
-//===- Attention.cpp ---------------------------------------------*- C++ -*-===//
+//===- Attention.cpp - fused flash attention with per-head kinds -*- C++ -*-===//
+//
+// Flash-style attention on the CPU: a block of BQ queries meets the keys BK
+// at a time, with the softmax kept online, so no T x S matrix is ever stored
+// and the working set (a few BQ x BK and B x D tiles) stays in L1/L2.
+// Backward recomputes P tile by tile from the saved logsumexp. Every head
+// applies its own epilogue O = alpha P V + beta V (ARCHITECTURE.md §1).
+//
+// All matrix products go through one register-blocked micro-kernel,
+// C (+)= A B, that broadcasts elements of A and streams rows of B, with the
+// width of B a compile-time multiple of 16 floats so clang keeps a block of
+// C in AVX-512 registers. Operands are used in place where their rows are
+// contiguous and D is a multiple of 16; otherwise they are copied into
+// zero-padded tiles. Scores are kept in base 2 (scale * log2 e folded in) so
+// the softmax needs exp2 only.
+//
+//===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cpu/Kernels.h"
+#include "runtime/kernels/cpu/Parallel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <new>
+#include <type_traits>
+
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
+
+using lap::cpu::parallelFor;
+
+namespace {
+
+constexpr int64_t BQ = 64; // queries per block
+constexpr int64_t BK = 64; // keys per block
+constexpr int L = 16;      // floats per vector register
+constexpr float kLog2e = 1.44269504088896340736f;
+constexpr float kLn2 = 0.69314718055994530942f;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+/// 2^x with a relative error of about 2e-7, vectorisable (no libm call).
+/// Exactly 0 for x < -126, which includes the -inf of masked scores.
+inline float exp2Fast(float x) {
+  float xc = std::min(std::max(x, -127.0f), 127.0f);
+  // Round to nearest through the float mantissa: |xc| < 2^22.
+  float n = (xc + 12582912.0f) - 12582912.0f;
+  float f = xc - n; // [-0.5, 0.5]
+  // Cephes' exp2f polynomial on [-0.5, 0.5].
+  float p = 1.535336188319500e-4f;
+  p = p * f + 1.339887440266574e-3f;
+  p = p * f + 9.618437357674640e-3f;
+  p = p * f + 5.550332471162809e-2f;
+  p = p * f + 2.402264791363012e-1f;
+  p = p * f + 6.931472028550421e-1f;
+  p = p * f + 1.0f;
+  int32_t bits = (int32_t(n) + 127) << 23;
+  float pow2n;
+  std::memcpy(&pow2n, &bits, sizeof(float));
+  return x < -126.0f ? 0.0f : p * pow2n;
+}
+
+/// C[m, 0:N] (+)= sum_k A(m, k) B[k, 0:N] for m < M, k < K, with
+/// A(m, k) = A[m * sam + k * sak]. N is a compile-time width (0: the runtime
+/// width n, accumulated in C itself), so clang keeps an R x N block of C in
+/// registers while k runs. Columns of B up to N must be finite.
+template <int N, bool Accumulate>
+void gemm(float *__restrict C, int64_t ldc, const float *__restrict A,
+          int64_t sam, int64_t sak, const float *__restrict B, int64_t ldb,
+          int64_t M, int64_t K, int64_t n = N) {
+  if constexpr (N == 0) {
+    for (int64_t m = 0; m < M; ++m) {
+      float *__restrict c = C + m * ldc;
+      if (!Accumulate)
+        std::fill(c, c + n, 0.0f);
+      for (int64_t k = 0; k < K; ++k) {
+        const float a = A[m * sam + k * sak];
+        const float *__restrict b = B + k * ldb;
+        for (int64_t j = 0; j < n; ++j)
+          c[j] += a * b[j];
+      }
+    }
+  } else {
+    // R x N accumulators: 16 vector registers of the 32.
+    constexpr int R = std::clamp(16 / (N / L), 1, 8);
+    int64_t m = 0;
+    auto block = [&](auto rows) {
+      constexpr int RR = decltype(rows)::value;
+      float acc[RR][N];
+      for (int r = 0; r < RR; ++r)
+        for (int j = 0; j < N; ++j)
+          acc[r][j] = Accumulate ? C[(m + r) * ldc + j] : 0.0f;
+      for (int64_t k = 0; k < K; ++k) {
+        const float *__restrict b = B + k * ldb;
+        for (int r = 0; r < RR; ++r) {
+          const float a = A[(m + r) * sam + k * sak];
+          for (int j = 0; j < N; ++j)
+            acc[r][j] += a * b[j];
+        }
+      }
+      for (int r = 0; r < RR; ++r)
+        for (int j = 0; j < N; ++j)
+          C[(m + r) * ldc + j] = acc[r][j];
+    };
+    for (; m + R <= M; m += R)
+      block(std::integral_constant<int, R>());
+    for (; m < M; ++m)
+      block(std::integral_constant<int, 1>());
+  }
+}
+
+/// dst[j, i] = c * src[i, j] for i < rows, j < cols. Compilers turn the
+/// plain loop into gathers or scatters as slow as the products the
+/// transposed tile feeds, so AVX-512 gets an in-register 16 x 16 transpose.
+/// With AVX-512, columns rows..roundup(rows, 16) of dst are written too
+/// (with zeros); dst must have room for them.
+void transpose(float *__restrict dst, int64_t ldd, const float *__restrict src,
+               int64_t lds, int64_t rows, int64_t cols, float c) {
+#ifdef __AVX512F__
+  const __m512 vc = _mm512_set1_ps(c);
+  for (int64_t i0 = 0; i0 < rows; i0 += 16)
+    for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+      const int64_t ni = std::min<int64_t>(16, rows - i0);
+      const int64_t nj = std::min<int64_t>(16, cols - j0);
+      const __mmask16 colMask = __mmask16((1u << nj) - 1);
+      __m512 r[16], t[16];
+      for (int i = 0; i < 16; ++i)
+        r[i] = i < ni ? _mm512_mul_ps(vc, _mm512_maskz_loadu_ps(
+                                              colMask,
+                                              src + (i0 + i) * lds + j0))
+                      : _mm512_setzero_ps();
+      for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+      }
+      // r[4g + k], 128-bit lane l: column 4l + k of rows 4g .. 4g + 3.
+      for (int g = 0; g < 16; g += 4)
+        for (int h = 0; h < 2; ++h) {
+          __m512d a = _mm512_castps_pd(t[g + h]);
+          __m512d b = _mm512_castps_pd(t[g + h + 2]);
+          r[g + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+          r[g + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        }
+      for (int k = 0; k < 4; ++k) {
+        __m512 u0 = _mm512_shuffle_f32x4(r[k], r[4 + k], 0x88);
+        __m512 u1 = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0x88);
+        __m512 v0 = _mm512_shuffle_f32x4(r[k], r[4 + k], 0xdd);
+        __m512 v1 = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0xdd);
+        t[k] = _mm512_shuffle_f32x4(u0, u1, 0x88);      // column k
+        t[8 + k] = _mm512_shuffle_f32x4(u0, u1, 0xdd);  // column 8 + k
+        t[4 + k] = _mm512_shuffle_f32x4(v0, v1, 0x88);  // column 4 + k
+        t[12 + k] = _mm512_shuffle_f32x4(v0, v1, 0xdd); // column 12 + k
+      }
+      for (int j = 0; j < nj; ++j)
+        _mm512_storeu_ps(dst + (j0 + j) * ldd + i0, t[j]);
+    }
+#else
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      dst[j * ldd + i] = c * src[i * lds + j];
+#endif
+}
+
+/// dst[r, 0:D] = src row r (row stride ld) for r < rows; the padding of dst
+/// stays as it is (zero).
+void copyRows(float *__restrict dst, int64_t ldd, const float *__restrict src,
+              int64_t ld, int64_t rows, int64_t D) {
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy(src + r * ld, src + r * ld + D, dst + r * ldd);
+}
+
+/// sum of a[i] b[i], i < n, in 16 lanes so that it vectorises.
+float dot(const float *__restrict a, const float *__restrict b, int64_t n) {
+  float lanes[L] = {}, sum = 0.0f;
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    for (int l = 0; l < L; ++l)
+      lanes[l] += a[i + l] * b[i + l];
+  for (; i < n; ++i)
+    sum += a[i] * b[i];
+  for (int l = 0; l < L; ++l)
+    sum += lanes[l];
+  return sum;
+}
+
+/// 64-byte aligned scratch, one per worker, zeroed once: the padding of the
+/// tiles is never written afterwards and must stay finite.
+class Scratch {
+  struct Free {
+    void operator()(float *p) const {
+      ::operator delete[](p, std::align_val_t(64));
+    }
+  };
+  std::unique_ptr<float[], Free> data;
+
+public:
+  explicit Scratch(int64_t floats)
+      : data(static_cast<float *>(::operator new[](
+            std::max<int64_t>(floats, 1) * sizeof(float),
+            std::align_val_t(64)))) {
+    std::fill(data.get(), data.get() + floats, 0.0f);
+  }
+  float *get() const { return data.get(); }
+};
+
+/// Runs task(i, scratch) for i in [0, n) on the pool, handing tasks out one
+/// at a time (their costs differ under a causal mask). Tasks write disjoint
+/// outputs, so results do not depend on the schedule.
+template <typename F>
+void runTasks(int64_t n, int64_t scratchFloats, F &&task) {
+  const int64_t workers =
+      std::min<int64_t>(n, std::max(1, omp_get_max_threads()));
+  std::atomic<int64_t> next{0};
+  parallelFor(workers, 1, [&](int64_t begin, int64_t end) {
+    Scratch scratch(scratchFloats);
+    for (int64_t w = begin; w < end; ++w)
+      for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;)
+        task(i, scratch.get());
+  });
+}
+
+struct Shape {
+  int64_t B, T, S, H, KV, D;
+  int64_t Dp; // D rounded up to a multiple of L
+  float scale;
+  bool causal;
+  int64_t group() const { return H / KV; }
+  bool padded() const { return Dp != D; }
+  // Row offsets (in floats) into q/o [B, T, H, D] and k/v [B, S, KV, D].
+  int64_t qRow(int64_t b, int64_t t, int64_t h) const {
+    return ((b * T + t) * H + h) * D;
+  }
+  int64_t kRow(int64_t b, int64_t s, int64_t g) const {
+    return ((b * S + s) * KV + g) * D;
+  }
+  /// Whether some key of [s0, s0 + nk) is masked for some query of
+  /// [t0, t0 + nq).
+  bool partlyMasked(int64_t t0, int64_t s0, int64_t nk) const {
+    return causal && s0 + nk - 1 > t0;
+  }
+};
+
+Shape makeShape(int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV,
+                int64_t D, float scale, int32_t causal) {
+  return Shape{B, T, S, H, KV, D, (D + L - 1) / L * L, scale, causal != 0};
+}
+
+/// Calls fn(integral_constant<int, N>) with N the padded head width when
+/// it is at most 128, else N = 0 (runtime width).
+template <typename F> void dispatchWidth(int64_t Dp, F &&fn) {
+  switch (Dp) {
+  case 16: return fn(std::integral_constant<int, 16>());
+  case 32: return fn(std::integral_constant<int, 32>());
+  case 48: return fn(std::integral_constant<int, 48>());
+  case 64: return fn(std::integral_constant<int, 64>());
+  case 80: return fn(std::integral_constant<int, 80>());
+  case 96: return fn(std::integral_constant<int, 96>());
+  case 112: return fn(std::integral_constant<int, 112>());
+  case 128: return fn(std::integral_constant<int, 128>());
+  default: return fn(std::integral_constant<int, 0>());
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Forward
+//===----------------------------------------------------------------------===//
+//
+// Scores are computed transposed, St = K Q^T [BK, BQ], from Q^T transposed
+// once per query block: K is then read in place, and the softmax statistics
+// of the BQ queries are vectors updated key by key (no horizontal
+// reductions).
+
+struct ForwardArgs {
+  float *o, *lse;
+  const float *q, *k, *v, *alpha, *beta;
+};
+
+int64_t forwardScratch(int64_t Dp) {
+  return Dp * BQ + BQ * Dp + BK * Dp + BK * BQ;
+}
+
+/// The query block [t0, t0 + nq) of head h in batch b.
+template <int N>
+void forwardBlock(const Shape &s, const ForwardArgs &a, int64_t b, int64_t h,
+                  int64_t t0, float *ws) {
+  const int64_t D = s.D, Dp = N ? N : s.Dp, ldq = s.H * D, ldk = s.KV * D;
+  const int64_t g = h / s.group(), nq = std::min(BQ, s.T - t0);
+  float *__restrict Qt = ws;             // [D, BQ] scale * log2e * Q^T
+  float *__restrict Acc = Qt + Dp * BQ;  // [BQ, Dp] unnormalised P V
+  float *__restrict Vp = Acc + BQ * Dp;  // [BK, Dp] V
+  float *__restrict St = Vp + BK * Dp;   // [BK, BQ] scores, then P^T
+  alignas(64) float rowMax[BQ], rowSum[BQ], corr[BQ];
+
+  transpose(Qt, BQ, a.q + s.qRow(b, t0, h), ldq, nq, D, s.scale * kLog2e);
+  std::fill(Acc, Acc + BQ * Dp, 0.0f);
+  std::fill(rowMax, rowMax + BQ, kNegInf);
+  std::fill(rowSum, rowSum + BQ, 0.0f);
+
+  // Causal: key blocks past the last query are fully masked; skip them.
+  const int64_t keyEnd = s.causal ? std::min(s.S, t0 + nq) : s.S;
+  for (int64_t s0 = 0; s0 < keyEnd; s0 += BK) {
+    const int64_t nk = std::min(BK, keyEnd - s0);
+    const float *kb = a.k + s.kRow(b, s0, g), *vb = a.v + s.kRow(b, s0, g);
+    gemm<BQ, false>(St, BQ, kb, ldk, 1, Qt, BQ, nk, D);
+
+    if (s.partlyMasked(t0, s0, nk))
+      for (int64_t j = 0; j < nk; ++j)
+        for (int64_t i = 0; i < BQ; ++i)
+          St[j * BQ + i] = s0 + j > t0 + i ? kNegInf : St[j * BQ + i];
+    alignas(64) float mx[BQ];
+    std::copy(rowMax, rowMax + BQ, mx);
+    for (int64_t j = 0; j < nk; ++j)
+      for (int64_t i = 0; i < BQ; ++i)
+        mx[i] = std::max(mx[i], St[j * BQ + i]);
+    // Rescale what the earlier blocks accumulated to the new maximum. A
+    // query that has seen nothing yet keeps -inf and gets P = 0.
+    for (int64_t i = 0; i < BQ; ++i) {
+      const float m = mx[i] == kNegInf ? 0.0f : mx[i];
+      corr[i] = exp2Fast(rowMax[i] - m);
+      rowMax[i] = mx[i];
+      mx[i] = m;
+      rowSum[i] *= corr[i];
+    }
+    for (int64_t j = 0; j < nk; ++j)
+      for (int64_t i = 0; i < BQ; ++i) {
+        const float p = exp2Fast(St[j * BQ + i] - mx[i]);
+        St[j * BQ + i] = p;
+        rowSum[i] += p;
+      }
+    if (s0 > 0)
+      for (int64_t i = 0; i < nq; ++i)
+        for (int64_t d = 0; d < Dp; ++d)
+          Acc[i * Dp + d] *= corr[i];
+
+    copyRows(Vp, Dp, vb, ldk, nk, D);
+    gemm<N, true>(Acc, Dp, St, 1, BQ, Vp, Dp, nq, nk, Dp);
+  }
+
+  // Epilogue: O = alpha P V + beta V_t, V_t at the query's own position.
+  const float al = a.alpha[h], be = a.beta[h];
+  for (int64_t i = 0; i < nq; ++i) {
+    const int64_t t = t0 + i;
+    float *__restrict out = a.o + s.qRow(b, t, h);
+    const float *__restrict acc = Acc + i * Dp;
+    const float c = rowSum[i] > 0.0f ? al / rowSum[i] : 0.0f;
+    if (be != 0.0f && t < s.S) {
+      const float *__restrict vt = a.v + s.kRow(b, t, g);
+      for (int64_t d = 0; d < D; ++d)
+        out[d] = c * acc[d] + be * vt[d];
+    } else {
+      for (int64_t d = 0; d < D; ++d)
+        out[d] = c * acc[d];
+    }
+    a.lse[(b * s.H + h) * s.T + t] =
+        rowSum[i] > 0.0f ? (rowMax[i] + std::log2(rowSum[i])) * kLn2
+                         : kNegInf;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Backward
+//===----------------------------------------------------------------------===//
+//
+// Key-block outer loop: a task holds dK and dV of BK keys in a tile while
+// the query blocks of every head of the kv group pass by, and adds each
+// tile's dQ into the dq rows in memory. K^T and V^T are transposed once per
+// key block.
+
+struct BackwardArgs {
+  float *dq, *dk, *dv;
+  const float *dout, *q, *k, *v, *alpha, *beta;
+  // [B, H, T]: lse * log2 e and D_i = rowsum(dO_i * (O_i - beta V_i)).
+  const float *lse2, *rowDot;
+};
+
+int64_t backwardScratch(int64_t Dp) {
+  return 2 * Dp * BK + 3 * BK * Dp + 3 * BQ * Dp + 2 * BQ * BK;
+}
+
+/// Zeroes dst rows [b, t, heads of kv head g, 0:D] for all t.
+void zeroGroupRows(const Shape &s, float *dst, int64_t b, int64_t g) {
+  const int64_t G = s.group();
+  for (int64_t t = 0; t < s.T; ++t)
+    std::fill(dst + s.qRow(b, t, g * G), dst + s.qRow(b, t, g * G + G), 0.0f);
+}
+
+/// Gradients of the key block [s0, s0 + nk) of kv head g in batch b from
+/// every query head of the group: writes its dk/dv rows, adds the dQ terms
+/// into dqOut (laid out like dq).
+template <int N>
+void backwardKeyBlock(const Shape &s, const BackwardArgs &a, float *dqOut,
+                      int64_t b, int64_t g, int64_t s0, float *ws) {
+  const int64_t D = s.D, Dp = N ? N : s.Dp, ldq = s.H * D, ldk = s.KV * D;
+  const int64_t G = s.group(), nk = std::min(BK, s.S - s0);
+  float *__restrict Kt = ws;            // [D, BK]
+  float *__restrict Vt = Kt + Dp * BK;  // [D, BK]
+  float *__restrict dKa = Vt + Dp * BK; // [BK, Dp]
+  float *__restrict dVa = dKa + BK * Dp; // [BK, Dp]
+  float *__restrict Kp = dVa + BK * Dp; // [BK, Dp] K
+  float *__restrict Qp = Kp + BK * Dp;  // [BQ, Dp] Q
+  float *__restrict dOp = Qp + BQ * Dp; // [BQ, Dp] dO
+  float *__restrict dQp = dOp + BQ * Dp; // [BQ, Dp] dQ, when D is padded
+  float *__restrict P = dQp + BQ * Dp;  // [BQ, BK] alpha P
+  float *__restrict dS = P + BQ * BK;   // [BQ, BK] scale * dS
+
+  const float *kb = a.k + s.kRow(b, s0, g), *vb = a.v + s.kRow(b, s0, g);
+  transpose(Kt, BK, kb, ldk, nk, D, 1.0f);
+  transpose(Vt, BK, vb, ldk, nk, D, 1.0f);
+  copyRows(Kp, Dp, kb, ldk, nk, D);
+  std::fill(dKa, dKa + BK * Dp, 0.0f);
+  std::fill(dVa, dVa + BK * Dp, 0.0f);
+
+  const float c2 = s.scale * kLog2e;
+  // Causal: queries before s0 see none of these keys.
+  const int64_t firstBlock = s.causal ? s0 / BQ : 0;
+  for (int64_t h = g * G; h < g * G + G; ++h) {
+    const float al = a.alpha[h];
+    for (int64_t t0 = firstBlock * BQ; t0 < s.T; t0 += BQ) {
+      const int64_t nq = std::min(BQ, s.T - t0);
+      const float *lse2 = a.lse2 + (b * s.H + h) * s.T + t0;
+      const float *rowDot = a.rowDot + (b * s.H + h) * s.T + t0;
+      const float *qb = a.q + s.qRow(b, t0, h);
+      const float *db = a.dout + s.qRow(b, t0, h);
+      float *dqb = dqOut + s.qRow(b, t0, h);
+
+      // P = 2^(c2 Q K^T - lse2) and dP = dO V^T, [nq, BK].
+      gemm<BK, false>(P, BK, qb, ldq, 1, Kt, BK, nq, D);
+      gemm<BK, false>(dS, BK, db, ldq, 1, Vt, BK, nq, D);
+      const bool masked = s.partlyMasked(t0, s0, nk);
+      for (int64_t i = 0; i < nq; ++i) {
+        const int64_t lim =
+            masked ? std::clamp<int64_t>(t0 + i - s0 + 1, 0, nk) : nk;
+        const float m = lse2[i], di = rowDot[i];
+        float *__restrict p = P + i * BK, *__restrict ds = dS + i * BK;
+        for (int64_t j = 0; j < BK; ++j) {
+          const float pj = j < lim ? exp2Fast(c2 * p[j] - m) : 0.0f;
+          ds[j] = s.scale * pj * (al * ds[j] - di);
+          p[j] = al * pj;
+        }
+      }
+
+      // dV += (alpha P)^T dO, dK += dS^T Q, dQ += dS K.
+      copyRows(Qp, Dp, qb, ldq, nq, D);
+      copyRows(dOp, Dp, db, ldq, nq, D);
+      gemm<N, true>(dVa, Dp, P, 1, BK, dOp, Dp, nk, nq, Dp);
+      gemm<N, true>(dKa, Dp, dS, 1, BK, Qp, Dp, nk, nq, Dp);
+      if (s.padded()) {
+        copyRows(dQp, Dp, dqb, ldq, nq, D);
+        gemm<N, true>(dQp, Dp, dS, BK, 1, Kp, Dp, nq, nk, Dp);
+        for (int64_t i = 0; i < nq; ++i)
+          std::copy(dQp + i * Dp, dQp + i * Dp + D, dqb + i * ldq);
+      } else {
+        gemm<N, true>(dqb, ldq, dS, BK, 1, Kp, Dp, nq, nk, Dp);
+      }
+    }
+  }
+
+  for (int64_t j = 0; j < nk; ++j) {
+    const int64_t sj = s0 + j;
+    float *__restrict dk = a.dk + s.kRow(b, sj, g);
+    float *__restrict dv = a.dv + s.kRow(b, sj, g);
+    std::copy(dKa + j * Dp, dKa + j * Dp + D, dk);
+    std::copy(dVa + j * Dp, dVa + j * Dp + D, dv);
+    // The beta term: V at the query's own position gets beta dO.
+    if (sj < s.T)
+      for (int64_t h = g * G; h < g * G + G; ++h)
+        if (a.beta[h] != 0.0f) {
+          const float be = a.beta[h];
+          const float *__restrict dout = a.dout + s.qRow(b, sj, h);
+          for (int64_t d = 0; d < D; ++d)
+            dv[d] += be * dout[d];
+        }
+  }
+}
+
+} // namespace
+
+extern "C" void lap_cpu_attention_forward(float *o, float *lse, const float *q,
+                                          const float *k, const float *v,
+                                          const float *alpha,
+                                          const float *beta, int64_t B,
+                                          int64_t T, int64_t S, int64_t H,
+                                          int64_t KV, int64_t D, float scale,
+                                          int32_t causal) {
+  const Shape s = makeShape(B, T, S, H, KV, D, scale, causal);
+  const ForwardArgs a{o, lse, q, k, v, alpha, beta};
+  const int64_t nqb = (T + BQ - 1) / BQ, BH = B * H;
+  dispatchWidth(s.Dp, [&](auto width) {
+    constexpr int N = decltype(width)::value;
+    // Costliest first: under a causal mask, the last query blocks.
+    runTasks(BH * nqb, forwardScratch(s.Dp), [&](int64_t i, float *ws) {
+      const int64_t qb = nqb - 1 - i / BH, bh = i % BH;
+      forwardBlock<N>(s, a, bh / H, bh % H, qb * BQ, ws);
+    });
+  });
+}
+
+extern "C" void lap_cpu_attention_backward(
+    float *dq, float *dk, float *dv, const float *dout, const float *q,
+    const float *k, const float *v, const float *o, const float *lse,
+    const float *alpha, const float *beta, int64_t B, int64_t T, int64_t S,
+    int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
+  const Shape s = makeShape(B, T, S, H, KV, D, scale, causal);
+  const int64_t G = s.group(), rows = B * H * T, groups = B * KV;
+  const int64_t nkb = (S + BK - 1) / BK, dqSize = rows * D;
+
+  // Per-row terms, once instead of once per key block.
+  std::unique_ptr<float[]> rowTerms(new float[2 * rows]);
+  float *lse2 = rowTerms.get(), *rowDot = lse2 + rows;
+  parallelFor(rows, 256, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t t = r % T, b = r / T / H, h = r / T % H;
+      const float *d = dout + s.qRow(b, t, h);
+      float sum = dot(d, o + s.qRow(b, t, h), D);
+      if (beta[h] != 0.0f && t < S)
+        sum -= beta[h] * dot(d, v + s.kRow(b, t, h / G), D);
+      rowDot[r] = sum;
+      lse2[r] = lse[r] * kLog2e;
+    }
+  });
+
+  // A task owns a kv head of a batch, hence its dk/dv and the dq rows of
+  // its query heads: no races. With few such groups their key blocks are
+  // also dealt round-robin to `chunks` tasks, each with a dq partial summed
+  // at the end. The split depends on the shape only, so results do not
+  // depend on the thread count.
+  int64_t chunks = std::clamp<int64_t>((16 + groups - 1) / std::max<int64_t>(
+                                           groups, 1),
+                                       1, std::max<int64_t>(nkb, 1));
+  while (chunks > 1 && (chunks - 1) * dqSize > (int64_t(16) << 20))
+    --chunks;
+  std::unique_ptr<float[]> partials(
+      chunks > 1 ? new float[(chunks - 1) * dqSize] : nullptr);
+
+  const BackwardArgs a{dq, dk, dv, dout, q, k, v, alpha, beta, lse2, rowDot};
+  dispatchWidth(s.Dp, [&](auto width) {
+    constexpr int N = decltype(width)::value;
+    runTasks(groups * chunks, backwardScratch(s.Dp),
+             [&](int64_t i, float *ws) {
+               const int64_t grp = i / chunks, c = i % chunks;
+               const int64_t b = grp / KV, g = grp % KV;
+               float *dqOut = c == 0 ? dq : partials.get() + (c - 1) * dqSize;
+               zeroGroupRows(s, dqOut, b, g);
+               for (int64_t kb = c; kb < nkb; kb += chunks)
+                 backwardKeyBlock<N>(s, a, dqOut, b, g, kb * BK, ws);
+             });
+  });
+
+  if (chunks > 1)
+    parallelFor(dqSize, 1 << 14, [&](int64_t begin, int64_t end) {
+      for (int64_t c = 1; c < chunks; ++c) {
+        const float *__restrict part = partials.get() + (c - 1) * dqSize;
+        for (int64_t i = begin; i < end; ++i)
+          dq[i] += part[i];
+      }
+    });
+}

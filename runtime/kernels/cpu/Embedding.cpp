@@ -1,3 +1,115 @@
-//===- Embedding.cpp ---------------------------------------------*- C++ -*-===//
+//===- Embedding.cpp - table lookups and learned positions ------*- C++ -*-===//
+//
+// The backward passes sum rows of dy into table rows. Each table row is
+// owned by one thread and summed in position order, so the gradients are
+// race-free and identical from run to run.
+//
+//===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cpu/Kernels.h"
+#include "runtime/kernels/cpu/Parallel.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+using lap::cpu::parallelFor;
+
+namespace {
+
+/// Rows per parallel chunk so that a chunk is worth waking a thread for.
+int64_t rowGrain(int64_t width) {
+  return std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(1, width));
+}
+
+void addRow(float *__restrict acc, const float *__restrict row, int64_t c) {
+  for (int64_t j = 0; j < c; ++j)
+    acc[j] += row[j];
+}
+
+} // namespace
+
+extern "C" void lap_cpu_embedding_forward(float *y, const float *table,
+                                          const int32_t *idx, int64_t n,
+                                          int64_t vocab, int64_t c) {
+  parallelFor(n, rowGrain(c), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      int64_t v = idx[i];
+      if (v >= 0 && v < vocab)
+        std::memcpy(y + i * c, table + v * c, c * sizeof(float));
+      else
+        std::memset(y + i * c, 0, c * sizeof(float));
+    }
+  });
+}
+
+extern "C" void lap_cpu_embedding_backward(float *dtable, const float *dy,
+                                           const int32_t *idx, int64_t n,
+                                           int64_t vocab, int64_t c) {
+  // Counting sort of positions by index: positions[start[v], start[v + 1])
+  // are those holding v, in increasing order.
+  std::vector<int64_t> start(vocab + 1, 0);
+  for (int64_t i = 0; i < n; ++i)
+    if (idx[i] >= 0 && idx[i] < vocab)
+      ++start[idx[i] + 1];
+  for (int64_t v = 0; v < vocab; ++v)
+    start[v + 1] += start[v];
+  std::vector<int64_t> positions(start[vocab]);
+  {
+    std::vector<int64_t> cursor(start.begin(), start.end() - 1);
+    for (int64_t i = 0; i < n; ++i)
+      if (idx[i] >= 0 && idx[i] < vocab)
+        positions[cursor[idx[i]]++] = i;
+  }
+  parallelFor(vocab, rowGrain(c), [&](int64_t begin, int64_t end) {
+    for (int64_t v = begin; v < end; ++v) {
+      float *row = dtable + v * c;
+      int64_t first = start[v], last = start[v + 1];
+      if (first == last) {
+        std::memset(row, 0, c * sizeof(float));
+        continue;
+      }
+      std::memcpy(row, dy + positions[first] * c, c * sizeof(float));
+      for (int64_t k = first + 1; k < last; ++k)
+        addRow(row, dy + positions[k] * c, c);
+    }
+  });
+}
+
+extern "C" void lap_cpu_add_positions_forward(float *y, const float *x,
+                                              const float *table, int64_t B,
+                                              int64_t T, int64_t c,
+                                              int64_t offset) {
+  parallelFor(B * T, rowGrain(c), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t t = r % T;
+      float *__restrict out = y + r * c;
+      const float *__restrict in = x + r * c;
+      if (t < offset) {
+        std::memcpy(out, in, c * sizeof(float));
+        continue;
+      }
+      const float *__restrict pos = table + (t - offset) * c;
+      for (int64_t j = 0; j < c; ++j)
+        out[j] = in[j] + pos[j];
+    }
+  });
+}
+
+extern "C" void lap_cpu_add_positions_backward(float *dtable, const float *dy,
+                                               int64_t B, int64_t T, int64_t c,
+                                               int64_t offset, int64_t P) {
+  parallelFor(P, rowGrain(B * c), [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      float *row = dtable + p * c;
+      int64_t t = p + offset;
+      if (t >= T || B == 0) {
+        std::memset(row, 0, c * sizeof(float));
+        continue;
+      }
+      std::memcpy(row, dy + t * c, c * sizeof(float));
+      for (int64_t b = 1; b < B; ++b)
+        addRow(row, dy + (b * T + t) * c, c);
+    }
+  });
+}

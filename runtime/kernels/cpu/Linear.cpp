@@ -1,3 +1,104 @@
-//===- Linear.cpp ---------------------------------------------*- C++ -*-===//
+//===- Linear.cpp - y = x W^T + b and its gradients -------------*- C++ -*-===//
+//
+// The GEMMs are oneDNN's (row-major dnnl_sgemm, on the shared libgomp pool);
+// the bias add and the bias gradient are simple enough to do here.
+//
+//===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cpu/Kernels.h"
+#include "runtime/kernels/cpu/Parallel.h"
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+using lap::cpu::parallelFor;
+
+namespace {
+
+/// C [M, N] = op(A) op(B), row-major. The kernels have no error channel and
+/// a failed GEMM would silently train on garbage, so failure aborts.
+void gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
+          const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
+          int64_t ldc) {
+  if (M <= 0 || N <= 0)
+    return;
+  if (K <= 0) {
+    for (int64_t i = 0; i < M; ++i)
+      std::memset(C + i * ldc, 0, N * sizeof(float));
+    return;
+  }
+  dnnl_status_t status = dnnl_sgemm(transa, transb, M, N, K, 1.0f, A, lda, B,
+                                    ldb, 0.0f, C, ldc);
+  if (status != dnnl_success) {
+    std::fprintf(stderr, "lap: dnnl_sgemm failed (status %d)\n", int(status));
+    std::abort();
+  }
+}
+
+/// Rows per parallel chunk so that a chunk is worth waking a thread for.
+int64_t rowGrain(int64_t width) {
+  return std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(1, width));
+}
+
+/// db [c] = column sums of dy [n, c]. Rows are cut into a number of chunks
+/// that depends only on the shape, and the chunk partials are added in chunk
+/// order, so the result is the same whatever the thread count.
+void columnSums(float *__restrict db, const float *__restrict dy, int64_t n,
+                int64_t c) {
+  int64_t chunks = std::clamp<int64_t>(n * c / (int64_t(1) << 15), 1, 64);
+  chunks = std::min(chunks, std::max<int64_t>(n, 1));
+  int64_t rowsPerChunk = (n + chunks - 1) / chunks;
+  std::vector<float> partial(chunks * c, 0.0f);
+  parallelFor(chunks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      float *__restrict acc = partial.data() + k * c;
+      int64_t rowEnd = std::min(n, (k + 1) * rowsPerChunk);
+      for (int64_t i = k * rowsPerChunk; i < rowEnd; ++i) {
+        const float *__restrict row = dy + i * c;
+        for (int64_t j = 0; j < c; ++j)
+          acc[j] += row[j];
+      }
+    }
+  });
+  std::memcpy(db, partial.data(), c * sizeof(float));
+  for (int64_t k = 1; k < chunks; ++k) {
+    const float *__restrict acc = partial.data() + k * c;
+    for (int64_t j = 0; j < c; ++j)
+      db[j] += acc[j];
+  }
+}
+
+} // namespace
+
+extern "C" void lap_cpu_linear_forward(float *y, const float *x,
+                                       const float *w, const float *b,
+                                       int64_t n, int64_t in, int64_t out) {
+  gemm('N', 'T', n, out, in, x, in, w, in, y, out);
+  if (!b)
+    return;
+  parallelFor(n, rowGrain(out), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float *__restrict row = y + i * out;
+      const float *__restrict bias = b;
+      for (int64_t j = 0; j < out; ++j)
+        row[j] += bias[j];
+    }
+  });
+}
+
+extern "C" void lap_cpu_linear_backward(float *dx, float *dw, float *db,
+                                        const float *dy, const float *x,
+                                        const float *w, int64_t n, int64_t in,
+                                        int64_t out) {
+  if (dx)
+    gemm('N', 'N', n, in, out, dy, out, w, in, dx, in);
+  if (dw)
+    gemm('T', 'N', out, in, n, dy, out, x, in, dw, in);
+  if (db)
+    columnSums(db, dy, n, out);
+}

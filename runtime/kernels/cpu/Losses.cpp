@@ -1,3 +1,301 @@
-//===- Losses.cpp ---------------------------------------------*- C++ -*-===//
+//===- Losses.cpp - cross-entropy and row losses over logits ----*- C++ -*-===//
+//
+// Rows of logits can be wide (vocabularies of 8K-64K), so each row's
+// logsumexp is one pass over memory: an online softmax by blocks that stay
+// in L1 (the block's max first, then its exponentials against the running
+// max). exp and tanh are inline polynomials so the element loops vectorise;
+// libm's are calls the vectoriser cannot widen. Row results are summed in row
+// order, so the losses do not depend on the thread count.
+//
+//===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cpu/Kernels.h"
+#include "runtime/kernels/cpu/Parallel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+using lap::cpu::parallelFor;
+
+namespace {
+
+/// exp(x) within ~2 ulp for x in [-87, 88] (Cephes' expf: exp(r) on
+/// |r| <= ln2/2 times 2^k); 0 below -87, exp(88) above 88.
+inline float expApprox(float x) {
+  float xc = std::min(std::max(x, -87.0f), 88.0f);
+  float k = std::nearbyint(xc * 1.44269504088896341f);
+  float r = xc - k * 0.693359375f + k * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  float e = p * (r * r) + r + 1.0f;
+  float scale = __builtin_bit_cast(float, (int32_t(k) + 127) << 23);
+  return x < -87.0f ? 0.0f : e * scale;
+}
+
+/// tanh(x) within a few ulp: Cephes' odd polynomial below 0.625, else
+/// 1 - 2 / (exp(2|x|) + 1) with the sign of x.
+inline float tanhApprox(float x) {
+  float z = x * x;
+  float small =
+      ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) *
+            z +
+        1.33314422036e-1f) *
+           z -
+       3.33332819422e-1f) *
+          z * x +
+      x;
+  float a = std::fabs(x);
+  float large = std::copysign(1.0f - 2.0f / (expApprox(2.0f * a) + 1.0f), x);
+  return a < 0.625f ? small : large;
+}
+
+/// The logits a loss takes its softmax of: l, cap tanh(l / cap) or l / T.
+/// Each is increasing, so the max of the mapped row is the mapped max.
+struct Identity {
+  float operator()(float l) const { return l; }
+};
+struct Softcap {
+  float cap, invCap;
+  float operator()(float l) const { return cap * tanhApprox(l * invCap); }
+  /// d cap tanh(l / cap) / dl = 1 - tanh^2.
+  float slope(float l) const {
+    float th = tanhApprox(l * invCap);
+    return 1.0f - th * th;
+  }
+};
+struct Scaled {
+  float scale;
+  float operator()(float l) const { return l * scale; }
+};
+
+struct RowStats {
+  float lse;   // logsumexp of the mapped row
+  double sumZ; // sum of the mapped row (for label smoothing)
+};
+
+/// max of a[0, len). LLVM 19 vectorises no float max reduction without
+/// -ffast-math, so explicit lanes (four AVX-512 registers) stand in for it.
+float blockMax(const float *__restrict a, int64_t len) {
+  constexpr int64_t kLanes = 64;
+  float lanes[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l)
+    lanes[l] = -std::numeric_limits<float>::infinity();
+  int64_t j = 0;
+  for (; j + kLanes <= len; j += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l)
+      lanes[l] = a[j + l] > lanes[l] ? a[j + l] : lanes[l];
+  for (; j < len; ++j)
+    lanes[0] = a[j] > lanes[0] ? a[j] : lanes[0];
+  float m = lanes[0];
+  for (int64_t l = 1; l < kLanes; ++l)
+    m = lanes[l] > m ? lanes[l] : m;
+  return m;
+}
+
+/// One pass over a row: logsumexp and sum of z = map(l).
+template <typename Map>
+RowStats rowStats(const float *__restrict l, int64_t V, Map map) {
+  constexpr int64_t kBlock = 1024;
+  float m = -std::numeric_limits<float>::infinity();
+  double s = 0.0, sumZ = 0.0;
+  for (int64_t b0 = 0; b0 < V; b0 += kBlock) {
+    const float *__restrict lb = l + b0;
+    int64_t len = std::min(kBlock, V - b0);
+    float bm = map(blockMax(lb, len));
+    if (bm > m) {
+      s *= std::exp(double(m) - double(bm));
+      m = bm;
+    }
+    float bs = 0.0f, bz = 0.0f;
+#pragma clang loop vectorize(enable) interleave(enable)
+    for (int64_t j = 0; j < len; ++j) {
+      float z = map(lb[j]);
+      bs += expApprox(z - m);
+      bz += z;
+    }
+    s += bs;
+    sumZ += bz;
+  }
+  return {float(double(m) + std::log(s)), sumZ};
+}
+
+/// Rows per parallel chunk so that a chunk is worth waking a thread for.
+int64_t rowGrain(int64_t width) {
+  return std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(1, width));
+}
+
+/// Rows that count: target -1 is ignored, and so (defensively) is any other
+/// target outside [0, V), which the runtime rejects before a step.
+bool counted(int32_t target, int64_t V) { return target >= 0 && target < V; }
+
+template <typename Map>
+void crossEntropyForward(float *loss, const float *logits,
+                         const int32_t *targets, int64_t n, int64_t V,
+                         float smoothing, Map map) {
+  std::vector<double> rowLoss(n, 0.0);
+  parallelFor(n, rowGrain(V), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      if (!counted(targets[i], V))
+        continue;
+      const float *row = logits + i * V;
+      RowStats st = rowStats(row, V, map);
+      // -sum_k q_k log p_k with q = (1 - s) onehot + s / V.
+      rowLoss[i] = double(st.lse) - (1.0 - smoothing) * map(row[targets[i]]) -
+                   smoothing / double(V) * st.sumZ;
+    }
+  });
+  double total = 0.0;
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    total += rowLoss[i];
+    count += counted(targets[i], V);
+  }
+  *loss = count ? float(total / double(count)) : 0.0f;
+}
+
+template <typename Map>
+void crossEntropyBackward(float *dlogits, float dloss, const float *logits,
+                          const int32_t *targets, int64_t n, int64_t V,
+                          float smoothing, Map map) {
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; ++i)
+    count += counted(targets[i], V);
+  float g = count ? dloss / float(count) : 0.0f;
+  float uniform = smoothing / float(V);
+  parallelFor(n, rowGrain(V), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float *__restrict d = dlogits + i * V;
+      const float *__restrict row = logits + i * V;
+      if (!counted(targets[i], V)) {
+        std::memset(d, 0, V * sizeof(float));
+        continue;
+      }
+      float lse = rowStats(row, V, map).lse;
+      int32_t t = targets[i];
+      if constexpr (std::is_same_v<Map, Softcap>) {
+        // Computes tanh once per element for both the softmax and the slope.
+        for (int64_t j = 0; j < V; ++j) {
+          float th = tanhApprox(row[j] * map.invCap);
+          float p = expApprox(map.cap * th - lse);
+          d[j] = g * (p - uniform) * (1.0f - th * th);
+        }
+        d[t] -= g * (1.0f - smoothing) * map.slope(row[t]);
+      } else {
+        for (int64_t j = 0; j < V; ++j)
+          d[j] = g * (expApprox(map(row[j]) - lse) - uniform);
+        d[t] -= g * (1.0f - smoothing);
+      }
+    }
+  });
+}
+
+/// log(1 + exp(-|l|)) + max(l, 0) - l t: BCE of sigmoid(l) against t,
+/// without overflow for large |l|.
+double bceWithLogits(float l, float t) {
+  return std::log1p(std::exp(-double(std::fabs(l)))) + std::max(double(l), 0.0) -
+         double(l) * double(t);
+}
+
+} // namespace
+
+extern "C" void lap_cpu_cross_entropy_forward(float *loss, const float *logits,
+                                              const int32_t *targets,
+                                              int64_t n, int64_t V,
+                                              float label_smoothing,
+                                              float softcap) {
+  if (softcap > 0.0f)
+    crossEntropyForward(loss, logits, targets, n, V, label_smoothing,
+                        Softcap{softcap, 1.0f / softcap});
+  else
+    crossEntropyForward(loss, logits, targets, n, V, label_smoothing,
+                        Identity{});
+}
+
+extern "C" void lap_cpu_cross_entropy_backward(
+    float *dlogits, const float *dloss, const float *logits,
+    const int32_t *targets, int64_t n, int64_t V, float label_smoothing,
+    float softcap) {
+  if (softcap > 0.0f)
+    crossEntropyBackward(dlogits, *dloss, logits, targets, n, V,
+                         label_smoothing, Softcap{softcap, 1.0f / softcap});
+  else
+    crossEntropyBackward(dlogits, *dloss, logits, targets, n, V,
+                         label_smoothing, Identity{});
+}
+
+// Kinds 0 and 2 are the same loss at temperature 1 and T: with z = l / T,
+// -sum_k t_k log_softmax(z)_k = lse(z) sum_k t_k - sum_k t_k z_k.
+extern "C" void lap_cpu_row_loss_forward(float *loss, const float *logits,
+                                         const float *targets, int64_t n,
+                                         int64_t K, int32_t kind,
+                                         float temperature) {
+  float scale = kind == 2 ? 1.0f / temperature : 1.0f;
+  std::vector<double> rowLoss(n, 0.0);
+  parallelFor(n, rowGrain(K), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const float *__restrict l = logits + i * K;
+      const float *__restrict t = targets + i * K;
+      double acc = 0.0;
+      if (kind == 1) {
+        for (int64_t k = 0; k < K; ++k)
+          acc += bceWithLogits(l[k], t[k]);
+      } else {
+        float lse = rowStats(l, K, Scaled{scale}).lse;
+        float sumT = 0.0f, sumTZ = 0.0f;
+#pragma clang loop vectorize(enable) interleave(enable)
+        for (int64_t k = 0; k < K; ++k) {
+          sumT += t[k];
+          sumTZ += t[k] * (l[k] * scale);
+        }
+        acc = double(lse) * sumT - sumTZ;
+      }
+      rowLoss[i] = acc;
+    }
+  });
+  double total = 0.0;
+  for (int64_t i = 0; i < n; ++i)
+    total += rowLoss[i];
+  double denom = kind == 1 ? double(n) * double(K) : double(n);
+  *loss = denom > 0.0 ? float(total / denom) : 0.0f;
+}
+
+// The gradients of the forward above: (sumT softmax(z) - t) / (n T) for
+// kinds 0 and 2, which is the documented (softmax - t) / (n T) when the
+// targets are distributions (sumT = 1); (sigmoid(l) - t) / (n K) for kind 1.
+extern "C" void lap_cpu_row_loss_backward(float *dlogits, const float *dloss,
+                                          const float *logits,
+                                          const float *targets, int64_t n,
+                                          int64_t K, int32_t kind,
+                                          float temperature) {
+  float scale = kind == 2 ? 1.0f / temperature : 1.0f;
+  double denom = kind == 1 ? double(n) * double(K) : double(n);
+  float g = denom > 0.0 ? float(double(*dloss) / denom) : 0.0f;
+  parallelFor(n, rowGrain(K), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const float *__restrict l = logits + i * K;
+      const float *__restrict t = targets + i * K;
+      float *__restrict d = dlogits + i * K;
+      if (kind == 1) {
+        for (int64_t k = 0; k < K; ++k)
+          d[k] = g * (1.0f / (1.0f + expApprox(-l[k])) - t[k]);
+        continue;
+      }
+      float lse = rowStats(l, K, Scaled{scale}).lse;
+      float sumT = 0.0f;
+#pragma clang loop vectorize(enable) interleave(enable)
+      for (int64_t k = 0; k < K; ++k)
+        sumT += t[k];
+      float gs = g * scale;
+      for (int64_t k = 0; k < K; ++k)
+        d[k] = gs * (sumT * expApprox(l[k] * scale - lse) - t[k]);
+    }
+  });
+}

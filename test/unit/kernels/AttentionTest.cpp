@@ -1,2 +1,472 @@
+//===- AttentionTest.cpp - fused attention against a naive reference ------===//
+//
+// The references here are written independently of the kernel: double
+// precision, the full score matrix materialised, plain loops. Gradients are
+// checked against central finite differences of the reference forward and,
+// on larger shapes, against an analytic reference backward.
+//
+//===----------------------------------------------------------------------===//
+
 #include "runtime/kernels/cpu/Kernels.h"
+
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+extern "C" {
+int omp_get_max_threads(void);
+void omp_set_num_threads(int);
+}
+
+namespace {
+
+using Vec = std::vector<double>;
+
+struct Shape {
+  int64_t B, T, S, H, KV, D;
+  bool causal;
+  double scale;
+  int64_t size(int64_t rows, int64_t heads) const {
+    return B * rows * heads * D;
+  }
+  std::string str() const {
+    return "B=" + std::to_string(B) + " T=" + std::to_string(T) +
+           " S=" + std::to_string(S) + " H=" + std::to_string(H) +
+           " KV=" + std::to_string(KV) + " D=" + std::to_string(D) +
+           (causal ? " causal" : "") + " scale=" + std::to_string(scale);
+  }
+};
+
+/// Inputs of one attention call. Values are floats, kept as doubles too so
+/// the references see exactly what the kernel sees.
+struct Problem {
+  Shape s;
+  std::vector<float> q, k, v, alpha, beta, g; // g: the upstream gradient dO
+};
+
+/// Head kinds cycle through attn (1, 0), laplacian (-1, 1) and an arbitrary
+/// pair; with S != T (cross attention) only alpha is allowed.
+Problem makeProblem(const Shape &s, uint32_t seed, double qkStd = 1.0) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Problem p{s, {}, {}, {}, {}, {}, {}};
+  auto fill = [&](std::vector<float> &x, int64_t n, double std) {
+    x.resize(n);
+    for (float &e : x)
+      e = float(std * normal(rng));
+  };
+  fill(p.q, s.size(s.T, s.H), qkStd);
+  fill(p.k, s.size(s.S, s.KV), qkStd);
+  fill(p.v, s.size(s.S, s.KV), 1.0);
+  fill(p.g, s.size(s.T, s.H), 1.0);
+  const float kinds[3][2] = {{1.0f, 0.0f}, {-1.0f, 1.0f}, {0.5f, 0.25f}};
+  for (int64_t h = 0; h < s.H; ++h) {
+    p.alpha.push_back(kinds[h % 3][0]);
+    p.beta.push_back(kinds[h % 3][1]);
+    if (s.S != s.T) { // cross attention: alpha only
+      p.alpha.back() = h % 2 ? -0.75f : 1.5f;
+      p.beta.back() = 0.0f;
+    }
+  }
+  return p;
+}
+
+Vec toDouble(const std::vector<float> &x) { return Vec(x.begin(), x.end()); }
+
+//===----------------------------------------------------------------------===//
+// Double-precision references
+//===----------------------------------------------------------------------===//
+
+int64_t qIdx(const Shape &s, int64_t b, int64_t t, int64_t h) {
+  return ((b * s.T + t) * s.H + h) * s.D;
+}
+int64_t kIdx(const Shape &s, int64_t b, int64_t j, int64_t g) {
+  return ((b * s.S + j) * s.KV + g) * s.D;
+}
+bool visible(const Shape &s, int64_t t, int64_t j) {
+  return !s.causal || j <= t;
+}
+
+/// P [B, H, T, S] (zero where masked), O and lse.
+void referenceForward(const Shape &s, const Vec &q, const Vec &k, const Vec &v,
+                      const std::vector<float> &alpha,
+                      const std::vector<float> &beta, Vec &o, Vec &lse,
+                      Vec *probs = nullptr) {
+  o.assign(s.size(s.T, s.H), 0.0);
+  lse.assign(s.B * s.H * s.T, 0.0);
+  if (probs)
+    probs->assign(s.B * s.H * s.T * s.S, 0.0);
+  Vec score(s.S);
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t h = 0; h < s.H; ++h) {
+      const int64_t g = h / (s.H / s.KV);
+      for (int64_t t = 0; t < s.T; ++t) {
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < s.S; ++j) {
+          double dot = 0.0;
+          for (int64_t d = 0; d < s.D; ++d)
+            dot += q[qIdx(s, b, t, h) + d] * k[kIdx(s, b, j, g) + d];
+          score[j] = s.scale * dot;
+          if (visible(s, t, j))
+            mx = std::max(mx, score[j]);
+        }
+        double sum = 0.0;
+        for (int64_t j = 0; j < s.S; ++j)
+          sum += visible(s, t, j) ? std::exp(score[j] - mx) : 0.0;
+        lse[(b * s.H + h) * s.T + t] = mx + std::log(sum);
+        double *out = &o[qIdx(s, b, t, h)];
+        for (int64_t j = 0; j < s.S; ++j) {
+          if (!visible(s, t, j))
+            continue;
+          double p = std::exp(score[j] - mx) / sum;
+          if (probs)
+            (*probs)[((b * s.H + h) * s.T + t) * s.S + j] = p;
+          for (int64_t d = 0; d < s.D; ++d)
+            out[d] += alpha[h] * p * v[kIdx(s, b, j, g) + d];
+        }
+        if (beta[h] != 0.0f)
+          for (int64_t d = 0; d < s.D; ++d)
+            out[d] += beta[h] * v[kIdx(s, b, t, g) + d];
+      }
+    }
+}
+
+/// Analytic gradients of L = sum(O * g), by the chain rule through the
+/// materialised P (not the flash recurrences).
+void referenceBackward(const Problem &p, Vec &dq, Vec &dk, Vec &dv) {
+  const Shape &s = p.s;
+  Vec q = toDouble(p.q), k = toDouble(p.k), v = toDouble(p.v);
+  Vec g = toDouble(p.g), o, lse, P;
+  referenceForward(s, q, k, v, p.alpha, p.beta, o, lse, &P);
+  dq.assign(q.size(), 0.0);
+  dk.assign(k.size(), 0.0);
+  dv.assign(v.size(), 0.0);
+  Vec dP(s.S);
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t h = 0; h < s.H; ++h) {
+      const int64_t kv = h / (s.H / s.KV);
+      for (int64_t t = 0; t < s.T; ++t) {
+        const double *prow = &P[((b * s.H + h) * s.T + t) * s.S];
+        const double *go = &g[qIdx(s, b, t, h)];
+        double rowDot = 0.0;
+        for (int64_t j = 0; j < s.S; ++j) {
+          double dot = 0.0;
+          for (int64_t d = 0; d < s.D; ++d) {
+            dot += go[d] * v[kIdx(s, b, j, kv) + d];
+            dv[kIdx(s, b, j, kv) + d] += p.alpha[h] * prow[j] * go[d];
+          }
+          dP[j] = p.alpha[h] * dot;
+          rowDot += prow[j] * dP[j];
+        }
+        for (int64_t d = 0; d < s.D; ++d)
+          dv[kIdx(s, b, t, kv) + d] += p.beta[h] * go[d];
+        for (int64_t j = 0; j < s.S; ++j) {
+          double dS = prow[j] * (dP[j] - rowDot) * s.scale;
+          for (int64_t d = 0; d < s.D; ++d) {
+            dq[qIdx(s, b, t, h) + d] += dS * k[kIdx(s, b, j, kv) + d];
+            dk[kIdx(s, b, j, kv) + d] += dS * q[qIdx(s, b, t, h) + d];
+          }
+        }
+      }
+    }
+}
+
+/// Central differences of L = sum(O * g) of the reference forward.
+void finiteDifferences(const Problem &p, Vec &dq, Vec &dk, Vec &dv) {
+  const Shape &s = p.s;
+  Vec q = toDouble(p.q), k = toDouble(p.k), v = toDouble(p.v);
+  Vec g = toDouble(p.g);
+  auto loss = [&]() {
+    Vec o, lse;
+    referenceForward(s, q, k, v, p.alpha, p.beta, o, lse);
+    double sum = 0.0;
+    for (size_t i = 0; i < o.size(); ++i)
+      sum += o[i] * g[i];
+    return sum;
+  };
+  const double step = 1e-5;
+  auto grad = [&](Vec &x, Vec &dx) {
+    dx.resize(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      double saved = x[i];
+      x[i] = saved + step;
+      double up = loss();
+      x[i] = saved - step;
+      double down = loss();
+      x[i] = saved;
+      dx[i] = (up - down) / (2 * step);
+    }
+  };
+  grad(q, dq);
+  grad(k, dk);
+  grad(v, dv);
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel calls and comparison
+//===----------------------------------------------------------------------===//
+
+struct Forward {
+  std::vector<float> o, lse;
+};
+struct Backward {
+  std::vector<float> dq, dk, dv;
+};
+
+Forward runForward(const Problem &p) {
+  const Shape &s = p.s;
+  // Garbage in the outputs: the kernel must overwrite, not accumulate.
+  Forward f{std::vector<float>(s.size(s.T, s.H), 7.0f),
+            std::vector<float>(s.B * s.H * s.T, 7.0f)};
+  lap_cpu_attention_forward(f.o.data(), f.lse.data(), p.q.data(), p.k.data(),
+                            p.v.data(), p.alpha.data(), p.beta.data(), s.B,
+                            s.T, s.S, s.H, s.KV, s.D, float(s.scale),
+                            s.causal);
+  return f;
+}
+
+Backward runBackward(const Problem &p, const Forward &f) {
+  const Shape &s = p.s;
+  Backward g{std::vector<float>(p.q.size(), 7.0f),
+             std::vector<float>(p.k.size(), 7.0f),
+             std::vector<float>(p.v.size(), 7.0f)};
+  lap_cpu_attention_backward(g.dq.data(), g.dk.data(), g.dv.data(),
+                             p.g.data(), p.q.data(), p.k.data(), p.v.data(),
+                             f.o.data(), f.lse.data(), p.alpha.data(),
+                             p.beta.data(), s.B, s.T, s.S, s.H, s.KV, s.D,
+                             float(s.scale), s.causal);
+  return g;
+}
+
+/// max |got - want| <= tol * max(max |want|, 1): relative to the largest
+/// magnitude, the natural yardstick for float accumulations, but not below
+/// the scale of the inputs (O(1)), so gradients that vanish (T = 1: P = 1)
+/// are held to the rounding of their terms.
+template <typename T>
+void expectClose(const std::vector<T> &got, const Vec &want, double tol,
+                 const char *what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double maxWant = 1.0, maxErr = 0.0;
+  size_t worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    maxWant = std::max(maxWant, std::abs(want[i]));
+    double err = std::abs(double(got[i]) - want[i]);
+    if (!(err <= maxErr)) { // NaN counts as worst
+      maxErr = err;
+      worst = i;
+    }
+  }
+  EXPECT_LE(maxErr, tol * maxWant)
+      << what << ": worst at " << worst << " got " << got[worst] << " want "
+      << want[worst] << " (max |want| " << maxWant << ")";
+}
+
+void checkForward(const Problem &p, double tol) {
+  SCOPED_TRACE(p.s.str());
+  Vec o, lse;
+  referenceForward(p.s, toDouble(p.q), toDouble(p.k), toDouble(p.v), p.alpha,
+                   p.beta, o, lse);
+  Forward f = runForward(p);
+  expectClose(f.o, o, tol, "O");
+  expectClose(f.lse, lse, tol, "lse");
+}
+
+void checkBackward(const Problem &p, double tol) {
+  SCOPED_TRACE(p.s.str());
+  Vec dq, dk, dv;
+  referenceBackward(p, dq, dk, dv);
+  Backward g = runBackward(p, runForward(p));
+  expectClose(g.dq, dq, tol, "dq");
+  expectClose(g.dk, dk, tol, "dk");
+  expectClose(g.dv, dv, tol, "dv");
+}
+
+Shape selfShape(int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D,
+                bool causal) {
+  return Shape{B, T, T, H, KV, D, causal, 1.0 / std::sqrt(double(D))};
+}
+
+// Float kernels against double references, relative to the largest
+// magnitude: the worst errors observed on these tests are 3e-6 (O with
+// peaked scores), 4e-7 (lse) and 2e-6 (gradients), a few float ulps grown by
+// the reduction lengths; 2e-5 leaves a margin of about 10x.
+constexpr double kForwardTol = 2e-5;
+constexpr double kBackwardTol = 2e-5;
+
+//===----------------------------------------------------------------------===//
+// Forward
+//===----------------------------------------------------------------------===//
+
+TEST(AttentionForward, MatchesReferenceMixedKindsAndGqa) {
+  uint32_t seed = 1;
+  for (int64_t T : {1, 7, 33, 65, 130, 257})
+    for (bool causal : {false, true})
+      for (int64_t KV : {4, 2, 1})
+        checkForward(makeProblem(selfShape(2, T, 4, KV, 64, causal), seed++),
+                     kForwardTol);
+}
+
+// Head widths that are not a multiple of the vector width (padded tiles),
+// other compile-time widths, and one above them (the runtime-width path).
+TEST(AttentionForward, MatchesReferenceOtherHeadWidths) {
+  uint32_t seed = 100;
+  for (int64_t D : {8, 24, 16, 128, 160})
+    for (int64_t T : {7, 65, 130})
+      for (bool causal : {false, true})
+        checkForward(makeProblem(selfShape(2, T, 4, 2, D, causal), seed++),
+                     kForwardTol);
+}
+
+// Spread-out scores (std ~ 16): the online softmax rescales often and the
+// rows are nearly one-hot.
+TEST(AttentionForward, MatchesReferenceWithPeakedScores) {
+  uint32_t seed = 200;
+  for (bool causal : {false, true}) {
+    Shape s = selfShape(2, 200, 4, 2, 64, causal);
+    s.scale = 2.0;
+    checkForward(makeProblem(s, seed++), kForwardTol);
+  }
+}
+
+// Cross attention: S != T, not causal, alpha only.
+TEST(AttentionForward, MatchesReferenceCrossAttention) {
+  uint32_t seed = 300;
+  for (auto [T, S] : {std::pair<int64_t, int64_t>{33, 70}, {65, 7}, {1, 129}})
+    for (int64_t KV : {4, 1}) {
+      Shape s{2, T, S, 4, KV, 64, false, 0.125};
+      checkForward(makeProblem(s, seed++), kForwardTol);
+    }
+}
+
+// All-laplacian heads on identical tokens: P is uniform over the visible
+// keys, which all carry the same value, so P V = V and O = V - P V = 0.
+TEST(AttentionForward, LaplacianOfIdenticalTokensIsZero) {
+  for (bool causal : {false, true})
+    for (int64_t KV : {4, 2}) {
+      Shape s = selfShape(3, 97, 4, KV, 64, causal);
+      SCOPED_TRACE(s.str());
+      Problem p = makeProblem(s, 400);
+      for (int64_t b = 0; b < s.B; ++b)
+        for (int64_t t = 1; t < s.T; ++t) {
+          std::copy_n(&p.q[qIdx(s, b, 0, 0)], s.H * s.D, &p.q[qIdx(s, b, t, 0)]);
+          std::copy_n(&p.k[kIdx(s, b, 0, 0)], s.KV * s.D,
+                      &p.k[kIdx(s, b, t, 0)]);
+          std::copy_n(&p.v[kIdx(s, b, 0, 0)], s.KV * s.D,
+                      &p.v[kIdx(s, b, t, 0)]);
+        }
+      std::fill(p.alpha.begin(), p.alpha.end(), -1.0f);
+      std::fill(p.beta.begin(), p.beta.end(), 1.0f);
+      Forward f = runForward(p);
+      double maxV = 0.0;
+      for (float x : p.v)
+        maxV = std::max(maxV, double(std::abs(x)));
+      // P V is a convex combination of equal rows: float rounding only.
+      double maxO = 0.0;
+      for (float x : f.o)
+        maxO = std::max(maxO, double(std::abs(x)));
+      EXPECT_LE(maxO, 1e-5 * maxV);
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// Backward
+//===----------------------------------------------------------------------===//
+
+// Small shapes against finite differences of the double reference forward
+// (step 1e-5: truncation and rounding errors near 1e-10). The analytic
+// reference must agree to 1e-7, the float kernel to kBackwardTol.
+TEST(AttentionBackward, MatchesFiniteDifferences) {
+  uint32_t seed = 500;
+  std::vector<Shape> shapes;
+  for (int64_t T : {5, 9})
+    for (bool causal : {false, true})
+      shapes.push_back(selfShape(2, T, 4, 2, 8, causal));
+  shapes.push_back(Shape{2, 5, 9, 4, 2, 8, false, 0.4}); // cross
+  shapes.push_back(Shape{2, 9, 4, 4, 1, 8, false, 0.4}); // cross, MQA
+  for (const Shape &s : shapes) {
+    SCOPED_TRACE(s.str());
+    Problem p = makeProblem(s, seed++);
+    Vec fdq, fdk, fdv, dq, dk, dv;
+    finiteDifferences(p, fdq, fdk, fdv);
+    referenceBackward(p, dq, dk, dv);
+    expectClose(dq, fdq, 1e-7, "reference dq");
+    expectClose(dk, fdk, 1e-7, "reference dk");
+    expectClose(dv, fdv, 1e-7, "reference dv");
+    Backward g = runBackward(p, runForward(p));
+    expectClose(g.dq, fdq, kBackwardTol, "dq");
+    expectClose(g.dk, fdk, kBackwardTol, "dk");
+    expectClose(g.dv, fdv, kBackwardTol, "dv");
+  }
+}
+
+// Larger shapes (several key and query blocks, partial blocks, GQA) against
+// the analytic reference.
+TEST(AttentionBackward, MatchesReferenceMixedKindsAndGqa) {
+  uint32_t seed = 600;
+  for (int64_t T : {1, 33, 65, 130, 257})
+    for (bool causal : {false, true})
+      for (int64_t KV : {4, 2, 1})
+        checkBackward(makeProblem(selfShape(2, T, 4, KV, 64, causal), seed++),
+                      kBackwardTol);
+}
+
+TEST(AttentionBackward, MatchesReferenceOtherHeadWidths) {
+  uint32_t seed = 700;
+  for (int64_t D : {8, 24, 128, 160})
+    for (int64_t T : {7, 130})
+      for (bool causal : {false, true})
+        checkBackward(makeProblem(selfShape(2, T, 4, 2, D, causal), seed++),
+                      kBackwardTol);
+}
+
+// Many (batch, kv head) groups: one task per group, no dq partials.
+TEST(AttentionBackward, MatchesReferenceManyGroups) {
+  uint32_t seed = 800;
+  for (bool causal : {false, true})
+    checkBackward(makeProblem(selfShape(5, 130, 4, 4, 32, causal), seed++),
+                  kBackwardTol);
+}
+
+TEST(AttentionBackward, MatchesReferenceCrossAttention) {
+  uint32_t seed = 900;
+  for (auto [T, S] : {std::pair<int64_t, int64_t>{33, 150}, {130, 20}}) {
+    Shape s{2, T, S, 4, 2, 64, false, 0.125};
+    checkBackward(makeProblem(s, seed++), kBackwardTol);
+  }
+}
+
+TEST(AttentionBackward, MatchesReferenceWithPeakedScores) {
+  Shape s = selfShape(2, 150, 4, 2, 32, true);
+  s.scale = 1.5;
+  checkBackward(makeProblem(s, 950), kBackwardTol);
+}
+
+// The work split depends on the shape only: any thread count gives the same
+// bits.
+TEST(Attention, ResultsDoNotDependOnThreadCount) {
+  const int saved = omp_get_max_threads();
+  for (int64_t B : {1, 3, 5}) {
+    Problem p = makeProblem(selfShape(B, 130, 4, 1, 64, true), 1000 + B);
+    SCOPED_TRACE(p.s.str());
+    omp_set_num_threads(1);
+    Forward f1 = runForward(p);
+    Backward g1 = runBackward(p, f1);
+    omp_set_num_threads(3);
+    Forward f3 = runForward(p);
+    Backward g3 = runBackward(p, f3);
+    EXPECT_EQ(f1.o, f3.o);
+    EXPECT_EQ(f1.lse, f3.lse);
+    EXPECT_EQ(g1.dq, g3.dq);
+    EXPECT_EQ(g1.dk, g3.dk);
+    EXPECT_EQ(g1.dv, g3.dv);
+  }
+  omp_set_num_threads(saved);
+}
+
+} // namespace

@@ -1,2 +1,278 @@
+//===- LossesTest.cpp - cross-entropy and row losses ----------------------===//
+//
+// References follow the op definitions literally in double precision (a
+// softmax with max subtraction, libm's exp/log/tanh). Gradients against
+// central differences of the reference loss, scaled by dloss.
+//
+//===----------------------------------------------------------------------===//
+
 #include "runtime/kernels/cpu/Kernels.h"
+
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace {
+
+using Vec = std::vector<double>;
+
+std::vector<float> randomVector(std::mt19937 &rng, size_t n, float lo,
+                                float hi) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+std::vector<float> nanVector(size_t n) {
+  return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN());
+}
+
+Vec toDouble(const std::vector<float> &v) { return Vec(v.begin(), v.end()); }
+
+/// dL/dp[i] by central differences of a double loss.
+double centralDifference(Vec &p, size_t i,
+                         const std::function<double(const Vec &)> &loss,
+                         double h) {
+  double saved = p[i];
+  p[i] = saved + h;
+  double plus = loss(p);
+  p[i] = saved - h;
+  double minus = loss(p);
+  p[i] = saved;
+  return (plus - minus) / (2 * h);
+}
+
+/// log sum_k exp(z_k) of one row.
+double logSumExp(const Vec &z) {
+  double m = *std::max_element(z.begin(), z.end()), s = 0.0;
+  for (double v : z)
+    s += std::exp(v - m);
+  return m + std::log(s);
+}
+
+//--- Cross-entropy ---------------------------------------------------------------
+
+struct CrossEntropy {
+  double smoothing, softcap;
+};
+
+double crossEntropy(const Vec &logits, const std::vector<int32_t> &targets,
+                    int64_t V, CrossEntropy ce) {
+  double total = 0.0;
+  int64_t count = 0;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (targets[i] == -1)
+      continue;
+    ++count;
+    Vec z(logits.begin() + i * V, logits.begin() + (i + 1) * V);
+    if (ce.softcap > 0)
+      for (double &v : z)
+        v = ce.softcap * std::tanh(v / ce.softcap);
+    double lse = logSumExp(z);
+    for (int64_t k = 0; k < V; ++k) {
+      double q = (1 - ce.smoothing) * (k == targets[i]) + ce.smoothing / V;
+      total -= q * (z[k] - lse);
+    }
+  }
+  return count ? total / count : 0.0;
+}
+
+const CrossEntropy kVariants[] = {{0.0, 0.0}, {0.1, 0.0}, {0.0, 5.0}, {0.2, 5.0}};
+
+TEST(CrossEntropy, ForwardMatchesReference) {
+  std::mt19937 rng(1);
+  int64_t n = 6, V = 11;
+  // Logits beyond the cap, so capping changes the loss.
+  auto logits = randomVector(rng, n * V, -8.0f, 8.0f);
+  std::vector<int32_t> targets = {3, -1, 0, 10, -1, 7};
+  for (CrossEntropy ce : kVariants) {
+    float loss = std::numeric_limits<float>::quiet_NaN();
+    lap_cpu_cross_entropy_forward(&loss, logits.data(), targets.data(), n, V,
+                                  float(ce.smoothing), float(ce.softcap));
+    // Losses ~3: fp32 with a few-ulp exp/tanh is within ~1e-6 of it.
+    EXPECT_NEAR(loss, crossEntropy(toDouble(logits), targets, V, ce), 1e-5)
+        << "smoothing " << ce.smoothing << " softcap " << ce.softcap;
+  }
+}
+
+TEST(CrossEntropy, BackwardMatchesFiniteDifferences) {
+  std::mt19937 rng(2);
+  int64_t n = 5, V = 9;
+  auto logits = randomVector(rng, n * V, -8.0f, 8.0f);
+  std::vector<int32_t> targets = {2, -1, 8, 0, 2};
+  float dloss = 0.7f;
+  for (CrossEntropy ce : kVariants) {
+    auto dlogits = nanVector(logits.size());
+    lap_cpu_cross_entropy_backward(dlogits.data(), &dloss, logits.data(),
+                                   targets.data(), n, V, float(ce.smoothing),
+                                   float(ce.softcap));
+    Vec p = toDouble(logits);
+    auto loss = [&](const Vec &l) { return dloss * crossEntropy(l, targets, V, ce); };
+    for (size_t i = 0; i < p.size(); ++i) {
+      // h = 1e-5 in double: differences good to ~1e-9; the fp32 gradient
+      // (entries up to ~0.2) to ~1e-7.
+      double want = centralDifference(p, i, loss, 1e-5);
+      EXPECT_NEAR(dlogits[i], want, 2e-6)
+          << "at " << i << " smoothing " << ce.smoothing << " softcap "
+          << ce.softcap;
+    }
+    for (int64_t k = 0; k < V; ++k)
+      EXPECT_EQ(dlogits[V + k], 0.0f); // ignored row: exactly zero
+  }
+}
+
+TEST(CrossEntropy, AllIgnored) {
+  std::vector<float> logits(2 * 4, 1.0f);
+  std::vector<int32_t> targets = {-1, -1};
+  float loss = std::numeric_limits<float>::quiet_NaN(), dloss = 1.0f;
+  lap_cpu_cross_entropy_forward(&loss, logits.data(), targets.data(), 2, 4,
+                                0.1f, 0.0f);
+  EXPECT_EQ(loss, 0.0f);
+  auto dlogits = nanVector(logits.size());
+  lap_cpu_cross_entropy_backward(dlogits.data(), &dloss, logits.data(),
+                                 targets.data(), 2, 4, 0.1f, 0.0f);
+  EXPECT_EQ(dlogits, std::vector<float>(logits.size(), 0.0f));
+}
+
+TEST(CrossEntropy, WideVocabulary) {
+  // 64K logits per row, many blocks of the online softmax: rising logits
+  // move the running max every block, falling ones never, and a spike in
+  // the middle moves it once.
+  std::mt19937 rng(3);
+  int64_t n = 3, V = 65536;
+  auto noise = randomVector(rng, n * V, -0.5f, 0.5f);
+  std::vector<float> logits(n * V);
+  for (int64_t j = 0; j < V; ++j) {
+    logits[j] = 12.0f * j / V + noise[j];
+    logits[V + j] = -12.0f * j / V + noise[V + j];
+    logits[2 * V + j] = noise[2 * V + j] * 4.0f;
+  }
+  logits[2 * V + V / 2] = 20.0f;
+  std::vector<int32_t> targets = {int32_t(V - 1), 5, int32_t(V / 2 + 1)};
+  Vec p = toDouble(logits);
+  float dloss = 1.0f;
+  for (CrossEntropy ce : {CrossEntropy{0.0, 0.0}, CrossEntropy{0.1, 15.0}}) {
+    float loss = 0.0f;
+    lap_cpu_cross_entropy_forward(&loss, logits.data(), targets.data(), n, V,
+                                  float(ce.smoothing), float(ce.softcap));
+    // Losses ~10; 64K fp32 exponentials summed by blocks into a double.
+    EXPECT_NEAR(loss, crossEntropy(p, targets, V, ce), 1e-4);
+
+    auto dlogits = nanVector(logits.size());
+    lap_cpu_cross_entropy_backward(dlogits.data(), &dloss, logits.data(),
+                                   targets.data(), n, V, float(ce.smoothing),
+                                   float(ce.softcap));
+    auto lossOf = [&](const Vec &l) { return crossEntropy(l, targets, V, ce); };
+    // Sampled coordinates: targets, maxima, and a few others. Entries are
+    // ~1e-5 .. 0.3; h = 1e-3 keeps the differences' rounding (~1e-12)
+    // and truncation (~1e-6 relative) small against them.
+    for (size_t i : {size_t(V - 1), size_t(0), size_t(777), size_t(V + 5),
+                     size_t(V), size_t(V + 40000), size_t(2 * V + V / 2),
+                     size_t(2 * V + V / 2 + 1), size_t(3 * V - 1)}) {
+      double want = centralDifference(p, i, lossOf, 1e-3);
+      EXPECT_NEAR(dlogits[i], want, 1e-3 * std::fabs(want) + 1e-8)
+          << "at " << i << " softcap " << ce.softcap;
+    }
+  }
+}
+
+//--- Row losses ------------------------------------------------------------------
+
+enum Kind { SoftCrossEntropy = 0, BCEWithLogits = 1, DinoLoss = 2 };
+
+double rowLoss(const Vec &logits, const Vec &targets, int64_t n, int64_t K,
+               Kind kind, double temperature) {
+  double total = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (kind == BCEWithLogits) {
+      for (int64_t k = 0; k < K; ++k) {
+        double s = 1.0 / (1.0 + std::exp(-logits[i * K + k]));
+        double t = targets[i * K + k];
+        total -= t * std::log(s) + (1 - t) * std::log(1 - s);
+      }
+      continue;
+    }
+    double T = kind == DinoLoss ? temperature : 1.0;
+    Vec z(K);
+    for (int64_t k = 0; k < K; ++k)
+      z[k] = logits[i * K + k] / T;
+    double lse = logSumExp(z);
+    for (int64_t k = 0; k < K; ++k)
+      total -= targets[i * K + k] * (z[k] - lse);
+  }
+  return kind == BCEWithLogits ? total / (n * K) : total / n;
+}
+
+/// Random targets: rows summing to `mass` for the softmax losses, values in
+/// [0, 1] for BCE.
+std::vector<float> rowTargets(std::mt19937 &rng, int64_t n, int64_t K, Kind kind,
+                              float mass) {
+  auto t = randomVector(rng, n * K, 0.0f, 1.0f);
+  if (kind == BCEWithLogits)
+    return t;
+  for (int64_t i = 0; i < n; ++i) {
+    float sum = 0.0f;
+    for (int64_t k = 0; k < K; ++k)
+      sum += t[i * K + k];
+    for (int64_t k = 0; k < K; ++k)
+      t[i * K + k] *= mass / sum;
+  }
+  return t;
+}
+
+TEST(RowLoss, ForwardAndBackward) {
+  std::mt19937 rng(4);
+  int64_t n = 4, K = 7;
+  float dloss = 1.3f;
+  for (Kind kind : {SoftCrossEntropy, BCEWithLogits, DinoLoss})
+    // mass 1: distributions; mass 0.7: the gradient is still the forward's.
+    for (float mass : {1.0f, 0.7f}) {
+      float temperature = kind == DinoLoss ? 0.1f : 1.0f;
+      auto logits = randomVector(rng, n * K, -1.0f, 1.0f);
+      auto targets = rowTargets(rng, n, K, kind, mass);
+      Vec p = toDouble(logits), t = toDouble(targets);
+      float loss = std::numeric_limits<float>::quiet_NaN();
+      lap_cpu_row_loss_forward(&loss, logits.data(), targets.data(), n, K, kind,
+                               temperature);
+      EXPECT_NEAR(loss, rowLoss(p, t, n, K, kind, temperature), 1e-5)
+          << "kind " << kind;
+
+      auto dlogits = nanVector(logits.size());
+      lap_cpu_row_loss_backward(dlogits.data(), &dloss, logits.data(),
+                                targets.data(), n, K, kind, temperature);
+      auto lossOf = [&](const Vec &l) {
+        return dloss * rowLoss(l, t, n, K, kind, temperature);
+      };
+      for (size_t i = 0; i < p.size(); ++i) {
+        // h = 1e-5: differences good to ~1e-9 (the dino loss at T = 0.1
+        // has curvature ~100, still ~1e-8); gradients are O(0.1 .. 1).
+        double want = centralDifference(p, i, lossOf, 1e-5);
+        EXPECT_NEAR(dlogits[i], want, 5e-6)
+            << "kind " << kind << " mass " << mass << " at " << i;
+      }
+    }
+}
+
+TEST(RowLoss, WideRows) {
+  // DINO's heads are wide (65536 prototypes): rows span many blocks.
+  std::mt19937 rng(5);
+  int64_t n = 2, K = 5000;
+  auto logits = randomVector(rng, n * K, -3.0f, 3.0f);
+  for (Kind kind : {SoftCrossEntropy, DinoLoss}) {
+    auto targets = rowTargets(rng, n, K, kind, 1.0f);
+    float loss = 0.0f;
+    lap_cpu_row_loss_forward(&loss, logits.data(), targets.data(), n, K, kind,
+                             0.04f);
+    double want = rowLoss(toDouble(logits), toDouble(targets), n, K, kind, 0.04);
+    EXPECT_NEAR(loss, want, 1e-5 * std::fabs(want) + 1e-5) << "kind " << kind;
+  }
+}
+
+} // namespace

@@ -1,2 +1,151 @@
+//===- RopeTest.cpp - rotary position embedding ---------------------------===//
+//
+// Against a double-precision rotation computed per element; the backward
+// against central differences of L = sum(y * G), and as the inverse rotation.
+//
+//===----------------------------------------------------------------------===//
+
 #include "runtime/kernels/cpu/Kernels.h"
+
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace {
+
+std::vector<float> randomVector(std::mt19937 &rng, size_t n) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+std::vector<float> nanVector(size_t n) {
+  return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN());
+}
+
+struct Shape {
+  int64_t B, T, H, D;
+  size_t size() const { return size_t(B * T * H * D); }
+};
+
+std::vector<double> reference(const std::vector<double> &x, Shape s,
+                              double base) {
+  std::vector<double> y(x.size());
+  int64_t half = s.D / 2;
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t t = 0; t < s.T; ++t)
+      for (int64_t h = 0; h < s.H; ++h) {
+        const double *xr = x.data() + ((b * s.T + t) * s.H + h) * s.D;
+        double *yr = y.data() + ((b * s.T + t) * s.H + h) * s.D;
+        for (int64_t i = 0; i < half; ++i) {
+          double angle = t * std::pow(base, -2.0 * i / s.D);
+          yr[i] = xr[i] * std::cos(angle) - xr[i + half] * std::sin(angle);
+          yr[i + half] = xr[i] * std::sin(angle) + xr[i + half] * std::cos(angle);
+        }
+      }
+  return y;
+}
+
+void expectNear(const std::vector<float> &got, const std::vector<double> &want,
+                double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
+}
+
+TEST(Rope, ForwardMatchesReference) {
+  std::mt19937 rng(1);
+  for (float base : {10000.0f, 100.0f})
+    for (Shape s : {Shape{2, 5, 3, 8}, Shape{1, 7, 2, 64}}) {
+      auto x = randomVector(rng, s.size());
+      auto y = nanVector(x.size());
+      lap_cpu_rope_forward(y.data(), x.data(), s.B, s.T, s.H, s.D, base);
+      // Two fp32 products of O(1) values with a correctly rounded cos/sin.
+      expectNear(y, reference({x.begin(), x.end()}, s, base), 1e-6);
+    }
+}
+
+TEST(Rope, FarPositionsStayAccurate) {
+  // Angles up to ~4000 rad: the table must not lose them to fp32 rounding.
+  std::mt19937 rng(2);
+  Shape s{1, 4096, 1, 8};
+  auto x = randomVector(rng, s.size());
+  auto y = nanVector(x.size());
+  lap_cpu_rope_forward(y.data(), x.data(), s.B, s.T, s.H, s.D, 10000.0f);
+  expectNear(y, reference({x.begin(), x.end()}, s, 10000.0), 1e-6);
+}
+
+TEST(Rope, BackwardInvertsForward) {
+  std::mt19937 rng(3);
+  Shape s{2, 6, 2, 16};
+  auto x = randomVector(rng, s.size());
+  auto y = nanVector(x.size()), back = nanVector(x.size());
+  lap_cpu_rope_forward(y.data(), x.data(), s.B, s.T, s.H, s.D, 10000.0f);
+  lap_cpu_rope_backward(back.data(), y.data(), s.B, s.T, s.H, s.D, 10000.0f);
+  // A rotation and its transpose: identity up to a few fp32 roundings.
+  for (size_t i = 0; i < x.size(); ++i)
+    EXPECT_NEAR(back[i], x[i], 1e-6) << "at " << i;
+}
+
+TEST(Rope, BackwardMatchesFiniteDifferences) {
+  std::mt19937 rng(4);
+  Shape s{1, 4, 2, 6};
+  double base = 500.0;
+  auto x = randomVector(rng, s.size()), g = randomVector(rng, s.size());
+  auto dx = nanVector(x.size());
+  lap_cpu_rope_backward(dx.data(), g.data(), s.B, s.T, s.H, s.D, float(base));
+  std::vector<double> xd(x.begin(), x.end()), want(x.size());
+  const double h = 1e-6;
+  auto loss = [&] {
+    auto y = reference(xd, s, base);
+    double l = 0.0;
+    for (size_t i = 0; i < y.size(); ++i)
+      l += y[i] * g[i];
+    return l;
+  };
+  for (size_t i = 0; i < xd.size(); ++i) {
+    double saved = xd[i];
+    xd[i] = saved + h;
+    double plus = loss();
+    xd[i] = saved - h;
+    double minus = loss();
+    xd[i] = saved;
+    want[i] = (plus - minus) / (2 * h);
+  }
+  // L is linear in x: differences exact to ~1e-10.
+  expectNear(dx, want, 1e-6);
+}
+
+TEST(Rope, InPlace) {
+  std::mt19937 rng(5);
+  Shape s{2, 3, 4, 32};
+  auto x = randomVector(rng, s.size());
+  auto y = nanVector(x.size());
+  lap_cpu_rope_forward(y.data(), x.data(), s.B, s.T, s.H, s.D, 10000.0f);
+  lap_cpu_rope_forward(x.data(), x.data(), s.B, s.T, s.H, s.D, 10000.0f);
+  EXPECT_EQ(x, y);
+  auto back = nanVector(x.size());
+  lap_cpu_rope_backward(back.data(), y.data(), s.B, s.T, s.H, s.D, 10000.0f);
+  lap_cpu_rope_backward(y.data(), y.data(), s.B, s.T, s.H, s.D, 10000.0f);
+  EXPECT_EQ(back, y);
+}
+
+TEST(Rope, ChangingShapesAndBases) {
+  // Tables are reused between calls; every (T, D, base) must still be right.
+  std::mt19937 rng(6);
+  for (Shape s : {Shape{1, 9, 1, 8}, Shape{1, 3, 1, 8}, Shape{1, 12, 1, 8},
+                  Shape{1, 5, 1, 4}, Shape{1, 12, 1, 8}})
+    for (float base : {10000.0f, 50.0f}) {
+      auto x = randomVector(rng, s.size());
+      auto y = nanVector(x.size());
+      lap_cpu_rope_forward(y.data(), x.data(), s.B, s.T, s.H, s.D, base);
+      expectNear(y, reference({x.begin(), x.end()}, s, base), 1e-6);
+    }
+}
+
+} // namespace

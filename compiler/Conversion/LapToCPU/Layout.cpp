@@ -1,0 +1,36 @@
+//===- Layout.cpp - Where tensors live in a compiled model ------*- C++ -*-===//
+
+#include "compiler/Conversion/LapToCPU/Layout.h"
+
+using namespace mlir;
+
+int64_t lap::maxDimSize(ShapedType type, unsigned i, int64_t maxBatch,
+                        int64_t maxSeq) {
+  if (!type.isDynamicDim(i))
+    return type.getDimSize(i);
+  return i == 0 ? maxBatch : maxSeq;
+}
+
+int64_t lap::maxBytes(ShapedType type, int64_t maxBatch, int64_t maxSeq) {
+  int64_t elements = 1;
+  for (unsigned i = 0; i < type.getRank(); ++i)
+    elements *= maxDimSize(type, i, maxBatch, maxSeq);
+  return elements * int64_t(type.getElementTypeBitWidth() / 8);
+}
+
+bool lap::isParameter(func::FuncOp func, unsigned i) {
+  return func.getArgAttr(i, "lap.parameter") != nullptr;
+}
+
+SmallVector<int64_t> lap::parameterOffsets(func::FuncOp func, int64_t &total) {
+  SmallVector<int64_t> offsets;
+  total = 0;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    if (!isParameter(func, i))
+      continue;
+    offsets.push_back(total);
+    auto type = cast<ShapedType>(func.getArgument(i).getType());
+    total += alignTo(type.getNumElements(), kTensorAlignment / 4);
+  }
+  return offsets;
+}

@@ -1,0 +1,247 @@
+//===- MemoryPlan.cpp - Offsets in one workspace by liveness ----*- C++ -*-===//
+//
+// Every function here is one block of ops without control flow, so a live
+// range is an interval of op indices. Values are placed largest first at the
+// lowest offset that does not overlap a placed value whose interval meets
+// theirs (greedy by size, as TFLite's arena planner does): near the lower
+// bound, the largest set of simultaneously live bytes, for transformer
+// steps, where big activations dominate.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/LapToCPU/MemoryPlan.h"
+#include "compiler/Conversion/LapToCPU/Layout.h"
+#include "compiler/Conversion/Passes.h"
+#include "dialects/Lap/IR/LapOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace lap {
+#define GEN_PASS_DEF_LAPPLANMEMORY
+#include "compiler/Conversion/Passes.h.inc"
+} // namespace lap
+
+using namespace mlir;
+using namespace lap;
+
+int64_t lap::attentionScratchBytes(Operation *op, int64_t maxBatch,
+                                   int64_t maxSeq) {
+  auto attention = dyn_cast<AttentionOp>(op);
+  if (!attention)
+    return 0;
+  auto q = cast<ShapedType>(attention.getQ().getType());
+  return maxDimSize(q, 0, maxBatch, maxSeq) * attention.getNumHeads() *
+         maxDimSize(q, 1, maxBatch, maxSeq) * 4;
+}
+
+namespace {
+
+/// Whether the kernel of `op` skips result `i` when given no buffer.
+bool mayDropResult(Operation *op, unsigned i) {
+  return isa<LinearGradOp>(op) || (isa<LayerNormGradOp, RMSNormGradOp>(op) && i > 0) ||
+         (isa<PrependTokensGradOp, LayerScaleGradOp>(op) && i == 0);
+}
+
+struct Interval {
+  Value value;
+  int64_t bytes, begin, end, offset = 0;
+};
+
+/// Plans one function; returns the workspace size.
+int64_t planFunction(func::FuncOp func, int64_t maxBatch, int64_t maxSeq) {
+  Block &body = func.getBody().front();
+  DenseMap<Operation *, int64_t> index;
+  for (Operation &op : body)
+    index[&op] = index.size();
+
+  // Results returned once go straight to the caller's output buffers.
+  DenseMap<Value, int64_t> outputs, returnCounts;
+  Operation *ret = body.getTerminator();
+  for (Value v : ret->getOperands())
+    ++returnCounts[v];
+  for (auto [k, v] : llvm::enumerate(ret->getOperands()))
+    if (v.getDefiningOp() && returnCounts[v] == 1)
+      outputs[v] = outputSlot(k);
+
+  std::vector<Interval> intervals;
+  for (Operation &op : body) {
+    for (Value result : op.getResults()) {
+      auto type = dyn_cast<ShapedType>(result.getType());
+      if (!type || outputs.count(result) ||
+          (result.use_empty() &&
+           mayDropResult(&op, cast<OpResult>(result).getResultNumber())))
+        continue;
+      int64_t end = index[&op];
+      for (Operation *user : result.getUsers())
+        end = std::max(end, index[user]);
+      int64_t bytes = maxBytes(type, maxBatch, maxSeq) +
+                      attentionScratchBytes(&op, maxBatch, maxSeq);
+      intervals.push_back({result, alignTo(bytes), index[&op], end});
+    }
+  }
+
+  std::vector<Interval *> bySize;
+  for (Interval &i : intervals)
+    bySize.push_back(&i);
+  std::stable_sort(bySize.begin(), bySize.end(),
+                   [](Interval *a, Interval *b) { return a->bytes > b->bytes; });
+  std::vector<Interval *> placed;
+  int64_t workspace = 0;
+  for (Interval *v : bySize) {
+    std::vector<Interval *> live;
+    for (Interval *p : placed)
+      if (p->begin <= v->end && v->begin <= p->end)
+        live.push_back(p);
+    std::sort(live.begin(), live.end(),
+              [](Interval *a, Interval *b) { return a->offset < b->offset; });
+    int64_t offset = 0;
+    for (Interval *p : live) {
+      if (p->offset - offset >= v->bytes)
+        break;
+      offset = std::max(offset, p->offset + p->bytes);
+    }
+    v->offset = offset;
+    workspace = std::max(workspace, offset + v->bytes);
+    placed.push_back(v);
+  }
+
+  DenseMap<Value, int64_t> offsets;
+  for (Interval &i : intervals)
+    offsets[i.value] = i.offset;
+  Builder builder(func.getContext());
+  for (Operation &op : body) {
+    if (op.getNumResults() == 0)
+      continue;
+    SmallVector<int64_t> slots;
+    for (Value result : op.getResults()) {
+      if (auto it = outputs.find(result); it != outputs.end())
+        slots.push_back(it->second);
+      else if (auto it = offsets.find(result); it != offsets.end())
+        slots.push_back(it->second);
+      else
+        slots.push_back(kUnused);
+    }
+    op.setAttr(kOffsetsAttr, builder.getDenseI64ArrayAttr(slots));
+  }
+  func->setAttr(kWorkspaceAttr, builder.getI64IntegerAttr(workspace));
+  func->setAttr(kMaxBatchAttr, builder.getI64IntegerAttr(maxBatch));
+  func->setAttr(kMaxSeqAttr, builder.getI64IntegerAttr(maxSeq));
+  return workspace;
+}
+
+struct PlanMemory : lap::impl::LapPlanMemoryBase<PlanMemory> {
+  using LapPlanMemoryBase::LapPlanMemoryBase;
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      if (!func.getBody().hasOneBlock()) {
+        func.emitError("the memory plan needs a function of one block");
+        return signalPassFailure();
+      }
+      bool dynamic = false;
+      func.walk([&](Operation *op) {
+        for (Type t : op->getResultTypes())
+          if (auto shaped = dyn_cast<ShapedType>(t))
+            for (unsigned i = 0; i < shaped.getRank(); ++i)
+              if (shaped.isDynamicDim(i)) {
+                dynamic = true;
+                if (i > 1)
+                  op->emitError("only the batch (dimension 0) and the "
+                                "sequence (dimension 1) may be dynamic");
+              }
+      });
+      if (dynamic && (maxBatch <= 0 || maxSeq <= 0)) {
+        func.emitError("dynamic shapes need max-batch and max-seq");
+        return signalPassFailure();
+      }
+      planFunction(func, maxBatch, maxSeq);
+    }
+  }
+};
+
+/// "blocks.0.attn" from a location built by the front end.
+std::string locationName(Location loc) {
+  if (auto named = dyn_cast<NameLoc>(loc))
+    return named.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location l : fused.getLocations())
+      if (std::string name = locationName(l); !name.empty())
+        return name;
+  return "";
+}
+
+std::string shapeString(ShapedType type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  for (unsigned i = 0; i < type.getRank(); ++i)
+    os << (i ? "x" : "") << (type.isDynamicDim(i) ? (i == 0 ? "B" : "T")
+                                                  : std::to_string(type.getDimSize(i)));
+  return s.empty() ? "scalar" : s;
+}
+
+std::string mib(int64_t bytes) {
+  return llvm::formatv("{0:F2} MiB", double(bytes) / (1 << 20)).str();
+}
+
+} // namespace
+
+void lap::printMemoryPlan(ModuleOp module, raw_ostream &os) {
+  for (auto func : module.getOps<func::FuncOp>()) {
+    auto workspace = func->getAttrOfType<IntegerAttr>(kWorkspaceAttr);
+    if (!workspace)
+      continue;
+    int64_t maxBatch = func->getAttrOfType<IntegerAttr>(kMaxBatchAttr).getInt();
+    int64_t maxSeq = func->getAttrOfType<IntegerAttr>(kMaxSeqAttr).getInt();
+    int64_t paramFloats = 0, inputs = 0, outputs = 0, unshared = 0;
+    parameterOffsets(func, paramFloats);
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (!isParameter(func, i))
+        inputs += maxBytes(cast<ShapedType>(func.getArgument(i).getType()),
+                           maxBatch, maxSeq);
+    for (Type t : func.getResultTypes())
+      outputs += maxBytes(cast<ShapedType>(t), maxBatch, maxSeq);
+
+    os << "memory plan of @" << func.getName() << " (batch <= " << maxBatch
+       << ", sequence <= " << maxSeq << ")\n";
+    os << llvm::formatv("{0,6} {1,12} {2,12} {3,9}  {4,-22} {5,-16} {6}\n", "op",
+                        "offset", "bytes", "live", "operation", "shape", "where");
+    int64_t index = 0;
+    for (Operation &op : func.getBody().front()) {
+      auto slots = op.getAttrOfType<DenseI64ArrayAttr>(kOffsetsAttr);
+      if (slots) {
+        for (auto [result, slot] : llvm::zip(op.getResults(), slots.asArrayRef())) {
+          auto type = cast<ShapedType>(result.getType());
+          int64_t bytes = maxBytes(type, maxBatch, maxSeq) +
+                          attentionScratchBytes(&op, maxBatch, maxSeq);
+          int64_t last = index;
+          for (Operation *user : result.getUsers())
+            last = std::max<int64_t>(last, std::distance(
+                func.getBody().front().begin(), user->getIterator()));
+          std::string where =
+              slot >= 0 ? std::to_string(slot)
+              : slot == kUnused ? "unused"
+                                : "output " + std::to_string(outputIndex(slot));
+          if (slot >= 0)
+            unshared += alignTo(bytes);
+          os << llvm::formatv("{0,6} {1,12} {2,12} {3,4}-{4,-4}  {5,-22} {6,-16} {7}\n",
+                              index, where, bytes, index, last,
+                              op.getName().getStringRef(), shapeString(type),
+                              locationName(op.getLoc()));
+        }
+      }
+      ++index;
+    }
+    int64_t params = paramFloats * 4;
+    bool training = func.getName() == "train_step";
+    int64_t peak = params + (training ? params : outputs) + inputs +
+                   workspace.getInt();
+    os << "workspace: " << workspace.getInt() << " bytes (" << mib(workspace.getInt())
+       << "); without reuse " << unshared << " bytes (" << mib(unshared) << ")\n";
+    os << "parameters: " << params << " bytes; batch: " << inputs
+       << " bytes; " << (training ? "gradients" : "outputs") << ": "
+       << (training ? params : outputs) << " bytes\n";
+    os << "peak of one call: " << peak << " bytes (" << mib(peak) << ")\n\n";
+  }
+}

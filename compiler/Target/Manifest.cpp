@@ -1,0 +1,105 @@
+//===- Manifest.cpp - The JSON manifest embedded in model.so ----*- C++ -*-===//
+
+#include "compiler/Target/Manifest.h"
+
+#include "compiler/Conversion/LapToCPU/Layout.h"
+#include "dsl/ParameterTable.h"
+#include "dsl/Scalars.h"
+#include "dsl/SpecPrinter.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/JSON.h"
+
+#include "runtime/include/lap/model.h"
+
+using namespace mlir;
+namespace json = llvm::json;
+
+namespace {
+
+/// A shape with -1 for the dynamic (batch, sequence) dimensions.
+json::Array shapeOf(Type type) {
+  json::Array shape;
+  for (int64_t d : cast<ShapedType>(type).getShape())
+    shape.push_back(ShapedType::isDynamic(d) ? int64_t(-1) : d);
+  return shape;
+}
+
+json::Object tensor(StringRef name, Type type) {
+  auto shaped = cast<ShapedType>(type);
+  return json::Object{
+      {"name", name},
+      {"dtype", shaped.getElementType().isF32() ? "float32" : "int32"},
+      {"shape", shapeOf(type)}};
+}
+
+StringRef nameOf(DictionaryAttr attrs, StringRef fallback) {
+  if (attrs)
+    if (auto name = attrs.getAs<StringAttr>("lap.name"))
+      return name.getValue();
+  return fallback;
+}
+
+} // namespace
+
+std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
+                               StringRef targetCPU) {
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  auto train = module.lookupSymbol<func::FuncOp>("train_step");
+  int64_t total = 0;
+  SmallVector<int64_t> offsets = parameterOffsets(forward, total);
+
+  json::Array params;
+  std::vector<dsl::Parameter> table = dsl::parameterTable(spec);
+  for (auto [p, offset] : llvm::zip(table, offsets))
+    params.push_back(json::Object{
+        {"name", p.name},
+        {"shape", json::Array(p.shape)},
+        {"offset", offset},
+        {"elements", p.elements()},
+        {"init", json::Object{{"kind", dsl::initKindName(p.init.kind)},
+                              {"value", p.init.value}}}});
+
+  json::Array batch, outputs;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    if (!isParameter(forward, i))
+      batch.push_back(tensor(nameOf(forward.getArgAttrDict(i), "input"),
+                             forward.getArgument(i).getType()));
+  for (unsigned i = 0; i < forward.getNumResults(); ++i)
+    outputs.push_back(tensor(nameOf(forward.getResultAttrDict(i), "output"),
+                             forward.getResultTypes()[i]));
+
+  json::Object memory;
+  int64_t workspace = 0, maxBatch = 0, maxSeq = 0;
+  for (func::FuncOp f : {forward, train}) {
+    int64_t bytes = f->getAttrOfType<IntegerAttr>(kWorkspaceAttr).getInt();
+    memory[(f.getName() + "_workspace_bytes").str()] = bytes;
+    workspace = std::max(workspace, bytes);
+    maxBatch = f->getAttrOfType<IntegerAttr>(kMaxBatchAttr).getInt();
+    maxSeq = f->getAttrOfType<IntegerAttr>(kMaxSeqAttr).getInt();
+  }
+  memory["workspace_bytes"] = alignTo(workspace);
+
+  json::Object manifest{
+      {"abi_version", int64_t(LAP_MODEL_ABI_VERSION)},
+      {"name", spec.name},
+      {"family", std::string(dsl::spelling(spec.model.family))},
+      {"target", json::Object{{"device", "cpu"}, {"cpu", targetCPU}}},
+      {"limits", json::Object{{"batch", maxBatch},
+                              {"seq", maxSeq},
+                              {"vocab", spec.model.family == dsl::Family::GPT
+                                            ? spec.model.vocab
+                                            : int64_t(0)}}},
+      {"parameters", json::Object{{"elements", total},
+                                  {"count", int64_t(table.size())},
+                                  {"tensors", std::move(params)}}},
+      {"batch", std::move(batch)},
+      {"outputs", std::move(outputs)},
+      {"memory", std::move(memory)},
+      {"spec", dsl::printSpec(spec)},
+  };
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << json::Value(std::move(manifest));
+  return text;
+}

@@ -1,0 +1,83 @@
+/*===- lap/model.h - The C ABI of a compiled model (model.so) -----*- C -*-===//
+ *
+ * A model.so built by `lapc SPEC -o model.so` exports the functions below.
+ * lapc-run (or any host) dlopens it, checks lap_model_abi_version() against
+ * LAP_MODEL_ABI_VERSION, reads the manifest and allocates:
+ *   - params and grads: one float buffer each of manifest "parameters.elements"
+ *     floats; parameter i lives at its manifest "offset" (in floats);
+ *   - workspace: manifest "memory.workspace_bytes", 64-byte aligned: every
+ *     intermediate of forward and backward lives there at an offset fixed by
+ *     the compiler's memory plan.
+ * Batch tensors are passed in manifest "batch" order as plain pointers, with
+ * the batch size and sequence length given at run time up to the compiled
+ * maxima (manifest "limits").
+ *
+ * Every fallible call returns a lap_status; on error, lap_model_last_error()
+ * describes it. Functions are thread-compatible: concurrent calls need
+ * distinct workspaces and output buffers. Kernels run on the process's GNU
+ * OpenMP thread pool (OMP_NUM_THREADS).
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef LAP_MODEL_H
+#define LAP_MODEL_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped on any change to the functions, structs or manifest keys below. */
+#define LAP_MODEL_ABI_VERSION 1u
+
+typedef enum lap_status {
+  LAP_OK = 0,
+  LAP_INVALID_ARGUMENT = 1, /* null pointer, batch or sequence out of range */
+  LAP_INTERNAL = 2,
+} lap_status;
+
+/* One batch: `count` pointers in manifest "batch" order (gpt: tokens and
+ * targets, int32 [batch, seq]; vit: images float [batch, C, H, W] and targets
+ * float [batch, classes]). seq is ignored by models of fixed length. */
+typedef struct lap_batch {
+  int64_t batch;
+  int64_t seq;
+  int32_t count;
+  const void *const *tensors;
+} lap_batch;
+
+/* LAP_MODEL_ABI_VERSION of the library. */
+uint32_t lap_model_abi_version(void);
+
+/* The manifest: a NUL-terminated JSON document owned by the library (the
+ * resolved spec, parameter table with offsets and init, batch tensors,
+ * limits, memory plan, target). */
+const char *lap_model_manifest(void);
+
+/* A description of the last error on this thread; never null. */
+const char *lap_model_last_error(void);
+
+/* Fills params with the spec's initialisation; the same seed gives the same
+ * values on every machine. */
+lap_status lap_model_init_params(float *params, uint64_t seed);
+
+/* Evaluation forward (dropout off): writes the mean loss to *out_loss and,
+ * when out_logits is not null, the logits (manifest "logits" shape with the
+ * run-time batch and sequence). */
+lap_status lap_model_forward(const float *params, const lap_batch *batch,
+                             void *workspace, float *out_loss,
+                             float *out_logits);
+
+/* Training forward and backward: writes the loss to *out_loss and the
+ * gradient of every parameter to grads (overwritten). `seed` selects the
+ * dropout and drop-path masks of this step. */
+lap_status lap_model_train_step(const float *params, float *grads,
+                                const lap_batch *batch, uint64_t seed,
+                                void *workspace, float *out_loss);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LAP_MODEL_H */

@@ -1,0 +1,87 @@
+//===- LoadedModel.cpp - A model.so, opened and checked ---------*- C++ -*-===//
+
+#include "runtime/model/LoadedModel.h"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+using namespace lap;
+
+namespace {
+
+[[noreturn]] void refuse(const std::string &path, const std::string &why) {
+  throw std::runtime_error(path + ": " + why);
+}
+
+template <typename F> F symbol(void *handle, const char *name, const std::string &path) {
+  void *p = dlsym(handle, name);
+  if (!p)
+    refuse(path, std::string("not a lap model library (no '") + name +
+                     "'; build one with `lapc SPEC -o model.so`)");
+  return reinterpret_cast<F>(p);
+}
+
+} // namespace
+
+LoadedModel::LoadedModel(const std::string &path) : path_(path) {
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0)
+    refuse(path, std::string("cannot open: ") + std::strerror(errno));
+  // dlopen needs a path with a slash to not search the library path.
+  std::string open = path.find('/') == std::string::npos ? "./" + path : path;
+  handle_ = dlopen(open.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle_) {
+    const char *why = dlerror();
+    refuse(path, std::string("not a loadable shared library (truncated, or "
+                             "built for another machine?): ") +
+                     (why ? why : "unknown error"));
+  }
+  try {
+    auto version = symbol<decltype(&lap_model_abi_version)>(
+        handle_, "lap_model_abi_version", path);
+    if (version() != LAP_MODEL_ABI_VERSION)
+      refuse(path, "built for model ABI version " + std::to_string(version()) +
+                       ", this lapc-run speaks version " +
+                       std::to_string(LAP_MODEL_ABI_VERSION) +
+                       "; recompile it with this lapc");
+    auto manifest = symbol<decltype(&lap_model_manifest)>(handle_, "lap_model_manifest", path);
+    init_ = symbol<decltype(init_)>(handle_, "lap_model_init_params", path);
+    forward_ = symbol<decltype(forward_)>(handle_, "lap_model_forward", path);
+    trainStep_ = symbol<decltype(trainStep_)>(handle_, "lap_model_train_step", path);
+    lastError_ = symbol<decltype(lastError_)>(handle_, "lap_model_last_error", path);
+    manifest_ = nlohmann::json::parse(manifest(), nullptr, /*allow_exceptions=*/false);
+    if (manifest_.is_discarded())
+      refuse(path, "its manifest is not valid JSON");
+    for (auto &p : manifest_.at("parameters").at("tensors"))
+      parameters_.push_back({p.at("name"), p.at("shape").get<std::vector<int64_t>>(),
+                             p.at("offset"), p.at("elements"),
+                             p.at("init").at("kind"), p.at("init").at("value")});
+    parameterElements_ = manifest_.at("parameters").at("elements");
+    workspaceBytes_ = manifest_.at("memory").at("workspace_bytes");
+  } catch (const nlohmann::json::exception &e) {
+    dlclose(handle_);
+    refuse(path, std::string("its manifest lacks a field: ") + e.what());
+  } catch (...) {
+    dlclose(handle_);
+    throw;
+  }
+}
+
+LoadedModel::~LoadedModel() {
+  if (handle_)
+    dlclose(handle_);
+}
+
+AlignedBuffer::AlignedBuffer(size_t n) : bytes(n) {
+  size_t rounded = (n + 63) / 64 * 64;
+  data = std::aligned_alloc(64, rounded ? rounded : 64);
+  if (!data)
+    throw std::runtime_error("out of memory allocating " + std::to_string(n) + " bytes");
+  std::memset(data, 0, rounded ? rounded : 64);
+}
+
+AlignedBuffer::~AlignedBuffer() { std::free(data); }

@@ -1,0 +1,156 @@
+//===- ModelEntry.cpp - The C ABI of model.so over generated code -*- C++ -*-===//
+//
+// Linked into every model.so. Checks each call's arguments against the
+// manifest (limits, batch layout, token ranges), so that bad input is an
+// error status and never an out-of-bounds access in generated code, then
+// calls the functions lapc generated.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lap/model.h"
+#include "runtime/model/ParameterInit.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+extern "C" {
+extern const char lap_gen_manifest[];
+void lap_gen_forward(const void *params, const void *const *batch,
+                     void *const *outputs, void *workspace, int64_t B,
+                     int64_t T, uint64_t seed);
+void lap_gen_train_step(const void *params, const void *const *batch,
+                        void *const *outputs, void *workspace, int64_t B,
+                        int64_t T, uint64_t seed);
+}
+
+namespace {
+
+thread_local std::string lastError = "no error";
+
+lap_status fail(std::string message) {
+  lastError = std::move(message);
+  return LAP_INVALID_ARGUMENT;
+}
+
+/// What the entry points need from the manifest, read once.
+struct Model {
+  int64_t maxBatch = 0, maxSeq = 0, vocab = 0;
+  bool fixedSeq = true; ///< images: the sequence is fixed at compile time
+  std::vector<std::string> batchNames;
+  std::vector<bool> batchIsIndex; ///< int32 token or target tensors
+  std::vector<lap::model::ParameterSpec> parameters;
+  std::vector<int64_t> gradOffsets;
+
+  Model() {
+    auto m = nlohmann::json::parse(lap_gen_manifest);
+    maxBatch = m["limits"]["batch"];
+    maxSeq = m["limits"]["seq"];
+    vocab = m["limits"].value("vocab", int64_t(0));
+    for (auto &t : m["batch"]) {
+      batchNames.push_back(t["name"]);
+      batchIsIndex.push_back(t["dtype"] == "int32");
+      if (t["shape"].size() > 1 && t["shape"][1] == -1)
+        fixedSeq = false;
+    }
+    for (auto &p : m["parameters"]["tensors"]) {
+      lap::model::ParameterSpec spec;
+      spec.offset = p["offset"];
+      spec.elements = p["elements"];
+      spec.kind = lap::model::parseInitKind(p["init"]["kind"]);
+      spec.value = p["init"]["value"];
+      parameters.push_back(spec);
+    }
+  }
+
+  lap_status check(const lap_batch *b, int64_t &seq) const {
+    if (!b || !b->tensors)
+      return fail("the batch is null");
+    if (b->count != int32_t(batchNames.size()))
+      return fail("the batch has " + std::to_string(b->count) +
+                  " tensors; this model takes " + std::to_string(batchNames.size()));
+    if (b->batch < 1 || b->batch > maxBatch)
+      return fail("batch size " + std::to_string(b->batch) +
+                  " is outside the compiled range 1.." + std::to_string(maxBatch) +
+                  " (lapc --max-batch sets the maximum)");
+    seq = fixedSeq ? maxSeq : b->seq;
+    if (!fixedSeq && (seq < 1 || seq > maxSeq))
+      return fail("sequence length " + std::to_string(seq) +
+                  " is outside the compiled range 1.." + std::to_string(maxSeq) +
+                  " (lapc --max-seq sets the maximum)");
+    for (size_t i = 0; i < batchNames.size(); ++i) {
+      if (!b->tensors[i])
+        return fail("batch tensor '" + batchNames[i] + "' is null");
+      if (!batchIsIndex[i] || vocab == 0)
+        continue;
+      // Tokens index the embedding; targets may also be -1 (ignored).
+      auto *ids = static_cast<const int32_t *>(b->tensors[i]);
+      int32_t lowest = batchNames[i] == "targets" ? -1 : 0;
+      for (int64_t j = 0; j < b->batch * seq; ++j)
+        if (ids[j] < lowest || ids[j] >= vocab)
+          return fail("batch tensor '" + batchNames[i] + "' holds " +
+                      std::to_string(ids[j]) + " at [" + std::to_string(j / seq) +
+                      ", " + std::to_string(j % seq) + "], outside the vocabulary 0.." +
+                      std::to_string(vocab - 1));
+    }
+    return LAP_OK;
+  }
+};
+
+const Model &model() {
+  static const Model m;
+  return m;
+}
+
+} // namespace
+
+extern "C" {
+
+uint32_t lap_model_abi_version(void) { return LAP_MODEL_ABI_VERSION; }
+
+const char *lap_model_manifest(void) { return lap_gen_manifest; }
+
+const char *lap_model_last_error(void) { return lastError.c_str(); }
+
+lap_status lap_model_init_params(float *params, uint64_t seed) {
+  if (!params)
+    return fail("params is null");
+  const Model &m = model();
+  for (size_t i = 0; i < m.parameters.size(); ++i)
+    lap::model::initParameter(params, m.parameters[i], seed, i);
+  return LAP_OK;
+}
+
+lap_status lap_model_forward(const float *params, const lap_batch *batch,
+                             void *workspace, float *out_loss,
+                             float *out_logits) {
+  int64_t seq = 0;
+  if (lap_status s = model().check(batch, seq))
+    return s;
+  if (!params || !workspace || !out_loss || !out_logits)
+    return fail("params, workspace, out_loss and out_logits must not be null");
+  void *outputs[] = {out_loss, out_logits};
+  lap_gen_forward(params, batch->tensors, outputs, workspace, batch->batch, seq, 0);
+  return LAP_OK;
+}
+
+lap_status lap_model_train_step(const float *params, float *grads,
+                                const lap_batch *batch, uint64_t seed,
+                                void *workspace, float *out_loss) {
+  int64_t seq = 0;
+  const Model &m = model();
+  if (lap_status s = m.check(batch, seq))
+    return s;
+  if (!params || !grads || !workspace || !out_loss)
+    return fail("params, grads, workspace and out_loss must not be null");
+  std::vector<void *> outputs{out_loss};
+  for (const auto &p : m.parameters)
+    outputs.push_back(grads + p.offset);
+  lap_gen_train_step(params, batch->tensors, outputs.data(), workspace,
+                     batch->batch, seq, seed);
+  return LAP_OK;
+}
+
+} // extern "C"

@@ -1,0 +1,35 @@
+//===- ParameterInit.h - Reproducible parameter initialisation --*- C++ -*-===//
+//
+// Values are a function of (seed, parameter index, element index) through a
+// counter-based generator, so they do not depend on the thread count, the
+// standard library or the order parameters are filled in.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_RUNTIME_MODEL_PARAMETERINIT_H
+#define LAP_RUNTIME_MODEL_PARAMETERINIT_H
+
+#include <cstdint>
+#include <string>
+
+namespace lap::model {
+
+enum class InitKind { Constant, Normal, TruncNormal, Uniform };
+
+/// A parameter of the manifest: where it lives and how it starts.
+struct ParameterSpec {
+  int64_t offset = 0, elements = 0;
+  InitKind kind = InitKind::Constant;
+  double value = 0; ///< the constant, or the standard deviation
+};
+
+/// The manifest's spelling: constant, normal, trunc_normal, uniform.
+InitKind parseInitKind(const std::string &name);
+
+/// Fills params[p.offset ..] for parameter number `index`.
+void initParameter(float *params, const ParameterSpec &p, uint64_t seed,
+                   uint64_t index);
+
+} // namespace lap::model
+
+#endif // LAP_RUNTIME_MODEL_PARAMETERINIT_H

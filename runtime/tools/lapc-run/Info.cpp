@@ -1,0 +1,57 @@
+//===- Info.cpp - lapc-run info ----------------------------------*- C++ -*-===//
+
+#include "runtime/model/LoadedModel.h"
+#include "runtime/tools/lapc-run/Commands.h"
+
+#include <fmt/format.h>
+
+namespace {
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? " x " : "") + (shape[i] < 0 ? std::string(i == 0 ? "B" : "T")
+                                          : std::to_string(shape[i]));
+  return s.empty() ? "scalar" : s;
+}
+
+std::string mib(double bytes) { return fmt::format("{:.2f} MiB", bytes / (1 << 20)); }
+
+} // namespace
+
+int lap::cli::info(const std::string &path) {
+  LoadedModel model(path);
+  const auto &m = model.manifest();
+  fmt::print("model      {} ({}), ABI {}, compiled for {} ({})\n",
+             m["name"].get<std::string>(), m["family"].get<std::string>(),
+             m["abi_version"].get<int>(), m["target"]["device"].get<std::string>(),
+             m["target"]["cpu"].get<std::string>());
+  fmt::print("limits     batch <= {}, sequence <= {}\n", model.maxBatch(), model.maxSeq());
+  for (auto &t : m["batch"])
+    fmt::print("input      {} {} [{}]\n", t["name"].get<std::string>(),
+               t["dtype"].get<std::string>(),
+               shapeString(t["shape"].get<std::vector<int64_t>>()));
+  for (auto &t : m["outputs"])
+    fmt::print("output     {} [{}]\n", t["name"].get<std::string>(),
+               shapeString(t["shape"].get<std::vector<int64_t>>()));
+
+  int64_t count = 0;
+  for (const ParameterInfo &p : model.parameters())
+    count += p.elements;
+  fmt::print("\nparameters {} in {} tensors\n", count, model.parameters().size());
+  fmt::print("  {:<40} {:<16} {:>12} {:>12}  {}\n", "name", "shape", "elements",
+             "offset", "init");
+  for (const ParameterInfo &p : model.parameters())
+    fmt::print("  {:<40} {:<16} {:>12} {:>12}  {} {}\n", p.name, shapeString(p.shape),
+               p.elements, p.offset, p.init, p.initValue);
+
+  double params = double(model.parameterElements()) * 4;
+  const auto &mem = m["memory"];
+  fmt::print("\nmemory     parameters {}, gradients {}\n", mib(params), mib(params));
+  fmt::print("           workspace {} (forward {}, train_step {})\n",
+             mib(model.workspaceBytes()), mib(mem["forward_workspace_bytes"].get<double>()),
+             mib(mem["train_step_workspace_bytes"].get<double>()));
+  fmt::print("           a training step needs {} plus the batch\n",
+             mib(2 * params + model.workspaceBytes()));
+  return 0;
+}

@@ -1,0 +1,46 @@
+//===- main.cpp - lapc-run: runs models that lapc compiled ------*- C++ -*-===//
+//
+// Exit codes: 0 success, 1 a failed run or check, 2 bad input (arguments,
+// model files).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/tools/lapc-run/Commands.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <stdexcept>
+
+int main(int argc, char **argv) {
+  CLI::App app{"lapc-run: inspect, check and train models compiled by lapc"};
+  app.require_subcommand(1);
+
+  std::string infoModel;
+  CLI::App *info = app.add_subcommand(
+      "info", "Print a model's manifest: parameters, limits and memory");
+  info->add_option("model", infoModel, "model.so built by lapc")->required();
+
+  lap::cli::CheckOptions check;
+  CLI::App *checkCmd = app.add_subcommand(
+      "check", "Run forward and train_step on random data; print the loss "
+               "and gradient norms");
+  checkCmd->add_option("model", check.model, "model.so built by lapc")->required();
+  checkCmd->add_option("--batch", check.batch, "Batch size (default: the compiled maximum)");
+  checkCmd->add_option("--seq", check.seq, "Sequence length (default: the compiled maximum)");
+  checkCmd->add_option("--seed", check.seed, "Seed of the parameters and the data");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    if (*info)
+      return lap::cli::info(infoModel);
+    return lap::cli::check(check);
+  } catch (const std::exception &e) {
+    std::cerr << "lapc-run: error: " << e.what() << "\n";
+    return 2;
+  }
+}
