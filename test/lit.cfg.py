@@ -15,4 +15,4 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "Inputs", "unit", "fuzz"]
 config.substitutions.append(("%specs", os.path.join(config.lap_src_root, "specs")))
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["lapc", "lap-opt"], [config.lap_tools_dir])
+llvm_config.add_tool_substitutions(["lapc", "lap-opt", "lapc-run"], [config.lap_tools_dir])

@@ -3,10 +3,12 @@
 #include "runtime/model/LoadedModel.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 
 using namespace lap;
@@ -25,19 +27,48 @@ template <typename F> F symbol(void *handle, const char *name, const std::string
   return reinterpret_cast<F>(p);
 }
 
+/// Checks that `path` is a whole x86-64 ELF shared object before dlopen
+/// maps it: a truncated file would fault (SIGBUS) on first touch instead.
+void checkElf(const std::string &path, uint64_t size) {
+  std::ifstream in(path, std::ios::binary);
+  Elf64_Ehdr header{};
+  if (!in.read(reinterpret_cast<char *>(&header), sizeof header) ||
+      std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0)
+    refuse(path, "not a shared library (no ELF header)");
+  if (header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_machine != EM_X86_64)
+    refuse(path, "a shared library for another machine (this is x86-64)");
+  if (header.e_type != ET_DYN)
+    refuse(path, "an ELF file, but not a shared library");
+  auto covers = [&](uint64_t offset, uint64_t bytes) {
+    return offset <= size && bytes <= size - offset;
+  };
+  if (!covers(header.e_phoff, uint64_t(header.e_phnum) * header.e_phentsize) ||
+      !covers(header.e_shoff, uint64_t(header.e_shnum) * header.e_shentsize))
+    refuse(path, "not a loadable shared library (truncated: " +
+                     std::to_string(size) + " bytes)");
+  for (int i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr segment{};
+    in.seekg(header.e_phoff + uint64_t(i) * header.e_phentsize);
+    if (!in.read(reinterpret_cast<char *>(&segment), sizeof segment) ||
+        (segment.p_type == PT_LOAD && !covers(segment.p_offset, segment.p_filesz)))
+      refuse(path, "not a loadable shared library (truncated: " +
+                       std::to_string(size) + " bytes)");
+  }
+}
+
 } // namespace
 
 LoadedModel::LoadedModel(const std::string &path) : path_(path) {
   struct stat info;
   if (stat(path.c_str(), &info) != 0)
     refuse(path, std::string("cannot open: ") + std::strerror(errno));
+  checkElf(path, uint64_t(info.st_size));
   // dlopen needs a path with a slash to not search the library path.
   std::string open = path.find('/') == std::string::npos ? "./" + path : path;
   handle_ = dlopen(open.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) {
     const char *why = dlerror();
-    refuse(path, std::string("not a loadable shared library (truncated, or "
-                             "built for another machine?): ") +
+    refuse(path, std::string("not a loadable shared library: ") +
                      (why ? why : "unknown error"));
   }
   try {

@@ -41,7 +41,9 @@ uint64_t survivalThreshold(float rate) {
 }
 
 /// 1 / (1 - rate), or 0 when nothing survives (avoids 0 * inf).
-float survivorScale(float rate) { return rate < 1.0f ? 1.0f / (1.0f - rate) : 0.0f; }
+float survivorScale(float rate) {
+  return rate < 1.0f ? 1.0f / (1.0f - rate) : 0.0f;
+}
 
 } // namespace
 
@@ -52,8 +54,8 @@ extern "C" int32_t lap_cpu_keep(uint64_t seed, int64_t key, int64_t index,
 }
 
 // y may equal x: each element is read, then written, at the same index.
-extern "C" void lap_cpu_dropout(float *y, const float *x, int64_t n,
-                                float rate, uint64_t seed, int64_t key) {
+extern "C" void lap_cpu_dropout(float *y, const float *x, int64_t n, float rate,
+                                uint64_t seed, int64_t key) {
   uint64_t base = stream(seed, key), threshold = survivalThreshold(rate);
   float scale = survivorScale(rate);
   parallelFor(n, int64_t(1) << 14, [&](int64_t begin, int64_t end) {
@@ -66,22 +68,23 @@ extern "C" void lap_cpu_dropout(float *y, const float *x, int64_t n,
 }
 
 extern "C" void lap_cpu_drop_path(float *y, const float *x, int64_t B,
-                                  int64_t per_sample, float rate,
-                                  uint64_t seed, int64_t key) {
+                                  int64_t per_sample, float rate, uint64_t seed,
+                                  int64_t key) {
   uint64_t base = stream(seed, key), threshold = survivalThreshold(rate);
   float scale = survivorScale(rate);
   // Chunks of the flat range, so one large sample still spreads over threads.
-  parallelFor(B * per_sample, int64_t(1) << 14, [&](int64_t begin, int64_t end) {
-    for (int64_t b = begin / per_sample; b * per_sample < end; ++b) {
-      int64_t first = std::max(begin, b * per_sample);
-      int64_t last = std::min(end, (b + 1) * per_sample);
-      if ((mix(base + uint64_t(b)) >> 40) < threshold) {
-        std::fill(y + first, y + last, 0.0f);
-        continue;
-      }
+  parallelFor(
+      B * per_sample, int64_t(1) << 14, [&](int64_t begin, int64_t end) {
+        for (int64_t b = begin / per_sample; b * per_sample < end; ++b) {
+          int64_t first = std::max(begin, b * per_sample);
+          int64_t last = std::min(end, (b + 1) * per_sample);
+          if ((mix(base + uint64_t(b)) >> 40) < threshold) {
+            std::fill(y + first, y + last, 0.0f);
+            continue;
+          }
 #pragma clang loop vectorize(assume_safety)
-      for (int64_t i = first; i < last; ++i)
-        y[i] = x[i] * scale;
-    }
-  });
+          for (int64_t i = first; i < last; ++i)
+            y[i] = x[i] * scale;
+        }
+      });
 }

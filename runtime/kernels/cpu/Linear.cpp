@@ -32,8 +32,8 @@ void gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
       std::memset(C + i * ldc, 0, N * sizeof(float));
     return;
   }
-  dnnl_status_t status = dnnl_sgemm(transa, transb, M, N, K, 1.0f, A, lda, B,
-                                    ldb, 0.0f, C, ldc);
+  dnnl_status_t status =
+      dnnl_sgemm(transa, transb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
   if (status != dnnl_success) {
     std::fprintf(stderr, "lap: dnnl_sgemm failed (status %d)\n", int(status));
     std::abort();
@@ -75,9 +75,9 @@ void columnSums(float *__restrict db, const float *__restrict dy, int64_t n,
 
 } // namespace
 
-extern "C" void lap_cpu_linear_forward(float *y, const float *x,
-                                       const float *w, const float *b,
-                                       int64_t n, int64_t in, int64_t out) {
+extern "C" void lap_cpu_linear_forward(float *y, const float *x, const float *w,
+                                       const float *b, int64_t n, int64_t in,
+                                       int64_t out) {
   gemm('N', 'T', n, out, in, x, in, w, in, y, out);
   if (!b)
     return;

@@ -56,8 +56,8 @@ float centredSquares(const float *__restrict a, float m, int64_t c) {
 /// range; then writes out[s] = the sum of the ranges' partial s, in range
 /// order. Null outputs are skipped; with none, partials is null.
 template <typename F>
-void rowsWithColumnSums(int64_t n, int64_t c, std::initializer_list<float *> outs,
-                        F body) {
+void rowsWithColumnSums(int64_t n, int64_t c,
+                        std::initializer_list<float *> outs, F body) {
   int64_t slots = int64_t(outs.size());
   bool any = std::any_of(outs.begin(), outs.end(), [](float *p) { return p; });
   if (!any) {
@@ -100,7 +100,8 @@ extern "C" void lap_cpu_layer_norm_forward(float *y, const float *x,
       const float *__restrict xi = x + i * c;
       float *__restrict yi = y + i * c;
       float mean = sum(xi, c) / float(c);
-      float rstd = 1.0f / std::sqrt(centredSquares(xi, mean, c) / float(c) + eps);
+      float rstd =
+          1.0f / std::sqrt(centredSquares(xi, mean, c) / float(c) + eps);
       for (int64_t j = 0; j < c; ++j) {
         float v = (xi[j] - mean) * rstd;
         yi[j] = (w ? v * w[j] : v) + (b ? b[j] : 0.0f);
@@ -113,39 +114,40 @@ extern "C" void lap_cpu_layer_norm_backward(float *dx, float *dw, float *db,
                                             const float *dy, const float *x,
                                             const float *w, int64_t n,
                                             int64_t c, float eps) {
-  rowsWithColumnSums(n, c, {dw, db}, [&](int64_t begin, int64_t end,
-                                         float *partials) {
-    float *__restrict accW = partials && dw ? partials : nullptr;
-    float *__restrict accB = partials && db ? partials + c : nullptr;
-    for (int64_t i = begin; i < end; ++i) {
-      const float *__restrict xi = x + i * c;
-      const float *__restrict dyi = dy + i * c;
-      float *__restrict dxi = dx + i * c;
-      float mean = sum(xi, c) / float(c);
-      float rstd = 1.0f / std::sqrt(centredSquares(xi, mean, c) / float(c) + eps);
-      // With g = dy * w and xhat the normalised row:
-      // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
-      float sumG = 0.0f, sumGX = 0.0f;
+  rowsWithColumnSums(
+      n, c, {dw, db}, [&](int64_t begin, int64_t end, float *partials) {
+        float *__restrict accW = partials && dw ? partials : nullptr;
+        float *__restrict accB = partials && db ? partials + c : nullptr;
+        for (int64_t i = begin; i < end; ++i) {
+          const float *__restrict xi = x + i * c;
+          const float *__restrict dyi = dy + i * c;
+          float *__restrict dxi = dx + i * c;
+          float mean = sum(xi, c) / float(c);
+          float rstd =
+              1.0f / std::sqrt(centredSquares(xi, mean, c) / float(c) + eps);
+          // With g = dy * w and xhat the normalised row:
+          // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
+          float sumG = 0.0f, sumGX = 0.0f;
 #pragma clang loop vectorize(enable) interleave(enable)
-      for (int64_t j = 0; j < c; ++j) {
-        float g = w ? dyi[j] * w[j] : dyi[j];
-        sumG += g;
-        sumGX += g * (xi[j] - mean) * rstd;
-      }
-      float meanG = sumG / float(c), meanGX = sumGX / float(c);
-      for (int64_t j = 0; j < c; ++j) {
-        float xhat = (xi[j] - mean) * rstd;
-        float g = w ? dyi[j] * w[j] : dyi[j];
-        dxi[j] = rstd * (g - meanG - xhat * meanGX);
-      }
-      if (accW)
-        for (int64_t j = 0; j < c; ++j)
-          accW[j] += dyi[j] * (xi[j] - mean) * rstd;
-      if (accB)
-        for (int64_t j = 0; j < c; ++j)
-          accB[j] += dyi[j];
-    }
-  });
+          for (int64_t j = 0; j < c; ++j) {
+            float g = w ? dyi[j] * w[j] : dyi[j];
+            sumG += g;
+            sumGX += g * (xi[j] - mean) * rstd;
+          }
+          float meanG = sumG / float(c), meanGX = sumGX / float(c);
+          for (int64_t j = 0; j < c; ++j) {
+            float xhat = (xi[j] - mean) * rstd;
+            float g = w ? dyi[j] * w[j] : dyi[j];
+            dxi[j] = rstd * (g - meanG - xhat * meanGX);
+          }
+          if (accW)
+            for (int64_t j = 0; j < c; ++j)
+              accW[j] += dyi[j] * (xi[j] - mean) * rstd;
+          if (accB)
+            for (int64_t j = 0; j < c; ++j)
+              accB[j] += dyi[j];
+        }
+      });
 }
 
 //--- RMSNorm -----------------------------------------------------------------
@@ -167,31 +169,32 @@ extern "C" void lap_cpu_rms_norm_forward(float *y, const float *x,
 extern "C" void lap_cpu_rms_norm_backward(float *dx, float *dw, const float *dy,
                                           const float *x, const float *w,
                                           int64_t n, int64_t c, float eps) {
-  rowsWithColumnSums(n, c, {dw}, [&](int64_t begin, int64_t end,
-                                     float *__restrict accW) {
-    for (int64_t i = begin; i < end; ++i) {
-      const float *__restrict xi = x + i * c;
-      const float *__restrict dyi = dy + i * c;
-      float r = 1.0f / std::sqrt(dot(xi, xi, c) / float(c) + eps);
-      if (dx) {
-        // With g = dy * w: dx = r g - x r^3 mean(g x).
-        float *__restrict dxi = dx + i * c;
-        float sumGX = 0.0f;
+  rowsWithColumnSums(
+      n, c, {dw}, [&](int64_t begin, int64_t end, float *__restrict accW) {
+        for (int64_t i = begin; i < end; ++i) {
+          const float *__restrict xi = x + i * c;
+          const float *__restrict dyi = dy + i * c;
+          float r = 1.0f / std::sqrt(dot(xi, xi, c) / float(c) + eps);
+          if (dx) {
+            // With g = dy * w: dx = r g - x r^3 mean(g x).
+            float *__restrict dxi = dx + i * c;
+            float sumGX = 0.0f;
 #pragma clang loop vectorize(enable) interleave(enable)
-        for (int64_t j = 0; j < c; ++j)
-          sumGX += (w ? dyi[j] * w[j] : dyi[j]) * xi[j];
-        float k = r * r * r * sumGX / float(c);
-        for (int64_t j = 0; j < c; ++j)
-          dxi[j] = r * (w ? dyi[j] * w[j] : dyi[j]) - xi[j] * k;
-      }
-      if (accW)
-        for (int64_t j = 0; j < c; ++j)
-          accW[j] += dyi[j] * xi[j] * r;
-    }
-  });
+            for (int64_t j = 0; j < c; ++j)
+              sumGX += (w ? dyi[j] * w[j] : dyi[j]) * xi[j];
+            float k = r * r * r * sumGX / float(c);
+            for (int64_t j = 0; j < c; ++j)
+              dxi[j] = r * (w ? dyi[j] * w[j] : dyi[j]) - xi[j] * k;
+          }
+          if (accW)
+            for (int64_t j = 0; j < c; ++j)
+              accW[j] += dyi[j] * xi[j] * r;
+        }
+      });
 }
 
-//--- L2 normalisation and weight normalisation ---------------------------------
+//--- L2 normalisation and weight normalisation
+//---------------------------------
 
 extern "C" void lap_cpu_l2_normalize_forward(float *y, const float *x,
                                              int64_t n, int64_t c, float eps) {
@@ -269,26 +272,27 @@ extern "C" void lap_cpu_weight_norm_backward(float *dv, float *dg,
   });
 }
 
-//--- LayerScale ------------------------------------------------------------------
+//--- LayerScale
+//------------------------------------------------------------------
 
 extern "C" void lap_cpu_layer_scale_backward(float *dx, float *dgamma,
                                              const float *dy, const float *x,
                                              const float *gamma, int64_t n,
                                              int64_t c) {
-  rowsWithColumnSums(n, c, {dgamma}, [&](int64_t begin, int64_t end,
-                                         float *__restrict acc) {
-    for (int64_t i = begin; i < end; ++i) {
-      const float *__restrict dyi = dy + i * c;
-      if (dx) {
-        float *__restrict dxi = dx + i * c;
-        for (int64_t j = 0; j < c; ++j)
-          dxi[j] = dyi[j] * gamma[j];
-      }
-      if (acc) {
-        const float *__restrict xi = x + i * c;
-        for (int64_t j = 0; j < c; ++j)
-          acc[j] += dyi[j] * xi[j];
-      }
-    }
-  });
+  rowsWithColumnSums(n, c, {dgamma},
+                     [&](int64_t begin, int64_t end, float *__restrict acc) {
+                       for (int64_t i = begin; i < end; ++i) {
+                         const float *__restrict dyi = dy + i * c;
+                         if (dx) {
+                           float *__restrict dxi = dx + i * c;
+                           for (int64_t j = 0; j < c; ++j)
+                             dxi[j] = dyi[j] * gamma[j];
+                         }
+                         if (acc) {
+                           const float *__restrict xi = x + i * c;
+                           for (int64_t j = 0; j < c; ++j)
+                             acc[j] += dyi[j] * xi[j];
+                         }
+                       }
+                     });
 }

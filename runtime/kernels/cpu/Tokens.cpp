@@ -39,7 +39,8 @@ void scaleRow(float *__restrict dst, const float *__restrict src, float s,
 
 } // namespace
 
-//--- Patches ---------------------------------------------------------------------
+//--- Patches
+//---------------------------------------------------------------------
 
 extern "C" void lap_cpu_patchify_forward(float *y, const float *images,
                                          int64_t B, int64_t C, int64_t Hi,
@@ -81,7 +82,8 @@ extern "C" void lap_cpu_patchify_backward(float *dimages, const float *dy,
   });
 }
 
-//--- Learned tokens --------------------------------------------------------------
+//--- Learned tokens
+//--------------------------------------------------------------
 
 extern "C" void lap_cpu_prepend_tokens_forward(float *y, const float *x,
                                                const float *tokens, int64_t B,
@@ -115,7 +117,8 @@ extern "C" void lap_cpu_prepend_tokens_backward(float *dx, float *dtokens,
     });
 }
 
-//--- Pooling ------------------------------------------------------------------------
+//--- Pooling
+//------------------------------------------------------------------------
 
 extern "C" void lap_cpu_take_token_forward(float *y, const float *x, int64_t B,
                                            int64_t T, int64_t c,
@@ -139,8 +142,8 @@ extern "C" void lap_cpu_take_token_backward(float *dx, const float *dy,
   });
 }
 
-extern "C" void lap_cpu_mean_tokens_forward(float *y, const float *x,
-                                            int64_t B, int64_t T, int64_t c,
+extern "C" void lap_cpu_mean_tokens_forward(float *y, const float *x, int64_t B,
+                                            int64_t T, int64_t c,
                                             int64_t skip) {
   int64_t count = T - skip;
   // Work items are (sample, block of channels), so a small batch still

@@ -29,9 +29,9 @@ std::vector<float> nanVector(size_t n) {
 }
 
 /// dL/dp[i] by central differences of a double-precision loss of p.
-std::vector<double>
-finiteDifferences(std::vector<double> p,
-                  const std::function<double(const std::vector<double> &)> &loss) {
+std::vector<double> finiteDifferences(
+    std::vector<double> p,
+    const std::function<double(const std::vector<double> &)> &loss) {
   const double h = 1e-6;
   std::vector<double> grad(p.size());
   for (size_t i = 0; i < p.size(); ++i) {

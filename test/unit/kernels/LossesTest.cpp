@@ -57,7 +57,8 @@ double logSumExp(const Vec &z) {
   return m + std::log(s);
 }
 
-//--- Cross-entropy ---------------------------------------------------------------
+//--- Cross-entropy
+//---------------------------------------------------------------
 
 struct CrossEntropy {
   double smoothing, softcap;
@@ -84,7 +85,8 @@ double crossEntropy(const Vec &logits, const std::vector<int32_t> &targets,
   return count ? total / count : 0.0;
 }
 
-const CrossEntropy kVariants[] = {{0.0, 0.0}, {0.1, 0.0}, {0.0, 5.0}, {0.2, 5.0}};
+const CrossEntropy kVariants[] = {
+    {0.0, 0.0}, {0.1, 0.0}, {0.0, 5.0}, {0.2, 5.0}};
 
 TEST(CrossEntropy, ForwardMatchesReference) {
   std::mt19937 rng(1);
@@ -114,7 +116,9 @@ TEST(CrossEntropy, BackwardMatchesFiniteDifferences) {
                                    targets.data(), n, V, float(ce.smoothing),
                                    float(ce.softcap));
     Vec p = toDouble(logits);
-    auto loss = [&](const Vec &l) { return dloss * crossEntropy(l, targets, V, ce); };
+    auto loss = [&](const Vec &l) {
+      return dloss * crossEntropy(l, targets, V, ce);
+    };
     for (size_t i = 0; i < p.size(); ++i) {
       // h = 1e-5 in double: differences good to ~1e-9; the fp32 gradient
       // (entries up to ~0.2) to ~1e-7.
@@ -183,7 +187,8 @@ TEST(CrossEntropy, WideVocabulary) {
   }
 }
 
-//--- Row losses ------------------------------------------------------------------
+//--- Row losses
+//------------------------------------------------------------------
 
 enum Kind { SoftCrossEntropy = 0, BCEWithLogits = 1, DinoLoss = 2 };
 
@@ -212,8 +217,8 @@ double rowLoss(const Vec &logits, const Vec &targets, int64_t n, int64_t K,
 
 /// Random targets: rows summing to `mass` for the softmax losses, values in
 /// [0, 1] for BCE.
-std::vector<float> rowTargets(std::mt19937 &rng, int64_t n, int64_t K, Kind kind,
-                              float mass) {
+std::vector<float> rowTargets(std::mt19937 &rng, int64_t n, int64_t K,
+                              Kind kind, float mass) {
   auto t = randomVector(rng, n * K, 0.0f, 1.0f);
   if (kind == BCEWithLogits)
     return t;
@@ -270,7 +275,8 @@ TEST(RowLoss, WideRows) {
     float loss = 0.0f;
     lap_cpu_row_loss_forward(&loss, logits.data(), targets.data(), n, K, kind,
                              0.04f);
-    double want = rowLoss(toDouble(logits), toDouble(targets), n, K, kind, 0.04);
+    double want =
+        rowLoss(toDouble(logits), toDouble(targets), n, K, kind, 0.04);
     EXPECT_NEAR(loss, want, 1e-5 * std::fabs(want) + 1e-5) << "kind " << kind;
   }
 }

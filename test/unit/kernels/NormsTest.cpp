@@ -70,7 +70,8 @@ void expectNear(const std::vector<float> &got, const Vec &want, double tol) {
     EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
 }
 
-//--- References ----------------------------------------------------------------
+//--- References
+//----------------------------------------------------------------
 
 /// w, b empty = absent.
 Vec layerNorm(const Vec &x, const Vec &w, const Vec &b, int64_t n, int64_t c,
@@ -97,7 +98,8 @@ Vec rmsNorm(const Vec &x, const Vec &w, int64_t n, int64_t c, double eps) {
     for (int64_t j = 0; j < c; ++j)
       ms += x[i * c + j] * x[i * c + j] / c;
     for (int64_t j = 0; j < c; ++j)
-      y[i * c + j] = x[i * c + j] / std::sqrt(ms + eps) * (w.empty() ? 1.0 : w[j]);
+      y[i * c + j] =
+          x[i * c + j] / std::sqrt(ms + eps) * (w.empty() ? 1.0 : w[j]);
   }
   return y;
 }
@@ -135,7 +137,8 @@ Vec layerScale(const Vec &x, const Vec &gamma, int64_t n, int64_t c) {
   return y;
 }
 
-//--- LayerNorm -----------------------------------------------------------------
+//--- LayerNorm
+//-----------------------------------------------------------------
 
 TEST(LayerNorm, ForwardMatchesReference) {
   std::mt19937 rng(1);
@@ -161,31 +164,31 @@ TEST(LayerNorm, BackwardMatchesFiniteDifferences) {
   auto dx = nanVector(x.size()), dw = nanVector(c), db = nanVector(c);
   lap_cpu_layer_norm_backward(dx.data(), dw.data(), db.data(), g.data(),
                               x.data(), w.data(), n, c, eps);
-  expectNear(dx,
-             finiteDifferences(
-                 xd, [&](const Vec &p) { return layerNorm(p, wd, bd, n, c, eps); },
-                 g),
-             1e-4);
-  expectNear(dw,
-             finiteDifferences(
-                 wd, [&](const Vec &p) { return layerNorm(xd, p, bd, n, c, eps); },
-                 g),
-             1e-4);
-  expectNear(db,
-             finiteDifferences(
-                 bd, [&](const Vec &p) { return layerNorm(xd, wd, p, n, c, eps); },
-                 g),
-             1e-4);
+  expectNear(
+      dx,
+      finiteDifferences(
+          xd, [&](const Vec &p) { return layerNorm(p, wd, bd, n, c, eps); }, g),
+      1e-4);
+  expectNear(
+      dw,
+      finiteDifferences(
+          wd, [&](const Vec &p) { return layerNorm(xd, p, bd, n, c, eps); }, g),
+      1e-4);
+  expectNear(
+      db,
+      finiteDifferences(
+          bd, [&](const Vec &p) { return layerNorm(xd, wd, p, n, c, eps); }, g),
+      1e-4);
 
   // Without a weight, and with the parameter gradients skipped.
   auto dxPlain = nanVector(x.size());
   lap_cpu_layer_norm_backward(dxPlain.data(), nullptr, nullptr, g.data(),
                               x.data(), nullptr, n, c, eps);
-  expectNear(dxPlain,
-             finiteDifferences(
-                 xd, [&](const Vec &p) { return layerNorm(p, {}, {}, n, c, eps); },
-                 g),
-             1e-4);
+  expectNear(
+      dxPlain,
+      finiteDifferences(
+          xd, [&](const Vec &p) { return layerNorm(p, {}, {}, n, c, eps); }, g),
+      1e-4);
   auto dxOnly = nanVector(x.size()), dbOnly = nanVector(c);
   lap_cpu_layer_norm_backward(dxOnly.data(), nullptr, dbOnly.data(), g.data(),
                               x.data(), w.data(), n, c, eps);
@@ -226,7 +229,8 @@ TEST(LayerNorm, ParameterGradientsLargeAreDeterministic) {
   omp_set_num_threads(threads);
 }
 
-//--- RMSNorm -------------------------------------------------------------------
+//--- RMSNorm
+//-------------------------------------------------------------------
 
 TEST(RMSNorm, ForwardMatchesReference) {
   std::mt19937 rng(4);
@@ -250,25 +254,29 @@ TEST(RMSNorm, BackwardMatchesFiniteDifferences) {
   auto dx = nanVector(x.size()), dw = nanVector(c);
   lap_cpu_rms_norm_backward(dx.data(), dw.data(), g.data(), x.data(), w.data(),
                             n, c, eps);
-  expectNear(dx,
-             finiteDifferences(
-                 xd, [&](const Vec &p) { return rmsNorm(p, wd, n, c, eps); }, g),
-             1e-4);
-  expectNear(dw,
-             finiteDifferences(
-                 wd, [&](const Vec &p) { return rmsNorm(xd, p, n, c, eps); }, g),
-             1e-4);
+  expectNear(
+      dx,
+      finiteDifferences(
+          xd, [&](const Vec &p) { return rmsNorm(p, wd, n, c, eps); }, g),
+      1e-4);
+  expectNear(
+      dw,
+      finiteDifferences(
+          wd, [&](const Vec &p) { return rmsNorm(xd, p, n, c, eps); }, g),
+      1e-4);
   // Parameter-free (nanochat): no weight, no weight gradient.
   auto dxPlain = nanVector(x.size());
   lap_cpu_rms_norm_backward(dxPlain.data(), nullptr, g.data(), x.data(),
                             nullptr, n, c, eps);
-  expectNear(dxPlain,
-             finiteDifferences(
-                 xd, [&](const Vec &p) { return rmsNorm(p, {}, n, c, eps); }, g),
-             1e-4);
+  expectNear(
+      dxPlain,
+      finiteDifferences(
+          xd, [&](const Vec &p) { return rmsNorm(p, {}, n, c, eps); }, g),
+      1e-4);
 }
 
-//--- L2 normalisation and weight norm --------------------------------------------
+//--- L2 normalisation and weight norm
+//--------------------------------------------
 
 TEST(L2Normalize, ForwardAndBackward) {
   std::mt19937 rng(6);
@@ -283,10 +291,11 @@ TEST(L2Normalize, ForwardAndBackward) {
   lap_cpu_l2_normalize_forward(y.data(), x.data(), n, c, eps);
   expectNear(y, l2Normalize(xd, n, c, eps), 1e-6);
   lap_cpu_l2_normalize_backward(dx.data(), g.data(), x.data(), n, c, eps);
-  expectNear(dx,
-             finiteDifferences(
-                 xd, [&](const Vec &p) { return l2Normalize(p, n, c, eps); }, g),
-             1e-4);
+  expectNear(
+      dx,
+      finiteDifferences(
+          xd, [&](const Vec &p) { return l2Normalize(p, n, c, eps); }, g),
+      1e-4);
 }
 
 TEST(WeightNorm, ForwardAndBackward) {
@@ -311,7 +320,8 @@ TEST(WeightNorm, ForwardAndBackward) {
              1e-4);
 }
 
-//--- LayerScale ----------------------------------------------------------------
+//--- LayerScale
+//----------------------------------------------------------------
 
 TEST(LayerScale, BackwardMatchesFiniteDifferences) {
   std::mt19937 rng(8);
@@ -323,14 +333,16 @@ TEST(LayerScale, BackwardMatchesFiniteDifferences) {
   lap_cpu_layer_scale_backward(dx.data(), dgamma.data(), g.data(), x.data(),
                                gamma.data(), n, c);
   // Bilinear: differences exact to rounding; fp32 sums of 5 terms.
-  expectNear(dx,
-             finiteDifferences(
-                 xd, [&](const Vec &p) { return layerScale(p, gammad, n, c); }, g),
-             1e-5);
-  expectNear(dgamma,
-             finiteDifferences(
-                 gammad, [&](const Vec &p) { return layerScale(xd, p, n, c); }, g),
-             1e-5);
+  expectNear(
+      dx,
+      finiteDifferences(
+          xd, [&](const Vec &p) { return layerScale(p, gammad, n, c); }, g),
+      1e-5);
+  expectNear(
+      dgamma,
+      finiteDifferences(
+          gammad, [&](const Vec &p) { return layerScale(xd, p, n, c); }, g),
+      1e-5);
   auto dgammaOnly = nanVector(c);
   lap_cpu_layer_scale_backward(nullptr, dgammaOnly.data(), g.data(), x.data(),
                                gamma.data(), n, c);

@@ -45,7 +45,8 @@ std::vector<double> reference(const std::vector<double> &x, Shape s,
         for (int64_t i = 0; i < half; ++i) {
           double angle = t * std::pow(base, -2.0 * i / s.D);
           yr[i] = xr[i] * std::cos(angle) - xr[i + half] * std::sin(angle);
-          yr[i + half] = xr[i] * std::sin(angle) + xr[i + half] * std::cos(angle);
+          yr[i + half] =
+              xr[i] * std::sin(angle) + xr[i + half] * std::cos(angle);
         }
       }
   return y;

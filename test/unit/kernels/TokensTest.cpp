@@ -66,7 +66,8 @@ void expectNear(const std::vector<float> &got, const Vec &want, double tol) {
 // kernels either copy (exact) or add a few fp32 terms; 1e-5 bounds both.
 constexpr double kTol = 1e-5;
 
-//--- Patchify ----------------------------------------------------------------------
+//--- Patchify
+//----------------------------------------------------------------------
 
 struct Image {
   int64_t B, C, H, W, p;
@@ -82,9 +83,10 @@ Vec patchify(const Vec &img, Image s) {
         for (int64_t c = 0; c < s.C; ++c)
           for (int64_t dy = 0; dy < s.p; ++dy)
             for (int64_t dx = 0; dx < s.p; ++dx)
-              y[(b * s.patches() + ph * Wp + pw) * width + (c * s.p + dy) * s.p +
-                dx] = img[((b * s.C + c) * s.H + ph * s.p + dy) * s.W +
-                          pw * s.p + dx];
+              y[(b * s.patches() + ph * Wp + pw) * width +
+                (c * s.p + dy) * s.p + dx] =
+                  img[((b * s.C + c) * s.H + ph * s.p + dy) * s.W + pw * s.p +
+                      dx];
   return y;
 }
 
@@ -119,14 +121,16 @@ TEST(Patchify, BackwardMatchesFiniteDifferences) {
     auto dimg = nanVector(img.size());
     lap_cpu_patchify_backward(dimg.data(), g.data(), s.B, s.C, s.H, s.W, s.p);
     // Uncovered pixels (last row and column of the 5 x 7 image) get zero.
-    expectNear(dimg,
-               finiteDifferences(toDouble(img),
-                                 [&](const Vec &p) { return patchify(p, s); }, g),
-               kTol);
+    expectNear(
+        dimg,
+        finiteDifferences(
+            toDouble(img), [&](const Vec &p) { return patchify(p, s); }, g),
+        kTol);
   }
 }
 
-//--- Learned tokens ------------------------------------------------------------------
+//--- Learned tokens
+//------------------------------------------------------------------
 
 Vec prepend(const Vec &x, const Vec &tokens, int64_t B, int64_t N, int64_t k,
             int64_t c) {
@@ -152,14 +156,16 @@ TEST(PrependTokens, ForwardAndBackward) {
   auto dx = nanVector(x.size()), dtokens = nanVector(tokens.size());
   lap_cpu_prepend_tokens_backward(dx.data(), dtokens.data(), g.data(), B, N, k,
                                   c);
-  expectNear(dx,
-             finiteDifferences(
-                 xd, [&](const Vec &p) { return prepend(p, td, B, N, k, c); }, g),
-             kTol);
-  expectNear(dtokens,
-             finiteDifferences(
-                 td, [&](const Vec &p) { return prepend(xd, p, B, N, k, c); }, g),
-             kTol);
+  expectNear(
+      dx,
+      finiteDifferences(
+          xd, [&](const Vec &p) { return prepend(p, td, B, N, k, c); }, g),
+      kTol);
+  expectNear(
+      dtokens,
+      finiteDifferences(
+          td, [&](const Vec &p) { return prepend(xd, p, B, N, k, c); }, g),
+      kTol);
 
   // dx is nullable.
   auto dtokensOnly = nanVector(tokens.size());
@@ -168,7 +174,8 @@ TEST(PrependTokens, ForwardAndBackward) {
   EXPECT_EQ(dtokensOnly, dtokens);
 }
 
-//--- Pooling -------------------------------------------------------------------------
+//--- Pooling
+//-------------------------------------------------------------------------
 
 Vec takeToken(const Vec &x, int64_t B, int64_t T, int64_t c, int64_t index) {
   Vec y(B * c);
@@ -197,11 +204,11 @@ TEST(TakeToken, ForwardAndBackward) {
     lap_cpu_take_token_forward(y.data(), x.data(), B, T, c, index);
     expectNear(y, takeToken(xd, B, T, c, index), 0.0);
     lap_cpu_take_token_backward(dx.data(), g.data(), B, T, c, index);
-    expectNear(dx,
-               finiteDifferences(
-                   xd, [&](const Vec &p) { return takeToken(p, B, T, c, index); },
-                   g),
-               kTol);
+    expectNear(
+        dx,
+        finiteDifferences(
+            xd, [&](const Vec &p) { return takeToken(p, B, T, c, index); }, g),
+        kTol);
   }
 }
 
@@ -215,11 +222,11 @@ TEST(MeanTokens, ForwardAndBackward) {
     lap_cpu_mean_tokens_forward(y.data(), x.data(), B, T, c, skip);
     expectNear(y, meanTokens(xd, B, T, c, skip), 1e-6);
     lap_cpu_mean_tokens_backward(dx.data(), g.data(), B, T, c, skip);
-    expectNear(dx,
-               finiteDifferences(
-                   xd, [&](const Vec &p) { return meanTokens(p, B, T, c, skip); },
-                   g),
-               kTol);
+    expectNear(
+        dx,
+        finiteDifferences(
+            xd, [&](const Vec &p) { return meanTokens(p, B, T, c, skip); }, g),
+        kTol);
   }
 }
 

@@ -1,0 +1,8 @@
+// RUN: lap-opt %s --lap-plan-memory --verify-diagnostics
+
+// Without the compiled maxima, dynamic sizes cannot be planned.
+// expected-error @+1 {{dynamic shapes need max-batch and max-seq}}
+func.func @unbounded(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %a = lap.relu2 %x : tensor<?x8xf32>
+  return %a : tensor<?x8xf32>
+}

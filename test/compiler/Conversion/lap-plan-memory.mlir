@@ -1,0 +1,34 @@
+// RUN: lap-opt %s --lap-plan-memory="max-batch=2 max-seq=8" --split-input-file --verify-diagnostics | FileCheck %s
+
+// Offsets by liveness, at B=2, T=8 (512 bytes each): %a is dead once %b
+// is computed, so %c reuses its bytes; an operand and the result of one op
+// never share. The returned value goes straight to output 0 (-2).
+// CHECK-LABEL: func @chain
+// CHECK-SAME: lap.max_batch = 2 : i64, lap.max_seq = 8 : i64, lap.workspace_bytes = 1024 : i64
+// CHECK: lap.relu2 {{.*}}lap.offsets = array<i64: 0>
+// CHECK: lap.gelu {{.*}}lap.offsets = array<i64: 512>
+// CHECK: lap.relu2 {{.*}}lap.offsets = array<i64: 0>
+// CHECK: lap.add {{.*}}lap.offsets = array<i64: -2>
+func.func @chain(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+  %a = lap.relu2 %x : tensor<?x?x8xf32>
+  %b = lap.gelu %a : tensor<?x?x8xf32>
+  %c = lap.relu2 %b : tensor<?x?x8xf32>
+  %d = lap.add %c, %x : tensor<?x?x8xf32>
+  return %d : tensor<?x?x8xf32>
+}
+
+// -----
+
+// Attention keeps its row logsumexp [B, H, T] after its output: 2*8*2*4*4
+// bytes of O plus 2*2*8*4 of lse, in one slot. An unused weight gradient of
+// a norm gets no bytes (-1); the input gradient does.
+// CHECK-LABEL: func @scratch
+// CHECK-SAME: lap.workspace_bytes = 1152
+// CHECK: lap.attention {{.*}}lap.offsets = array<i64: 0>
+// CHECK: lap.rms_norm_grad {{.*}}lap.offsets = array<i64: 640, -1>
+func.func @scratch(%q: tensor<?x?x2x4xf32>, %dy: tensor<?x?x2x4xf32>) -> tensor<?x?x2x4xf32> {
+  %o = lap.attention %q, %q, %q {causal, scale = 0.5 : f32} : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32> -> tensor<?x?x2x4xf32>
+  %dx, %dw = lap.rms_norm_grad %dy, %o {eps = 1.0e-5 : f32} : tensor<?x?x2x4xf32>, tensor<4xf32>
+  %r = lap.add %dx, %o : tensor<?x?x2x4xf32>
+  return %r : tensor<?x?x2x4xf32>
+}

@@ -1,0 +1,2 @@
+#include "runtime/model/LoadedModel.h"
+#include <gtest/gtest.h>
