@@ -1,0 +1,141 @@
+//===- StepBench.cpp - Time a compiled model's training step ----*- C++ -*-===//
+//
+// lap-step-bench MODEL.so [--batch N] [--seq N] [--warmup N] [--iters N]
+//
+// Times lap_model_train_step (forward + backward, no optimizer) on random
+// data and prints one JSON object: ms per step (median, min, max), samples
+// and tokens per second, GFLOP/s by the spec's FLOP count and the fraction
+// of this machine's peak, and the peak RSS next to what the memory plan
+// predicts (parameters + gradients + workspace + batch).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/model/LoadedModel.h"
+
+#include <nlohmann/json.hpp>
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <random>
+#include <string>
+
+using namespace lap;
+
+namespace {
+
+/// FP32 peak of the machine the benchmarks run on (2 Zen 5 cores, AVX-512:
+/// 2 FMA pipes x 16 lanes x 2 FLOP x 4.23 GHz x 2 cores).
+constexpr double kPeakGflops = 540;
+
+int64_t flag(int argc, char **argv, const std::string &name, int64_t fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (argv[i] == name)
+      return std::atoll(argv[i + 1]);
+  return fallback;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::cerr << "usage: lap-step-bench MODEL.so [--batch N] [--seq N] "
+                 "[--warmup N] [--iters N]\n";
+    return 2;
+  }
+  try {
+    LoadedModel model(argv[1]);
+    const auto &m = model.manifest();
+    int64_t batch = flag(argc, argv, "--batch", model.maxBatch());
+    int64_t seq = flag(argc, argv, "--seq", model.maxSeq());
+    int64_t warmup = flag(argc, argv, "--warmup", 3);
+    int64_t iters = flag(argc, argv, "--iters", 20);
+
+    AlignedBuffer params(model.parameterElements() * 4);
+    AlignedBuffer grads(model.parameterElements() * 4);
+    AlignedBuffer workspace(model.workspaceBytes());
+    if (model.initParams(params.as<float>(), 1) != LAP_OK)
+      throw std::runtime_error(model.lastError());
+
+    // Random batch in manifest order.
+    std::mt19937_64 rng(1);
+    std::vector<std::unique_ptr<AlignedBuffer>> buffers;
+    std::vector<const void *> tensors;
+    int64_t batchBytes = 0;
+    for (auto &t : m["batch"]) {
+      auto shape = t["shape"].get<std::vector<int64_t>>();
+      int64_t n = 1;
+      for (size_t i = 0; i < shape.size(); ++i)
+        n *= shape[i] >= 0 ? shape[i] : i == 0 ? batch : seq;
+      buffers.push_back(std::make_unique<AlignedBuffer>(n * 4));
+      batchBytes += n * 4;
+      if (t["dtype"] == "int32") {
+        std::uniform_int_distribution<int32_t> id(0, int32_t(m["limits"]["vocab"]) - 1);
+        for (int64_t i = 0; i < n; ++i)
+          buffers.back()->as<int32_t>()[i] = id(rng);
+      } else if (t["name"] == "images") {
+        std::normal_distribution<float> pixel;
+        for (int64_t i = 0; i < n; ++i)
+          buffers.back()->as<float>()[i] = pixel(rng);
+      } else {
+        int64_t classes = shape.back();
+        for (int64_t r = 0; r < n / classes; ++r)
+          buffers.back()->as<float>()[r * classes + rng() % classes] = 1;
+      }
+      tensors.push_back(buffers.back()->data);
+    }
+    lap_batch view{batch, seq, int32_t(tensors.size()), tensors.data()};
+
+    std::vector<double> ms;
+    float loss = 0;
+    for (int64_t i = 0; i < warmup + iters; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      if (model.trainStep(params.as<float>(), grads.as<float>(), &view, uint64_t(i),
+                          workspace.data, &loss) != LAP_OK)
+        throw std::runtime_error(model.lastError());
+      double t = std::chrono::duration<double, std::milli>(
+                     std::chrono::steady_clock::now() - start).count();
+      if (i >= warmup)
+        ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    double median = ms[ms.size() / 2];
+
+    // FLOPs of a step: per token (gpt, at the spec's sequence length) or per
+    // image, from the spec's derived values.
+    const auto &derived = m["derived"];
+    bool text = derived.contains("flops_per_token.train_step");
+    double flopsPerSample =
+        text ? double(derived["flops_per_token.train_step"]) * double(seq)
+             : double(derived["flops_per_image.train_step"]);
+    double gflops = flopsPerSample * double(batch) / (median * 1e-3) / 1e9;
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    int64_t planned = 2 * model.parameterElements() * 4 + model.workspaceBytes() + batchBytes;
+
+    nlohmann::json out{
+        {"framework", "lap"},
+        {"model", m["name"]},
+        {"threads", std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "default"},
+        {"batch", batch},
+        {"seq", seq},
+        {"parameters", model.parameterElements()},
+        {"loss", loss},
+        {"ms_per_step", {{"median", median}, {"min", ms.front()}, {"max", ms.back()}}},
+        {"samples_per_s", double(batch) / (median * 1e-3)},
+        {"tokens_per_s", double(batch * seq) / (median * 1e-3)},
+        {"gflops", gflops},
+        {"peak_fraction", gflops / kPeakGflops},
+        {"peak_rss_bytes", int64_t(usage.ru_maxrss) * 1024},
+        {"planned_bytes", planned},
+    };
+    std::cout << out.dump() << "\n";
+    return 0;
+  } catch (const std::exception &e) {
+    std::cerr << "lap-step-bench: error: " << e.what() << "\n";
+    return 2;
+  }
+}
