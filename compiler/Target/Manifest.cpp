@@ -3,6 +3,7 @@
 #include "compiler/Target/Manifest.h"
 
 #include "compiler/Conversion/LapToCPU/Layout.h"
+#include "dsl/Derived.h"
 #include "dsl/ParameterTable.h"
 #include "dsl/Scalars.h"
 #include "dsl/SpecPrinter.h"
@@ -80,7 +81,13 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
   }
   memory["workspace_bytes"] = alignTo(workspace);
 
+  // The spec's derived values (FLOPs per token or image, ...), flat.
+  json::Object derived;
+  for (const dsl::DerivedValue &v : dsl::derivedValues(spec))
+    derived[v.path] = v.value;
+
   json::Object manifest{
+      {"derived", std::move(derived)},
       {"abi_version", int64_t(LAP_MODEL_ABI_VERSION)},
       {"name", spec.name},
       {"family", std::string(dsl::spelling(spec.model.family))},

@@ -65,20 +65,28 @@ inline float exp2Fast(float x) {
   return x < -126.0f ? 0.0f : p * pow2n;
 }
 
-/// C[m, 0:N] (+)= sum_k A(m, k) B[k, 0:N] for m < M, k < K, with
-/// A(m, k) = A[m * sam + k * sak]. N is a compile-time width (0: the runtime
-/// width n, accumulated in C itself), so clang keeps an R x N block of C in
-/// registers while k runs. Columns of B up to N must be finite.
+/// For a causal tile, the k that can contribute to rows [m, m + rows) of a
+/// product: [m + lo, m + rows + hi). Rows and k index queries and keys (or
+/// the reverse), and the other terms are exactly zero.
+struct Band {
+  int64_t lo = -(int64_t(1) << 40), hi = int64_t(1) << 40;
+};
+
+/// C[m, 0:N] (+)= sum_k A(m, k) B[k, 0:N] for m < M, k < K (within band),
+/// with A(m, k) = A[m * sam + k * sak]. N is a compile-time width (0: the
+/// runtime width n, accumulated in C itself), so clang keeps an R x N block
+/// of C in registers while k runs. Columns of B up to N must be finite.
 template <int N, bool Accumulate>
 void gemm(float *__restrict C, int64_t ldc, const float *__restrict A,
           int64_t sam, int64_t sak, const float *__restrict B, int64_t ldb,
-          int64_t M, int64_t K, int64_t n = N) {
+          int64_t M, int64_t K, int64_t n = N, Band band = {}) {
   if constexpr (N == 0) {
     for (int64_t m = 0; m < M; ++m) {
       float *__restrict c = C + m * ldc;
       if (!Accumulate)
         std::fill(c, c + n, 0.0f);
-      for (int64_t k = 0; k < K; ++k) {
+      const int64_t kEnd = std::min(K, m + 1 + band.hi);
+      for (int64_t k = std::max<int64_t>(0, m + band.lo); k < kEnd; ++k) {
         const float a = A[m * sam + k * sak];
         const float *__restrict b = B + k * ldb;
         for (int64_t j = 0; j < n; ++j)
@@ -95,7 +103,8 @@ void gemm(float *__restrict C, int64_t ldc, const float *__restrict A,
       for (int r = 0; r < RR; ++r)
         for (int j = 0; j < N; ++j)
           acc[r][j] = Accumulate ? C[(m + r) * ldc + j] : 0.0f;
-      for (int64_t k = 0; k < K; ++k) {
+      const int64_t kEnd = std::min(K, m + RR + band.hi);
+      for (int64_t k = std::max<int64_t>(0, m + band.lo); k < kEnd; ++k) {
         const float *__restrict b = B + k * ldb;
         for (int r = 0; r < RR; ++r) {
           const float a = A[(m + r) * sam + k * sak];
@@ -166,12 +175,15 @@ void transpose(float *__restrict dst, int64_t ldd, const float *__restrict src,
 #endif
 }
 
-/// dst[r, 0:D] = src row r (row stride ld) for r < rows; the padding of dst
-/// stays as it is (zero).
-void copyRows(float *__restrict dst, int64_t ldd, const float *__restrict src,
+/// dst[r, 0:D] = src row r (row stride ld) for r < rows, zero up to width.
+void copyRows(float *__restrict dst, int64_t width, const float *__restrict src,
               int64_t ld, int64_t rows, int64_t D) {
-  for (int64_t r = 0; r < rows; ++r)
-    std::copy(src + r * ld, src + r * ld + D, dst + r * ldd);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t d = 0; d < D; ++d)
+      dst[r * width + d] = src[r * ld + d];
+    for (int64_t d = D; d < width; ++d)
+      dst[r * width + d] = 0.0f;
+  }
 }
 
 /// sum of a[i] b[i], i < n, in 16 lanes so that it vectorises.
@@ -188,25 +200,27 @@ float dot(const float *__restrict a, const float *__restrict b, int64_t n) {
   return sum;
 }
 
-/// 64-byte aligned scratch, one per worker, zeroed once: the padding of the
-/// tiles is never written afterwards and must stay finite.
-class Scratch {
-  struct Free {
-    void operator()(float *p) const {
-      ::operator delete[](p, std::align_val_t(64));
-    }
+/// A 64-byte aligned buffer of the calling thread, kept across calls: fresh
+/// pages would fault on every call (slowly, in a VM). Slot 0 holds a
+/// worker's tiles, slot 1 the dq partials of backward.
+float *threadBuffer(int slot, int64_t floats) {
+  struct Buffer {
+    float *data = nullptr;
+    int64_t size = 0;
+    ~Buffer() { ::operator delete[](data, std::align_val_t(64)); }
   };
-  std::unique_ptr<float[], Free> data;
-
-public:
-  explicit Scratch(int64_t floats)
-      : data(static_cast<float *>(::operator new[](
-            std::max<int64_t>(floats, 1) * sizeof(float),
-            std::align_val_t(64)))) {
-    std::fill(data.get(), data.get() + floats, 0.0f);
+  thread_local Buffer buffers[2];
+  Buffer &buf = buffers[slot];
+  if (buf.size < floats) {
+    ::operator delete[](buf.data, std::align_val_t(64));
+    buf.data = nullptr; // stays consistent if new throws
+    buf.size = 0;
+    buf.data = static_cast<float *>(
+        ::operator new[](floats * sizeof(float), std::align_val_t(64)));
+    buf.size = floats;
   }
-  float *get() const { return data.get(); }
-};
+  return buf.data;
+}
 
 /// Runs task(i, scratch) for i in [0, n) on the pool, handing tasks out one
 /// at a time (their costs differ under a causal mask). Tasks write disjoint
@@ -217,10 +231,10 @@ void runTasks(int64_t n, int64_t scratchFloats, F &&task) {
       std::min<int64_t>(n, std::max(1, omp_get_max_threads()));
   std::atomic<int64_t> next{0};
   parallelFor(workers, 1, [&](int64_t begin, int64_t end) {
-    Scratch scratch(scratchFloats);
+    float *scratch = threadBuffer(0, scratchFloats);
     for (int64_t w = begin; w < end; ++w)
       for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;)
-        task(i, scratch.get());
+        task(i, scratch);
   });
 }
 
@@ -290,12 +304,14 @@ void forwardBlock(const Shape &s, const ForwardArgs &a, int64_t b, int64_t h,
                   int64_t t0, float *ws) {
   const int64_t D = s.D, Dp = N ? N : s.Dp, ldq = s.H * D, ldk = s.KV * D;
   const int64_t g = h / s.group(), nq = std::min(BQ, s.T - t0);
-  float *__restrict Qt = ws;             // [D, BQ] scale * log2e * Q^T
-  float *__restrict Acc = Qt + Dp * BQ;  // [BQ, Dp] unnormalised P V
-  float *__restrict Vp = Acc + BQ * Dp;  // [BK, Dp] V
-  float *__restrict St = Vp + BK * Dp;   // [BK, BQ] scores, then P^T
-  alignas(64) float rowMax[BQ], rowSum[BQ], corr[BQ];
+  float *__restrict Qt = ws;            // [D, BQ] scale * log2e * Q^T
+  float *__restrict Acc = Qt + Dp * BQ; // [BQ, Dp] unnormalised P V
+  float *__restrict Vp = Acc + BQ * Dp; // [BK, Dp] V
+  float *__restrict St = Vp + BK * Dp;  // [BK, BQ] scores, then P^T
+  alignas(64) float rowMax[BQ], rowSum[BQ], corr[BQ], mx[BQ];
 
+  if (nq < BQ) // the lanes of absent queries must hold finite numbers
+    std::fill(Qt, Qt + D * BQ, 0.0f);
   transpose(Qt, BQ, a.q + s.qRow(b, t0, h), ldq, nq, D, s.scale * kLog2e);
   std::fill(Acc, Acc + BQ * Dp, 0.0f);
   std::fill(rowMax, rowMax + BQ, kNegInf);
@@ -305,14 +321,15 @@ void forwardBlock(const Shape &s, const ForwardArgs &a, int64_t b, int64_t h,
   const int64_t keyEnd = s.causal ? std::min(s.S, t0 + nq) : s.S;
   for (int64_t s0 = 0; s0 < keyEnd; s0 += BK) {
     const int64_t nk = std::min(BK, keyEnd - s0);
-    const float *kb = a.k + s.kRow(b, s0, g), *vb = a.v + s.kRow(b, s0, g);
+    const float *kb = a.k + s.kRow(b, s0, g);
     gemm<BQ, false>(St, BQ, kb, ldk, 1, Qt, BQ, nk, D);
+    copyRows(Vp, Dp, a.v + s.kRow(b, s0, g), ldk, nk, D);
 
-    if (s.partlyMasked(t0, s0, nk))
+    const bool masked = s.partlyMasked(t0, s0, nk);
+    if (masked)
       for (int64_t j = 0; j < nk; ++j)
         for (int64_t i = 0; i < BQ; ++i)
           St[j * BQ + i] = s0 + j > t0 + i ? kNegInf : St[j * BQ + i];
-    alignas(64) float mx[BQ];
     std::copy(rowMax, rowMax + BQ, mx);
     for (int64_t j = 0; j < nk; ++j)
       for (int64_t i = 0; i < BQ; ++i)
@@ -336,9 +353,9 @@ void forwardBlock(const Shape &s, const ForwardArgs &a, int64_t b, int64_t h,
       for (int64_t i = 0; i < nq; ++i)
         for (int64_t d = 0; d < Dp; ++d)
           Acc[i * Dp + d] *= corr[i];
-
-    copyRows(Vp, Dp, vb, ldk, nk, D);
-    gemm<N, true>(Acc, Dp, St, 1, BQ, Vp, Dp, nq, nk, Dp);
+    // Acc += P V; under the mask query i sees keys j <= i + t0 - s0.
+    gemm<N, true>(Acc, Dp, St, 1, BQ, Vp, Dp, nq, nk, Dp,
+                  masked ? Band{Band().lo, t0 - s0} : Band());
   }
 
   // Epilogue: O = alpha P V + beta V_t, V_t at the query's own position.
@@ -366,47 +383,40 @@ void forwardBlock(const Shape &s, const ForwardArgs &a, int64_t b, int64_t h,
 // Backward
 //===----------------------------------------------------------------------===//
 //
-// Key-block outer loop: a task holds dK and dV of BK keys in a tile while
-// the query blocks of every head of the kv group pass by, and adds each
-// tile's dQ into the dq rows in memory. K^T and V^T are transposed once per
-// key block.
+// Key-block outer loop: a task holds dK and dV of BK keys in tiles while the
+// query blocks of every head of the kv group pass by, and adds each tile's
+// dQ into the dq rows in memory. K^T and V^T are transposed once per key
+// block.
 
 struct BackwardArgs {
   float *dq, *dk, *dv;
-  const float *dout, *q, *k, *v, *alpha, *beta;
-  // [B, H, T]: lse * log2 e and D_i = rowsum(dO_i * (O_i - beta V_i)).
-  const float *lse2, *rowDot;
+  const float *dout, *q, *k, *v, *o, *lse, *alpha, *beta;
 };
 
-int64_t backwardScratch(int64_t Dp) {
+int64_t backwardTiles(int64_t Dp) {
   return 2 * Dp * BK + 3 * BK * Dp + 3 * BQ * Dp + 2 * BQ * BK;
 }
 
-/// Zeroes dst rows [b, t, heads of kv head g, 0:D] for all t.
-void zeroGroupRows(const Shape &s, float *dst, int64_t b, int64_t g) {
-  const int64_t G = s.group();
-  for (int64_t t = 0; t < s.T; ++t)
-    std::fill(dst + s.qRow(b, t, g * G), dst + s.qRow(b, t, g * G + G), 0.0f);
-}
-
 /// Gradients of the key block [s0, s0 + nk) of kv head g in batch b from
-/// every query head of the group: writes its dk/dv rows, adds the dQ terms
-/// into dqOut (laid out like dq).
+/// every query head of the group: writes its dk/dv rows and adds the dQ
+/// terms into dqOut (laid out like dq). lse2 and rowDot [G, T] hold the
+/// group's lse * log2 e and D_i.
 template <int N>
 void backwardKeyBlock(const Shape &s, const BackwardArgs &a, float *dqOut,
-                      int64_t b, int64_t g, int64_t s0, float *ws) {
+                      const float *lse2, const float *rowDot, int64_t b,
+                      int64_t g, int64_t s0, float *ws) {
   const int64_t D = s.D, Dp = N ? N : s.Dp, ldq = s.H * D, ldk = s.KV * D;
   const int64_t G = s.group(), nk = std::min(BK, s.S - s0);
-  float *__restrict Kt = ws;            // [D, BK]
-  float *__restrict Vt = Kt + Dp * BK;  // [D, BK]
-  float *__restrict dKa = Vt + Dp * BK; // [BK, Dp]
+  float *__restrict Kt = ws;             // [D, BK]
+  float *__restrict Vt = Kt + Dp * BK;   // [D, BK]
+  float *__restrict dKa = Vt + Dp * BK;  // [BK, Dp]
   float *__restrict dVa = dKa + BK * Dp; // [BK, Dp]
-  float *__restrict Kp = dVa + BK * Dp; // [BK, Dp] K
-  float *__restrict Qp = Kp + BK * Dp;  // [BQ, Dp] Q
-  float *__restrict dOp = Qp + BQ * Dp; // [BQ, Dp] dO
+  float *__restrict Kp = dVa + BK * Dp;  // [BK, Dp] K
+  float *__restrict Qp = Kp + BK * Dp;   // [BQ, Dp] Q
+  float *__restrict dOp = Qp + BQ * Dp;  // [BQ, Dp] dO
   float *__restrict dQp = dOp + BQ * Dp; // [BQ, Dp] dQ, when D is padded
-  float *__restrict P = dQp + BQ * Dp;  // [BQ, BK] alpha P
-  float *__restrict dS = P + BQ * BK;   // [BQ, BK] scale * dS
+  float *__restrict P = dQp + BQ * Dp;   // [BQ, BK] alpha P
+  float *__restrict dS = P + BQ * BK;    // [BQ, BK] scale * dS
 
   const float *kb = a.k + s.kRow(b, s0, g), *vb = a.v + s.kRow(b, s0, g);
   transpose(Kt, BK, kb, ldk, nk, D, 1.0f);
@@ -418,12 +428,11 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs &a, float *dqOut,
   const float c2 = s.scale * kLog2e;
   // Causal: queries before s0 see none of these keys.
   const int64_t firstBlock = s.causal ? s0 / BQ : 0;
-  for (int64_t h = g * G; h < g * G + G; ++h) {
+  for (int64_t hg = 0; hg < G; ++hg) {
+    const int64_t h = g * G + hg;
     const float al = a.alpha[h];
     for (int64_t t0 = firstBlock * BQ; t0 < s.T; t0 += BQ) {
       const int64_t nq = std::min(BQ, s.T - t0);
-      const float *lse2 = a.lse2 + (b * s.H + h) * s.T + t0;
-      const float *rowDot = a.rowDot + (b * s.H + h) * s.T + t0;
       const float *qb = a.q + s.qRow(b, t0, h);
       const float *db = a.dout + s.qRow(b, t0, h);
       float *dqb = dqOut + s.qRow(b, t0, h);
@@ -435,7 +444,8 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs &a, float *dqOut,
       for (int64_t i = 0; i < nq; ++i) {
         const int64_t lim =
             masked ? std::clamp<int64_t>(t0 + i - s0 + 1, 0, nk) : nk;
-        const float m = lse2[i], di = rowDot[i];
+        const float m = lse2[hg * s.T + t0 + i];
+        const float di = rowDot[hg * s.T + t0 + i];
         float *__restrict p = P + i * BK, *__restrict ds = dS + i * BK;
         for (int64_t j = 0; j < BK; ++j) {
           const float pj = j < lim ? exp2Fast(c2 * p[j] - m) : 0.0f;
@@ -444,18 +454,21 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs &a, float *dqOut,
         }
       }
 
-      // dV += (alpha P)^T dO, dK += dS^T Q, dQ += dS K.
+      // dV += (alpha P)^T dO, dK += dS^T Q (key j meets queries
+      // i >= j + s0 - t0), dQ += dS K (query i meets keys j <= i + t0 - s0).
+      const Band keyRows = masked ? Band{s0 - t0, Band().hi} : Band();
+      const Band queryRows = masked ? Band{Band().lo, t0 - s0} : Band();
       copyRows(Qp, Dp, qb, ldq, nq, D);
       copyRows(dOp, Dp, db, ldq, nq, D);
-      gemm<N, true>(dVa, Dp, P, 1, BK, dOp, Dp, nk, nq, Dp);
-      gemm<N, true>(dKa, Dp, dS, 1, BK, Qp, Dp, nk, nq, Dp);
+      gemm<N, true>(dVa, Dp, P, 1, BK, dOp, Dp, nk, nq, Dp, keyRows);
+      gemm<N, true>(dKa, Dp, dS, 1, BK, Qp, Dp, nk, nq, Dp, keyRows);
       if (s.padded()) {
         copyRows(dQp, Dp, dqb, ldq, nq, D);
-        gemm<N, true>(dQp, Dp, dS, BK, 1, Kp, Dp, nq, nk, Dp);
+        gemm<N, true>(dQp, Dp, dS, BK, 1, Kp, Dp, nq, nk, Dp, queryRows);
         for (int64_t i = 0; i < nq; ++i)
           std::copy(dQp + i * Dp, dQp + i * Dp + D, dqb + i * ldq);
       } else {
-        gemm<N, true>(dqb, ldq, dS, BK, 1, Kp, Dp, nq, nk, Dp);
+        gemm<N, true>(dqb, ldq, dS, BK, 1, Kp, Dp, nq, nk, Dp, queryRows);
       }
     }
   }
@@ -478,6 +491,24 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs &a, float *dqOut,
   }
 }
 
+/// lse2, rowDot [G, T] for the heads of kv head g in batch b: lse * log2 e
+/// and D_i = rowsum(dO_i * (O_i - beta V_i)) = rowsum(dO'_i * (P V)_i).
+void backwardRowTerms(const Shape &s, const BackwardArgs &a, float *lse2,
+                      float *rowDot, int64_t b, int64_t g) {
+  const int64_t G = s.group();
+  for (int64_t hg = 0; hg < G; ++hg) {
+    const int64_t h = g * G + hg;
+    for (int64_t t = 0; t < s.T; ++t) {
+      const float *d = a.dout + s.qRow(b, t, h);
+      float sum = dot(d, a.o + s.qRow(b, t, h), s.D);
+      if (a.beta[h] != 0.0f && t < s.S)
+        sum -= a.beta[h] * dot(d, a.v + s.kRow(b, t, g), s.D);
+      rowDot[hg * s.T + t] = sum;
+      lse2[hg * s.T + t] = a.lse[(b * s.H + h) * s.T + t] * kLog2e;
+    }
+  }
+}
+
 } // namespace
 
 extern "C" void lap_cpu_attention_forward(float *o, float *lse, const float *q,
@@ -492,9 +523,10 @@ extern "C" void lap_cpu_attention_forward(float *o, float *lse, const float *q,
   const int64_t nqb = (T + BQ - 1) / BQ, BH = B * H;
   dispatchWidth(s.Dp, [&](auto width) {
     constexpr int N = decltype(width)::value;
-    // Costliest first: under a causal mask, the last query blocks.
+    // The query blocks of a head one after the other, so its K and V stay
+    // in cache; costliest first (under a causal mask, the last ones).
     runTasks(BH * nqb, forwardScratch(s.Dp), [&](int64_t i, float *ws) {
-      const int64_t qb = nqb - 1 - i / BH, bh = i % BH;
+      const int64_t bh = i / nqb, qb = nqb - 1 - i % nqb;
       forwardBlock<N>(s, a, bh / H, bh % H, qb * BQ, ws);
     });
   });
@@ -506,55 +538,44 @@ extern "C" void lap_cpu_attention_backward(
     const float *alpha, const float *beta, int64_t B, int64_t T, int64_t S,
     int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
   const Shape s = makeShape(B, T, S, H, KV, D, scale, causal);
-  const int64_t G = s.group(), rows = B * H * T, groups = B * KV;
-  const int64_t nkb = (S + BK - 1) / BK, dqSize = rows * D;
-
-  // Per-row terms, once instead of once per key block.
-  std::unique_ptr<float[]> rowTerms(new float[2 * rows]);
-  float *lse2 = rowTerms.get(), *rowDot = lse2 + rows;
-  parallelFor(rows, 256, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const int64_t t = r % T, b = r / T / H, h = r / T % H;
-      const float *d = dout + s.qRow(b, t, h);
-      float sum = dot(d, o + s.qRow(b, t, h), D);
-      if (beta[h] != 0.0f && t < S)
-        sum -= beta[h] * dot(d, v + s.kRow(b, t, h / G), D);
-      rowDot[r] = sum;
-      lse2[r] = lse[r] * kLog2e;
-    }
-  });
+  const int64_t G = s.group(), groups = B * KV;
+  const int64_t nkb = (S + BK - 1) / BK, dqSize = B * T * H * D;
 
   // A task owns a kv head of a batch, hence its dk/dv and the dq rows of
   // its query heads: no races. With few such groups their key blocks are
   // also dealt round-robin to `chunks` tasks, each with a dq partial summed
   // at the end. The split depends on the shape only, so results do not
   // depend on the thread count.
-  int64_t chunks = std::clamp<int64_t>((16 + groups - 1) / std::max<int64_t>(
-                                           groups, 1),
-                                       1, std::max<int64_t>(nkb, 1));
-  while (chunks > 1 && (chunks - 1) * dqSize > (int64_t(16) << 20))
+  int64_t chunks = std::clamp<int64_t>(
+      (16 + groups - 1) / std::max<int64_t>(groups, 1), 1,
+      std::max<int64_t>(nkb, 1));
+  while (chunks > 1 && (chunks - 1) * dqSize > (int64_t(4) << 20))
     --chunks;
-  std::unique_ptr<float[]> partials(
-      chunks > 1 ? new float[(chunks - 1) * dqSize] : nullptr);
+  float *partials = chunks > 1 ? threadBuffer(1, (chunks - 1) * dqSize)
+                               : nullptr;
 
-  const BackwardArgs a{dq, dk, dv, dout, q, k, v, alpha, beta, lse2, rowDot};
+  const BackwardArgs a{dq, dk, dv, dout, q, k, v, o, lse, alpha, beta};
+  const int64_t tiles = backwardTiles(s.Dp);
   dispatchWidth(s.Dp, [&](auto width) {
     constexpr int N = decltype(width)::value;
-    runTasks(groups * chunks, backwardScratch(s.Dp),
-             [&](int64_t i, float *ws) {
-               const int64_t grp = i / chunks, c = i % chunks;
-               const int64_t b = grp / KV, g = grp % KV;
-               float *dqOut = c == 0 ? dq : partials.get() + (c - 1) * dqSize;
-               zeroGroupRows(s, dqOut, b, g);
-               for (int64_t kb = c; kb < nkb; kb += chunks)
-                 backwardKeyBlock<N>(s, a, dqOut, b, g, kb * BK, ws);
-             });
+    runTasks(groups * chunks, tiles + 2 * G * T, [&](int64_t i, float *ws) {
+      const int64_t grp = i / chunks, c = i % chunks;
+      const int64_t b = grp / KV, g = grp % KV;
+      float *lse2 = ws + tiles, *rowDot = lse2 + G * T;
+      backwardRowTerms(s, a, lse2, rowDot, b, g);
+      float *dqOut = c == 0 ? dq : partials + (c - 1) * dqSize;
+      for (int64_t t = 0; t < T; ++t)
+        std::fill(dqOut + s.qRow(b, t, g * G), dqOut + s.qRow(b, t, g * G + G),
+                  0.0f);
+      for (int64_t kb = c; kb < nkb; kb += chunks)
+        backwardKeyBlock<N>(s, a, dqOut, lse2, rowDot, b, g, kb * BK, ws);
+    });
   });
 
   if (chunks > 1)
     parallelFor(dqSize, 1 << 14, [&](int64_t begin, int64_t end) {
       for (int64_t c = 1; c < chunks; ++c) {
-        const float *__restrict part = partials.get() + (c - 1) * dqSize;
+        const float *__restrict part = partials + (c - 1) * dqSize;
         for (int64_t i = begin; i < end; ++i)
           dq[i] += part[i];
       }

@@ -1,2 +1,647 @@
-#include "runtime/model/LoadedModel.h"
-#include <gtest/gtest.h>
+//===- ModelGradientTest.cpp - whole models against a naive reference -----===//
+//
+// Tiny gpt and vit specs with mixed head kinds are compiled with lapc and
+// compared with a reference written here from the spec language's
+// definitions (docs/spec.md, the lap ops' documentation): double precision,
+// plain loops, full attention matrices, nothing shared with the compiler or
+// the kernels. The forward loss and logits must match the reference, and
+// train_step's gradients must match central finite differences of the
+// reference loss.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ModelTestSupport.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+using namespace lap;
+using namespace lap::test;
+
+namespace {
+
+using Vec = std::vector<double>;
+using Params = std::map<std::string, Vec>;
+
+/// One architecture: what the spec says, in the terms the reference needs.
+/// specYaml() writes it as a spec, so the two cannot drift apart.
+struct Arch {
+  std::string name, family = "gpt";
+  int64_t layers = 2, width = 32, heads = 4, kvHeads = 4, headDim = 8, hidden = 128;
+  std::string activation = "relu2"; // relu2, gelu_tanh, gelu
+  bool layerNorm = false, normWeight = true, normBias = false;
+  double eps = 1e-5;
+  bool embeddingNorm = false, finalNorm = true, qkNorm = false, bias = false;
+  std::string positions = "learned"; // learned, rope, none
+  bool patchesOnly = false;
+  double ropeBase = 10000;
+  // gpt
+  int64_t vocab = 64, context = 16;
+  double softcap = 0;
+  bool tied = false;
+  // vit
+  int64_t image = 8, patch = 4, channels = 3, classes = 5, registers = 0;
+  bool cls = true;
+  double layerScale = 0;
+  bool meanPool = false;
+  /// Head kinds per layer, for the reference; `placement` is the spec's
+  /// `attention` mapping (kinds by default).
+  std::vector<std::vector<std::string>> kinds;
+  std::string placement;
+  std::string init;
+
+  bool gpt() const { return family == "gpt"; }
+};
+
+std::string specYaml(const Arch &a) {
+  std::ostringstream y;
+  y << "name: " << a.name << "\nmodel:\n  family: " << a.family
+    << "\n  layers: " << a.layers << "\n  width: " << a.width
+    << "\n  heads: " << a.heads << "\n  head_dim: " << a.headDim
+    << "\n  kv_heads: " << a.kvHeads << "\n  mlp_hidden: " << a.hidden
+    << "\n  activation: " << a.activation << "\n  norm: {type: "
+    << (a.layerNorm ? "layernorm" : "rmsnorm") << ", weight: " << std::boolalpha
+    << a.normWeight;
+  if (a.layerNorm)
+    y << ", bias: " << a.normBias;
+  y << ", eps: " << a.eps << "}\n  embedding_norm: " << a.embeddingNorm
+    << "\n  final_norm: " << a.finalNorm << "\n  qk_norm: " << a.qkNorm
+    << "\n  bias: " << a.bias << "\n  dropout: 0\n  positions: {type: " << a.positions;
+  if (a.positions == "rope")
+    y << ", rope_base: " << a.ropeBase;
+  if (!a.gpt())
+    y << ", patches_only: " << a.patchesOnly;
+  y << "}\n";
+  if (a.gpt()) {
+    y << "  vocab: " << a.vocab << "\n  context: " << a.context
+      << "\n  logit_softcap: " << a.softcap << "\n  tied_embeddings: " << a.tied << "\n";
+  } else {
+    y << "  image_size: " << a.image << "\n  patch: " << a.patch
+      << "\n  channels: " << a.channels << "\n  classes: " << a.classes
+      << "\n  cls_token: " << a.cls << "\n  registers: " << a.registers
+      << "\n  layer_scale: " << a.layerScale << "\n  drop_path: 0\n  pool: "
+      << (a.meanPool ? "mean" : "cls") << "\n";
+  }
+  y << "  init: " << a.init << "\nattention:\n";
+  if (!a.placement.empty()) {
+    y << "  " << a.placement << "\n";
+  } else {
+    y << "  kinds:\n";
+    for (const auto &layer : a.kinds) {
+      y << "    - [";
+      for (size_t h = 0; h < layer.size(); ++h)
+        y << (h ? ", " : "") << layer[h];
+      y << "]\n";
+    }
+  }
+  return y.str();
+}
+
+//===----------------------------------------------------------------------===//
+// The reference
+//===----------------------------------------------------------------------===//
+
+/// Head kind coefficients (alpha, beta) from the table in docs/spec.md.
+std::pair<double, double> coefficients(const std::string &kind) {
+  if (kind == "attn")
+    return {1, 0};
+  if (kind == "laplacian")
+    return {-1, 1};
+  throw std::runtime_error("unknown head kind " + kind);
+}
+
+class Reference {
+public:
+  Reference(const Arch &a, const Params &p) : a(a), p(p) {}
+
+  /// The mean loss; `logits` gets [B, T, vocab] or [B, classes].
+  double loss(const Batch &batch, Vec *logits = nullptr) const {
+    return a.gpt() ? gptLoss(batch, logits) : vitLoss(batch, logits);
+  }
+
+private:
+  const Vec *get(const std::string &name) const {
+    auto it = p.find(name);
+    return it == p.end() ? nullptr : &it->second;
+  }
+  const Vec &at(const std::string &name) const {
+    const Vec *v = get(name);
+    if (!v)
+      throw std::runtime_error("the reference needs parameter " + name);
+    return *v;
+  }
+
+  /// The spec's norm over each row of c, in place.
+  void norm(Vec &x, int64_t c, const std::string &name) const {
+    const Vec *w = get(name + ".weight"), *b = get(name + ".bias");
+    for (size_t r = 0; r < x.size() / size_t(c); ++r) {
+      double *row = &x[r * size_t(c)];
+      double mean = 0, sq = 0;
+      if (a.layerNorm) {
+        for (int64_t i = 0; i < c; ++i)
+          mean += row[i];
+        mean /= double(c);
+      }
+      for (int64_t i = 0; i < c; ++i)
+        sq += (row[i] - mean) * (row[i] - mean);
+      double inv = 1 / std::sqrt(sq / double(c) + a.eps);
+      for (int64_t i = 0; i < c; ++i)
+        row[i] = (row[i] - mean) * inv * (w ? (*w)[i] : 1) + (b ? (*b)[i] : 0);
+    }
+  }
+
+  /// y [n, out] = x [n, in] W^T + b, W [out, in].
+  Vec linear(const Vec &x, int64_t in, int64_t out, const std::string &name,
+             const Vec *weight = nullptr) const {
+    const Vec &w = weight ? *weight : at(name + ".weight");
+    const Vec *b = get(name + ".bias");
+    size_t n = x.size() / size_t(in);
+    Vec y(n * size_t(out));
+    for (size_t r = 0; r < n; ++r)
+      for (int64_t o = 0; o < out; ++o) {
+        double s = b ? (*b)[o] : 0;
+        for (int64_t i = 0; i < in; ++i)
+          s += x[r * size_t(in) + size_t(i)] * w[size_t(o * in + i)];
+        y[r * size_t(out) + size_t(o)] = s;
+      }
+    return y;
+  }
+
+  double activation(double x) const {
+    if (a.activation == "relu2")
+      return x > 0 ? x * x : 0;
+    if (a.activation == "gelu")
+      return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  }
+
+  /// Rotates channel pairs (i, i + D/2) of x [B, T, heads, D] by t base^(-2i/D).
+  void rope(Vec &x, int64_t B, int64_t T, int64_t heads) const {
+    int64_t D = a.headDim, half = D / 2;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t h = 0; h < heads; ++h) {
+          double *v = &x[size_t(((b * T + t) * heads + h) * D)];
+          for (int64_t i = 0; i < half; ++i) {
+            double angle = double(t) * std::pow(a.ropeBase, -2.0 * double(i) / double(D));
+            double c = std::cos(angle), s = std::sin(angle);
+            double x0 = v[i], x1 = v[i + half];
+            v[i] = x0 * c - x1 * s;
+            v[i + half] = x0 * s + x1 * c;
+          }
+        }
+  }
+
+  /// Multi-head attention of layer l on the normed residual h [B, T, width],
+  /// through the output projection.
+  Vec attention(const Vec &h, int64_t B, int64_t T, int64_t l) const {
+    const int64_t H = a.heads, KV = a.kvHeads, D = a.headDim, C = a.width;
+    std::string prefix = "blocks." + std::to_string(l) + ".attn";
+    Vec qkv = linear(h, C, (H + 2 * KV) * D, prefix + ".qkv");
+    Vec q(size_t(B * T * H * D)), k(size_t(B * T * KV * D)), v(k.size());
+    for (int64_t r = 0; r < B * T; ++r) {
+      const double *row = &qkv[size_t(r * (H + 2 * KV) * D)];
+      std::copy(row, row + H * D, &q[size_t(r * H * D)]);
+      std::copy(row + H * D, row + (H + KV) * D, &k[size_t(r * KV * D)]);
+      std::copy(row + (H + KV) * D, row + (H + 2 * KV) * D, &v[size_t(r * KV * D)]);
+    }
+    if (a.qkNorm) {
+      norm(q, D, prefix + ".q_norm");
+      norm(k, D, prefix + ".k_norm");
+    }
+    if (a.positions == "rope") {
+      rope(q, B, T, H);
+      rope(k, B, T, KV);
+    }
+    bool causal = a.gpt();
+    double scale = 1 / std::sqrt(double(D));
+    Vec merged(size_t(B * T * H * D), 0.0);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t hd = 0; hd < H; ++hd) {
+        int64_t g = hd / (H / KV); // the query head's kv group
+        auto [alpha, beta] = coefficients(a.kinds[size_t(l)][size_t(hd)]);
+        auto Q = [&](int64_t t, int64_t d) { return q[size_t(((b * T + t) * H + hd) * D + d)]; };
+        auto K = [&](int64_t s, int64_t d) { return k[size_t(((b * T + s) * KV + g) * D + d)]; };
+        auto V = [&](int64_t s, int64_t d) { return v[size_t(((b * T + s) * KV + g) * D + d)]; };
+        std::vector<Vec> P(size_t(T), Vec(size_t(T), 0.0));
+        for (int64_t t = 0; t < T; ++t) {
+          int64_t keys = causal ? t + 1 : T;
+          double top = -std::numeric_limits<double>::infinity(), sum = 0;
+          for (int64_t s = 0; s < keys; ++s) {
+            double dot = 0;
+            for (int64_t d = 0; d < D; ++d)
+              dot += Q(t, d) * K(s, d);
+            P[t][s] = scale * dot;
+            top = std::max(top, P[t][s]);
+          }
+          for (int64_t s = 0; s < keys; ++s)
+            sum += (P[t][s] = std::exp(P[t][s] - top));
+          for (int64_t s = 0; s < keys; ++s)
+            P[t][s] /= sum;
+        }
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t d = 0; d < D; ++d) {
+            double pv = 0;
+            for (int64_t s = 0; s < T; ++s)
+              pv += P[t][s] * V(s, d);
+            merged[size_t(((b * T + t) * H + hd) * D + d)] = alpha * pv + beta * V(t, d);
+          }
+      }
+    return linear(merged, H * D, C, prefix + ".proj");
+  }
+
+  /// A pre-norm block: x + ls1 * attn(norm1 x), then + ls2 * mlp(norm2 x).
+  void block(Vec &x, int64_t B, int64_t T, int64_t l) const {
+    const int64_t C = a.width;
+    std::string prefix = "blocks." + std::to_string(l);
+    auto residual = [&](const Vec &branch, const std::string &gamma) {
+      const Vec *g = get(prefix + "." + gamma);
+      for (size_t i = 0; i < x.size(); ++i)
+        x[i] += branch[i] * (g ? (*g)[i % size_t(C)] : 1);
+    };
+    Vec h = x;
+    norm(h, C, prefix + ".norm1");
+    residual(attention(h, B, T, l), "ls1");
+    h = x;
+    norm(h, C, prefix + ".norm2");
+    Vec f = linear(h, C, a.hidden, prefix + ".mlp.fc1");
+    for (double &e : f)
+      e = activation(e);
+    residual(linear(f, a.hidden, C, prefix + ".mlp.fc2"), "ls2");
+  }
+
+  double gptLoss(const Batch &batch, Vec *logitsOut) const {
+    const int64_t B = batch.batch, T = batch.seq, C = a.width, V = a.vocab;
+    const Vec &wte = at("wte.weight");
+    const Vec *wpe = get("wpe.weight");
+    Vec x(size_t(B * T * C));
+    for (int64_t r = 0; r < B * T; ++r)
+      for (int64_t c = 0; c < C; ++c)
+        x[size_t(r * C + c)] = wte[size_t(batch.tokens[size_t(r)] * C + c)] +
+                               (wpe ? (*wpe)[size_t((r % T) * C + c)] : 0);
+    if (a.embeddingNorm)
+      norm(x, C, "embedding_norm");
+    for (int64_t l = 0; l < a.layers; ++l)
+      block(x, B, T, l);
+    if (a.finalNorm)
+      norm(x, C, "norm");
+    Vec logits = linear(x, C, V, "lm_head", a.tied ? &wte : nullptr);
+    if (a.softcap > 0)
+      for (double &z : logits)
+        z = a.softcap * std::tanh(z / a.softcap);
+    // Mean over the positions whose target is not -1.
+    double total = 0;
+    int64_t count = 0;
+    for (int64_t r = 0; r < B * T; ++r) {
+      int32_t target = batch.targets[size_t(r)];
+      if (target < 0)
+        continue;
+      const double *z = &logits[size_t(r * V)];
+      double top = *std::max_element(z, z + V), sum = 0;
+      for (int64_t i = 0; i < V; ++i)
+        sum += std::exp(z[i] - top);
+      total += top + std::log(sum) - z[target];
+      ++count;
+    }
+    if (logitsOut)
+      *logitsOut = std::move(logits);
+    return count ? total / double(count) : 0;
+  }
+
+  double vitLoss(const Batch &batch, Vec *logitsOut) const {
+    const int64_t B = batch.batch, C = a.width, Ch = a.channels, p = a.patch;
+    const int64_t side = a.image / p, N = side * side, F = Ch * p * p;
+    // Patches in row-major order, each flattened channel-major (c, dy, dx).
+    Vec patches(size_t(B * N * F));
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t py = 0; py < side; ++py)
+        for (int64_t px = 0; px < side; ++px)
+          for (int64_t c = 0; c < Ch; ++c)
+            for (int64_t dy = 0; dy < p; ++dy)
+              for (int64_t dx = 0; dx < p; ++dx)
+                patches[size_t(((b * N + py * side + px) * F) + (c * p + dy) * p + dx)] =
+                    batch.images[size_t(((b * Ch + c) * a.image + py * p + dy) * a.image +
+                                        px * p + dx)];
+    Vec e = linear(patches, F, C, "patch_embed");
+    const Vec *pos = get("pos_embed");
+    // Tokens: [registers, CLS, patches]; positions on CLS and patches, or
+    // on patches only.
+    const int64_t lead = a.registers + (a.cls ? 1 : 0), T = lead + N;
+    Vec x(size_t(B * T * C), 0.0);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t c = 0; c < C; ++c) {
+          double value = 0;
+          if (t < a.registers) {
+            value = at("registers")[size_t(t * C + c)];
+          } else if (t < lead) {
+            value = at("cls_token")[size_t(c)];
+            if (pos && !a.patchesOnly)
+              value += (*pos)[size_t(c)];
+          } else {
+            int64_t n = t - lead;
+            value = e[size_t((b * N + n) * C + c)];
+            if (pos)
+              value += (*pos)[size_t((a.patchesOnly ? n : n + (a.cls ? 1 : 0)) * C + c)];
+          }
+          x[size_t((b * T + t) * C + c)] = value;
+        }
+    if (a.embeddingNorm)
+      norm(x, C, "embedding_norm");
+    for (int64_t l = 0; l < a.layers; ++l)
+      block(x, B, T, l);
+    if (a.finalNorm)
+      norm(x, C, "norm");
+    Vec pooled(size_t(B * C), 0.0);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t c = 0; c < C; ++c) {
+        if (!a.meanPool) {
+          pooled[size_t(b * C + c)] = x[size_t((b * T + a.registers) * C + c)];
+          continue;
+        }
+        for (int64_t t = lead; t < T; ++t)
+          pooled[size_t(b * C + c)] += x[size_t((b * T + t) * C + c)] / double(T - lead);
+      }
+    Vec logits = linear(pooled, C, a.classes, "head");
+    double total = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      const double *z = &logits[size_t(b * a.classes)];
+      double top = *std::max_element(z, z + a.classes), sum = 0;
+      for (int64_t k = 0; k < a.classes; ++k)
+        sum += std::exp(z[k] - top);
+      for (int64_t k = 0; k < a.classes; ++k)
+        total -= batch.distributions[size_t(b * a.classes + k)] * (z[k] - top - std::log(sum));
+    }
+    if (logitsOut)
+      *logitsOut = std::move(logits);
+    return total / double(B);
+  }
+
+  const Arch &a;
+  const Params &p;
+};
+
+//===----------------------------------------------------------------------===//
+// The cases
+//===----------------------------------------------------------------------===//
+
+/// An architecture, compiled for (maxBatch, maxSeq), run at (batch, seq)
+/// below those maxima.
+struct Case {
+  Arch arch;
+  int64_t maxBatch, maxSeq, batch, seq;
+};
+
+/// Names the case in gtest's messages.
+void PrintTo(const Case &c, std::ostream *os) { *os << c.arch.name; }
+
+std::vector<Case> cases() {
+  std::vector<Case> all;
+  {
+    // nanochat-like: RoPE, QK-norm, parameter-free RMSNorm (also after the
+    // embedding), ReLU^2, softcap, no biases, untied; GQA with 2 kv heads.
+    Arch a;
+    a.name = "gpt_rope_gqa";
+    a.kvHeads = 2;
+    a.normWeight = false;
+    a.embeddingNorm = true;
+    a.qkNorm = true;
+    a.positions = "rope";
+    a.softcap = 3; // small, so the cap bends the logits
+    a.kinds = {{"attn", "laplacian", "attn", "laplacian"},
+               {"laplacian", "laplacian", "attn", "laplacian"}};
+    a.init = "{distribution: uniform, std: fan_in, embedding_std: 1.0, head_std: 0.3, "
+             "zero_out_proj: false}";
+    all.push_back({a, 3, 16, 2, 11});
+  }
+  {
+    // GPT-2-like: learned positions, LayerNorm with weight and bias,
+    // GELU(tanh), biases, tied embeddings; head_dim * heads != width, and the
+    // placement in the trailing-count shorthand.
+    Arch a;
+    a.name = "gpt_learned_layernorm";
+    a.headDim = 6;
+    a.hidden = 48;
+    a.activation = "gelu_tanh";
+    a.layerNorm = true;
+    a.normBias = true;
+    a.bias = true;
+    a.tied = true;
+    a.kinds = {{"attn", "attn", "attn", "laplacian"},
+               {"attn", "laplacian", "laplacian", "laplacian"}};
+    a.placement = "laplacian_heads: [1, 3]";
+    a.init = "{distribution: normal, std: 0.2, embedding_std: 0.5, position_std: 0.3, "
+             "head_std: 0.3, zero_out_proj: false}";
+    all.push_back({a, 3, 16, 2, 11});
+  }
+  {
+    // DeiT-3-like: CLS token, positions on patches only, LayerScale,
+    // QK-norm (LayerNorm over head_dim), exact GELU, CLS pooling.
+    Arch a;
+    a.name = "vit_cls";
+    a.family = "vit";
+    a.hidden = 64;
+    a.activation = "gelu";
+    a.layerNorm = true;
+    a.normBias = true;
+    a.eps = 1e-6;
+    a.qkNorm = true;
+    a.bias = true;
+    a.patchesOnly = true;
+    a.layerScale = 0.5;
+    a.kinds = {{"attn", "laplacian", "laplacian", "attn"},
+               {"laplacian", "attn", "attn", "attn"}};
+    a.init = "{distribution: trunc_normal, std: 0.2, embedding_std: 0.3, "
+             "position_std: 0.5, head_std: 0.3, zero_out_proj: false}";
+    all.push_back({a, 3, 5, 2, 5});
+  }
+  {
+    // A register token, positions on CLS and patches, RMSNorm with weight
+    // (also after the embedding), no final norm, GQA, mean pooling.
+    Arch a;
+    a.name = "vit_registers_mean";
+    a.family = "vit";
+    a.hidden = 64;
+    a.kvHeads = 2;
+    a.activation = "gelu_tanh";
+    a.embeddingNorm = true;
+    a.finalNorm = false;
+    a.registers = 1;
+    a.meanPool = true;
+    a.layerScale = 0.5;
+    a.kinds = {{"laplacian", "attn", "laplacian", "laplacian"},
+               {"attn", "laplacian", "attn", "laplacian"}};
+    a.init = "{distribution: normal, std: 0.2, embedding_std: 0.3, position_std: 0.5, "
+             "head_std: 0.3, zero_out_proj: false}";
+    all.push_back({a, 3, 6, 2, 6});
+  }
+  return all;
+}
+
+class ModelGradientTest : public ::testing::TestWithParam<Case> {
+protected:
+  static void SetUpTestSuite() {
+    dir = new TempDir;
+    for (const Case &c : cases())
+      paths[c.arch.name] =
+          compileSpec(*dir, c.arch.name, specYaml(c.arch), c.maxBatch, c.maxSeq);
+  }
+  static void TearDownTestSuite() {
+    delete dir;
+    dir = nullptr;
+    paths.clear();
+  }
+
+  /// The model with the spec's initialisation, then constant-initialised
+  /// tensors (biases, norm weights, LayerScale) moved off their constants so
+  /// that the forward pass depends on every parameter.
+  std::unique_ptr<ModelRun> load() {
+    auto run = std::make_unique<ModelRun>(paths.at(GetParam().arch.name));
+    EXPECT_EQ(run->model.initParams(run->param(), 7), LAP_OK);
+    std::mt19937 rng(11);
+    std::normal_distribution<float> noise(0.0f, 0.2f);
+    for (const ParameterInfo &p : run->model.parameters())
+      if (p.init == "constant")
+        for (int64_t i = 0; i < p.elements; ++i)
+          run->param()[p.offset + i] += noise(rng);
+    return run;
+  }
+
+  Batch batch(int64_t B, int64_t T, uint32_t seed) const {
+    const Arch &a = GetParam().arch;
+    if (!a.gpt())
+      return imageBatch(B, a.channels, a.image, a.classes, seed);
+    Batch b = textBatch(B, T, a.vocab, seed);
+    // Two ignored targets: the loss is the mean over the others.
+    b.targets[1] = -1;
+    b.targets[size_t(B * T - 2)] = -1;
+    return b;
+  }
+
+  static Params doubles(ModelRun &run) {
+    Params p;
+    for (const ParameterInfo &info : run.model.parameters())
+      p[info.name] = Vec(run.param() + info.offset, run.param() + info.offset + info.elements);
+    return p;
+  }
+
+  static TempDir *dir;
+  static std::map<std::string, std::string> paths;
+};
+
+TempDir *ModelGradientTest::dir = nullptr;
+std::map<std::string, std::string> ModelGradientTest::paths;
+
+// The kernels compute in float32 and the reference in double, so the loss
+// agrees to float32 rounding accumulated over a few layers: 1e-5 relative
+// holds with a wide margin (observed ~1e-7), and logits to 1e-5 of the
+// largest logit.
+TEST_P(ModelGradientTest, ForwardMatchesReference) {
+  const Case &c = GetParam();
+  auto run = load();
+  Params p = doubles(*run);
+  Reference ref(c.arch, p);
+  // At the run-time sizes below the maxima, then at the maxima themselves.
+  for (auto [B, T] : {std::pair{c.batch, c.seq}, std::pair{c.maxBatch, c.maxSeq}}) {
+    SCOPED_TRACE("batch " + std::to_string(B) + ", seq " + std::to_string(T));
+    Batch b = batch(B, T, 3);
+    std::vector<float> logits;
+    float loss = run->forward(b, &logits);
+    Vec expected;
+    double expectedLoss = ref.loss(b, &expected);
+    EXPECT_NEAR(loss, expectedLoss, 1e-5 * std::abs(expectedLoss));
+    ASSERT_EQ(logits.size(), expected.size());
+    double largest = 0, worst = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      largest = std::max(largest, std::abs(expected[i]));
+      if (std::abs(logits[i] - expected[i]) > worst)
+        worst = std::abs(logits[i] - expected[i]), at = i;
+    }
+    EXPECT_LE(worst, 1e-5 * largest)
+        << "logit " << at << ": " << logits[at] << " vs " << expected[at];
+    // train_step's loss is the forward's (no dropout in these specs).
+    EXPECT_NEAR(run->trainStep(b), loss, 1e-6 * std::abs(loss));
+  }
+}
+
+// Gradients against central differences of the double reference, with step
+// h = 1e-5 max(1, |w|): truncation O(h^2) and rounding O(1e-16 / h) keep
+// the difference within ~1e-9 of the exact derivative, so what remains is
+// the kernels' float32 arithmetic. That error is relative to the size of the
+// sums that make each gradient, so the bound is 1e-3 of the entry plus 1e-4
+// of the largest gradient of the tensor (a wrong kernel is off by O(1) of
+// the entry), plus 1e-7 for tensors whose gradient is all but zero.
+TEST_P(ModelGradientTest, TrainStepMatchesFiniteDifferences) {
+  const Case &c = GetParam();
+  auto run = load();
+  Batch b = batch(c.batch, c.seq, 5);
+  // Every gradient is written: a NaN left over would fail below.
+  std::fill(run->grad(), run->grad() + run->elements(),
+            std::numeric_limits<float>::quiet_NaN());
+  run->trainStep(b);
+  bool written = true;
+  for (const ParameterInfo &info : run->model.parameters()) {
+    int64_t unwritten = 0;
+    for (int64_t i = 0; i < info.elements; ++i)
+      unwritten += !std::isfinite(run->grad()[info.offset + i]);
+    EXPECT_EQ(unwritten, 0) << "of " << info.elements << " gradient entries of "
+                            << info.name << " are not written";
+    written &= unwritten == 0;
+  }
+  ASSERT_TRUE(written);
+
+  Params p = doubles(*run);
+  Reference ref(c.arch, p);
+  std::set<int32_t> used(b.tokens.begin(), b.tokens.end());
+  std::mt19937 rng(13);
+  for (const ParameterInfo &info : run->model.parameters()) {
+    SCOPED_TRACE(info.name);
+    // Every entry of small tensors; 24 seeded entries of the others (for
+    // the token table, rows of tokens in the batch, plus 4 anywhere).
+    std::vector<int64_t> entries;
+    if (info.elements <= 64) {
+      for (int64_t i = 0; i < info.elements; ++i)
+        entries.push_back(i);
+    } else {
+      std::uniform_int_distribution<int64_t> any(0, info.elements - 1);
+      std::vector<int32_t> rows(used.begin(), used.end());
+      std::uniform_int_distribution<size_t> row(0, rows.size() - 1);
+      int64_t width = info.shape.back();
+      for (int i = 0; i < 24; ++i) {
+        bool table = info.name == "wte.weight" && i >= 4;
+        entries.push_back(table ? rows[row(rng)] * width + any(rng) % width : any(rng));
+      }
+    }
+    Vec &w = p.at(info.name);
+    std::vector<std::pair<double, double>> pairs; // (model, finite difference)
+    double largest = 0;
+    for (int64_t i : entries) {
+      double saved = w[size_t(i)], h = 1e-5 * std::max(1.0, std::abs(saved));
+      w[size_t(i)] = saved + h;
+      double up = ref.loss(b);
+      w[size_t(i)] = saved - h;
+      double down = ref.loss(b);
+      w[size_t(i)] = saved;
+      double fd = (up - down) / (2 * h);
+      pairs.push_back({run->grad()[info.offset + i], fd});
+      largest = std::max(largest, std::abs(fd));
+    }
+    for (size_t j = 0; j < entries.size(); ++j) {
+      auto [g, fd] = pairs[j];
+      EXPECT_NEAR(g, fd, 1e-3 * std::abs(fd) + 1e-4 * largest + 1e-7)
+          << "entry " << entries[j] << " (largest " << largest << ")";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ModelGradientTest, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case> &info) {
+                           return info.param.arch.name;
+                         });
+
+} // namespace

@@ -1,0 +1,200 @@
+//===- ModelTestSupport.h - Compile and run tiny specs in tests -*- C++ -*-===//
+//
+// Shared by the whole-model tests: a temporary directory, lapc as a
+// subprocess, a loaded model with its buffers, and batches that own their
+// tensors. Header-only so the tests need no extra library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_TEST_UNIT_MODEL_MODELTESTSUPPORT_H
+#define LAP_TEST_UNIT_MODEL_MODELTESTSUPPORT_H
+
+#include "runtime/model/LoadedModel.h"
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace lap::test {
+
+/// A fresh directory under the system's temporary directory, removed with
+/// its contents when this goes away.
+class TempDir {
+public:
+  TempDir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "lap-model-tests-XXXXXX").string();
+    if (!mkdtemp(pattern.data()))
+      throw std::runtime_error("cannot create a temporary directory");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir &) = delete;
+  TempDir &operator=(const TempDir &) = delete;
+
+  const std::string &path() const { return path_; }
+  std::string file(const std::string &name) const { return path_ + "/" + name; }
+
+private:
+  std::string path_;
+};
+
+/// Runs `command` through the shell; returns its exit status (-1 when it did
+/// not exit normally) and its standard output and error together.
+inline int runCommand(const std::string &command, std::string &output) {
+  output.clear();
+  FILE *pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe)
+    return -1;
+  char chunk[4096];
+  while (size_t n = fread(chunk, 1, sizeof chunk, pipe))
+    output.append(chunk, n);
+  int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/// Writes `yaml` to DIR/NAME.yaml and compiles it to DIR/NAME.so with lapc;
+/// throws with lapc's output when that fails.
+inline std::string compileSpec(const TempDir &dir, const std::string &name,
+                               const std::string &yaml, int64_t maxBatch,
+                               int64_t maxSeq) {
+  std::string spec = dir.file(name + ".yaml"), so = dir.file(name + ".so");
+  std::ofstream(spec) << yaml;
+  std::string output;
+  std::string command = std::string("'") + LAP_LAPC + "' '" + spec + "' -o '" + so +
+                        "' --max-batch " + std::to_string(maxBatch) +
+                        " --max-seq " + std::to_string(maxSeq);
+  int status = runCommand(command, output);
+  if (status != 0)
+    throw std::runtime_error("lapc failed (exit " + std::to_string(status) + ") on\n" +
+                             yaml + "\n" + output);
+  return so;
+}
+
+/// A batch that owns its tensors, in manifest "batch" order: tokens and
+/// targets (gpt) or images and target distributions (vit).
+struct Batch {
+  int64_t batch = 0, seq = 0;
+  std::vector<int32_t> tokens, targets;
+  std::vector<float> images, distributions;
+
+  lap_batch view() {
+    pointers.clear();
+    if (!images.empty())
+      pointers = {images.data(), distributions.data()};
+    else
+      pointers = {tokens.data(), targets.data()};
+    return {batch, seq, int32_t(pointers.size()), pointers.data()};
+  }
+
+private:
+  std::vector<const void *> pointers;
+};
+
+/// Uniform tokens and targets in [0, vocab).
+inline Batch textBatch(int64_t batch, int64_t seq, int64_t vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> id(0, int32_t(vocab - 1));
+  Batch b;
+  b.batch = batch;
+  b.seq = seq;
+  for (int64_t i = 0; i < batch * seq; ++i) {
+    b.tokens.push_back(id(rng));
+    b.targets.push_back(id(rng));
+  }
+  return b;
+}
+
+/// Normal pixels and random target distributions (as mixup and label
+/// smoothing make them), rows summing to 1.
+inline Batch imageBatch(int64_t batch, int64_t channels, int64_t side,
+                        int64_t classes, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> pixel(0.0f, 1.0f);
+  std::uniform_real_distribution<float> weight(0.05f, 1.0f);
+  Batch b;
+  b.batch = batch;
+  b.images.resize(size_t(batch * channels * side * side));
+  for (float &x : b.images)
+    x = pixel(rng);
+  for (int64_t r = 0; r < batch; ++r) {
+    std::vector<float> row(static_cast<size_t>(classes));
+    float sum = 0;
+    for (float &w : row)
+      sum += (w = weight(rng));
+    for (float w : row)
+      b.distributions.push_back(w / sum);
+  }
+  return b;
+}
+
+/// A loaded model with parameter, gradient and workspace buffers.
+struct ModelRun {
+  explicit ModelRun(const std::string &path)
+      : model(path), params(size_t(model.parameterElements()) * sizeof(float)),
+        grads(size_t(model.parameterElements()) * sizeof(float)),
+        workspace(size_t(model.workspaceBytes())) {}
+
+  float *param() { return params.as<float>(); }
+  float *grad() { return grads.as<float>(); }
+  int64_t elements() const { return model.parameterElements(); }
+
+  /// The manifest entry of parameter `name`; fails the test when absent.
+  const ParameterInfo &info(const std::string &name) const {
+    for (const ParameterInfo &p : model.parameters())
+      if (p.name == name)
+        return p;
+    throw std::runtime_error(model.path() + " has no parameter '" + name + "'");
+  }
+  float *param(const std::string &name) { return param() + info(name).offset; }
+
+  /// The logits' elements for `b`: [B, T, vocab] or [B, classes].
+  int64_t logitElements(const Batch &b) const {
+    const nlohmann::json &shape = model.manifest()["outputs"][1]["shape"];
+    int64_t n = b.batch;
+    for (size_t i = 1; i < shape.size(); ++i)
+      n *= shape[i].get<int64_t>() < 0 ? b.seq : shape[i].get<int64_t>();
+    return n;
+  }
+
+  /// Evaluation forward; fails the test on an error status.
+  float forward(Batch &b, std::vector<float> *logits = nullptr) {
+    std::vector<float> out(size_t(logitElements(b)));
+    float loss = 0;
+    lap_batch v = b.view();
+    lap_status s = model.forward(param(), &v, workspace.data, &loss, out.data());
+    EXPECT_EQ(s, LAP_OK) << model.lastError();
+    if (logits)
+      *logits = std::move(out);
+    return loss;
+  }
+
+  /// Training step with seed 0; fails the test on an error status.
+  float trainStep(Batch &b) {
+    float loss = 0;
+    lap_batch v = b.view();
+    lap_status s = model.trainStep(param(), grad(), &v, 0, workspace.data, &loss);
+    EXPECT_EQ(s, LAP_OK) << model.lastError();
+    return loss;
+  }
+
+  LoadedModel model;
+  AlignedBuffer params, grads, workspace;
+};
+
+} // namespace lap::test
+
+#endif // LAP_TEST_UNIT_MODEL_MODELTESTSUPPORT_H
