@@ -47,7 +47,15 @@ def LapToCPU : Pass<"lap-to-cpu", "::mlir::ModuleOp"> {
     pointers, vectorised later by LLVM for the host CPU); GEMMs, attention,
     norms, losses and the other ops call the kernel library
     (`runtime/kernels/cpu/Kernels.h`).
+
+    With `profile`, every op is bracketed by calls that time it
+    (`lap_cpu_profile_begin/end`, runtime/kernels/cpu/Profile.cpp); the
+    process prints the time per op kind and per op when it exits.
   }];
+  let options = [
+    Option<"profile", "profile", "bool", "false",
+           "Time every op; print a profile when the process exits">,
+  ];
   let dependentDialects = [
     "::mlir::LLVM::LLVMDialect", "::mlir::scf::SCFDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

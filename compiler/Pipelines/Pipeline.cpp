@@ -29,11 +29,14 @@ void lap::buildMemoryPlanPipeline(mlir::OpPassManager &pm,
 void lap::buildCPUCodegenPipeline(mlir::OpPassManager &pm,
                                   const CPUCodegenOptions &options) {
   buildMemoryPlanPipeline(pm, options);
-  buildCPULoweringPipeline(pm);
+  buildCPULoweringPipeline(pm, options);
 }
 
-void lap::buildCPULoweringPipeline(mlir::OpPassManager &pm) {
-  pm.addPass(createLapToCPU());
+void lap::buildCPULoweringPipeline(mlir::OpPassManager &pm,
+                                   const CPUCodegenOptions &options) {
+  LapToCPUOptions lowering;
+  lowering.profile = options.profile;
+  pm.addPass(createLapToCPU(lowering));
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createConvertSCFToCFPass());
   pm.addPass(mlir::createArithToLLVMConversionPass());

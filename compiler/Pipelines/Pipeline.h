@@ -26,6 +26,9 @@ struct CPUCodegenOptions : mlir::PassPipelineOptions<CPUCodegenOptions> {
                            llvm::cl::desc("Largest batch size"), llvm::cl::init(0)};
   Option<int64_t> maxSeq{*this, "max-seq",
                          llvm::cl::desc("Largest sequence length"), llvm::cl::init(0)};
+  Option<bool> profile{*this, "profile",
+                       llvm::cl::desc("Time every op of the generated code"),
+                       llvm::cl::init(false)};
 };
 
 /// After buildLapPipeline: the memory plan, lap to loops and kernel calls,
@@ -34,7 +37,8 @@ void buildCPUCodegenPipeline(mlir::OpPassManager &pm,
                              const CPUCodegenOptions &options);
 void buildMemoryPlanPipeline(mlir::OpPassManager &pm,
                              const CPUCodegenOptions &options);
-void buildCPULoweringPipeline(mlir::OpPassManager &pm);
+void buildCPULoweringPipeline(mlir::OpPassManager &pm,
+                              const CPUCodegenOptions &options);
 
 /// Registers the pipelines as `--lap-pipeline` and `--lap-cpu-codegen` for
 /// lap-opt.

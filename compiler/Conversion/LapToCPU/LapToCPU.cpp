@@ -36,9 +36,10 @@ public:
   using Constants = std::map<std::vector<float>, std::string>;
 
   Emitter(func::FuncOp source, func::FuncOp target, ModuleOp module,
-          Constants &constants)
+          Constants &constants, bool profile)
       : source(source), module(module), constants(constants), b(target.getBody()),
-        lb(b, source.getLoc()), training(source.getName() == "train_step") {
+        lb(b, source.getLoc()), training(source.getName() == "train_step"),
+        profile(profile) {
     Block &entry = target.getBody().front();
     params = entry.getArgument(0);
     batch = entry.getArgument(1);
@@ -66,8 +67,13 @@ public:
         continue;
       }
       assignResults(&op);
+      Value label = profile ? profileLabel(&op) : Value();
+      if (label)
+        call("lap_cpu_profile_begin", {label});
       if (failed(emitOp(&op)))
         return failure();
+      if (label)
+        call("lap_cpu_profile_end", {label});
     }
     b.create<func::ReturnOp>(source.getLoc());
     return success();
@@ -127,6 +133,32 @@ private:
                                        name);
   }
 
+  /// "lap.linear blocks.0.attn" as a global string, for the profiler.
+  Value profileLabel(Operation *op) {
+    std::string text = op->getName().getStringRef().str();
+    if (auto name = dyn_cast<NameLoc>(op->getLoc()))
+      text += " " + name.getName().str();
+    else if (auto fused = dyn_cast<FusedLoc>(op->getLoc()))
+      for (Location l : fused.getLocations())
+        if (auto name = dyn_cast<NameLoc>(l)) {
+          text += " " + name.getName().str();
+          break;
+        }
+    std::string symbol = "lap_profile_" + std::to_string(labels++) + "_" +
+                         source.getName().str();
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      text.push_back('\0');
+      auto type = LLVM::LLVMArrayType::get(b.getI8Type(), text.size());
+      b.create<LLVM::GlobalOp>(loc(), type, /*isConstant=*/true,
+                               LLVM::Linkage::Internal, symbol,
+                               b.getStringAttr(text));
+    }
+    return b.create<LLVM::AddressOfOp>(loc(), LLVM::LLVMPointerType::get(b.getContext()),
+                                       symbol);
+  }
+
   /// Calls kernel `name` with `args`, declaring it on first use.
   void call(StringRef name, ArrayRef<Value> args) {
     auto callee = module.lookupSymbol<func::FuncOp>(name);
@@ -166,7 +198,8 @@ private:
   Constants &constants;
   OpBuilder b;
   LoopBuilder lb;
-  bool training;
+  bool training, profile;
+  int labels = 0;
   Value params, batch, outputs, workspace, batchSize, seqLen, seed;
   DenseMap<Value, Value> ptrs;
 };
@@ -638,6 +671,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
 }
 
 struct LapToCPUPass : lap::impl::LapToCPUBase<LapToCPUPass> {
+  using LapToCPUBase::LapToCPUBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> planned;
@@ -656,7 +690,7 @@ struct LapToCPUPass : lap::impl::LapToCPUBase<LapToCPUPass> {
       target.addEntryBlock();
       for (StringRef attr : {kWorkspaceAttr, kMaxBatchAttr, kMaxSeqAttr})
         target->setAttr(attr, source->getAttr(attr));
-      Emitter emitter(source, target, module, constants);
+      Emitter emitter(source, target, module, constants, profile);
       if (failed(emitter.emit()))
         return signalPassFailure();
       source.erase();

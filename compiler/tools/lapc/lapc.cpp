@@ -78,6 +78,11 @@ cl::opt<int64_t> maxBatch(
 cl::opt<int64_t> maxSeq(
     "max-seq", cl::desc("Largest sequence length (default: the spec's context)"),
     cl::init(0), cl::cat(lapcCategory));
+cl::opt<bool> profile(
+    "profile",
+    cl::desc("Time every op of the generated code; the process prints a "
+             "profile when it exits"),
+    cl::init(false), cl::cat(lapcCategory));
 cl::opt<bool> verifyDiagnostics(
     "verify-diagnostics",
     cl::desc("Check errors against 'expected-error' comments in the spec"),
@@ -117,6 +122,7 @@ void setCodegenOptions(const lap::dsl::Spec &spec,
                        ? m.context
                        : side * side + (m.clsToken ? 1 : 0) + m.registers;
   options.maxSeq = maxSeq ? maxSeq : std::max<int64_t>(tokens, 1);
+  options.profile = bool(profile);
 }
 
 /// Builds the IR for `spec`, runs the passes the requested stage needs and
@@ -161,7 +167,7 @@ ExitCode emitModule(const lap::dsl::Spec &spec, mlir::MLIRContext &context,
   Passes lowering(context);
   if (mlir::failed(mlir::applyPassManagerCLOptions(lowering.pm)))
     return BadInput;
-  lap::buildCPULoweringPipeline(lowering.pm);
+  lap::buildCPULoweringPipeline(lowering.pm, options);
   if (mlir::failed(lowering.pm.run(*module)))
     return InternalError;
   if (emitAction == Emit::LLVMDialect) {

@@ -1,4 +1,5 @@
-//===- Attention.cpp - fused flash attention with per-head kinds -*- C++ -*-===//
+//===- Attention.cpp - fused flash attention with per-head kinds -*- C++
+//-*-===//
 //
 // Flash-style attention on the CPU: a block of BQ queries meets the keys BK
 // at a time, with the softmax kept online, so no T x S matrix is ever stored
@@ -9,10 +10,10 @@
 // All matrix products go through one register-blocked micro-kernel,
 // C (+)= A B, that broadcasts elements of A and streams rows of B, with the
 // width of B a compile-time multiple of 16 floats so clang keeps a block of
-// C in AVX-512 registers. Operands are used in place where their rows are
-// contiguous and D is a multiple of 16; otherwise they are copied into
-// zero-padded tiles. Scores are kept in base 2 (scale * log2 e folded in) so
-// the softmax needs exp2 only.
+// C in AVX-512 registers. A is read in place; B, streamed once per block of
+// C rows, is a contiguous tile (strided rows of q/k/v would conflict in L1),
+// zero-padded to the width. Scores are kept in base 2 (scale * log2 e folded
+// in) so the softmax needs exp2 only.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +28,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <tuple>
 #include <type_traits>
 
 #ifdef __AVX512F__
@@ -123,11 +125,29 @@ void gemm(float *__restrict C, int64_t ldc, const float *__restrict A,
   }
 }
 
+/// gemm with N = w rounded up to a multiple of 16 (w <= 64): a short last
+/// block of queries or keys costs its own width, not a full block's.
+template <bool Accumulate>
+void gemmNarrow(int64_t w, float *C, int64_t ldc, const float *A, int64_t sam,
+                int64_t sak, const float *B, int64_t ldb, int64_t M,
+                int64_t K) {
+  switch ((w + L - 1) / L) {
+  case 1:
+    return gemm<16, Accumulate>(C, ldc, A, sam, sak, B, ldb, M, K);
+  case 2:
+    return gemm<32, Accumulate>(C, ldc, A, sam, sak, B, ldb, M, K);
+  case 3:
+    return gemm<48, Accumulate>(C, ldc, A, sam, sak, B, ldb, M, K);
+  default:
+    return gemm<64, Accumulate>(C, ldc, A, sam, sak, B, ldb, M, K);
+  }
+}
+
 /// dst[j, i] = c * src[i, j] for i < rows, j < cols. Compilers turn the
 /// plain loop into gathers or scatters as slow as the products the
 /// transposed tile feeds, so AVX-512 gets an in-register 16 x 16 transpose.
-/// With AVX-512, columns rows..roundup(rows, 16) of dst are written too
-/// (with zeros); dst must have room for them.
+/// Columns rows .. roundup(rows, 16) of dst are zeroed (products over the
+/// rounded-up width read them); dst must have room for them.
 void transpose(float *__restrict dst, int64_t ldd, const float *__restrict src,
                int64_t lds, int64_t rows, int64_t cols, float c) {
 #ifdef __AVX512F__
@@ -139,10 +159,10 @@ void transpose(float *__restrict dst, int64_t ldd, const float *__restrict src,
       const __mmask16 colMask = __mmask16((1u << nj) - 1);
       __m512 r[16], t[16];
       for (int i = 0; i < 16; ++i)
-        r[i] = i < ni ? _mm512_mul_ps(vc, _mm512_maskz_loadu_ps(
-                                              colMask,
-                                              src + (i0 + i) * lds + j0))
-                      : _mm512_setzero_ps();
+        r[i] = i < ni
+                   ? _mm512_mul_ps(vc, _mm512_maskz_loadu_ps(
+                                           colMask, src + (i0 + i) * lds + j0))
+                   : _mm512_setzero_ps();
       for (int i = 0; i < 16; i += 2) {
         t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
         t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
@@ -169,21 +189,39 @@ void transpose(float *__restrict dst, int64_t ldd, const float *__restrict src,
         _mm512_storeu_ps(dst + (j0 + j) * ldd + i0, t[j]);
     }
 #else
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j)
-      dst[j * ldd + i] = c * src[i * lds + j];
+  const int64_t rounded = (rows + L - 1) / L * L;
+  for (int64_t j = 0; j < cols; ++j)
+    for (int64_t i = 0; i < rounded; ++i)
+      dst[j * ldd + i] = i < rows ? c * src[i * lds + j] : 0.0f;
 #endif
 }
 
-/// dst[r, 0:D] = src row r (row stride ld) for r < rows, zero up to width.
+/// dst[r, 0:D] = src row r (row stride ld) for r < rows, zero up to the
+/// width N (runtime width when N = 0). With D == N the rows are copied
+/// in registers, not by a memcpy call per row.
+template <int N>
 void copyRows(float *__restrict dst, int64_t width, const float *__restrict src,
               int64_t ld, int64_t rows, int64_t D) {
+  if (N != 0 && D == N) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t d = 0; d < N; ++d)
+        dst[r * N + d] = src[r * ld + d];
+    return;
+  }
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t d = 0; d < D; ++d)
       dst[r * width + d] = src[r * ld + d];
     for (int64_t d = D; d < width; ++d)
       dst[r * width + d] = 0.0f;
   }
+}
+
+/// Asks for rows that are about to be read, which the hardware prefetcher
+/// would fetch too late (they are strided, one short run per row).
+void prefetchRows(const float *src, int64_t ld, int64_t rows, int64_t D) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t d = 0; d < D; d += 64 / sizeof(float))
+      __builtin_prefetch(src + r * ld + d);
 }
 
 /// sum of a[i] b[i], i < n, in 16 lanes so that it vectorises.
@@ -224,17 +262,22 @@ float *threadBuffer(int slot, int64_t floats) {
 
 /// Runs task(i, scratch) for i in [0, n) on the pool, handing tasks out one
 /// at a time (their costs differ under a causal mask). Tasks write disjoint
-/// outputs, so results do not depend on the schedule.
-template <typename F>
-void runTasks(int64_t n, int64_t scratchFloats, F &&task) {
+/// outputs, so results do not depend on the schedule. Before task i,
+/// prefetch(i + workers) may ask for the inputs of the task this worker
+/// most likely runs next.
+template <typename F, typename Prefetch>
+void runTasks(int64_t n, int64_t scratchFloats, F &&task, Prefetch &&prefetch) {
   const int64_t workers =
       std::min<int64_t>(n, std::max(1, omp_get_max_threads()));
   std::atomic<int64_t> next{0};
   parallelFor(workers, 1, [&](int64_t begin, int64_t end) {
     float *scratch = threadBuffer(0, scratchFloats);
     for (int64_t w = begin; w < end; ++w)
-      for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;)
+      for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) {
+        if (i + workers < n)
+          prefetch(i + workers);
         task(i, scratch);
+      }
   });
 }
 
@@ -268,15 +311,24 @@ Shape makeShape(int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV,
 /// it is at most 128, else N = 0 (runtime width).
 template <typename F> void dispatchWidth(int64_t Dp, F &&fn) {
   switch (Dp) {
-  case 16: return fn(std::integral_constant<int, 16>());
-  case 32: return fn(std::integral_constant<int, 32>());
-  case 48: return fn(std::integral_constant<int, 48>());
-  case 64: return fn(std::integral_constant<int, 64>());
-  case 80: return fn(std::integral_constant<int, 80>());
-  case 96: return fn(std::integral_constant<int, 96>());
-  case 112: return fn(std::integral_constant<int, 112>());
-  case 128: return fn(std::integral_constant<int, 128>());
-  default: return fn(std::integral_constant<int, 0>());
+  case 16:
+    return fn(std::integral_constant<int, 16>());
+  case 32:
+    return fn(std::integral_constant<int, 32>());
+  case 48:
+    return fn(std::integral_constant<int, 48>());
+  case 64:
+    return fn(std::integral_constant<int, 64>());
+  case 80:
+    return fn(std::integral_constant<int, 80>());
+  case 96:
+    return fn(std::integral_constant<int, 96>());
+  case 112:
+    return fn(std::integral_constant<int, 112>());
+  case 128:
+    return fn(std::integral_constant<int, 128>());
+  default:
+    return fn(std::integral_constant<int, 0>());
   }
 }
 
@@ -309,11 +361,10 @@ void forwardBlock(const Shape &s, const ForwardArgs &a, int64_t b, int64_t h,
   float *__restrict Vp = Acc + BQ * Dp; // [BK, Dp] V
   float *__restrict St = Vp + BK * Dp;  // [BK, BQ] scores, then P^T
   alignas(64) float rowMax[BQ], rowSum[BQ], corr[BQ], mx[BQ];
+  const int64_t W = (nq + L - 1) / L * L; // query lanes computed
 
-  if (nq < BQ) // the lanes of absent queries must hold finite numbers
-    std::fill(Qt, Qt + D * BQ, 0.0f);
   transpose(Qt, BQ, a.q + s.qRow(b, t0, h), ldq, nq, D, s.scale * kLog2e);
-  std::fill(Acc, Acc + BQ * Dp, 0.0f);
+  std::fill(Acc, Acc + nq * Dp, 0.0f);
   std::fill(rowMax, rowMax + BQ, kNegInf);
   std::fill(rowSum, rowSum + BQ, 0.0f);
 
@@ -322,21 +373,36 @@ void forwardBlock(const Shape &s, const ForwardArgs &a, int64_t b, int64_t h,
   for (int64_t s0 = 0; s0 < keyEnd; s0 += BK) {
     const int64_t nk = std::min(BK, keyEnd - s0);
     const float *kb = a.k + s.kRow(b, s0, g);
-    gemm<BQ, false>(St, BQ, kb, ldk, 1, Qt, BQ, nk, D);
-    copyRows(Vp, Dp, a.v + s.kRow(b, s0, g), ldk, nk, D);
-
+    if (s0 + BK < keyEnd) {
+      const int64_t next = std::min(BK, keyEnd - s0 - BK);
+      prefetchRows(kb + BK * ldk, ldk, next, D);
+      prefetchRows(a.v + s.kRow(b, s0 + BK, g), ldk, next, D);
+    }
     const bool masked = s.partlyMasked(t0, s0, nk);
+    if (!masked) {
+      gemmNarrow<false>(W, St, BQ, kb, ldk, 1, Qt, BQ, nk, D);
+    } else {
+      // By strips of 16 queries: keys after a strip's last query are
+      // masked and not computed (the mask below overwrites them).
+      for (int64_t c = 0; c < W; c += L) {
+        const int64_t rows = std::min(nk, t0 + c + L - s0);
+        if (rows > 0)
+          gemm<L, false>(St + c, BQ, kb, ldk, 1, Qt + c, BQ, rows, D);
+      }
+    }
+    copyRows<N>(Vp, Dp, a.v + s.kRow(b, s0, g), ldk, nk, D);
+
     if (masked)
       for (int64_t j = 0; j < nk; ++j)
-        for (int64_t i = 0; i < BQ; ++i)
+        for (int64_t i = 0; i < W; ++i)
           St[j * BQ + i] = s0 + j > t0 + i ? kNegInf : St[j * BQ + i];
-    std::copy(rowMax, rowMax + BQ, mx);
+    std::copy(rowMax, rowMax + W, mx);
     for (int64_t j = 0; j < nk; ++j)
-      for (int64_t i = 0; i < BQ; ++i)
+      for (int64_t i = 0; i < W; ++i)
         mx[i] = std::max(mx[i], St[j * BQ + i]);
     // Rescale what the earlier blocks accumulated to the new maximum. A
     // query that has seen nothing yet keeps -inf and gets P = 0.
-    for (int64_t i = 0; i < BQ; ++i) {
+    for (int64_t i = 0; i < W; ++i) {
       const float m = mx[i] == kNegInf ? 0.0f : mx[i];
       corr[i] = exp2Fast(rowMax[i] - m);
       rowMax[i] = mx[i];
@@ -344,7 +410,7 @@ void forwardBlock(const Shape &s, const ForwardArgs &a, int64_t b, int64_t h,
       rowSum[i] *= corr[i];
     }
     for (int64_t j = 0; j < nk; ++j)
-      for (int64_t i = 0; i < BQ; ++i) {
+      for (int64_t i = 0; i < W; ++i) {
         const float p = exp2Fast(St[j * BQ + i] - mx[i]);
         St[j * BQ + i] = p;
         rowSum[i] += p;
@@ -374,8 +440,7 @@ void forwardBlock(const Shape &s, const ForwardArgs &a, int64_t b, int64_t h,
         out[d] = c * acc[d];
     }
     a.lse[(b * s.H + h) * s.T + t] =
-        rowSum[i] > 0.0f ? (rowMax[i] + std::log2(rowSum[i])) * kLn2
-                         : kNegInf;
+        rowSum[i] > 0.0f ? (rowMax[i] + std::log2(rowSum[i])) * kLn2 : kNegInf;
   }
 }
 
@@ -400,28 +465,30 @@ int64_t backwardTiles(int64_t Dp) {
 /// Gradients of the key block [s0, s0 + nk) of kv head g in batch b from
 /// every query head of the group: writes its dk/dv rows and adds the dQ
 /// terms into dqOut (laid out like dq). lse2 and rowDot [G, T] hold the
-/// group's lse * log2 e and D_i.
+/// group's lse * log2 e and D_i. nextS0 is the task's next key block (or
+/// -1), prefetched during the last query block.
 template <int N>
 void backwardKeyBlock(const Shape &s, const BackwardArgs &a, float *dqOut,
                       const float *lse2, const float *rowDot, int64_t b,
-                      int64_t g, int64_t s0, float *ws) {
+                      int64_t g, int64_t s0, int64_t nextS0, float *ws) {
   const int64_t D = s.D, Dp = N ? N : s.Dp, ldq = s.H * D, ldk = s.KV * D;
   const int64_t G = s.group(), nk = std::min(BK, s.S - s0);
-  float *__restrict Kt = ws;             // [D, BK]
-  float *__restrict Vt = Kt + Dp * BK;   // [D, BK]
-  float *__restrict dKa = Vt + Dp * BK;  // [BK, Dp]
-  float *__restrict dVa = dKa + BK * Dp; // [BK, Dp]
-  float *__restrict Kp = dVa + BK * Dp;  // [BK, Dp] K
-  float *__restrict Qp = Kp + BK * Dp;   // [BQ, Dp] Q
-  float *__restrict dOp = Qp + BQ * Dp;  // [BQ, Dp] dO
-  float *__restrict dQp = dOp + BQ * Dp; // [BQ, Dp] dQ, when D is padded
-  float *__restrict P = dQp + BQ * Dp;   // [BQ, BK] alpha P
-  float *__restrict dS = P + BQ * BK;    // [BQ, BK] scale * dS
+  const int64_t W = (nk + L - 1) / L * L; // key lanes computed
+  float *__restrict Kt = ws;              // [D, BK]
+  float *__restrict Vt = Kt + Dp * BK;    // [D, BK]
+  float *__restrict dKa = Vt + Dp * BK;   // [BK, Dp]
+  float *__restrict dVa = dKa + BK * Dp;  // [BK, Dp]
+  float *__restrict Kp = dVa + BK * Dp;   // [BK, Dp] K
+  float *__restrict Qp = Kp + BK * Dp;    // [BQ, Dp] Q
+  float *__restrict dOp = Qp + BQ * Dp;   // [BQ, Dp] dO
+  float *__restrict dQp = dOp + BQ * Dp;  // [BQ, Dp] dQ, when D is padded
+  float *__restrict P = dQp + BQ * Dp;    // [BQ, BK] alpha P
+  float *__restrict dS = P + BQ * BK;     // [BQ, BK] scale * dS
 
   const float *kb = a.k + s.kRow(b, s0, g), *vb = a.v + s.kRow(b, s0, g);
   transpose(Kt, BK, kb, ldk, nk, D, 1.0f);
   transpose(Vt, BK, vb, ldk, nk, D, 1.0f);
-  copyRows(Kp, Dp, kb, ldk, nk, D);
+  copyRows<N>(Kp, Dp, kb, ldk, nk, D);
   std::fill(dKa, dKa + BK * Dp, 0.0f);
   std::fill(dVa, dVa + BK * Dp, 0.0f);
 
@@ -436,20 +503,42 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs &a, float *dqOut,
       const float *qb = a.q + s.qRow(b, t0, h);
       const float *db = a.dout + s.qRow(b, t0, h);
       float *dqb = dqOut + s.qRow(b, t0, h);
+      if (t0 + BQ < s.T) {
+        const int64_t next = std::min(BQ, s.T - t0 - BQ);
+        prefetchRows(qb + BQ * ldq, ldq, next, D);
+        prefetchRows(db + BQ * ldq, ldq, next, D);
+        prefetchRows(dqb + BQ * ldq, ldq, next, D);
+      } else if (hg == G - 1 && nextS0 >= 0) {
+        const int64_t next = std::min(BK, s.S - nextS0);
+        prefetchRows(a.k + s.kRow(b, nextS0, g), ldk, next, D);
+        prefetchRows(a.v + s.kRow(b, nextS0, g), ldk, next, D);
+      }
 
       // P = 2^(c2 Q K^T - lse2) and dP = dO V^T, [nq, BK].
-      gemm<BK, false>(P, BK, qb, ldq, 1, Kt, BK, nq, D);
-      gemm<BK, false>(dS, BK, db, ldq, 1, Vt, BK, nq, D);
       const bool masked = s.partlyMasked(t0, s0, nk);
+      if (!masked) {
+        gemmNarrow<false>(nk, P, BK, qb, ldq, 1, Kt, BK, nq, D);
+        gemmNarrow<false>(nk, dS, BK, db, ldq, 1, Vt, BK, nq, D);
+      } else {
+        // By strips of 16 keys: queries before a strip's first key see
+        // none of it and are not computed (zeroed below).
+        for (int64_t c = 0; c < W; c += L) {
+          const int64_t i0 = std::clamp<int64_t>(s0 + c - t0, 0, nq);
+          gemm<L, false>(P + i0 * BK + c, BK, qb + i0 * ldq, ldq, 1, Kt + c, BK,
+                         nq - i0, D);
+          gemm<L, false>(dS + i0 * BK + c, BK, db + i0 * ldq, ldq, 1, Vt + c,
+                         BK, nq - i0, D);
+        }
+      }
       for (int64_t i = 0; i < nq; ++i) {
         const int64_t lim =
             masked ? std::clamp<int64_t>(t0 + i - s0 + 1, 0, nk) : nk;
         const float m = lse2[hg * s.T + t0 + i];
         const float di = rowDot[hg * s.T + t0 + i];
         float *__restrict p = P + i * BK, *__restrict ds = dS + i * BK;
-        for (int64_t j = 0; j < BK; ++j) {
+        for (int64_t j = 0; j < W; ++j) {
           const float pj = j < lim ? exp2Fast(c2 * p[j] - m) : 0.0f;
-          ds[j] = s.scale * pj * (al * ds[j] - di);
+          ds[j] = j < lim ? s.scale * pj * (al * ds[j] - di) : 0.0f;
           p[j] = al * pj;
         }
       }
@@ -458,12 +547,12 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs &a, float *dqOut,
       // i >= j + s0 - t0), dQ += dS K (query i meets keys j <= i + t0 - s0).
       const Band keyRows = masked ? Band{s0 - t0, Band().hi} : Band();
       const Band queryRows = masked ? Band{Band().lo, t0 - s0} : Band();
-      copyRows(Qp, Dp, qb, ldq, nq, D);
-      copyRows(dOp, Dp, db, ldq, nq, D);
+      copyRows<N>(Qp, Dp, qb, ldq, nq, D);
+      copyRows<N>(dOp, Dp, db, ldq, nq, D);
       gemm<N, true>(dVa, Dp, P, 1, BK, dOp, Dp, nk, nq, Dp, keyRows);
       gemm<N, true>(dKa, Dp, dS, 1, BK, Qp, Dp, nk, nq, Dp, keyRows);
       if (s.padded()) {
-        copyRows(dQp, Dp, dqb, ldq, nq, D);
+        copyRows<N>(dQp, Dp, dqb, ldq, nq, D);
         gemm<N, true>(dQp, Dp, dS, BK, 1, Kp, Dp, nq, nk, Dp, queryRows);
         for (int64_t i = 0; i < nq; ++i)
           std::copy(dQp + i * Dp, dQp + i * Dp + D, dqb + i * ldq);
@@ -513,11 +602,10 @@ void backwardRowTerms(const Shape &s, const BackwardArgs &a, float *lse2,
 
 extern "C" void lap_cpu_attention_forward(float *o, float *lse, const float *q,
                                           const float *k, const float *v,
-                                          const float *alpha,
-                                          const float *beta, int64_t B,
-                                          int64_t T, int64_t S, int64_t H,
-                                          int64_t KV, int64_t D, float scale,
-                                          int32_t causal) {
+                                          const float *alpha, const float *beta,
+                                          int64_t B, int64_t T, int64_t S,
+                                          int64_t H, int64_t KV, int64_t D,
+                                          float scale, int32_t causal) {
   const Shape s = makeShape(B, T, S, H, KV, D, scale, causal);
   const ForwardArgs a{o, lse, q, k, v, alpha, beta};
   const int64_t nqb = (T + BQ - 1) / BQ, BH = B * H;
@@ -525,10 +613,24 @@ extern "C" void lap_cpu_attention_forward(float *o, float *lse, const float *q,
     constexpr int N = decltype(width)::value;
     // The query blocks of a head one after the other, so its K and V stay
     // in cache; costliest first (under a causal mask, the last ones).
-    runTasks(BH * nqb, forwardScratch(s.Dp), [&](int64_t i, float *ws) {
+    auto block = [&](int64_t i) {
       const int64_t bh = i / nqb, qb = nqb - 1 - i % nqb;
-      forwardBlock<N>(s, a, bh / H, bh % H, qb * BQ, ws);
-    });
+      return std::make_tuple(bh / H, bh % H, qb * BQ);
+    };
+    runTasks(
+        BH * nqb, forwardScratch(s.Dp),
+        [&](int64_t i, float *ws) {
+          auto [b, h, t0] = block(i);
+          forwardBlock<N>(s, a, b, h, t0, ws);
+        },
+        [&](int64_t i) { // its queries and first block of keys
+          auto [b, h, t0] = block(i);
+          const int64_t g = h / s.group();
+          const int64_t nk = std::min(BK, s.causal ? std::min(S, t0 + BQ) : S);
+          prefetchRows(q + s.qRow(b, t0, h), H * D, std::min(BQ, T - t0), D);
+          prefetchRows(k + s.kRow(b, 0, g), KV * D, nk, D);
+          prefetchRows(v + s.kRow(b, 0, g), KV * D, nk, D);
+        });
   });
 }
 
@@ -546,30 +648,36 @@ extern "C" void lap_cpu_attention_backward(
   // also dealt round-robin to `chunks` tasks, each with a dq partial summed
   // at the end. The split depends on the shape only, so results do not
   // depend on the thread count.
-  int64_t chunks = std::clamp<int64_t>(
-      (16 + groups - 1) / std::max<int64_t>(groups, 1), 1,
-      std::max<int64_t>(nkb, 1));
+  int64_t chunks =
+      std::clamp<int64_t>((16 + groups - 1) / std::max<int64_t>(groups, 1), 1,
+                          std::max<int64_t>(nkb, 1));
   while (chunks > 1 && (chunks - 1) * dqSize > (int64_t(4) << 20))
     --chunks;
-  float *partials = chunks > 1 ? threadBuffer(1, (chunks - 1) * dqSize)
-                               : nullptr;
+  float *partials =
+      chunks > 1 ? threadBuffer(1, (chunks - 1) * dqSize) : nullptr;
 
   const BackwardArgs a{dq, dk, dv, dout, q, k, v, o, lse, alpha, beta};
   const int64_t tiles = backwardTiles(s.Dp);
   dispatchWidth(s.Dp, [&](auto width) {
     constexpr int N = decltype(width)::value;
-    runTasks(groups * chunks, tiles + 2 * G * T, [&](int64_t i, float *ws) {
-      const int64_t grp = i / chunks, c = i % chunks;
-      const int64_t b = grp / KV, g = grp % KV;
-      float *lse2 = ws + tiles, *rowDot = lse2 + G * T;
-      backwardRowTerms(s, a, lse2, rowDot, b, g);
-      float *dqOut = c == 0 ? dq : partials + (c - 1) * dqSize;
-      for (int64_t t = 0; t < T; ++t)
-        std::fill(dqOut + s.qRow(b, t, g * G), dqOut + s.qRow(b, t, g * G + G),
-                  0.0f);
-      for (int64_t kb = c; kb < nkb; kb += chunks)
-        backwardKeyBlock<N>(s, a, dqOut, lse2, rowDot, b, g, kb * BK, ws);
-    });
+    runTasks(
+        groups * chunks, tiles + 2 * G * T,
+        [&](int64_t i, float *ws) {
+          const int64_t grp = i / chunks, c = i % chunks;
+          const int64_t b = grp / KV, g = grp % KV;
+          float *lse2 = ws + tiles, *rowDot = lse2 + G * T;
+          backwardRowTerms(s, a, lse2, rowDot, b, g);
+          float *dqOut = c == 0 ? dq : partials + (c - 1) * dqSize;
+          for (int64_t t = 0; t < T; ++t)
+            std::fill(dqOut + s.qRow(b, t, g * G),
+                      dqOut + s.qRow(b, t, g * G + G), 0.0f);
+          for (int64_t kb = c; kb < nkb; kb += chunks) {
+            const int64_t next = kb + chunks < nkb ? (kb + chunks) * BK : -1;
+            backwardKeyBlock<N>(s, a, dqOut, lse2, rowDot, b, g, kb * BK, next,
+                                ws);
+          }
+        },
+        [](int64_t) {});
   });
 
   if (chunks > 1)

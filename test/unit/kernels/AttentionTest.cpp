@@ -225,9 +225,8 @@ Forward runForward(const Problem &p) {
   Forward f{std::vector<float>(s.size(s.T, s.H), 7.0f),
             std::vector<float>(s.B * s.H * s.T, 7.0f)};
   lap_cpu_attention_forward(f.o.data(), f.lse.data(), p.q.data(), p.k.data(),
-                            p.v.data(), p.alpha.data(), p.beta.data(), s.B,
-                            s.T, s.S, s.H, s.KV, s.D, float(s.scale),
-                            s.causal);
+                            p.v.data(), p.alpha.data(), p.beta.data(), s.B, s.T,
+                            s.S, s.H, s.KV, s.D, float(s.scale), s.causal);
   return f;
 }
 
@@ -236,11 +235,10 @@ Backward runBackward(const Problem &p, const Forward &f) {
   Backward g{std::vector<float>(p.q.size(), 7.0f),
              std::vector<float>(p.k.size(), 7.0f),
              std::vector<float>(p.v.size(), 7.0f)};
-  lap_cpu_attention_backward(g.dq.data(), g.dk.data(), g.dv.data(),
-                             p.g.data(), p.q.data(), p.k.data(), p.v.data(),
-                             f.o.data(), f.lse.data(), p.alpha.data(),
-                             p.beta.data(), s.B, s.T, s.S, s.H, s.KV, s.D,
-                             float(s.scale), s.causal);
+  lap_cpu_attention_backward(
+      g.dq.data(), g.dk.data(), g.dv.data(), p.g.data(), p.q.data(), p.k.data(),
+      p.v.data(), f.o.data(), f.lse.data(), p.alpha.data(), p.beta.data(), s.B,
+      s.T, s.S, s.H, s.KV, s.D, float(s.scale), s.causal);
   return g;
 }
 
@@ -354,7 +352,8 @@ TEST(AttentionForward, LaplacianOfIdenticalTokensIsZero) {
       Problem p = makeProblem(s, 400);
       for (int64_t b = 0; b < s.B; ++b)
         for (int64_t t = 1; t < s.T; ++t) {
-          std::copy_n(&p.q[qIdx(s, b, 0, 0)], s.H * s.D, &p.q[qIdx(s, b, t, 0)]);
+          std::copy_n(&p.q[qIdx(s, b, 0, 0)], s.H * s.D,
+                      &p.q[qIdx(s, b, t, 0)]);
           std::copy_n(&p.k[kIdx(s, b, 0, 0)], s.KV * s.D,
                       &p.k[kIdx(s, b, t, 0)]);
           std::copy_n(&p.v[kIdx(s, b, 0, 0)], s.KV * s.D,

@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -68,20 +69,33 @@ inline int runCommand(const std::string &command, std::string &output) {
 
 /// Writes `yaml` to DIR/NAME.yaml and compiles it to DIR/NAME.so with lapc;
 /// throws with lapc's output when that fails.
-inline std::string compileSpec(const TempDir &dir, const std::string &name,
-                               const std::string &yaml, int64_t maxBatch,
-                               int64_t maxSeq) {
+inline std::string compileSpec(const TempDir &dir, const std::string &name, const std::string &yaml,
+                               int64_t maxBatch, int64_t maxSeq) {
   std::string spec = dir.file(name + ".yaml"), so = dir.file(name + ".so");
   std::ofstream(spec) << yaml;
   std::string output;
   std::string command = std::string("'") + LAP_LAPC + "' '" + spec + "' -o '" + so +
-                        "' --max-batch " + std::to_string(maxBatch) +
-                        " --max-seq " + std::to_string(maxSeq);
+                        "' --max-batch " + std::to_string(maxBatch) + " --max-seq " +
+                        std::to_string(maxSeq);
   int status = runCommand(command, output);
   if (status != 0)
-    throw std::runtime_error("lapc failed (exit " + std::to_string(status) + ") on\n" +
-                             yaml + "\n" + output);
+    throw std::runtime_error("lapc failed (exit " + std::to_string(status) + ") on\n" + yaml +
+                             "\n" + output);
   return so;
+}
+
+/// The library of spec `name`, compiled on first use and kept for the rest
+/// of the process in a temporary directory removed at exit: ctest runs each
+/// test in a process of its own, so a test compiles only what it uses.
+/// Names are global to the test executable.
+inline const std::string &compiled(const std::string &name, const std::string &yaml,
+                                   int64_t maxBatch, int64_t maxSeq) {
+  static TempDir dir;
+  static std::map<std::string, std::string> paths;
+  auto it = paths.find(name);
+  if (it != paths.end())
+    return it->second;
+  return paths[name] = compileSpec(dir, name, yaml, maxBatch, maxSeq);
 }
 
 /// A batch that owns its tensors, in manifest "batch" order: tokens and
@@ -120,8 +134,8 @@ inline Batch textBatch(int64_t batch, int64_t seq, int64_t vocab, uint32_t seed)
 
 /// Normal pixels and random target distributions (as mixup and label
 /// smoothing make them), rows summing to 1.
-inline Batch imageBatch(int64_t batch, int64_t channels, int64_t side,
-                        int64_t classes, uint32_t seed) {
+inline Batch imageBatch(int64_t batch, int64_t channels, int64_t side, int64_t classes,
+                        uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> pixel(0.0f, 1.0f);
   std::uniform_real_distribution<float> weight(0.05f, 1.0f);

@@ -1,0 +1,487 @@
+#!/usr/bin/python3
+"""PyTorch baseline of the training-step benchmark.
+
+Builds in PyTorch the model that a resolved lap spec describes (the output of
+`lapc SPEC --emit=spec`), op for op as compiler/Frontend/SpecToLap.cpp builds
+it, so both sides do the same work, and times one training step's forward and
+backward (no optimizer step) on random data. Prints one JSON object:
+
+    {"framework": "pytorch", "torch": ..., "threads": ..., "model": ...,
+     "batch": ..., "seq": ..., "parameters": ...,
+     "ms_per_step": {"median": ..., "min": ..., "max": ...},
+     "peak_rss_bytes": ...}
+
+Usage (Debian's PyTorch 1.13 lives in /usr/bin/python3):
+
+    build/bin/lapc bench/specs/gpt-bench.yaml --emit=spec > /tmp/gpt-bench.yaml
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_WAIT_POLICY=PASSIVE \\
+        /usr/bin/python3 bench/torch_step.py --spec /tmp/gpt-bench.yaml \\
+        --batch 8 --seq 256 --threads 2 --warmup 3 --iters 20
+
+--batch defaults to train.micro_batch_size and --seq to train.seq_len; an
+image model's sequence is fixed by its image size. Exit status: 0 on success,
+2 for a spec setting this baseline does not implement (it refuses rather than
+time a different model) or a torch bound to the reference BLAS, 1 when the
+model's parameter count differs from the spec's derived.parameters.
+"""
+
+import os
+import sys
+
+# The OpenBLAS and libgomp settings decide whether this baseline runs at its
+# best (see ../shared/BENCHMARKING.md): OPENBLAS_CORETYPE=Haswell halves its
+# GEMMs and spinning OpenMP threads fight OpenBLAS's for the cores. They are
+# read when torch loads, so a crippling environment is fixed by re-executing.
+_CRIPPLING = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+if any(k in os.environ for k in _CRIPPLING) or os.environ.get("OMP_WAIT_POLICY") != "PASSIVE":
+    env = {k: v for k, v in os.environ.items() if k not in _CRIPPLING}
+    env["OMP_WAIT_POLICY"] = "PASSIVE"
+    print("torch_step: re-running without OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE and with "
+          "OMP_WAIT_POLICY=PASSIVE", file=sys.stderr)
+    os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+import argparse
+import json
+import math
+import resource
+import statistics
+import time
+
+import yaml
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError:
+    sys.exit("torch_step: this Python has no torch; run it with /usr/bin/python3")
+
+
+def refuse(message):
+    print(f"torch_step: unsupported: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def blas_library():
+    """The BLAS that torch's GEMMs call (Debian's torch uses the system's
+    libblas.so.3). Netlib's reference BLAS, which Debian installs when no
+    optimized one is, runs GEMMs ~50x slower than OpenBLAS: refuse it."""
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps if "blas" in line.rsplit("/", 1)[-1]}
+    if any(path.endswith("/blas/libblas.so.3") or "/blas/libblas.so.3." in path for path in paths):
+        print("torch_step: torch is linked to the reference BLAS (libblas3); install an "
+              "optimized one (apt-get install libopenblas0-pthread) or put its libblas.so.3 "
+              "on LD_LIBRARY_PATH", file=sys.stderr)
+        sys.exit(2)
+    return ", ".join(sorted({os.path.realpath(p) for p in paths})) or "unknown"
+
+
+# --- What this baseline implements ------------------------------------------
+
+MODEL_KEYS = {
+    "family", "layers", "width", "heads", "head_dim", "kv_heads", "mlp_ratio",
+    "mlp_hidden", "activation", "norm", "embedding_norm", "final_norm",
+    "positions", "qk_norm", "bias", "dropout", "init",
+    # gpt
+    "vocab", "context", "tied_embeddings", "logit_softcap",
+    # image
+    "image_size", "patch", "channels", "classes", "cls_token", "registers",
+    "layer_scale", "drop_path", "pool", "pool_heads",
+}
+HEAD_KINDS = {"attn": (1.0, 0.0), "laplacian": (-1.0, 1.0)}  # (alpha, beta)
+
+
+def check_spec(spec):
+    """Refuses any setting the model below does not build. Optimizer, schedule,
+    data, evaluation and checkpoint settings do not change a forward and
+    backward pass, so only the loss-related train keys are read."""
+    if not isinstance(spec.get("derived"), dict) or "parameters" not in spec["derived"]:
+        refuse("not a resolved spec (no derived.parameters); pass `lapc SPEC --emit=spec` output")
+    for key in spec:
+        if key not in ("name", "description", "model", "attention", "train", "derived"):
+            refuse(f"top-level key '{key}'")
+    m = spec["model"]
+    for key in m:
+        if key not in MODEL_KEYS:
+            refuse(f"model.{key}")
+    if m["family"] not in ("gpt", "vit"):
+        refuse(f"model.family: {m['family']} (gpt and vit only)")
+    if m["activation"] not in ("relu2", "gelu_tanh", "gelu"):
+        refuse(f"model.activation: {m['activation']}")
+    if m["norm"]["type"] not in ("layernorm", "rmsnorm"):
+        refuse(f"model.norm.type: {m['norm']['type']}")
+    pos = m["positions"]["type"]
+    if pos not in ({"learned", "rope", "none"} if m["family"] == "gpt" else {"learned", "none"}):
+        refuse(f"model.positions.type: {pos} for family {m['family']}")
+    if m["family"] == "vit":
+        if m["pool"] not in ("cls", "mean"):
+            refuse(f"model.pool: {m['pool']} (cls and mean only)")
+        if m["classes"] < 1:
+            refuse("model.classes: 0 (a vit needs a classifier)")
+    init = m["init"]
+    if init["distribution"] not in ("normal", "trunc_normal", "uniform"):
+        refuse(f"model.init.distribution: {init['distribution']}")
+    att = spec.get("attention", {})
+    for key in att:
+        if key not in ("kinds", "pool"):
+            refuse(f"attention.{key} (resolve the spec: kinds must be one list per layer)")
+    if att.get("pool"):
+        refuse("attention.pool (attentive pooling)")
+    kinds = att.get("kinds")
+    if (not isinstance(kinds, list) or len(kinds) != m["layers"]
+            or any(not isinstance(row, list) or len(row) != m["heads"] for row in kinds)):
+        refuse("attention.kinds must be one list of model.heads kinds per layer (resolved spec)")
+    for row in kinds:
+        for kind in row:
+            if kind not in HEAD_KINDS:
+                refuse(f"head kind '{kind}'")
+    train = spec.get("train") or {}
+    regime = train.get("regime", "lm" if m["family"] == "gpt" else "supervised")
+    if regime != ("lm" if m["family"] == "gpt" else "supervised"):
+        refuse(f"train.regime: {regime}")
+    if train.get("loss", "ce") not in ("ce", "bce"):
+        refuse(f"train.loss: {train['loss']}")
+
+
+# --- Model --------------------------------------------------------------------
+
+class Norm(nn.Module):
+    """LayerNorm or RMSNorm over the last dimension; weight and bias optional
+    (nanochat's RMSNorm has neither; F.rms_norm is not in torch 1.13)."""
+
+    def __init__(self, n, cfg):
+        super().__init__()
+        self.n, self.eps, self.rms = n, cfg["eps"], cfg["type"] == "rmsnorm"
+        self.weight = nn.Parameter(torch.ones(n)) if cfg["weight"] else None
+        use_bias = cfg["bias"] and not self.rms
+        self.bias = nn.Parameter(torch.zeros(n)) if use_bias else None
+
+    def forward(self, x):
+        if not self.rms:
+            return F.layer_norm(x, (self.n,), self.weight, self.bias, self.eps)
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return x * self.weight if self.weight is not None else x
+
+
+def rope(x, cos, sin):
+    """Rotates channel pairs (i, i + D/2) of x [B, T, H, D] by t * base^(-2i/D)."""
+    d = x.shape[-1] // 2
+    x1, x2 = x[..., :d], x[..., d:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+
+def drop_path(x, rate, training):
+    """Stochastic depth: drops the whole branch per sample (timm)."""
+    if rate == 0 or not training:
+        return x
+    keep = x.new_empty((x.shape[0],) + (1,) * (x.dim() - 1)).bernoulli_(1 - rate)
+    return x * keep / (1 - rate)
+
+
+class Attention(nn.Module):
+    def __init__(self, m, kinds, causal):
+        super().__init__()
+        self.h, self.kv, self.d = m["heads"], m["kv_heads"], m["head_dim"]
+        self.causal, self.dropout = causal, m["dropout"]
+        self.qkv = nn.Linear(m["width"], (self.h + 2 * self.kv) * self.d, bias=m["bias"])
+        if m["qk_norm"]:
+            self.q_norm, self.k_norm = Norm(self.d, m["norm"]), Norm(self.d, m["norm"])
+        else:
+            self.q_norm = self.k_norm = None
+        self.proj = nn.Linear(self.h * self.d, m["width"], bias=m["bias"])
+        # Per-head kinds O_h = alpha_h P V_h + beta_h V_h; an all-attn layer is
+        # plain attention, as a PyTorch user would write it.
+        coeffs = [HEAD_KINDS[k] for k in kinds]
+        self.mixed = any(c != HEAD_KINDS["attn"] for c in coeffs)
+        if self.mixed:
+            self.register_buffer("alpha", torch.tensor([a for a, _ in coeffs]).view(1, -1, 1, 1))
+            self.register_buffer("beta", torch.tensor([b for _, b in coeffs]).view(1, -1, 1, 1))
+
+    def forward(self, x, rope_cs=None, mask=None):
+        B, T, _ = x.shape
+        q, k, v = self.qkv(x).split([self.h * self.d, self.kv * self.d, self.kv * self.d], dim=-1)
+        q, k, v = q.view(B, T, self.h, self.d), k.view(B, T, self.kv, self.d), v.view(B, T, self.kv, self.d)
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        if rope_cs is not None:
+            q, k = rope(q, *rope_cs), rope(k, *rope_cs)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [B, H, T, D]
+        if self.kv != self.h:  # grouped-query: query head h reads kv head h // (H / KV)
+            k = k.repeat_interleave(self.h // self.kv, dim=1)
+            v = v.repeat_interleave(self.h // self.kv, dim=1)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.d))
+        if mask is not None:
+            att = att.masked_fill(mask, float("-inf"))
+        o = F.softmax(att, dim=-1) @ v
+        if self.mixed:
+            o = self.alpha * o + self.beta * v
+        o = o.transpose(1, 2).reshape(B, T, self.h * self.d)
+        return F.dropout(self.proj(o), self.dropout, self.training)
+
+
+class MLP(nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.fc1 = nn.Linear(m["width"], m["mlp_hidden"], bias=m["bias"])
+        self.fc2 = nn.Linear(m["mlp_hidden"], m["width"], bias=m["bias"])
+        self.activation, self.dropout = m["activation"], m["dropout"]
+
+    def forward(self, x):
+        x = self.fc1(x)
+        if self.activation == "relu2":
+            x = F.relu(x).square()
+        else:
+            x = F.gelu(x, approximate="tanh" if self.activation == "gelu_tanh" else "none")
+        return F.dropout(self.fc2(x), self.dropout, self.training)
+
+
+class Block(nn.Module):
+    """Pre-norm: x + attn(norm1(x)), then x + mlp(norm2(x)), each branch with
+    optional LayerScale and stochastic depth."""
+
+    def __init__(self, m, kinds, causal, drop_path_rate):
+        super().__init__()
+        self.norm1, self.attn = Norm(m["width"], m["norm"]), Attention(m, kinds, causal)
+        self.norm2, self.mlp = Norm(m["width"], m["norm"]), MLP(m)
+        scale = m.get("layer_scale", 0)
+        self.ls1 = nn.Parameter(torch.full((m["width"],), float(scale))) if scale > 0 else None
+        self.ls2 = nn.Parameter(torch.full((m["width"],), float(scale))) if scale > 0 else None
+        self.drop_path = drop_path_rate
+
+    def branch(self, y, gamma):
+        if gamma is not None:
+            y = y * gamma
+        return drop_path(y, self.drop_path, self.training)
+
+    def forward(self, x, rope_cs=None, mask=None):
+        x = x + self.branch(self.attn(self.norm1(x), rope_cs, mask), self.ls1)
+        return x + self.branch(self.mlp(self.norm2(x)), self.ls2)
+
+
+def make_blocks(m, kinds, causal):
+    L, top = m["layers"], m.get("drop_path", 0)
+    # Stochastic depth grows linearly from 0 to drop_path at the last layer.
+    rates = [top * l / (L - 1) if L > 1 else 0.0 for l in range(L)]
+    return nn.ModuleList(Block(m, kinds[l], causal, rates[l]) for l in range(L))
+
+
+class GPT(nn.Module):
+    def __init__(self, m, kinds):
+        super().__init__()
+        self.m = m
+        self.wte = nn.Embedding(m["vocab"], m["width"])
+        pos = m["positions"]["type"]
+        self.wpe = nn.Embedding(m["context"], m["width"]) if pos == "learned" else None
+        self.embedding_norm = Norm(m["width"], m["norm"]) if m["embedding_norm"] else None
+        self.blocks = make_blocks(m, kinds, causal=True)
+        self.norm = Norm(m["width"], m["norm"]) if m["final_norm"] else None
+        self.lm_head = (None if m["tied_embeddings"]
+                        else nn.Linear(m["width"], m["vocab"], bias=False))
+        # Tables built once, sliced per call: RoPE's cos/sin [T, 1, D/2] and
+        # the causal mask (True above the diagonal = masked).
+        T, D = m["context"], m["head_dim"]
+        if pos == "rope":
+            inv_freq = m["positions"]["rope_base"] ** (-torch.arange(0, D // 2, dtype=torch.float64) * 2 / D)
+            angle = torch.arange(T, dtype=torch.float64)[:, None] * inv_freq
+            self.register_buffer("cos", angle.cos().float()[:, None, :])
+            self.register_buffer("sin", angle.sin().float()[:, None, :])
+        self.rope = pos == "rope"
+        self.register_buffer("mask", torch.ones(T, T, dtype=torch.bool).triu(1))
+
+    def forward(self, tokens, targets):
+        T = tokens.shape[1]
+        x = self.wte(tokens)
+        if self.wpe is not None:
+            x = x + self.wpe.weight[:T]
+        x = F.dropout(x, self.m["dropout"], self.training)
+        if self.embedding_norm is not None:
+            x = self.embedding_norm(x)
+        rope_cs = (self.cos[:T], self.sin[:T]) if self.rope else None
+        mask = self.mask[:T, :T]
+        for block in self.blocks:
+            x = block(x, rope_cs, mask)
+        if self.norm is not None:
+            x = self.norm(x)
+        logits = self.lm_head(x) if self.lm_head is not None else F.linear(x, self.wte.weight)
+        c = self.m["logit_softcap"]
+        if c > 0:
+            logits = c * torch.tanh(logits / c)
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+
+class ViT(nn.Module):
+    def __init__(self, m, kinds, loss, label_smoothing):
+        super().__init__()
+        self.m, self.loss, self.label_smoothing = m, loss, label_smoothing
+        W, p = m["width"], m["patch"]
+        patches = (m["image_size"] // p) ** 2
+        self.patch_embed = nn.Conv2d(m["channels"], W, kernel_size=p, stride=p)
+        self.cls_token = nn.Parameter(torch.zeros(1, W)) if m["cls_token"] else None
+        self.registers = nn.Parameter(torch.zeros(m["registers"], W)) if m["registers"] else None
+        self.patches_only = m["positions"].get("patches_only", False)
+        if m["positions"]["type"] == "learned":
+            n = patches + (1 if m["cls_token"] and not self.patches_only else 0)
+            self.pos_embed = nn.Parameter(torch.zeros(n, W))
+        else:
+            self.pos_embed = None
+        self.embedding_norm = Norm(W, m["norm"]) if m["embedding_norm"] else None
+        self.blocks = make_blocks(m, kinds, causal=False)
+        self.norm = Norm(W, m["norm"]) if m["final_norm"] else None
+        self.head = nn.Linear(W, m["classes"], bias=True)
+        self.sequence = patches + (1 if m["cls_token"] else 0) + m["registers"]
+
+    def forward(self, images, targets):
+        x = self.patch_embed(images).flatten(2).transpose(1, 2)  # [B, N, W]
+        B = x.shape[0]
+        # Token order [registers, CLS, patches]; registers never get positions.
+        if self.pos_embed is not None and self.patches_only:
+            x = x + self.pos_embed
+        if self.cls_token is not None:
+            x = torch.cat([self.cls_token.expand(B, -1, -1), x], dim=1)
+        if self.pos_embed is not None and not self.patches_only:
+            x = x + self.pos_embed
+        if self.registers is not None:
+            x = torch.cat([self.registers.expand(B, -1, -1), x], dim=1)
+        x = F.dropout(x, self.m["dropout"], self.training)
+        if self.embedding_norm is not None:
+            x = self.embedding_norm(x)
+        for block in self.blocks:
+            x = block(x)
+        if self.norm is not None:
+            x = self.norm(x)
+        r = self.m["registers"]
+        x = x[:, r] if self.m["pool"] == "cls" else x[:, r + (self.cls_token is not None):].mean(1)
+        logits = self.head(x)
+        if self.loss == "bce":
+            return F.binary_cross_entropy_with_logits(logits, targets)
+        if targets.dim() == 2:  # soft targets, already smoothed
+            return F.cross_entropy(logits, targets)
+        return F.cross_entropy(logits, targets, label_smoothing=self.label_smoothing)
+
+
+def init_parameters(model, m):
+    """The spec's init (dsl/ParameterTable.cpp), by parameter name."""
+    init = m["init"]
+
+    def random(p, std):
+        if std == 0:
+            return p.zero_()
+        if init["distribution"] == "normal":
+            return p.normal_(0, std)
+        if init["distribution"] == "trunc_normal":
+            return nn.init.trunc_normal_(p, 0, std, -2 * std, 2 * std)
+        a = math.sqrt(3) * std
+        return p.uniform_(-a, a)
+
+    def matrix(p):
+        fan_in = p[0].numel()
+        return random(p, fan_in ** -0.5 if init["std"] == "fan_in" else init["std"])
+
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name in ("wte.weight", "patch_embed.weight"):
+                random(p, init["embedding_std"])
+            elif name in ("wpe.weight", "cls_token", "registers", "pos_embed"):
+                random(p, init["position_std"])
+            elif name in ("lm_head.weight", "head.weight"):
+                p.zero_() if init["zero_head"] else random(p, init["head_std"])
+            elif name.endswith(("attn.proj.weight", "mlp.fc2.weight")):
+                p.zero_() if init["zero_out_proj"] else matrix(p)
+            elif name.endswith((".qkv.weight", ".fc1.weight")):
+                matrix(p)
+            # Biases (0), norm weights (1) and LayerScale were set at creation.
+
+
+# --- Benchmark ----------------------------------------------------------------
+
+def make_batch(m, train, batch, seq):
+    if m["family"] == "gpt":
+        tokens = torch.randint(0, m["vocab"], (batch, seq))
+        return tokens, torch.randint(0, m["vocab"], (batch, seq))
+    images = torch.randn(batch, m["channels"], m["image_size"], m["image_size"])
+    labels = torch.randint(0, m["classes"], (batch,))
+    augment = train.get("augment") or {}
+    mixing = augment.get("mixup", 0) > 0 or augment.get("cutmix", 0) > 0
+    if train.get("loss", "ce") == "ce" and not mixing:
+        return images, labels
+    # Soft targets: mixup/cutmix blend two labels; BCE reads per-class targets.
+    targets = F.one_hot(labels, m["classes"]).float()
+    if mixing:
+        lam = 0.7
+        targets = lam * targets + (1 - lam) * targets.flip(0)
+    smoothing = train.get("label_smoothing", 0.0)
+    return images, targets * (1 - smoothing) + smoothing / m["classes"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--spec", required=True, help="resolved spec (lapc SPEC --emit=spec)")
+    parser.add_argument("--batch", type=int, help="default: train.micro_batch_size")
+    parser.add_argument("--seq", type=int, help="gpt: default train.seq_len")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--iters", type=int, default=20)
+    args = parser.parse_args()
+
+    with open(args.spec) as f:
+        spec = yaml.safe_load(f)
+    check_spec(spec)
+    blas = blas_library()
+    m, train = spec["model"], spec.get("train") or {}
+    kinds = spec["attention"]["kinds"]
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(train.get("seed", 0))
+
+    batch = args.batch or train.get("micro_batch_size") or train.get("batch_size")
+    if not batch:
+        refuse("no --batch and no train.micro_batch_size")
+    if m["family"] == "gpt":
+        seq = args.seq or train.get("seq_len") or m["context"]
+        if seq > m["context"]:
+            refuse(f"--seq {seq} exceeds model.context {m['context']}")
+        model = GPT(m, kinds)
+    else:
+        model = ViT(m, kinds, train.get("loss", "ce"), train.get("label_smoothing", 0.0))
+        seq = model.sequence
+        if args.seq and args.seq != seq:
+            refuse(f"--seq {args.seq}: this image model's sequence is {seq} tokens")
+    init_parameters(model, m)
+    model.train()
+
+    parameters = sum(p.numel() for p in model.parameters())
+    if parameters != spec["derived"]["parameters"]:
+        print(f"torch_step: model has {parameters} parameters, the spec "
+              f"{spec['derived']['parameters']}", file=sys.stderr)
+        sys.exit(1)
+
+    inputs, targets = make_batch(m, train, batch, seq)
+    times = []
+    for i in range(args.warmup + args.iters):
+        model.zero_grad(set_to_none=True)
+        start = time.perf_counter()
+        loss = model(inputs, targets)
+        loss.backward()
+        elapsed = time.perf_counter() - start
+        if not math.isfinite(loss.item()):
+            sys.exit(f"torch_step: loss is {loss.item()}")
+        if i >= args.warmup:
+            times.append(elapsed * 1e3)
+
+    print(json.dumps({
+        "framework": "pytorch",
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "blas": blas,
+        "model": spec["name"],
+        "batch": batch,
+        "seq": seq,
+        "parameters": parameters,
+        "ms_per_step": {"median": round(statistics.median(times), 3),
+                        "min": round(min(times), 3), "max": round(max(times), 3)},
+        # ru_maxrss is in KiB on Linux.
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    }))
+
+
+if __name__ == "__main__":
+    main()
