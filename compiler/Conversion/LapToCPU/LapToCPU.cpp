@@ -182,8 +182,12 @@ private:
   Value activation(StringRef name, Value x);
   Value activationDerivative(StringRef name, Value x);
   void residualAdd(ResidualAddOp op);
-  void splitHeads(SplitHeadsOp op);
-  void splitHeadsGrad(SplitHeadsGradOp op);
+  void copyHeads(Value fused, Value q, Value k, Value v, Value rowCount,
+                 int64_t qWidth, int64_t kvWidth, bool split);
+  /// Runs body(i, captured) for i in [0, n) on the thread pool: the body is
+  /// outlined into its own function, which reads `captures` from a frame.
+  void parallelLoop(Value n, int64_t grain, ArrayRef<Value> captures,
+                    const std::function<void(Value, ArrayRef<Value>)> &body);
 
   Value addf(Value a, Value c) { return b.create<arith::AddFOp>(loc(), a, c); }
   Value subf(Value a, Value c) { return b.create<arith::SubFOp>(loc(), a, c); }
@@ -199,22 +203,67 @@ private:
   OpBuilder b;
   LoopBuilder lb;
   bool training, profile;
-  int labels = 0;
+  int labels = 0, loops = 0;
   Value params, batch, outputs, workspace, batchSize, seqLen, seed;
   DenseMap<Value, Value> ptrs;
 };
 
+void Emitter::parallelLoop(Value n, int64_t grain, ArrayRef<Value> captures,
+                           const std::function<void(Value, ArrayRef<Value>)> &body) {
+  MLIRContext *context = b.getContext();
+  auto ptrType = LLVM::LLVMPointerType::get(context);
+  auto i64 = b.getI64Type();
+  // The captured values go to an on-stack frame of 8-byte slots.
+  Value frame = b.create<LLVM::AllocaOp>(
+      loc(), ptrType, i64, lb.i64(std::max<int64_t>(captures.size(), 1)), 8);
+  for (auto [k, v] : llvm::enumerate(captures))
+    b.create<LLVM::StoreOp>(loc(), v, lb.gep(frame, i64, lb.i64(k)));
+
+  auto type = FunctionType::get(context, {ptrType, i64, i64}, {});
+  std::string name = ("lap_gen_" + source.getName() + "_loop_").str() +
+                     std::to_string(loops++);
+  auto outlined = [&] {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(module.getBody());
+    auto f = b.create<func::FuncOp>(loc(), name, type);
+    f.setPrivate();
+    Block *entry = f.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    SmallVector<Value> loaded;
+    for (auto [k, v] : llvm::enumerate(captures))
+      loaded.push_back(b.create<LLVM::LoadOp>(
+          loc(), v.getType(), lb.gep(entry->getArgument(0), i64, lb.i64(k))));
+    lb.loop(entry->getArgument(1), entry->getArgument(2),
+            [&](Value i) { body(i, loaded); });
+    b.create<func::ReturnOp>(loc());
+    return f;
+  }();
+  Value function = b.create<func::ConstantOp>(loc(), type, SymbolRefAttr::get(outlined));
+  call("lap_cpu_parallel_for", {n, lb.i64(grain), function, frame});
+}
+
+/// Elements per chunk of an elementwise loop: below twice this, one thread.
+constexpr int64_t kElementGrain = 1 << 14;
+
+/// Rows per chunk for rows of `value`'s last (static) dimension.
+int64_t rowGrain(Value value) {
+  auto type = cast<ShapedType>(value.getType());
+  return std::max<int64_t>(1, kElementGrain / type.getDimSize(type.getRank() - 1));
+}
+
 void Emitter::unary(Value in, Value out, const std::function<Value(Value)> &fn) {
-  Value x = ptr(in), y = ptr(out);
-  lb.loop(numel(in), [&](Value i) { lb.storeF32(fn(lb.loadF32(x, i)), y, i); });
+  parallelLoop(numel(in), kElementGrain, {ptr(in), ptr(out)},
+               [&](Value i, ArrayRef<Value> c) {
+                 lb.storeF32(fn(lb.loadF32(c[0], i)), c[1], i);
+               });
 }
 
 void Emitter::binary(Value a, Value c, Value out,
                      const std::function<Value(Value, Value)> &fn) {
-  Value pa = ptr(a), pc = ptr(c), y = ptr(out);
-  lb.loop(numel(a), [&](Value i) {
-    lb.storeF32(fn(lb.loadF32(pa, i), lb.loadF32(pc, i)), y, i);
-  });
+  parallelLoop(numel(a), kElementGrain, {ptr(a), ptr(c), ptr(out)},
+               [&](Value i, ArrayRef<Value> p) {
+                 lb.storeF32(fn(lb.loadF32(p[0], i), lb.loadF32(p[1], i)), p[2], i);
+               });
 }
 
 // gelu_tanh(x) = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
@@ -256,70 +305,58 @@ Value Emitter::activationDerivative(StringRef name, Value x) {
 }
 
 void Emitter::residualAdd(ResidualAddOp op) {
-  Value x = ptr(op.getInput()), branch = ptr(op.getBranch()),
-        y = ptr(op.getResult());
-  Value gamma = op.getGamma() ? ptr(op.getGamma()) : Value();
   float rate = op.getDropRate().convertToFloat();
   bool drop = training && rate > 0;
-  Value samples = dim(op.getInput(), 0);
+  bool scaled = bool(op.getGamma());
   Value c = last(op.getInput());
   Value rowsPerSample = product(op.getInput(), 1, rank(op.getInput()) - 1);
-  lb.loop(samples, [&](Value s) {
-    Value factor = drop ? lb.keepFactor(seed, op.getKey(), s, rate) : lb.f32(1);
-    lb.loop(rowsPerSample, [&](Value r) {
-      Value base = lb.mul(lb.add(lb.mul(s, rowsPerSample), r), c);
-      lb.loop(c, [&](Value j) {
-        Value i = lb.add(base, j);
-        Value v = lb.loadF32(branch, i);
-        if (gamma)
-          v = mulf(v, lb.loadF32(gamma, j));
-        if (drop)
-          v = mulf(v, factor);
-        lb.storeF32(addf(lb.loadF32(x, i), v), y, i);
-      });
+  SmallVector<Value> captures = {ptr(op.getInput()), ptr(op.getBranch()),
+                                 ptr(op.getResult()), c, rowsPerSample, seed,
+                                 scaled ? ptr(op.getGamma()) : lb.nullPtr()};
+  parallelLoop(rows(op.getInput()), rowGrain(op.getInput()), captures,
+               [&](Value r, ArrayRef<Value> p) {
+    Value x = p[0], branch = p[1], y = p[2], width = p[3], gamma = p[6];
+    // One drop-path draw per sample, as lap.drop_path.
+    Value factor = drop ? lb.keepFactor(p[5], op.getKey(), lb.divU(r, p[4]), rate)
+                        : lb.f32(1);
+    Value base = lb.mul(r, width);
+    lb.loop(width, [&](Value j) {
+      Value i = lb.add(base, j);
+      Value v = lb.loadF32(branch, i);
+      if (scaled)
+        v = mulf(v, lb.loadF32(gamma, j));
+      if (drop)
+        v = mulf(v, factor);
+      lb.storeF32(addf(lb.loadF32(x, i), v), y, i);
     });
   });
 }
 
-/// [N, (H + 2 KV) D] -> q [N, H D], k [N, KV D], v [N, KV D], and back.
-void Emitter::splitHeads(SplitHeadsOp op) {
-  Value in = ptr(op.getInput());
-  Value width = last(op.getInput());
-  auto qType = cast<ShapedType>(op.getQ().getType());
-  auto kType = cast<ShapedType>(op.getK().getType());
-  int64_t q = qType.getDimSize(2) * qType.getDimSize(3);
-  int64_t kv = kType.getDimSize(2) * kType.getDimSize(3);
-  Value outs[3] = {ptr(op.getQ()), ptr(op.getK()), ptr(op.getV())};
-  int64_t sizes[3] = {q, kv, kv}, starts[3] = {0, q, q + kv};
-  lb.loop(rows(op.getInput()), [&](Value r) {
-    for (int part = 0; part < 3; ++part) {
-      Value from = lb.add(lb.mul(r, width), lb.i64(starts[part]));
-      Value to = lb.mul(r, lb.i64(sizes[part]));
-      lb.loop(lb.i64(sizes[part]), [&](Value j) {
-        lb.storeF32(lb.loadF32(in, lb.add(from, j)), outs[part], lb.add(to, j));
-      });
-    }
-  });
+/// [N, (H + 2 KV) D] <-> q [N, H D], k [N, KV D], v [N, KV D]: one row at a
+/// time, copying the three parts between the fused and the split layouts.
+void Emitter::copyHeads(Value fused, Value q, Value k, Value v, Value rowCount,
+                        int64_t qWidth, int64_t kvWidth, bool split) {
+  int64_t width = qWidth + 2 * kvWidth;
+  int64_t sizes[3] = {qWidth, kvWidth, kvWidth}, starts[3] = {0, qWidth, qWidth + kvWidth};
+  parallelLoop(rowCount, std::max<int64_t>(1, kElementGrain / width), {fused, q, k, v},
+               [&](Value r, ArrayRef<Value> p) {
+                 for (int part = 0; part < 3; ++part) {
+                   Value inFused = lb.add(lb.mul(r, lb.i64(width)), lb.i64(starts[part]));
+                   Value inPart = lb.mul(r, lb.i64(sizes[part]));
+                   lb.loop(lb.i64(sizes[part]), [&](Value j) {
+                     Value f = lb.add(inFused, j), s = lb.add(inPart, j);
+                     if (split)
+                       lb.storeF32(lb.loadF32(p[0], f), p[1 + part], s);
+                     else
+                       lb.storeF32(lb.loadF32(p[1 + part], s), p[0], f);
+                   });
+                 }
+               });
 }
 
-void Emitter::splitHeadsGrad(SplitHeadsGradOp op) {
-  Value out = ptr(op.getGradInput());
-  Value width = last(op.getGradInput());
-  auto qType = cast<ShapedType>(op.getGradQ().getType());
-  auto kType = cast<ShapedType>(op.getGradK().getType());
-  int64_t q = qType.getDimSize(2) * qType.getDimSize(3);
-  int64_t kv = kType.getDimSize(2) * kType.getDimSize(3);
-  Value ins[3] = {ptr(op.getGradQ()), ptr(op.getGradK()), ptr(op.getGradV())};
-  int64_t sizes[3] = {q, kv, kv}, starts[3] = {0, q, q + kv};
-  lb.loop(rows(op.getGradInput()), [&](Value r) {
-    for (int part = 0; part < 3; ++part) {
-      Value to = lb.add(lb.mul(r, width), lb.i64(starts[part]));
-      Value from = lb.mul(r, lb.i64(sizes[part]));
-      lb.loop(lb.i64(sizes[part]), [&](Value j) {
-        lb.storeF32(lb.loadF32(ins[part], lb.add(from, j)), out, lb.add(to, j));
-      });
-    }
-  });
+int64_t headsWidth(Value v) {
+  auto type = cast<ShapedType>(v.getType());
+  return type.getDimSize(2) * type.getDimSize(3);
 }
 
 void Emitter::emitReturn(func::ReturnOp ret) {
@@ -354,14 +391,16 @@ LogicalResult Emitter::emitOp(Operation *op) {
       })
       .Case([&](ResidualAddOp a) { return residualAdd(a), success(); })
       .Case([&](LayerScaleOp a) {
-        Value x = ptr(a.getInput()), g = ptr(a.getGamma()), y = ptr(a.getResult());
         Value c = last(a.getInput());
-        lb.loop(rows(a.getInput()), [&](Value r) {
-          lb.loop(c, [&](Value j) {
-            Value i = lb.add(lb.mul(r, c), j);
-            lb.storeF32(mulf(lb.loadF32(x, i), lb.loadF32(g, j)), y, i);
-          });
-        });
+        parallelLoop(rows(a.getInput()), rowGrain(a.getInput()),
+                     {ptr(a.getInput()), ptr(a.getGamma()), ptr(a.getResult()), c},
+                     [&](Value r, ArrayRef<Value> p) {
+                       lb.loop(p[3], [&](Value j) {
+                         Value i = lb.add(lb.mul(r, p[3]), j);
+                         lb.storeF32(mulf(lb.loadF32(p[0], i), lb.loadF32(p[1], j)),
+                                     p[2], i);
+                       });
+                     });
         return success();
       })
       .Case<GeluTanhOp, GeluOp, ReLU2Op>([&](Operation *a) {
@@ -393,8 +432,18 @@ LogicalResult Emitter::emitOp(Operation *op) {
                });
         return success();
       })
-      .Case([&](SplitHeadsOp a) { return splitHeads(a), success(); })
-      .Case([&](SplitHeadsGradOp a) { return splitHeadsGrad(a), success(); })
+      .Case([&](SplitHeadsOp a) {
+        copyHeads(ptr(a.getInput()), ptr(a.getQ()), ptr(a.getK()), ptr(a.getV()),
+                  rows(a.getInput()), headsWidth(a.getQ()), headsWidth(a.getK()),
+                  /*split=*/true);
+        return success();
+      })
+      .Case([&](SplitHeadsGradOp a) {
+        copyHeads(ptr(a.getGradInput()), ptr(a.getGradQ()), ptr(a.getGradK()),
+                  ptr(a.getGradV()), rows(a.getGradInput()), headsWidth(a.getGradQ()),
+                  headsWidth(a.getGradK()), /*split=*/false);
+        return success();
+      })
       .Case<MergeHeadsOp, MergeHeadsGradOp>([&](Operation *a) {
         // [B, T, H, D] and [B, T, H D] share one layout.
         lb.memcpy(ptr(a->getResult(0)), ptr(a->getOperand(0)),

@@ -47,7 +47,12 @@ void LoopBuilder::memcpy(Value dst, Value src, Value bytes) {
 }
 
 void LoopBuilder::loop(Value n, const std::function<void(Value)> &body) {
-  b.create<scf::ForOp>(loc, i64(0), n, i64(1), ValueRange{},
+  loop(i64(0), n, body);
+}
+
+void LoopBuilder::loop(Value begin, Value end,
+                       const std::function<void(Value)> &body) {
+  b.create<scf::ForOp>(loc, begin, end, i64(1), ValueRange{},
                        [&](OpBuilder &nested, Location, Value i, ValueRange) {
                          OpBuilder::InsertionGuard guard(b);
                          b.setInsertionPoint(nested.getInsertionBlock(),

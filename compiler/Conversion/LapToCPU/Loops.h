@@ -41,6 +41,9 @@ public:
 
   /// for (i = 0; i < n; ++i) body(i)
   void loop(mlir::Value n, const std::function<void(mlir::Value)> &body);
+  /// for (i = begin; i < end; ++i) body(i)
+  void loop(mlir::Value begin, mlir::Value end,
+            const std::function<void(mlir::Value)> &body);
 
   /// The dropout keep decision of Kernels.h's lap_cpu_keep, as an f32
   /// factor: 1 / (1 - rate) when element `index` survives, else 0.

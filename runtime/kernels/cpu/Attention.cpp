@@ -39,8 +39,8 @@ using lap::cpu::parallelFor;
 
 namespace {
 
-constexpr int64_t BQ = 64; // queries per block
-constexpr int64_t BK = 64; // keys per block
+constexpr int64_t BQ = 64; // queries per block, at most
+constexpr int64_t BK = 64; // keys per block, at most
 constexpr int L = 16;      // floats per vector register
 constexpr float kLog2e = 1.44269504088896340736f;
 constexpr float kLn2 = 0.69314718055994530942f;
@@ -283,7 +283,8 @@ void runTasks(int64_t n, int64_t scratchFloats, F &&task, Prefetch &&prefetch) {
 
 struct Shape {
   int64_t B, T, S, H, KV, D;
-  int64_t Dp; // D rounded up to a multiple of L
+  int64_t Dp;           // D rounded up to a multiple of L
+  int64_t qStep, kStep; // queries and keys per block
   float scale;
   bool causal;
   int64_t group() const { return H / KV; }
@@ -302,9 +303,21 @@ struct Shape {
   }
 };
 
+/// Blocks of at most `most` covering n as evenly as multiples of L allow:
+/// n = 65 gives 48 + 17, not 64 + 1 (a one-row block runs at a fraction of
+/// the speed, and costs nearly a full block's overheads).
+int64_t blockSize(int64_t n, int64_t most) {
+  const int64_t blocks = std::max<int64_t>(1, (n + most - 1) / most);
+  return std::clamp<int64_t>(((n + blocks - 1) / blocks + L - 1) / L * L, L,
+                             most);
+}
+
 Shape makeShape(int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV,
                 int64_t D, float scale, int32_t causal) {
-  return Shape{B, T, S, H, KV, D, (D + L - 1) / L * L, scale, causal != 0};
+  Shape s{B, T, S, H, KV, D, (D + L - 1) / L * L, 0, 0, scale, causal != 0};
+  s.qStep = blockSize(T, BQ);
+  s.kStep = blockSize(S, BK);
+  return s;
 }
 
 /// Calls fn(integral_constant<int, N>) with N the padded head width when
@@ -355,7 +368,7 @@ template <int N>
 void forwardBlock(const Shape &s, const ForwardArgs &a, int64_t b, int64_t h,
                   int64_t t0, float *ws) {
   const int64_t D = s.D, Dp = N ? N : s.Dp, ldq = s.H * D, ldk = s.KV * D;
-  const int64_t g = h / s.group(), nq = std::min(BQ, s.T - t0);
+  const int64_t g = h / s.group(), nq = std::min(s.qStep, s.T - t0);
   float *__restrict Qt = ws;            // [D, BQ] scale * log2e * Q^T
   float *__restrict Acc = Qt + Dp * BQ; // [BQ, Dp] unnormalised P V
   float *__restrict Vp = Acc + BQ * Dp; // [BK, Dp] V
@@ -370,13 +383,13 @@ void forwardBlock(const Shape &s, const ForwardArgs &a, int64_t b, int64_t h,
 
   // Causal: key blocks past the last query are fully masked; skip them.
   const int64_t keyEnd = s.causal ? std::min(s.S, t0 + nq) : s.S;
-  for (int64_t s0 = 0; s0 < keyEnd; s0 += BK) {
-    const int64_t nk = std::min(BK, keyEnd - s0);
+  for (int64_t s0 = 0; s0 < keyEnd; s0 += s.kStep) {
+    const int64_t nk = std::min(s.kStep, keyEnd - s0);
     const float *kb = a.k + s.kRow(b, s0, g);
-    if (s0 + BK < keyEnd) {
-      const int64_t next = std::min(BK, keyEnd - s0 - BK);
-      prefetchRows(kb + BK * ldk, ldk, next, D);
-      prefetchRows(a.v + s.kRow(b, s0 + BK, g), ldk, next, D);
+    if (s0 + s.kStep < keyEnd) {
+      const int64_t next = std::min(s.kStep, keyEnd - s0 - s.kStep);
+      prefetchRows(kb + s.kStep * ldk, ldk, next, D);
+      prefetchRows(a.v + s.kRow(b, s0 + s.kStep, g), ldk, next, D);
     }
     const bool masked = s.partlyMasked(t0, s0, nk);
     if (!masked) {
@@ -472,7 +485,7 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs &a, float *dqOut,
                       const float *lse2, const float *rowDot, int64_t b,
                       int64_t g, int64_t s0, int64_t nextS0, float *ws) {
   const int64_t D = s.D, Dp = N ? N : s.Dp, ldq = s.H * D, ldk = s.KV * D;
-  const int64_t G = s.group(), nk = std::min(BK, s.S - s0);
+  const int64_t G = s.group(), nk = std::min(s.kStep, s.S - s0);
   const int64_t W = (nk + L - 1) / L * L; // key lanes computed
   float *__restrict Kt = ws;              // [D, BK]
   float *__restrict Vt = Kt + Dp * BK;    // [D, BK]
@@ -494,22 +507,22 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs &a, float *dqOut,
 
   const float c2 = s.scale * kLog2e;
   // Causal: queries before s0 see none of these keys.
-  const int64_t firstBlock = s.causal ? s0 / BQ : 0;
+  const int64_t firstBlock = s.causal ? s0 / s.qStep : 0;
   for (int64_t hg = 0; hg < G; ++hg) {
     const int64_t h = g * G + hg;
     const float al = a.alpha[h];
-    for (int64_t t0 = firstBlock * BQ; t0 < s.T; t0 += BQ) {
-      const int64_t nq = std::min(BQ, s.T - t0);
+    for (int64_t t0 = firstBlock * s.qStep; t0 < s.T; t0 += s.qStep) {
+      const int64_t nq = std::min(s.qStep, s.T - t0);
       const float *qb = a.q + s.qRow(b, t0, h);
       const float *db = a.dout + s.qRow(b, t0, h);
       float *dqb = dqOut + s.qRow(b, t0, h);
-      if (t0 + BQ < s.T) {
-        const int64_t next = std::min(BQ, s.T - t0 - BQ);
-        prefetchRows(qb + BQ * ldq, ldq, next, D);
-        prefetchRows(db + BQ * ldq, ldq, next, D);
-        prefetchRows(dqb + BQ * ldq, ldq, next, D);
+      if (t0 + s.qStep < s.T) {
+        const int64_t next = std::min(s.qStep, s.T - t0 - s.qStep);
+        prefetchRows(qb + s.qStep * ldq, ldq, next, D);
+        prefetchRows(db + s.qStep * ldq, ldq, next, D);
+        prefetchRows(dqb + s.qStep * ldq, ldq, next, D);
       } else if (hg == G - 1 && nextS0 >= 0) {
-        const int64_t next = std::min(BK, s.S - nextS0);
+        const int64_t next = std::min(s.kStep, s.S - nextS0);
         prefetchRows(a.k + s.kRow(b, nextS0, g), ldk, next, D);
         prefetchRows(a.v + s.kRow(b, nextS0, g), ldk, next, D);
       }
@@ -608,14 +621,14 @@ extern "C" void lap_cpu_attention_forward(float *o, float *lse, const float *q,
                                           float scale, int32_t causal) {
   const Shape s = makeShape(B, T, S, H, KV, D, scale, causal);
   const ForwardArgs a{o, lse, q, k, v, alpha, beta};
-  const int64_t nqb = (T + BQ - 1) / BQ, BH = B * H;
+  const int64_t nqb = (T + s.qStep - 1) / s.qStep, BH = B * H;
   dispatchWidth(s.Dp, [&](auto width) {
     constexpr int N = decltype(width)::value;
     // The query blocks of a head one after the other, so its K and V stay
     // in cache; costliest first (under a causal mask, the last ones).
     auto block = [&](int64_t i) {
       const int64_t bh = i / nqb, qb = nqb - 1 - i % nqb;
-      return std::make_tuple(bh / H, bh % H, qb * BQ);
+      return std::make_tuple(bh / H, bh % H, qb * s.qStep);
     };
     runTasks(
         BH * nqb, forwardScratch(s.Dp),
@@ -626,10 +639,13 @@ extern "C" void lap_cpu_attention_forward(float *o, float *lse, const float *q,
         [&](int64_t i) { // its queries and first block of keys
           auto [b, h, t0] = block(i);
           const int64_t g = h / s.group();
-          const int64_t nk = std::min(BK, s.causal ? std::min(S, t0 + BQ) : S);
-          prefetchRows(q + s.qRow(b, t0, h), H * D, std::min(BQ, T - t0), D);
-          prefetchRows(k + s.kRow(b, 0, g), KV * D, nk, D);
-          prefetchRows(v + s.kRow(b, 0, g), KV * D, nk, D);
+          const int64_t nq = std::min(s.qStep, T - t0);
+          const int64_t nk = std::min(s.kStep, s.causal ? t0 + nq : S);
+          prefetchRows(q + s.qRow(b, t0, h), H * D, nq, D);
+          if (nk > 0) {
+            prefetchRows(k + s.kRow(b, 0, g), KV * D, nk, D);
+            prefetchRows(v + s.kRow(b, 0, g), KV * D, nk, D);
+          }
         });
   });
 }
@@ -641,7 +657,7 @@ extern "C" void lap_cpu_attention_backward(
     int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
   const Shape s = makeShape(B, T, S, H, KV, D, scale, causal);
   const int64_t G = s.group(), groups = B * KV;
-  const int64_t nkb = (S + BK - 1) / BK, dqSize = B * T * H * D;
+  const int64_t nkb = (S + s.kStep - 1) / s.kStep, dqSize = B * T * H * D;
 
   // A task owns a kv head of a batch, hence its dk/dv and the dq rows of
   // its query heads: no races. With few such groups their key blocks are
@@ -672,9 +688,10 @@ extern "C" void lap_cpu_attention_backward(
             std::fill(dqOut + s.qRow(b, t, g * G),
                       dqOut + s.qRow(b, t, g * G + G), 0.0f);
           for (int64_t kb = c; kb < nkb; kb += chunks) {
-            const int64_t next = kb + chunks < nkb ? (kb + chunks) * BK : -1;
-            backwardKeyBlock<N>(s, a, dqOut, lse2, rowDot, b, g, kb * BK, next,
-                                ws);
+            const int64_t next =
+                kb + chunks < nkb ? (kb + chunks) * s.kStep : -1;
+            backwardKeyBlock<N>(s, a, dqOut, lse2, rowDot, b, g, kb * s.kStep,
+                                next, ws);
           }
         },
         [](int64_t) {});

@@ -3,18 +3,23 @@
 // A planned function becomes @lap_gen_<name> on raw pointers: parameters at
 // their offsets in one buffer, the batch and outputs through pointer arrays,
 // intermediates at their planned workspace offsets. Elementwise ops are
-// generated loops; GEMMs and attention call the kernel library with the
+// generated loops, outlined and run on the thread pool through
+// lap_cpu_parallel_for; GEMMs and attention call the kernel library with the
 // run-time sizes (B and T are arguments) and per-head coefficients.
 // CHECK-DAG: llvm.mlir.global internal constant @[[ALPHA:lap_coefficients_[0-9]]](dense<[1.000000e+00, -1.000000e+00]> : tensor<2xf32>)
 // CHECK-DAG: llvm.mlir.global internal constant @[[BETA:lap_coefficients_[0-9]]](dense<[0.000000e+00, 1.000000e+00]> : tensor<2xf32>)
 // CHECK-LABEL: func.func @lap_gen_step(
 // CHECK-SAME: %[[PARAMS:.*]]: !llvm.ptr, %[[BATCH:.*]]: !llvm.ptr, %[[OUT:.*]]: !llvm.ptr, %[[WS:.*]]: !llvm.ptr, %[[B:.*]]: i64, %[[T:.*]]: i64, %[[SEED:.*]]: i64)
 // CHECK: call @lap_cpu_linear_forward(
-// CHECK: scf.for
-// CHECK: math.
+// CHECK: %[[GELU:.*]] = constant @lap_gen_step_loop_0 : (!llvm.ptr, i64, i64) -> ()
+// CHECK: call @lap_cpu_parallel_for(%{{.*}}, %{{.*}}, %[[GELU]], %{{.*}})
 // CHECK: call @lap_cpu_attention_forward({{.*}}, %[[B]], %[[T]], %[[T]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, f32, i32) -> ()
 // CHECK: call @lap_cpu_cross_entropy_forward(
 // CHECK: return
+// CHECK-LABEL: func.func private @lap_gen_step_loop_0(
+// CHECK-SAME: %[[FRAME:.*]]: !llvm.ptr, %[[BEGIN:.*]]: i64, %[[END:.*]]: i64)
+// CHECK: scf.for %{{.*}} = %[[BEGIN]] to %[[END]]
+// CHECK: math.
 // CHECK: func.func private @lap_cpu_linear_forward(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64)
 func.func @step(%w: tensor<24x8xf32> {lap.parameter}, %x: tensor<?x?x8xf32>,
                 %t: tensor<?x?xi32>) -> tensor<f32> {

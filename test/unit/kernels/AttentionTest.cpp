@@ -164,8 +164,9 @@ void referenceBackward(const Problem &p, Vec &dq, Vec &dk, Vec &dv) {
           dP[j] = p.alpha[h] * dot;
           rowDot += prow[j] * dP[j];
         }
-        for (int64_t d = 0; d < s.D; ++d)
-          dv[kIdx(s, b, t, kv) + d] += p.beta[h] * go[d];
+        if (p.beta[h] != 0.0f) // only with S == T
+          for (int64_t d = 0; d < s.D; ++d)
+            dv[kIdx(s, b, t, kv) + d] += p.beta[h] * go[d];
         for (int64_t j = 0; j < s.S; ++j) {
           double dS = prow[j] * (dP[j] - rowDot) * s.scale;
           for (int64_t d = 0; d < s.D; ++d) {
@@ -314,7 +315,7 @@ TEST(AttentionForward, MatchesReferenceMixedKindsAndGqa) {
 // other compile-time widths, and one above them (the runtime-width path).
 TEST(AttentionForward, MatchesReferenceOtherHeadWidths) {
   uint32_t seed = 100;
-  for (int64_t D : {8, 24, 16, 128, 160})
+  for (int64_t D : {8, 24, 16, 128, 160, 200})
     for (int64_t T : {7, 65, 130})
       for (bool causal : {false, true})
         checkForward(makeProblem(selfShape(2, T, 4, 2, D, causal), seed++),
@@ -417,7 +418,7 @@ TEST(AttentionBackward, MatchesReferenceMixedKindsAndGqa) {
 
 TEST(AttentionBackward, MatchesReferenceOtherHeadWidths) {
   uint32_t seed = 700;
-  for (int64_t D : {8, 24, 128, 160})
+  for (int64_t D : {8, 24, 128, 160, 200})
     for (int64_t T : {7, 130})
       for (bool causal : {false, true})
         checkBackward(makeProblem(selfShape(2, T, 4, 2, D, causal), seed++),
@@ -447,11 +448,12 @@ TEST(AttentionBackward, MatchesReferenceWithPeakedScores) {
 }
 
 // The work split depends on the shape only: any thread count gives the same
-// bits.
+// bits, with the key blocks of a (batch, kv head) split between tasks (few
+// such groups) or not (many).
 TEST(Attention, ResultsDoNotDependOnThreadCount) {
   const int saved = omp_get_max_threads();
-  for (int64_t B : {1, 3, 5}) {
-    Problem p = makeProblem(selfShape(B, 130, 4, 1, 64, true), 1000 + B);
+  for (auto [B, KV] : {std::pair<int64_t, int64_t>{1, 1}, {3, 1}, {4, 4}}) {
+    Problem p = makeProblem(selfShape(B, 130, 4, KV, 64, true), 1000 + B);
     SCOPED_TRACE(p.s.str());
     omp_set_num_threads(1);
     Forward f1 = runForward(p);
@@ -466,6 +468,32 @@ TEST(Attention, ResultsDoNotDependOnThreadCount) {
     EXPECT_EQ(g1.dv, g3.dv);
   }
   omp_set_num_threads(saved);
+}
+
+// No queries or no keys: nothing to attend to, and nothing may be read.
+TEST(Attention, EmptySequences) {
+  Problem none = makeProblem(Shape{2, 0, 0, 4, 2, 64, true, 0.125}, 1100);
+  Backward g0 = runBackward(none, runForward(none));
+  EXPECT_TRUE(g0.dq.empty() && g0.dk.empty() && g0.dv.empty());
+
+  // Cross attention with S = 0: O = 0, lse = -inf, dq = 0.
+  Problem noKeys = makeProblem(Shape{2, 5, 0, 4, 2, 64, false, 0.125}, 1101);
+  Forward f = runForward(noKeys);
+  for (float x : f.o)
+    EXPECT_EQ(x, 0.0f);
+  for (float x : f.lse)
+    EXPECT_EQ(x, -std::numeric_limits<float>::infinity());
+  Backward g = runBackward(noKeys, f);
+  for (float x : g.dq)
+    EXPECT_EQ(x, 0.0f);
+
+  // T = 0 with keys: no gradient reaches them.
+  Problem noQueries = makeProblem(Shape{2, 0, 5, 4, 2, 64, false, 0.125}, 1102);
+  Backward gk = runBackward(noQueries, runForward(noQueries));
+  for (float x : gk.dk)
+    EXPECT_EQ(x, 0.0f);
+  for (float x : gk.dv)
+    EXPECT_EQ(x, 0.0f);
 }
 
 } // namespace
