@@ -11,16 +11,15 @@
 // CHECK-LABEL: func.func @lap_gen_step(
 // CHECK-SAME: %[[PARAMS:.*]]: !llvm.ptr, %[[BATCH:.*]]: !llvm.ptr, %[[OUT:.*]]: !llvm.ptr, %[[WS:.*]]: !llvm.ptr, %[[B:.*]]: i64, %[[T:.*]]: i64, %[[SEED:.*]]: i64)
 // CHECK: call @lap_cpu_linear_forward(
-// CHECK: %[[GELU:.*]] = constant @lap_gen_step_loop_0 : (!llvm.ptr, i64, i64) -> ()
-// CHECK: call @lap_cpu_parallel_for(%{{.*}}, %{{.*}}, %[[GELU]], %{{.*}})
+// CHECK: call @lap_cpu_parallel_for(%{{.*}}, %c16384_i64, %{{.*}}, %{{.*}}) : (i64, i64, (!llvm.ptr, i64, i64) -> (), !llvm.ptr) -> ()
 // CHECK: call @lap_cpu_attention_forward({{.*}}, %[[B]], %[[T]], %[[T]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, f32, i32) -> ()
 // CHECK: call @lap_cpu_cross_entropy_forward(
 // CHECK: return
+// CHECK: func.func private @lap_cpu_linear_forward(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64)
 // CHECK-LABEL: func.func private @lap_gen_step_loop_0(
 // CHECK-SAME: %[[FRAME:.*]]: !llvm.ptr, %[[BEGIN:.*]]: i64, %[[END:.*]]: i64)
 // CHECK: scf.for %{{.*}} = %[[BEGIN]] to %[[END]]
 // CHECK: math.
-// CHECK: func.func private @lap_cpu_linear_forward(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64)
 func.func @step(%w: tensor<24x8xf32> {lap.parameter}, %x: tensor<?x?x8xf32>,
                 %t: tensor<?x?xi32>) -> tensor<f32> {
   %qkv = lap.linear %x, %w : (tensor<?x?x8xf32>, tensor<24x8xf32>) -> tensor<?x?x24xf32>
