@@ -43,8 +43,8 @@ struct Shape {
   }
 };
 
-/// Inputs of one attention call. Values are floats, kept as doubles too so
-/// the references see exactly what the kernel sees.
+/// Inputs of one attention call, as the kernel takes them (floats; the
+/// references convert them to double exactly).
 struct Problem {
   Shape s;
   std::vector<float> q, k, v, alpha, beta, g; // g: the upstream gradient dO
@@ -52,19 +52,19 @@ struct Problem {
 
 /// Head kinds cycle through attn (1, 0), laplacian (-1, 1) and an arbitrary
 /// pair; with S != T (cross attention) only alpha is allowed.
-Problem makeProblem(const Shape &s, uint32_t seed, double qkStd = 1.0) {
+Problem makeProblem(const Shape &s, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   Problem p{s, {}, {}, {}, {}, {}, {}};
-  auto fill = [&](std::vector<float> &x, int64_t n, double std) {
+  auto fill = [&](std::vector<float> &x, int64_t n) {
     x.resize(n);
     for (float &e : x)
-      e = float(std * normal(rng));
+      e = normal(rng);
   };
-  fill(p.q, s.size(s.T, s.H), qkStd);
-  fill(p.k, s.size(s.S, s.KV), qkStd);
-  fill(p.v, s.size(s.S, s.KV), 1.0);
-  fill(p.g, s.size(s.T, s.H), 1.0);
+  fill(p.q, s.size(s.T, s.H));
+  fill(p.k, s.size(s.S, s.KV));
+  fill(p.v, s.size(s.S, s.KV));
+  fill(p.g, s.size(s.T, s.H));
   const float kinds[3][2] = {{1.0f, 0.0f}, {-1.0f, 1.0f}, {0.5f, 0.25f}};
   for (int64_t h = 0; h < s.H; ++h) {
     p.alpha.push_back(kinds[h % 3][0]);
@@ -292,11 +292,11 @@ Shape selfShape(int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D,
 }
 
 // Float kernels against double references, relative to the largest
-// magnitude: the worst errors observed on these tests are 3e-6 (O with
-// peaked scores), 4e-7 (lse) and 2e-6 (gradients), a few float ulps grown by
-// the reduction lengths; 2e-5 leaves a margin of about 10x.
-constexpr double kForwardTol = 2e-5;
-constexpr double kBackwardTol = 2e-5;
+// magnitude: the worst errors observed on these tests are 4e-6 (O with
+// peaked scores), 4e-7 (lse) and 4e-6 (gradients), a few float ulps grown by
+// the reduction lengths; 5e-5 leaves a margin of more than 10x.
+constexpr double kForwardTol = 5e-5;
+constexpr double kBackwardTol = 5e-5;
 
 //===----------------------------------------------------------------------===//
 // Forward
