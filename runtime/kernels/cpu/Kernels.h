@@ -29,7 +29,10 @@ extern "C" {
 // P = softmax(scale * Q K^T) (causal: key s <= query t, needs S == T);
 // O_h = alpha[h] * P V_h + beta[h] * V_h (beta != 0 needs S == T).
 // lse [B, H, T]: the row logsumexp of scale * Q K^T, saved for backward.
-// Flash form: no T x S matrix is stored.
+// Flash form: no T x S matrix is stored. H must be a multiple of KV; alpha
+// and beta are not null. A row with no visible key (S = 0) gets O = 0 and
+// lse = -inf. Per-thread scratch tiles are kept between calls (fresh pages
+// fault on every call otherwise).
 void lap_cpu_attention_forward(float *o, float *lse, const float *q,
                                const float *k, const float *v,
                                const float *alpha, const float *beta,
@@ -89,7 +92,8 @@ void lap_cpu_layer_norm_backward(float *dx, float *dw, float *db,
                                  const float *dy, const float *x,
                                  const float *w, int64_t n, int64_t c,
                                  float eps);
-// RMSNorm over c: y = x / sqrt(mean(x^2) + eps) * w; w nullable.
+// RMSNorm over c: y = x / sqrt(mean(x^2) + eps) * w; w nullable. Backward:
+// dx and dw nullable.
 void lap_cpu_rms_norm_forward(float *y, const float *x, const float *w,
                               int64_t n, int64_t c, float eps);
 void lap_cpu_rms_norm_backward(float *dx, float *dw, const float *dy,
@@ -100,7 +104,7 @@ void lap_cpu_l2_normalize_forward(float *y, const float *x, int64_t n,
                                   int64_t c, float eps);
 void lap_cpu_l2_normalize_backward(float *dx, const float *dy, const float *x,
                                    int64_t n, int64_t c, float eps);
-// W [k, d] = g[r] * v[r] / ||v[r]|| per row r; g [k, 1].
+// W [k, d] = g[r] * v[r] / ||v[r]|| per row r; g [k, 1]. dv, dg nullable.
 void lap_cpu_weight_norm_forward(float *w, const float *v, const float *g,
                                  int64_t k, int64_t d);
 void lap_cpu_weight_norm_backward(float *dv, float *dg, const float *dw,
@@ -117,7 +121,8 @@ void lap_cpu_rope_forward(float *y, const float *x, int64_t B, int64_t T,
 void lap_cpu_rope_backward(float *dx, const float *dy, int64_t B, int64_t T,
                            int64_t H, int64_t D, float base);
 
-// LayerScale: dx = dy * gamma (nullable), dgamma [c] = column sums of dy * x.
+// LayerScale: dx = dy * gamma, dgamma [c] = column sums of dy * x; both
+// nullable.
 void lap_cpu_layer_scale_backward(float *dx, float *dgamma, const float *dy,
                                   const float *x, const float *gamma,
                                   int64_t n, int64_t c);
@@ -133,7 +138,8 @@ void lap_cpu_patchify_backward(float *dimages, const float *dy, int64_t B,
 void lap_cpu_prepend_tokens_forward(float *y, const float *x,
                                     const float *tokens, int64_t B, int64_t N,
                                     int64_t k, int64_t c);
-// dy [B, k + N, c] -> dx [B, N, c] (nullable), dtokens [k, c] = sum over B.
+// dy [B, k + N, c] -> dx [B, N, c], dtokens [k, c] = sum over B; both
+// nullable.
 void lap_cpu_prepend_tokens_backward(float *dx, float *dtokens,
                                      const float *dy, int64_t B, int64_t N,
                                      int64_t k, int64_t c);
@@ -149,7 +155,8 @@ void lap_cpu_mean_tokens_backward(float *dx, const float *dy, int64_t B,
                                   int64_t T, int64_t c, int64_t skip);
 
 //--- Losses (Losses.cpp) -------------------------------------------------------------
-// Mean cross-entropy over rows whose target is not -1 (0 when none):
+// Mean cross-entropy over rows whose target is in [0, V) (-1 marks an
+// ignored position; 0 when none count):
 // logits [n, V], targets [n]. With softcap c > 0 the logits are first
 // capped, c tanh(l / c), without storing them. With label smoothing s the
 // target distribution is (1 - s) one-hot + s / V. *loss is a scalar.
@@ -172,8 +179,9 @@ void lap_cpu_cross_entropy_backward(float *dlogits, const float *dloss,
 void lap_cpu_row_loss_forward(float *loss, const float *logits,
                               const float *targets, int64_t n, int64_t K,
                               int32_t kind, float temperature);
-// dlogits: (softmax(l) - t) / n; (sigmoid(l) - t) / (n K);
-// (softmax(l / T) - t) / (n T); each times *dloss.
+// dlogits, each times *dloss: (sum(t) softmax(l) - t) / n;
+// (sigmoid(l) - t) / (n K); (sum(t) softmax(l / T) - t) / (n T). For
+// targets that are distributions (sum 1) these are the usual forms.
 void lap_cpu_row_loss_backward(float *dlogits, const float *dloss,
                                const float *logits, const float *targets,
                                int64_t n, int64_t K, int32_t kind,
@@ -187,10 +195,11 @@ void lap_cpu_row_loss_backward(float *dlogits, const float *dloss,
 // u = mix(mix(seed ^ (key * 0xD1B54A32D192ED03)) + index) and the element
 // survives when (u >> 40) * 2^-24 >= rate. Generated code computes the same.
 int32_t lap_cpu_keep(uint64_t seed, int64_t key, int64_t index, float rate);
-// y = x * keep / (1 - rate) per element (dropout), n elements.
+// y = x * keep / (1 - rate) per element (dropout), n elements; y may be x.
 void lap_cpu_dropout(float *y, const float *x, int64_t n, float rate,
                      uint64_t seed, int64_t key);
-// y = x * keep_b / (1 - rate) per sample b of B (per_sample elements each).
+// y = x * keep_b / (1 - rate) per sample b of B (per_sample elements each;
+// the hash's index is b); y may be x.
 void lap_cpu_drop_path(float *y, const float *x, int64_t B,
                        int64_t per_sample, float rate, uint64_t seed,
                        int64_t key);
