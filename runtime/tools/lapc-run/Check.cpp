@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -113,6 +115,17 @@ int lap::cli::check(const CheckOptions &options) {
     fmt::print("  {:<40} {:>14.6e} {:>14.6e}\n", p.name, std::sqrt(g), std::sqrt(w));
   }
   fmt::print("  {:<40} {:>14.6e}\n", "(all)", std::sqrt(total));
+
+  // The memory plan's promise: a step needs parameters, gradients, the
+  // workspace and the batch, and nothing else of that size.
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  double planned = double(params.bytes + grads.bytes + workspace.bytes + logitBuffer.bytes);
+  for (const auto &b : data.buffers)
+    planned += double(b->bytes);
+  fmt::print("\nmemory      planned {:.1f} MiB (parameters, gradients, workspace, "
+             "batch, logits); peak RSS {:.1f} MiB\n",
+             planned / (1 << 20), double(usage.ru_maxrss) / 1024);
   if (!finite) {
     fmt::print(stderr, "lapc-run: check failed: a loss or gradient is not finite\n");
     return 1;
