@@ -14,9 +14,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 iters=${1:-20}
 
-# PyTorch from Debian (the peer users would pick here).
-if ! /usr/bin/python3 -c 'import torch, yaml' 2>/dev/null; then
-  apt-get install -y --no-install-recommends python3-torch python3-yaml >&2
+# PyTorch from Debian (the peer users would pick here), at its best: with
+# OpenBLAS (without it Debian's torch falls back to the reference BLAS) and
+# tcmalloc (as PyTorch's own CPU launcher uses).
+need=()
+for p in python3-torch python3-yaml libopenblas0-pthread libtcmalloc-minimal4; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+done
+if ((${#need[@]})); then
+  apt-get install -y --no-install-recommends "${need[@]}" >&2
 fi
 
 out=$(mktemp -d)

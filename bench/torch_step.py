@@ -6,8 +6,8 @@ Builds in PyTorch the model that a resolved lap spec describes (the output of
 it, so both sides do the same work, and times one training step's forward and
 backward (no optimizer step) on random data. Prints one JSON object:
 
-    {"framework": "pytorch", "torch": ..., "threads": ..., "model": ...,
-     "batch": ..., "seq": ..., "parameters": ...,
+    {"framework": "pytorch", "torch": ..., "threads": ..., "blas": ...,
+     "allocator": ..., "model": ..., "batch": ..., "seq": ..., "parameters": ...,
      "ms_per_step": {"median": ..., "min": ..., "max": ...},
      "peak_rss_bytes": ...}
 
@@ -19,7 +19,9 @@ Usage (Debian's PyTorch 1.13 lives in /usr/bin/python3):
         --batch 8 --seq 256 --threads 2 --warmup 3 --iters 20
 
 --batch defaults to train.micro_batch_size and --seq to train.seq_len; an
-image model's sequence is fixed by its image size. Exit status: 0 on success,
+image model's sequence is fixed by its image size. The script sets the
+environment variables that torch's speed depends on itself (see below), so a
+plain `/usr/bin/python3 bench/torch_step.py ...` measures the same. Exit status: 0 on success,
 2 for a spec setting this baseline does not implement (it refuses rather than
 time a different model) or a torch bound to the reference BLAS, 1 when the
 model's parameter count differs from the spec's derived.parameters.
@@ -28,16 +30,30 @@ model's parameter count differs from the spec's derived.parameters.
 import os
 import sys
 
-# The OpenBLAS and libgomp settings decide whether this baseline runs at its
-# best (see ../shared/BENCHMARKING.md): OPENBLAS_CORETYPE=Haswell halves its
-# GEMMs and spinning OpenMP threads fight OpenBLAS's for the cores. They are
-# read when torch loads, so a crippling environment is fixed by re-executing.
-_CRIPPLING = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
-if any(k in os.environ for k in _CRIPPLING) or os.environ.get("OMP_WAIT_POLICY") != "PASSIVE":
-    env = {k: v for k, v in os.environ.items() if k not in _CRIPPLING}
+# The environment decides whether this baseline runs at its best, and torch
+# reads it when it loads, so the script fixes it and re-executes itself once:
+# - OPENBLAS_CORETYPE=Haswell halves OpenBLAS's GEMMs, and spinning OpenMP
+#   threads fight OpenBLAS's for the cores (../shared/BENCHMARKING.md).
+# - A page fault costs ~13 us under this VM, and glibc's malloc maps every
+#   large tensor afresh and unmaps it on free: the 64 MiB logits alone cost
+#   ~0.2 s a step. PyTorch's CPU tuning advice (and its launcher,
+#   torch.backends.xeon.run_cpu) is a caching allocator: tcmalloc when
+#   installed, else glibc kept from returning memory to the kernel.
+TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
+CRIPPLING = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+if not os.environ.get("TORCH_STEP_ENV"):
+    env = {k: v for k, v in os.environ.items() if k not in CRIPPLING}
+    if os.environ.get("OMP_WAIT_POLICY") != "PASSIVE" or len(env) < len(os.environ):
+        print("torch_step: running with OMP_WAIT_POLICY=PASSIVE and without "
+              "OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE", file=sys.stderr)
     env["OMP_WAIT_POLICY"] = "PASSIVE"
-    print("torch_step: re-running without OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE and with "
-          "OMP_WAIT_POLICY=PASSIVE", file=sys.stderr)
+    if "malloc" not in env.get("LD_PRELOAD", "") and "GLIBC_TUNABLES" not in env:
+        if os.path.exists(TCMALLOC):
+            env["LD_PRELOAD"] = " ".join(filter(None, [TCMALLOC, env.get("LD_PRELOAD")]))
+        else:
+            env["GLIBC_TUNABLES"] = ("glibc.malloc.mmap_max=0:"
+                                     "glibc.malloc.trim_threshold=68719476736")
+    env["TORCH_STEP_ENV"] = "1"
     os.execve(sys.executable, [sys.executable] + sys.argv, env)
 
 import argparse
@@ -73,7 +89,20 @@ def blas_library():
               "optimized one (apt-get install libopenblas0-pthread) or put its libblas.so.3 "
               "on LD_LIBRARY_PATH", file=sys.stderr)
         sys.exit(2)
-    return ", ".join(sorted({os.path.realpath(p) for p in paths})) or "unknown"
+    paths = {os.path.realpath(p) for p in paths}
+    # Report the implementation (libopenblasp-r0.3.21.so) over its libblas.so.3 shim.
+    named = sorted(p for p in paths if not os.path.basename(p).startswith("libblas.so"))
+    return (named or sorted(paths) or ["unknown"])[0]
+
+
+def allocator():
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            name = line.split()[-1].rsplit("/", 1)[-1]
+            if "malloc" in name:
+                return name.split(".so")[0]
+    tunables = os.environ.get("GLIBC_TUNABLES")
+    return f"glibc ({tunables})" if tunables else "glibc"
 
 
 # --- What this baseline implements ------------------------------------------
@@ -87,6 +116,12 @@ MODEL_KEYS = {
     # image
     "image_size", "patch", "channels", "classes", "cls_token", "registers",
     "layer_scale", "drop_path", "pool", "pool_heads",
+}
+SUB_KEYS = {
+    "norm": {"type", "weight", "bias", "eps"},
+    "positions": {"type", "rope_base", "patches_only"},
+    "init": {"distribution", "std", "embedding_std", "position_std", "head_std",
+             "zero_out_proj", "zero_head"},
 }
 HEAD_KINDS = {"attn": (1.0, 0.0), "laplacian": (-1.0, 1.0)}  # (alpha, beta)
 
@@ -104,6 +139,9 @@ def check_spec(spec):
     for key in m:
         if key not in MODEL_KEYS:
             refuse(f"model.{key}")
+        for sub in m[key] if key in SUB_KEYS else ():
+            if sub not in SUB_KEYS[key]:
+                refuse(f"model.{key}.{sub}")
     if m["family"] not in ("gpt", "vit"):
         refuse(f"model.family: {m['family']} (gpt and vit only)")
     if m["activation"] not in ("relu2", "gelu_tanh", "gelu"):
@@ -179,10 +217,10 @@ def drop_path(x, rate, training):
 
 
 class Attention(nn.Module):
-    def __init__(self, m, kinds, causal):
+    def __init__(self, m, kinds):
         super().__init__()
         self.h, self.kv, self.d = m["heads"], m["kv_heads"], m["head_dim"]
-        self.causal, self.dropout = causal, m["dropout"]
+        self.dropout = m["dropout"]
         self.qkv = nn.Linear(m["width"], (self.h + 2 * self.kv) * self.d, bias=m["bias"])
         if m["qk_norm"]:
             self.q_norm, self.k_norm = Norm(self.d, m["norm"]), Norm(self.d, m["norm"])
@@ -200,7 +238,8 @@ class Attention(nn.Module):
     def forward(self, x, rope_cs=None, mask=None):
         B, T, _ = x.shape
         q, k, v = self.qkv(x).split([self.h * self.d, self.kv * self.d, self.kv * self.d], dim=-1)
-        q, k, v = q.view(B, T, self.h, self.d), k.view(B, T, self.kv, self.d), v.view(B, T, self.kv, self.d)
+        q = q.view(B, T, self.h, self.d)
+        k, v = k.view(B, T, self.kv, self.d), v.view(B, T, self.kv, self.d)
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         if rope_cs is not None:
@@ -239,9 +278,9 @@ class Block(nn.Module):
     """Pre-norm: x + attn(norm1(x)), then x + mlp(norm2(x)), each branch with
     optional LayerScale and stochastic depth."""
 
-    def __init__(self, m, kinds, causal, drop_path_rate):
+    def __init__(self, m, kinds, drop_path_rate):
         super().__init__()
-        self.norm1, self.attn = Norm(m["width"], m["norm"]), Attention(m, kinds, causal)
+        self.norm1, self.attn = Norm(m["width"], m["norm"]), Attention(m, kinds)
         self.norm2, self.mlp = Norm(m["width"], m["norm"]), MLP(m)
         scale = m.get("layer_scale", 0)
         self.ls1 = nn.Parameter(torch.full((m["width"],), float(scale))) if scale > 0 else None
@@ -258,11 +297,11 @@ class Block(nn.Module):
         return x + self.branch(self.mlp(self.norm2(x)), self.ls2)
 
 
-def make_blocks(m, kinds, causal):
+def make_blocks(m, kinds):
     L, top = m["layers"], m.get("drop_path", 0)
     # Stochastic depth grows linearly from 0 to drop_path at the last layer.
     rates = [top * l / (L - 1) if L > 1 else 0.0 for l in range(L)]
-    return nn.ModuleList(Block(m, kinds[l], causal, rates[l]) for l in range(L))
+    return nn.ModuleList(Block(m, kinds[l], rates[l]) for l in range(L))
 
 
 class GPT(nn.Module):
@@ -273,7 +312,7 @@ class GPT(nn.Module):
         pos = m["positions"]["type"]
         self.wpe = nn.Embedding(m["context"], m["width"]) if pos == "learned" else None
         self.embedding_norm = Norm(m["width"], m["norm"]) if m["embedding_norm"] else None
-        self.blocks = make_blocks(m, kinds, causal=True)
+        self.blocks = make_blocks(m, kinds)  # causal through the mask below
         self.norm = Norm(m["width"], m["norm"]) if m["final_norm"] else None
         self.lm_head = (None if m["tied_embeddings"]
                         else nn.Linear(m["width"], m["vocab"], bias=False))
@@ -281,7 +320,8 @@ class GPT(nn.Module):
         # the causal mask (True above the diagonal = masked).
         T, D = m["context"], m["head_dim"]
         if pos == "rope":
-            inv_freq = m["positions"]["rope_base"] ** (-torch.arange(0, D // 2, dtype=torch.float64) * 2 / D)
+            i = torch.arange(D // 2, dtype=torch.float64)
+            inv_freq = m["positions"]["rope_base"] ** (-2 * i / D)
             angle = torch.arange(T, dtype=torch.float64)[:, None] * inv_freq
             self.register_buffer("cos", angle.cos().float()[:, None, :])
             self.register_buffer("sin", angle.sin().float()[:, None, :])
@@ -325,7 +365,7 @@ class ViT(nn.Module):
         else:
             self.pos_embed = None
         self.embedding_norm = Norm(W, m["norm"]) if m["embedding_norm"] else None
-        self.blocks = make_blocks(m, kinds, causal=False)
+        self.blocks = make_blocks(m, kinds)
         self.norm = Norm(W, m["norm"]) if m["final_norm"] else None
         self.head = nn.Linear(W, m["classes"], bias=True)
         self.sequence = patches + (1 if m["cls_token"] else 0) + m["registers"]
@@ -472,6 +512,7 @@ def main():
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "blas": blas,
+        "allocator": allocator(),
         "model": spec["name"],
         "batch": batch,
         "seq": seq,
