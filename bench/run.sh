@@ -28,6 +28,7 @@ fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 declare -A batch=([gpt]=8 [vit]=64)
+declare -A seq=([gpt]="--seq 256" [vit]="")   # an image model's sequence is fixed
 
 for model in gpt-bench gpt-bench-attn vit-bench vit-bench-attn; do
   family=${model%%-*}
@@ -36,11 +37,11 @@ for model in gpt-bench gpt-bench-attn vit-bench vit-bench-attn; do
   # Interleave the two frameworks so that machine noise hits both.
   for round in 1 2; do
     OMP_NUM_THREADS=2 build/bin/lap-step-bench "$out/$model.so" \
-      --batch "${batch[$family]}" --seq 256 --iters "$iters" > "$out/$model.lap.$round.json"
+      --batch "${batch[$family]}" ${seq[$family]} --iters "$iters" > "$out/$model.lap.$round.json"
     # PASSIVE: libgomp threads must not spin against torch's own threads.
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_WAIT_POLICY=PASSIVE \
       /usr/bin/python3 bench/torch_step.py --spec "$out/$model.yaml" \
-      --batch "${batch[$family]}" --seq 256 --threads 2 --iters "$iters" \
+      --batch "${batch[$family]}" ${seq[$family]} --threads 2 --iters "$iters" \
       > "$out/$model.torch.$round.json"
   done
 done

@@ -182,6 +182,8 @@ private:
   Value activation(StringRef name, Value x);
   Value activationDerivative(StringRef name, Value x);
   void residualAdd(ResidualAddOp op);
+  void normalize(Value input, Value output, Value weight, Value bias, float eps,
+                 bool centred);
   void copyHeads(Value fused, Value q, Value k, Value v, Value rowCount,
                  int64_t qWidth, int64_t kvWidth, bool split);
   /// Runs body(i, captured) for i in [0, n) on the thread pool: the body is
@@ -328,6 +330,37 @@ void Emitter::residualAdd(ResidualAddOp op) {
       if (drop)
         v = mulf(v, factor);
       lb.storeF32(addf(lb.loadF32(x, i), v), y, i);
+    });
+  });
+}
+
+/// LayerNorm (centred) or RMSNorm over the last dimension, one row per
+/// iteration: statistics by two vectorised reductions, then one pass that
+/// normalises, scales and shifts.
+void Emitter::normalize(Value input, Value output, Value weight, Value bias,
+                        float eps, bool centred) {
+  int64_t width = cast<ShapedType>(input.getType()).getShape().back();
+  SmallVector<Value> captures = {ptr(input), ptr(output), optional(weight),
+                                 optional(bias)};
+  parallelLoop(rows(input), rowGrain(input), captures, [&](Value r, ArrayRef<Value> p) {
+    Value x = p[0], y = p[1], c = lb.i64(width);
+    Value base = lb.mul(r, c);
+    Value inverseWidth = lb.f32(1.0f / float(width));
+    auto at = [&](Value j) { return lb.loadF32(x, lb.add(base, j)); };
+    Value mean = centred ? mulf(lb.sum(c, at), inverseWidth) : lb.f32(0);
+    Value variance = mulf(lb.sum(c, [&](Value j) {
+                            Value d = subf(at(j), mean);
+                            return mulf(d, d);
+                          }),
+                          inverseWidth);
+    Value rstd = b.create<math::RsqrtOp>(loc(), addf(variance, lb.f32(eps)));
+    lb.loop(c, [&](Value j) {
+      Value v = mulf(subf(at(j), mean), rstd);
+      if (weight)
+        v = mulf(v, lb.loadF32(p[2], j));
+      if (bias)
+        v = addf(v, lb.loadF32(p[3], j));
+      lb.storeF32(v, y, lb.add(base, j));
     });
   });
 }
@@ -562,10 +595,8 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](LayerNormOp a) {
-        call("lap_cpu_layer_norm_forward",
-             {ptr(a.getResult()), ptr(a.getInput()), optional(a.getWeight()),
-              optional(a.getBias()), rows(a.getInput()), last(a.getInput()),
-              f32(a.getEps())});
+        normalize(a.getInput(), a.getResult(), a.getWeight(), a.getBias(),
+                  a.getEps().convertToFloat(), /*centred=*/true);
         return success();
       })
       .Case([&](LayerNormGradOp a) {
@@ -576,9 +607,8 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](RMSNormOp a) {
-        call("lap_cpu_rms_norm_forward",
-             {ptr(a.getResult()), ptr(a.getInput()), optional(a.getWeight()),
-              rows(a.getInput()), last(a.getInput()), f32(a.getEps())});
+        normalize(a.getInput(), a.getResult(), a.getWeight(), Value(),
+                  a.getEps().convertToFloat(), /*centred=*/false);
         return success();
       })
       .Case([&](RMSNormGradOp a) {

@@ -62,6 +62,20 @@ void LoopBuilder::loop(Value begin, Value end,
                        });
 }
 
+Value LoopBuilder::sum(Value n, const std::function<Value(Value)> &term) {
+  auto loop = b.create<scf::ForOp>(
+      loc, i64(0), n, i64(1), ValueRange{f32(0)},
+      [&](OpBuilder &nested, Location, Value i, ValueRange acc) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
+        Value total = b.create<arith::AddFOp>(
+            loc, acc[0], term(i),
+            arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
+        b.create<scf::YieldOp>(loc, total);
+      });
+  return loop.getResult(0);
+}
+
 Value LoopBuilder::mix(Value z) {
   auto xorShift = [&](Value v, int64_t s) {
     return b.create<arith::XOrIOp>(loc, v, b.create<arith::ShRUIOp>(loc, v, i64(s)));

@@ -45,6 +45,10 @@ public:
   void loop(mlir::Value begin, mlir::Value end,
             const std::function<void(mlir::Value)> &body);
 
+  /// The f32 sum of term(i) over [0, n), reassociable so that LLVM
+  /// vectorises it.
+  mlir::Value sum(mlir::Value n, const std::function<mlir::Value(mlir::Value)> &term);
+
   /// The dropout keep decision of Kernels.h's lap_cpu_keep, as an f32
   /// factor: 1 / (1 - rate) when element `index` survives, else 0.
   mlir::Value keepFactor(mlir::Value seed, int64_t key, mlir::Value index,

@@ -82,20 +82,15 @@ void lap_cpu_add_positions_backward(float *dtable, const float *dy, int64_t B,
                                     int64_t P);
 
 //--- Norms (Norms.cpp) ---------------------------------------------------------
-// LayerNorm over c: y = (x - mean) / sqrt(var + eps) * w + b (biased var);
-// w, b nullable (absent = 1 and 0).
-void lap_cpu_layer_norm_forward(float *y, const float *x, const float *w,
-                                const float *b, int64_t n, int64_t c,
-                                float eps);
-// Statistics are recomputed from x. dx [n, c]; dw, db [c] nullable.
+// Norm gradients (the forward norms are generated code). LayerNorm over c:
+// y = (x - mean) / sqrt(var + eps) * w + b (biased var); statistics are
+// recomputed from x. dx [n, c]; dw, db [c] nullable; w null means 1.
 void lap_cpu_layer_norm_backward(float *dx, float *dw, float *db,
                                  const float *dy, const float *x,
                                  const float *w, int64_t n, int64_t c,
                                  float eps);
-// RMSNorm over c: y = x / sqrt(mean(x^2) + eps) * w; w nullable. Backward:
-// dx and dw nullable.
-void lap_cpu_rms_norm_forward(float *y, const float *x, const float *w,
-                              int64_t n, int64_t c, float eps);
+// RMSNorm over c: y = x / sqrt(mean(x^2) + eps) * w; w nullable; dx and dw
+// nullable.
 void lap_cpu_rms_norm_backward(float *dx, float *dw, const float *dy,
                                const float *x, const float *w, int64_t n,
                                int64_t c, float eps);

@@ -92,24 +92,6 @@ void rowsWithColumnSums(int64_t n, int64_t c,
 
 //--- LayerNorm ---------------------------------------------------------------
 
-extern "C" void lap_cpu_layer_norm_forward(float *y, const float *x,
-                                           const float *w, const float *b,
-                                           int64_t n, int64_t c, float eps) {
-  parallelFor(n, rowGrain(c), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const float *__restrict xi = x + i * c;
-      float *__restrict yi = y + i * c;
-      float mean = sum(xi, c) / float(c);
-      float rstd =
-          1.0f / std::sqrt(centredSquares(xi, mean, c) / float(c) + eps);
-      for (int64_t j = 0; j < c; ++j) {
-        float v = (xi[j] - mean) * rstd;
-        yi[j] = (w ? v * w[j] : v) + (b ? b[j] : 0.0f);
-      }
-    }
-  });
-}
-
 extern "C" void lap_cpu_layer_norm_backward(float *dx, float *dw, float *db,
                                             const float *dy, const float *x,
                                             const float *w, int64_t n,
@@ -151,20 +133,6 @@ extern "C" void lap_cpu_layer_norm_backward(float *dx, float *dw, float *db,
 }
 
 //--- RMSNorm -----------------------------------------------------------------
-
-extern "C" void lap_cpu_rms_norm_forward(float *y, const float *x,
-                                         const float *w, int64_t n, int64_t c,
-                                         float eps) {
-  parallelFor(n, rowGrain(c), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const float *__restrict xi = x + i * c;
-      float *__restrict yi = y + i * c;
-      float r = 1.0f / std::sqrt(dot(xi, xi, c) / float(c) + eps);
-      for (int64_t j = 0; j < c; ++j)
-        yi[j] = w ? xi[j] * r * w[j] : xi[j] * r;
-    }
-  });
-}
 
 extern "C" void lap_cpu_rms_norm_backward(float *dx, float *dw, const float *dy,
                                           const float *x, const float *w,
