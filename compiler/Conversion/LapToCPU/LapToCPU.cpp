@@ -14,7 +14,6 @@
 #include "compiler/Conversion/Passes.h"
 #include "dialects/Lap/IR/LapOps.h"
 
-#include "mlir/Dialect/Math/Transforms/Approximation.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -131,6 +130,25 @@ private:
     }
     return b.create<LLVM::AddressOfOp>(loc(), LLVM::LLVMPointerType::get(b.getContext()),
                                        name);
+  }
+
+  /// The per-head alpha and beta of `attention` as constant arrays.
+  std::pair<Value, Value> coefficientsOf(AttentionOp attention) {
+    SmallVector<float> alpha, beta;
+    for (auto [a, c] : attention.getCoefficients()) {
+      alpha.push_back(a);
+      beta.push_back(c);
+    }
+    return {coefficients(alpha), coefficients(beta)};
+  }
+
+  /// The row logsumexp of `attention`: the plan puts it right after the
+  /// output, sized for the largest batch and sequence.
+  Value logsumexpOf(AttentionOp attention) {
+    auto type = cast<ShapedType>(attention.getResult().getType());
+    int64_t maxBatch = source->getAttrOfType<IntegerAttr>(kMaxBatchAttr).getInt();
+    int64_t maxSeq = source->getAttrOfType<IntegerAttr>(kMaxSeqAttr).getInt();
+    return lb.gepBytes(ptr(attention.getResult()), maxBytes(type, maxBatch, maxSeq));
   }
 
   /// "lap.linear blocks.0.attn" as a global string, for the profiler.
@@ -505,21 +523,11 @@ LogicalResult Emitter::emitOp(Operation *op) {
       })
       //--- Kernel library ------------------------------------------------------
       .Case([&](AttentionOp a) {
-        SmallVector<float> alpha, beta;
-        for (auto [x, y] : a.getCoefficients()) {
-          alpha.push_back(x);
-          beta.push_back(y);
-        }
-        Value o = ptr(a.getResult());
-        int64_t outBytes = 0; // lse follows O at the largest B and T.
-        auto type = cast<ShapedType>(a.getResult().getType());
-        outBytes = maxBytes(type, source->getAttrOfType<IntegerAttr>(kMaxBatchAttr).getInt(),
-                            source->getAttrOfType<IntegerAttr>(kMaxSeqAttr).getInt());
+        auto [alpha, beta] = coefficientsOf(a);
         call("lap_cpu_attention_forward",
-             {o, lb.gepBytes(o, outBytes), ptr(a.getQ()), ptr(a.getK()),
-              ptr(a.getV()), coefficients(alpha), coefficients(beta),
-              dim(a.getQ(), 0), dim(a.getQ(), 1), dim(a.getK(), 1),
-              lb.i64(a.getNumHeads()), lb.i64(a.getNumKvHeads()),
+             {ptr(a.getResult()), logsumexpOf(a), ptr(a.getQ()), ptr(a.getK()),
+              ptr(a.getV()), alpha, beta, dim(a.getQ(), 0), dim(a.getQ(), 1),
+              dim(a.getK(), 1), lb.i64(a.getNumHeads()), lb.i64(a.getNumKvHeads()),
               dim(a.getQ(), 3), f32(a.getScale()), i32(a.getCausal())});
         return success();
       })
@@ -527,24 +535,13 @@ LogicalResult Emitter::emitOp(Operation *op) {
         auto forward = a.getOutput().getDefiningOp<AttentionOp>();
         if (!forward)
           return a.emitError("the output operand must come from lap.attention");
-        SmallVector<float> alpha, beta;
-        for (auto [x, y] : forward.getCoefficients()) {
-          alpha.push_back(x);
-          beta.push_back(y);
-        }
-        Value o = ptr(a.getOutput());
-        auto type = cast<ShapedType>(a.getOutput().getType());
-        int64_t outBytes = maxBytes(
-            type, source->getAttrOfType<IntegerAttr>(kMaxBatchAttr).getInt(),
-            source->getAttrOfType<IntegerAttr>(kMaxSeqAttr).getInt());
-        auto q = cast<ShapedType>(a.getQ().getType());
-        auto k = cast<ShapedType>(a.getK().getType());
+        auto [alpha, beta] = coefficientsOf(forward);
         call("lap_cpu_attention_backward",
              {ptr(a.getGradQ()), ptr(a.getGradK()), ptr(a.getGradV()),
-              ptr(a.getGradOutput()), ptr(a.getQ()), ptr(a.getK()),
-              ptr(a.getV()), o, lb.gepBytes(o, outBytes), coefficients(alpha),
-              coefficients(beta), dim(a.getQ(), 0), dim(a.getQ(), 1),
-              dim(a.getK(), 1), lb.i64(q.getDimSize(2)), lb.i64(k.getDimSize(2)),
+              ptr(a.getGradOutput()), ptr(a.getQ()), ptr(a.getK()), ptr(a.getV()),
+              ptr(a.getOutput()), logsumexpOf(forward), alpha, beta,
+              dim(a.getQ(), 0), dim(a.getQ(), 1), dim(a.getK(), 1),
+              lb.i64(forward.getNumHeads()), lb.i64(forward.getNumKvHeads()),
               dim(a.getQ(), 3), f32(a.getScale()), i32(a.getCausal())});
         return success();
       })
