@@ -35,7 +35,7 @@ for model in gpt-bench gpt-bench-attn vit-bench vit-bench-attn; do
   build/bin/lapc "bench/specs/$model.yaml" -o "$out/$model.so" --max-batch "${batch[$family]}"
   build/bin/lapc "bench/specs/$model.yaml" --emit=spec -o "$out/$model.yaml"
   # Interleave the two frameworks so that machine noise hits both.
-  for round in 1 2; do
+  for round in 1 2 3; do
     OMP_NUM_THREADS=2 build/bin/lap-step-bench "$out/$model.so" \
       --batch "${batch[$family]}" ${seq[$family]} --iters "$iters" > "$out/$model.lap.$round.json"
     # PASSIVE: libgomp threads must not spin against torch's own threads.
