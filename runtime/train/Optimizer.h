@@ -1,0 +1,164 @@
+//===- Optimizer.h - AdamW, Muon, gradient clipping -------------*- C++ -*-===//
+//
+// Parameters live in one flat fp32 buffer and their gradients in another of
+// the same layout; a TensorInfo names each tensor's slice. The optimizer
+// updates the buffer in place:
+//  - adamw: every tensor by torch.optim.AdamW (decoupled weight decay, bias
+//    correction), weight decay skipped for the `no_decay` groups;
+//  - muon (nanochat): 2-D matrices of the transformer blocks by Muon
+//    (momentum, Nesterov, Newton-Schulz orthogonalisation), everything else
+//    by AdamW at its own lr (embedding, unembedding, scalars).
+//
+// Results do not depend on the number of threads: elementwise work is split
+// into fixed chunks, reductions add fixed-size partial sums in order, and
+// Muon's GEMMs are fixed row blocks, each one sequential oneDNN call.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_RUNTIME_TRAIN_OPTIMIZER_H
+#define LAP_RUNTIME_TRAIN_OPTIMIZER_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace lap::train {
+
+/// One tensor of the flat parameter buffer.
+struct TensorInfo {
+  std::string name;           ///< "blocks.3.attn.qkv.weight"
+  std::vector<int64_t> shape; ///< PyTorch's layout ([out, in] for a linear)
+  int64_t offset = 0;         ///< in floats
+  int64_t elements = 0;
+};
+
+enum class OptimizerKind { AdamW, Muon };
+
+/// `train.optimizer` as plain values (see dsl/Spec.h's OptimizerSpec).
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::AdamW;
+  double lr = 1e-3; ///< AdamW's lr; Muon's (matrix) lr under muon
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double weightDecay = 0;
+  /// Groups without weight decay: bias, norm, layer_scale, embedding,
+  /// positions, tokens, head (see matchesParameterGroup); any other string
+  /// matches names containing it.
+  std::vector<std::string> noDecay;
+  // muon
+  double momentum = 0.95;
+  bool nesterov = true;
+  int64_t nsSteps = 5;
+  double embeddingLr = 0.2, unembeddingLr = 0.004, scalarLr = 0.5;
+  bool scaleLrByWidth = true; ///< AdamW lrs × (width / 768)^-1/2
+  int64_t width = 768;        ///< the model's width, for scaleLrByWidth
+  /// nanochat's momentum warmup: momentumStart → momentum over this many
+  /// steps; 0 = off (nanochat: 0.85 over 300).
+  int64_t momentumWarmupSteps = 0;
+  double momentumStart = 0.85;
+};
+
+enum class UpdateRule { AdamW, Muon };
+
+/// Tensors updated alike. Names: under muon "matrix" (Muon), "embedding",
+/// "unembedding", "scalar"; under adamw "decay", "no_decay"; a muon group
+/// with weight decay whose members partly match no_decay is split, the
+/// exempt part named "<group>.no_decay".
+struct ParamGroup {
+  std::string name;
+  UpdateRule rule = UpdateRule::AdamW;
+  double lr = 0;               ///< peak lr; the schedule's multiplier scales it
+  double weightDecay = 0;      ///< decoupled: p *= 1 - lr * weightDecay
+  std::vector<size_t> tensors; ///< indices into the table, in table order
+};
+
+/// Whether `name` belongs to the no_decay group `group`:
+///  - bias: ".bias" parameters;
+///  - norm: parameters of a norm (a name part containing "norm": norm1,
+///    q_norm, embedding_norm, norm) and weight norm's gains ("weight_g");
+///  - layer_scale: LayerScale gains (".ls1", ".ls2");
+///  - embedding: the input embeddings ("wte.", "patch_embed.");
+///  - positions: learned positions ("wpe.weight", "pos_embed");
+///  - tokens: prepended tokens ("cls_token", "registers", "pool.query");
+///  - head: the output layers ("lm_head.", "head.", "dino_head.");
+///  - anything else: a plain substring of the name.
+bool matchesParameterGroup(const std::string &name, const std::string &group);
+
+/// Splits the table into groups (nanochat's setup_optimizers under muon):
+/// 2-D "blocks.*.weight" matrices → Muon at lr; "wte.weight" → AdamW at
+/// embeddingLr; "lm_head.weight" → unembeddingLr; everything else (norms,
+/// biases, gains, positions, tokens, the patch embedding, heads) →
+/// scalarLr; AdamW lrs × (width/768)^-1/2 with scaleLrByWidth. Under adamw,
+/// every tensor at lr. Weight decay for every tensor not in no_decay (Muon
+/// included, decoupled as in AdamW). Empty groups are left out.
+std::vector<ParamGroup> assignGroups(const std::vector<TensorInfo> &tensors,
+                                     const OptimizerConfig &config);
+
+/// Muon's orthogonalisation (Keller Jordan's zeropower_via_newtonschulz5):
+/// X = G / (||G||_F + 1e-7), transposed when rows > cols, then `steps`
+/// quintic iterations X ← aX + (bA + cA²)X with A = XXᵀ and (a, b, c) =
+/// (3.4445, -4.7750, 2.0315). The result's singular values lie near 1 (in
+/// about [0.7, 1.2], not exactly 1: the quintic trades accuracy for speed).
+/// fp32 throughout (nanochat runs this in bf16). `out` may equal `g`.
+void orthogonalize(const float *g, float *out, int64_t rows, int64_t cols,
+                   int64_t steps);
+
+class Optimizer {
+public:
+  Optimizer(std::vector<TensorInfo> tensors, OptimizerConfig config);
+
+  /// One update of `params` from `grads` at lr × lrMultiplier and weight
+  /// decay × weightDecayMultiplier (for a scheduled weight decay).
+  void step(float *params, const float *grads, double lrMultiplier = 1,
+            double weightDecayMultiplier = 1);
+
+  /// Steps taken; AdamW's bias correction and Muon's momentum warmup use it.
+  int64_t stepCount() const { return steps; }
+  void setStepCount(int64_t s) { steps = s; }
+
+  /// The state to checkpoint, by name: "<tensor>.exp_avg" and
+  /// "<tensor>.exp_avg_sq" (AdamW, PyTorch's names), "<tensor>.momentum_buffer"
+  /// (Muon). Restoring = writing into these arrays (sizes are fixed) and
+  /// calling setStepCount.
+  std::vector<std::pair<std::string, std::vector<float> *>> state();
+
+  /// Muon's momentum for the next step (after the warmup, config.momentum).
+  double currentMomentum() const;
+
+  const std::vector<ParamGroup> &groups() const { return groupList; }
+  const std::vector<TensorInfo> &tensors() const { return table; }
+  const OptimizerConfig &config() const { return cfg; }
+
+private:
+  void adamwStep(const ParamGroup &group, float *params, const float *grads,
+                 double lr, double wd);
+  void muonStep(const ParamGroup &group, float *params, const float *grads,
+                double lr, double wd, double momentum);
+
+  std::vector<TensorInfo> table;
+  OptimizerConfig cfg;
+  std::vector<ParamGroup> groupList;
+  std::vector<UpdateRule> rules; ///< per tensor
+  // Per tensor; empty where the rule does not use it.
+  std::vector<std::vector<float>> expAvg, expAvgSq, momentumBuffer;
+  std::vector<float> work; ///< Muon's scratch, sized for the largest matrix
+  int64_t steps = 0;
+};
+
+/// The global L2 norm of `grads` over the tensors (fp64 partial sums in a
+/// fixed order). When it exceeds maxNorm (> 0), scales every gradient by
+/// maxNorm / (norm + 1e-6) like torch.nn.utils.clip_grad_norm_; a
+/// non-finite norm leaves the gradients alone. Returns the norm before
+/// clipping.
+double clipGradients(float *grads, const std::vector<TensorInfo> &tensors,
+                     double maxNorm);
+
+/// The name of the first tensor (in table order) holding a NaN or an
+/// infinity, or nothing when all are finite.
+std::optional<std::string>
+firstNonFinite(const float *data, const std::vector<TensorInfo> &tensors);
+
+} // namespace lap::train
+
+#endif // LAP_RUNTIME_TRAIN_OPTIMIZER_H
