@@ -19,6 +19,15 @@ struct CheckOptions {
 /// `lapc-run check MODEL`: forward and train_step on random data.
 int check(const CheckOptions &options);
 
+struct TrainOptions {
+  std::string model, runDir;
+  int64_t steps = 0, evalEvery = 0, checkpointEvery = 0, logEvery = 0; ///< 0: the spec's
+  uint64_t seed = 0;                ///< 0: the spec's
+  bool resume = false;
+};
+/// `lapc-run train MODEL`: the training loop with the spec's train settings.
+int trainModel(const TrainOptions &options);
+
 } // namespace lap::cli
 
 #endif // LAP_RUNTIME_TOOLS_LAPCRUN_COMMANDS_H

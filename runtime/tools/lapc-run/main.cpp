@@ -30,6 +30,21 @@ int main(int argc, char **argv) {
   checkCmd->add_option("--seq", check.seq, "Sequence length (default: the compiled maximum)");
   checkCmd->add_option("--seed", check.seed, "Seed of the parameters and the data");
 
+  lap::cli::TrainOptions train;
+  CLI::App *trainCmd = app.add_subcommand(
+      "train", "Train a model with its spec's train settings (lm regime)");
+  trainCmd->add_option("model", train.model, "model.so built by lapc")->required();
+  trainCmd->add_option("--run-dir", train.runDir,
+                       "Checkpoints, metrics and data (default: the spec's checkpoint dir)");
+  trainCmd->add_option("--steps", train.steps, "Optimizer steps (default: the spec's)");
+  trainCmd->add_option("--eval-every", train.evalEvery, "Evaluate every N steps");
+  trainCmd->add_option("--checkpoint-every", train.checkpointEvery,
+                       "Write a checkpoint every N steps (and at the end)");
+  trainCmd->add_option("--log-every", train.logEvery, "Show and record every N steps");
+  trainCmd->add_option("--seed", train.seed, "Seed (default: the spec's)");
+  trainCmd->add_flag("--resume", train.resume,
+                     "Continue from the newest checkpoint in the run directory");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
@@ -38,6 +53,8 @@ int main(int argc, char **argv) {
   try {
     if (*info)
       return lap::cli::info(infoModel);
+    if (*trainCmd)
+      return lap::cli::trainModel(train);
     return lap::cli::check(check);
   } catch (const std::exception &e) {
     std::cerr << "lapc-run: error: " << e.what() << "\n";

@@ -1,0 +1,126 @@
+//===- Train.cpp - lapc-run train ---------------------------------*- C++ -*-===//
+//
+// Trains a compiled model with the settings of its spec's train section (the
+// manifest carries the resolved spec), each overridable by a flag. Prints a
+// progress line, evaluations and a summary; writes metrics.jsonl and
+// checkpoints under the run directory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsl/SpecParser.h"
+#include "runtime/model/LoadedModel.h"
+#include "runtime/tools/lapc-run/Commands.h"
+#include "runtime/train/LmRegime.h"
+#include "runtime/train/Trainer.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+using namespace lap;
+
+namespace {
+
+train::OptimizerConfig optimizerConfig(const dsl::Spec &spec) {
+  const dsl::OptimizerSpec &o = spec.train.optimizer;
+  train::OptimizerConfig c;
+  c.kind = o.type == dsl::OptimizerType::Muon ? train::OptimizerKind::Muon
+                                              : train::OptimizerKind::AdamW;
+  c.lr = o.lr;
+  c.beta1 = o.beta1;
+  c.beta2 = o.beta2;
+  c.eps = o.eps;
+  c.weightDecay = o.weightDecay;
+  c.noDecay = o.noDecay;
+  c.momentum = o.momentum;
+  c.nesterov = o.nesterov;
+  c.nsSteps = o.nsSteps;
+  c.embeddingLr = o.embeddingLr;
+  c.unembeddingLr = o.unembeddingLr;
+  c.scalarLr = o.scalarLr;
+  c.scaleLrByWidth = o.scaleLrByWidth;
+  c.width = spec.model.width;
+  return c;
+}
+
+train::ScheduleConfig scheduleConfig(const dsl::Spec &spec) {
+  const dsl::ScheduleSpec &s = spec.train.schedule;
+  train::ScheduleConfig c;
+  c.warmupSteps = s.warmupSteps;
+  // The spec gives learning rates; the schedule works in multipliers.
+  double peak = spec.train.optimizer.lr;
+  c.warmupLr = peak > 0 ? s.warmupLr / peak : 0;
+  c.minLr = peak > 0 ? s.minLr / peak : 0;
+  c.decay = s.decay == dsl::Decay::Cosine   ? train::DecayKind::Cosine
+            : s.decay == dsl::Decay::Linear ? train::DecayKind::Linear
+                                            : train::DecayKind::None;
+  c.decayFraction = s.decayFraction;
+  return c;
+}
+
+} // namespace
+
+int lap::cli::trainModel(const TrainOptions &options) {
+  LoadedModel model(options.model);
+  dsl::Diagnostics diags;
+  std::optional<dsl::Spec> spec = dsl::parseSpec(
+      model.manifest()["spec"].get<std::string>(), options.model + " (manifest)", diags);
+  if (!spec)
+    throw std::runtime_error(options.model + ": the manifest's spec does not parse");
+  const dsl::TrainSpec &t = spec->train;
+  if (t.regime != dsl::Regime::LM)
+    throw std::runtime_error(options.model + ": lapc-run train runs the lm regime; '" +
+                             spec->name + "' trains another");
+
+  int64_t micro = t.microBatchSize ? t.microBatchSize : t.batchSize;
+  int64_t seq = t.seqLen ? t.seqLen : spec->model.context;
+  if (micro > model.maxBatch() || seq > model.maxSeq())
+    throw std::runtime_error(fmt::format(
+        "{}: compiled for batch <= {} and sequence <= {}; the spec trains {} x {} "
+        "(recompile with lapc --max-batch/--max-seq)",
+        options.model, model.maxBatch(), model.maxSeq(), micro, seq));
+
+  train::TrainerConfig config;
+  config.steps = options.steps ? options.steps : t.steps;
+  config.accumulation = std::max<int64_t>(1, t.batchSize / micro);
+  config.seed = options.seed ? options.seed : uint64_t(t.seed);
+  config.gradClip = t.gradClip;
+  config.logEvery = std::max<int64_t>(1, options.logEvery ? options.logEvery : t.logEvery);
+  config.evalEvery = options.evalEvery ? options.evalEvery : t.eval.everySteps;
+  config.checkpointEvery =
+      options.checkpointEvery ? options.checkpointEvery : t.checkpoint.everySteps;
+  config.keep = t.checkpoint.keep;
+  config.runDir = options.runDir.empty() ? t.checkpoint.dir : options.runDir;
+  config.resume = options.resume;
+  config.optimizer = optimizerConfig(*spec);
+  config.schedule = scheduleConfig(*spec);
+  std::filesystem::create_directories(config.runDir);
+
+  AlignedBuffer params(size_t(model.parameterElements()) * 4);
+  if (model.initParams(params.as<float>(), config.seed) != LAP_OK)
+    throw std::runtime_error(options.model + ": " + model.lastError());
+  train::LmRegime lm(*spec, model, params.as<float>(), config.runDir, micro, seq, stdout);
+  train::Regime regime = lm.regime();
+
+  fmt::print("training {} for {} steps: {} x {} tokens x {} micro-batches per step, "
+             "run directory {}\n",
+             spec->name, config.steps, micro, seq, config.accumulation, config.runDir);
+  train::TrainResult result = train::train(model, params, config, regime);
+  nlohmann::json final = result.lastEval.empty() ? lm.evaluate(t.eval.batches) : result.lastEval;
+
+  nlohmann::json summary{{"model", spec->name},
+                         {"steps", result.steps},
+                         {"train_loss", result.lastLoss},
+                         {"seconds", result.seconds},
+                         {"tokens_per_s", result.unitsPerSecond}};
+  summary.update(final);
+  std::ofstream(config.runDir + "/summary.json") << summary.dump(2) << "\n";
+  fmt::print("summary: {} steps in {:.1f} s ({:.0f} tokens/s), train loss {:.4f}",
+             result.steps, result.seconds, result.unitsPerSecond, result.lastLoss);
+  for (auto &[k, v] : final.items())
+    fmt::print(", {} {:.4f}", k, v.get<double>());
+  fmt::print("\n");
+  return result.interrupted ? 130 : 0;
+}

@@ -1,0 +1,164 @@
+//===- LmRegime.cpp - Language modelling: data, batches, evaluation -*- C++ -*-===//
+
+#include "runtime/train/LmRegime.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+using namespace lap;
+using namespace lap::train;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The documents of `path`: every regular file of a directory (sorted, no
+/// fortune index files), split at lines holding only `%`.
+std::vector<std::string> readDocuments(const std::string &path) {
+  std::vector<fs::path> files;
+  if (fs::is_directory(path)) {
+    for (const auto &entry : fs::directory_iterator(path))
+      if (entry.is_regular_file() && !entry.is_symlink() &&
+          entry.path().extension() != ".dat")
+        files.push_back(entry.path());
+    std::sort(files.begin(), files.end());
+  } else if (fs::is_regular_file(path)) {
+    files.push_back(path);
+  }
+  if (files.empty())
+    throw std::runtime_error(path + ": no text files (train.data.train)");
+  std::vector<std::string> docs;
+  for (const fs::path &file : files) {
+    std::ifstream in(file, std::ios::binary);
+    std::string line, doc;
+    while (std::getline(in, line)) {
+      if (line == "%") {
+        if (!doc.empty())
+          docs.push_back(std::move(doc));
+        doc.clear();
+      } else {
+        doc += line + "\n";
+      }
+    }
+    if (!doc.empty())
+      docs.push_back(std::move(doc));
+  }
+  return docs;
+}
+
+} // namespace
+
+LmRegime::LmRegime(const dsl::Spec &spec, const LoadedModel &model, const float *params,
+                   const std::string &runDir, int64_t batch, int64_t seq, std::FILE *log)
+    : spec(spec), model(model), params(params), batch(batch), seq(seq),
+      workspace(size_t(model.workspaceBytes())),
+      logits(size_t(batch * seq * spec.model.vocab) * 4) {
+  const dsl::DataSpec &data = spec.train.data;
+  uint32_t vocab = uint32_t(spec.model.vocab);
+  std::vector<std::string> trainPaths, valPaths;
+  double valFraction = 0;
+  if (data.format == dsl::DataFormat::Text) {
+    std::string dir = runDir + "/data";
+    fs::create_directories(dir);
+    std::string tokenizerPath = dir + "/tokenizer.tiktoken";
+    std::string trainBin = dir + "/train.bin", valBin = dir + "/val.bin";
+    bool prepared = fs::exists(tokenizerPath) && fs::exists(trainBin) && fs::exists(valBin);
+    if (data.tokenizer != "train" && !data.tokenizer.empty())
+      tokenizer_ = data::Tokenizer::loadTiktoken(data.tokenizer);
+    else if (prepared)
+      tokenizer_ = data::Tokenizer::loadTiktoken(tokenizerPath);
+    if (!prepared) {
+      std::vector<std::string> docs = readDocuments(data.train);
+      if (!tokenizer_) {
+        auto start = std::chrono::steady_clock::now();
+        std::vector<std::string_view> views(docs.begin(), docs.end());
+        tokenizer_ = data::Tokenizer::train(views, vocab);
+        fmt::print(log, "tokenizer: byte-level BPE of {} tokens trained on {} documents in {:.1f} s\n",
+                   vocab, docs.size(),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      }
+      if (tokenizer_->vocabSize() > vocab)
+        throw std::runtime_error(fmt::format("{}: the tokenizer has {} tokens, the model {}",
+                                             data.tokenizer, tokenizer_->vocabSize(), vocab));
+      std::vector<uint32_t> tokens;
+      for (const std::string &doc : docs) {
+        tokens.push_back(tokenizer_->bosId());
+        std::vector<uint32_t> ids = tokenizer_->encode(doc);
+        tokens.insert(tokens.end(), ids.begin(), ids.end());
+      }
+      auto [trainTokens, valTokens] = splitTokens(tokens, data.valFraction);
+      writeShard(trainBin, trainTokens, vocab);
+      writeShard(valBin, valTokens, vocab);
+      tokenizer_->save(tokenizerPath);
+      fmt::print(log, "data: {} documents, {} tokens: {} train, {} validation ({})\n",
+                 docs.size(), tokens.size(), trainTokens.size(), valTokens.size(), dir);
+    }
+    trainPaths = {trainBin};
+    valPaths = {valBin};
+  } else if (data.format == dsl::DataFormat::Shards) {
+    trainPaths = {data.train};
+    if (!data.val.empty())
+      valPaths = {data.val};
+    else
+      valFraction = data.valFraction;
+    if (!data.tokenizer.empty() && data.tokenizer != "train")
+      tokenizer_ = data::Tokenizer::loadTiktoken(data.tokenizer);
+  } else {
+    throw std::runtime_error("the lm regime reads text or token shards");
+  }
+  LmLoaderOptions options{batch, seq, uint64_t(spec.train.seed), valFraction, vocab};
+  train = std::make_unique<LmLoader>(trainPaths, options);
+  options.valFraction = 1;
+  val = valPaths.empty() ? nullptr : std::make_unique<LmLoader>(valPaths, options);
+}
+
+Regime LmRegime::regime() {
+  Regime r;
+  r.next = [this](lap_batch &out) {
+    train->next(current);
+    pointers = {current.inputs.data(), current.targets.data()};
+    out = {batch, seq, 2, pointers.data()};
+    return batch * seq;
+  };
+  r.position = [this] { return train->position(); };
+  r.seek = [this](uint64_t position) { train->seek(position); };
+  r.evaluate = [this] { return evaluate(spec.train.eval.batches); };
+  return r;
+}
+
+nlohmann::json LmRegime::evaluate(int64_t batches) {
+  const LmLoader &source = val ? *val : *train;
+  // A small split holds fewer batches than asked for: use them all.
+  uint64_t available = source.valWindows() / uint64_t(batch);
+  auto it = source.validation(batches > 0 ? std::min<uint64_t>(uint64_t(batches), available)
+                                          : 0);
+  double nats = 0, bytes = 0, tokens = 0;
+  LmBatch b;
+  while (it.next(b)) {
+    std::vector<const void *> ptrs = {b.inputs.data(), b.targets.data()};
+    lap_batch view{b.batch, b.seq, 2, ptrs.data()};
+    float loss = 0;
+    if (model.forward(params, &view, workspace.data, &loss, logits.as<float>()) != LAP_OK)
+      throw std::runtime_error(model.path() + ": " + model.lastError());
+    nats += double(loss) * double(b.batch * b.seq);
+    tokens += double(b.batch * b.seq);
+    // Bits per byte count the bytes the targets stand for (specials: none),
+    // so models with different tokenizers compare.
+    if (tokenizer_)
+      for (int32_t t : b.targets)
+        if (uint32_t(t) < tokenizer_->numRanks())
+          bytes += double(tokenizer_->tokenBytes(uint32_t(t)).size());
+  }
+  if (tokens == 0)
+    throw std::runtime_error("the validation split holds no full batch");
+  nlohmann::json out{{"val_loss", nats / tokens}};
+  if (bytes > 0)
+    out["val_bpb"] = nats / std::log(2.0) / bytes;
+  return out;
+}

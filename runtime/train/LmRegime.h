@@ -1,0 +1,54 @@
+//===- LmRegime.h - Language modelling: data, batches, evaluation -*- C++ -*-===//
+//
+// Text or token shards in, shuffled windows out. Text (a file or a directory
+// of files, e.g. Debian's fortunes; `%` lines separate documents) gets a
+// byte-level BPE tokenizer trained on it (`tokenizer: train`) or loaded from
+// a tiktoken file, each document starting with <|bos|>; the tokens are split
+// into train and validation shards in the run directory, reused on resume.
+// Evaluation reports validation loss and bits per byte.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_RUNTIME_TRAIN_LMREGIME_H
+#define LAP_RUNTIME_TRAIN_LMREGIME_H
+
+#include "dsl/Spec.h"
+#include "runtime/data/TokenShards.h"
+#include "runtime/data/Tokenizer.h"
+#include "runtime/train/Trainer.h"
+
+#include <memory>
+#include <optional>
+
+namespace lap::train {
+
+class LmRegime {
+public:
+  /// Prepares data for `spec`'s train section under `runDir` (tokenizer,
+  /// shards) with micro-batches of `batch` x `seq`.
+  LmRegime(const dsl::Spec &spec, const LoadedModel &model, const float *params,
+           const std::string &runDir, int64_t batch, int64_t seq, std::FILE *log);
+
+  /// The callbacks the trainer drives.
+  Regime regime();
+
+  const std::optional<data::Tokenizer> &tokenizer() const { return tokenizer_; }
+  /// Validation loss (nats per token) and bits per byte over `batches`
+  /// batches (0: the whole split).
+  nlohmann::json evaluate(int64_t batches);
+
+private:
+  const dsl::Spec &spec;
+  const LoadedModel &model;
+  const float *params;
+  int64_t batch, seq;
+  std::optional<data::Tokenizer> tokenizer_;
+  std::unique_ptr<LmLoader> train, val;
+  LmBatch current;
+  std::vector<const void *> pointers;
+  AlignedBuffer workspace, logits;
+};
+
+} // namespace lap::train
+
+#endif // LAP_RUNTIME_TRAIN_LMREGIME_H

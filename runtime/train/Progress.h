@@ -1,0 +1,57 @@
+//===- Progress.h - What a training run shows and records -------*- C++ -*-===//
+//
+// On a terminal, one progress line rewritten in place (step, loss, learning
+// rate, tokens/s, ETA); otherwise plain lines at the log cadence, so logs
+// stay readable. Every logged step and evaluation also goes to a JSONL file
+// (one JSON object per line) for plotting and comparison.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_RUNTIME_TRAIN_PROGRESS_H
+#define LAP_RUNTIME_TRAIN_PROGRESS_H
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace lap::train {
+
+class Progress {
+public:
+  /// `total` steps; `metricsPath` empty for no JSONL file; `stream` is where
+  /// lines go (a terminal gets an in-place line).
+  Progress(int64_t total, int64_t startStep, const std::string &metricsPath,
+           std::FILE *stream = stdout);
+  ~Progress();
+
+  /// A finished step's tokens (or samples), for the throughput.
+  void advance(int64_t units);
+  /// Shows and records a step: its mean loss, learning rate, gradient norm.
+  void step(int64_t step, double loss, double lr, double gradNorm);
+  /// An evaluation's values (e.g. {"val_loss": 3.2, "val_bpb": 1.4}).
+  void eval(int64_t step, const nlohmann::json &values);
+  /// A plain message line (checkpoint written, ...), not disturbing the bar.
+  void note(const std::string &text);
+
+  double unitsPerSecond() const;
+
+private:
+  void record(nlohmann::json entry);
+  std::string eta(int64_t step) const;
+
+  int64_t total, start;
+  std::FILE *out;
+  bool terminal;
+  bool lineOpen = false;
+  std::ofstream metrics;
+  std::chrono::steady_clock::time_point began;
+  int64_t unitsDone = 0, stepsDone = 0;
+};
+
+} // namespace lap::train
+
+#endif // LAP_RUNTIME_TRAIN_PROGRESS_H

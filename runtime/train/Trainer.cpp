@@ -1,0 +1,144 @@
+//===- Trainer.cpp - The training loop over a compiled model ----*- C++ -*-===//
+
+#include "runtime/train/Trainer.h"
+
+#include "runtime/train/Checkpoint.h"
+#include "runtime/train/Progress.h"
+
+#include <fmt/format.h>
+
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+using namespace lap;
+using namespace lap::train;
+
+namespace {
+
+volatile std::sig_atomic_t interruptRequested = 0;
+extern "C" void onInterrupt(int) { interruptRequested = 1; }
+
+std::vector<TensorInfo> tensorsOf(const LoadedModel &model) {
+  std::vector<TensorInfo> tensors;
+  for (const ParameterInfo &p : model.parameters())
+    tensors.push_back({p.name, p.shape, p.offset, p.elements});
+  return tensors;
+}
+
+void save(const std::string &dir, int64_t step, const LoadedModel &model,
+          const AlignedBuffer &params, Optimizer &optimizer, uint64_t seed,
+          uint64_t position, int keep, Progress &progress) {
+  CheckpointData data;
+  data.state.step = step;
+  data.state.seed = seed;
+  data.state.dataPosition = position;
+  data.state.specName = model.manifest()["name"];
+  const float *p = static_cast<const float *>(params.data);
+  for (const ParameterInfo &t : model.parameters())
+    data.parameters.push_back(TensorRef(t.name, t.shape, p + t.offset));
+  auto state = optimizer.state();
+  for (auto &[name, values] : state)
+    data.optimizer.push_back(
+        TensorRef(name, {int64_t(values->size())}, values->data()));
+  std::string path = saveCheckpoint(dir, data);
+  pruneCheckpoints(dir, keep);
+  progress.note("checkpoint " + path);
+}
+
+} // namespace
+
+TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
+                              const TrainerConfig &config, Regime &regime) {
+  std::vector<TensorInfo> tensors = tensorsOf(model);
+  Optimizer optimizer(tensors, config.optimizer);
+  std::string checkpoints = config.runDir + "/checkpoints";
+  float *p = params.as<float>();
+
+  int64_t start = 0;
+  if (config.resume) {
+    if (auto latest = latestCheckpoint(checkpoints)) {
+      std::vector<TensorSpec> expected;
+      for (const ParameterInfo &t : model.parameters())
+        expected.push_back({t.name, t.shape});
+      LoadedCheckpoint ckpt = loadCheckpoint(*latest, expected);
+      for (const ParameterInfo &t : model.parameters())
+        std::memcpy(p + t.offset, ckpt.model.tensors.at(t.name).f32.data(),
+                    size_t(t.elements) * 4);
+      for (auto &[name, values] : optimizer.state()) {
+        auto it = ckpt.optimizer.tensors.find(name);
+        if (it == ckpt.optimizer.tensors.end() || it->second.f32.size() != values->size())
+          throw std::runtime_error(*latest + "/optimizer.safetensors: no state '" + name +
+                                   "' of " + std::to_string(values->size()) + " values");
+        *values = it->second.f32;
+      }
+      start = ckpt.state.step;
+      optimizer.setStepCount(start);
+      regime.seek(ckpt.state.dataPosition);
+    }
+  }
+
+  AlignedBuffer grads(size_t(model.parameterElements()) * 4);
+  AlignedBuffer accumulated(size_t(model.parameterElements()) * 4);
+  AlignedBuffer workspace(size_t(model.workspaceBytes()));
+  Progress progress(config.steps, start, config.runDir + "/metrics.jsonl");
+
+  interruptRequested = 0;
+  auto previous = std::signal(SIGINT, onInterrupt);
+  TrainResult result;
+  auto began = std::chrono::steady_clock::now();
+  int64_t step = start;
+  for (; step < config.steps; ++step) {
+    float *acc = accumulated.as<float>();
+    std::memset(acc, 0, accumulated.bytes);
+    double loss = 0;
+    int64_t units = 0;
+    for (int64_t micro = 0; micro < config.accumulation; ++micro) {
+      lap_batch batch{};
+      units += regime.next(batch);
+      float microLoss = 0;
+      uint64_t dropoutSeed = config.seed * 1000003 + uint64_t(step * config.accumulation + micro);
+      if (model.trainStep(p, grads.as<float>(), &batch, dropoutSeed, workspace.data,
+                          &microLoss) != LAP_OK)
+        throw std::runtime_error(model.path() + ": " + model.lastError());
+      const float *g = grads.as<float>();
+      float scale = 1.0f / float(config.accumulation);
+      for (int64_t i = 0; i < model.parameterElements(); ++i)
+        acc[i] += g[i] * scale;
+      loss += microLoss / double(config.accumulation);
+    }
+    if (!std::isfinite(loss))
+      throw std::runtime_error(fmt::format("step {}: the loss is {}", step + 1, loss));
+    if (auto bad = firstNonFinite(acc, tensors))
+      throw std::runtime_error(fmt::format(
+          "step {}: the gradient of '{}' is not finite", step + 1, *bad));
+    double norm = clipGradients(acc, tensors, config.gradClip); // 0: measure only
+    double multiplier = learningRateMultiplier(step, config.steps, config.schedule);
+    optimizer.step(p, acc, multiplier);
+    result.lastLoss = loss;
+    progress.advance(units);
+    if ((step + 1) % config.logEvery == 0 || step + 1 == config.steps || step == start)
+      progress.step(step + 1, loss, config.optimizer.lr * multiplier, norm);
+    bool last = step + 1 == config.steps;
+    if (config.evalEvery > 0 && ((step + 1) % config.evalEvery == 0 || last)) {
+      result.lastEval = regime.evaluate();
+      progress.eval(step + 1, result.lastEval);
+    }
+    bool checkpoint = config.checkpointEvery > 0 && (step + 1) % config.checkpointEvery == 0;
+    if (checkpoint || last || interruptRequested)
+      save(checkpoints, step + 1, model, params, optimizer, config.seed, regime.position(),
+           int(config.keep), progress);
+    if (interruptRequested) {
+      progress.note(fmt::format("interrupted at step {}: checkpoint written, exiting", step + 1));
+      result.interrupted = true;
+      ++step;
+      break;
+    }
+  }
+  std::signal(SIGINT, previous);
+  result.steps = step;
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  result.unitsPerSecond = progress.unitsPerSecond();
+  return result;
+}
