@@ -2,57 +2,20 @@
 
 #include "runtime/train/LmRegime.h"
 
+#include "runtime/data/TextCorpus.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 using namespace lap;
 using namespace lap::train;
 namespace fs = std::filesystem;
 
-namespace {
-
-/// The documents of `path`: every regular file of a directory (sorted, no
-/// fortune index files), split at lines holding only `%`.
-std::vector<std::string> readDocuments(const std::string &path) {
-  std::vector<fs::path> files;
-  if (fs::is_directory(path)) {
-    for (const auto &entry : fs::directory_iterator(path))
-      if (entry.is_regular_file() && !entry.is_symlink() &&
-          entry.path().extension() != ".dat")
-        files.push_back(entry.path());
-    std::sort(files.begin(), files.end());
-  } else if (fs::is_regular_file(path)) {
-    files.push_back(path);
-  }
-  if (files.empty())
-    throw std::runtime_error(path + ": no text files (train.data.train)");
-  std::vector<std::string> docs;
-  for (const fs::path &file : files) {
-    std::ifstream in(file, std::ios::binary);
-    std::string line, doc;
-    while (std::getline(in, line)) {
-      if (line == "%") {
-        if (!doc.empty())
-          docs.push_back(std::move(doc));
-        doc.clear();
-      } else {
-        doc += line + "\n";
-      }
-    }
-    if (!doc.empty())
-      docs.push_back(std::move(doc));
-  }
-  return docs;
-}
-
-} // namespace
 
 LmRegime::LmRegime(const dsl::Spec &spec, const LoadedModel &model, const float *params,
                    const std::string &runDir, int64_t batch, int64_t seq, std::FILE *log)
@@ -74,7 +37,7 @@ LmRegime::LmRegime(const dsl::Spec &spec, const LoadedModel &model, const float 
     else if (prepared)
       tokenizer_ = data::Tokenizer::loadTiktoken(tokenizerPath);
     if (!prepared) {
-      std::vector<std::string> docs = readDocuments(data.train);
+      std::vector<std::string> docs = data::readDocuments(data.train);
       if (!tokenizer_) {
         auto start = std::chrono::steady_clock::now();
         std::vector<std::string_view> views(docs.begin(), docs.end());
@@ -83,21 +46,12 @@ LmRegime::LmRegime(const dsl::Spec &spec, const LoadedModel &model, const float 
                    vocab, docs.size(),
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       }
-      if (tokenizer_->vocabSize() > vocab)
-        throw std::runtime_error(fmt::format("{}: the tokenizer has {} tokens, the model {}",
-                                             data.tokenizer, tokenizer_->vocabSize(), vocab));
-      std::vector<uint32_t> tokens;
-      for (const std::string &doc : docs) {
-        tokens.push_back(tokenizer_->bosId());
-        std::vector<uint32_t> ids = tokenizer_->encode(doc);
-        tokens.insert(tokens.end(), ids.begin(), ids.end());
-      }
-      auto [trainTokens, valTokens] = splitTokens(tokens, data.valFraction);
-      writeShard(trainBin, trainTokens, vocab);
-      writeShard(valBin, valTokens, vocab);
+      data::TextShards shards = data::writeTextShards(docs, *tokenizer_, data.valFraction,
+                                                      vocab, trainBin, valBin);
       tokenizer_->save(tokenizerPath);
       fmt::print(log, "data: {} documents, {} tokens: {} train, {} validation ({})\n",
-                 docs.size(), tokens.size(), trainTokens.size(), valTokens.size(), dir);
+                 shards.documents, shards.trainTokens + shards.valTokens,
+                 shards.trainTokens, shards.valTokens, dir);
     }
     trainPaths = {trainBin};
     valPaths = {valBin};

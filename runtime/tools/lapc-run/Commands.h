@@ -28,6 +28,16 @@ struct TrainOptions {
 /// `lapc-run train MODEL`: the training loop with the spec's train settings.
 int trainModel(const TrainOptions &options);
 
+struct TokenizeOptions {
+  std::string text, out;
+  uint32_t vocab = 0;       ///< train a tokenizer of this many tokens
+  std::string tiktoken;     ///< or load one
+  std::string gpt2Encoder, gpt2Merges;
+  double valFraction = 0.05;
+};
+/// `lapc-run tokenize`: text to a tokenizer and token shards.
+int tokenize(const TokenizeOptions &options);
+
 } // namespace lap::cli
 
 #endif // LAP_RUNTIME_TOOLS_LAPCRUN_COMMANDS_H

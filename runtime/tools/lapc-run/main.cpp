@@ -45,8 +45,28 @@ int main(int argc, char **argv) {
   trainCmd->add_flag("--resume", train.resume,
                      "Continue from the newest checkpoint in the run directory");
 
+  lap::cli::TokenizeOptions tokenize;
+  CLI::App *tokenizeCmd = app.add_subcommand(
+      "tokenize", "Train or load a tokenizer and write token shards of a text");
+  tokenizeCmd->add_option("text", tokenize.text, "A text file or a directory of them")
+      ->required();
+  tokenizeCmd->add_option("--out", tokenize.out, "Directory for the shards and tokenizer")
+      ->required();
+  tokenizeCmd->add_option("--vocab", tokenize.vocab,
+                          "Train a byte-level BPE of this many tokens (with <|bos|>)");
+  tokenizeCmd->add_option("--tiktoken", tokenize.tiktoken, "Use a tiktoken ranks file");
+  auto *gpt2 = tokenizeCmd->add_option("--gpt2", tokenize.gpt2Encoder,
+                                       "Use GPT-2's encoder.json (with --gpt2-merges)");
+  tokenizeCmd->add_option("--gpt2-merges", tokenize.gpt2Merges, "GPT-2's vocab.bpe")
+      ->needs(gpt2);
+  tokenizeCmd->add_option("--val-fraction", tokenize.valFraction,
+                          "Tail of the tokens kept for validation");
+
   try {
     app.parse(argc, argv);
+    if (*tokenizeCmd && tokenize.vocab == 0 && tokenize.tiktoken.empty() &&
+        tokenize.gpt2Encoder.empty())
+      throw CLI::ValidationError("tokenize", "give --vocab, --tiktoken or --gpt2");
   } catch (const CLI::ParseError &e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
@@ -55,6 +75,8 @@ int main(int argc, char **argv) {
       return lap::cli::info(infoModel);
     if (*trainCmd)
       return lap::cli::trainModel(train);
+    if (*tokenizeCmd)
+      return lap::cli::tokenize(tokenize);
     return lap::cli::check(check);
   } catch (const std::exception &e) {
     std::cerr << "lapc-run: error: " << e.what() << "\n";

@@ -1,0 +1,39 @@
+//===- TextCorpus.h - Text files to token shards ----------------*- C++ -*-===//
+//
+// Text for language modelling: a file or a directory of files (e.g.
+// Debian's fortunes), split into documents at lines holding only `%`. Each
+// document is encoded after a <|bos|> token and the stream is split into
+// train and validation shards.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_RUNTIME_DATA_TEXTCORPUS_H
+#define LAP_RUNTIME_DATA_TEXTCORPUS_H
+
+#include "runtime/data/Tokenizer.h"
+
+#include <string>
+#include <vector>
+
+namespace lap::data {
+
+/// The documents of `path`: a file, or every regular file of a directory in
+/// name order (fortune index files `.dat` and symlinks skipped).
+std::vector<std::string> readDocuments(const std::string &path);
+
+/// What writeTextShards wrote.
+struct TextShards {
+  int64_t documents = 0, trainTokens = 0, valTokens = 0;
+};
+
+/// Encodes `documents` (each after <|bos|>), keeps the last `valFraction` of
+/// the tokens for validation, and writes `trainPath` and `valPath` for a
+/// model of `vocab` tokens.
+TextShards writeTextShards(const std::vector<std::string> &documents,
+                           const Tokenizer &tokenizer, double valFraction,
+                           uint32_t vocab, const std::string &trainPath,
+                           const std::string &valPath);
+
+} // namespace lap::data
+
+#endif // LAP_RUNTIME_DATA_TEXTCORPUS_H
