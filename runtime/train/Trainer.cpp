@@ -108,11 +108,15 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
         acc[i] += g[i] * scale;
       loss += microLoss / double(config.accumulation);
     }
-    if (!std::isfinite(loss))
-      throw std::runtime_error(fmt::format("step {}: the loss is {}", step + 1, loss));
-    if (auto bad = firstNonFinite(acc, tensors))
-      throw std::runtime_error(fmt::format(
-          "step {}: the gradient of '{}' is not finite", step + 1, *bad));
+    std::optional<std::string> bad = firstNonFinite(acc, tensors);
+    if (!std::isfinite(loss) || bad) {
+      std::string what = std::isfinite(loss) ? "" : std::isnan(loss) ? "the loss is NaN"
+                                                                     : "the loss is infinite";
+      if (bad)
+        what += (what.empty() ? "" : "; ") + std::string("the first non-finite gradient is '") +
+                *bad + "'";
+      throw std::runtime_error(fmt::format("step {}: {} (training stopped)", step + 1, what));
+    }
     double norm = clipGradients(acc, tensors, config.gradClip); // 0: measure only
     double multiplier = learningRateMultiplier(step, config.steps, config.schedule);
     optimizer.step(p, acc, multiplier);

@@ -96,7 +96,11 @@ int lap::cli::trainModel(const TrainOptions &options) {
   config.resume = options.resume;
   config.optimizer = optimizerConfig(*spec);
   config.schedule = scheduleConfig(*spec);
-  std::filesystem::create_directories(config.runDir);
+  std::error_code error;
+  std::filesystem::create_directories(config.runDir, error);
+  if (error)
+    throw std::runtime_error(config.runDir + ": cannot create the run directory: " +
+                             error.message());
 
   AlignedBuffer params(size_t(model.parameterElements()) * 4);
   if (model.initParams(params.as<float>(), config.seed) != LAP_OK)
