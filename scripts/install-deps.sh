@@ -13,7 +13,7 @@ packages=(
   libclang-rt-19-dev
   # libraries
   libyaml-cpp-dev libfmt-dev googletest libgtest-dev
-  libdnnl-dev nlohmann-json3-dev libcli11-dev libpcre2-dev
+  libdnnl-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libpng-dev
 )
 
 missing=()
