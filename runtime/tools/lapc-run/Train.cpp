@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dsl/SpecParser.h"
+#include "runtime/analysis/Plot.h"
 #include "runtime/model/LoadedModel.h"
 #include "runtime/tools/lapc-run/Commands.h"
 #include "runtime/train/LmRegime.h"
@@ -58,6 +59,36 @@ train::ScheduleConfig scheduleConfig(const dsl::Spec &spec) {
                                             : train::DecayKind::None;
   c.decayFraction = s.decayFraction;
   return c;
+}
+
+/// The loss curve of a run from its metrics.jsonl: training loss, and
+/// validation loss where evaluated.
+void plotLossCurve(const std::string &runDir, const std::string &name) {
+  analysis::Series train{"train loss", {}, {}}, val{"validation loss", {}, {}};
+  std::ifstream in(runDir + "/metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    auto entry = nlohmann::json::parse(line, nullptr, false);
+    if (entry.is_discarded() || !entry.contains("step"))
+      continue;
+    double step = entry["step"];
+    if (entry.contains("loss")) {
+      train.x.push_back(step);
+      train.y.push_back(entry["loss"]);
+    }
+    if (entry.contains("val_loss")) {
+      val.x.push_back(step);
+      val.y.push_back(entry["val_loss"]);
+    }
+  }
+  std::vector<analysis::Series> series{train};
+  if (!val.x.empty())
+    series.push_back(val);
+  analysis::PlotOptions options;
+  options.title = name + ": loss";
+  options.xLabel = "step";
+  options.yLabel = "loss (nats per token)";
+  analysis::writeLinePlot(runDir + "/loss.png", series, options);
 }
 
 } // namespace
@@ -121,10 +152,11 @@ int lap::cli::trainModel(const TrainOptions &options) {
                          {"tokens_per_s", result.unitsPerSecond}};
   summary.update(final);
   std::ofstream(config.runDir + "/summary.json") << summary.dump(2) << "\n";
+  plotLossCurve(config.runDir, spec->name);
   fmt::print("summary: {} steps in {:.1f} s ({:.0f} tokens/s), train loss {:.4f}",
              result.steps, result.seconds, result.unitsPerSecond, result.lastLoss);
   for (auto &[k, v] : final.items())
     fmt::print(", {} {:.4f}", k, v.get<double>());
-  fmt::print("\n");
+  fmt::print("\nwrote {0}/summary.json, {0}/metrics.jsonl, {0}/loss.png\n", config.runDir);
   return result.interrupted ? 130 : 0;
 }
