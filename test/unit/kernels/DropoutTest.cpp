@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cpu/Kernels.h"
+#include "test/unit/kernels/KernelTestSupport.h"
 
 #include <gtest/gtest.h>
 
@@ -17,13 +18,7 @@
 
 namespace {
 
-std::vector<float> randomVector(std::mt19937 &rng, size_t n) {
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(rng);
-  return v;
-}
+using namespace lap::test;
 
 TEST(Keep, MatchesHandComputedHash) {
   // seed 1, key 2, index 3: mix(mix(1 ^ 2 * 0xD1B54A32D192ED03) + 3) =

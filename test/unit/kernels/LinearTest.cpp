@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cpu/Kernels.h"
+#include "test/unit/kernels/KernelTestSupport.h"
 
 #include <gtest/gtest.h>
 
@@ -16,24 +17,10 @@
 
 namespace {
 
-std::vector<float> randomVector(std::mt19937 &rng, size_t n) {
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(rng);
-  return v;
-}
+using namespace lap::test;
 
 /// Outputs start as NaN, so a kernel that accumulates instead of
 /// overwriting (or skips an element) fails.
-std::vector<float> nanVector(size_t n) {
-  return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN());
-}
-
-std::vector<double> toDouble(const std::vector<float> &v) {
-  return std::vector<double>(v.begin(), v.end());
-}
-
 struct Shape {
   int64_t n, in, out;
 };

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cpu/Kernels.h"
+#include "test/unit/kernels/KernelTestSupport.h"
 
 #include <gtest/gtest.h>
 
@@ -19,22 +20,9 @@
 
 namespace {
 
+using namespace lap::test;
+
 using Vec = std::vector<double>;
-
-std::vector<float> randomVector(std::mt19937 &rng, size_t n, float lo,
-                                float hi) {
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(rng);
-  return v;
-}
-
-std::vector<float> nanVector(size_t n) {
-  return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN());
-}
-
-Vec toDouble(const std::vector<float> &v) { return Vec(v.begin(), v.end()); }
 
 /// dL/dp[i] by central differences of a double loss.
 double centralDifference(Vec &p, size_t i,

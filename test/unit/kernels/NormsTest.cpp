@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cpu/Kernels.h"
+#include "test/unit/kernels/KernelTestSupport.h"
 
 #include <gtest/gtest.h>
 
@@ -23,22 +24,9 @@ extern "C" void omp_set_num_threads(int);
 
 namespace {
 
+using namespace lap::test;
+
 using Vec = std::vector<double>;
-
-std::vector<float> randomVector(std::mt19937 &rng, size_t n, float lo = -1.0f,
-                                float hi = 1.0f) {
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(rng);
-  return v;
-}
-
-std::vector<float> nanVector(size_t n) {
-  return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN());
-}
-
-Vec toDouble(const std::vector<float> &v) { return Vec(v.begin(), v.end()); }
 
 double weightedSum(const Vec &y, const std::vector<float> &g) {
   double l = 0.0;

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cpu/Kernels.h"
+#include "test/unit/kernels/KernelTestSupport.h"
 
 #include <gtest/gtest.h>
 
@@ -16,17 +17,7 @@
 
 namespace {
 
-std::vector<float> randomVector(std::mt19937 &rng, size_t n) {
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(rng);
-  return v;
-}
-
-std::vector<float> nanVector(size_t n) {
-  return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN());
-}
+using namespace lap::test;
 
 struct Shape {
   int64_t B, T, H, D;
