@@ -1,16 +1,21 @@
 //===- StepBench.cpp - Time a compiled model's training step ----*- C++ -*-===//
 //
 // lap-step-bench MODEL.so [--batch N] [--seq N] [--warmup N] [--iters N]
+//                [--optimizer adamw|muon]
 //
-// Times lap_model_train_step (forward + backward, no optimizer) on random
-// data and prints one JSON object: ms per step (median, min, max), samples
+// Times lap_model_train_step (forward + backward) on random data, or with
+// --optimizer a full training step (forward, backward, gradient clipping and
+// the optimizer's update, the settings of the spec in the manifest with the
+// given optimizer type), and prints one JSON object: ms per step (median, min, max), samples
 // and tokens per second, GFLOP/s by the spec's FLOP count and the fraction
 // of this machine's peak, and the peak RSS next to what the memory plan
 // predicts (parameters + gradients + workspace + batch).
 //
 //===----------------------------------------------------------------------===//
 
+#include "dsl/SpecParser.h"
 #include "runtime/model/LoadedModel.h"
+#include "runtime/train/SpecConfig.h"
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +35,34 @@ namespace {
 /// FP32 peak of the machine the benchmarks run on (2 Zen 5 cores, AVX-512:
 /// 2 FMA pipes x 16 lanes x 2 FLOP x 4.23 GHz x 2 cores).
 constexpr double kPeakGflops = 540;
+
+std::string option(int argc, char **argv, const std::string &name) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (argv[i] == name)
+      return argv[i + 1];
+  return "";
+}
+
+/// The optimizer of the model's spec, as `type` ("adamw" or "muon").
+std::unique_ptr<lap::train::Optimizer> makeOptimizer(const LoadedModel &model,
+                                                     const std::string &type,
+                                                     double &gradClip) {
+  lap::dsl::Diagnostics diags;
+  auto spec = lap::dsl::parseSpec(model.manifest()["spec"].get<std::string>(),
+                                  model.path(), diags);
+  if (!spec)
+    throw std::runtime_error(model.path() + ": the manifest's spec does not parse");
+  lap::train::OptimizerConfig config = lap::train::optimizerConfig(*spec);
+  if (type != "adamw" && type != "muon")
+    throw std::runtime_error("--optimizer is adamw or muon, not '" + type + "'");
+  config.kind = type == "muon" ? lap::train::OptimizerKind::Muon
+                               : lap::train::OptimizerKind::AdamW;
+  gradClip = spec->train.gradClip;
+  std::vector<lap::train::TensorInfo> tensors;
+  for (const ParameterInfo &p : model.parameters())
+    tensors.push_back({p.name, p.shape, p.offset, p.elements});
+  return std::make_unique<lap::train::Optimizer>(tensors, config);
+}
 
 int64_t flag(int argc, char **argv, const std::string &name, int64_t fallback) {
   for (int i = 1; i + 1 < argc; ++i)
@@ -89,6 +122,11 @@ int main(int argc, char **argv) {
     }
     lap_batch view{batch, seq, int32_t(tensors.size()), tensors.data()};
 
+    std::string optimizerType = option(argc, argv, "--optimizer");
+    double gradClip = 0;
+    auto optimizer = optimizerType.empty() ? nullptr
+                                           : makeOptimizer(model, optimizerType, gradClip);
+
     std::vector<double> ms;
     float loss = 0;
     for (int64_t i = 0; i < warmup + iters; ++i) {
@@ -96,6 +134,10 @@ int main(int argc, char **argv) {
       if (model.trainStep(params.as<float>(), grads.as<float>(), &view, uint64_t(i),
                           workspace.data, &loss) != LAP_OK)
         throw std::runtime_error(model.lastError());
+      if (optimizer) {
+        lap::train::clipGradients(grads.as<float>(), optimizer->tensors(), gradClip);
+        optimizer->step(params.as<float>(), grads.as<float>());
+      }
       double t = std::chrono::duration<double, std::milli>(
                      std::chrono::steady_clock::now() - start).count();
       if (i >= warmup)
@@ -118,6 +160,7 @@ int main(int argc, char **argv) {
 
     nlohmann::json out{
         {"framework", "lap"},
+        {"optimizer", optimizerType.empty() ? "none" : optimizerType},
         {"model", m["name"]},
         {"threads", std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "default"},
         {"batch", batch},

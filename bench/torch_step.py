@@ -3,12 +3,16 @@
 
 Builds in PyTorch the model that a resolved lap spec describes (the output of
 `lapc SPEC --emit=spec`), op for op as compiler/Frontend/SpecToLap.cpp builds
-it, so both sides do the same work, and times one training step's forward and
-backward (no optimizer step) on random data. Prints one JSON object:
+it, so both sides do the same work, and times one training step on random
+data: by default its forward and backward only (--optimizer none); with
+--optimizer adamw or muon the full step of lap's training loop (zero grads,
+forward, backward, gradient clipping when train.grad_clip > 0, optimizer step),
+the optimizer built as runtime/train/Optimizer.h builds it from the spec's
+train.optimizer. Prints one JSON object:
 
     {"framework": "pytorch", "torch": ..., "threads": ..., "blas": ...,
      "allocator": ..., "model": ..., "batch": ..., "seq": ..., "parameters": ...,
-     "ms_per_step": {"median": ..., "min": ..., "max": ...},
+     "optimizer": ..., "ms_per_step": {"median": ..., "min": ..., "max": ...},
      "peak_rss_bytes": ...}
 
 Usage (Debian's PyTorch 1.13 lives in /usr/bin/python3):
@@ -16,7 +20,7 @@ Usage (Debian's PyTorch 1.13 lives in /usr/bin/python3):
     build/bin/lapc bench/specs/gpt-bench.yaml --emit=spec > /tmp/gpt-bench.yaml
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_WAIT_POLICY=PASSIVE \\
         /usr/bin/python3 bench/torch_step.py --spec /tmp/gpt-bench.yaml \\
-        --batch 8 --seq 256 --threads 2 --warmup 3 --iters 20
+        --batch 8 --seq 256 --threads 2 --warmup 3 --iters 20 [--optimizer adamw]
 
 --batch defaults to train.micro_batch_size and --seq to train.seq_len; an
 image model's sequence is fixed by its image size. The script sets the
@@ -127,9 +131,10 @@ HEAD_KINDS = {"attn": (1.0, 0.0), "laplacian": (-1.0, 1.0)}  # (alpha, beta)
 
 
 def check_spec(spec):
-    """Refuses any setting the model below does not build. Optimizer, schedule,
-    data, evaluation and checkpoint settings do not change a forward and
-    backward pass, so only the loss-related train keys are read."""
+    """Refuses any setting the model below does not build. Schedule, data,
+    evaluation and checkpoint settings do not change a step's work, so only
+    the loss-related train keys are read here (and train.optimizer and
+    train.grad_clip by make_optimizer when --optimizer times the full step)."""
     if not isinstance(spec.get("derived"), dict) or "parameters" not in spec["derived"]:
         refuse("not a resolved spec (no derived.parameters); pass `lapc SPEC --emit=spec` output")
     for key in spec:
@@ -432,6 +437,125 @@ def init_parameters(model, m):
             # Biases (0), norm weights (1) and LayerScale were set at creation.
 
 
+# --- Optimizer (runtime/train/Optimizer.h) -----------------------------------
+
+def orthogonalize(g, steps):
+    """Muon's Newton-Schulz orthogonalisation (Keller Jordan's
+    zeropower_via_newtonschulz5), fp32 as lap's: X = G / (||G||_F + 1e-7),
+    transposed when rows > cols, then `steps` quintic iterations
+    X <- aX + (bA + cA^2)X with A = XX^T."""
+    a, b, c = 3.4445, -4.7750, 2.0315
+    x = g.float()
+    x = x / (x.norm() + 1e-7)
+    tall = x.shape[0] > x.shape[1]
+    if tall:
+        x = x.t()
+    for _ in range(steps):
+        gram = x @ x.t()
+        poly = torch.addmm(gram, gram, gram, beta=b, alpha=c)  # bA + cA^2
+        x = torch.addmm(x, poly, x, beta=a)                    # aX + poly X
+    return x.t() if tall else x
+
+
+class Muon(torch.optim.Optimizer):
+    """nanochat's Muon as lap's muonStep: momentum buffer lerp, Nesterov,
+    Newton-Schulz, decoupled weight decay, lr * max(1, rows/cols)^1/2."""
+
+    def __init__(self, params, lr, momentum=0.95, nesterov=True, ns_steps=5, weight_decay=0.0):
+        super().__init__(params, dict(lr=lr, momentum=momentum, nesterov=nesterov,
+                                      ns_steps=ns_steps, weight_decay=weight_decay))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            lr, mom, wd = group["lr"], group["momentum"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g = p.grad
+                state = self.state[p]
+                if "momentum_buffer" not in state:
+                    state["momentum_buffer"] = torch.zeros_like(p)
+                buf = state["momentum_buffer"]
+                buf.lerp_(g, 1 - mom)
+                u = g.lerp(buf, mom) if group["nesterov"] else buf
+                o = orthogonalize(u, group["ns_steps"])
+                rows, cols = p.shape
+                if wd != 0:
+                    p.mul_(1 - lr * wd)
+                p.add_(o, alpha=-lr * max(1.0, rows / cols) ** 0.5)
+
+
+def matches_parameter_group(name, group):
+    """Whether `name` is in the no_decay group `group` (matchesParameterGroup)."""
+    parts = name.split(".")
+    if group == "bias":
+        return parts[-1] == "bias"
+    if group == "norm":
+        return parts[-1] == "weight_g" or any("norm" in part for part in parts)
+    if group == "layer_scale":
+        return parts[-1] in ("ls1", "ls2")
+    if group == "embedding":
+        return name.startswith(("wte.", "patch_embed."))
+    if group == "positions":
+        return name.startswith("wpe.") or parts[0] == "pos_embed"
+    if group == "tokens":
+        return parts[0] in ("cls_token", "registers") or name == "pool.query"
+    if group == "head":
+        return name.startswith(("lm_head.", "head.", "dino_head."))
+    return group in name
+
+
+def make_optimizer(kind, model, spec):
+    """The optimizers of lap's assignGroups: under adamw one AdamW over every
+    parameter; under muon Muon for the blocks' 2-D weights and AdamW for the
+    embedding (embedding_lr), lm_head (unembedding_lr) and the rest
+    (scalar_lr), the AdamW lrs x (width/768)^-1/2 with scale_lr_by_width.
+    Weight decay everywhere but the no_decay groups. Returns a list."""
+    o = (spec.get("train") or {}).get("optimizer") or {}
+    if o.get("type", "adamw") != kind:
+        print(f"torch_step: the spec's optimizer is {o.get('type', 'adamw')}; timing {kind} "
+              f"with its settings and {kind}'s defaults", file=sys.stderr)
+    lr, wd, no_decay = o.get("lr", 1e-3), o.get("weight_decay", 0.0), o.get("no_decay") or []
+    betas, eps = tuple(o.get("betas", (0.9, 0.999))), o.get("eps", 1e-8)
+    # Group order as assignGroups: the groups, then their no_decay parts.
+    if kind == "muon":
+        scale = (spec["model"]["width"] / 768) ** -0.5 if o.get("scale_lr_by_width", True) else 1.0
+        names = ["matrix", "embedding", "unembedding", "scalar"]
+        lrs = {"matrix": lr, "embedding": o.get("embedding_lr", 0.2) * scale,
+               "unembedding": o.get("unembedding_lr", 0.004) * scale,
+               "scalar": o.get("scalar_lr", 0.5) * scale}
+    else:
+        names, lrs = ["decay"], {"decay": lr}
+    members = {(n, e): [] for e in (False, True) for n in names}
+    for name, p in model.named_parameters():
+        group = "decay"
+        if kind == "muon":
+            if name.startswith("blocks.") and name.endswith(".weight") and p.dim() == 2:
+                group = "matrix"
+            elif name == "wte.weight":
+                group = "embedding"
+            elif name == "lm_head.weight":
+                group = "unembedding"
+            else:
+                group = "scalar"
+        exempt = any(matches_parameter_group(name, d) for d in no_decay)
+        members[(group, exempt)].append(p)
+    groups = [(n, {"params": ps, "lr": lrs[n], "weight_decay": 0.0 if e else wd})
+              for (n, e), ps in members.items() if ps]
+    adamw = [g for n, g in groups if n != "matrix"]
+    muon = [g for n, g in groups if n == "matrix"]
+    optimizers = []
+    if adamw:
+        # torch 1.13's defaults: the single-tensor loop (foreach=None -> False).
+        optimizers.append(torch.optim.AdamW(adamw, lr=lr, betas=betas, eps=eps, weight_decay=wd))
+    if muon:
+        optimizers.append(Muon(muon, lr=lr, momentum=o.get("momentum", 0.95),
+                               nesterov=o.get("nesterov", True),
+                               ns_steps=o.get("ns_steps", 5), weight_decay=wd))
+    return optimizers
+
+
 # --- Benchmark ----------------------------------------------------------------
 
 def make_batch(m, train, batch, seq):
@@ -461,6 +585,9 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--optimizer", choices=("none", "adamw", "muon"), default="none",
+                        help="none: time forward and backward only; adamw or muon: the full "
+                             "step (zero grads, forward, backward, clipping, optimizer step)")
     args = parser.parse_args()
 
     with open(args.spec) as f:
@@ -494,13 +621,25 @@ def main():
               f"{spec['derived']['parameters']}", file=sys.stderr)
         sys.exit(1)
 
+    optimizers = [] if args.optimizer == "none" else make_optimizer(args.optimizer, model, spec)
+    grad_clip = train.get("grad_clip", 0.0) if optimizers else 0.0
+
     inputs, targets = make_batch(m, train, batch, seq)
     times = []
     for i in range(args.warmup + args.iters):
-        model.zero_grad(set_to_none=True)
+        if not optimizers:
+            model.zero_grad(set_to_none=True)
         start = time.perf_counter()
+        if optimizers:  # lap's training loop: the whole step is timed
+            for opt in optimizers:
+                opt.zero_grad(set_to_none=True)
         loss = model(inputs, targets)
         loss.backward()
+        if optimizers:
+            if grad_clip > 0:
+                nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+            for opt in optimizers:
+                opt.step()
         elapsed = time.perf_counter() - start
         if not math.isfinite(loss.item()):
             sys.exit(f"torch_step: loss is {loss.item()}")
@@ -517,6 +656,7 @@ def main():
         "batch": batch,
         "seq": seq,
         "parameters": parameters,
+        "optimizer": args.optimizer,
         "ms_per_step": {"median": round(statistics.median(times), 3),
                         "min": round(min(times), 3), "max": round(max(times), 3)},
         # ru_maxrss is in KiB on Linux.

@@ -12,6 +12,7 @@
 #include "runtime/model/LoadedModel.h"
 #include "runtime/tools/lapc-run/Commands.h"
 #include "runtime/train/LmRegime.h"
+#include "runtime/train/SpecConfig.h"
 #include "runtime/train/Trainer.h"
 
 #include <fmt/format.h>
@@ -23,43 +24,6 @@
 using namespace lap;
 
 namespace {
-
-train::OptimizerConfig optimizerConfig(const dsl::Spec &spec) {
-  const dsl::OptimizerSpec &o = spec.train.optimizer;
-  train::OptimizerConfig c;
-  c.kind = o.type == dsl::OptimizerType::Muon ? train::OptimizerKind::Muon
-                                              : train::OptimizerKind::AdamW;
-  c.lr = o.lr;
-  c.beta1 = o.beta1;
-  c.beta2 = o.beta2;
-  c.eps = o.eps;
-  c.weightDecay = o.weightDecay;
-  c.noDecay = o.noDecay;
-  c.momentum = o.momentum;
-  c.nesterov = o.nesterov;
-  c.nsSteps = o.nsSteps;
-  c.embeddingLr = o.embeddingLr;
-  c.unembeddingLr = o.unembeddingLr;
-  c.scalarLr = o.scalarLr;
-  c.scaleLrByWidth = o.scaleLrByWidth;
-  c.width = spec.model.width;
-  return c;
-}
-
-train::ScheduleConfig scheduleConfig(const dsl::Spec &spec) {
-  const dsl::ScheduleSpec &s = spec.train.schedule;
-  train::ScheduleConfig c;
-  c.warmupSteps = s.warmupSteps;
-  // The spec gives learning rates; the schedule works in multipliers.
-  double peak = spec.train.optimizer.lr;
-  c.warmupLr = peak > 0 ? s.warmupLr / peak : 0;
-  c.minLr = peak > 0 ? s.minLr / peak : 0;
-  c.decay = s.decay == dsl::Decay::Cosine   ? train::DecayKind::Cosine
-            : s.decay == dsl::Decay::Linear ? train::DecayKind::Linear
-                                            : train::DecayKind::None;
-  c.decayFraction = s.decayFraction;
-  return c;
-}
 
 /// The loss curve of a run from its metrics.jsonl: training loss, and
 /// validation loss where evaluated.
@@ -125,8 +89,8 @@ int lap::cli::trainModel(const TrainOptions &options) {
   config.keep = t.checkpoint.keep;
   config.runDir = options.runDir.empty() ? t.checkpoint.dir : options.runDir;
   config.resume = options.resume;
-  config.optimizer = optimizerConfig(*spec);
-  config.schedule = scheduleConfig(*spec);
+  config.optimizer = train::optimizerConfig(*spec);
+  config.schedule = train::scheduleConfig(*spec);
   std::error_code error;
   std::filesystem::create_directories(config.runDir, error);
   if (error)
