@@ -9,10 +9,14 @@
 # print one JSON document with both, the speed-up and the cost of the
 # Laplacian heads over the all-attn model.
 #
-# usage: bench/run.sh [ITERS]      (needs a build: scripts/build.sh)
+# With OPTIMIZER (adamw or muon) both sides time a full training step
+# instead: forward, backward, clipping and the optimizer's update.
+#
+# usage: bench/run.sh [ITERS] [OPTIMIZER]      (needs a build: scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 iters=${1:-20}
+optimizer=${2:+--optimizer $2}
 
 # PyTorch from Debian (the peer users would pick here), at its best: with
 # OpenBLAS (without it Debian's torch falls back to the reference BLAS) and
@@ -37,11 +41,12 @@ for model in gpt-bench gpt-bench-attn vit-bench vit-bench-attn; do
   # Interleave the two frameworks so that machine noise hits both.
   for round in 1 2 3; do
     OMP_NUM_THREADS=2 build/bin/lap-step-bench "$out/$model.so" \
-      --batch "${batch[$family]}" ${seq[$family]} --iters "$iters" > "$out/$model.lap.$round.json"
+      --batch "${batch[$family]}" ${seq[$family]} --iters "$iters" $optimizer \
+      > "$out/$model.lap.$round.json"
     # PASSIVE: libgomp threads must not spin against torch's own threads.
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_WAIT_POLICY=PASSIVE \
       /usr/bin/python3 bench/torch_step.py --spec "$out/$model.yaml" \
-      --batch "${batch[$family]}" ${seq[$family]} --threads 2 --iters "$iters" \
+      --batch "${batch[$family]}" ${seq[$family]} --threads 2 --iters "$iters" $optimizer \
       > "$out/$model.torch.$round.json"
   done
 done
