@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace lap::cli {
 
@@ -37,6 +38,14 @@ struct TokenizeOptions {
 };
 /// `lapc-run tokenize`: text to a tokenizer and token shards.
 int tokenize(const TokenizeOptions &options);
+
+struct EvalOptions {
+  std::string model, runDir, checkpoint;
+  int64_t batches = 0; ///< validation batches; 0: the whole split
+  std::vector<std::string> multipleChoice;
+};
+/// `lapc-run eval MODEL`: validation loss, bits per byte, multiple choice.
+int evaluate(const EvalOptions &options);
 
 } // namespace lap::cli
 

@@ -45,6 +45,19 @@ int main(int argc, char **argv) {
   trainCmd->add_flag("--resume", train.resume,
                      "Continue from the newest checkpoint in the run directory");
 
+  lap::cli::EvalOptions eval;
+  CLI::App *evalCmd = app.add_subcommand(
+      "eval", "Evaluate a trained language model: validation loss, bits per byte, "
+              "multiple-choice accuracy");
+  evalCmd->add_option("model", eval.model, "model.so built by lapc")->required();
+  evalCmd->add_option("--run-dir", eval.runDir, "The training run (data, checkpoints)")
+      ->required();
+  evalCmd->add_option("--checkpoint", eval.checkpoint,
+                      "A checkpoint directory (default: the run's newest)");
+  evalCmd->add_option("--batches", eval.batches, "Validation batches (default: all)");
+  evalCmd->add_option("--mc", eval.multipleChoice,
+                      "ARC- or MMLU-style JSONL files of multiple-choice questions");
+
   lap::cli::TokenizeOptions tokenize;
   CLI::App *tokenizeCmd = app.add_subcommand(
       "tokenize", "Train or load a tokenizer and write token shards of a text");
@@ -77,6 +90,8 @@ int main(int argc, char **argv) {
       return lap::cli::trainModel(train);
     if (*tokenizeCmd)
       return lap::cli::tokenize(tokenize);
+    if (*evalCmd)
+      return lap::cli::evaluate(eval);
     return lap::cli::check(check);
   } catch (const std::exception &e) {
     std::cerr << "lapc-run: error: " << e.what() << "\n";

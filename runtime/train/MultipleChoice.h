@@ -1,0 +1,46 @@
+//===- MultipleChoice.h - Multiple-choice log-likelihood evals --*- C++ -*-===//
+//
+// ARC- and MMLU-style questions scored as nanochat and the lm-eval harness
+// do for base models: each choice is appended to the question and the
+// choice with the highest total log-likelihood of its own tokens wins.
+// JSONL, one question per line, in either layout:
+//   ARC:  {"question": "...", "choices": {"text": [...], "label": ["A", ...]},
+//          "answerKey": "A"}
+//   MMLU: {"question": "...", "choices": ["...", ...], "answer": 0}
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_RUNTIME_TRAIN_MULTIPLECHOICE_H
+#define LAP_RUNTIME_TRAIN_MULTIPLECHOICE_H
+
+#include "runtime/data/Tokenizer.h"
+#include "runtime/model/LoadedModel.h"
+
+#include <string>
+#include <vector>
+
+namespace lap::train {
+
+struct Question {
+  std::string question;
+  std::vector<std::string> choices;
+  size_t answer = 0;
+};
+
+/// Reads a JSONL file of questions; errors name the file and line.
+std::vector<Question> readQuestions(const std::string &path);
+
+struct MultipleChoiceResult {
+  size_t questions = 0, correct = 0;
+  std::vector<size_t> picked; ///< the chosen choice per question
+  double accuracy() const { return questions ? double(correct) / double(questions) : 0; }
+};
+
+/// Scores every question with `model` (parameters `params`).
+MultipleChoiceResult evaluateMultipleChoice(const LoadedModel &model, const float *params,
+                                            const data::Tokenizer &tokenizer,
+                                            const std::vector<Question> &questions);
+
+} // namespace lap::train
+
+#endif // LAP_RUNTIME_TRAIN_MULTIPLECHOICE_H
