@@ -10,7 +10,6 @@
 
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <limits>
 #include <random>
 #include <vector>
@@ -18,31 +17,6 @@
 namespace {
 
 using namespace lap::test;
-
-/// dL/dp[i] by central differences of a double-precision loss of p.
-std::vector<double> finiteDifferences(
-    std::vector<double> p,
-    const std::function<double(const std::vector<double> &)> &loss) {
-  const double h = 1e-6;
-  std::vector<double> grad(p.size());
-  for (size_t i = 0; i < p.size(); ++i) {
-    double saved = p[i];
-    p[i] = saved + h;
-    double plus = loss(p);
-    p[i] = saved - h;
-    double minus = loss(p);
-    p[i] = saved;
-    grad[i] = (plus - minus) / (2 * h);
-  }
-  return grad;
-}
-
-void expectNear(const std::vector<float> &got, const std::vector<double> &want,
-                double tol) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
-}
 
 /// y[i] = table[idx[i]], zero rows for indices outside [0, vocab).
 std::vector<double> referenceEmbedding(const std::vector<double> &table,
@@ -69,13 +43,6 @@ std::vector<double> referencePositions(const std::vector<double> &x,
   return y;
 }
 
-double weightedSum(const std::vector<double> &y, const std::vector<float> &g) {
-  double l = 0.0;
-  for (size_t i = 0; i < y.size(); ++i)
-    l += y[i] * g[i];
-  return l;
-}
-
 TEST(Embedding, ForwardMatchesReference) {
   std::mt19937 rng(1);
   int64_t vocab = 7, c = 5;
@@ -98,10 +65,10 @@ TEST(Embedding, BackwardMatchesFiniteDifferences) {
   auto dtable = nanVector(table.size());
   lap_cpu_embedding_backward(dtable.data(), g.data(), idx.data(), idx.size(),
                              vocab, c);
-  auto want = finiteDifferences(
-      {table.begin(), table.end()}, [&](const std::vector<double> &t) {
-        return weightedSum(referenceEmbedding(t, idx, vocab, c), g);
-      });
+  auto tableD = toDouble(table);
+  auto want = centralDifferences(tableD, [&](const std::vector<double> &t) {
+    return weightedSum(referenceEmbedding(t, idx, vocab, c), g);
+  });
   // L is linear in the table: differences exact to ~1e-10; fp32 sums of
   // three terms of size <= 1 are within 1e-6.
   expectNear(dtable, want, 1e-5);
@@ -153,10 +120,10 @@ TEST(AddPositions, BackwardMatchesFiniteDifferences) {
   auto dtable = nanVector(table.size());
   lap_cpu_add_positions_backward(dtable.data(), g.data(), B, T, c, offset, P);
   std::vector<double> xd(x.begin(), x.end());
-  auto want = finiteDifferences(
-      {table.begin(), table.end()}, [&](const std::vector<double> &t) {
-        return weightedSum(referencePositions(xd, t, B, T, c, offset), g);
-      });
+  auto tableD = toDouble(table);
+  auto want = centralDifferences(tableD, [&](const std::vector<double> &t) {
+    return weightedSum(referencePositions(xd, t, B, T, c, offset), g);
+  });
   // Linear in the table; fp32 sums of three terms.
   expectNear(dtable, want, 1e-5);
   for (int64_t j = 0; j < c; ++j)

@@ -1,14 +1,18 @@
 //===- KernelTestSupport.h - Inputs for the kernel tests --------*- C++ -*-===//
 //
 // Seeded random inputs, NaN-filled outputs (so a kernel that skips or
-// accumulates into an element fails), and float-to-double copies for the
-// double-precision references.
+// accumulates into an element fails), float-to-double copies for the
+// double-precision references, and the central differences every backward
+// test compares with.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef LAP_TEST_UNIT_KERNELS_KERNELTESTSUPPORT_H
 #define LAP_TEST_UNIT_KERNELS_KERNELTESTSUPPORT_H
 
+#include <gtest/gtest.h>
+
+#include <functional>
 #include <limits>
 #include <random>
 #include <vector>
@@ -30,6 +34,47 @@ inline std::vector<float> nanVector(size_t n) {
 
 inline std::vector<double> toDouble(const std::vector<float> &v) {
   return std::vector<double>(v.begin(), v.end());
+}
+
+/// sum_i y_i g_i: a scalar loss whose gradient with respect to y is g.
+template <typename T>
+double weightedSum(const std::vector<double> &y, const std::vector<T> &g) {
+  double l = 0.0;
+  for (size_t i = 0; i < y.size(); ++i)
+    l += y[i] * double(g[i]);
+  return l;
+}
+
+/// dL/dp[i] by central differences of a double-precision loss; p[i] is
+/// restored, and the loss may read p through its argument or a capture.
+inline double centralDifference(std::vector<double> &p, size_t i,
+                                const std::function<double(const std::vector<double> &)> &loss,
+                                double h) {
+  double saved = p[i];
+  p[i] = saved + h;
+  double plus = loss(p);
+  p[i] = saved - h;
+  double minus = loss(p);
+  p[i] = saved;
+  return (plus - minus) / (2 * h);
+}
+
+/// dL/dp by central differences, every entry.
+inline std::vector<double>
+centralDifferences(std::vector<double> &p,
+                   const std::function<double(const std::vector<double> &)> &loss,
+                   double h = 1e-6) {
+  std::vector<double> grad(p.size());
+  for (size_t i = 0; i < p.size(); ++i)
+    grad[i] = centralDifference(p, i, loss, h);
+  return grad;
+}
+
+inline void expectNear(const std::vector<float> &got, const std::vector<double> &want,
+                       double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
 }
 
 } // namespace lap::test

@@ -40,38 +40,16 @@ std::vector<double> referenceForward(const std::vector<double> &x,
   return y;
 }
 
-double weightedSum(const std::vector<double> &y, const std::vector<double> &g) {
-  double l = 0.0;
-  for (size_t i = 0; i < y.size(); ++i)
-    l += y[i] * g[i];
-  return l;
-}
-
-/// dL/dv[i] by central differences, L = sum(referenceForward * G).
+/// dL/dv by central differences, L = sum(referenceForward * G), where v is
+/// one of x, w, b.
 std::vector<double> finiteDifferences(std::vector<double> &v,
                                       const std::vector<double> &x,
                                       const std::vector<double> &w,
                                       const std::vector<double> &b,
                                       const std::vector<double> &g, Shape s) {
-  const double h = 1e-6;
-  std::vector<double> grad(v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    double saved = v[i];
-    v[i] = saved + h;
-    double plus = weightedSum(referenceForward(x, w, b, s), g);
-    v[i] = saved - h;
-    double minus = weightedSum(referenceForward(x, w, b, s), g);
-    v[i] = saved;
-    grad[i] = (plus - minus) / (2 * h);
-  }
-  return grad;
-}
-
-void expectNear(const std::vector<float> &got, const std::vector<double> &want,
-                double tol) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
+  return centralDifferences(v, [&](const std::vector<double> &) {
+    return weightedSum(referenceForward(x, w, b, s), g);
+  });
 }
 
 TEST(Linear, ForwardMatchesReference) {

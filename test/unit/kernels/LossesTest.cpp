@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <random>
 #include <vector>
@@ -23,19 +22,6 @@ namespace {
 using namespace lap::test;
 
 using Vec = std::vector<double>;
-
-/// dL/dp[i] by central differences of a double loss.
-double centralDifference(Vec &p, size_t i,
-                         const std::function<double(const Vec &)> &loss,
-                         double h) {
-  double saved = p[i];
-  p[i] = saved + h;
-  double plus = loss(p);
-  p[i] = saved - h;
-  double minus = loss(p);
-  p[i] = saved;
-  return (plus - minus) / (2 * h);
-}
 
 /// log sum_k exp(z_k) of one row.
 double logSumExp(const Vec &z) {

@@ -28,34 +28,10 @@ using namespace lap::test;
 
 using Vec = std::vector<double>;
 
-double weightedSum(const Vec &y, const std::vector<float> &g) {
-  double l = 0.0;
-  for (size_t i = 0; i < y.size(); ++i)
-    l += y[i] * g[i];
-  return l;
-}
-
 /// dL/dp by central differences, L = sum(f(p) * g).
 Vec finiteDifferences(Vec p, const std::function<Vec(const Vec &)> &f,
                       const std::vector<float> &g) {
-  const double h = 1e-6;
-  Vec grad(p.size());
-  for (size_t i = 0; i < p.size(); ++i) {
-    double saved = p[i];
-    p[i] = saved + h;
-    double plus = weightedSum(f(p), g);
-    p[i] = saved - h;
-    double minus = weightedSum(f(p), g);
-    p[i] = saved;
-    grad[i] = (plus - minus) / (2 * h);
-  }
-  return grad;
-}
-
-void expectNear(const std::vector<float> &got, const Vec &want, double tol) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
+  return centralDifferences(p, [&](const Vec &q) { return weightedSum(f(q), g); });
 }
 
 //--- References

@@ -43,13 +43,6 @@ std::vector<double> reference(const std::vector<double> &x, Shape s,
   return y;
 }
 
-void expectNear(const std::vector<float> &got, const std::vector<double> &want,
-                double tol) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
-}
-
 TEST(Rope, ForwardMatchesReference) {
   std::mt19937 rng(1);
   for (float base : {10000.0f, 100.0f})
@@ -91,24 +84,9 @@ TEST(Rope, BackwardMatchesFiniteDifferences) {
   auto x = randomVector(rng, s.size()), g = randomVector(rng, s.size());
   auto dx = nanVector(x.size());
   lap_cpu_rope_backward(dx.data(), g.data(), s.B, s.T, s.H, s.D, float(base));
-  std::vector<double> xd(x.begin(), x.end()), want(x.size());
-  const double h = 1e-6;
-  auto loss = [&] {
-    auto y = reference(xd, s, base);
-    double l = 0.0;
-    for (size_t i = 0; i < y.size(); ++i)
-      l += y[i] * g[i];
-    return l;
-  };
-  for (size_t i = 0; i < xd.size(); ++i) {
-    double saved = xd[i];
-    xd[i] = saved + h;
-    double plus = loss();
-    xd[i] = saved - h;
-    double minus = loss();
-    xd[i] = saved;
-    want[i] = (plus - minus) / (2 * h);
-  }
+  std::vector<double> xd = toDouble(x);
+  auto want = centralDifferences(
+      xd, [&](const std::vector<double> &p) { return weightedSum(reference(p, s, base), g); });
   // L is linear in x: differences exact to ~1e-10.
   expectNear(dx, want, 1e-6);
 }

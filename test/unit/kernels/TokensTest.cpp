@@ -24,31 +24,7 @@ using Vec = std::vector<double>;
 /// dL/dp by central differences, L = sum(f(p) * g).
 Vec finiteDifferences(Vec p, const std::function<Vec(const Vec &)> &f,
                       const std::vector<float> &g) {
-  const double h = 1e-6;
-  auto loss = [&] {
-    Vec y = f(p);
-    double l = 0.0;
-    for (size_t i = 0; i < y.size(); ++i)
-      l += y[i] * g[i];
-    return l;
-  };
-  Vec grad(p.size());
-  for (size_t i = 0; i < p.size(); ++i) {
-    double saved = p[i];
-    p[i] = saved + h;
-    double plus = loss();
-    p[i] = saved - h;
-    double minus = loss();
-    p[i] = saved;
-    grad[i] = (plus - minus) / (2 * h);
-  }
-  return grad;
-}
-
-void expectNear(const std::vector<float> &got, const Vec &want, double tol) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
+  return centralDifferences(p, [&](const Vec &q) { return weightedSum(f(q), g); });
 }
 
 // All ops here are linear: the differences are exact to ~1e-10, and the
