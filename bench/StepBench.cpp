@@ -15,6 +15,7 @@
 
 #include "dsl/SpecParser.h"
 #include "runtime/model/LoadedModel.h"
+#include "runtime/model/RandomBatch.h"
 #include "runtime/train/SpecConfig.h"
 
 #include <nlohmann/json.hpp>
@@ -25,7 +26,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
-#include <random>
 #include <string>
 
 using namespace lap;
@@ -93,34 +93,8 @@ int main(int argc, char **argv) {
     if (model.initParams(params.as<float>(), 1) != LAP_OK)
       throw std::runtime_error(model.lastError());
 
-    // Random batch in manifest order.
-    std::mt19937_64 rng(1);
-    std::vector<std::unique_ptr<AlignedBuffer>> buffers;
-    std::vector<const void *> tensors;
-    int64_t batchBytes = 0;
-    for (auto &t : m["batch"]) {
-      auto shape = t["shape"].get<std::vector<int64_t>>();
-      int64_t n = 1;
-      for (size_t i = 0; i < shape.size(); ++i)
-        n *= shape[i] >= 0 ? shape[i] : i == 0 ? batch : seq;
-      buffers.push_back(std::make_unique<AlignedBuffer>(n * 4));
-      batchBytes += n * 4;
-      if (t["dtype"] == "int32") {
-        std::uniform_int_distribution<int32_t> id(0, int32_t(m["limits"]["vocab"]) - 1);
-        for (int64_t i = 0; i < n; ++i)
-          buffers.back()->as<int32_t>()[i] = id(rng);
-      } else if (t["name"] == "images") {
-        std::normal_distribution<float> pixel;
-        for (int64_t i = 0; i < n; ++i)
-          buffers.back()->as<float>()[i] = pixel(rng);
-      } else {
-        int64_t classes = shape.back();
-        for (int64_t r = 0; r < n / classes; ++r)
-          buffers.back()->as<float>()[r * classes + rng() % classes] = 1;
-      }
-      tensors.push_back(buffers.back()->data);
-    }
-    lap_batch view{batch, seq, int32_t(tensors.size()), tensors.data()};
+    RandomBatch data(m, batch, seq, 1);
+    int64_t batchBytes = data.bytes();
 
     std::string optimizerType = option(argc, argv, "--optimizer");
     double gradClip = 0;
@@ -131,7 +105,7 @@ int main(int argc, char **argv) {
     float loss = 0;
     for (int64_t i = 0; i < warmup + iters; ++i) {
       auto start = std::chrono::steady_clock::now();
-      if (model.trainStep(params.as<float>(), grads.as<float>(), &view, uint64_t(i),
+      if (model.trainStep(params.as<float>(), grads.as<float>(), &data.view, uint64_t(i),
                           workspace.data, &loss) != LAP_OK)
         throw std::runtime_error(model.lastError());
       if (optimizer) {

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/model/LoadedModel.h"
+#include "runtime/model/RandomBatch.h"
 #include "runtime/tools/lapc-run/Commands.h"
 
 #include <fmt/format.h>
@@ -15,49 +16,11 @@
 
 #include <chrono>
 #include <cmath>
-#include <random>
 #include <stdexcept>
 
 using namespace lap;
 
 namespace {
-
-/// Random batch tensors in manifest order.
-struct RandomBatch {
-  RandomBatch(const nlohmann::json &manifest, int64_t batch, int64_t seq,
-              uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    int64_t vocab = manifest["limits"]["vocab"];
-    for (auto &t : manifest["batch"]) {
-      auto shape = t["shape"].get<std::vector<int64_t>>();
-      int64_t n = 1;
-      for (size_t i = 0; i < shape.size(); ++i)
-        n *= shape[i] >= 0 ? shape[i] : i == 0 ? batch : seq;
-      buffers.push_back(std::make_unique<AlignedBuffer>(n * 4));
-      AlignedBuffer &b = *buffers.back();
-      std::string name = t["name"];
-      if (t["dtype"] == "int32") {
-        std::uniform_int_distribution<int32_t> token(0, int32_t(vocab - 1));
-        for (int64_t i = 0; i < n; ++i)
-          b.as<int32_t>()[i] = token(rng);
-      } else if (name == "images") {
-        std::normal_distribution<float> pixel;
-        for (int64_t i = 0; i < n; ++i)
-          b.as<float>()[i] = pixel(rng);
-      } else { // one-hot target distributions [B, classes]
-        int64_t classes = shape.back();
-        std::uniform_int_distribution<int64_t> label(0, classes - 1);
-        for (int64_t r = 0; r < n / classes; ++r)
-          b.as<float>()[r * classes + label(rng)] = 1;
-      }
-      pointers.push_back(b.data);
-    }
-    view = {batch, seq, int32_t(pointers.size()), pointers.data()};
-  }
-  std::vector<std::unique_ptr<AlignedBuffer>> buffers;
-  std::vector<const void *> pointers;
-  lap_batch view;
-};
 
 double seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
@@ -81,10 +44,8 @@ int lap::cli::check(const CheckOptions &options) {
   status(model.initParams(params.as<float>(), options.seed));
   RandomBatch data(m, batch, seq, options.seed);
 
-  int64_t logits = 1;
-  for (int64_t d : m["outputs"][1]["shape"].get<std::vector<int64_t>>())
-    logits *= d >= 0 ? d : logits == 1 && d == -1 ? batch : seq;
-  AlignedBuffer logitBuffer(logits * 4);
+  int64_t logits = elementsAt(m["outputs"][1]["shape"].get<std::vector<int64_t>>(), batch, seq);
+  AlignedBuffer logitBuffer(size_t(logits) * 4);
 
   float forwardLoss = 0, trainLoss = 0;
   auto start = std::chrono::steady_clock::now();
@@ -120,9 +81,8 @@ int lap::cli::check(const CheckOptions &options) {
   // workspace and the batch, and nothing else of that size.
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  double planned = double(params.bytes + grads.bytes + workspace.bytes + logitBuffer.bytes);
-  for (const auto &b : data.buffers)
-    planned += double(b->bytes);
+  double planned = double(params.bytes + grads.bytes + workspace.bytes + logitBuffer.bytes) +
+                   double(data.bytes());
   fmt::print("\nmemory      planned {:.1f} MiB (parameters, gradients, workspace, "
              "batch, logits); peak RSS {:.1f} MiB\n",
              planned / (1 << 20), double(usage.ru_maxrss) / 1024);
