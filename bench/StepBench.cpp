@@ -13,7 +13,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dsl/SpecParser.h"
 #include "runtime/model/LoadedModel.h"
 #include "runtime/model/RandomBatch.h"
 #include "runtime/train/SpecConfig.h"
@@ -47,21 +46,14 @@ std::string option(int argc, char **argv, const std::string &name) {
 std::unique_ptr<lap::train::Optimizer> makeOptimizer(const LoadedModel &model,
                                                      const std::string &type,
                                                      double &gradClip) {
-  lap::dsl::Diagnostics diags;
-  auto spec = lap::dsl::parseSpec(model.manifest()["spec"].get<std::string>(),
-                                  model.path(), diags);
-  if (!spec)
-    throw std::runtime_error(model.path() + ": the manifest's spec does not parse");
-  lap::train::OptimizerConfig config = lap::train::optimizerConfig(*spec);
+  lap::dsl::Spec spec = lap::train::specOf(model);
+  lap::train::OptimizerConfig config = lap::train::optimizerConfig(spec);
   if (type != "adamw" && type != "muon")
     throw std::runtime_error("--optimizer is adamw or muon, not '" + type + "'");
   config.kind = type == "muon" ? lap::train::OptimizerKind::Muon
                                : lap::train::OptimizerKind::AdamW;
-  gradClip = spec->train.gradClip;
-  std::vector<lap::train::TensorInfo> tensors;
-  for (const ParameterInfo &p : model.parameters())
-    tensors.push_back({p.name, p.shape, p.offset, p.elements});
-  return std::make_unique<lap::train::Optimizer>(tensors, config);
+  gradClip = spec.train.gradClip;
+  return std::make_unique<lap::train::Optimizer>(lap::train::tensorsOf(model), config);
 }
 
 int64_t flag(int argc, char **argv, const std::string &name, int64_t fallback) {

@@ -1,9 +1,37 @@
-//===- SpecConfig.cpp - Optimizer and schedule settings of a spec -*- C++ -*-===//
+//===- SpecConfig.cpp - Training settings of a compiled model's spec -*- C++ -*-===//
 
 #include "runtime/train/SpecConfig.h"
 
+#include "dsl/SpecParser.h"
+
+#include <stdexcept>
+
 using namespace lap;
 using namespace lap::train;
+
+dsl::Spec lap::train::specOf(const LoadedModel &model) {
+  dsl::Diagnostics diags;
+  std::optional<dsl::Spec> spec = dsl::parseSpec(
+      model.manifest()["spec"].get<std::string>(), model.path() + " (manifest)", diags);
+  if (!spec)
+    throw std::runtime_error(model.path() + ": the manifest's spec does not parse");
+  return std::move(*spec);
+}
+
+int64_t lap::train::microBatchSize(const dsl::Spec &spec) {
+  return spec.train.microBatchSize ? spec.train.microBatchSize : spec.train.batchSize;
+}
+
+int64_t lap::train::sequenceLength(const dsl::Spec &spec) {
+  return spec.train.seqLen ? spec.train.seqLen : spec.model.context;
+}
+
+std::vector<TensorInfo> lap::train::tensorsOf(const LoadedModel &model) {
+  std::vector<TensorInfo> tensors;
+  for (const ParameterInfo &p : model.parameters())
+    tensors.push_back({p.name, p.shape, p.offset, p.elements});
+  return tensors;
+}
 
 OptimizerConfig lap::train::optimizerConfig(const dsl::Spec &spec) {
   const dsl::OptimizerSpec &o = spec.train.optimizer;

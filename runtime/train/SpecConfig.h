@@ -1,6 +1,7 @@
-//===- SpecConfig.h - Optimizer and schedule settings of a spec -*- C++ -*-===//
+//===- SpecConfig.h - Training settings of a compiled model's spec -*- C++ -*-===//
 //
-// The spec's `train.optimizer` and `train.schedule` as the runtime's plain
+// A model library carries its resolved spec in the manifest; these read it
+// and turn `train.optimizer` and `train.schedule` into the runtime's plain
 // configurations (learning rates of the schedule become multipliers).
 //
 //===----------------------------------------------------------------------===//
@@ -9,10 +10,23 @@
 #define LAP_RUNTIME_TRAIN_SPECCONFIG_H
 
 #include "dsl/Spec.h"
+#include "runtime/model/LoadedModel.h"
 #include "runtime/train/Optimizer.h"
 #include "runtime/train/Schedule.h"
 
 namespace lap::train {
+
+/// The spec in `model`'s manifest; throws naming the library if it does not
+/// parse.
+dsl::Spec specOf(const LoadedModel &model);
+
+/// Sequences per forward pass (micro_batch_size, else batch_size) and
+/// tokens per sequence (seq_len, else context).
+int64_t microBatchSize(const dsl::Spec &spec);
+int64_t sequenceLength(const dsl::Spec &spec);
+
+/// The parameter table as the optimizer sees it.
+std::vector<TensorInfo> tensorsOf(const LoadedModel &model);
 
 OptimizerConfig optimizerConfig(const dsl::Spec &spec);
 ScheduleConfig scheduleConfig(const dsl::Spec &spec);

@@ -2,8 +2,8 @@
 
 #include "runtime/train/Trainer.h"
 
-#include "runtime/train/Checkpoint.h"
 #include "runtime/train/Progress.h"
+#include "runtime/train/SpecConfig.h"
 
 #include <fmt/format.h>
 
@@ -19,13 +19,6 @@ namespace {
 
 volatile std::sig_atomic_t interruptRequested = 0;
 extern "C" void onInterrupt(int) { interruptRequested = 1; }
-
-std::vector<TensorInfo> tensorsOf(const LoadedModel &model) {
-  std::vector<TensorInfo> tensors;
-  for (const ParameterInfo &p : model.parameters())
-    tensors.push_back({p.name, p.shape, p.offset, p.elements});
-  return tensors;
-}
 
 void save(const std::string &dir, int64_t step, const LoadedModel &model,
           const AlignedBuffer &params, Optimizer &optimizer, uint64_t seed,
@@ -49,6 +42,18 @@ void save(const std::string &dir, int64_t step, const LoadedModel &model,
 
 } // namespace
 
+LoadedCheckpoint lap::train::restoreParameters(const LoadedModel &model,
+                                               const std::string &dir, float *params) {
+  std::vector<TensorSpec> expected;
+  for (const ParameterInfo &t : model.parameters())
+    expected.push_back({t.name, t.shape});
+  LoadedCheckpoint checkpoint = loadCheckpoint(dir, expected);
+  for (const ParameterInfo &t : model.parameters())
+    std::memcpy(params + t.offset, checkpoint.model.tensors.at(t.name).f32.data(),
+                size_t(t.elements) * 4);
+  return checkpoint;
+}
+
 TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
                               const TrainerConfig &config, Regime &regime) {
   std::vector<TensorInfo> tensors = tensorsOf(model);
@@ -59,13 +64,7 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
   int64_t start = 0;
   if (config.resume) {
     if (auto latest = latestCheckpoint(checkpoints)) {
-      std::vector<TensorSpec> expected;
-      for (const ParameterInfo &t : model.parameters())
-        expected.push_back({t.name, t.shape});
-      LoadedCheckpoint ckpt = loadCheckpoint(*latest, expected);
-      for (const ParameterInfo &t : model.parameters())
-        std::memcpy(p + t.offset, ckpt.model.tensors.at(t.name).f32.data(),
-                    size_t(t.elements) * 4);
+      LoadedCheckpoint ckpt = restoreParameters(model, *latest, p);
       for (auto &[name, values] : optimizer.state()) {
         auto it = ckpt.optimizer.tensors.find(name);
         if (it == ckpt.optimizer.tensors.end() || it->second.f32.size() != values->size())

@@ -11,6 +11,7 @@
 #define LAP_RUNTIME_TRAIN_TRAINER_H
 
 #include "runtime/model/LoadedModel.h"
+#include "runtime/train/Checkpoint.h"
 #include "runtime/train/Optimizer.h"
 #include "runtime/train/Schedule.h"
 
@@ -51,6 +52,11 @@ struct TrainResult {
   nlohmann::json lastEval;
   bool interrupted = false;
 };
+
+/// Loads the checkpoint directory `dir`, refusing one of another model, and
+/// copies its parameters into `params`; returns it (state, optimizer).
+LoadedCheckpoint restoreParameters(const LoadedModel &model, const std::string &dir,
+                                   float *params);
 
 /// Trains `model` (parameters in `params`, initialised or to be restored
 /// from `config.runDir`'s latest checkpoint when resuming).

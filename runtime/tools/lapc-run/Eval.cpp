@@ -5,25 +5,22 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dsl/SpecParser.h"
 #include "runtime/tools/lapc-run/Commands.h"
-#include "runtime/train/Checkpoint.h"
 #include "runtime/train/LmRegime.h"
 #include "runtime/train/MultipleChoice.h"
+#include "runtime/train/SpecConfig.h"
+#include "runtime/train/Trainer.h"
 
 #include <fmt/format.h>
 
-#include <cstring>
 #include <stdexcept>
 
 using namespace lap;
 
 int lap::cli::evaluate(const EvalOptions &options) {
   LoadedModel model(options.model);
-  dsl::Diagnostics diags;
-  std::optional<dsl::Spec> spec = dsl::parseSpec(
-      model.manifest()["spec"].get<std::string>(), options.model + " (manifest)", diags);
-  if (!spec || spec->train.regime != dsl::Regime::LM)
+  dsl::Spec spec = train::specOf(model);
+  if (spec.train.regime != dsl::Regime::LM)
     throw std::runtime_error(options.model + ": lapc-run eval evaluates language models");
 
   std::string checkpoint = options.checkpoint;
@@ -33,21 +30,13 @@ int lap::cli::evaluate(const EvalOptions &options) {
       throw std::runtime_error(options.runDir + "/checkpoints: no checkpoint to evaluate");
     checkpoint = *latest;
   }
-  std::vector<TensorSpec> expected;
-  for (const ParameterInfo &p : model.parameters())
-    expected.push_back({p.name, p.shape});
-  LoadedCheckpoint loaded = loadCheckpoint(checkpoint, expected);
   AlignedBuffer params(size_t(model.parameterElements()) * 4);
-  for (const ParameterInfo &p : model.parameters())
-    std::memcpy(params.as<float>() + p.offset, loaded.model.tensors.at(p.name).f32.data(),
-                size_t(p.elements) * 4);
-  fmt::print("model {} at step {} ({})\n", spec->name, loaded.state.step, checkpoint);
+  LoadedCheckpoint loaded = train::restoreParameters(model, checkpoint, params.as<float>());
+  fmt::print("model {} at step {} ({})\n", spec.name, loaded.state.step, checkpoint);
 
-  int64_t micro = spec->train.microBatchSize ? spec->train.microBatchSize
-                                             : spec->train.batchSize;
-  int64_t seq = spec->train.seqLen ? spec->train.seqLen : spec->model.context;
-  train::LmRegime lm(*spec, model, params.as<float>(), options.runDir,
-                     std::min(micro, model.maxBatch()), std::min(seq, model.maxSeq()), stdout);
+  train::LmRegime lm(spec, model, params.as<float>(), options.runDir,
+                     std::min(train::microBatchSize(spec), model.maxBatch()),
+                     std::min(train::sequenceLength(spec), model.maxSeq()), stdout);
   nlohmann::json values = lm.evaluate(options.batches);
   for (auto &[k, v] : values.items())
     fmt::print("{:<10} {:.4f}\n", k, v.get<double>());

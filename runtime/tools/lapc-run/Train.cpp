@@ -7,7 +7,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dsl/SpecParser.h"
 #include "runtime/analysis/Plot.h"
 #include "runtime/model/LoadedModel.h"
 #include "runtime/tools/lapc-run/Commands.h"
@@ -59,18 +58,13 @@ void plotLossCurve(const std::string &runDir, const std::string &name) {
 
 int lap::cli::trainModel(const TrainOptions &options) {
   LoadedModel model(options.model);
-  dsl::Diagnostics diags;
-  std::optional<dsl::Spec> spec = dsl::parseSpec(
-      model.manifest()["spec"].get<std::string>(), options.model + " (manifest)", diags);
-  if (!spec)
-    throw std::runtime_error(options.model + ": the manifest's spec does not parse");
-  const dsl::TrainSpec &t = spec->train;
+  dsl::Spec spec = train::specOf(model);
+  const dsl::TrainSpec &t = spec.train;
   if (t.regime != dsl::Regime::LM)
     throw std::runtime_error(options.model + ": lapc-run train runs the lm regime; '" +
-                             spec->name + "' trains another");
+                             spec.name + "' trains another");
 
-  int64_t micro = t.microBatchSize ? t.microBatchSize : t.batchSize;
-  int64_t seq = t.seqLen ? t.seqLen : spec->model.context;
+  int64_t micro = train::microBatchSize(spec), seq = train::sequenceLength(spec);
   if (micro > model.maxBatch() || seq > model.maxSeq())
     throw std::runtime_error(fmt::format(
         "{}: compiled for batch <= {} and sequence <= {}; the spec trains {} x {} "
@@ -89,8 +83,8 @@ int lap::cli::trainModel(const TrainOptions &options) {
   config.keep = t.checkpoint.keep;
   config.runDir = options.runDir.empty() ? t.checkpoint.dir : options.runDir;
   config.resume = options.resume;
-  config.optimizer = train::optimizerConfig(*spec);
-  config.schedule = train::scheduleConfig(*spec);
+  config.optimizer = train::optimizerConfig(spec);
+  config.schedule = train::scheduleConfig(spec);
   std::error_code error;
   std::filesystem::create_directories(config.runDir, error);
   if (error)
@@ -100,23 +94,23 @@ int lap::cli::trainModel(const TrainOptions &options) {
   AlignedBuffer params(size_t(model.parameterElements()) * 4);
   if (model.initParams(params.as<float>(), config.seed) != LAP_OK)
     throw std::runtime_error(options.model + ": " + model.lastError());
-  train::LmRegime lm(*spec, model, params.as<float>(), config.runDir, micro, seq, stdout);
+  train::LmRegime lm(spec, model, params.as<float>(), config.runDir, micro, seq, stdout);
   train::Regime regime = lm.regime();
 
   fmt::print("training {} for {} steps: {} x {} tokens x {} micro-batches per step, "
              "run directory {}\n",
-             spec->name, config.steps, micro, seq, config.accumulation, config.runDir);
+             spec.name, config.steps, micro, seq, config.accumulation, config.runDir);
   train::TrainResult result = train::train(model, params, config, regime);
   nlohmann::json final = result.lastEval.empty() ? lm.evaluate(t.eval.batches) : result.lastEval;
 
-  nlohmann::json summary{{"model", spec->name},
+  nlohmann::json summary{{"model", spec.name},
                          {"steps", result.steps},
                          {"train_loss", result.lastLoss},
                          {"seconds", result.seconds},
                          {"tokens_per_s", result.unitsPerSecond}};
   summary.update(final);
   std::ofstream(config.runDir + "/summary.json") << summary.dump(2) << "\n";
-  plotLossCurve(config.runDir, spec->name);
+  plotLossCurve(config.runDir, spec.name);
   fmt::print("summary: {} steps in {:.1f} s ({:.0f} tokens/s), train loss {:.4f}",
              result.steps, result.seconds, result.unitsPerSecond, result.lastLoss);
   for (auto &[k, v] : final.items())
