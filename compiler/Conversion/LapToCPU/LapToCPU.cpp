@@ -154,14 +154,8 @@ private:
   /// "lap.linear blocks.0.attn" as a global string, for the profiler.
   Value profileLabel(Operation *op) {
     std::string text = op->getName().getStringRef().str();
-    if (auto name = dyn_cast<NameLoc>(op->getLoc()))
-      text += " " + name.getName().str();
-    else if (auto fused = dyn_cast<FusedLoc>(op->getLoc()))
-      for (Location l : fused.getLocations())
-        if (auto name = dyn_cast<NameLoc>(l)) {
-          text += " " + name.getName().str();
-          break;
-        }
+    if (std::string part = partName(op->getLoc()); !part.empty())
+      text += " " + part;
     std::string symbol = "lap_profile_" + std::to_string(labels++) + "_" +
                          source.getName().str();
     {

@@ -34,3 +34,13 @@ SmallVector<int64_t> lap::parameterOffsets(func::FuncOp func, int64_t &total) {
   }
   return offsets;
 }
+
+std::string lap::partName(Location loc) {
+  if (auto named = dyn_cast<NameLoc>(loc))
+    return named.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location l : fused.getLocations())
+      if (std::string name = partName(l); !name.empty())
+        return name;
+  return "";
+}

@@ -46,6 +46,10 @@ int64_t maxBytes(mlir::ShapedType type, int64_t maxBatch, int64_t maxSeq);
 llvm::SmallVector<int64_t> parameterOffsets(mlir::func::FuncOp func,
                                             int64_t &total);
 
+/// The model part an op belongs to ("blocks.0.attn"), from the name the
+/// front end puts on its location; empty when there is none.
+std::string partName(mlir::Location loc);
+
 /// Whether argument `i` of `func` is a parameter.
 bool isParameter(mlir::func::FuncOp func, unsigned i);
 

@@ -43,6 +43,29 @@ bool mayDropResult(Operation *op, unsigned i) {
          (isa<PrependTokensGradOp, LayerScaleGradOp>(op) && i == 0);
 }
 
+/// Op positions in a one-block function; live ranges are intervals of them.
+DenseMap<Operation *, int64_t> positions(Block &body) {
+  DenseMap<Operation *, int64_t> index;
+  for (Operation &op : body)
+    index[&op] = index.size();
+  return index;
+}
+
+/// The last position that reads `result` (its own when nothing does).
+int64_t lastUse(Value result, const DenseMap<Operation *, int64_t> &index) {
+  int64_t last = index.lookup(result.getDefiningOp());
+  for (Operation *user : result.getUsers())
+    last = std::max(last, index.lookup(user));
+  return last;
+}
+
+/// Bytes of `result` at the largest batch and sequence, with the logsumexp
+/// an attention result carries.
+int64_t resultBytes(Value result, int64_t maxBatch, int64_t maxSeq) {
+  return maxBytes(cast<ShapedType>(result.getType()), maxBatch, maxSeq) +
+         attentionScratchBytes(result.getDefiningOp(), maxBatch, maxSeq);
+}
+
 struct Interval {
   Value value;
   int64_t bytes, begin, end, offset = 0;
@@ -51,9 +74,7 @@ struct Interval {
 /// Plans one function; returns the workspace size.
 int64_t planFunction(func::FuncOp func, int64_t maxBatch, int64_t maxSeq) {
   Block &body = func.getBody().front();
-  DenseMap<Operation *, int64_t> index;
-  for (Operation &op : body)
-    index[&op] = index.size();
+  DenseMap<Operation *, int64_t> index = positions(body);
 
   // Results returned once go straight to the caller's output buffers.
   DenseMap<Value, int64_t> outputs, returnCounts;
@@ -72,12 +93,8 @@ int64_t planFunction(func::FuncOp func, int64_t maxBatch, int64_t maxSeq) {
           (result.use_empty() &&
            mayDropResult(&op, cast<OpResult>(result).getResultNumber())))
         continue;
-      int64_t end = index[&op];
-      for (Operation *user : result.getUsers())
-        end = std::max(end, index[user]);
-      int64_t bytes = maxBytes(type, maxBatch, maxSeq) +
-                      attentionScratchBytes(&op, maxBatch, maxSeq);
-      intervals.push_back({result, alignTo(bytes), index[&op], end});
+      intervals.push_back({result, alignTo(resultBytes(result, maxBatch, maxSeq)),
+                           index[&op], lastUse(result, index)});
     }
   }
 
@@ -161,17 +178,6 @@ struct PlanMemory : lap::impl::LapPlanMemoryBase<PlanMemory> {
   }
 };
 
-/// "blocks.0.attn" from a location built by the front end.
-std::string locationName(Location loc) {
-  if (auto named = dyn_cast<NameLoc>(loc))
-    return named.getName().str();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location l : fused.getLocations())
-      if (std::string name = locationName(l); !name.empty())
-        return name;
-  return "";
-}
-
 std::string shapeString(ShapedType type) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -207,18 +213,14 @@ void lap::printMemoryPlan(ModuleOp module, raw_ostream &os) {
        << ", sequence <= " << maxSeq << ")\n";
     os << llvm::formatv("{0,6} {1,12} {2,12} {3,9}  {4,-22} {5,-16} {6}\n", "op",
                         "offset", "bytes", "live", "operation", "shape", "where");
-    int64_t index = 0;
+    DenseMap<Operation *, int64_t> positionOf = positions(func.getBody().front());
     for (Operation &op : func.getBody().front()) {
-      auto slots = op.getAttrOfType<DenseI64ArrayAttr>(kOffsetsAttr);
-      if (slots) {
+      int64_t index = positionOf.lookup(&op);
+      if (auto slots = op.getAttrOfType<DenseI64ArrayAttr>(kOffsetsAttr)) {
         for (auto [result, slot] : llvm::zip(op.getResults(), slots.asArrayRef())) {
           auto type = cast<ShapedType>(result.getType());
-          int64_t bytes = maxBytes(type, maxBatch, maxSeq) +
-                          attentionScratchBytes(&op, maxBatch, maxSeq);
-          int64_t last = index;
-          for (Operation *user : result.getUsers())
-            last = std::max<int64_t>(last, std::distance(
-                func.getBody().front().begin(), user->getIterator()));
+          int64_t bytes = resultBytes(result, maxBatch, maxSeq);
+          int64_t last = lastUse(result, positionOf);
           std::string where =
               slot >= 0 ? std::to_string(slot)
               : slot == kUnused ? "unused"
@@ -228,10 +230,9 @@ void lap::printMemoryPlan(ModuleOp module, raw_ostream &os) {
           os << llvm::formatv("{0,6} {1,12} {2,12} {3,4}-{4,-4}  {5,-22} {6,-16} {7}\n",
                               index, where, bytes, index, last,
                               op.getName().getStringRef(), shapeString(type),
-                              locationName(op.getLoc()));
+                              partName(op.getLoc()));
         }
       }
-      ++index;
     }
     int64_t params = paramFloats * 4;
     bool training = func.getName() == "train_step";
