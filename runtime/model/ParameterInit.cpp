@@ -2,6 +2,8 @@
 
 #include "runtime/model/ParameterInit.h"
 
+#include "runtime/kernels/cpu/SplitMix.h"
+
 #include <cmath>
 #include <stdexcept>
 
@@ -9,19 +11,14 @@ using namespace lap::model;
 
 namespace {
 
-uint64_t mix(uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+using lap::splitMix;
 
 /// Uniform in (0, 1) from a 64-bit hash: 53 bits, never 0.
 double uniform(uint64_t bits) { return ((bits >> 11) + 0.5) * 0x1p-53; }
 
 /// A standard normal for counter `i` of stream `stream` (Box-Muller).
 double normal(uint64_t stream, uint64_t i) {
-  double u1 = uniform(mix(stream + 2 * i)), u2 = uniform(mix(stream + 2 * i + 1));
+  double u1 = uniform(splitMix(stream + 2 * i)), u2 = uniform(splitMix(stream + 2 * i + 1));
   return std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
 }
 
@@ -42,7 +39,7 @@ InitKind lap::model::parseInitKind(const std::string &name) {
 void lap::model::initParameter(float *params, const ParameterSpec &p,
                                uint64_t seed, uint64_t index) {
   float *out = params + p.offset;
-  uint64_t stream = mix(mix(seed) ^ mix(index + 1)) << 20;
+  uint64_t stream = splitMix(splitMix(seed) ^ splitMix(index + 1)) << 20;
   for (int64_t i = 0; i < p.elements; ++i) {
     double v = p.value;
     switch (p.kind) {
@@ -61,7 +58,7 @@ void lap::model::initParameter(float *params, const ParameterSpec &p,
       break;
     }
     case InitKind::Uniform:
-      v = p.value * std::sqrt(3.0) * (2 * uniform(mix(stream + uint64_t(i))) - 1);
+      v = p.value * std::sqrt(3.0) * (2 * uniform(splitMix(stream + uint64_t(i))) - 1);
       break;
     }
     out[i] = float(v);

@@ -8,6 +8,7 @@
 
 #include "runtime/kernels/cpu/Kernels.h"
 #include "runtime/kernels/cpu/Parallel.h"
+#include "runtime/kernels/cpu/SplitMix.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,17 +17,11 @@ using lap::cpu::parallelFor;
 
 namespace {
 
-/// splitmix64's finaliser.
-inline uint64_t mix(uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+using lap::splitMix;
 
-/// The per-(seed, key) stream; element i hashes mix(stream + i).
+/// The per-(seed, key) stream; element i hashes splitMix(stream + i).
 inline uint64_t stream(uint64_t seed, int64_t key) {
-  return mix(seed ^ (uint64_t(key) * 0xD1B54A32D192ED03ull));
+  return splitMix(seed ^ (uint64_t(key) * 0xD1B54A32D192ED03ull));
 }
 
 /// The smallest 24-bit draw m that survives, i.e. m * 2^-24 >= rate
@@ -49,7 +44,7 @@ float survivorScale(float rate) {
 
 extern "C" int32_t lap_cpu_keep(uint64_t seed, int64_t key, int64_t index,
                                 float rate) {
-  uint64_t u = mix(stream(seed, key) + uint64_t(index));
+  uint64_t u = splitMix(stream(seed, key) + uint64_t(index));
   return float(u >> 40) * 0x1p-24f >= rate;
 }
 
@@ -61,7 +56,7 @@ extern "C" void lap_cpu_dropout(float *y, const float *x, int64_t n, float rate,
   parallelFor(n, int64_t(1) << 14, [&](int64_t begin, int64_t end) {
 #pragma clang loop vectorize(assume_safety)
     for (int64_t i = begin; i < end; ++i) {
-      bool keep = (mix(base + uint64_t(i)) >> 40) >= threshold;
+      bool keep = (splitMix(base + uint64_t(i)) >> 40) >= threshold;
       y[i] = keep ? x[i] * scale : 0.0f;
     }
   });
@@ -78,7 +73,7 @@ extern "C" void lap_cpu_drop_path(float *y, const float *x, int64_t B,
         for (int64_t b = begin / per_sample; b * per_sample < end; ++b) {
           int64_t first = std::max(begin, b * per_sample);
           int64_t last = std::min(end, (b + 1) * per_sample);
-          if ((mix(base + uint64_t(b)) >> 40) < threshold) {
+          if ((splitMix(base + uint64_t(b)) >> 40) < threshold) {
             std::fill(y + first, y + last, 0.0f);
             continue;
           }
