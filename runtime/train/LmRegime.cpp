@@ -18,9 +18,9 @@ namespace fs = std::filesystem;
 
 
 LmRegime::LmRegime(const dsl::Spec &spec, const LoadedModel &model, const float *params,
-                   const std::string &runDir, int64_t batch, int64_t seq, std::FILE *log)
-    : spec(spec), model(model), params(params), batch(batch), seq(seq),
-      workspace(size_t(model.workspaceBytes())),
+                   AlignedBuffer &workspace, const std::string &runDir, int64_t batch,
+                   int64_t seq, std::FILE *log)
+    : spec(spec), model(model), params(params), batch(batch), seq(seq), workspace(workspace),
       logits(size_t(batch * seq * spec.model.vocab) * 4) {
   const dsl::DataSpec &data = spec.train.data;
   uint32_t vocab = uint32_t(spec.model.vocab);

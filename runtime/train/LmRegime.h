@@ -25,9 +25,11 @@ namespace lap::train {
 class LmRegime {
 public:
   /// Prepares data for `spec`'s train section under `runDir` (tokenizer,
-  /// shards) with micro-batches of `batch` x `seq`.
+  /// shards) with micro-batches of `batch` x `seq`. Evaluation runs in
+  /// `workspace`, the one training uses (the two never run at once).
   LmRegime(const dsl::Spec &spec, const LoadedModel &model, const float *params,
-           const std::string &runDir, int64_t batch, int64_t seq, std::FILE *log);
+           AlignedBuffer &workspace, const std::string &runDir, int64_t batch,
+           int64_t seq, std::FILE *log);
 
   /// The callbacks the trainer drives.
   Regime regime();
@@ -46,7 +48,8 @@ private:
   std::unique_ptr<LmLoader> train, val;
   LmBatch current;
   std::vector<const void *> pointers;
-  AlignedBuffer workspace, logits;
+  AlignedBuffer &workspace;
+  AlignedBuffer logits;
 };
 
 } // namespace lap::train

@@ -77,11 +77,11 @@ double logLikelihood(const float *logits, int64_t vocab, const std::vector<int32
 
 MultipleChoiceResult lap::train::evaluateMultipleChoice(const LoadedModel &model,
                                                         const float *params,
+                                                        AlignedBuffer &workspace,
                                                         const data::Tokenizer &tokenizer,
                                                         const std::vector<Question> &questions) {
   int64_t vocab = model.manifest()["limits"]["vocab"];
   int64_t maxSeq = model.maxSeq();
-  AlignedBuffer workspace(size_t(model.workspaceBytes()));
   AlignedBuffer logits(size_t(maxSeq * vocab) * 4);
   MultipleChoiceResult result;
   for (const Question &q : questions) {

@@ -36,8 +36,10 @@ struct MultipleChoiceResult {
   double accuracy() const { return questions ? double(correct) / double(questions) : 0; }
 };
 
-/// Scores every question with `model` (parameters `params`).
+/// Scores every question with `model` (parameters `params`, intermediates
+/// in `workspace`).
 MultipleChoiceResult evaluateMultipleChoice(const LoadedModel &model, const float *params,
+                                            AlignedBuffer &workspace,
                                             const data::Tokenizer &tokenizer,
                                             const std::vector<Question> &questions);
 

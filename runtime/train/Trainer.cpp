@@ -55,7 +55,8 @@ LoadedCheckpoint lap::train::restoreParameters(const LoadedModel &model,
 }
 
 TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
-                              const TrainerConfig &config, Regime &regime) {
+                              AlignedBuffer &workspace, const TrainerConfig &config,
+                              Regime &regime) {
   std::vector<TensorInfo> tensors = tensorsOf(model);
   Optimizer optimizer(tensors, config.optimizer);
   std::string checkpoints = config.runDir + "/checkpoints";
@@ -80,7 +81,6 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
 
   AlignedBuffer grads(size_t(model.parameterElements()) * 4);
   AlignedBuffer accumulated(size_t(model.parameterElements()) * 4);
-  AlignedBuffer workspace(size_t(model.workspaceBytes()));
   Progress progress(config.steps, start, config.runDir + "/metrics.jsonl");
 
   interruptRequested = 0;

@@ -59,8 +59,9 @@ LoadedCheckpoint restoreParameters(const LoadedModel &model, const std::string &
                                    float *params);
 
 /// Trains `model` (parameters in `params`, initialised or to be restored
-/// from `config.runDir`'s latest checkpoint when resuming).
-TrainResult train(const LoadedModel &model, AlignedBuffer &params,
+/// from `config.runDir`'s latest checkpoint when resuming; intermediates in
+/// `workspace`, of the manifest's workspace size).
+TrainResult train(const LoadedModel &model, AlignedBuffer &params, AlignedBuffer &workspace,
                   const TrainerConfig &config, Regime &regime);
 
 } // namespace lap::train

@@ -34,7 +34,8 @@ int lap::cli::evaluate(const EvalOptions &options) {
   LoadedCheckpoint loaded = train::restoreParameters(model, checkpoint, params.as<float>());
   fmt::print("model {} at step {} ({})\n", spec.name, loaded.state.step, checkpoint);
 
-  train::LmRegime lm(spec, model, params.as<float>(), options.runDir,
+  AlignedBuffer workspace(size_t(model.workspaceBytes()));
+  train::LmRegime lm(spec, model, params.as<float>(), workspace, options.runDir,
                      std::min(train::microBatchSize(spec), model.maxBatch()),
                      std::min(train::sequenceLength(spec), model.maxSeq()), stdout);
   nlohmann::json values = lm.evaluate(options.batches);
@@ -46,7 +47,8 @@ int lap::cli::evaluate(const EvalOptions &options) {
       throw std::runtime_error("multiple-choice evaluation needs the run's tokenizer");
     std::vector<train::Question> questions = train::readQuestions(file);
     train::MultipleChoiceResult r =
-        train::evaluateMultipleChoice(model, params.as<float>(), *lm.tokenizer(), questions);
+        train::evaluateMultipleChoice(model, params.as<float>(), workspace, *lm.tokenizer(),
+                                      questions);
     fmt::print("{}: accuracy {:.4f} ({} of {})\n", file, r.accuracy(), r.correct, r.questions);
   }
   return 0;

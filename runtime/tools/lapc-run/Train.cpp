@@ -94,13 +94,15 @@ int lap::cli::trainModel(const TrainOptions &options) {
   AlignedBuffer params(size_t(model.parameterElements()) * 4);
   if (model.initParams(params.as<float>(), config.seed) != LAP_OK)
     throw std::runtime_error(options.model + ": " + model.lastError());
-  train::LmRegime lm(spec, model, params.as<float>(), config.runDir, micro, seq, stdout);
+  AlignedBuffer workspace(size_t(model.workspaceBytes()));
+  train::LmRegime lm(spec, model, params.as<float>(), workspace, config.runDir, micro, seq,
+                     stdout);
   train::Regime regime = lm.regime();
 
   fmt::print("training {} for {} steps: {} x {} tokens x {} micro-batches per step, "
              "run directory {}\n",
              spec.name, config.steps, micro, seq, config.accumulation, config.runDir);
-  train::TrainResult result = train::train(model, params, config, regime);
+  train::TrainResult result = train::train(model, params, workspace, config, regime);
   nlohmann::json final = result.lastEval.empty() ? lm.evaluate(t.eval.batches) : result.lastEval;
 
   nlohmann::json summary{{"model", spec.name},
