@@ -113,6 +113,10 @@ private:
   Value last(Value v) { return dim(v, rank(v) - 1); }
   unsigned rank(Value v) { return cast<ShapedType>(v.getType()).getRank(); }
   Value optional(Value v) { return v ? ptr(v) : lb.nullPtr(); }
+  /// Copies tensor `from` (4-byte elements) to `to`.
+  void copy(Value to, Value from) {
+    lb.memcpy(to, ptr(from), lb.mul(numel(from), lb.i64(4)));
+  }
 
   /// Pointer to a constant f32 array (per-head coefficients), one global
   /// per distinct array in the module.
@@ -411,7 +415,7 @@ void Emitter::emitReturn(func::ReturnOp ret) {
                      : DenseI64ArrayAttr();
     if (slots && slots[cast<OpResult>(v).getResultNumber()] == outputSlot(k))
       continue;
-    lb.memcpy(lb.loadPtr(outputs, k), ptr(v), lb.mul(numel(v), lb.i64(4)));
+    copy(lb.loadPtr(outputs, k), v);
   }
 }
 
@@ -491,23 +495,20 @@ LogicalResult Emitter::emitOp(Operation *op) {
       })
       .Case<MergeHeadsOp, MergeHeadsGradOp>([&](Operation *a) {
         // [B, T, H, D] and [B, T, H D] share one layout.
-        lb.memcpy(ptr(a->getResult(0)), ptr(a->getOperand(0)),
-                  lb.mul(numel(a->getOperand(0)), lb.i64(4)));
+        copy(ptr(a->getResult(0)), a->getOperand(0));
         return success();
       })
       .Case([&](DropoutOp a) {
-        Value n = numel(a.getInput());
         if (!training)
-          lb.memcpy(ptr(a.getResult()), ptr(a.getInput()), lb.mul(n, lb.i64(4)));
+          copy(ptr(a.getResult()), a.getInput());
         else
-          call("lap_cpu_dropout", {ptr(a.getResult()), ptr(a.getInput()), n,
+          call("lap_cpu_dropout", {ptr(a.getResult()), ptr(a.getInput()), numel(a.getInput()),
                                    f32(a.getRate()), seed, lb.i64(a.getKey())});
         return success();
       })
       .Case([&](DropPathOp a) {
-        Value n = numel(a.getInput());
         if (!training)
-          lb.memcpy(ptr(a.getResult()), ptr(a.getInput()), lb.mul(n, lb.i64(4)));
+          copy(ptr(a.getResult()), a.getInput());
         else
           call("lap_cpu_drop_path",
                {ptr(a.getResult()), ptr(a.getInput()), dim(a.getInput(), 0),
