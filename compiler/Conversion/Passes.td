@@ -39,9 +39,11 @@ def LapToCPU : Pass<"lap-to-cpu", "::mlir::ModuleOp"> {
   let summary = "Lower planned lap functions to CPU code: loops and kernel calls";
   let description = [{
     Replaces each planned function `@f` by `@lap_gen_f(params, batch,
-    outputs, workspace, B, T, seed)` on raw pointers: parameters at their
-    offsets in one float buffer, batch tensors and outputs through pointer
-    arrays, intermediates at their planned workspace offsets. Elementwise
+    outputs, workspace, B, T, seed, first)` on raw pointers: parameters at
+    their offsets in one float buffer, batch tensors and outputs through
+    pointer arrays, intermediates at their planned workspace offsets; `first`
+    is the i64 argument of @decode (the position of its first token), 0 for
+    the other functions. Elementwise
     ops, residual adds, activations and their gradients, head splitting and
     merging are generated here as loops (scf + arith + math on LLVM
     pointers, vectorised later by LLVM for the host CPU); GEMMs, attention,

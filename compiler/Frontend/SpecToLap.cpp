@@ -4,6 +4,8 @@
 // embedding, blocks (pre-norm attention and MLP, residuals), final norm,
 // head, loss. Parameters are the function's leading arguments, created up
 // front from dsl::parameterTable so the order is the checkpoint order.
+// Language models get a second function, @decode: the same walk over new
+// tokens only, with attention against a key/value cache and no loss.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,9 +64,21 @@ private:
     return nullptr;
   }
 
+  /// A function `name` whose leading arguments are the parameters.
+  func::FuncOp beginFunction(StringRef name, Location where);
+  /// Names the arguments after the parameters and `inputNames`, and the
+  /// results after `outputNames`, then fixes the function's type.
+  void endFunction(func::FuncOp func, ArrayRef<Value> results,
+                   ArrayRef<std::string> inputNames, ArrayRef<std::string> outputNames);
+
   /// The body of @forward per family: the batch arguments, then the ops;
   /// returns the loss and the logits.
   std::pair<Value, Value> gptForward(Block *body);
+  /// The body of @decode: tokens, their first position and the caches in;
+  /// the logits of the tokens out.
+  Value gptDecode(Block *body);
+  /// Embedding through the final norm and lm_head: the logits.
+  Value gptLogits(Value tokens);
   std::pair<Value, Value> imageForward(Block *body);
   /// Patch embedding, learned tokens and positions: [B, T, width].
   Value imageTokens(Value images);
@@ -80,8 +94,13 @@ private:
   const dsl::ModelSpec &m;
   MLIRContext &context;
   OpBuilder b;
+  std::vector<dsl::Parameter> table;
   std::map<std::string, Value> params;
   std::vector<std::string> batchNames; ///< Names of the batch arguments.
+  /// In @decode: the position of the first new token, and each layer's key
+  /// and value caches.
+  Value first;
+  std::vector<std::pair<Value, Value>> caches;
   /// T: dynamic for text, static for images of the compiled size.
   int64_t sequence = kDynamic;
   /// The next random-mask key of a dropout or drop-path op.
@@ -129,8 +148,8 @@ Value ForwardBuilder::attention(Value h, const std::string &prefix, int64_t laye
   if (m.positions.type == dsl::PositionType::Rope) {
     Location rope = loc("model.positions", scope);
     FloatAttr base = b.getF32FloatAttr(float(m.positions.ropeBase));
-    q = b.create<RopeOp>(rope, q, base);
-    k = b.create<RopeOp>(rope, k, base);
+    q = b.create<RopeOp>(rope, q, first, base);
+    k = b.create<RopeOp>(rope, k, first, base);
   }
   SmallVector<StringRef> kinds;
   for (dsl::HeadKindId id : spec.attention.layers[size_t(layer)])
@@ -138,11 +157,19 @@ Value ForwardBuilder::attention(Value h, const std::string &prefix, int64_t laye
   std::string placement = spec.given("attention.laplacian_heads") ? "attention.laplacian_heads"
                           : spec.given("attention.kinds")         ? "attention.kinds"
                                                                   : "model.heads";
-  Value o = b.create<AttentionOp>(
-      loc(placement, scope), q.getType(), q, k, v,
-      b.getF32FloatAttr(float(1.0 / std::sqrt(double(d)))),
-      m.family == dsl::Family::GPT ? b.getUnitAttr() : UnitAttr(), UnitAttr(),
-      b.getStrArrayAttr(kinds), DenseF32ArrayAttr(), DenseF32ArrayAttr());
+  FloatAttr scale = b.getF32FloatAttr(float(1.0 / std::sqrt(double(d))));
+  Value o = first ? b.create<CachedAttentionOp>(
+                        loc(placement, scope), q.getType(), q, k, v,
+                        caches[size_t(layer)].first, caches[size_t(layer)].second,
+                        first, scale, b.getStrArrayAttr(kinds), DenseF32ArrayAttr(),
+                        DenseF32ArrayAttr())
+                        .getResult()
+                  : b.create<AttentionOp>(
+                        loc(placement, scope), q.getType(), q, k, v, scale,
+                        m.family == dsl::Family::GPT ? b.getUnitAttr() : UnitAttr(),
+                        UnitAttr(), b.getStrArrayAttr(kinds), DenseF32ArrayAttr(),
+                        DenseF32ArrayAttr())
+                        .getResult();
   Value merged = b.create<MergeHeadsOp>(where, activations({heads * d}), o);
   return dropout(linear(merged, scope + ".proj", m.width, where), where);
 }
@@ -186,16 +213,11 @@ Value ForwardBuilder::block(Value x, int64_t layer) {
   return b.create<AddOp>(residual, x, f);
 }
 
-std::pair<Value, Value> ForwardBuilder::gptForward(Block *body) {
-  auto i32Batch = RankedTensorType::get({kDynamic, kDynamic}, b.getI32Type());
-  Value tokens = body->addArgument(i32Batch, loc("model.vocab", "tokens"));
-  Value targets = body->addArgument(i32Batch, loc("model.vocab", "targets"));
-  batchNames = {"tokens", "targets"};
-
+Value ForwardBuilder::gptLogits(Value tokens) {
   Value x = b.create<EmbeddingOp>(loc("model.vocab", "wte"), activations({m.width}),
                                   param("wte.weight"), tokens);
   if (Value wpe = param("wpe.weight"))
-    x = b.create<AddPositionsOp>(loc("model.positions", "wpe"), x, wpe,
+    x = b.create<AddPositionsOp>(loc("model.positions", "wpe"), x, wpe, first,
                                  b.getI64IntegerAttr(0));
   x = dropout(x, loc("model.dropout"));
   if (m.embeddingNorm)
@@ -211,11 +233,41 @@ std::pair<Value, Value> ForwardBuilder::gptForward(Block *body) {
   if (m.logitSoftcap > 0)
     logits = b.create<SoftcapOp>(loc("model.logit_softcap", "lm_head"), logits,
                                  b.getF32FloatAttr(float(m.logitSoftcap)));
+  return logits;
+}
+
+std::pair<Value, Value> ForwardBuilder::gptForward(Block *body) {
+  auto i32Batch = RankedTensorType::get({kDynamic, kDynamic}, b.getI32Type());
+  Value tokens = body->addArgument(i32Batch, loc("model.vocab", "tokens"));
+  Value targets = body->addArgument(i32Batch, loc("model.vocab", "targets"));
+  batchNames = {"tokens", "targets"};
+  Value logits = gptLogits(tokens);
   Value loss = b.create<CrossEntropyOp>(loc("model.family", "loss"),
                                         RankedTensorType::get({}, b.getF32Type()),
                                         logits, targets, b.getF32FloatAttr(0),
                                         b.getF32FloatAttr(0));
   return {loss, logits};
+}
+
+Value ForwardBuilder::gptDecode(Block *body) {
+  auto i32Batch = RankedTensorType::get({kDynamic, kDynamic}, b.getI32Type());
+  Value tokens = body->addArgument(i32Batch, loc("model.vocab", "tokens"));
+  first = body->addArgument(b.getI64Type(), loc("model.context", "first"));
+  batchNames = {"tokens", "first"};
+  // [B, capacity, KV, D]: the capacity is the compiled maximum sequence.
+  auto cacheType = f32({kDynamic, kDynamic, m.kvHeads, m.headDim});
+  for (int64_t l = 0; l < m.layers; ++l) {
+    std::string layer = std::to_string(l);
+    Location where = loc("model.context", "blocks." + layer + ".attn");
+    caches.emplace_back(body->addArgument(cacheType, where),
+                        body->addArgument(cacheType, where));
+    batchNames.push_back("k_cache." + layer);
+    batchNames.push_back("v_cache." + layer);
+  }
+  Value logits = gptLogits(tokens);
+  first = Value();
+  caches.clear();
+  return logits;
 }
 
 Value ForwardBuilder::imageTokens(Value images) {
@@ -238,11 +290,11 @@ Value ForwardBuilder::imageTokens(Value images) {
                                   tokens);
   };
   if (pos && m.positions.patchesOnly)
-    x = b.create<AddPositionsOp>(positions, x, pos, b.getI64IntegerAttr(0));
+    x = b.create<AddPositionsOp>(positions, x, pos, Value(), b.getI64IntegerAttr(0));
   if (Value cls = param("cls_token"))
     prepend(cls, "model.cls_token", "cls_token");
   if (pos && !m.positions.patchesOnly)
-    x = b.create<AddPositionsOp>(positions, x, pos, b.getI64IntegerAttr(0));
+    x = b.create<AddPositionsOp>(positions, x, pos, Value(), b.getI64IntegerAttr(0));
   if (Value registers = param("registers"))
     prepend(registers, "model.registers", "registers");
   x = dropout(x, loc("model.dropout"));
@@ -306,6 +358,35 @@ std::pair<Value, Value> ForwardBuilder::imageForward(Block *body) {
   return {loss, logits};
 }
 
+func::FuncOp ForwardBuilder::beginFunction(StringRef name, Location where) {
+  auto func = b.create<func::FuncOp>(where, name, b.getFunctionType({}, {}));
+  Block *body = func.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  params.clear();
+  nextKey = 0;
+  for (const dsl::Parameter &p : table)
+    params[p.name] = body->addArgument(f32(p.shape), loc("model", p.name));
+  return func;
+}
+
+void ForwardBuilder::endFunction(func::FuncOp func, ArrayRef<Value> results,
+                                 ArrayRef<std::string> inputNames,
+                                 ArrayRef<std::string> outputNames) {
+  b.create<func::ReturnOp>(func.getLoc(), results);
+  Block &body = func.getBody().front();
+  func.setType(b.getFunctionType(body.getArgumentTypes(), ValueRange(results).getTypes()));
+  for (size_t i = 0; i < table.size(); ++i) {
+    func.setArgAttr(unsigned(i), "lap.name", b.getStringAttr(table[i].name));
+    func.setArgAttr(unsigned(i), "lap.parameter", b.getUnitAttr());
+  }
+  for (size_t i = 0; i < inputNames.size(); ++i)
+    func.setArgAttr(unsigned(table.size() + i), "lap.name",
+                    b.getStringAttr(inputNames[i]));
+  for (size_t i = 0; i < outputNames.size(); ++i)
+    func.setResultAttr(unsigned(i), "lap.name", b.getStringAttr(outputNames[i]));
+  b.setInsertionPointAfter(func);
+}
+
 OwningOpRef<ModuleOp> ForwardBuilder::build() {
   if (m.pool == dsl::Pool::Attentive)
     return failAt("model.pool", "attentive pooling is not compiled yet; use "
@@ -316,28 +397,19 @@ OwningOpRef<ModuleOp> ForwardBuilder::build() {
   Location top = loc("model", spec.name);
   OwningOpRef<ModuleOp> module = ModuleOp::create(top, spec.name);
   b.setInsertionPointToEnd(module->getBody());
-  auto func = b.create<func::FuncOp>(top, "forward", b.getFunctionType({}, {}));
-  Block *body = func.addEntryBlock();
-  b.setInsertionPointToStart(body);
+  table = dsl::parameterTable(spec);
 
-  std::vector<dsl::Parameter> table = dsl::parameterTable(spec);
-  for (const dsl::Parameter &p : table)
-    params[p.name] = body->addArgument(f32(p.shape), loc("model", p.name));
+  func::FuncOp forward = beginFunction("forward", top);
+  Block *body = &forward.getBody().front();
   auto [loss, logits] =
       m.family == dsl::Family::GPT ? gptForward(body) : imageForward(body);
-  b.create<func::ReturnOp>(top, ValueRange{loss, logits});
+  endFunction(forward, {loss, logits}, batchNames, {"loss", "logits"});
 
-  func.setType(b.getFunctionType(body->getArgumentTypes(),
-                                 TypeRange{loss.getType(), logits.getType()}));
-  for (size_t i = 0; i < table.size(); ++i) {
-    func.setArgAttr(unsigned(i), "lap.name", b.getStringAttr(table[i].name));
-    func.setArgAttr(unsigned(i), "lap.parameter", b.getUnitAttr());
+  if (m.family == dsl::Family::GPT) {
+    func::FuncOp decode = beginFunction("decode", top);
+    Value decoded = gptDecode(&decode.getBody().front());
+    endFunction(decode, {decoded}, batchNames, {"logits"});
   }
-  for (size_t i = 0; i < batchNames.size(); ++i)
-    func.setArgAttr(unsigned(table.size() + i), "lap.name",
-                    b.getStringAttr(batchNames[i]));
-  func.setResultAttr(0, "lap.name", b.getStringAttr("loss"));
-  func.setResultAttr(1, "lap.name", b.getStringAttr("logits"));
   return module;
 }
 

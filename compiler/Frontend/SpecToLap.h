@@ -22,7 +22,10 @@ namespace lap {
 /// Builds the module holding `@forward` for `spec`. The batch is `tokens`
 /// and `targets` [B, T] (gpt), `images` [B, C, H, W] and `targets` [B,
 /// classes] as distributions (vit), or `images` and the `teacher`'s
-/// probabilities [B, prototypes] (dino). Null, with an error at the spec
+/// probabilities [B, prototypes] (dino). Language models also get
+/// `@decode(params, tokens [B, T], first : i64, k_cache.0, v_cache.0, ...)`
+/// returning the logits of T new tokens at positions first .. first + T - 1,
+/// with the caches [B, capacity, KV, D] updated in place. Null, with an error at the spec
 /// location, for the settings the compiler does not build yet (attentive
 /// pooling, a dino classifier).
 mlir::OwningOpRef<mlir::ModuleOp> buildForward(const dsl::Spec &spec,

@@ -47,6 +47,7 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
                                StringRef targetCPU) {
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   auto train = module.lookupSymbol<func::FuncOp>("train_step");
+  auto decode = module.lookupSymbol<func::FuncOp>("decode");
   int64_t total = 0;
   SmallVector<int64_t> offsets = parameterOffsets(forward, total);
 
@@ -72,7 +73,9 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
 
   json::Object memory;
   int64_t workspace = 0, maxBatch = 0, maxSeq = 0;
-  for (func::FuncOp f : {forward, train}) {
+  for (func::FuncOp f : {forward, train, decode}) {
+    if (!f)
+      continue;
     int64_t bytes = f->getAttrOfType<IntegerAttr>(kWorkspaceAttr).getInt();
     memory[(f.getName() + "_workspace_bytes").str()] = bytes;
     workspace = std::max(workspace, bytes);
@@ -80,6 +83,18 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
     maxSeq = f->getAttrOfType<IntegerAttr>(kMaxSeqAttr).getInt();
   }
   memory["workspace_bytes"] = alignTo(workspace);
+
+  // The key/value cache of @decode (model.h: lap_model_decode).
+  json::Value decoding = nullptr;
+  if (decode) {
+    const dsl::ModelSpec &m = spec.model;
+    decoding = json::Object{
+        {"layers", m.layers},
+        {"kv_heads", m.kvHeads},
+        {"head_dim", m.headDim},
+        {"capacity", maxSeq},
+        {"cache_floats_per_sequence", 2 * m.layers * maxSeq * m.kvHeads * m.headDim}};
+  }
 
   // The spec's derived values (FLOPs per token or image, ...), flat.
   json::Object derived;
@@ -103,6 +118,7 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
       {"batch", std::move(batch)},
       {"outputs", std::move(outputs)},
       {"memory", std::move(memory)},
+      {"decode", std::move(decoding)},
       {"spec", dsl::printSpec(spec)},
   };
   std::string text;

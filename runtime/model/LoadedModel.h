@@ -59,6 +59,11 @@ public:
                        float *loss) const {
     return trainStep_(params, grads, batch, seed, workspace, loss);
   }
+  lap_status decode(const float *params, const int32_t *tokens, int64_t batch,
+                    int64_t count, int64_t first, float *cache, void *workspace,
+                    float *logits) const {
+    return decode_(params, tokens, batch, count, first, cache, workspace, logits);
+  }
   std::string lastError() const { return lastError_(); }
 
 private:
@@ -70,6 +75,7 @@ private:
   decltype(&lap_model_init_params) init_ = nullptr;
   decltype(&lap_model_forward) forward_ = nullptr;
   decltype(&lap_model_train_step) trainStep_ = nullptr;
+  decltype(&lap_model_decode) decode_ = nullptr;
   decltype(&lap_model_last_error) lastError_ = nullptr;
 };
 

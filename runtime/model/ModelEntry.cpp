@@ -20,10 +20,16 @@ extern "C" {
 extern const char lap_gen_manifest[];
 void lap_gen_forward(const void *params, const void *const *batch,
                      void *const *outputs, void *workspace, int64_t B,
-                     int64_t T, uint64_t seed);
+                     int64_t T, uint64_t seed, int64_t first);
 void lap_gen_train_step(const void *params, const void *const *batch,
                         void *const *outputs, void *workspace, int64_t B,
-                        int64_t T, uint64_t seed);
+                        int64_t T, uint64_t seed, int64_t first);
+// Generated for language models only.
+__attribute__((weak)) void lap_gen_decode(const void *params,
+                                          const void *const *batch,
+                                          void *const *outputs, void *workspace,
+                                          int64_t B, int64_t T, uint64_t seed,
+                                          int64_t first);
 }
 
 namespace {
@@ -43,6 +49,9 @@ struct Model {
   std::vector<bool> batchIsIndex; ///< int32 token or target tensors
   std::vector<lap::model::ParameterSpec> parameters;
   std::vector<int64_t> gradOffsets;
+  /// Decoding: layers and floats of one layer's key (or value) cache per
+  /// sequence; 0 when the model has no @decode.
+  int64_t decodeLayers = 0, cacheFloats = 0;
 
   Model() {
     auto m = nlohmann::json::parse(lap_gen_manifest);
@@ -55,6 +64,10 @@ struct Model {
       if (t["shape"].size() > 1 && t["shape"][1] == -1)
         fixedSeq = false;
     }
+    if (auto &d = m["decode"]; !d.is_null()) {
+      decodeLayers = d["layers"];
+      cacheFloats = int64_t(d["capacity"]) * int64_t(d["kv_heads"]) * int64_t(d["head_dim"]);
+    }
     for (auto &p : m["parameters"]["tensors"]) {
       lap::model::ParameterSpec spec;
       spec.offset = p["offset"];
@@ -65,16 +78,33 @@ struct Model {
     }
   }
 
+  /// Every id in [0, vocab), or an error naming tensor `name`.
+  lap_status checkIds(const std::string &name, const int32_t *ids, int64_t rows,
+                      int64_t seq, int32_t lowest) const {
+    for (int64_t j = 0; j < rows * seq; ++j)
+      if (ids[j] < lowest || ids[j] >= vocab)
+        return fail("batch tensor '" + name + "' holds " + std::to_string(ids[j]) +
+                    " at [" + std::to_string(j / seq) + ", " + std::to_string(j % seq) +
+                    "], outside the vocabulary 0.." + std::to_string(vocab - 1));
+    return LAP_OK;
+  }
+
+  lap_status checkBatchSize(int64_t batch) const {
+    if (batch < 1 || batch > maxBatch)
+      return fail("batch size " + std::to_string(batch) +
+                  " is outside the compiled range 1.." + std::to_string(maxBatch) +
+                  " (lapc --max-batch sets the maximum)");
+    return LAP_OK;
+  }
+
   lap_status check(const lap_batch *b, int64_t &seq) const {
     if (!b || !b->tensors)
       return fail("the batch is null");
     if (b->count != int32_t(batchNames.size()))
       return fail("the batch has " + std::to_string(b->count) +
                   " tensors; this model takes " + std::to_string(batchNames.size()));
-    if (b->batch < 1 || b->batch > maxBatch)
-      return fail("batch size " + std::to_string(b->batch) +
-                  " is outside the compiled range 1.." + std::to_string(maxBatch) +
-                  " (lapc --max-batch sets the maximum)");
+    if (lap_status s = checkBatchSize(b->batch))
+      return s;
     seq = fixedSeq ? maxSeq : b->seq;
     if (!fixedSeq && (seq < 1 || seq > maxSeq))
       return fail("sequence length " + std::to_string(seq) +
@@ -86,14 +116,9 @@ struct Model {
       if (!batchIsIndex[i] || vocab == 0)
         continue;
       // Tokens index the embedding; targets may also be -1 (ignored).
-      auto *ids = static_cast<const int32_t *>(b->tensors[i]);
-      int32_t lowest = batchNames[i] == "targets" ? -1 : 0;
-      for (int64_t j = 0; j < b->batch * seq; ++j)
-        if (ids[j] < lowest || ids[j] >= vocab)
-          return fail("batch tensor '" + batchNames[i] + "' holds " +
-                      std::to_string(ids[j]) + " at [" + std::to_string(j / seq) +
-                      ", " + std::to_string(j % seq) + "], outside the vocabulary 0.." +
-                      std::to_string(vocab - 1));
+      if (lap_status s = checkIds(batchNames[i], static_cast<const int32_t *>(b->tensors[i]),
+                                  b->batch, seq, batchNames[i] == "targets" ? -1 : 0))
+        return s;
     }
     return LAP_OK;
   }
@@ -132,7 +157,7 @@ lap_status lap_model_forward(const float *params, const lap_batch *batch,
   if (!params || !workspace || !out_loss || !out_logits)
     return fail("params, workspace, out_loss and out_logits must not be null");
   void *outputs[] = {out_loss, out_logits};
-  lap_gen_forward(params, batch->tensors, outputs, workspace, batch->batch, seq, 0);
+  lap_gen_forward(params, batch->tensors, outputs, workspace, batch->batch, seq, 0, 0);
   return LAP_OK;
 }
 
@@ -149,7 +174,32 @@ lap_status lap_model_train_step(const float *params, float *grads,
   for (const auto &p : m.parameters)
     outputs.push_back(grads + p.offset);
   lap_gen_train_step(params, batch->tensors, outputs.data(), workspace,
-                     batch->batch, seq, seed);
+                     batch->batch, seq, seed, 0);
+  return LAP_OK;
+}
+
+lap_status lap_model_decode(const float *params, const int32_t *tokens,
+                            int64_t batch, int64_t count, int64_t first,
+                            float *cache, void *workspace, float *out_logits) {
+  const Model &m = model();
+  if (!lap_gen_decode || m.decodeLayers == 0)
+    return fail("this model has no decode function (only language models decode)");
+  if (!params || !tokens || !cache || !workspace || !out_logits)
+    return fail("params, tokens, cache, workspace and out_logits must not be null");
+  if (lap_status s = m.checkBatchSize(batch))
+    return s;
+  if (count < 1 || first < 0 || first + count > m.maxSeq)
+    return fail("tokens at positions " + std::to_string(first) + ".." +
+                std::to_string(first + count - 1) + " do not fit the cache of " +
+                std::to_string(m.maxSeq) + " positions (lapc --max-seq sets it)");
+  if (lap_status s = m.checkIds("tokens", tokens, batch, count, 0))
+    return s;
+  // tokens, then each layer's key and value caches.
+  std::vector<const void *> inputs{tokens};
+  for (int64_t i = 0; i < 2 * m.decodeLayers; ++i)
+    inputs.push_back(cache + i * batch * m.cacheFloats);
+  void *outputs[] = {out_logits};
+  lap_gen_decode(params, inputs.data(), outputs, workspace, batch, count, 0, first);
   return LAP_OK;
 }
 

@@ -16,6 +16,15 @@ using namespace lap;
 using namespace lap::train;
 namespace fs = std::filesystem;
 
+std::optional<data::Tokenizer> lap::train::runTokenizer(const dsl::Spec &spec, const std::string &runDir) {
+  const std::string &named = spec.train.data.tokenizer;
+  if (!named.empty() && named != "train")
+    return data::Tokenizer::loadTiktoken(named);
+  std::string trained = runDir + "/data/tokenizer.tiktoken";
+  if (spec.train.data.format == dsl::DataFormat::Text && fs::exists(trained))
+    return data::Tokenizer::loadTiktoken(trained);
+  return std::nullopt;
+}
 
 LmRegime::LmRegime(const dsl::Spec &spec, const LoadedModel &model, const float *params,
                    AlignedBuffer &workspace, const std::string &runDir, int64_t batch,
@@ -32,10 +41,7 @@ LmRegime::LmRegime(const dsl::Spec &spec, const LoadedModel &model, const float 
     std::string tokenizerPath = dir + "/tokenizer.tiktoken";
     std::string trainBin = dir + "/train.bin", valBin = dir + "/val.bin";
     bool prepared = fs::exists(tokenizerPath) && fs::exists(trainBin) && fs::exists(valBin);
-    if (data.tokenizer != "train" && !data.tokenizer.empty())
-      tokenizer_ = data::Tokenizer::loadTiktoken(data.tokenizer);
-    else if (prepared)
-      tokenizer_ = data::Tokenizer::loadTiktoken(tokenizerPath);
+    tokenizer_ = runTokenizer(spec, runDir);
     if (!prepared) {
       std::vector<std::string> docs = data::readDocuments(data.train);
       if (!tokenizer_) {
@@ -61,8 +67,7 @@ LmRegime::LmRegime(const dsl::Spec &spec, const LoadedModel &model, const float 
       valPaths = {data.val};
     else
       valFraction = data.valFraction;
-    if (!data.tokenizer.empty() && data.tokenizer != "train")
-      tokenizer_ = data::Tokenizer::loadTiktoken(data.tokenizer);
+    tokenizer_ = runTokenizer(spec, runDir);
   } else {
     throw std::runtime_error("the lm regime reads text or token shards");
   }

@@ -22,6 +22,11 @@
 
 namespace lap::train {
 
+/// The tokenizer of a run of `spec` in `runDir`: the spec's tiktoken file
+/// when it names one, else the one trained into DIR/data (none before the
+/// run prepared its data, or for shards without a tokenizer).
+std::optional<data::Tokenizer> runTokenizer(const dsl::Spec &spec, const std::string &runDir);
+
 class LmRegime {
 public:
   /// Prepares data for `spec`'s train section under `runDir` (tokenizer,

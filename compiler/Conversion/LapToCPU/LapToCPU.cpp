@@ -5,7 +5,8 @@
 // here) or a call into the kernel library for each op. Tensors become
 // pointers: parameters at their offsets in the parameter buffer, batch
 // tensors and outputs from pointer arrays, intermediates at their planned
-// workspace offsets. Dynamic sizes are the B and T arguments.
+// workspace offsets. Dynamic sizes are the B and T arguments; an i64
+// argument (@decode's first position) is the `first` argument.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,6 +48,7 @@ public:
     batchSize = entry.getArgument(4);
     seqLen = entry.getArgument(5);
     seed = entry.getArgument(6);
+    first = entry.getArgument(7);
     b.setInsertionPointToStart(&entry);
   }
 
@@ -56,6 +58,10 @@ public:
     unsigned param = 0, input = 0;
     for (unsigned i = 0; i < source.getNumArguments(); ++i) {
       Value arg = source.getArgument(i);
+      if (arg.getType().isInteger(64)) {
+        ptrs[arg] = first;
+        continue;
+      }
       ptrs[arg] = isParameter(source, i)
                       ? lb.gep(params, b.getF32Type(), lb.i64(offsets[param++]))
                       : lb.loadPtr(batch, input++);
@@ -113,6 +119,8 @@ private:
   Value last(Value v) { return dim(v, rank(v) - 1); }
   unsigned rank(Value v) { return cast<ShapedType>(v.getType()).getRank(); }
   Value optional(Value v) { return v ? ptr(v) : lb.nullPtr(); }
+  /// An optional first position: the argument, or 0.
+  Value firstOr0(Value v) { return v ? ptr(v) : lb.i64(0); }
   /// Copies tensor `from` (4-byte elements) to `to`.
   void copy(Value to, Value from) {
     lb.memcpy(to, ptr(from), lb.mul(numel(from), lb.i64(4)));
@@ -137,7 +145,8 @@ private:
   }
 
   /// The per-head alpha and beta of `attention` as constant arrays.
-  std::pair<Value, Value> coefficientsOf(AttentionOp attention) {
+  template <typename AttentionLike>
+  std::pair<Value, Value> coefficientsOf(AttentionLike attention) {
     SmallVector<float> alpha, beta;
     for (auto [a, c] : attention.getCoefficients()) {
       alpha.push_back(a);
@@ -222,7 +231,7 @@ private:
   LoopBuilder lb;
   bool training, profile;
   int labels = 0, loops = 0;
-  Value params, batch, outputs, workspace, batchSize, seqLen, seed;
+  Value params, batch, outputs, workspace, batchSize, seqLen, seed, first;
   DenseMap<Value, Value> ptrs;
 };
 
@@ -526,6 +535,17 @@ LogicalResult Emitter::emitOp(Operation *op) {
               dim(a.getQ(), 3), f32(a.getScale()), i32(a.getCausal())});
         return success();
       })
+      .Case([&](CachedAttentionOp a) {
+        auto [alpha, beta] = coefficientsOf(a);
+        int64_t capacity = source->getAttrOfType<IntegerAttr>(kMaxSeqAttr).getInt();
+        call("lap_cpu_attention_decode",
+             {ptr(a.getResult()), ptr(a.getKCache()), ptr(a.getVCache()), ptr(a.getQ()),
+              ptr(a.getK()), ptr(a.getV()), alpha, beta, dim(a.getQ(), 0),
+              dim(a.getQ(), 1), ptr(a.getFirst()), lb.i64(capacity),
+              lb.i64(a.getNumHeads()), lb.i64(a.getNumKvHeads()), dim(a.getQ(), 3),
+              f32(a.getScale())});
+        return success();
+      })
       .Case([&](AttentionGradOp a) -> LogicalResult {
         auto forward = a.getOutput().getDefiningOp<AttentionOp>();
         if (!forward)
@@ -574,7 +594,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
         call("lap_cpu_add_positions_forward",
              {ptr(a.getResult()), ptr(a.getInput()), ptr(a.getTable()),
               dim(a.getInput(), 0), dim(a.getInput(), 1), last(a.getInput()),
-              lb.i64(a.getOffset())});
+              lb.i64(a.getOffset()), firstOr0(a.getFirst())});
         return success();
       })
       .Case([&](AddPositionsGradOp a) {
@@ -645,9 +665,11 @@ LogicalResult Emitter::emitOp(Operation *op) {
       .Case<RopeOp, RopeGradOp>([&](Operation *a) {
         Value x = a->getOperand(0);
         auto base = a->getAttrOfType<FloatAttr>("base");
-        call(isa<RopeOp>(a) ? "lap_cpu_rope_forward" : "lap_cpu_rope_backward",
+        auto rope = dyn_cast<RopeOp>(a);
+        call(rope ? "lap_cpu_rope_forward" : "lap_cpu_rope_backward",
              {ptr(a->getResult(0)), ptr(x), dim(x, 0), dim(x, 1), dim(x, 2),
-              dim(x, 3), lb.f32(base.getValueAsDouble())});
+              dim(x, 3), lb.f32(base.getValueAsDouble()),
+              firstOr0(rope ? rope.getFirst() : Value())});
         return success();
       })
       .Case([&](PatchifyOp a) {
@@ -755,7 +777,7 @@ struct LapToCPUPass : lap::impl::LapToCPUBase<LapToCPUPass> {
     Emitter::Constants constants;
     for (func::FuncOp source : planned) {
       OpBuilder b(source);
-      auto type = FunctionType::get(context, {ptr, ptr, ptr, ptr, i64, i64, i64}, {});
+      auto type = FunctionType::get(context, {ptr, ptr, ptr, ptr, i64, i64, i64, i64}, {});
       auto target = b.create<func::FuncOp>(
           source.getLoc(), ("lap_gen_" + source.getName()).str(), type);
       target.addEntryBlock();

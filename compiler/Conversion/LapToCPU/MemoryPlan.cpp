@@ -203,9 +203,9 @@ void lap::printMemoryPlan(ModuleOp module, raw_ostream &os) {
     int64_t paramFloats = 0, inputs = 0, outputs = 0, unshared = 0;
     parameterOffsets(func, paramFloats);
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
-      if (!isParameter(func, i))
-        inputs += maxBytes(cast<ShapedType>(func.getArgument(i).getType()),
-                           maxBatch, maxSeq);
+      if (auto type = dyn_cast<ShapedType>(func.getArgument(i).getType());
+          type && !isParameter(func, i))
+        inputs += maxBytes(type, maxBatch, maxSeq);
     for (Type t : func.getResultTypes())
       outputs += maxBytes(cast<ShapedType>(t), maxBatch, maxSeq);
 

@@ -53,6 +53,8 @@ LogicalResult EmbeddingOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
 
 LogicalResult AddPositionsOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
                                            SmallVectorImpl<Value> &dOperands) {
+  if (getFirst())
+    return emitOpError("with a first position belongs to decoding and has no gradient");
   dOperands.push_back(dResults[0]);
   dOperands.push_back(b.create<AddPositionsGradOp>(getLoc(), getTable().getType(),
                                                    dResults[0], getOffsetAttr()));
@@ -85,6 +87,8 @@ LogicalResult RMSNormOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
 
 LogicalResult RopeOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
                                    SmallVectorImpl<Value> &dOperands) {
+  if (getFirst())
+    return emitOpError("with a first position belongs to decoding and has no gradient");
   dOperands.push_back(b.create<RopeGradOp>(getLoc(), dResults[0], getBaseAttr()));
   return success();
 }

@@ -174,6 +174,21 @@ SmallVector<std::pair<float, float>> AttentionOp::getCoefficients() {
   return coefficientsOf(getNumHeads(), getKinds(), getAlpha(), getBeta());
 }
 
+LogicalResult CachedAttentionOp::verify() {
+  RankedTensorType k = getK().getType(), cache = getKCache().getType();
+  if (cache.getRank() != 4 || !compatible(cache.getDimSize(0), k.getDimSize(0)) ||
+      cache.getDimSize(2) != k.getDimSize(2) || cache.getDimSize(3) != k.getDimSize(3))
+    return emitOpError("caches must be [B, capacity, KV, D] like k ")
+           << shapeString(k) << ", got " << shapeString(cache);
+  return verifyAttention(*this, getQ().getType(), k, getV().getType(),
+                         getScale().convertToFloat(), /*cross=*/false, getKinds(),
+                         getAlpha(), getBeta());
+}
+
+SmallVector<std::pair<float, float>> CachedAttentionOp::getCoefficients() {
+  return coefficientsOf(getNumHeads(), getKinds(), getAlpha(), getBeta());
+}
+
 //===----------------------------------------------------------------------===//
 // Linear layers, embeddings, norms
 //===----------------------------------------------------------------------===//

@@ -66,6 +66,47 @@ def Lap_AttentionOp : Lap_Op<"attention", [Pure, DeclareOpInterfaceMethods<Lap_D
   }];
 }
 
+def Lap_CachedAttentionOp : Lap_Op<"cached_attention", [MemoryEffects<[MemRead, MemWrite]>,
+    AllTypesMatch<["q", "result"]>, AllTypesMatch<["k", "v"]>, AllTypesMatch<["k_cache", "v_cache"]>]> {
+  let summary = "causal attention of new tokens against a key/value cache";
+  let description = [{
+    Incremental decoding. `q` [B, T, H, D], `k` and `v` [B, T, KV, D] belong
+    to T new tokens at positions first .. first + T - 1; `k_cache` and
+    `v_cache` [B, capacity, KV, D] (capacity: the compiled maximum sequence)
+    hold the keys and values of the positions before `first`. The op writes
+    `k` and `v` into the caches at positions first .. first + T - 1 (the one
+    lap op that writes an operand: the caches are buffers the caller keeps
+    between calls), then computes, like a causal lap.attention over the
+    whole sequence, the rows of the new tokens:
+
+        O_h = alpha_h * P V_h + beta_h * V_h (V_h at the query's own position)
+
+    Head kinds and coefficients are given as on lap.attention.
+
+    ```mlir
+    %o = lap.cached_attention %q, %k, %v into %kc, %vc at %first
+           {scale = 0.125 : f32, kinds = ["attn", "laplacian"]}
+         : tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32> -> tensor<?x?x2x64xf32>
+    ```
+  }];
+  let arguments = (ins Lap_F32Tensor:$q, Lap_F32Tensor:$k, Lap_F32Tensor:$v,
+                       Lap_F32Tensor:$k_cache, Lap_F32Tensor:$v_cache, I64:$first,
+                       F32Attr:$scale,
+                       OptionalAttr<StrArrayAttr>:$kinds,
+                       OptionalAttr<DenseF32ArrayAttr>:$alpha,
+                       OptionalAttr<DenseF32ArrayAttr>:$beta);
+  let results = (outs Lap_F32Tensor:$result);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `into` $k_cache `,` $v_cache `at` $first attr-dict `:` type($q) `,` type($k) `,` type($k_cache) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getNumHeads() { return getQ().getType().getDimSize(2); }
+    int64_t getNumKvHeads() { return getK().getType().getDimSize(2); }
+    ::llvm::SmallVector<std::pair<float, float>> getCoefficients();
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Linear layers, embeddings, norms
 //===----------------------------------------------------------------------===//
@@ -140,19 +181,21 @@ def Lap_RMSNormOp : Lap_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<Lap_Diff
   let hasVerifier = 1;
 }
 
-def Lap_RopeOp : Lap_Op<"rope", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+def Lap_RopeOp : Lap_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "rotary position embedding of [B, T, H, D] by position";
   let description = [{
-    Rotates channel pairs (i, i + D/2) of each head by angle t * base^(-2i/D)
-    at position t.
+    Rotates channel pairs (i, i + D/2) of each head by angle p * base^(-2i/D)
+    at position p = first + t; `first` (0 when absent) is the position of
+    the first token when decoding after a cached prefix.
 
     ```mlir
     %q2 = lap.rope %q {base = 1.0e+04 : f32} : tensor<?x?x4x64xf32>
+    %q3 = lap.rope %q at %first {base = 1.0e+04 : f32} : tensor<?x?x4x64xf32>
     ```
   }];
-  let arguments = (ins Lap_F32Tensor:$input, F32Attr:$base);
+  let arguments = (ins Lap_F32Tensor:$input, Optional<I64>:$first, F32Attr:$base);
   let results = (outs Lap_F32Tensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let assemblyFormat = "$input (`at` $first^)? attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
 
@@ -191,20 +234,23 @@ def Lap_MergeHeadsOp : Lap_Op<"merge_heads", [Pure, DeclareOpInterfaceMethods<La
 
 def Lap_AddPositionsOp : Lap_Op<"add_positions",
     [Pure, AllTypesMatch<["input", "result"]>, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
-  let summary = "x[:, t] + table[t - offset] for tokens t >= offset";
+  let summary = "x[:, t] + table[p - offset] for positions p = first + t >= offset";
   let description = [{
     Adds learned position embeddings [P, C] to x [B, T, C]; the first
     `offset` tokens get none (e.g. learned tokens placed before positioned
-    ones), and the table must cover the rest: offset + P >= T.
+    ones), and the table must cover the rest: offset + P >= T. Token t sits
+    at position first + t; `first` (0 when absent) is the position of the
+    first token when decoding after a cached prefix.
 
     ```mlir
     %y = lap.add_positions %x, %wpe {offset = 0 : i64} : tensor<?x?x64xf32>, tensor<32x64xf32>
+    %z = lap.add_positions %x, %wpe at %first : tensor<?x?x64xf32>, tensor<32x64xf32>
     ```
   }];
-  let arguments = (ins Lap_F32Tensor:$input, Lap_F32Tensor:$table,
+  let arguments = (ins Lap_F32Tensor:$input, Lap_F32Tensor:$table, Optional<I64>:$first,
                        DefaultValuedAttr<I64Attr, "0">:$offset);
   let results = (outs Lap_F32Tensor:$result);
-  let assemblyFormat = "$input `,` $table attr-dict `:` type($input) `,` type($table)";
+  let assemblyFormat = "$input `,` $table (`at` $first^)? attr-dict `:` type($input) `,` type($table)";
   let hasVerifier = 1;
 }
 

@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 /* Bumped on any change to the functions, structs or manifest keys below. */
-#define LAP_MODEL_ABI_VERSION 1u
+#define LAP_MODEL_ABI_VERSION 2u
 
 typedef enum lap_status {
   LAP_OK = 0,
@@ -75,6 +75,20 @@ lap_status lap_model_forward(const float *params, const lap_batch *batch,
 lap_status lap_model_train_step(const float *params, float *grads,
                                 const lap_batch *batch, uint64_t seed,
                                 void *workspace, float *out_loss);
+
+/* Incremental decoding, for language models (manifest "decode" is null for
+ * the others): the logits of `count` new tokens of each of `batch` sequences
+ * without recomputing what came before them. tokens [batch, count] int32
+ * sit at positions first .. first + count - 1, first + count <= manifest
+ * "decode.capacity". cache holds batch * "decode.cache_floats_per_sequence"
+ * floats: per layer, the keys then the values [batch, capacity, kv_heads,
+ * head_dim] of every earlier position, as written by earlier calls with the
+ * same batch (first = 0 starts new sequences: the cache's content is then
+ * ignored). The call adds the new tokens' keys and values and writes their
+ * logits [batch, count, vocab] to out_logits. */
+lap_status lap_model_decode(const float *params, const int32_t *tokens,
+                            int64_t batch, int64_t count, int64_t first,
+                            float *cache, void *workspace, float *out_logits);
 
 #ifdef __cplusplus
 }

@@ -79,10 +79,10 @@ extern "C" void lap_cpu_embedding_backward(float *dtable, const float *dy,
 extern "C" void lap_cpu_add_positions_forward(float *y, const float *x,
                                               const float *table, int64_t B,
                                               int64_t T, int64_t c,
-                                              int64_t offset) {
+                                              int64_t offset, int64_t first) {
   parallelFor(B * T, rowGrain(c), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      int64_t t = r % T;
+      int64_t t = first + r % T;
       float *__restrict out = y + r * c;
       const float *__restrict in = x + r * c;
       if (t < offset) {

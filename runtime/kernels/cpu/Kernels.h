@@ -50,6 +50,19 @@ void lap_cpu_attention_backward(float *dq, float *dk, float *dv,
                                 int64_t KV, int64_t D, float scale,
                                 int32_t causal);
 
+//--- Attention against a key/value cache (DecodeAttention.cpp) -------------
+// Incremental decoding of causal attention. q [B, T, H, D] are the queries of
+// T new tokens at positions first .. first + T - 1, k and v [B, T, KV, D]
+// their keys and values; kCache and vCache [B, capacity, KV, D] hold the keys
+// and values of positions < first. Appends k and v at positions first ..
+// first + T - 1, then writes o [B, T, H, D] as lap_cpu_attention_forward
+// (causal) would for those rows of the whole sequence. first + T <= capacity.
+void lap_cpu_attention_decode(float *o, float *kCache, float *vCache,
+                              const float *q, const float *k, const float *v,
+                              const float *alpha, const float *beta, int64_t B,
+                              int64_t T, int64_t first, int64_t capacity,
+                              int64_t H, int64_t KV, int64_t D, float scale);
+
 //--- Linear (Linear.cpp, GEMMs by oneDNN) -------------------------------------
 // y [n, out] = x [n, in] W^T + b; w [out, in]; b [out] nullable.
 void lap_cpu_linear_forward(float *y, const float *x, const float *w,
@@ -70,11 +83,12 @@ void lap_cpu_embedding_forward(float *y, const float *table,
 void lap_cpu_embedding_backward(float *dtable, const float *dy,
                                 const int32_t *idx, int64_t n, int64_t vocab,
                                 int64_t c);
-// x, y [B, T, c]; table [P, c]: y[b, t] = x[b, t] + table[t - offset] for
-// t >= offset, else x[b, t].
+// x, y [B, T, c]; table [P, c]; token t sits at position p = first + t
+// (first > 0 when decoding after a cached prefix): y[b, t] = x[b, t] +
+// table[p - offset] for p >= offset, else x[b, t].
 void lap_cpu_add_positions_forward(float *y, const float *x,
                                    const float *table, int64_t B, int64_t T,
-                                   int64_t c, int64_t offset);
+                                   int64_t c, int64_t offset, int64_t first);
 // dtable [P, c]: dtable[t - offset] = sum over b of dy[b, t]; rows of the
 // table beyond T - offset are zero.
 void lap_cpu_add_positions_backward(float *dtable, const float *dy, int64_t B,
@@ -108,13 +122,14 @@ void lap_cpu_weight_norm_backward(float *dv, float *dg, const float *dw,
 
 //--- Rotary positions (Rope.cpp) -------------------------------------------------
 // x, y [B, T, H, D]: channels (i, i + D/2) of each head rotated by the angle
-// t * base^(-2i/D) at position t:
+// p * base^(-2i/D) at position p = first + t (first > 0 when decoding after a
+// cached prefix):
 //   y_i = x_i cos - x_{i+D/2} sin,  y_{i+D/2} = x_i sin + x_{i+D/2} cos.
 // backward = rotation by the opposite angle (the transpose). y may equal x.
 void lap_cpu_rope_forward(float *y, const float *x, int64_t B, int64_t T,
-                          int64_t H, int64_t D, float base);
+                          int64_t H, int64_t D, float base, int64_t first);
 void lap_cpu_rope_backward(float *dx, const float *dy, int64_t B, int64_t T,
-                           int64_t H, int64_t D, float base);
+                           int64_t H, int64_t D, float base, int64_t first);
 
 // LayerScale: dx = dy * gamma, dgamma [c] = column sums of dy * x; both
 // nullable.

@@ -78,15 +78,15 @@ std::shared_ptr<const RopeTable> ropeTable(int64_t T, int64_t D, float base) {
 /// equal x: each pair is read before it is written and pairs are disjoint.
 template <int Sign>
 void rotate(float *y, const float *x, int64_t B, int64_t T, int64_t H,
-            int64_t D, float base) {
+            int64_t D, float base, int64_t first) {
   if (B * T * H == 0)
     return;
-  std::shared_ptr<const RopeTable> table = ropeTable(T, D, base);
+  std::shared_ptr<const RopeTable> table = ropeTable(first + T, D, base);
   int64_t half = D / 2;
   parallelFor(B * T * H, std::max<int64_t>(1, 8192 / D),
               [&](int64_t begin, int64_t end) {
                 for (int64_t r = begin; r < end; ++r) {
-                  int64_t t = (r / H) % T;
+                  int64_t t = first + (r / H) % T;
                   const float *cs = table->cos.data() + t * half;
                   const float *sn = table->sin.data() + t * half;
                   const float *xr = x + r * D;
@@ -108,12 +108,12 @@ void rotate(float *y, const float *x, int64_t B, int64_t T, int64_t H,
 
 extern "C" void lap_cpu_rope_forward(float *y, const float *x, int64_t B,
                                      int64_t T, int64_t H, int64_t D,
-                                     float base) {
-  rotate<1>(y, x, B, T, H, D, base);
+                                     float base, int64_t first) {
+  rotate<1>(y, x, B, T, H, D, base, first);
 }
 
 extern "C" void lap_cpu_rope_backward(float *dx, const float *dy, int64_t B,
                                       int64_t T, int64_t H, int64_t D,
-                                      float base) {
-  rotate<-1>(dx, dy, B, T, H, D, base);
+                                      float base, int64_t first) {
+  rotate<-1>(dx, dy, B, T, H, D, base, first);
 }

@@ -47,6 +47,15 @@ struct EvalOptions {
 /// `lapc-run eval MODEL`: validation loss, bits per byte, multiple choice.
 int evaluate(const EvalOptions &options);
 
+struct SampleOptions {
+  std::string model, runDir, checkpoint, prompt;
+  int64_t tokens = 200, topK = 50, samples = 1;
+  double temperature = 0.8;
+  uint64_t seed = 1;
+};
+
+int sample(const SampleOptions &options);
+
 } // namespace lap::cli
 
 #endif // LAP_RUNTIME_TOOLS_LAPCRUN_COMMANDS_H

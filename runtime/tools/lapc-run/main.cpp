@@ -12,8 +12,26 @@
 #include <iostream>
 #include <stdexcept>
 
+namespace {
+
+/// Integers >= least, with a short message (CLI11's number checks print
+/// the largest double).
+CLI::Validator atLeast(int64_t least) {
+  return CLI::Validator(
+      [least](std::string &text) -> std::string {
+        int64_t value = 0;
+        if (CLI::detail::lexical_cast(text, value) && value >= least)
+          return {};
+        return "must be an integer >= " + std::to_string(least) + ", got " + text;
+      },
+      "INT>=" + std::to_string(least));
+}
+
+} // namespace
+
 int main(int argc, char **argv) {
   CLI::App app{"lapc-run: inspect, check and train models compiled by lapc"};
+  app.option_defaults()->always_capture_default();
   app.require_subcommand(1);
 
   std::string infoModel;
@@ -58,6 +76,25 @@ int main(int argc, char **argv) {
   evalCmd->add_option("--mc", eval.multipleChoice,
                       "ARC- or MMLU-style JSONL files of multiple-choice questions");
 
+  lap::cli::SampleOptions sample;
+  CLI::App *sampleCmd = app.add_subcommand(
+      "sample", "Continue a prompt with a trained language model (KV-cached decoding)");
+  sampleCmd->add_option("model", sample.model, "model.so built by lapc")->required();
+  sampleCmd->add_option("--run-dir", sample.runDir, "The training run (tokenizer, checkpoints)")
+      ->required();
+  sampleCmd->add_option("--checkpoint", sample.checkpoint,
+                        "A checkpoint directory (default: the run's newest)");
+  sampleCmd->add_option("--prompt", sample.prompt, "Text to continue (default: none)");
+  sampleCmd->add_option("--tokens", sample.tokens, "New tokens at most")
+      ->check(atLeast(1));
+  sampleCmd->add_option("--temperature", sample.temperature, "Softmax temperature; 0: greedy")
+      ->check(CLI::Range(0.0, 100.0));
+  sampleCmd->add_option("--top-k", sample.topK, "Draw from the k most likely tokens; 0: all")
+      ->check(atLeast(0));
+  sampleCmd->add_option("--samples", sample.samples, "How many samples")
+      ->check(atLeast(1));
+  sampleCmd->add_option("--seed", sample.seed, "Seed of the first sample (then +1 each)");
+
   lap::cli::TokenizeOptions tokenize;
   CLI::App *tokenizeCmd = app.add_subcommand(
       "tokenize", "Train or load a tokenizer and write token shards of a text");
@@ -92,6 +129,8 @@ int main(int argc, char **argv) {
       return lap::cli::tokenize(tokenize);
     if (*evalCmd)
       return lap::cli::evaluate(eval);
+    if (*sampleCmd)
+      return lap::cli::sample(sample);
     return lap::cli::check(check);
   } catch (const std::exception &e) {
     std::cerr << "lapc-run: error: " << e.what() << "\n";

@@ -638,3 +638,21 @@ func.func @patchify_grad_divides(%dy: tensor<?x4x16xf32>) {
   %d = lap.patchify_grad %dy {patch = 4} : tensor<?x4x16xf32> -> tensor<?x1x10x10xf32>
   return
 }
+
+// -----
+
+func.func @cache_of_other_heads(%q: tensor<?x?x2x8xf32>, %c: tensor<?x?x1x8xf32>, %first: i64) {
+  // expected-error @+1 {{caches must be [B, capacity, KV, D] like k [?, ?, 2, 8], got [?, ?, 1, 8]}}
+  %o = lap.cached_attention %q, %q, %q into %c, %c at %first {scale = 0.35 : f32}
+       : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x1x8xf32> -> tensor<?x?x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @cached_attention_unknown_kind(%q: tensor<?x?x2x8xf32>, %first: i64) {
+  // expected-error @+1 {{unknown head kind 'lapalcian'}}
+  %o = lap.cached_attention %q, %q, %q into %q, %q at %first {scale = 0.35 : f32, kinds = ["attn", "lapalcian"]}
+       : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32> -> tensor<?x?x2x8xf32>
+  return
+}

@@ -111,3 +111,20 @@ func.func @image_pieces(%img: tensor<?x1x28x28xf32>, %cls: tensor<1x16xf32>, %g:
   %dino = lap.dino_loss %l, %t {temperature = 0.1 : f32} : tensor<?x32xf32>, tensor<?x32xf32> -> tensor<f32>
   return %dino : tensor<f32>
 }
+
+// Decoding: positions from a run-time first position, attention against
+// key/value caches.
+// CHECK-LABEL: func @decoding
+func.func @decoding(%x: tensor<?x?x64xf32>, %wpe: tensor<32x64xf32>, %q: tensor<?x?x4x16xf32>,
+                    %kv: tensor<?x?x2x16xf32>, %kc: tensor<?x?x2x16xf32>,
+                    %vc: tensor<?x?x2x16xf32>, %first: i64) -> tensor<?x?x4x16xf32> {
+  // CHECK: lap.add_positions %{{.*}}, %{{.*}} at %{{.*}} : tensor<?x?x64xf32>, tensor<32x64xf32>
+  %p = lap.add_positions %x, %wpe at %first : tensor<?x?x64xf32>, tensor<32x64xf32>
+  // CHECK: lap.rope %{{.*}} at %{{.*}} {base = 1.000000e+04 : f32} : tensor<?x?x4x16xf32>
+  %rq = lap.rope %q at %first {base = 10000.0 : f32} : tensor<?x?x4x16xf32>
+  // CHECK: lap.cached_attention %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}}, %{{.*}} at %{{.*}} {kinds = ["attn", "attn", "laplacian", "laplacian"], scale = 2.500000e-01 : f32} : tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x4x16xf32>
+  %o = lap.cached_attention %rq, %kv, %kv into %kc, %vc at %first
+         {scale = 0.25 : f32, kinds = ["attn", "attn", "laplacian", "laplacian"]}
+       : tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x4x16xf32>
+  return %o : tensor<?x?x4x16xf32>
+}

@@ -49,7 +49,7 @@ TEST(Rope, ForwardMatchesReference) {
     for (Shape s : {Shape{2, 5, 3, 8}, Shape{1, 7, 2, 64}}) {
       auto x = randomVector(rng, s.size());
       auto y = nanVector(x.size());
-      lap_cpu_rope_forward(y.data(), x.data(), s.B, s.T, s.H, s.D, base);
+      lap_cpu_rope_forward(y.data(), x.data(), s.B, s.T, s.H, s.D, base, 0);
       // Two fp32 products of O(1) values with a correctly rounded cos/sin.
       expectNear(y, reference({x.begin(), x.end()}, s, base), 1e-6);
     }
@@ -61,7 +61,7 @@ TEST(Rope, FarPositionsStayAccurate) {
   Shape s{1, 4096, 1, 8};
   auto x = randomVector(rng, s.size());
   auto y = nanVector(x.size());
-  lap_cpu_rope_forward(y.data(), x.data(), s.B, s.T, s.H, s.D, 10000.0f);
+  lap_cpu_rope_forward(y.data(), x.data(), s.B, s.T, s.H, s.D, 10000.0f, 0);
   expectNear(y, reference({x.begin(), x.end()}, s, 10000.0), 1e-6);
 }
 
@@ -70,8 +70,8 @@ TEST(Rope, BackwardInvertsForward) {
   Shape s{2, 6, 2, 16};
   auto x = randomVector(rng, s.size());
   auto y = nanVector(x.size()), back = nanVector(x.size());
-  lap_cpu_rope_forward(y.data(), x.data(), s.B, s.T, s.H, s.D, 10000.0f);
-  lap_cpu_rope_backward(back.data(), y.data(), s.B, s.T, s.H, s.D, 10000.0f);
+  lap_cpu_rope_forward(y.data(), x.data(), s.B, s.T, s.H, s.D, 10000.0f, 0);
+  lap_cpu_rope_backward(back.data(), y.data(), s.B, s.T, s.H, s.D, 10000.0f, 0);
   // A rotation and its transpose: identity up to a few fp32 roundings.
   for (size_t i = 0; i < x.size(); ++i)
     EXPECT_NEAR(back[i], x[i], 1e-6) << "at " << i;
@@ -83,7 +83,7 @@ TEST(Rope, BackwardMatchesFiniteDifferences) {
   double base = 500.0;
   auto x = randomVector(rng, s.size()), g = randomVector(rng, s.size());
   auto dx = nanVector(x.size());
-  lap_cpu_rope_backward(dx.data(), g.data(), s.B, s.T, s.H, s.D, float(base));
+  lap_cpu_rope_backward(dx.data(), g.data(), s.B, s.T, s.H, s.D, float(base), 0);
   std::vector<double> xd = toDouble(x);
   auto want = centralDifferences(
       xd, [&](const std::vector<double> &p) { return weightedSum(reference(p, s, base), g); });
@@ -96,12 +96,12 @@ TEST(Rope, InPlace) {
   Shape s{2, 3, 4, 32};
   auto x = randomVector(rng, s.size());
   auto y = nanVector(x.size());
-  lap_cpu_rope_forward(y.data(), x.data(), s.B, s.T, s.H, s.D, 10000.0f);
-  lap_cpu_rope_forward(x.data(), x.data(), s.B, s.T, s.H, s.D, 10000.0f);
+  lap_cpu_rope_forward(y.data(), x.data(), s.B, s.T, s.H, s.D, 10000.0f, 0);
+  lap_cpu_rope_forward(x.data(), x.data(), s.B, s.T, s.H, s.D, 10000.0f, 0);
   EXPECT_EQ(x, y);
   auto back = nanVector(x.size());
-  lap_cpu_rope_backward(back.data(), y.data(), s.B, s.T, s.H, s.D, 10000.0f);
-  lap_cpu_rope_backward(y.data(), y.data(), s.B, s.T, s.H, s.D, 10000.0f);
+  lap_cpu_rope_backward(back.data(), y.data(), s.B, s.T, s.H, s.D, 10000.0f, 0);
+  lap_cpu_rope_backward(y.data(), y.data(), s.B, s.T, s.H, s.D, 10000.0f, 0);
   EXPECT_EQ(back, y);
 }
 
@@ -113,9 +113,30 @@ TEST(Rope, ChangingShapesAndBases) {
     for (float base : {10000.0f, 50.0f}) {
       auto x = randomVector(rng, s.size());
       auto y = nanVector(x.size());
-      lap_cpu_rope_forward(y.data(), x.data(), s.B, s.T, s.H, s.D, base);
+      lap_cpu_rope_forward(y.data(), x.data(), s.B, s.T, s.H, s.D, base, 0);
       expectNear(y, reference({x.begin(), x.end()}, s, base), 1e-6);
     }
+}
+
+TEST(Rope, FirstPositionShiftsTheAngles) {
+  // Decoding rotates T new tokens at positions first .. first + T - 1: the
+  // same rows as a rotation of the whole sequence.
+  std::mt19937 rng(5);
+  Shape whole{2, 9, 3, 16}, tail{2, 4, 3, 16};
+  int64_t first = whole.T - tail.T, row = whole.H * whole.D;
+  auto x = randomVector(rng, whole.size());
+  auto y = nanVector(x.size());
+  lap_cpu_rope_forward(y.data(), x.data(), whole.B, whole.T, whole.H, whole.D, 10000.0f, 0);
+  std::vector<float> xt, want;
+  for (int64_t b = 0; b < whole.B; ++b) {
+    auto begin = (b * whole.T + first) * row, end = (b + 1) * whole.T * row;
+    xt.insert(xt.end(), x.begin() + begin, x.begin() + end);
+    want.insert(want.end(), y.begin() + begin, y.begin() + end);
+  }
+  auto yt = nanVector(xt.size());
+  lap_cpu_rope_forward(yt.data(), xt.data(), tail.B, tail.T, tail.H, tail.D, 10000.0f,
+                       first);
+  EXPECT_EQ(yt, want);
 }
 
 } // namespace

@@ -550,6 +550,75 @@ TEST_P(ModelGradientTest, ForwardMatchesReference) {
   }
 }
 
+// Decoding: the sequence fed through lap_model_decode in chunks (a prompt,
+// single tokens, a chunk of three, then to the end) must give the
+// reference's logits for every position, with the same tolerance as the
+// forward; image models have no decode and say so.
+TEST_P(ModelGradientTest, DecodeMatchesReference) {
+  const Case &c = GetParam();
+  auto run = load();
+  const nlohmann::json &decode = run->model.manifest()["decode"];
+  std::vector<float> logits(size_t(c.batch * c.maxSeq * std::max<int64_t>(c.arch.vocab, 1)));
+  if (!c.arch.gpt()) {
+    EXPECT_TRUE(decode.is_null());
+    float cache = 0;
+    int32_t token = 0;
+    EXPECT_EQ(run->model.decode(run->param(), &token, 1, 1, 0, &cache, run->workspace.data,
+                                logits.data()),
+              LAP_INVALID_ARGUMENT);
+    EXPECT_NE(run->model.lastError().find("no decode"), std::string::npos) << run->model.lastError();
+    return;
+  }
+  ASSERT_EQ(decode["capacity"].get<int64_t>(), c.maxSeq);
+  Params p = doubles(*run);
+  Reference ref(c.arch, p);
+  const int64_t B = c.batch, T = c.maxSeq, V = c.arch.vocab;
+  Batch b = batch(B, T, 5);
+  Vec expected;
+  ref.loss(b, &expected);
+  std::vector<float> cache(size_t(B * decode["cache_floats_per_sequence"].get<int64_t>()), NAN);
+  std::vector<float> got(expected.size(), NAN);
+  int64_t first = 0;
+  for (int64_t chunk : {4, 1, 1, 3, 100}) {
+    int64_t count = std::min(chunk, T - first);
+    std::vector<int32_t> tokens;
+    for (int64_t r = 0; r < B; ++r)
+      tokens.insert(tokens.end(), b.tokens.begin() + r * T + first,
+                    b.tokens.begin() + r * T + first + count);
+    ASSERT_EQ(run->model.decode(run->param(), tokens.data(), B, count, first, cache.data(),
+                                run->workspace.data, logits.data()),
+              LAP_OK)
+        << run->model.lastError();
+    for (int64_t r = 0; r < B; ++r)
+      std::copy(logits.begin() + r * count * V, logits.begin() + (r + 1) * count * V,
+                got.begin() + (r * T + first) * V);
+    first += count;
+  }
+  ASSERT_EQ(first, T);
+  double largest = 0, worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    largest = std::max(largest, std::abs(expected[i]));
+    if (!(std::abs(got[i] - expected[i]) <= worst))
+      worst = std::abs(got[i] - expected[i]), at = i;
+  }
+  EXPECT_LE(worst, 1e-5 * largest) << "logit " << at << ": " << got[at] << " vs " << expected[at];
+
+  // Past the cache, or a token outside the vocabulary: an error, not a write.
+  int32_t token = 0;
+  EXPECT_EQ(run->model.decode(run->param(), &token, 1, 1, T, cache.data(), run->workspace.data,
+                              logits.data()),
+            LAP_INVALID_ARGUMENT);
+  EXPECT_NE(run->model.lastError().find("do not fit the cache"), std::string::npos)
+      << run->model.lastError();
+  token = int32_t(V);
+  EXPECT_EQ(run->model.decode(run->param(), &token, 1, 1, 0, cache.data(), run->workspace.data,
+                              logits.data()),
+            LAP_INVALID_ARGUMENT);
+  EXPECT_NE(run->model.lastError().find("outside the vocabulary"), std::string::npos)
+      << run->model.lastError();
+}
+
 // Gradients against central differences of the double reference, with step
 // h = 1e-5 max(1, |w|): truncation O(h^2) and rounding O(1e-16 / h) keep
 // the difference within ~1e-9 of the exact derivative, so what remains is

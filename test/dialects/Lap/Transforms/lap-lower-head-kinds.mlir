@@ -53,3 +53,14 @@ func.func @already_lowered(%q: tensor<?x?x1x16xf32>) -> tensor<?x?x1x16xf32> {
        : tensor<?x?x1x16xf32>, tensor<?x?x1x16xf32>, tensor<?x?x1x16xf32> -> tensor<?x?x1x16xf32>
   return %o : tensor<?x?x1x16xf32>
 }
+
+// -----
+
+// Cached attention (decoding) gets the same coefficients.
+// CHECK-LABEL: func @cached
+func.func @cached(%q: tensor<?x?x2x16xf32>, %first: i64) -> tensor<?x?x2x16xf32> {
+  // CHECK: lap.cached_attention {{.*}} {alpha = array<f32: 1.000000e+00, -1.000000e+00>, beta = array<f32: 0.000000e+00, 1.000000e+00>, scale = 2.500000e-01 : f32}
+  %o = lap.cached_attention %q, %q, %q into %q, %q at %first {scale = 0.25 : f32, kinds = ["attn", "laplacian"]}
+       : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x2x16xf32>
+  return %o : tensor<?x?x2x16xf32>
+}
