@@ -14,6 +14,8 @@ packages=(
   # libraries
   libyaml-cpp-dev libfmt-dev googletest libgtest-dev
   libdnnl-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libpng-dev
+  # data: the text the README's main command trains on
+  fortunes
 )
 
 missing=()

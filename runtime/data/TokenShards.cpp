@@ -299,6 +299,24 @@ uint32_t TokenShard::maxToken() const {
   return *maxToken_;
 }
 
+double lap::unigramEntropy(const std::vector<TokenShard> &shards) {
+  std::vector<uint64_t> counts;
+  uint64_t total = 0;
+  for (const TokenShard &shard : shards)
+    for (uint64_t i = 0; i < shard.size(); ++i) {
+      uint32_t t = shard[i];
+      if (t >= counts.size())
+        counts.resize(size_t(t) + 1);
+      ++counts[t];
+      ++total;
+    }
+  double entropy = 0;
+  for (uint64_t c : counts)
+    if (c)
+      entropy -= double(c) / double(total) * std::log(double(c) / double(total));
+  return entropy;
+}
+
 void TokenShard::checkVocab(uint32_t vocabSize) const {
   if (count_ == 0 || maxToken() < vocabSize)
     return;

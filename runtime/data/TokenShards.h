@@ -96,6 +96,11 @@ private:
   mutable std::optional<uint32_t> maxToken_;
 };
 
+/// The entropy (nats per token) of the unigram distribution of the tokens of
+/// `shards`: the loss of a model that ignores context, which a language
+/// model must beat.
+double unigramEntropy(const std::vector<TokenShard> &shards);
+
 /// One batch in the layout the model ABI takes: row-major int32 [B,T].
 struct LmBatch {
   int64_t batch = 0, seq = 0;
@@ -123,6 +128,7 @@ public:
   int64_t batchSize() const { return opts_.batch; }
   int64_t seqLen() const { return opts_.seq; }
   uint64_t tokens() const { return total_; }
+  const std::vector<TokenShard> &shards() const { return shards_; }
   /// Training windows per epoch, all within [0, splitPoint).
   uint64_t trainWindows() const { return trainWindows_; }
   /// Validation windows, all within [splitPoint, tokens()).

@@ -40,6 +40,8 @@ public:
   Regime regime();
 
   const std::optional<data::Tokenizer> &tokenizer() const { return tokenizer_; }
+  /// The unigram entropy of the training tokens (nats per token).
+  double unigramEntropy() const { return lap::unigramEntropy(train->shards()); }
   /// Validation loss (nats per token) and bits per byte over `batches`
   /// batches (0: the whole split).
   nlohmann::json evaluate(int64_t batches);

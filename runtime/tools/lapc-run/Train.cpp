@@ -109,7 +109,8 @@ int lap::cli::trainModel(const TrainOptions &options) {
                          {"steps", result.steps},
                          {"train_loss", result.lastLoss},
                          {"seconds", result.seconds},
-                         {"tokens_per_s", result.unitsPerSecond}};
+                         {"tokens_per_s", result.unitsPerSecond},
+                         {"unigram_entropy", lm.unigramEntropy()}};
   summary.update(final);
   std::ofstream(config.runDir + "/summary.json") << summary.dump(2) << "\n";
   plotLossCurve(config.runDir, spec.name);
@@ -117,6 +118,7 @@ int lap::cli::trainModel(const TrainOptions &options) {
              result.steps, result.seconds, result.unitsPerSecond, result.lastLoss);
   for (auto &[k, v] : final.items())
     fmt::print(", {} {:.4f}", k, v.get<double>());
+  fmt::print(" (unigram entropy {:.4f})", summary["unigram_entropy"].get<double>());
   fmt::print("\nwrote {0}/summary.json, {0}/metrics.jsonl, {0}/loss.png\n", config.runDir);
   return result.interrupted ? 130 : 0;
 }

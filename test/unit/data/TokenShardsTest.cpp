@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -118,6 +120,21 @@ TEST_F(TokenShardsTest, RoundTripVersion2) {
   shard.read(100, 10, part.data());
   EXPECT_TRUE(std::equal(part.begin(), part.end(), tokens.begin() + 100));
   EXPECT_THROW(shard.read(770, 10, part.data()), std::runtime_error);
+}
+
+TEST_F(TokenShardsTest, UnigramEntropyByHand) {
+  // Two shards together: tokens 3 and 7 twice each, 9 four times:
+  // p = (1/4, 1/4, 1/2), H = 1.5 ln 2. One repeated token: H = 0.
+  writeShard(file("a.bin"), {3, 7, 9, 9}, 16);
+  writeShard(file("b.bin"), {9, 3, 7, 9}, 16);
+  writeShard(file("c.bin"), {5, 5, 5}, 16);
+  std::vector<TokenShard> two;
+  two.emplace_back(file("a.bin"));
+  two.emplace_back(file("b.bin"));
+  EXPECT_NEAR(unigramEntropy(two), 1.5 * std::log(2.0), 1e-12);
+  std::vector<TokenShard> one;
+  one.emplace_back(file("c.bin"));
+  EXPECT_EQ(unigramEntropy(one), 0.0);
 }
 
 TEST_F(TokenShardsTest, EmptyShard) {
