@@ -10,7 +10,7 @@
 #   QUICKSTART_DIR    where the models and runs go (default: runs/quickstart)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/build.sh
+scripts/build.sh lapc lapc-run
 lapc=build/bin/lapc
 run=build/bin/lapc-run
 steps=${QUICKSTART_STEPS:-200}
