@@ -14,8 +14,9 @@ packages=(
   # libraries
   libyaml-cpp-dev libfmt-dev googletest libgtest-dev
   libdnnl-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libpng-dev
-  # data: the text the README's main command trains on
-  fortunes
+  zlib1g-dev libjpeg62-turbo-dev liblapacke-dev
+  # data: the text and images the README's walkthroughs train on
+  fortunes dataset-fashion-mnist
 )
 
 missing=()

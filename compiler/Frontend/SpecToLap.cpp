@@ -4,8 +4,11 @@
 // embedding, blocks (pre-norm attention and MLP, residuals), final norm,
 // head, loss. Parameters are the function's leading arguments, created up
 // front from dsl::parameterTable so the order is the checkpoint order.
-// Language models get a second function, @decode: the same walk over new
-// tokens only, with attention against a key/value cache and no loss.
+// Language models get @decode: the same walk over new tokens only, with
+// attention against a key/value cache and no loss. Every model gets
+// @features: the walk up to the last block, returning the residual stream
+// after the embedding and after each block (what the geometry analyses
+// measure).
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,8 +80,13 @@ private:
   /// The body of @decode: tokens, their first position and the caches in;
   /// the logits of the tokens out.
   Value gptDecode(Block *body);
-  /// Embedding through the final norm and lm_head: the logits.
-  Value gptLogits(Value tokens);
+  /// The batch arguments of @forward, and the embedded tokens [B, T, width].
+  Value inputs(Block *body);
+  Value gptEmbed(Value tokens);
+  /// The blocks; with `streams` set, each block's output is appended to it.
+  Value blocks(Value x);
+  /// Final norm, lm_head and softcap: the logits.
+  Value gptHead(Value x);
   std::pair<Value, Value> imageForward(Block *body);
   /// Patch embedding, learned tokens and positions: [B, T, width].
   Value imageTokens(Value images);
@@ -101,6 +109,8 @@ private:
   /// and value caches.
   Value first;
   std::vector<std::pair<Value, Value>> caches;
+  /// In @features: the residual stream after the embedding and each block.
+  std::vector<Value> *streams = nullptr;
   /// T: dynamic for text, static for images of the compiled size.
   int64_t sequence = kDynamic;
   /// The next random-mask key of a dropout or drop-path op.
@@ -213,17 +223,28 @@ Value ForwardBuilder::block(Value x, int64_t layer) {
   return b.create<AddOp>(residual, x, f);
 }
 
-Value ForwardBuilder::gptLogits(Value tokens) {
+Value ForwardBuilder::gptEmbed(Value tokens) {
   Value x = b.create<EmbeddingOp>(loc("model.vocab", "wte"), activations({m.width}),
                                   param("wte.weight"), tokens);
   if (Value wpe = param("wpe.weight"))
     x = b.create<AddPositionsOp>(loc("model.positions", "wpe"), x, wpe, first,
                                  b.getI64IntegerAttr(0));
   x = dropout(x, loc("model.dropout"));
-  if (m.embeddingNorm)
-    x = norm(x, "embedding_norm");
-  for (int64_t l = 0; l < m.layers; ++l)
+  return m.embeddingNorm ? norm(x, "embedding_norm") : x;
+}
+
+Value ForwardBuilder::blocks(Value x) {
+  if (streams)
+    streams->push_back(x);
+  for (int64_t l = 0; l < m.layers; ++l) {
     x = block(x, l);
+    if (streams)
+      streams->push_back(x);
+  }
+  return x;
+}
+
+Value ForwardBuilder::gptHead(Value x) {
   if (m.finalNorm)
     x = norm(x, "norm");
   Location head = loc("model.vocab", "lm_head");
@@ -236,12 +257,30 @@ Value ForwardBuilder::gptLogits(Value tokens) {
   return logits;
 }
 
-std::pair<Value, Value> ForwardBuilder::gptForward(Block *body) {
+Value ForwardBuilder::inputs(Block *body) {
+  if (m.family != dsl::Family::GPT) {
+    int64_t side = m.imageSize / m.patch;
+    sequence = side * side + (m.clsToken ? 1 : 0) + m.registers;
+    auto images = RankedTensorType::get({kDynamic, m.channels, m.imageSize, m.imageSize},
+                                        b.getF32Type());
+    Value input = body->addArgument(images, loc("model.image_size", "images"));
+    bool dino = m.family == dsl::Family::DINO;
+    int64_t outputs = dino ? m.dinoHead.prototypes : m.classes;
+    body->addArgument(f32({kDynamic, outputs}), loc(dino ? "train.dino" : "model.classes",
+                                                    dino ? "teacher" : "targets"));
+    batchNames = {"images", dino ? "teacher" : "targets"};
+    return imageTokens(input);
+  }
   auto i32Batch = RankedTensorType::get({kDynamic, kDynamic}, b.getI32Type());
   Value tokens = body->addArgument(i32Batch, loc("model.vocab", "tokens"));
-  Value targets = body->addArgument(i32Batch, loc("model.vocab", "targets"));
+  body->addArgument(i32Batch, loc("model.vocab", "targets"));
   batchNames = {"tokens", "targets"};
-  Value logits = gptLogits(tokens);
+  return gptEmbed(tokens);
+}
+
+std::pair<Value, Value> ForwardBuilder::gptForward(Block *body) {
+  Value logits = gptHead(blocks(inputs(body)));
+  Value targets = body->getArguments().back();
   Value loss = b.create<CrossEntropyOp>(loc("model.family", "loss"),
                                         RankedTensorType::get({}, b.getF32Type()),
                                         logits, targets, b.getF32FloatAttr(0),
@@ -264,7 +303,7 @@ Value ForwardBuilder::gptDecode(Block *body) {
     batchNames.push_back("k_cache." + layer);
     batchNames.push_back("v_cache." + layer);
   }
-  Value logits = gptLogits(tokens);
+  Value logits = gptHead(blocks(gptEmbed(tokens)));
   first = Value();
   caches.clear();
   return logits;
@@ -302,21 +341,9 @@ Value ForwardBuilder::imageTokens(Value images) {
 }
 
 std::pair<Value, Value> ForwardBuilder::imageForward(Block *body) {
-  auto images = RankedTensorType::get({kDynamic, m.channels, m.imageSize, m.imageSize},
-                                      b.getF32Type());
-  Value input = body->addArgument(images, loc("model.image_size", "images"));
+  Value x = blocks(inputs(body));
+  Value targets = body->getArguments().back();
   bool dino = m.family == dsl::Family::DINO;
-  int64_t side = m.imageSize / m.patch;
-  sequence = side * side + (m.clsToken ? 1 : 0) + m.registers;
-  int64_t outputs = dino ? m.dinoHead.prototypes : m.classes;
-  Value targets = body->addArgument(f32({kDynamic, outputs}),
-                                    loc(dino ? "train.dino" : "model.classes",
-                                        dino ? "teacher" : "targets"));
-  batchNames = {"images", dino ? "teacher" : "targets"};
-
-  Value x = imageTokens(input);
-  for (int64_t l = 0; l < m.layers; ++l)
-    x = block(x, l);
   if (m.finalNorm)
     x = norm(x, "norm");
   Location pool = loc("model.pool", "pool");
@@ -404,6 +431,17 @@ OwningOpRef<ModuleOp> ForwardBuilder::build() {
   auto [loss, logits] =
       m.family == dsl::Family::GPT ? gptForward(body) : imageForward(body);
   endFunction(forward, {loss, logits}, batchNames, {"loss", "logits"});
+
+  // The residual streams of every layer, for the geometry analyses.
+  func::FuncOp features = beginFunction("features", top);
+  std::vector<Value> layers;
+  streams = &layers;
+  blocks(inputs(&features.getBody().front()));
+  streams = nullptr;
+  std::vector<std::string> layerNames;
+  for (size_t i = 0; i < layers.size(); ++i)
+    layerNames.push_back(i == 0 ? "embedding" : "block." + std::to_string(i - 1));
+  endFunction(features, layers, batchNames, layerNames);
 
   if (m.family == dsl::Family::GPT) {
     func::FuncOp decode = beginFunction("decode", top);

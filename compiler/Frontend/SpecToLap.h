@@ -25,7 +25,9 @@ namespace lap {
 /// probabilities [B, prototypes] (dino). Language models also get
 /// `@decode(params, tokens [B, T], first : i64, k_cache.0, v_cache.0, ...)`
 /// returning the logits of T new tokens at positions first .. first + T - 1,
-/// with the caches [B, capacity, KV, D] updated in place. Null, with an error at the spec
+/// with the caches [B, capacity, KV, D] updated in place. Every model gets
+/// `@features(params, batch...)` returning the residual stream [B, T, width]
+/// after the embedding and after each block. Null, with an error at the spec
 /// location, for the settings the compiler does not build yet (attentive
 /// pooling, a dino classifier).
 mlir::OwningOpRef<mlir::ModuleOp> buildForward(const dsl::Spec &spec,

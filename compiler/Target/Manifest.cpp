@@ -48,6 +48,7 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   auto train = module.lookupSymbol<func::FuncOp>("train_step");
   auto decode = module.lookupSymbol<func::FuncOp>("decode");
+  auto features = module.lookupSymbol<func::FuncOp>("features");
   int64_t total = 0;
   SmallVector<int64_t> offsets = parameterOffsets(forward, total);
 
@@ -73,7 +74,7 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
 
   json::Object memory;
   int64_t workspace = 0, maxBatch = 0, maxSeq = 0;
-  for (func::FuncOp f : {forward, train, decode}) {
+  for (func::FuncOp f : {forward, train, features, decode}) {
     if (!f)
       continue;
     int64_t bytes = f->getAttrOfType<IntegerAttr>(kWorkspaceAttr).getInt();
@@ -83,6 +84,14 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
     maxSeq = f->getAttrOfType<IntegerAttr>(kMaxSeqAttr).getInt();
   }
   memory["workspace_bytes"] = alignTo(workspace);
+
+  // The residual streams of @features (model.h: lap_model_features).
+  json::Array layerNames;
+  for (unsigned i = 0; i < features.getNumResults(); ++i)
+    layerNames.push_back(nameOf(features.getResultAttrDict(i), "layer"));
+  json::Object streams{{"layers", int64_t(features.getNumResults())},
+                       {"width", spec.model.width},
+                       {"names", std::move(layerNames)}};
 
   // The key/value cache of @decode (model.h: lap_model_decode).
   json::Value decoding = nullptr;
@@ -118,6 +127,7 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
       {"batch", std::move(batch)},
       {"outputs", std::move(outputs)},
       {"memory", std::move(memory)},
+      {"features", std::move(streams)},
       {"decode", std::move(decoding)},
       {"spec", dsl::printSpec(spec)},
   };

@@ -9,6 +9,7 @@
 #ifndef LAP_RUNTIME_DATA_IMAGE_H
 #define LAP_RUNTIME_DATA_IMAGE_H
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

@@ -83,6 +83,7 @@ LoadedModel::LoadedModel(const std::string &path) : path_(path) {
     init_ = symbol<decltype(init_)>(handle_, "lap_model_init_params", path);
     forward_ = symbol<decltype(forward_)>(handle_, "lap_model_forward", path);
     trainStep_ = symbol<decltype(trainStep_)>(handle_, "lap_model_train_step", path);
+    features_ = symbol<decltype(features_)>(handle_, "lap_model_features", path);
     decode_ = symbol<decltype(decode_)>(handle_, "lap_model_decode", path);
     lastError_ = symbol<decltype(lastError_)>(handle_, "lap_model_last_error", path);
     manifest_ = nlohmann::json::parse(manifest(), nullptr, /*allow_exceptions=*/false);

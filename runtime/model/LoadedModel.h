@@ -59,6 +59,10 @@ public:
                        float *loss) const {
     return trainStep_(params, grads, batch, seed, workspace, loss);
   }
+  lap_status features(const float *params, const lap_batch *batch, void *workspace,
+                      float *out) const {
+    return features_(params, batch, workspace, out);
+  }
   lap_status decode(const float *params, const int32_t *tokens, int64_t batch,
                     int64_t count, int64_t first, float *cache, void *workspace,
                     float *logits) const {
@@ -75,6 +79,7 @@ private:
   decltype(&lap_model_init_params) init_ = nullptr;
   decltype(&lap_model_forward) forward_ = nullptr;
   decltype(&lap_model_train_step) trainStep_ = nullptr;
+  decltype(&lap_model_features) features_ = nullptr;
   decltype(&lap_model_decode) decode_ = nullptr;
   decltype(&lap_model_last_error) lastError_ = nullptr;
 };

@@ -24,6 +24,9 @@ void lap_gen_forward(const void *params, const void *const *batch,
 void lap_gen_train_step(const void *params, const void *const *batch,
                         void *const *outputs, void *workspace, int64_t B,
                         int64_t T, uint64_t seed, int64_t first);
+void lap_gen_features(const void *params, const void *const *batch,
+                      void *const *outputs, void *workspace, int64_t B,
+                      int64_t T, uint64_t seed, int64_t first);
 // Generated for language models only.
 __attribute__((weak)) void lap_gen_decode(const void *params,
                                           const void *const *batch,
@@ -49,6 +52,8 @@ struct Model {
   std::vector<bool> batchIsIndex; ///< int32 token or target tensors
   std::vector<lap::model::ParameterSpec> parameters;
   std::vector<int64_t> gradOffsets;
+  /// Residual streams returned by lap_model_features, and their width.
+  int64_t featureLayers = 0, width = 0;
   /// Decoding: layers and floats of one layer's key (or value) cache per
   /// sequence; 0 when the model has no @decode.
   int64_t decodeLayers = 0, cacheFloats = 0;
@@ -64,6 +69,8 @@ struct Model {
       if (t["shape"].size() > 1 && t["shape"][1] == -1)
         fixedSeq = false;
     }
+    featureLayers = m["features"]["layers"];
+    width = m["features"]["width"];
     if (auto &d = m["decode"]; !d.is_null()) {
       decodeLayers = d["layers"];
       cacheFloats = int64_t(d["capacity"]) * int64_t(d["kv_heads"]) * int64_t(d["head_dim"]);
@@ -175,6 +182,22 @@ lap_status lap_model_train_step(const float *params, float *grads,
     outputs.push_back(grads + p.offset);
   lap_gen_train_step(params, batch->tensors, outputs.data(), workspace,
                      batch->batch, seq, seed, 0);
+  return LAP_OK;
+}
+
+lap_status lap_model_features(const float *params, const lap_batch *batch,
+                              void *workspace, float *out_features) {
+  int64_t seq = 0;
+  const Model &m = model();
+  if (lap_status s = m.check(batch, seq))
+    return s;
+  if (!params || !workspace || !out_features)
+    return fail("params, workspace and out_features must not be null");
+  std::vector<void *> outputs;
+  for (int64_t l = 0; l < m.featureLayers; ++l)
+    outputs.push_back(out_features + l * batch->batch * seq * m.width);
+  lap_gen_features(params, batch->tensors, outputs.data(), workspace, batch->batch, seq, 0,
+                   0);
   return LAP_OK;
 }
 

@@ -92,7 +92,7 @@ Regime LmRegime::regime() {
 }
 
 nlohmann::json LmRegime::evaluate(int64_t batches) {
-  const LmLoader &source = val ? *val : *train;
+  const LmLoader &source = validationLoader();
   // A small split holds fewer batches than asked for: use them all.
   uint64_t available = source.valWindows() / uint64_t(batch);
   auto it = source.validation(batches > 0 ? std::min<uint64_t>(uint64_t(batches), available)

@@ -40,6 +40,8 @@ public:
   Regime regime();
 
   const std::optional<data::Tokenizer> &tokenizer() const { return tokenizer_; }
+  /// The loader whose validation windows evaluate() reads.
+  const LmLoader &validationLoader() const { return val ? *val : *train; }
   /// The unigram entropy of the training tokens (nats per token).
   double unigramEntropy() const { return lap::unigramEntropy(train->shards()); }
   /// Validation loss (nats per token) and bits per byte over `batches`

@@ -10,8 +10,8 @@
 using namespace lap::train;
 
 Progress::Progress(int64_t total, int64_t startStep, const std::string &metricsPath,
-                   std::FILE *stream)
-    : total(total), start(startStep), out(stream),
+                   std::string unit, std::FILE *stream)
+    : total(total), start(startStep), unit(std::move(unit)), out(stream),
       terminal(isatty(fileno(stream)) != 0), began(std::chrono::steady_clock::now()) {
   if (!metricsPath.empty()) {
     metrics.open(metricsPath, std::ios::app);
@@ -52,9 +52,9 @@ void Progress::advance(int64_t units) {
 }
 
 void Progress::step(int64_t step, double loss, double lr, double gradNorm) {
-  std::string line = fmt::format("step {:>{}}/{}  loss {:.4f}  lr {:.3e}  {:.0f} tok/s  ETA {}",
+  std::string line = fmt::format("step {:>{}}/{}  loss {:.4f}  lr {:.3e}  {:.0f} {}/s  ETA {}",
                                  step, std::to_string(total).size(), total, loss, lr,
-                                 unitsPerSecond(), eta(step));
+                                 unitsPerSecond(), unit, eta(step));
   if (terminal) {
     int width = 30, filled = int(double(width) * double(step) / double(std::max<int64_t>(total, 1)));
     fmt::print(out, "\r[{}{}] {}", std::string(filled, '#'), std::string(width - filled, ' '), line);

@@ -22,10 +22,11 @@ namespace lap::train {
 
 class Progress {
 public:
-  /// `total` steps; `metricsPath` empty for no JSONL file; `stream` is where
-  /// lines go (a terminal gets an in-place line).
+  /// `total` steps; `metricsPath` empty for no JSONL file; `unit` names
+  /// what advance() counts ("tok", "img"); `stream` is where lines go (a
+  /// terminal gets an in-place line).
   Progress(int64_t total, int64_t startStep, const std::string &metricsPath,
-           std::FILE *stream = stdout);
+           std::string unit = "tok", std::FILE *stream = stdout);
   ~Progress();
 
   /// A finished step's tokens (or samples), for the throughput.
@@ -44,6 +45,7 @@ private:
   std::string eta(int64_t step) const;
 
   int64_t total, start;
+  std::string unit;
   std::FILE *out;
   bool terminal;
   bool lineOpen = false;

@@ -81,7 +81,7 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
 
   AlignedBuffer grads(size_t(model.parameterElements()) * 4);
   AlignedBuffer accumulated(size_t(model.parameterElements()) * 4);
-  Progress progress(config.steps, start, config.runDir + "/metrics.jsonl");
+  Progress progress(config.steps, start, config.runDir + "/metrics.jsonl", config.unit);
 
   interruptRequested = 0;
   auto previous = std::signal(SIGINT, onInterrupt);

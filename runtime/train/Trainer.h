@@ -29,6 +29,7 @@ struct TrainerConfig {
   double gradClip = 0;      ///< max global norm; 0 = off
   int64_t logEvery = 10, evalEvery = 0, checkpointEvery = 0, keep = 3;
   std::string runDir;       ///< checkpoints/, metrics.jsonl
+  std::string unit = "tok"; ///< what the regime's batches count, for the progress line
   bool resume = false;
   OptimizerConfig optimizer;
   ScheduleConfig schedule;

@@ -76,6 +76,13 @@ lap_status lap_model_train_step(const float *params, float *grads,
                                 const lap_batch *batch, uint64_t seed,
                                 void *workspace, float *out_loss);
 
+/* The residual stream [batch, seq, width] after the embedding and after
+ * each block (manifest "features": layers = blocks + 1, width), evaluation
+ * mode, for the geometry analyses: out_features holds layers x batch x seq
+ * x width floats, layer-major. */
+lap_status lap_model_features(const float *params, const lap_batch *batch,
+                              void *workspace, float *out_features);
+
 /* Incremental decoding, for language models (manifest "decode" is null for
  * the others): the logits of `count` new tokens of each of `batch` sequences
  * without recomputing what came before them. tokens [batch, count] int32

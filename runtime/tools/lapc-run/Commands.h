@@ -56,6 +56,15 @@ struct SampleOptions {
 
 int sample(const SampleOptions &options);
 
+struct AnalyzeOptions {
+  std::vector<std::string> models, runDirs;
+  std::string out = "analysis";
+  int64_t samples = 1000;  ///< images, or token windows of a language model
+  int64_t topTokens = 20;  ///< next-token classes of the language-model collapse
+};
+
+int analyze(const AnalyzeOptions &options);
+
 } // namespace lap::cli
 
 #endif // LAP_RUNTIME_TOOLS_LAPCRUN_COMMANDS_H

@@ -10,6 +10,7 @@
 #include "runtime/analysis/Plot.h"
 #include "runtime/model/LoadedModel.h"
 #include "runtime/tools/lapc-run/Commands.h"
+#include "runtime/train/ImageRegime.h"
 #include "runtime/train/LmRegime.h"
 #include "runtime/train/SpecConfig.h"
 #include "runtime/train/Trainer.h"
@@ -17,7 +18,9 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <cmath>
 #include <fstream>
+#include <memory>
 #include <stdexcept>
 
 using namespace lap;
@@ -50,8 +53,13 @@ void plotLossCurve(const std::string &runDir, const std::string &name) {
   analysis::PlotOptions options;
   options.title = name + ": loss";
   options.xLabel = "step";
-  options.yLabel = "loss (nats per token)";
+  options.yLabel = "loss (nats)";
   analysis::writeLinePlot(runDir + "/loss.png", series, options);
+}
+
+/// Steps from a count of epochs (rounded, at least one when epochs > 0).
+int64_t epochsToSteps(double epochs, int64_t stepsPerEpoch) {
+  return epochs > 0 ? std::max<int64_t>(1, std::llround(epochs * double(stepsPerEpoch))) : 0;
 }
 
 } // namespace
@@ -60,11 +68,12 @@ int lap::cli::trainModel(const TrainOptions &options) {
   LoadedModel model(options.model);
   dsl::Spec spec = train::specOf(model);
   const dsl::TrainSpec &t = spec.train;
-  if (t.regime != dsl::Regime::LM)
-    throw std::runtime_error(options.model + ": lapc-run train runs the lm regime; '" +
-                             spec.name + "' trains another");
+  bool lmRegime = t.regime == dsl::Regime::LM;
+  if (!lmRegime && t.regime != dsl::Regime::Supervised)
+    throw std::runtime_error(options.model + ": lapc-run train runs the lm and supervised "
+                             "regimes; '" + spec.name + "' trains with dino");
 
-  int64_t micro = train::microBatchSize(spec), seq = train::sequenceLength(spec);
+  int64_t micro = train::microBatchSize(spec), seq = lmRegime ? train::sequenceLength(spec) : 0;
   if (micro > model.maxBatch() || seq > model.maxSeq())
     throw std::runtime_error(fmt::format(
         "{}: compiled for batch <= {} and sequence <= {}; the spec trains {} x {} "
@@ -72,14 +81,10 @@ int lap::cli::trainModel(const TrainOptions &options) {
         options.model, model.maxBatch(), model.maxSeq(), micro, seq));
 
   train::TrainerConfig config;
-  config.steps = options.steps ? options.steps : t.steps;
   config.accumulation = std::max<int64_t>(1, t.batchSize / micro);
   config.seed = options.seed ? options.seed : uint64_t(t.seed);
   config.gradClip = t.gradClip;
   config.logEvery = std::max<int64_t>(1, options.logEvery ? options.logEvery : t.logEvery);
-  config.evalEvery = options.evalEvery ? options.evalEvery : t.eval.everySteps;
-  config.checkpointEvery =
-      options.checkpointEvery ? options.checkpointEvery : t.checkpoint.everySteps;
   config.keep = t.checkpoint.keep;
   config.runDir = options.runDir.empty() ? t.checkpoint.dir : options.runDir;
   config.resume = options.resume;
@@ -95,30 +100,62 @@ int lap::cli::trainModel(const TrainOptions &options) {
   if (model.initParams(params.as<float>(), config.seed) != LAP_OK)
     throw std::runtime_error(options.model + ": " + model.lastError());
   AlignedBuffer workspace(size_t(model.workspaceBytes()));
-  train::LmRegime lm(spec, model, params.as<float>(), workspace, config.runDir, micro, seq,
-                     stdout);
-  train::Regime regime = lm.regime();
+  std::unique_ptr<train::LmRegime> lm;
+  std::unique_ptr<train::ImageRegime> images;
+  train::Regime regime;
+  int64_t stepsPerEpoch = 0;
+  if (lmRegime) {
+    lm = std::make_unique<train::LmRegime>(spec, model, params.as<float>(), workspace,
+                                           config.runDir, micro, seq, stdout);
+    regime = lm->regime();
+  } else {
+    images = std::make_unique<train::ImageRegime>(spec, model, params.as<float>(), workspace,
+                                                  micro, config.seed, stdout);
+    regime = images->regime();
+    stepsPerEpoch = images->stepsPerEpoch(config.accumulation);
+    config.unit = "img";
+  }
+  // Cadences in epochs become steps once an epoch's length is known.
+  auto steps = [&](int64_t given, double epochs) {
+    return given ? given : epochsToSteps(epochs, stepsPerEpoch);
+  };
+  config.steps = options.steps ? options.steps : steps(t.steps, t.epochs);
+  config.evalEvery = options.evalEvery ? options.evalEvery
+                                       : steps(t.eval.everySteps, t.eval.everyEpochs);
+  config.checkpointEvery = options.checkpointEvery
+                               ? options.checkpointEvery
+                               : steps(t.checkpoint.everySteps, t.checkpoint.everyEpochs);
+  if (!config.schedule.warmupSteps)
+    config.schedule.warmupSteps = epochsToSteps(t.schedule.warmupEpochs, stepsPerEpoch);
+  if (config.steps < 1)
+    throw std::runtime_error(spec.name + ": the spec gives neither steps nor epochs "
+                                         "(or pass --steps)");
 
-  fmt::print("training {} for {} steps: {} x {} tokens x {} micro-batches per step, "
+  fmt::print("training {} for {} steps: {} {} x {} micro-batches per step, "
              "run directory {}\n",
-             spec.name, config.steps, micro, seq, config.accumulation, config.runDir);
+             spec.name, config.steps, micro,
+             lmRegime ? fmt::format("x {} tokens", seq) : std::string("images"),
+             config.accumulation, config.runDir);
   train::TrainResult result = train::train(model, params, workspace, config, regime);
-  nlohmann::json final = result.lastEval.empty() ? lm.evaluate(t.eval.batches) : result.lastEval;
+  nlohmann::json final = result.lastEval.empty() ? regime.evaluate() : result.lastEval;
 
   nlohmann::json summary{{"model", spec.name},
                          {"steps", result.steps},
                          {"train_loss", result.lastLoss},
                          {"seconds", result.seconds},
-                         {"tokens_per_s", result.unitsPerSecond},
-                         {"unigram_entropy", lm.unigramEntropy()}};
+                         {lmRegime ? "tokens_per_s" : "images_per_s", result.unitsPerSecond}};
+  if (lm)
+    summary["unigram_entropy"] = lm->unigramEntropy();
   summary.update(final);
   std::ofstream(config.runDir + "/summary.json") << summary.dump(2) << "\n";
   plotLossCurve(config.runDir, spec.name);
-  fmt::print("summary: {} steps in {:.1f} s ({:.0f} tokens/s), train loss {:.4f}",
-             result.steps, result.seconds, result.unitsPerSecond, result.lastLoss);
+  fmt::print("summary: {} steps in {:.1f} s ({:.0f} {}/s), train loss {:.4f}", result.steps,
+             result.seconds, result.unitsPerSecond, lmRegime ? "tokens" : "images",
+             result.lastLoss);
   for (auto &[k, v] : final.items())
     fmt::print(", {} {:.4f}", k, v.get<double>());
-  fmt::print(" (unigram entropy {:.4f})", summary["unigram_entropy"].get<double>());
+  if (lm)
+    fmt::print(" (unigram entropy {:.4f})", summary["unigram_entropy"].get<double>());
   fmt::print("\nwrote {0}/summary.json, {0}/metrics.jsonl, {0}/loss.png\n", config.runDir);
   return result.interrupted ? 130 : 0;
 }

@@ -95,6 +95,24 @@ int main(int argc, char **argv) {
       ->check(atLeast(1));
   sampleCmd->add_option("--seed", sample.seed, "Seed of the first sample (then +1 each)");
 
+  lap::cli::AnalyzeOptions analyze;
+  CLI::App *analyzeCmd = app.add_subcommand(
+      "analyze", "Geometry of token representations per layer, for one model or two side "
+                 "by side");
+  analyzeCmd->add_option("models", analyze.models, "One or two model.so built by lapc")
+      ->required()
+      ->expected(1, 2);
+  analyzeCmd->add_option("--run-dir", analyze.runDirs,
+                         "Each model's training run (its newest checkpoint), in order")
+      ->required();
+  analyzeCmd->add_option("--samples", analyze.samples,
+                         "Images (or token windows) to analyse, from the test split")
+      ->check(atLeast(2));
+  analyzeCmd->add_option("--top-tokens", analyze.topTokens,
+                         "Language models: next-token classes for the collapse measures")
+      ->check(atLeast(2));
+  analyzeCmd->add_option("--out", analyze.out, "Directory for the tables and plots");
+
   lap::cli::TokenizeOptions tokenize;
   CLI::App *tokenizeCmd = app.add_subcommand(
       "tokenize", "Train or load a tokenizer and write token shards of a text");
@@ -131,6 +149,8 @@ int main(int argc, char **argv) {
       return lap::cli::evaluate(eval);
     if (*sampleCmd)
       return lap::cli::sample(sample);
+    if (*analyzeCmd)
+      return lap::cli::analyze(analyze);
     return lap::cli::check(check);
   } catch (const std::exception &e) {
     std::cerr << "lapc-run: error: " << e.what() << "\n";

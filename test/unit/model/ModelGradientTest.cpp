@@ -116,12 +116,22 @@ class Reference {
 public:
   Reference(const Arch &a, const Params &p) : a(a), p(p) {}
 
-  /// The mean loss; `logits` gets [B, T, vocab] or [B, classes].
-  double loss(const Batch &batch, Vec *logits = nullptr) const {
+  /// The mean loss; `logits` gets [B, T, vocab] or [B, classes], and
+  /// `streams` the residual stream after the embedding and each block.
+  double loss(const Batch &batch, Vec *logits = nullptr,
+              std::vector<Vec> *streams = nullptr) const {
+    recorded = streams;
+    if (recorded)
+      recorded->clear();
     return a.gpt() ? gptLoss(batch, logits) : vitLoss(batch, logits);
   }
 
 private:
+  void record(const Vec &x) const {
+    if (recorded)
+      recorded->push_back(x);
+  }
+
   const Vec *get(const std::string &name) const {
     auto it = p.find(name);
     return it == p.end() ? nullptr : &it->second;
@@ -283,8 +293,11 @@ private:
                                (wpe ? (*wpe)[size_t((r % T) * C + c)] : 0);
     if (a.embeddingNorm)
       norm(x, C, "embedding_norm");
-    for (int64_t l = 0; l < a.layers; ++l)
+    record(x);
+    for (int64_t l = 0; l < a.layers; ++l) {
       block(x, B, T, l);
+      record(x);
+    }
     if (a.finalNorm)
       norm(x, C, "norm");
     Vec logits = linear(x, C, V, "lm_head", a.tied ? &wte : nullptr);
@@ -350,8 +363,11 @@ private:
         }
     if (a.embeddingNorm)
       norm(x, C, "embedding_norm");
-    for (int64_t l = 0; l < a.layers; ++l)
+    record(x);
+    for (int64_t l = 0; l < a.layers; ++l) {
       block(x, B, T, l);
+      record(x);
+    }
     if (a.finalNorm)
       norm(x, C, "norm");
     Vec pooled(size_t(B * C), 0.0);
@@ -381,6 +397,7 @@ private:
 
   const Arch &a;
   const Params &p;
+  mutable std::vector<Vec> *recorded = nullptr;
 };
 
 //===----------------------------------------------------------------------===//
@@ -547,6 +564,36 @@ TEST_P(ModelGradientTest, ForwardMatchesReference) {
         << "logit " << at << ": " << logits[at] << " vs " << expected[at];
     // train_step's loss is the forward's (no dropout in these specs).
     EXPECT_NEAR(run->trainStep(b), loss, 1e-6 * std::abs(loss));
+  }
+}
+
+// The residual streams lap_model_features returns, layer by layer, against
+// the reference's, to 1e-5 of each layer's largest magnitude (as the
+// logits).
+TEST_P(ModelGradientTest, FeaturesMatchReference) {
+  const Case &c = GetParam();
+  auto run = load();
+  const nlohmann::json &features = run->model.manifest()["features"];
+  ASSERT_EQ(features["layers"].get<int64_t>(), c.arch.layers + 1);
+  ASSERT_EQ(features["width"].get<int64_t>(), c.arch.width);
+  Params p = doubles(*run);
+  Reference ref(c.arch, p);
+  Batch b = batch(c.batch, c.seq, 9);
+  std::vector<Vec> streams;
+  ref.loss(b, nullptr, &streams);
+  ASSERT_EQ(streams.size(), size_t(c.arch.layers + 1));
+  size_t layer = streams[0].size();
+  std::vector<float> got(streams.size() * layer, NAN);
+  lap_batch view = b.view();
+  ASSERT_EQ(run->model.features(run->param(), &view, run->workspace.data, got.data()), LAP_OK)
+      << run->model.lastError();
+  for (size_t l = 0; l < streams.size(); ++l) {
+    double largest = 0, worst = 0;
+    for (size_t i = 0; i < layer; ++i) {
+      largest = std::max(largest, std::abs(streams[l][i]));
+      worst = std::max(worst, std::abs(got[l * layer + i] - streams[l][i]));
+    }
+    EXPECT_LE(worst, 1e-5 * largest) << "layer " << l;
   }
 }
 

@@ -1,0 +1,325 @@
+//===- Analyze.cpp - lapc-run analyze -----------------------------*- C++ -*-===//
+//
+// The geometry of token representations, layer by layer, for one trained
+// model or two side by side (e.g. a baseline and its Laplacian twin), as
+// the Laplacian-heads paper measures it. Image models: accuracy on the
+// analysed images, the variance decomposition (within a sequence, between
+// sequences, between classes), neural collapse of the sequence means (NC1,
+// distance from a simplex ETF, alignment with the classifier rows at the
+// last layer) and spectral decay. Language models: spectral decay and the
+// collapse of tokens that share a next-token target. Writes analysis.json,
+// geometry.csv, spectrum.csv and one PNG per measure; prints a table.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/analysis/Geometry.h"
+#include "runtime/analysis/Plot.h"
+#include "runtime/tools/lapc-run/Commands.h"
+#include "runtime/train/ImageRegime.h"
+#include "runtime/train/LmRegime.h"
+#include "runtime/train/SpecConfig.h"
+#include "runtime/train/Trainer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+using namespace lap;
+
+namespace {
+
+/// One layer's measures; NaN where a measure does not apply.
+struct LayerGeometry {
+  std::string name;
+  analysis::VarianceDecomposition variance{NAN, NAN, NAN, NAN, NAN};
+  analysis::NeuralCollapse collapse{NAN, NAN, NAN, {}};
+  analysis::SpectralDecay spectral{NAN, {}};
+};
+
+struct ModelGeometry {
+  std::string name, checkpoint;
+  bool language = false;
+  int64_t sequences = 0, tokens = 0;
+  nlohmann::json accuracy;
+  std::vector<LayerGeometry> layers;
+};
+
+/// Representations of every layer for a set of sequences: [layers][N, T, C].
+struct Streams {
+  int64_t n = 0, t = 0, c = 0;
+  std::vector<std::vector<float>> layers;
+
+  /// Appends the rows of one lap_model_features call ([layers, B, T, C]).
+  void append(const std::vector<float> &out, int64_t batch) {
+    size_t rows = size_t(batch * t * c);
+    for (size_t l = 0; l < layers.size(); ++l)
+      layers[l].insert(layers[l].end(), out.begin() + l * rows, out.begin() + (l + 1) * rows);
+    n += batch;
+  }
+};
+
+void features(const LoadedModel &model, const float *params, AlignedBuffer &workspace,
+              const lap_batch &view, std::vector<float> &out) {
+  if (model.features(params, &view, workspace.data, out.data()) != LAP_OK)
+    throw std::runtime_error(model.path() + ": " + model.lastError());
+}
+
+ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec, const float *params,
+                            AlignedBuffer &workspace, int64_t samples) {
+  train::ImageSplits splits = train::openImageSplits(spec.train.data);
+  const data::ImageDataset &set = splits.val ? *splits.val : *splits.train;
+  const int64_t batch = model.maxBatch(), classes = spec.model.classes;
+  const int64_t count = std::min(samples, set.size());
+  train::ImageTransform transform = train::evaluationTransform(spec.model);
+
+  ModelGeometry g;
+  g.accuracy = train::evaluateImages(model, params, workspace, set, transform, batch,
+                                     (count + batch - 1) / batch);
+  const nlohmann::json &f = model.manifest()["features"];
+  Streams s;
+  s.t = model.maxSeq();
+  s.c = f["width"];
+  s.layers.resize(f["layers"].get<size_t>());
+  int64_t pixels = transform.channels * transform.size * transform.size;
+  std::vector<float> images(size_t(batch * pixels)), targets(size_t(batch * classes)),
+      out(s.layers.size() * size_t(batch * s.t * s.c));
+  std::vector<int32_t> labels;
+  std::mt19937_64 unused;
+  for (int64_t begin = 0; begin < count; begin += batch) {
+    int64_t n = std::min(batch, count - begin);
+    for (int64_t i = 0; i < n; ++i) {
+      data::Image x = transform(set.image(begin + i), unused);
+      std::copy(x.pixels.begin(), x.pixels.end(), images.begin() + i * pixels);
+      labels.push_back(set.label(begin + i));
+    }
+    const void *tensors[] = {images.data(), targets.data()};
+    features(model, params, workspace, {n, 0, 2, tensors}, out);
+    s.append(out, n);
+  }
+  // The classifier rows act on the last layer (through the final norm).
+  const float *head = nullptr;
+  for (const ParameterInfo &p : model.parameters())
+    if (p.name == "head.weight")
+      head = params + p.offset;
+  for (size_t l = 0; l < s.layers.size(); ++l) {
+    LayerGeometry layer;
+    layer.name = f["names"][l];
+    const float *x = s.layers[l].data();
+    layer.variance = analysis::varianceDecomposition(x, s.n, s.t, s.c, labels.data(), classes);
+    std::vector<double> means = analysis::sequenceMeans(x, s.n, s.t, s.c);
+    layer.collapse = analysis::neuralCollapse(means.data(), s.n, s.c, labels.data(), classes,
+                                              l + 1 == s.layers.size() ? head : nullptr);
+    layer.spectral = analysis::spectralDecay(x, s.n, s.t, s.c);
+    g.layers.push_back(std::move(layer));
+  }
+  g.sequences = s.n;
+  g.tokens = s.t;
+  return g;
+}
+
+ModelGeometry analyzeText(const LoadedModel &model, const dsl::Spec &spec, const float *params,
+                          AlignedBuffer &workspace, const std::string &runDir, int64_t samples,
+                          int64_t topTokens) {
+  const int64_t batch = model.maxBatch(), seq = std::min(train::sequenceLength(spec), model.maxSeq());
+  train::LmRegime lm(spec, model, params, workspace, runDir, batch, seq, stdout);
+  ModelGeometry g;
+  g.language = true;
+  g.accuracy = lm.evaluate(spec.train.eval.batches);
+  const nlohmann::json &f = model.manifest()["features"];
+  Streams s;
+  s.t = seq;
+  s.c = f["width"];
+  s.layers.resize(f["layers"].get<size_t>());
+  std::vector<float> out(s.layers.size() * size_t(batch * s.t * s.c));
+  std::vector<int32_t> targets;
+  auto it = lm.validationLoader().validation(uint64_t((samples + batch - 1) / batch));
+  LmBatch b;
+  while (it.next(b)) {
+    const void *tensors[] = {b.inputs.data(), b.targets.data()};
+    features(model, params, workspace, {b.batch, b.seq, 2, tensors}, out);
+    s.append(out, b.batch);
+    targets.insert(targets.end(), b.targets.begin(), b.targets.end());
+  }
+  if (s.n == 0)
+    throw std::runtime_error(runDir + ": the validation split holds no full batch to analyse");
+  for (size_t l = 0; l < s.layers.size(); ++l) {
+    LayerGeometry layer;
+    layer.name = f["names"][l];
+    const float *x = s.layers[l].data();
+    layer.collapse = analysis::tokenCollapse(x, s.n, s.t, s.c, targets.data(), topTokens);
+    layer.spectral = analysis::spectralDecay(x, s.n, s.t, s.c);
+    g.layers.push_back(std::move(layer));
+  }
+  g.sequences = s.n;
+  g.tokens = s.t;
+  return g;
+}
+
+/// JSON for a number that may be NaN (null).
+nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+
+/// The measures tabulated, plotted and written to CSV, by name.
+struct Measure {
+  const char *key, *title;
+  double (*get)(const LayerGeometry &);
+  bool logY = false;
+};
+const std::vector<Measure> &measures(bool language) {
+  static const std::vector<Measure> image = {
+      {"within_sequence", "within-sequence variance (fraction)",
+       [](const LayerGeometry &l) { return l.variance.withinSequence; }},
+      {"between_classes", "between-class variance (fraction)",
+       [](const LayerGeometry &l) { return l.variance.betweenClasses; }},
+      {"nc1", "NC1 of sequence means", [](const LayerGeometry &l) { return l.collapse.nc1; },
+       true},
+      {"etf_distance", "distance from a simplex ETF",
+       [](const LayerGeometry &l) { return l.collapse.etfDistance; }},
+      {"components_99", "principal components for 99% (per image)",
+       [](const LayerGeometry &l) { return l.spectral.meanComponents99; }},
+  };
+  static const std::vector<Measure> text = {
+      {"token_nc1", "NC1 of tokens by next-token target",
+       [](const LayerGeometry &l) { return l.collapse.nc1; }, true},
+      {"token_etf_distance", "distance from a simplex ETF (next-token classes)",
+       [](const LayerGeometry &l) { return l.collapse.etfDistance; }},
+      {"components_99", "principal components for 99% (per sequence)",
+       [](const LayerGeometry &l) { return l.spectral.meanComponents99; }},
+  };
+  return language ? text : image;
+}
+
+void writeOutputs(const std::vector<ModelGeometry> &models, const std::string &dir) {
+  std::filesystem::create_directories(dir);
+  const auto &shown = measures(models[0].language);
+  nlohmann::json doc = nlohmann::json::array();
+  std::ofstream csv(dir + "/geometry.csv"), spectrum(dir + "/spectrum.csv");
+  csv << "model,layer,within_sequence,between_sequences,between_classes,within_classes,nc1,"
+         "etf_distance,classifier_alignment,components_99\n";
+  spectrum << "model,layer,index,fraction\n";
+  auto field = [](double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : ""; };
+  for (const ModelGeometry &m : models) {
+    nlohmann::json layers = nlohmann::json::array();
+    for (const LayerGeometry &l : m.layers) {
+      const auto &v = l.variance;
+      const auto &c = l.collapse;
+      layers.push_back({{"layer", l.name},
+                        {"within_sequence", number(v.withinSequence)},
+                        {"between_sequences", number(v.betweenSequences)},
+                        {"between_classes", number(v.betweenClasses)},
+                        {"within_classes", number(v.withinClasses)},
+                        {"total_variance", number(v.total)},
+                        {"nc1", number(c.nc1)},
+                        {"etf_distance", number(c.etfDistance)},
+                        {"classifier_alignment", number(c.classifierAlignment)},
+                        {"components_99", number(l.spectral.meanComponents99)},
+                        {"spectrum", l.spectral.meanSpectrum}});
+      csv << fmt::format("{},{},{},{},{},{},{},{},{},{}\n", m.name, l.name,
+                         field(v.withinSequence), field(v.betweenSequences),
+                         field(v.betweenClasses), field(v.withinClasses), field(c.nc1),
+                         field(c.etfDistance), field(c.classifierAlignment),
+                         field(l.spectral.meanComponents99));
+      for (size_t i = 0; i < l.spectral.meanSpectrum.size(); ++i)
+        spectrum << fmt::format("{},{},{},{:.6g}\n", m.name, l.name, i + 1,
+                                l.spectral.meanSpectrum[i]);
+    }
+    doc.push_back({{"model", m.name},
+                   {"checkpoint", m.checkpoint},
+                   {"sequences", m.sequences},
+                   {"tokens_per_sequence", m.tokens},
+                   {"evaluation", m.accuracy},
+                   {"layers", layers}});
+  }
+  std::ofstream(dir + "/analysis.json") << doc.dump(2) << "\n";
+
+  for (const Measure &measure : shown) {
+    std::vector<analysis::Series> series;
+    for (const ModelGeometry &m : models) {
+      analysis::Series s{m.name, {}, {}};
+      for (size_t l = 0; l < m.layers.size(); ++l) {
+        s.x.push_back(double(l));
+        s.y.push_back(measure.get(m.layers[l]));
+      }
+      series.push_back(std::move(s));
+    }
+    analysis::PlotOptions options;
+    options.title = measure.title;
+    options.xLabel = "layer (0: embedding)";
+    options.logY = measure.logY;
+    analysis::writeLinePlot(dir + "/" + measure.key + ".png", series, options);
+  }
+}
+
+void printTable(const std::vector<ModelGeometry> &models) {
+  for (const ModelGeometry &m : models) {
+    fmt::print("{}: {} sequences of {} tokens ({})", m.name, m.sequences, m.tokens,
+               m.checkpoint);
+    for (auto &[k, v] : m.accuracy.items())
+      fmt::print(", {} {:.4f}", k, v.get<double>());
+    fmt::print("\n");
+  }
+  const auto &shown = measures(models[0].language);
+  // One column per measure and model: "nc1" then the models in order.
+  std::string header = fmt::format("{:<10}", "layer");
+  for (const Measure &measure : shown)
+    for (size_t i = 0; i < models.size(); ++i)
+      header += fmt::format(" {:>{}}", i == 0 ? measure.key : "", 14);
+  fmt::print("\n{}\n", header);
+  if (models.size() > 1) {
+    std::string names = fmt::format("{:<10}", "");
+    for (size_t k = 0; k < shown.size(); ++k)
+      for (const ModelGeometry &m : models)
+        names += fmt::format(" {:>14}", m.name.substr(0, 14));
+    fmt::print("{}\n", names);
+  }
+  size_t layers = models[0].layers.size();
+  for (size_t l = 0; l < layers; ++l) {
+    std::string row = fmt::format("{:<10}", models[0].layers[l].name);
+    for (const Measure &measure : shown)
+      for (const ModelGeometry &m : models)
+        row += l < m.layers.size() ? fmt::format(" {:>14.4g}", measure.get(m.layers[l]))
+                                   : fmt::format(" {:>14}", "");
+    fmt::print("{}\n", row);
+  }
+}
+
+} // namespace
+
+int lap::cli::analyze(const AnalyzeOptions &options) {
+  if (options.runDirs.size() != options.models.size())
+    throw std::runtime_error(fmt::format("give one --run-dir per model ({} models, {} run "
+                                         "directories)",
+                                         options.models.size(), options.runDirs.size()));
+  std::vector<ModelGeometry> results;
+  for (size_t i = 0; i < options.models.size(); ++i) {
+    LoadedModel model(options.models[i]);
+    dsl::Spec spec = train::specOf(model);
+    const std::string &runDir = options.runDirs[i];
+    auto latest = latestCheckpoint(runDir + "/checkpoints");
+    if (!latest)
+      throw std::runtime_error(runDir + "/checkpoints: no checkpoint to analyse");
+    AlignedBuffer params(size_t(model.parameterElements()) * 4);
+    train::restoreParameters(model, *latest, params.as<float>());
+    AlignedBuffer workspace(size_t(model.workspaceBytes()));
+    bool text = spec.model.family == dsl::Family::GPT;
+    if (!results.empty() && results[0].language != text)
+      throw std::runtime_error("analyse two image models or two language models, not one of "
+                               "each");
+    ModelGeometry g = text ? analyzeText(model, spec, params.as<float>(), workspace, runDir,
+                                         options.samples, options.topTokens)
+                           : analyzeImages(model, spec, params.as<float>(), workspace,
+                                           options.samples);
+    g.name = spec.name;
+    g.checkpoint = *latest;
+    results.push_back(std::move(g));
+  }
+  printTable(results);
+  writeOutputs(results, options.out);
+  fmt::print("\nwrote {0}/analysis.json, {0}/geometry.csv, {0}/spectrum.csv and a PNG per "
+             "measure\n",
+             options.out);
+  return 0;
+}

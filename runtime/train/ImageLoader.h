@@ -1,0 +1,101 @@
+//===- ImageLoader.h - Augmented image batches, prepared ahead --*- C++ -*-===//
+//
+// Supervised training batches: a shuffled epoch order, each image cropped,
+// flipped, colour-augmented and normalised as the spec's `augment` says,
+// then mixup/cutmix and label smoothing over the batch. Worker threads
+// prepare the next batches while the model trains on the current one.
+// Every random draw comes from (seed, sample position) or (seed, batch), so
+// a batch does not depend on the number of threads or on timing, and a
+// resumed run sees the same batches.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_RUNTIME_TRAIN_IMAGELOADER_H
+#define LAP_RUNTIME_TRAIN_IMAGELOADER_H
+
+#include "dsl/Spec.h"
+#include "runtime/data/Augment.h"
+#include "runtime/data/ImageDatasets.h"
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace lap::train {
+
+/// One batch as the model takes it: images [B, C, H, W], target
+/// distributions [B, classes], and the labels behind them.
+struct ImageBatch {
+  int64_t batch = 0;
+  std::vector<float> images, targets;
+  std::vector<int32_t> labels;
+};
+
+/// The transform of one image into the model's input: the training
+/// augmentations, or (evaluation) the resize and centre crop alone.
+struct ImageTransform {
+  int64_t size = 0, channels = 0;
+  const dsl::AugmentSpec *augment = nullptr; ///< null: evaluation
+  std::vector<float> mean, std;
+
+  /// Model-ready pixels [channels, size, size] of `image`.
+  data::Image operator()(const data::Image &image, std::mt19937_64 &rng) const;
+};
+
+/// The normalisation for `channels`: ImageNet's mean and std for colour,
+/// 0.5 and 0.5 for a single channel.
+void defaultNormalization(int64_t channels, std::vector<float> &mean, std::vector<float> &std);
+
+class ImageLoader {
+public:
+  /// Batches of `batch` images of `set` under `transform`, with `mix` over
+  /// each batch; `workers` threads (at least 1).
+  ImageLoader(const data::ImageDataset &set, ImageTransform transform, data::MixConfig mix,
+              int64_t batch, int64_t classes, uint64_t seed, int64_t workers);
+  ~ImageLoader();
+  ImageLoader(const ImageLoader &) = delete;
+  ImageLoader &operator=(const ImageLoader &) = delete;
+
+  /// The next batch (waits for a worker when none is ready).
+  void next(ImageBatch &out);
+  /// Images served so far, for checkpoints; seek restarts there.
+  uint64_t position() const { return served; }
+  void seek(uint64_t position);
+  int64_t batchesPerEpoch() const { return int64_t(set.size()) / batch; }
+
+private:
+  void work();
+  ImageBatch make(uint64_t index) const;
+  /// The image at global position p: epoch p / N, a keyed shuffle per epoch.
+  int64_t sampleAt(uint64_t p) const;
+  void stop();
+  void start();
+
+  const data::ImageDataset &set;
+  ImageTransform transform;
+  data::MixConfig mix;
+  int64_t batch, classes;
+  uint64_t seed;
+  int64_t workers;
+  mutable std::vector<uint64_t> order; ///< the shuffle of epoch orderEpoch
+  mutable std::mutex orderMutex;
+  mutable uint64_t orderEpoch = UINT64_MAX;
+
+  uint64_t served = 0;      ///< images handed out
+  uint64_t nextBatch = 0;   ///< next batch index to hand out
+  uint64_t nextToMake = 0;  ///< next batch index a worker claims
+  std::deque<std::pair<uint64_t, ImageBatch>> ready;
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool stopping = false;
+  std::exception_ptr failure; ///< the first worker's error, rethrown by next()
+  std::vector<std::thread> threads;
+};
+
+} // namespace lap::train
+
+#endif // LAP_RUNTIME_TRAIN_IMAGELOADER_H

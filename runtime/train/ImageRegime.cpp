@@ -1,0 +1,186 @@
+//===- ImageRegime.cpp - Supervised image classification --------*- C++ -*-===//
+
+#include "runtime/train/ImageRegime.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <stdexcept>
+#include <thread>
+
+namespace fs = std::filesystem;
+
+namespace lap::train {
+
+namespace {
+
+/// PREFIX-KIND-idxN-ubyte, gzipped or not.
+std::string idxFile(const std::string &prefix, const std::string &kind) {
+  std::string name = prefix + "-" + kind + "-ubyte";
+  if (fs::exists(name + ".gz"))
+    return name + ".gz";
+  if (fs::exists(name))
+    return name;
+  throw std::runtime_error(name + "[.gz]: no such file (format: idx takes the path prefix, "
+                                  "e.g. /usr/share/datasets/fashion-mnist/train)");
+}
+
+/// The CIFAR batch files of `path`: the file itself, or the directory's
+/// files named like the split (data_batch_* / train.bin for training).
+std::vector<std::string> cifarFiles(const std::string &path, bool train, bool cifar100) {
+  if (!fs::is_directory(path))
+    return {path};
+  std::vector<std::string> files;
+  for (const auto &entry : fs::directory_iterator(path)) {
+    std::string name = entry.path().filename().string();
+    bool match = cifar100 ? name == (train ? "train.bin" : "test.bin")
+                          : (train ? name.rfind("data_batch_", 0) == 0 : name == "test_batch.bin");
+    if (match)
+      files.push_back(entry.path().string());
+  }
+  if (files.empty())
+    throw std::runtime_error(path + ": no CIFAR " + (train ? "training" : "test") +
+                             " batches in this directory");
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::unique_ptr<data::ImageDataset> openSplit(const dsl::DataSpec &data, const std::string &path,
+                                              bool train) {
+  switch (data.format) {
+  case dsl::DataFormat::IDX:
+    return data::readIdx(idxFile(path, "images-idx3"), idxFile(path, "labels-idx1"));
+  case dsl::DataFormat::CIFAR10:
+    return data::readCifar(cifarFiles(path, train, false), false);
+  case dsl::DataFormat::CIFAR100:
+    return data::readCifar(cifarFiles(path, train, true), true);
+  case dsl::DataFormat::ImageFolder:
+    return data::openImageFolder(path);
+  default:
+    throw std::runtime_error("the supervised regime reads idx, cifar10, cifar100 or "
+                             "imagefolder data");
+  }
+}
+
+} // namespace
+
+ImageSplits openImageSplits(const dsl::DataSpec &data) {
+  ImageSplits splits;
+  splits.train = openSplit(data, data.train, true);
+  if (!data.val.empty())
+    splits.val = openSplit(data, data.val, false);
+  return splits;
+}
+
+ImageTransform evaluationTransform(const dsl::ModelSpec &model) {
+  ImageTransform t;
+  t.size = model.imageSize;
+  t.channels = model.channels;
+  defaultNormalization(model.channels, t.mean, t.std);
+  return t;
+}
+
+nlohmann::json evaluateImages(const LoadedModel &model, const float *params,
+                              AlignedBuffer &workspace, const data::ImageDataset &set,
+                              const ImageTransform &transform, int64_t batch, int64_t batches) {
+  const int64_t classes = set.numClasses();
+  const int64_t pixels = transform.channels * transform.size * transform.size;
+  int64_t total = set.size();
+  if (batches > 0)
+    total = std::min(total, batches * batch);
+  std::vector<float> images(size_t(batch * pixels)), targets(size_t(batch * classes)),
+      logits(size_t(batch * classes));
+  int64_t top1 = 0, top5 = 0;
+  double nats = 0;
+  std::mt19937_64 unused;
+  for (int64_t begin = 0; begin < total; begin += batch) {
+    int64_t n = std::min(batch, total - begin);
+    std::fill(targets.begin(), targets.end(), 0.0f);
+    for (int64_t i = 0; i < n; ++i) {
+      data::Image x = transform(set.image(begin + i), unused);
+      std::copy(x.pixels.begin(), x.pixels.end(), images.begin() + i * pixels);
+      targets[size_t(i * classes + set.label(begin + i))] = 1.0f;
+    }
+    const void *tensors[] = {images.data(), targets.data()};
+    lap_batch view{n, 0, 2, tensors};
+    float loss = 0;
+    if (model.forward(params, &view, workspace.data, &loss, logits.data()) != LAP_OK)
+      throw std::runtime_error(model.path() + ": " + model.lastError());
+    nats += double(loss) * double(n);
+    for (int64_t i = 0; i < n; ++i) {
+      const float *row = logits.data() + i * classes;
+      float truth = row[set.label(begin + i)];
+      // Rank of the true class: how many classes score higher (ties count
+      // against it, so a constant model is not credited).
+      int64_t above = 0;
+      for (int64_t k = 0; k < classes; ++k)
+        above += k != set.label(begin + i) && row[k] >= truth;
+      top1 += above < 1;
+      top5 += above < 5;
+    }
+  }
+  if (total == 0)
+    throw std::runtime_error(set.description() + ": no images to evaluate");
+  return {{"top1", double(top1) / double(total)},
+          {"top5", double(top5) / double(total)},
+          {"val_loss", nats / double(total)}};
+}
+
+ImageRegime::ImageRegime(const dsl::Spec &spec, const LoadedModel &model, const float *params,
+                         AlignedBuffer &workspace, int64_t batch, uint64_t seed, std::FILE *log)
+    : spec(spec), model(model), params(params), workspace(workspace), batch(batch),
+      splits(openImageSplits(spec.train.data)) {
+  const dsl::ModelSpec &m = spec.model;
+  for (const auto *set : {splits.train.get(), splits.val.get()})
+    if (set && set->numClasses() > m.classes)
+      throw std::runtime_error(fmt::format("{}: {} classes, but model '{}' has {}",
+                                           set->description(), set->numClasses(), spec.name,
+                                           m.classes));
+  fmt::print(log, "data: train {}\n", splits.train->description());
+  if (splits.val)
+    fmt::print(log, "data: test  {}\n", splits.val->description());
+
+  ImageTransform train = evaluationTransform(m);
+  train.augment = &spec.train.augment;
+  const dsl::AugmentSpec &a = spec.train.augment;
+  data::MixConfig mix;
+  mix.mixupAlpha = a.mixup;
+  mix.cutmixAlpha = a.cutmix;
+  mix.switchProb = a.switchProb;
+  mix.prob = a.mixProb;
+  mix.labelSmoothing = spec.train.labelSmoothing;
+  int64_t workers = spec.train.data.workers > 0
+                        ? spec.train.data.workers
+                        : std::max<int64_t>(1, std::thread::hardware_concurrency());
+  loader = std::make_unique<ImageLoader>(*splits.train, train, mix, batch, m.classes, seed,
+                                         workers);
+}
+
+int64_t ImageRegime::stepsPerEpoch(int64_t accumulation) const {
+  return std::max<int64_t>(1, loader->batchesPerEpoch() / accumulation);
+}
+
+Regime ImageRegime::regime() {
+  Regime r;
+  r.next = [this](lap_batch &out) {
+    loader->next(current);
+    pointers = {current.images.data(), current.targets.data()};
+    out = {current.batch, 0, 2, pointers.data()};
+    return current.batch;
+  };
+  r.position = [this] { return loader->position(); };
+  r.seek = [this](uint64_t position) { loader->seek(position); };
+  r.evaluate = [this] { return evaluate(spec.train.eval.batches); };
+  return r;
+}
+
+nlohmann::json ImageRegime::evaluate(int64_t batches) {
+  if (!splits.val)
+    throw std::runtime_error("the spec names no test split (data.val) to evaluate on");
+  return evaluateImages(model, params, workspace, *splits.val, evaluationTransform(spec.model),
+                        batch, batches);
+}
+
+} // namespace lap::train

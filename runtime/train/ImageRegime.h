@@ -1,0 +1,68 @@
+//===- ImageRegime.h - Supervised image classification ----------*- C++ -*-===//
+//
+// The DeiT-3 recipe's data side: the spec's data set (IDX, CIFAR-10/100
+// binary, or an ImageFolder), augmented batches with mixup/cutmix and label
+// smoothing from ImageLoader, and evaluation on the test split: top-1 and
+// top-5 accuracy and the cross-entropy of the clean labels.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_RUNTIME_TRAIN_IMAGEREGIME_H
+#define LAP_RUNTIME_TRAIN_IMAGEREGIME_H
+
+#include "dsl/Spec.h"
+#include "runtime/data/ImageDatasets.h"
+#include "runtime/train/ImageLoader.h"
+#include "runtime/train/Trainer.h"
+
+#include <memory>
+
+namespace lap::train {
+
+/// The train and test splits the spec's `data` names: `format: idx` takes
+/// path prefixes (PREFIX-images-idx3-ubyte[.gz], PREFIX-labels-idx1-ubyte[.gz]),
+/// `cifar10`/`cifar100` the binary batch files or their directory, and
+/// `imagefolder` the root of class directories. `val` may be empty (then
+/// the test split is null).
+struct ImageSplits {
+  std::unique_ptr<data::ImageDataset> train, val;
+};
+ImageSplits openImageSplits(const dsl::DataSpec &data);
+
+/// The evaluation transform of a model: resize and centre crop to its
+/// image size, its channels, the default normalisation.
+ImageTransform evaluationTransform(const dsl::ModelSpec &model);
+
+/// Top-1 and top-5 accuracy and mean clean cross-entropy of `model` over
+/// `set` in order (`batches` batches of `batch` images; 0: all).
+nlohmann::json evaluateImages(const LoadedModel &model, const float *params,
+                              AlignedBuffer &workspace, const data::ImageDataset &set,
+                              const ImageTransform &transform, int64_t batch, int64_t batches);
+
+class ImageRegime {
+public:
+  /// Opens the spec's data; batches of `batch` images; evaluation runs in
+  /// `workspace`, the one training uses.
+  ImageRegime(const dsl::Spec &spec, const LoadedModel &model, const float *params,
+              AlignedBuffer &workspace, int64_t batch, uint64_t seed, std::FILE *log);
+
+  Regime regime();
+  /// Optimizer steps in one epoch with `accumulation` micro-batches a step.
+  int64_t stepsPerEpoch(int64_t accumulation) const;
+  nlohmann::json evaluate(int64_t batches);
+
+private:
+  const dsl::Spec &spec;
+  const LoadedModel &model;
+  const float *params;
+  AlignedBuffer &workspace;
+  int64_t batch;
+  ImageSplits splits;
+  std::unique_ptr<ImageLoader> loader;
+  ImageBatch current;
+  std::vector<const void *> pointers;
+};
+
+} // namespace lap::train
+
+#endif // LAP_RUNTIME_TRAIN_IMAGEREGIME_H
