@@ -262,17 +262,17 @@ void printTable(const std::vector<ModelGeometry> &models) {
     fmt::print("\n");
   }
   const auto &shown = measures(models[0].language);
-  // One column per measure and model: "nc1" then the models in order.
+  // A group of columns per measure, one column per model in the group.
+  const int column = 14, group = int(models.size()) * (column + 1) - 1;
   std::string header = fmt::format("{:<10}", "layer");
   for (const Measure &measure : shown)
-    for (size_t i = 0; i < models.size(); ++i)
-      header += fmt::format(" {:>{}}", i == 0 ? measure.key : "", 14);
+    header += fmt::format(" {:<{}}", measure.key, group);
   fmt::print("\n{}\n", header);
   if (models.size() > 1) {
     std::string names = fmt::format("{:<10}", "");
     for (size_t k = 0; k < shown.size(); ++k)
       for (const ModelGeometry &m : models)
-        names += fmt::format(" {:>14}", m.name.substr(0, 14));
+        names += fmt::format(" {:>{}}", m.name.substr(0, column), column);
     fmt::print("{}\n", names);
   }
   size_t layers = models[0].layers.size();
@@ -280,8 +280,8 @@ void printTable(const std::vector<ModelGeometry> &models) {
     std::string row = fmt::format("{:<10}", models[0].layers[l].name);
     for (const Measure &measure : shown)
       for (const ModelGeometry &m : models)
-        row += l < m.layers.size() ? fmt::format(" {:>14.4g}", measure.get(m.layers[l]))
-                                   : fmt::format(" {:>14}", "");
+        row += l < m.layers.size() ? fmt::format(" {:>{}.4g}", measure.get(m.layers[l]), column)
+                                   : fmt::format(" {:>{}}", "", column);
     fmt::print("{}\n", row);
   }
 }
