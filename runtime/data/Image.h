@@ -1,4 +1,4 @@
-//===- Image.h - One decoded image ---------------------------------*- C++ -*-===//
+//===- Image.h - One decoded image ------------------------------*- C++ -*-===//
 //
 // The unit the image datasets produce and the augmentations transform:
 // float pixels in [0, 1] (before normalisation), channel-major [C, H, W] as
@@ -24,7 +24,9 @@ struct Image {
       : channels(channels), height(height), width(width),
         pixels(size_t(channels * height * width), fill) {}
 
-  float &at(int64_t c, int64_t y, int64_t x) { return pixels[size_t((c * height + y) * width + x)]; }
+  float &at(int64_t c, int64_t y, int64_t x) {
+    return pixels[size_t((c * height + y) * width + x)];
+  }
   float at(int64_t c, int64_t y, int64_t x) const {
     return pixels[size_t((c * height + y) * width + x)];
   }

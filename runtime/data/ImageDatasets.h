@@ -46,7 +46,8 @@ public:
   virtual int64_t numClasses() const = 0;
   virtual const std::vector<std::string> &classNames() const = 0;
   virtual Image image(int64_t i) const = 0;            ///< decoded, pixels / 255
-  virtual std::string description() const = 0;         ///< e.g. "60000 images 1x28x28, 10 classes (train-images-idx3-ubyte.gz)"
+  /// e.g. "60000 images 1x28x28, 10 classes (train-images-idx3-ubyte.gz)"
+  virtual std::string description() const = 0;
 };
 
 /// Reads an IDX images file (magic 0x00000803) and its labels file (magic

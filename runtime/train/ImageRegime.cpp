@@ -84,12 +84,10 @@ ImageTransform evaluationTransform(const dsl::ModelSpec &model) {
 
 nlohmann::json evaluateImages(const LoadedModel &model, const float *params,
                               AlignedBuffer &workspace, const data::ImageDataset &set,
-                              const ImageTransform &transform, int64_t batch, int64_t batches) {
+                              const ImageTransform &transform, int64_t batch, int64_t limit) {
   const int64_t classes = set.numClasses();
   const int64_t pixels = transform.channels * transform.size * transform.size;
-  int64_t total = set.size();
-  if (batches > 0)
-    total = std::min(total, batches * batch);
+  int64_t total = limit > 0 ? std::min(limit, set.size()) : set.size();
   std::vector<float> images(size_t(batch * pixels)), targets(size_t(batch * classes)),
       logits(size_t(batch * classes));
   int64_t top1 = 0, top5 = 0;
@@ -180,7 +178,7 @@ nlohmann::json ImageRegime::evaluate(int64_t batches) {
   if (!splits.val)
     throw std::runtime_error("the spec names no test split (data.val) to evaluate on");
   return evaluateImages(model, params, workspace, *splits.val, evaluationTransform(spec.model),
-                        batch, batches);
+                        batch, batches * batch);
 }
 
 } // namespace lap::train

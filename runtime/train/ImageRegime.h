@@ -34,10 +34,10 @@ ImageSplits openImageSplits(const dsl::DataSpec &data);
 ImageTransform evaluationTransform(const dsl::ModelSpec &model);
 
 /// Top-1 and top-5 accuracy and mean clean cross-entropy of `model` over
-/// `set` in order (`batches` batches of `batch` images; 0: all).
+/// the first `limit` images of `set` (0: all), in batches of `batch`.
 nlohmann::json evaluateImages(const LoadedModel &model, const float *params,
                               AlignedBuffer &workspace, const data::ImageDataset &set,
-                              const ImageTransform &transform, int64_t batch, int64_t batches);
+                              const ImageTransform &transform, int64_t batch, int64_t limit);
 
 class ImageRegime {
 public:

@@ -77,8 +77,7 @@ ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec, con
   train::ImageTransform transform = train::evaluationTransform(spec.model);
 
   ModelGeometry g;
-  g.accuracy = train::evaluateImages(model, params, workspace, set, transform, batch,
-                                     (count + batch - 1) / batch);
+  g.accuracy = train::evaluateImages(model, params, workspace, set, transform, batch, count);
   const nlohmann::json &f = model.manifest()["features"];
   Streams s;
   s.t = model.maxSeq();
@@ -124,7 +123,8 @@ ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec, con
 ModelGeometry analyzeText(const LoadedModel &model, const dsl::Spec &spec, const float *params,
                           AlignedBuffer &workspace, const std::string &runDir, int64_t samples,
                           int64_t topTokens) {
-  const int64_t batch = model.maxBatch(), seq = std::min(train::sequenceLength(spec), model.maxSeq());
+  const int64_t batch = model.maxBatch();
+  const int64_t seq = std::min(train::sequenceLength(spec), model.maxSeq());
   train::LmRegime lm(spec, model, params, workspace, runDir, batch, seq, stdout);
   ModelGeometry g;
   g.language = true;
