@@ -54,6 +54,16 @@ LoadedCheckpoint lap::train::restoreParameters(const LoadedModel &model,
   return checkpoint;
 }
 
+std::string lap::train::checkpointOf(const std::string &runDir, const std::string &given) {
+  if (!given.empty())
+    return given;
+  auto latest = latestCheckpoint(runDir + "/checkpoints");
+  if (!latest)
+    throw std::runtime_error(runDir + "/checkpoints: no checkpoint (train in this run "
+                                      "directory first, or give --checkpoint)");
+  return *latest;
+}
+
 TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
                               AlignedBuffer &workspace, const TrainerConfig &config,
                               Regime &regime) {

@@ -59,6 +59,10 @@ struct TrainResult {
 LoadedCheckpoint restoreParameters(const LoadedModel &model, const std::string &dir,
                                    float *params);
 
+/// `given` when not empty, else the newest checkpoint of `runDir`; throws
+/// naming RUNDIR/checkpoints when there is none.
+std::string checkpointOf(const std::string &runDir, const std::string &given = "");
+
 /// Trains `model` (parameters in `params`, initialised or to be restored
 /// from `config.runDir`'s latest checkpoint when resuming; intermediates in
 /// `workspace`, of the manifest's workspace size).

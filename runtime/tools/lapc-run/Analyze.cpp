@@ -298,11 +298,9 @@ int lap::cli::analyze(const AnalyzeOptions &options) {
     LoadedModel model(options.models[i]);
     dsl::Spec spec = train::specOf(model);
     const std::string &runDir = options.runDirs[i];
-    auto latest = latestCheckpoint(runDir + "/checkpoints");
-    if (!latest)
-      throw std::runtime_error(runDir + "/checkpoints: no checkpoint to analyse");
+    std::string checkpoint = train::checkpointOf(runDir);
     AlignedBuffer params(size_t(model.parameterElements()) * 4);
-    train::restoreParameters(model, *latest, params.as<float>());
+    train::restoreParameters(model, checkpoint, params.as<float>());
     AlignedBuffer workspace(size_t(model.workspaceBytes()));
     bool text = spec.model.family == dsl::Family::GPT;
     if (!results.empty() && results[0].language != text)
@@ -313,7 +311,7 @@ int lap::cli::analyze(const AnalyzeOptions &options) {
                            : analyzeImages(model, spec, params.as<float>(), workspace,
                                            options.samples);
     g.name = spec.name;
-    g.checkpoint = *latest;
+    g.checkpoint = checkpoint;
     results.push_back(std::move(g));
   }
   printTable(results);

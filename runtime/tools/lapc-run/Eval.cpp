@@ -23,13 +23,7 @@ int lap::cli::evaluate(const EvalOptions &options) {
   if (spec.train.regime != dsl::Regime::LM)
     throw std::runtime_error(options.model + ": lapc-run eval evaluates language models");
 
-  std::string checkpoint = options.checkpoint;
-  if (checkpoint.empty()) {
-    auto latest = latestCheckpoint(options.runDir + "/checkpoints");
-    if (!latest)
-      throw std::runtime_error(options.runDir + "/checkpoints: no checkpoint to evaluate");
-    checkpoint = *latest;
-  }
+  std::string checkpoint = train::checkpointOf(options.runDir, options.checkpoint);
   AlignedBuffer params(size_t(model.parameterElements()) * 4);
   LoadedCheckpoint loaded = train::restoreParameters(model, checkpoint, params.as<float>());
   fmt::print("model {} at step {} ({})\n", spec.name, loaded.state.step, checkpoint);

@@ -29,15 +29,9 @@ int lap::cli::sample(const SampleOptions &options) {
     throw std::runtime_error(options.runDir + "/data/tokenizer.tiktoken: no tokenizer; "
                                               "train the model in this run directory first");
 
-  std::string checkpoint = options.checkpoint;
-  if (checkpoint.empty()) {
-    auto latest = latestCheckpoint(options.runDir + "/checkpoints");
-    if (!latest)
-      throw std::runtime_error(options.runDir + "/checkpoints: no checkpoint to sample from");
-    checkpoint = *latest;
-  }
   AlignedBuffer params(size_t(model.parameterElements()) * 4);
-  train::restoreParameters(model, checkpoint, params.as<float>());
+  train::restoreParameters(model, train::checkpointOf(options.runDir, options.checkpoint),
+                           params.as<float>());
 
   std::vector<int32_t> prompt = {int32_t(tokenizer->bosId())};
   for (uint32_t id : tokenizer->encode(options.prompt))
