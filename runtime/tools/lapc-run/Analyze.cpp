@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -261,29 +262,28 @@ void printTable(const std::vector<ModelGeometry> &models) {
       fmt::print(", {} {:.4f}", k, v.get<double>());
     fmt::print("\n");
   }
+  // A row per layer and model, a column per measure: the models of a layer
+  // sit on consecutive rows, so their values line up.
   const auto &shown = measures(models[0].language);
-  // A group of columns per measure, one column per model in the group.
-  const int column = 14, group = int(models.size()) * (column + 1) - 1;
-  std::string header = fmt::format("{:<10}", "layer");
+  size_t nameWidth = 5;
+  for (const ModelGeometry &m : models)
+    nameWidth = std::max(nameWidth, m.name.size());
+  std::string header = fmt::format("{:<10} {:<{}}", "layer", "model", nameWidth);
   for (const Measure &measure : shown)
-    header += fmt::format(" {:<{}}", measure.key, group);
+    header += fmt::format(" {:>{}}", measure.key, std::max<size_t>(strlen(measure.key), 8));
   fmt::print("\n{}\n", header);
-  if (models.size() > 1) {
-    std::string names = fmt::format("{:<10}", "");
-    for (size_t k = 0; k < shown.size(); ++k)
-      for (const ModelGeometry &m : models)
-        names += fmt::format(" {:>{}}", m.name.substr(0, column), column);
-    fmt::print("{}\n", names);
-  }
-  size_t layers = models[0].layers.size();
-  for (size_t l = 0; l < layers; ++l) {
-    std::string row = fmt::format("{:<10}", models[0].layers[l].name);
-    for (const Measure &measure : shown)
-      for (const ModelGeometry &m : models)
-        row += l < m.layers.size() ? fmt::format(" {:>{}.4g}", measure.get(m.layers[l]), column)
-                                   : fmt::format(" {:>{}}", "", column);
-    fmt::print("{}\n", row);
-  }
+  for (size_t l = 0; l < models[0].layers.size(); ++l)
+    for (size_t i = 0; i < models.size(); ++i) {
+      const ModelGeometry &m = models[i];
+      if (l >= m.layers.size())
+        continue;
+      std::string row = fmt::format("{:<10} {:<{}}", i == 0 ? m.layers[l].name : "", m.name,
+                                    nameWidth);
+      for (const Measure &measure : shown)
+        row += fmt::format(" {:>{}.4g}", measure.get(m.layers[l]),
+                           std::max<size_t>(strlen(measure.key), 8));
+      fmt::print("{}\n", row);
+    }
 }
 
 } // namespace
