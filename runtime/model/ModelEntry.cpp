@@ -211,7 +211,7 @@ lap_status lap_model_decode(const float *params, const int32_t *tokens,
     return fail("params, tokens, cache, workspace and out_logits must not be null");
   if (lap_status s = m.checkBatchSize(batch))
     return s;
-  if (count < 1 || first < 0 || first + count > m.maxSeq)
+  if (count < 1 || first < 0 || count > m.maxSeq - first)
     return fail("tokens at positions " + std::to_string(first) + ".." +
                 std::to_string(first + count - 1) + " do not fit the cache of " +
                 std::to_string(m.maxSeq) + " positions (lapc --max-seq sets it)");

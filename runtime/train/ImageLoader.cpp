@@ -94,7 +94,9 @@ ImageLoader::ImageLoader(const data::ImageDataset &set, ImageTransform transform
                          data::MixConfig mix, int64_t batch, int64_t classes, uint64_t seed,
                          int64_t workers)
     : set(set), transform(std::move(transform)), mix(mix), batch(batch), classes(classes),
-      seed(seed), workers(std::max<int64_t>(1, workers)) {
+      seed(seed), workers(std::clamp<int64_t>(workers, 1, kMaxWorkers)) {
+  if (batch < 1)
+    throw std::runtime_error("the image batch size must be positive");
   if (batchesPerEpoch() < 1)
     throw std::runtime_error(set.description() + ": fewer images than one batch of " +
                              std::to_string(batch));
@@ -123,16 +125,17 @@ void ImageLoader::stop() {
 void ImageLoader::seek(uint64_t position) {
   stop();
   ready.clear();
+  failure = nullptr;
   served = position;
   nextBatch = nextToMake = position / uint64_t(batch);
   start();
 }
 
-int64_t ImageLoader::sampleAt(uint64_t p) const {
+std::vector<int64_t> ImageLoader::samplesOf(uint64_t epoch, uint64_t index) const {
   uint64_t n = uint64_t(set.size());
-  uint64_t epoch = p / n;
   std::lock_guard<std::mutex> lock(orderMutex);
-  if (epoch != orderEpoch) {
+  std::vector<uint64_t> &order = orders[epoch];
+  if (order.empty()) {
     // Fisher-Yates with the draws written out: the same order everywhere.
     order.resize(n);
     for (uint64_t i = 0; i < n; ++i)
@@ -140,16 +143,21 @@ int64_t ImageLoader::sampleAt(uint64_t p) const {
     std::mt19937_64 rng = generator(seed, epoch, ~uint64_t(0));
     for (uint64_t i = n - 1; i > 0; --i)
       std::swap(order[i], order[rng() % (i + 1)]);
-    orderEpoch = epoch;
   }
-  return int64_t(order[p % n]);
+  std::vector<int64_t> samples(static_cast<size_t>(batch));
+  for (int64_t i = 0; i < batch; ++i)
+    samples[size_t(i)] = int64_t(order[index * uint64_t(batch) + uint64_t(i)]);
+  // Keep two epochs: the oldest other one goes.
+  if (orders.size() > 2)
+    orders.erase(orders.begin()->first == epoch ? std::next(orders.begin()) : orders.begin());
+  return samples;
 }
 
 ImageBatch ImageLoader::make(uint64_t index) const {
   // Batch `index` is batch index % batchesPerEpoch of its epoch: the last
   // partial batch of every epoch is dropped.
-  uint64_t perEpoch = uint64_t(batchesPerEpoch()), n = uint64_t(set.size());
-  uint64_t first = index / perEpoch * n + index % perEpoch * uint64_t(batch);
+  uint64_t perEpoch = uint64_t(batchesPerEpoch());
+  std::vector<int64_t> samples = samplesOf(index / perEpoch, index % perEpoch);
   ImageBatch b;
   b.batch = batch;
   int64_t pixels = transform.channels * transform.size * transform.size;
@@ -157,11 +165,10 @@ ImageBatch ImageLoader::make(uint64_t index) const {
   b.labels.resize(size_t(batch));
   b.targets.resize(size_t(batch * classes));
   for (int64_t i = 0; i < batch; ++i) {
-    int64_t sample = sampleAt(first + uint64_t(i));
     std::mt19937_64 rng = generator(seed, index, uint64_t(i));
-    data::Image x = transform(set.image(sample), rng);
+    data::Image x = transform(set.image(samples[size_t(i)]), rng);
     std::copy(x.pixels.begin(), x.pixels.end(), b.images.begin() + i * pixels);
-    b.labels[size_t(i)] = set.label(sample);
+    b.labels[size_t(i)] = set.label(samples[size_t(i)]);
   }
   std::mt19937_64 rng = generator(seed, index, uint64_t(batch));
   data::mixBatch(b.images.data(), batch, transform.channels, transform.size, transform.size,

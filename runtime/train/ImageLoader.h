@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -52,8 +53,12 @@ void defaultNormalization(int64_t channels, std::vector<float> &mean, std::vecto
 
 class ImageLoader {
 public:
+  /// Batches prepared at once are held in memory: this bounds them.
+  static constexpr int64_t kMaxWorkers = 8;
+
   /// Batches of `batch` images of `set` under `transform`, with `mix` over
-  /// each batch; `workers` threads (at least 1).
+  /// each batch; `workers` threads (1 to kMaxWorkers), each preparing one
+  /// batch ahead.
   ImageLoader(const data::ImageDataset &set, ImageTransform transform, data::MixConfig mix,
               int64_t batch, int64_t classes, uint64_t seed, int64_t workers);
   ~ImageLoader();
@@ -70,8 +75,8 @@ public:
 private:
   void work();
   ImageBatch make(uint64_t index) const;
-  /// The image at global position p: epoch p / N, a keyed shuffle per epoch.
-  int64_t sampleAt(uint64_t p) const;
+  /// The images of batch `index` of `epoch`, by the epoch's keyed shuffle.
+  std::vector<int64_t> samplesOf(uint64_t epoch, uint64_t index) const;
   void stop();
   void start();
 
@@ -81,9 +86,10 @@ private:
   int64_t batch, classes;
   uint64_t seed;
   int64_t workers;
-  mutable std::vector<uint64_t> order; ///< the shuffle of epoch orderEpoch
+  /// The shuffles of the (at most two) epochs being prepared: near an epoch
+  /// boundary, workers build batches of both.
+  mutable std::map<uint64_t, std::vector<uint64_t>> orders;
   mutable std::mutex orderMutex;
-  mutable uint64_t orderEpoch = UINT64_MAX;
 
   uint64_t served = 0;      ///< images handed out
   uint64_t nextBatch = 0;   ///< next batch index to hand out

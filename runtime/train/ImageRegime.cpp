@@ -82,12 +82,22 @@ ImageTransform evaluationTransform(const dsl::ModelSpec &model) {
   return t;
 }
 
+std::vector<int64_t> evaluationImages(int64_t size, int64_t limit) {
+  int64_t count = limit > 0 ? std::min(limit, size) : size;
+  std::vector<int64_t> indices(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i)
+    indices[size_t(i)] = i * size / count;
+  return indices;
+}
+
 nlohmann::json evaluateImages(const LoadedModel &model, const float *params,
                               AlignedBuffer &workspace, const data::ImageDataset &set,
                               const ImageTransform &transform, int64_t batch, int64_t limit) {
-  const int64_t classes = set.numClasses();
+  // Targets and logits have the model's classes (the data may have fewer).
+  const int64_t classes = model.manifest()["outputs"][1]["shape"].back().get<int64_t>();
   const int64_t pixels = transform.channels * transform.size * transform.size;
-  int64_t total = limit > 0 ? std::min(limit, set.size()) : set.size();
+  const std::vector<int64_t> chosen = evaluationImages(set.size(), limit);
+  const int64_t total = int64_t(chosen.size());
   std::vector<float> images(size_t(batch * pixels)), targets(size_t(batch * classes)),
       logits(size_t(batch * classes));
   int64_t top1 = 0, top5 = 0;
@@ -96,10 +106,13 @@ nlohmann::json evaluateImages(const LoadedModel &model, const float *params,
   for (int64_t begin = 0; begin < total; begin += batch) {
     int64_t n = std::min(batch, total - begin);
     std::fill(targets.begin(), targets.end(), 0.0f);
+    std::vector<int32_t> labels;
     for (int64_t i = 0; i < n; ++i) {
-      data::Image x = transform(set.image(begin + i), unused);
+      int64_t image = chosen[size_t(begin + i)];
+      data::Image x = transform(set.image(image), unused);
       std::copy(x.pixels.begin(), x.pixels.end(), images.begin() + i * pixels);
-      targets[size_t(i * classes + set.label(begin + i))] = 1.0f;
+      labels.push_back(set.label(image));
+      targets[size_t(i * classes + labels.back())] = 1.0f;
     }
     const void *tensors[] = {images.data(), targets.data()};
     lap_batch view{n, 0, 2, tensors};
@@ -109,12 +122,14 @@ nlohmann::json evaluateImages(const LoadedModel &model, const float *params,
     nats += double(loss) * double(n);
     for (int64_t i = 0; i < n; ++i) {
       const float *row = logits.data() + i * classes;
-      float truth = row[set.label(begin + i)];
-      // Rank of the true class: how many classes score higher (ties count
-      // against it, so a constant model is not credited).
+      const int32_t label = labels[size_t(i)];
+      float truth = row[label];
+      // Rank of the true class: how many classes score at least as high
+      // (ties and NaN count against it, so neither a constant nor a broken
+      // model is credited).
       int64_t above = 0;
       for (int64_t k = 0; k < classes; ++k)
-        above += k != set.label(begin + i) && row[k] >= truth;
+        above += k != label && !(row[k] < truth);
       top1 += above < 1;
       top5 += above < 5;
     }
@@ -139,6 +154,8 @@ ImageRegime::ImageRegime(const dsl::Spec &spec, const LoadedModel &model, const 
   fmt::print(log, "data: train {}\n", splits.train->description());
   if (splits.val)
     fmt::print(log, "data: test  {}\n", splits.val->description());
+  else
+    fmt::print(log, "data: no test split (data.val): no evaluation\n");
 
   ImageTransform train = evaluationTransform(m);
   train.augment = &spec.train.augment;
@@ -170,7 +187,8 @@ Regime ImageRegime::regime() {
   };
   r.position = [this] { return loader->position(); };
   r.seek = [this](uint64_t position) { loader->seek(position); };
-  r.evaluate = [this] { return evaluate(spec.train.eval.batches); };
+  if (splits.val) // without a test split there is nothing to evaluate
+    r.evaluate = [this] { return evaluate(spec.train.eval.batches); };
   return r;
 }
 

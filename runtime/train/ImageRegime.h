@@ -33,8 +33,13 @@ ImageSplits openImageSplits(const dsl::DataSpec &data);
 /// image size, its channels, the default normalisation.
 ImageTransform evaluationTransform(const dsl::ModelSpec &model);
 
+/// `limit` image indices spread evenly over a set of `size` (all when limit
+/// is 0 or beyond it): a subset that covers every class of a set stored
+/// class by class (an ImageFolder).
+std::vector<int64_t> evaluationImages(int64_t size, int64_t limit);
+
 /// Top-1 and top-5 accuracy and mean clean cross-entropy of `model` over
-/// the first `limit` images of `set` (0: all), in batches of `batch`.
+/// evaluationImages(set.size(), limit), in batches of `batch`.
 nlohmann::json evaluateImages(const LoadedModel &model, const float *params,
                               AlignedBuffer &workspace, const data::ImageDataset &set,
                               const ImageTransform &transform, int64_t batch, int64_t limit);

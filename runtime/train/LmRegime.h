@@ -17,6 +17,7 @@
 #include "runtime/data/Tokenizer.h"
 #include "runtime/train/Trainer.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -38,6 +39,10 @@ public:
 
   /// The callbacks the trainer drives.
   Regime regime();
+  /// Optimizer steps in one pass over the training windows.
+  int64_t stepsPerEpoch(int64_t accumulation) const {
+    return std::max<int64_t>(1, int64_t(train->trainWindows()) / (batch * accumulation));
+  }
 
   const std::optional<data::Tokenizer> &tokenizer() const { return tokenizer_; }
   /// The loader whose validation windows evaluate() reads.

@@ -11,6 +11,12 @@ namespace lap::train {
 
 int32_t pickToken(const float *logits, int64_t vocab, const SampleOptions &options,
                   std::mt19937_64 &rng) {
+  if (options.drawable > 0)
+    vocab = std::min(vocab, options.drawable);
+  for (int64_t i = 0; i < vocab; ++i)
+    if (!std::isfinite(logits[i]))
+      throw std::runtime_error("the model's logit for token " + std::to_string(i) +
+                               " is not finite");
   if (options.temperature <= 0)
     return int32_t(std::max_element(logits, logits + vocab) - logits);
   // The k largest logits (all when topK is 0), highest first; ties by id.
@@ -24,10 +30,10 @@ int32_t pickToken(const float *logits, int64_t vocab, const SampleOptions &optio
   double top = logits[ids[0]];
   for (int64_t i = 0; i < k; ++i)
     weights[i] = std::exp((double(logits[ids[i]]) - top) / options.temperature);
-  // The inverse CDF of one uniform draw: the same on every platform, unlike
-  // std::discrete_distribution.
+  // The inverse CDF of one uniform draw on 53 bits: the same on every
+  // platform, unlike the standard library's distributions.
   double total = std::accumulate(weights.begin(), weights.end(), 0.0);
-  double u = std::uniform_real_distribution<double>(0.0, total)(rng);
+  double u = double(rng() >> 11) * 0x1.0p-53 * total;
   for (int64_t i = 0; i < k; ++i) {
     u -= weights[i];
     if (u < 0)
@@ -59,7 +65,7 @@ std::vector<int32_t> Sampler::generate(const std::vector<int32_t> &prompt,
                                        const std::function<void(int32_t)> &onToken) {
   if (prompt.empty())
     throw std::runtime_error("the prompt is empty (it needs at least <|bos|>)");
-  if (int64_t(prompt.size()) >= capacity)
+  if (int64_t(prompt.size()) > capacity)
     throw std::runtime_error("the prompt has " + std::to_string(prompt.size()) +
                              " tokens; the model's context holds " +
                              std::to_string(capacity));

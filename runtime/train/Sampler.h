@@ -26,10 +26,12 @@ struct SampleOptions {
   int64_t topK = 50;         ///< 0: the whole vocabulary
   uint64_t seed = 1;
   std::optional<int32_t> stop; ///< a token that ends the sample (<|bos|>)
+  int64_t drawable = 0;        ///< only ids below this are drawn (0: all), e.g.
+                               ///< the tokenizer's size under a padded vocabulary
 };
 
 /// Picks a token from `logits` [vocab] as `options` say; deterministic for a
-/// given generator state.
+/// given generator state on every platform. Throws on a non-finite logit.
 int32_t pickToken(const float *logits, int64_t vocab, const SampleOptions &options,
                   std::mt19937_64 &rng);
 

@@ -42,7 +42,8 @@ struct Regime {
   /// Data position for checkpoints, and seeking back to one.
   std::function<uint64_t()> position;
   std::function<void(uint64_t)> seek;
-  /// Evaluation values ({"val_loss": ..., "val_bpb": ...}).
+  /// Evaluation values ({"val_loss": ..., "val_bpb": ...}); empty when the
+  /// regime has nothing to evaluate on.
   std::function<nlohmann::json()> evaluate;
 };
 

@@ -110,8 +110,9 @@ struct Passes {
 };
 
 /// The compiled maxima: flags, else the spec's micro batch and context (an
-/// image model's sequence is fixed by its image size).
-void setCodegenOptions(const lap::dsl::Spec &spec,
+/// image model's sequence is fixed by its image size). False, with an error,
+/// for a --max-seq the model cannot take.
+bool setCodegenOptions(const lap::dsl::Spec &spec,
                        lap::CPUCodegenOptions &options) {
   int64_t micro = spec.train.microBatchSize ? spec.train.microBatchSize
                                             : spec.train.batchSize;
@@ -123,6 +124,18 @@ void setCodegenOptions(const lap::dsl::Spec &spec,
                        : side * side + (m.clsToken ? 1 : 0) + m.registers;
   options.maxSeq = maxSeq ? maxSeq : std::max<int64_t>(tokens, 1);
   options.profile = bool(profile);
+  if (m.family != lap::dsl::Family::GPT && maxSeq && maxSeq != tokens) {
+    errs() << "lapc: error: --max-seq " << maxSeq << ": an image model's sequence is "
+           << "fixed by its image size (" << tokens << " tokens)\n";
+    return false;
+  }
+  bool learned = m.positions.type == lap::dsl::PositionType::Learned;
+  if (m.family == lap::dsl::Family::GPT && learned && options.maxSeq > m.context) {
+    errs() << "lapc: error: --max-seq " << options.maxSeq << " is beyond the "
+           << m.context << " learned positions (model.context)\n";
+    return false;
+  }
+  return true;
 }
 
 /// Builds the IR for `spec`, runs the passes the requested stage needs and
@@ -149,7 +162,8 @@ ExitCode emitModule(const lap::dsl::Spec &spec, mlir::MLIRContext &context,
   else
     lap::buildLapPipeline(passes.pm, lap::LapPipelineOptions());
   lap::CPUCodegenOptions options;
-  setCodegenOptions(spec, options);
+  if (!setCodegenOptions(spec, options))
+    return BadInput;
   if (emitAction >= Emit::MemoryPlan)
     lap::buildMemoryPlanPipeline(passes.pm, options);
   if (mlir::failed(passes.pm.run(*module)))

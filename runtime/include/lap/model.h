@@ -62,9 +62,9 @@ const char *lap_model_last_error(void);
  * values on every machine. */
 lap_status lap_model_init_params(float *params, uint64_t seed);
 
-/* Evaluation forward (dropout off): writes the mean loss to *out_loss and,
- * when out_logits is not null, the logits (manifest "logits" shape with the
- * run-time batch and sequence). */
+/* Evaluation forward (dropout off): writes the mean loss to *out_loss and
+ * the logits to out_logits (manifest "logits" shape with the run-time batch
+ * and sequence). */
 lap_status lap_model_forward(const float *params, const lap_batch *batch,
                              void *workspace, float *out_loss,
                              float *out_logits);

@@ -74,11 +74,12 @@ ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec, con
   train::ImageSplits splits = train::openImageSplits(spec.train.data);
   const data::ImageDataset &set = splits.val ? *splits.val : *splits.train;
   const int64_t batch = model.maxBatch(), classes = spec.model.classes;
-  const int64_t count = std::min(samples, set.size());
+  const std::vector<int64_t> chosen = train::evaluationImages(set.size(), samples);
+  const int64_t count = int64_t(chosen.size());
   train::ImageTransform transform = train::evaluationTransform(spec.model);
 
   ModelGeometry g;
-  g.accuracy = train::evaluateImages(model, params, workspace, set, transform, batch, count);
+  g.accuracy = train::evaluateImages(model, params, workspace, set, transform, batch, samples);
   const nlohmann::json &f = model.manifest()["features"];
   Streams s;
   s.t = model.maxSeq();
@@ -92,27 +93,40 @@ ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec, con
   for (int64_t begin = 0; begin < count; begin += batch) {
     int64_t n = std::min(batch, count - begin);
     for (int64_t i = 0; i < n; ++i) {
-      data::Image x = transform(set.image(begin + i), unused);
+      int64_t image = chosen[size_t(begin + i)];
+      data::Image x = transform(set.image(image), unused);
       std::copy(x.pixels.begin(), x.pixels.end(), images.begin() + i * pixels);
-      labels.push_back(set.label(begin + i));
+      labels.push_back(set.label(image));
     }
     const void *tensors[] = {images.data(), targets.data()};
     features(model, params, workspace, {n, 0, 2, tensors}, out);
     s.append(out, n);
   }
-  // The classifier rows act on the last layer (through the final norm).
-  const float *head = nullptr;
+  // Collapse is measured over the classes the subset holds, renumbered;
+  // the classifier rows (which act on the last layer, through the final
+  // norm) follow.
+  std::vector<int32_t> present(labels.begin(), labels.end());
+  std::sort(present.begin(), present.end());
+  present.erase(std::unique(present.begin(), present.end()), present.end());
+  std::vector<int32_t> renumbered;
+  for (int32_t label : labels)
+    renumbered.push_back(int32_t(std::lower_bound(present.begin(), present.end(), label) -
+                                 present.begin()));
+  std::vector<float> head;
   for (const ParameterInfo &p : model.parameters())
     if (p.name == "head.weight")
-      head = params + p.offset;
+      for (int32_t k : present)
+        head.insert(head.end(), params + p.offset + k * s.c, params + p.offset + (k + 1) * s.c);
+  const int64_t k = int64_t(present.size());
   for (size_t l = 0; l < s.layers.size(); ++l) {
     LayerGeometry layer;
     layer.name = f["names"][l];
     const float *x = s.layers[l].data();
     layer.variance = analysis::varianceDecomposition(x, s.n, s.t, s.c, labels.data(), classes);
     std::vector<double> means = analysis::sequenceMeans(x, s.n, s.t, s.c);
-    layer.collapse = analysis::neuralCollapse(means.data(), s.n, s.c, labels.data(), classes,
-                                              l + 1 == s.layers.size() ? head : nullptr);
+    bool last = l + 1 == s.layers.size();
+    layer.collapse = analysis::neuralCollapse(means.data(), s.n, s.c, renumbered.data(), k,
+                                              last && !head.empty() ? head.data() : nullptr);
     layer.spectral = analysis::spectralDecay(x, s.n, s.t, s.c);
     g.layers.push_back(std::move(layer));
   }
@@ -137,7 +151,10 @@ ModelGeometry analyzeText(const LoadedModel &model, const dsl::Spec &spec, const
   s.layers.resize(f["layers"].get<size_t>());
   std::vector<float> out(s.layers.size() * size_t(batch * s.t * s.c));
   std::vector<int32_t> targets;
-  auto it = lm.validationLoader().validation(uint64_t((samples + batch - 1) / batch));
+  const LmLoader &source = lm.validationLoader();
+  uint64_t available = source.valWindows() / uint64_t(batch);
+  auto it = source.validation(std::min<uint64_t>(uint64_t((samples + batch - 1) / batch),
+                                                 available));
   LmBatch b;
   while (it.next(b)) {
     const void *tensors[] = {b.inputs.data(), b.targets.data()};

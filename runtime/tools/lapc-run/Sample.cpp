@@ -41,6 +41,7 @@ int lap::cli::sample(const SampleOptions &options) {
   draw.temperature = options.temperature;
   draw.topK = options.topK;
   draw.stop = int32_t(tokenizer->bosId()); // the start of the next document
+  draw.drawable = tokenizer->vocabSize();  // the model's vocabulary may be padded
   train::Sampler sampler(model, params.as<float>());
   for (int64_t i = 0; i < options.samples; ++i) {
     draw.seed = options.seed + uint64_t(i);

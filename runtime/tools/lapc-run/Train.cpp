@@ -108,6 +108,7 @@ int lap::cli::trainModel(const TrainOptions &options) {
     lm = std::make_unique<train::LmRegime>(spec, model, params.as<float>(), workspace,
                                            config.runDir, micro, seq, stdout);
     regime = lm->regime();
+    stepsPerEpoch = lm->stepsPerEpoch(config.accumulation);
   } else {
     images = std::make_unique<train::ImageRegime>(spec, model, params.as<float>(), workspace,
                                                   micro, config.seed, stdout);
@@ -120,8 +121,9 @@ int lap::cli::trainModel(const TrainOptions &options) {
     return given ? given : epochsToSteps(epochs, stepsPerEpoch);
   };
   config.steps = options.steps ? options.steps : steps(t.steps, t.epochs);
-  config.evalEvery = options.evalEvery ? options.evalEvery
-                                       : steps(t.eval.everySteps, t.eval.everyEpochs);
+  config.evalEvery = !regime.evaluate ? 0
+                    : options.evalEvery ? options.evalEvery
+                                        : steps(t.eval.everySteps, t.eval.everyEpochs);
   config.checkpointEvery = options.checkpointEvery
                                ? options.checkpointEvery
                                : steps(t.checkpoint.everySteps, t.checkpoint.everyEpochs);
@@ -137,7 +139,11 @@ int lap::cli::trainModel(const TrainOptions &options) {
              lmRegime ? fmt::format("x {} tokens", seq) : std::string("images"),
              config.accumulation, config.runDir);
   train::TrainResult result = train::train(model, params, workspace, config, regime);
-  nlohmann::json final = result.lastEval.empty() ? regime.evaluate() : result.lastEval;
+  nlohmann::json final = nlohmann::json::object();
+  if (!result.lastEval.empty())
+    final = result.lastEval;
+  else if (regime.evaluate)
+    final = regime.evaluate();
 
   nlohmann::json summary{{"model", spec.name},
                          {"steps", result.steps},
