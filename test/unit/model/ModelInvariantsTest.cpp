@@ -82,7 +82,7 @@ const std::string &path(const std::string &name) {
   for (const Variant &v : kVariants)
     if (name == v.name)
       return compiled(std::string("invariants_") + v.name, std::string(v.base) + v.attention,
-                      kMaxBatch, kMaxSeq);
+                      kMaxBatch, v.base == kVit ? 0 : kMaxSeq);
   throw std::runtime_error("no variant " + name);
 }
 

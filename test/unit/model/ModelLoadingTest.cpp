@@ -83,7 +83,7 @@ template <typename F> std::string errorOf(F make) {
 /// The library of spec "gpt", "vit" or "uniform".
 const std::string &path(const std::string &name) {
   const char *yaml = name == "gpt" ? kGpt : name == "vit" ? kVit : kUniform;
-  return compiled("loading_" + name, yaml, kMaxBatch, kMaxSeq);
+  return compiled("loading_" + name, yaml, kMaxBatch, name == "vit" ? 0 : kMaxSeq);
 }
 
 //===----------------------------------------------------------------------===//

@@ -67,16 +67,17 @@ inline int runCommand(const std::string &command, std::string &output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/// Writes `yaml` to DIR/NAME.yaml and compiles it to DIR/NAME.so with lapc;
-/// throws with lapc's output when that fails.
+/// Writes `yaml` to DIR/NAME.yaml and compiles it to DIR/NAME.so with lapc
+/// (maxSeq 0: the spec's own, as an image model's must be); throws with
+/// lapc's output when that fails.
 inline std::string compileSpec(const TempDir &dir, const std::string &name, const std::string &yaml,
                                int64_t maxBatch, int64_t maxSeq) {
   std::string spec = dir.file(name + ".yaml"), so = dir.file(name + ".so");
   std::ofstream(spec) << yaml;
   std::string output;
   std::string command = std::string("'") + LAP_LAPC + "' '" + spec + "' -o '" + so +
-                        "' --max-batch " + std::to_string(maxBatch) + " --max-seq " +
-                        std::to_string(maxSeq);
+                        "' --max-batch " + std::to_string(maxBatch) +
+                        (maxSeq > 0 ? " --max-seq " + std::to_string(maxSeq) : "");
   int status = runCommand(command, output);
   if (status != 0)
     throw std::runtime_error("lapc failed (exit " + std::to_string(status) + ") on\n" + yaml +
