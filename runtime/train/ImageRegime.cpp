@@ -90,6 +90,18 @@ std::vector<int64_t> evaluationImages(int64_t size, int64_t limit) {
   return indices;
 }
 
+void loadImages(const data::ImageDataset &set, const ImageTransform &transform,
+                const int64_t *indices, int64_t n, float *images,
+                std::vector<int32_t> &labels) {
+  const int64_t pixels = transform.channels * transform.size * transform.size;
+  std::mt19937_64 unused; // the evaluation transform draws nothing
+  for (int64_t i = 0; i < n; ++i) {
+    data::Image x = transform(set.image(indices[i]), unused);
+    std::copy(x.pixels.begin(), x.pixels.end(), images + i * pixels);
+    labels.push_back(set.label(indices[i]));
+  }
+}
+
 nlohmann::json evaluateImages(const LoadedModel &model, const float *params,
                               AlignedBuffer &workspace, const data::ImageDataset &set,
                               const ImageTransform &transform, int64_t batch, int64_t limit) {
@@ -102,18 +114,13 @@ nlohmann::json evaluateImages(const LoadedModel &model, const float *params,
       logits(size_t(batch * classes));
   int64_t top1 = 0, top5 = 0;
   double nats = 0;
-  std::mt19937_64 unused;
   for (int64_t begin = 0; begin < total; begin += batch) {
     int64_t n = std::min(batch, total - begin);
-    std::fill(targets.begin(), targets.end(), 0.0f);
     std::vector<int32_t> labels;
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t image = chosen[size_t(begin + i)];
-      data::Image x = transform(set.image(image), unused);
-      std::copy(x.pixels.begin(), x.pixels.end(), images.begin() + i * pixels);
-      labels.push_back(set.label(image));
-      targets[size_t(i * classes + labels.back())] = 1.0f;
-    }
+    loadImages(set, transform, chosen.data() + begin, n, images.data(), labels);
+    std::fill(targets.begin(), targets.end(), 0.0f);
+    for (int64_t i = 0; i < n; ++i)
+      targets[size_t(i * classes + labels[size_t(i)])] = 1.0f;
     const void *tensors[] = {images.data(), targets.data()};
     lap_batch view{n, 0, 2, tensors};
     float loss = 0;

@@ -38,6 +38,13 @@ ImageTransform evaluationTransform(const dsl::ModelSpec &model);
 /// class by class (an ImageFolder).
 std::vector<int64_t> evaluationImages(int64_t size, int64_t limit);
 
+/// Evaluation inputs of the images `indices` [n] of `set`: their pixels
+/// under `transform` into `images` [n, C, H, W], their labels appended to
+/// `labels`.
+void loadImages(const data::ImageDataset &set, const ImageTransform &transform,
+                const int64_t *indices, int64_t n, float *images,
+                std::vector<int32_t> &labels);
+
 /// Top-1 and top-5 accuracy and mean clean cross-entropy of `model` over
 /// evaluationImages(set.size(), limit), in batches of `batch`.
 nlohmann::json evaluateImages(const LoadedModel &model, const float *params,

@@ -2,6 +2,8 @@
 
 #include "runtime/train/Sampler.h"
 
+#include "runtime/data/Augment.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -30,10 +32,8 @@ int32_t pickToken(const float *logits, int64_t vocab, const SampleOptions &optio
   double top = logits[ids[0]];
   for (int64_t i = 0; i < k; ++i)
     weights[i] = std::exp((double(logits[ids[i]]) - top) / options.temperature);
-  // The inverse CDF of one uniform draw on 53 bits: the same on every
-  // platform, unlike the standard library's distributions.
-  double total = std::accumulate(weights.begin(), weights.end(), 0.0);
-  double u = double(rng() >> 11) * 0x1.0p-53 * total;
+  // The inverse CDF of one platform-independent uniform draw.
+  double u = data::uniform(rng, 0.0, std::accumulate(weights.begin(), weights.end(), 0.0));
   for (int64_t i = 0; i < k; ++i) {
     u -= weights[i];
     if (u < 0)

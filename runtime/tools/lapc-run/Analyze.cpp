@@ -89,15 +89,9 @@ ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec, con
   std::vector<float> images(size_t(batch * pixels)), targets(size_t(batch * classes)),
       out(s.layers.size() * size_t(batch * s.t * s.c));
   std::vector<int32_t> labels;
-  std::mt19937_64 unused;
   for (int64_t begin = 0; begin < count; begin += batch) {
     int64_t n = std::min(batch, count - begin);
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t image = chosen[size_t(begin + i)];
-      data::Image x = transform(set.image(image), unused);
-      std::copy(x.pixels.begin(), x.pixels.end(), images.begin() + i * pixels);
-      labels.push_back(set.label(image));
-    }
+    train::loadImages(set, transform, chosen.data() + begin, n, images.data(), labels);
     const void *tensors[] = {images.data(), targets.data()};
     features(model, params, workspace, {n, 0, 2, tensors}, out);
     s.append(out, n);
