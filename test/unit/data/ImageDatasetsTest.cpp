@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/data/ImageDatasets.h"
+#include "test/unit/TempDir.h"
 
 #include <gtest/gtest.h>
 
@@ -224,15 +225,8 @@ Bytes noise(size_t n, uint64_t seed) {
 
 class ImageDatasetsTest : public ::testing::Test {
 protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "lap-images-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::string file(const std::string &name) const {
-    fs::path path = dir_ / name;
+    fs::path path = dir_.path() / name;
     fs::create_directories(path.parent_path());
     return path.string();
   }
@@ -264,7 +258,7 @@ protected:
     return Bytes(std::istreambuf_iterator<char>(in), {});
   }
 
-  fs::path dir_;
+  lap::test::TempDir dir_;
 };
 
 //===----------------------------------------------------------------------===//
@@ -552,14 +546,14 @@ TEST_F(ImageDatasetsTest, ImageFolderPngAndJpeg) {
   writePng(file("root/animals/A.JPEG"), 1, 1, PNG_COLOR_TYPE_GRAY, 8, {77});
   writeText("root/animals/notes.txt", "not an image");
   writeText("root/animals/d.gif", "GIF89a");
-  fs::create_directories(dir_ / "root/animals/nested.png");
+  fs::create_directories(dir_.path() / "root/animals/nested.png");
   writeText("root/README", "files at the root are not classes");
   // Class "birds": a gray PNG and a gray JPEG.
   writePng(file("root/birds/g.png"), 2, 2, PNG_COLOR_TYPE_GRAY, 8, {0, 64, 128, 255});
   writeJpeg(file("root/birds/h.jpeg"), 16, 16, JCS_GRAYSCALE, 1,
             quadrants({{0}, {85}, {170}, {255}}));
 
-  std::string root = (dir_ / "root").string();
+  std::string root = (dir_.path() / "root").string();
   auto set = openImageFolder(root);
   ASSERT_EQ(set->size(), 5);
   EXPECT_EQ(set->numClasses(), 2);
@@ -614,7 +608,7 @@ TEST_F(ImageDatasetsTest, PngConversions) {
   writePng(file("root/a/z-interlaced.png"), 5, 3, PNG_COLOR_TYPE_RGB, 8, rgb,
            {}, {}, true);
 
-  auto set = openImageFolder((dir_ / "root").string());
+  auto set = openImageFolder((dir_.path() / "root").string());
   ASSERT_EQ(set->size(), 6);
   // Sorted byte-wise: gray1 < gray16 ('.' < '6') < grayalpha < ...
   expectPixels(set->image(0), 1, 1, 5, {255, 0, 255, 255, 0}, kExact);
@@ -637,7 +631,7 @@ TEST_F(ImageDatasetsTest, CmykJpegConvertsToRgb) {
                        {200, 100, 255, 128},
                        {0, 0, 0, 0},
                        {255, 255, 255, 255}}));
-  auto set = openImageFolder((dir_ / "root").string());
+  auto set = openImageFolder((dir_.path() / "root").string());
   auto rgb = [](int c, int m, int y, int k) {
     return std::vector<int>{int(std::lround(c * k / 255.0)),
                             int(std::lround(m * k / 255.0)),
@@ -660,7 +654,7 @@ TEST_F(ImageDatasetsTest, ImageFolderRejectsCorruptJpeg) {
   garbage[1] = 0xD8;
   std::string bad = writeFile("root/a/garbage.jpg", garbage);
 
-  auto set = openImageFolder((dir_ / "root").string());
+  auto set = openImageFolder((dir_.path() / "root").string());
   ASSERT_EQ(set->size(), 3); // garbage, good, truncated
   std::string err = errorOf([&] { set->image(0); });
   EXPECT_MENTIONS(err, bad + ": cannot decode JPEG: ");
@@ -680,7 +674,7 @@ TEST_F(ImageDatasetsTest, ImageFolderRejectsCorruptPng) {
   std::string bad = writeFile("root/a/crc.png", corrupt);
   std::string text = writeText("root/a/text.png", "plain text, not a PNG");
 
-  auto set = openImageFolder((dir_ / "root").string());
+  auto set = openImageFolder((dir_.path() / "root").string());
   ASSERT_EQ(set->size(), 4); // crc, good, text, truncated
   EXPECT_MENTIONS(errorOf([&] { set->image(0); }), bad + ": cannot decode PNG: ");
   EXPECT_EQ(set->image(1).channels, 3);
@@ -691,7 +685,7 @@ TEST_F(ImageDatasetsTest, ImageFolderRejectsCorruptPng) {
 }
 
 TEST_F(ImageDatasetsTest, ImageFolderRejectsEmpty) {
-  std::string root = (dir_ / "root").string();
+  std::string root = (dir_.path() / "root").string();
   fs::create_directories(root);
   writeText("root/labels.txt", "a file, not a class");
   EXPECT_MENTIONS(errorOf([&] { openImageFolder(root); }),
@@ -703,7 +697,7 @@ TEST_F(ImageDatasetsTest, ImageFolderRejectsEmpty) {
                   (fs::path(root) / "b").string() +
                       ": an empty class: no .jpg, .jpeg or .png files");
 
-  std::string missing = (dir_ / "absent").string();
+  std::string missing = (dir_.path() / "absent").string();
   EXPECT_MENTIONS(errorOf([&] { openImageFolder(missing); }),
                   missing + ": no such directory");
   EXPECT_MENTIONS(errorOf([&] { openImageFolder(file("root/labels.txt")); }),
@@ -721,7 +715,7 @@ TEST_F(ImageDatasetsTest, ConcurrentImagesMatchSequential) {
     writeJpeg(file("root/c" + std::to_string(n % 3) + "/j" + std::to_string(n) + ".jpg"),
               24, 20, JCS_RGB, 3, noise(24 * 20 * 3, uint64_t(100 + n)));
   }
-  auto folder = openImageFolder((dir_ / "root").string());
+  auto folder = openImageFolder((dir_.path() / "root").string());
   Bytes pixels = noise(50 * 4 * 5, 7), labels(50);
   for (size_t i = 0; i < labels.size(); ++i)
     labels[i] = uint8_t(i % 10);

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/data/TokenShards.h"
+#include "test/unit/TempDir.h"
 
 #include <gtest/gtest.h>
 
@@ -27,16 +28,7 @@ namespace {
 
 class TokenShardsTest : public ::testing::Test {
 protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "lap-shards-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string file(const std::string &name) const {
-    return (dir_ / name).string();
-  }
+  std::string file(const std::string &name) const { return dir_.file(name); }
 
   /// Writes a header and `payload` raw bytes of tokens, as given.
   std::string rawShard(const std::string &name, int32_t magic, int32_t version,
@@ -60,7 +52,7 @@ protected:
     return path;
   }
 
-  fs::path dir_;
+  lap::test::TempDir dir_;
 };
 
 /// The error message of `f`, or "" if it did not throw std::runtime_error.
@@ -161,7 +153,7 @@ TEST_F(TokenShardsTest, WriteRefusesOutOfVocabularyAndLeavesNothing) {
   std::string err = errorOf([&] { writeShard(path, {1, 2, 100}, 100); });
   EXPECT_NE(err.find(path), std::string::npos) << err;
   EXPECT_NE(err.find("token 100 at index 2"), std::string::npos) << err;
-  EXPECT_TRUE(fs::is_empty(dir_));
+  EXPECT_TRUE(fs::is_empty(dir_.path()));
 }
 
 TEST_F(TokenShardsTest, WriteReplacesAtomicallyWithoutTemporaries) {
@@ -169,7 +161,7 @@ TEST_F(TokenShardsTest, WriteReplacesAtomicallyWithoutTemporaries) {
   writeShard(path, {1, 2, 3}, 10);
   writeShard(path, {4, 5}, 10);
   EXPECT_EQ(TokenShard(path).tokens(), (std::vector<uint32_t>{4, 5}));
-  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), {}), 1);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_.path()), {}), 1);
 }
 
 TEST_F(TokenShardsTest, BadMagic) {

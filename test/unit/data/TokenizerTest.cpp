@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/data/Tokenizer.h"
+#include "test/unit/TempDir.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -20,7 +21,6 @@
 #include <random>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 using lap::data::Tokenizer;
@@ -28,25 +28,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh directory per test, removed afterwards.
-class TempDir {
-public:
-  TempDir() {
-    const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ =
-        fs::temp_directory_path() /
-        ("lap-tokenizer-" + std::to_string(::getpid()) + "-" + info->name());
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string &name) const {
-    return (path_ / name).string();
-  }
-
-private:
-  fs::path path_;
-};
+using lap::test::TempDir;
 
 void writeFile(const std::string &path, const std::string &text) {
   std::ofstream out(path, std::ios::binary);

@@ -10,6 +10,7 @@
 #define LAP_TEST_UNIT_MODEL_MODELTESTSUPPORT_H
 
 #include "runtime/model/LoadedModel.h"
+#include "test/unit/TempDir.h"
 
 #include <gtest/gtest.h>
 
@@ -27,31 +28,6 @@
 #include <vector>
 
 namespace lap::test {
-
-/// A fresh directory under the system's temporary directory, removed with
-/// its contents when this goes away.
-class TempDir {
-public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "lap-model-tests-XXXXXX").string();
-    if (!mkdtemp(pattern.data()))
-      throw std::runtime_error("cannot create a temporary directory");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir &) = delete;
-  TempDir &operator=(const TempDir &) = delete;
-
-  const std::string &path() const { return path_; }
-  std::string file(const std::string &name) const { return path_ + "/" + name; }
-
-private:
-  std::string path_;
-};
 
 /// Runs `command` through the shell; returns its exit status (-1 when it did
 /// not exit normally) and its standard output and error together.

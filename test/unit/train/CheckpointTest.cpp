@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/train/Checkpoint.h"
+#include "test/unit/TempDir.h"
 
 #include <gtest/gtest.h>
 
@@ -64,19 +65,8 @@ template <typename F> std::string errorOf(F &&f) {
 
 class CheckpointTest : public ::testing::Test {
 protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "lap-ckpt-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir = tmpl;
-  }
-  void TearDown() override {
-    lap::setCheckpointWriteFaultForTesting(nullptr);
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string path(const std::string &name) const {
-    return (fs::path(dir) / name).string();
-  }
+  void TearDown() override { lap::setCheckpointWriteFaultForTesting(nullptr); }
+  std::string path(const std::string &name) const { return dir.file(name); }
 
   /// A small model checkpoint at `step` whose values depend on the step.
   CheckpointData smallCheckpoint(int64_t step) {
@@ -96,7 +86,7 @@ protected:
   }
   const std::vector<lap::TensorSpec> smallSpec = {{"w", {2, 3}}, {"b", {3}}};
 
-  std::string dir;
+  lap::test::TempDir dir;
   std::vector<float> weights, bias, moment;
 };
 
