@@ -74,6 +74,10 @@ ImageSplits openImageSplits(const dsl::DataSpec &data) {
   return splits;
 }
 
+std::unique_ptr<data::ImageDataset> openAnalysisSplit(const dsl::DataSpec &data) {
+  return data.val.empty() ? openSplit(data, data.train, true) : openSplit(data, data.val, false);
+}
+
 ImageTransform evaluationTransform(const dsl::ModelSpec &model) {
   ImageTransform t;
   t.size = model.imageSize;

@@ -28,6 +28,9 @@ struct ImageSplits {
   std::unique_ptr<data::ImageDataset> train, val;
 };
 ImageSplits openImageSplits(const dsl::DataSpec &data);
+/// The test split alone, or the training split when there is none (what
+/// an analysis reads, without loading the other).
+std::unique_ptr<data::ImageDataset> openAnalysisSplit(const dsl::DataSpec &data);
 
 /// The evaluation transform of a model: resize and centre crop to its
 /// image size, its channels, the default normalisation.

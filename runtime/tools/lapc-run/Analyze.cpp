@@ -71,8 +71,8 @@ void features(const LoadedModel &model, const float *params, AlignedBuffer &work
 
 ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec, const float *params,
                             AlignedBuffer &workspace, int64_t samples) {
-  train::ImageSplits splits = train::openImageSplits(spec.train.data);
-  const data::ImageDataset &set = splits.val ? *splits.val : *splits.train;
+  std::unique_ptr<data::ImageDataset> opened = train::openAnalysisSplit(spec.train.data);
+  const data::ImageDataset &set = *opened;
   const int64_t batch = model.maxBatch(), classes = spec.model.classes;
   const std::vector<int64_t> chosen = train::evaluationImages(set.size(), samples);
   const int64_t count = int64_t(chosen.size());
