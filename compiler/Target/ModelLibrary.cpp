@@ -1,6 +1,7 @@
 //===- ModelLibrary.cpp - LLVM dialect to a native model.so -----*- C++ -*-===//
 
 #include "compiler/Target/ModelLibrary.h"
+#include "runtime/platform/CpuFeatures.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -11,6 +12,7 @@
 #include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -21,27 +23,31 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <set>
+
 using namespace mlir;
 
 namespace {
 
-std::unique_ptr<llvm::TargetMachine> hostTargetMachine() {
+const llvm::Target *hostTarget(std::string &triple) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
-  std::string triple = llvm::sys::getDefaultTargetTriple(), error;
+  triple = llvm::sys::getDefaultTargetTriple();
+  std::string error;
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target) {
+  if (!target)
     llvm::errs() << "lapc: " << error << "\n";
+  return target;
+}
+
+/// The subtarget of `cpu` with `features`, for its CPU list and features.
+std::unique_ptr<llvm::MCSubtargetInfo> subtarget(StringRef cpu, StringRef features) {
+  std::string triple;
+  const llvm::Target *target = hostTarget(triple);
+  if (!target)
     return nullptr;
-  }
-  llvm::SubtargetFeatures features;
-  for (auto &[feature, enabled] : llvm::sys::getHostCPUFeatures())
-    features.AddFeature(feature, enabled);
-  llvm::TargetOptions options;
-  options.UnsafeFPMath = false;
-  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
-      triple, lap::hostCPU(), features.getString(), options, llvm::Reloc::PIC_,
-      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  return std::unique_ptr<llvm::MCSubtargetInfo>(
+      target->createMCSubtargetInfo(triple, cpu, features));
 }
 
 /// Runs `program` with `args`; false (and a message) when it fails.
@@ -57,18 +63,74 @@ bool run(StringRef program, ArrayRef<StringRef> args) {
 
 } // namespace
 
-std::string lap::hostCPU() { return llvm::sys::getHostCPUName().str(); }
+std::optional<lap::CPUTarget> lap::CPUTarget::lookup(StringRef name) {
+  if (name == "native") {
+    llvm::SubtargetFeatures features;
+    for (auto &[feature, enabled] : llvm::sys::getHostCPUFeatures())
+      features.AddFeature(feature, enabled);
+    return CPUTarget{llvm::sys::getHostCPUName().str(), features.getString()};
+  }
+  auto sti = subtarget("", "");
+  if (!sti)
+    return std::nullopt;
+  if (sti->isCPUStringValid(name))
+    return CPUTarget{name.str(), ""};
+  std::string closest;
+  unsigned best = ~0u;
+  // Of equally close names the last, usually the newest (znver5, not znver1).
+  for (const std::string &cpu : knownCPUs())
+    if (unsigned d = name.edit_distance(cpu); d <= best)
+      best = d, closest = cpu;
+  llvm::errs() << "lapc: error: unknown CPU '" << name << "'";
+  if (best <= std::max<size_t>(2, name.size() / 3))
+    llvm::errs() << "; did you mean '" << closest << "'?";
+  llvm::errs() << " (`lapc --cpu=help` lists the CPUs; `native` is this one, "
+                  "`x86-64-v3` any with AVX2 and FMA)\n";
+  return std::nullopt;
+}
+
+std::vector<std::string> lap::CPUTarget::knownCPUs() {
+  std::vector<std::string> names;
+  if (auto sti = subtarget("", ""))
+    for (const llvm::SubtargetSubTypeKV &kv : sti->getAllProcessorDescriptions())
+      names.push_back(kv.Key);
+  return names;
+}
+
+std::unique_ptr<llvm::TargetMachine> lap::CPUTarget::machine() const {
+  std::string triple;
+  const llvm::Target *target = hostTarget(triple);
+  if (!target)
+    return nullptr;
+  llvm::TargetOptions options;
+  options.UnsafeFPMath = false;
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      triple, cpu, features, options, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+}
+
+std::vector<std::string> lap::CPUTarget::checkableFeatures() const {
+  std::set<std::string> names;
+  if (auto sti = subtarget(cpu, features))
+    for (const llvm::SubtargetFeatureKV &kv : sti->getAllProcessorFeatures())
+      if (sti->getFeatureBits().test(kv.Value) &&
+          lap::platform::isCheckableFeature(kv.Key))
+        names.insert(kv.Key);
+  return {names.begin(), names.end()};
+}
+
+lap::CPUTarget lap::CPUTarget::kernelBaseline() { return {LAP_KERNEL_CPU, ""}; }
 
 std::unique_ptr<llvm::Module>
 lap::translateToOptimizedLLVMIR(ModuleOp module, const std::string &manifest,
-                                llvm::LLVMContext &context) {
+                                const CPUTarget &target, llvm::LLVMContext &context) {
   registerBuiltinDialectTranslation(*module.getContext());
   registerLLVMDialectTranslation(*module.getContext());
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, context, "model");
   if (!llvmModule)
     return nullptr;
-  auto machine = hostTargetMachine();
+  auto machine = target.machine();
   if (!machine)
     return nullptr;
   llvmModule->setDataLayout(machine->createDataLayout());
@@ -78,7 +140,7 @@ lap::translateToOptimizedLLVMIR(ModuleOp module, const std::string &manifest,
   new llvm::GlobalVariable(*llvmModule, text->getType(), /*isConstant=*/true,
                            llvm::GlobalValue::ExternalLinkage, text,
                            "lap_gen_manifest");
-  // Generated loops vectorise with the host's widest vectors.
+  // Generated loops vectorise with the target CPU's vectors.
   for (llvm::Function &f : *llvmModule) {
     if (f.isDeclaration())
       continue;
@@ -94,8 +156,9 @@ lap::translateToOptimizedLLVMIR(ModuleOp module, const std::string &manifest,
   return llvmModule;
 }
 
-LogicalResult lap::emitObject(llvm::Module &module, llvm::raw_ostream &os) {
-  auto machine = hostTargetMachine();
+LogicalResult lap::emitObject(llvm::Module &module, const CPUTarget &target,
+                              llvm::raw_ostream &os) {
+  auto machine = target.machine();
   if (!machine)
     return failure();
   llvm::SmallString<0> buffer;
@@ -111,11 +174,11 @@ LogicalResult lap::emitObject(llvm::Module &module, llvm::raw_ostream &os) {
   return success();
 }
 
-LogicalResult lap::linkModelLibrary(llvm::Module &module,
+LogicalResult lap::linkModelLibrary(llvm::Module &module, const CPUTarget &target,
                                     const std::string &outputPath,
                                     const char *argv0) {
   std::string exe = llvm::sys::fs::getMainExecutable(
-      argv0, reinterpret_cast<void *>(&lap::hostCPU));
+      argv0, reinterpret_cast<void *>(&lap::CPUTarget::knownCPUs));
   llvm::SmallString<256> libDir(llvm::sys::path::parent_path(
       llvm::sys::path::parent_path(exe)));
   llvm::sys::path::append(libDir, "lib");
@@ -139,7 +202,7 @@ LogicalResult lap::linkModelLibrary(llvm::Module &module,
   {
     std::error_code ec;
     llvm::raw_fd_ostream os(object, ec);
-    if (ec || failed(emitObject(module, os)))
+    if (ec || failed(emitObject(module, target, os)))
       return failure();
     llvm::raw_fd_ostream map(exports, ec);
     // Only the ABI is exported: kernels and generated code stay private.
@@ -155,6 +218,6 @@ LogicalResult lap::linkModelLibrary(llvm::Module &module,
   return success(run(*driver,
                      {*driver, "-shared", "-fuse-ld=lld", "-o", outputPath, object,
                       "-Wl,--whole-archive", entry, "-Wl,--no-whole-archive", kernels,
-                      "-ldnnl", "-lgomp", "-Wl,-z,defs", "-Wl,--as-needed",
+                      "-ldnnl", "-lhwy", "-lgomp", "-Wl,-z,defs", "-Wl,--as-needed",
                       versionScript}));
 }

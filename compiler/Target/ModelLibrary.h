@@ -1,7 +1,7 @@
 //===- ModelLibrary.h - LLVM dialect to a native model.so -------*- C++ -*-===//
 //
 // The last steps of lapc: translate the LLVM-dialect module to LLVM IR,
-// embed the manifest, optimise and emit an object for the host CPU (in
+// embed the manifest, optimise and emit an object for the chosen CPU (in
 // process, through an LLVM TargetMachine), and link it with the kernel
 // library and the ABI entry points into a shared library.
 //
@@ -14,30 +14,53 @@
 #include "mlir/Support/LogicalResult.h"
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace llvm {
 class LLVMContext;
 class Module;
+class TargetMachine;
 class raw_ostream;
 } // namespace llvm
 
 namespace lap {
 
-/// The host CPU lapc tunes code for ("znver5").
-std::string hostCPU();
+/// The CPU lapc generates code for (`lapc --cpu`).
+struct CPUTarget {
+  /// LLVM's name of the CPU ("znver5", "x86-64-v3").
+  std::string cpu;
+  /// Its features: the host's for "native", else the CPU's own ("").
+  std::string features;
+
+  /// The target for `name`, an LLVM CPU name or "native" (the host); an
+  /// error naming the closest known CPU, and nullopt, for another name.
+  static std::optional<CPUTarget> lookup(llvm::StringRef name);
+  /// The CPUs LLVM knows for this host's architecture.
+  static std::vector<std::string> knownCPUs();
+
+  std::unique_ptr<llvm::TargetMachine> machine() const;
+  /// The instruction-set features of this CPU that lapc-run can check
+  /// (runtime/platform/CpuFeatures.h), sorted.
+  std::vector<std::string> checkableFeatures() const;
+  /// The kernel library's baseline (LAP_KERNEL_CPU: x86-64-v3).
+  static CPUTarget kernelBaseline();
+};
 
 /// LLVM IR of `module` (LLVM dialect) with `manifest` embedded as
-/// `lap_gen_manifest`, optimised at -O3 for the host CPU.
-std::unique_ptr<llvm::Module> translateToOptimizedLLVMIR(
-    mlir::ModuleOp module, const std::string &manifest, llvm::LLVMContext &context);
+/// `lap_gen_manifest`, optimised at -O3 for `target`.
+std::unique_ptr<llvm::Module>
+translateToOptimizedLLVMIR(mlir::ModuleOp module, const std::string &manifest,
+                           const CPUTarget &target, llvm::LLVMContext &context);
 
-/// Writes `module` as a host object file to `os`.
-mlir::LogicalResult emitObject(llvm::Module &module, llvm::raw_ostream &os);
+/// Writes `module` as an object file for `target` to `os`.
+mlir::LogicalResult emitObject(llvm::Module &module, const CPUTarget &target,
+                               llvm::raw_ostream &os);
 
 /// Links `module` into the shared library `outputPath` with the runtime's
 /// libraries (found next to lapc: ../lib). Errors go to llvm::errs().
-mlir::LogicalResult linkModelLibrary(llvm::Module &module,
+mlir::LogicalResult linkModelLibrary(llvm::Module &module, const CPUTarget &target,
                                      const std::string &outputPath,
                                      const char *argv0);
 

@@ -1,6 +1,7 @@
 //===- LoadedModel.cpp - A model.so, opened and checked ---------*- C++ -*-===//
 
 #include "runtime/model/LoadedModel.h"
+#include "runtime/platform/CpuFeatures.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -56,6 +57,29 @@ void checkElf(const std::string &path, uint64_t size) {
   }
 }
 
+std::string missingOf(const nlohmann::json &features) {
+  std::string list;
+  for (const std::string &f : platform::missingFeatures(features.get<std::vector<std::string>>()))
+    list += (list.empty() ? "" : " ") + f;
+  return list;
+}
+
+/// Refuses a library whose code needs CPU features this CPU lacks, before
+/// any of that code runs: it would die with SIGILL.
+void checkCpu(const std::string &path, const nlohmann::json &target) {
+  const std::string here = "this CPU (" + platform::cpuModelName() + ")";
+  if (std::string missing = missingOf(target.at("kernel_features")); !missing.empty())
+    refuse(path, "lap's kernels need a CPU like '" +
+                     target.at("kernel_cpu").get<std::string>() + "', and " + here +
+                     " lacks: " + missing);
+  if (std::string missing = missingOf(target.at("features")); !missing.empty())
+    refuse(path, "compiled for the CPU '" + target.at("cpu").get<std::string>() +
+                     "', whose features " + here + " lacks: " + missing +
+                     "; recompile it here with `lapc SPEC -o model.so`, or with `lapc "
+                     "SPEC --cpu=" + target.at("kernel_cpu").get<std::string>() +
+                     " -o model.so` for a library that runs on every CPU lap runs on");
+}
+
 } // namespace
 
 LoadedModel::LoadedModel(const std::string &path) : path_(path) {
@@ -86,9 +110,12 @@ LoadedModel::LoadedModel(const std::string &path) : path_(path) {
     features_ = symbol<decltype(features_)>(handle_, "lap_model_features", path);
     decode_ = symbol<decltype(decode_)>(handle_, "lap_model_decode", path);
     lastError_ = symbol<decltype(lastError_)>(handle_, "lap_model_last_error", path);
+    kernelIsa_ = symbol<decltype(kernelIsa_)>(handle_, "lap_model_kernel_isa", path);
+    kernelIsas_ = symbol<decltype(kernelIsas_)>(handle_, "lap_model_kernel_isas", path);
     manifest_ = nlohmann::json::parse(manifest(), nullptr, /*allow_exceptions=*/false);
     if (manifest_.is_discarded())
       refuse(path, "its manifest is not valid JSON");
+    checkCpu(path, manifest_.at("target"));
     for (auto &p : manifest_.at("parameters").at("tensors"))
       parameters_.push_back({p.at("name"), p.at("shape").get<std::vector<int64_t>>(),
                              p.at("offset"), p.at("elements"),

@@ -2,8 +2,8 @@
 //
 // The host side of the model ABI: dlopens a library lapc built, checks that
 // it is one (the entry points exist, the ABI version matches, the manifest
-// parses) and exposes its manifest. Every failure names the file and says
-// what is wrong with it.
+// parses, this CPU has the features its code needs) and exposes its
+// manifest. Every failure names the file and says what is wrong with it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,6 +69,10 @@ public:
     return decode_(params, tokens, batch, count, first, cache, workspace, logits);
   }
   std::string lastError() const { return lastError_(); }
+  /// The instruction set the kernels run with here, and those this CPU
+  /// could run (lap_model_kernel_isa, lap_model_kernel_isas).
+  std::string kernelIsa() const { return kernelIsa_(); }
+  std::string kernelIsas() const { return kernelIsas_(); }
 
 private:
   std::string path_;
@@ -82,6 +86,8 @@ private:
   decltype(&lap_model_features) features_ = nullptr;
   decltype(&lap_model_decode) decode_ = nullptr;
   decltype(&lap_model_last_error) lastError_ = nullptr;
+  decltype(&lap_model_kernel_isa) kernelIsa_ = nullptr;
+  decltype(&lap_model_kernel_isas) kernelIsas_ = nullptr;
 };
 
 /// A buffer aligned for the kernels (64 bytes), zero-filled.

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lap/model.h"
+#include "runtime/kernels/cpu/Kernels.h"
 #include "runtime/model/ParameterInit.h"
 
 #include <nlohmann/json.hpp>
@@ -104,7 +105,16 @@ struct Model {
     return LAP_OK;
   }
 
+  /// LAP_OK when the kernels can run on this CPU (LAP_CPU_ISA).
+  static lap_status checkKernels() {
+    if (const char *error = lap_cpu_isa_error())
+      return fail(error);
+    return LAP_OK;
+  }
+
   lap_status check(const lap_batch *b, int64_t &seq) const {
+    if (lap_status s = checkKernels())
+      return s;
     if (!b || !b->tensors)
       return fail("the batch is null");
     if (b->count != int32_t(batchNames.size()))
@@ -145,6 +155,10 @@ uint32_t lap_model_abi_version(void) { return LAP_MODEL_ABI_VERSION; }
 const char *lap_model_manifest(void) { return lap_gen_manifest; }
 
 const char *lap_model_last_error(void) { return lastError.c_str(); }
+
+const char *lap_model_kernel_isa(void) { return lap_cpu_isa(); }
+
+const char *lap_model_kernel_isas(void) { return lap_cpu_isas(); }
 
 lap_status lap_model_init_params(float *params, uint64_t seed) {
   if (!params)
@@ -207,6 +221,8 @@ lap_status lap_model_decode(const float *params, const int32_t *tokens,
   const Model &m = model();
   if (!lap_gen_decode || m.decodeLayers == 0)
     return fail("this model has no decode function (only language models decode)");
+  if (lap_status s = Model::checkKernels())
+    return s;
   if (!params || !tokens || !cache || !workspace || !out_logits)
     return fail("params, tokens, cache, workspace and out_logits must not be null");
   if (lap_status s = m.checkBatchSize(batch))

@@ -1,7 +1,7 @@
 //===- lapc.cpp - The lap compiler driver -----------------------*- C++ -*-===//
 //
-// lapc SPEC [--emit=spec|mlir|train|lowered|memory-plan|llvm|so] [-o FILE]
-//      [--max-batch N] [--max-seq N] [MLIR pass-manager flags]
+// lapc SPEC [--emit=spec|mlir|train|lowered|memory-plan|cpu|llvm|so] [-o FILE]
+//      [--max-batch N] [--max-seq N] [--cpu NAME] [MLIR pass-manager flags]
 //
 // Reads a model spec, verifies it, builds its IR and runs the pipeline as far
 // as the requested stage, and prints that stage; `-o model.so` (or
@@ -67,7 +67,7 @@ cl::opt<Emit> emitAction(
                           "the static memory plan of forward and train_step"),
                clEnumValN(Emit::LLVMDialect, "cpu",
                           "the generated CPU code in MLIR's LLVM dialect"),
-               clEnumValN(Emit::LLVM, "llvm", "optimised LLVM IR for the host"),
+               clEnumValN(Emit::LLVM, "llvm", "optimised LLVM IR for the CPU (--cpu)"),
                clEnumValN(Emit::SO, "so",
                           "the model library (default when -o ends in .so)")),
     cl::cat(lapcCategory));
@@ -78,6 +78,12 @@ cl::opt<int64_t> maxBatch(
 cl::opt<int64_t> maxSeq(
     "max-seq", cl::desc("Largest sequence length (default: the spec's context)"),
     cl::init(0), cl::cat(lapcCategory));
+cl::opt<std::string> targetCPU(
+    "cpu",
+    cl::desc("The CPU to generate code for: an LLVM CPU name (x86-64-v3: any "
+             "CPU with AVX2 and FMA; znver4, ...), native (this one), or "
+             "help (list them)"),
+    cl::value_desc("name"), cl::init("native"), cl::cat(lapcCategory));
 cl::opt<bool> profile(
     "profile",
     cl::desc("Time every op of the generated code; the process prints a "
@@ -140,8 +146,9 @@ bool setCodegenOptions(const lap::dsl::Spec &spec,
 
 /// Builds the IR for `spec`, runs the passes the requested stage needs and
 /// prints the stage (or, for .so, writes the library).
-ExitCode emitModule(const lap::dsl::Spec &spec, mlir::MLIRContext &context,
-                    llvm::ToolOutputFile &output, const char *argv0) {
+ExitCode emitModule(const lap::dsl::Spec &spec, const lap::CPUTarget &target,
+                    mlir::MLIRContext &context, llvm::ToolOutputFile &output,
+                    const char *argv0) {
   mlir::OwningOpRef<mlir::ModuleOp> module = lap::buildForward(spec, context);
   if (!module)
     return BadInput;
@@ -177,7 +184,8 @@ ExitCode emitModule(const lap::dsl::Spec &spec, mlir::MLIRContext &context,
     return Success;
   }
 
-  std::string manifest = lap::buildManifest(spec, *module, lap::hostCPU());
+  std::string manifest =
+      lap::buildManifest(spec, *module, target, lap::CPUTarget::kernelBaseline());
   Passes lowering(context);
   if (mlir::failed(mlir::applyPassManagerCLOptions(lowering.pm)))
     return BadInput;
@@ -190,7 +198,7 @@ ExitCode emitModule(const lap::dsl::Spec &spec, mlir::MLIRContext &context,
   }
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
-      lap::translateToOptimizedLLVMIR(*module, manifest, llvmContext);
+      lap::translateToOptimizedLLVMIR(*module, manifest, target, llvmContext);
   if (!llvmModule)
     return InternalError;
   if (emitAction == Emit::LLVM) {
@@ -201,8 +209,8 @@ ExitCode emitModule(const lap::dsl::Spec &spec, mlir::MLIRContext &context,
     errs() << "lapc: a model library needs an output file: -o model.so\n";
     return BadInput;
   }
-  return mlir::succeeded(lap::linkModelLibrary(*llvmModule,
-                                               output.getFilename().str(), argv0))
+  return mlir::succeeded(lap::linkModelLibrary(
+             *llvmModule, target, output.getFilename().str(), argv0))
              ? Success
              : InternalError;
 }
@@ -223,6 +231,15 @@ int main(int argc, char **argv) {
       option->addCategory(mlirCategory);
   cl::HideUnrelatedOptions({&lapcCategory, &mlirCategory});
   if (!cl::ParseCommandLineOptions(argc, argv, "lap compiler\n", &errs()))
+    return BadInput;
+
+  if (targetCPU == "help") {
+    for (const std::string &cpu : lap::CPUTarget::knownCPUs())
+      outs() << cpu << "\n";
+    return Success;
+  }
+  std::optional<lap::CPUTarget> target = lap::CPUTarget::lookup(targetCPU);
+  if (!target)
     return BadInput;
 
   lap::dsl::Diagnostics diags;
@@ -258,7 +275,8 @@ int main(int argc, char **argv) {
     output->os() << lap::dsl::printSpec(*spec);
     break;
   default:
-    if (ExitCode code = emitModule(*spec, context, *output, argv[0]); code != Success)
+    if (ExitCode code = emitModule(*spec, *target, context, *output, argv[0]);
+        code != Success)
       return code;
     break;
   }

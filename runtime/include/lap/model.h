@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 /* Bumped on any change to the functions, structs or manifest keys below. */
-#define LAP_MODEL_ABI_VERSION 2u
+#define LAP_MODEL_ABI_VERSION 3u
 
 typedef enum lap_status {
   LAP_OK = 0,
@@ -52,11 +52,21 @@ uint32_t lap_model_abi_version(void);
 
 /* The manifest: a NUL-terminated JSON document owned by the library (the
  * resolved spec, parameter table with offsets and init, batch tensors,
- * limits, memory plan, target). */
+ * limits, memory plan, target: the CPU the generated code was compiled for
+ * and the CPU features it and the kernels need). */
 const char *lap_model_manifest(void);
 
 /* A description of the last error on this thread; never null. */
 const char *lap_model_last_error(void);
+
+/* The instruction set the library's kernels run with on this CPU ("avx2",
+ * "avx512"): the best one compiled in that the CPU has, or the one the
+ * environment variable LAP_CPU_ISA names. "none" when LAP_CPU_ISA names one
+ * that is unknown or that this CPU lacks: every call that computes then
+ * fails, saying so. Those compiled in that this CPU runs, best first and
+ * separated by spaces, come from lap_model_kernel_isas(). */
+const char *lap_model_kernel_isa(void);
+const char *lap_model_kernel_isas(void);
 
 /* Fills params with the spec's initialisation; the same seed gives the same
  * values on every machine. */

@@ -1,5 +1,4 @@
-//===- Attention.cpp - fused flash attention with per-head kinds -*- C++
-//-*-===//
+//===- Attention.cpp - fused flash attention with per-head kinds -*- C++ -*-===//
 //
 // Flash-style attention on the CPU: a block of BQ queries meets the keys BK
 // at a time, with the softmax kept online, so no T x S matrix is ever stored
@@ -9,14 +8,27 @@
 //
 // All matrix products go through one register-blocked micro-kernel,
 // C (+)= A B, that broadcasts elements of A and streams rows of B, with the
-// width of B a compile-time multiple of 16 floats so clang keeps a block of
-// C in AVX-512 registers. A is read in place; B, streamed once per block of
-// C rows, is a contiguous tile (strided rows of q/k/v would conflict in L1),
-// zero-padded to the width. Scores are kept in base 2 (scale * log2 e folded
-// in) so the softmax needs exp2 only.
+// width of B a compile-time multiple of the vector width L so clang keeps a
+// block of C in vector registers. A is read in place; B, streamed once per
+// block of C rows, is a contiguous tile (strided rows of q/k/v would
+// conflict in L1), zero-padded to the width. Scores are kept in base 2
+// (scale * log2 e folded in) so the softmax needs exp2 only.
+//
+// The file is compiled once per instruction set by Highway's foreach_target
+// (Targets.h: AVX-512 with 32 vector registers of 16 floats, AVX2 with 16 of
+// 8, generic code for other CPUs), and the entry points at the end dispatch
+// to the best one the CPU has (Isa.cpp).
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/kernels/cpu/Targets.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "runtime/kernels/cpu/Attention.cpp"
+#include <hwy/foreach_target.h> // must precede highway.h
+#include <hwy/highway.h>
+
+#include "runtime/kernels/cpu/Isa.h"
 #include "runtime/kernels/cpu/Kernels.h"
 #include "runtime/kernels/cpu/Parallel.h"
 
@@ -31,17 +43,31 @@
 #include <tuple>
 #include <type_traits>
 
-#ifdef __AVX512F__
+#if HWY_ARCH_X86
 #include <immintrin.h>
 #endif
 
-using lap::cpu::parallelFor;
-
+HWY_BEFORE_NAMESPACE();
+namespace lap::cpu::HWY_NAMESPACE {
 namespace {
+
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+constexpr bool kAvx512 = true;
+#else
+constexpr bool kAvx512 = false;
+#endif
 
 constexpr int64_t BQ = 64; // queries per block, at most
 constexpr int64_t BK = 64; // keys per block, at most
-constexpr int L = 16;      // floats per vector register
+/// Floats per vector register (elsewhere than AVX-512: two 128-bit
+/// vectors, or one AVX2 vector), the unit of padding and blocking.
+constexpr int L = kAvx512 ? 16 : 8;
+/// Vector registers the micro-kernel keeps blocks of C in, and the widest
+/// block of C it computes at once: AVX-512 has 32 registers (a block of up
+/// to 128 floats, R rows of N/16 registers), AVX2 16 (6 rows of 16
+/// floats, as in BLIS's 6x16 kernel: 12 accumulators, 2 of B, 1 of A).
+constexpr int kAccumulators = kAvx512 ? 16 : 12;
+constexpr int kWidestBlock = kAvx512 ? 128 : 2 * L;
 constexpr float kLog2e = 1.44269504088896340736f;
 constexpr float kLn2 = 0.69314718055994530942f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -95,11 +121,18 @@ void gemm(float *__restrict C, int64_t ldc, const float *__restrict A,
           c[j] += a * b[j];
       }
     }
+  } else if constexpr (N > kWidestBlock) {
+    // Column strips that each keep their block of C in registers.
+    gemm<kWidestBlock, Accumulate>(C, ldc, A, sam, sak, B, ldb, M, K,
+                                   kWidestBlock, band);
+    gemm<N - kWidestBlock, Accumulate>(C + kWidestBlock, ldc, A, sam, sak,
+                                       B + kWidestBlock, ldb, M, K,
+                                       N - kWidestBlock, band);
   } else {
-    // R x N accumulators: 16 vector registers of the 32.
-    constexpr int R = std::clamp(16 / (N / L), 1, 8);
+    // R x N accumulators: kAccumulators vector registers.
+    constexpr int R = std::clamp(kAccumulators / (N / L), 1, 8);
     int64_t m = 0;
-    auto block = [&](auto rows) {
+    auto block = [&](auto rows) HWY_ATTR {
       constexpr int RR = decltype(rows)::value;
       float acc[RR][N];
       for (int r = 0; r < RR; ++r)
@@ -125,32 +158,27 @@ void gemm(float *__restrict C, int64_t ldc, const float *__restrict A,
   }
 }
 
-/// gemm with N = w rounded up to a multiple of 16 (w <= 64): a short last
+/// gemm with N = w rounded up to a multiple of L (w <= 64): a short last
 /// block of queries or keys costs its own width, not a full block's.
-template <bool Accumulate>
+template <bool Accumulate, int N = L>
 void gemmNarrow(int64_t w, float *C, int64_t ldc, const float *A, int64_t sam,
                 int64_t sak, const float *B, int64_t ldb, int64_t M,
                 int64_t K) {
-  switch ((w + L - 1) / L) {
-  case 1:
-    return gemm<16, Accumulate>(C, ldc, A, sam, sak, B, ldb, M, K);
-  case 2:
-    return gemm<32, Accumulate>(C, ldc, A, sam, sak, B, ldb, M, K);
-  case 3:
-    return gemm<48, Accumulate>(C, ldc, A, sam, sak, B, ldb, M, K);
-  default:
-    return gemm<64, Accumulate>(C, ldc, A, sam, sak, B, ldb, M, K);
-  }
+  if constexpr (N < 64)
+    if (w > N)
+      return gemmNarrow<Accumulate, N + L>(w, C, ldc, A, sam, sak, B, ldb, M,
+                                           K);
+  gemm<N, Accumulate>(C, ldc, A, sam, sak, B, ldb, M, K);
 }
 
 /// dst[j, i] = c * src[i, j] for i < rows, j < cols. Compilers turn the
 /// plain loop into gathers or scatters as slow as the products the
-/// transposed tile feeds, so AVX-512 gets an in-register 16 x 16 transpose.
-/// Columns rows .. roundup(rows, 16) of dst are zeroed (products over the
-/// rounded-up width read them); dst must have room for them.
+/// transposed tile feeds, so AVX-512 and AVX2 get in-register L x L
+/// transposes. Columns rows .. roundup(rows, L) of dst are zeroed (products
+/// over the rounded-up width read them); dst must have room for them.
 void transpose(float *__restrict dst, int64_t ldd, const float *__restrict src,
                int64_t lds, int64_t rows, int64_t cols, float c) {
-#ifdef __AVX512F__
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
   const __m512 vc = _mm512_set1_ps(c);
   for (int64_t i0 = 0; i0 < rows; i0 += 16)
     for (int64_t j0 = 0; j0 < cols; j0 += 16) {
@@ -187,6 +215,38 @@ void transpose(float *__restrict dst, int64_t ldd, const float *__restrict src,
       }
       for (int j = 0; j < nj; ++j)
         _mm512_storeu_ps(dst + (j0 + j) * ldd + i0, t[j]);
+    }
+#elif HWY_TARGET == HWY_AVX2
+  const __m256 vc = _mm256_set1_ps(c);
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int64_t i0 = 0; i0 < rows; i0 += 8)
+    for (int64_t j0 = 0; j0 < cols; j0 += 8) {
+      const int64_t ni = std::min<int64_t>(8, rows - i0);
+      const int64_t nj = std::min<int64_t>(8, cols - j0);
+      const __m256i colMask = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(nj)), lanes);
+      __m256 r[8], t[8];
+      for (int i = 0; i < 8; ++i)
+        r[i] = i < ni ? _mm256_mul_ps(vc, _mm256_maskload_ps(
+                                              src + (i0 + i) * lds + j0, colMask))
+                      : _mm256_setzero_ps();
+      // t[2p], t[2p + 1], 128-bit lane l: columns 4l + (0, 1), 4l + (2, 3)
+      // of rows 2p, 2p + 1, interleaved.
+      for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+      }
+      // r[4g + k], lane l: column 4l + k of rows 4g .. 4g + 3.
+      for (int g = 0; g < 8; g += 4)
+        for (int h = 0; h < 2; ++h) {
+          r[g + 2 * h] = _mm256_shuffle_ps(t[g + h], t[g + h + 2], 0x44);
+          r[g + 2 * h + 1] = _mm256_shuffle_ps(t[g + h], t[g + h + 2], 0xee);
+        }
+      for (int k = 0; k < 4; ++k) {
+        t[k] = _mm256_permute2f128_ps(r[k], r[4 + k], 0x20);     // column k
+        t[4 + k] = _mm256_permute2f128_ps(r[k], r[4 + k], 0x31); // column 4 + k
+      }
+      for (int j = 0; j < nj; ++j)
+        _mm256_storeu_ps(dst + (j0 + j) * ldd + i0, t[j]);
     }
 #else
   const int64_t rounded = (rows + L - 1) / L * L;
@@ -270,7 +330,7 @@ void runTasks(int64_t n, int64_t scratchFloats, F &&task, Prefetch &&prefetch) {
   const int64_t workers =
       std::min<int64_t>(n, std::max(1, omp_get_max_threads()));
   std::atomic<int64_t> next{0};
-  parallelFor(workers, 1, [&](int64_t begin, int64_t end) {
+  parallelFor(workers, 1, [&](int64_t begin, int64_t end) HWY_ATTR {
     float *scratch = threadBuffer(0, scratchFloats);
     for (int64_t w = begin; w < end; ++w)
       for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) {
@@ -321,27 +381,14 @@ Shape makeShape(int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV,
 }
 
 /// Calls fn(integral_constant<int, N>) with N the padded head width when
-/// it is at most 128, else N = 0 (runtime width).
-template <typename F> void dispatchWidth(int64_t Dp, F &&fn) {
-  switch (Dp) {
-  case 16:
-    return fn(std::integral_constant<int, 16>());
-  case 32:
-    return fn(std::integral_constant<int, 32>());
-  case 48:
-    return fn(std::integral_constant<int, 48>());
-  case 64:
-    return fn(std::integral_constant<int, 64>());
-  case 80:
-    return fn(std::integral_constant<int, 80>());
-  case 96:
-    return fn(std::integral_constant<int, 96>());
-  case 112:
-    return fn(std::integral_constant<int, 112>());
-  case 128:
-    return fn(std::integral_constant<int, 128>());
-  default:
-    return fn(std::integral_constant<int, 0>());
+/// it is a multiple of 16 up to 128, else N = 0 (runtime width).
+template <int N = 16, typename F> void dispatchWidth(int64_t Dp, F &&fn) {
+  if constexpr (N > 128) {
+    fn(std::integral_constant<int, 0>());
+  } else {
+    if (Dp == N)
+      return fn(std::integral_constant<int, N>());
+    dispatchWidth<N + 16>(Dp, fn);
   }
 }
 
@@ -613,12 +660,10 @@ void backwardRowTerms(const Shape &s, const BackwardArgs &a, float *lse2,
 
 } // namespace
 
-extern "C" void lap_cpu_attention_forward(float *o, float *lse, const float *q,
-                                          const float *k, const float *v,
-                                          const float *alpha, const float *beta,
-                                          int64_t B, int64_t T, int64_t S,
-                                          int64_t H, int64_t KV, int64_t D,
-                                          float scale, int32_t causal) {
+void attentionForward(float *o, float *lse, const float *q, const float *k,
+                      const float *v, const float *alpha, const float *beta,
+                      int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV,
+                      int64_t D, float scale, int32_t causal) {
   const Shape s = makeShape(B, T, S, H, KV, D, scale, causal);
   const ForwardArgs a{o, lse, q, k, v, alpha, beta};
   const int64_t nqb = (T + s.qStep - 1) / s.qStep, BH = B * H;
@@ -632,11 +677,11 @@ extern "C" void lap_cpu_attention_forward(float *o, float *lse, const float *q,
     };
     runTasks(
         BH * nqb, forwardScratch(s.Dp),
-        [&](int64_t i, float *ws) {
+        [&](int64_t i, float *ws) HWY_ATTR {
           auto [b, h, t0] = block(i);
           forwardBlock<N>(s, a, b, h, t0, ws);
         },
-        [&](int64_t i) { // its queries and first block of keys
+        [&](int64_t i) HWY_ATTR { // its queries and first block of keys
           auto [b, h, t0] = block(i);
           const int64_t g = h / s.group();
           const int64_t nq = std::min(s.qStep, T - t0);
@@ -650,11 +695,12 @@ extern "C" void lap_cpu_attention_forward(float *o, float *lse, const float *q,
   });
 }
 
-extern "C" void lap_cpu_attention_backward(
-    float *dq, float *dk, float *dv, const float *dout, const float *q,
-    const float *k, const float *v, const float *o, const float *lse,
-    const float *alpha, const float *beta, int64_t B, int64_t T, int64_t S,
-    int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
+void attentionBackward(float *dq, float *dk, float *dv, const float *dout,
+                       const float *q, const float *k, const float *v,
+                       const float *o, const float *lse, const float *alpha,
+                       const float *beta, int64_t B, int64_t T, int64_t S,
+                       int64_t H, int64_t KV, int64_t D, float scale,
+                       int32_t causal) {
   const Shape s = makeShape(B, T, S, H, KV, D, scale, causal);
   const int64_t G = s.group(), groups = B * KV;
   const int64_t nkb = (S + s.kStep - 1) / s.kStep, dqSize = B * T * H * D;
@@ -678,7 +724,7 @@ extern "C" void lap_cpu_attention_backward(
     constexpr int N = decltype(width)::value;
     runTasks(
         groups * chunks, tiles + 2 * G * T,
-        [&](int64_t i, float *ws) {
+        [&](int64_t i, float *ws) HWY_ATTR {
           const int64_t grp = i / chunks, c = i % chunks;
           const int64_t b = grp / KV, g = grp % KV;
           float *lse2 = ws + tiles, *rowDot = lse2 + G * T;
@@ -698,7 +744,7 @@ extern "C" void lap_cpu_attention_backward(
   });
 
   if (chunks > 1)
-    parallelFor(dqSize, 1 << 14, [&](int64_t begin, int64_t end) {
+    parallelFor(dqSize, 1 << 14, [&](int64_t begin, int64_t end) HWY_ATTR {
       for (int64_t c = 1; c < chunks; ++c) {
         const float *__restrict part = partials + (c - 1) * dqSize;
         for (int64_t i = begin; i < end; ++i)
@@ -706,3 +752,37 @@ extern "C" void lap_cpu_attention_backward(
       }
     });
 }
+
+} // namespace lap::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace lap::cpu {
+
+HWY_EXPORT(attentionForward);
+HWY_EXPORT(attentionBackward);
+
+extern "C" void lap_cpu_attention_forward(float *o, float *lse, const float *q,
+                                          const float *k, const float *v,
+                                          const float *alpha, const float *beta,
+                                          int64_t B, int64_t T, int64_t S,
+                                          int64_t H, int64_t KV, int64_t D,
+                                          float scale, int32_t causal) {
+  useChosenIsa();
+  HWY_DYNAMIC_DISPATCH(attentionForward)
+  (o, lse, q, k, v, alpha, beta, B, T, S, H, KV, D, scale, causal);
+}
+
+extern "C" void lap_cpu_attention_backward(
+    float *dq, float *dk, float *dv, const float *dout, const float *q,
+    const float *k, const float *v, const float *o, const float *lse,
+    const float *alpha, const float *beta, int64_t B, int64_t T, int64_t S,
+    int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
+  useChosenIsa();
+  HWY_DYNAMIC_DISPATCH(attentionBackward)
+  (dq, dk, dv, dout, q, k, v, o, lse, alpha, beta, B, T, S, H, KV, D, scale,
+   causal);
+}
+
+} // namespace lap::cpu
+#endif // HWY_ONCE

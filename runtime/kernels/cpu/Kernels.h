@@ -24,6 +24,21 @@
 extern "C" {
 #endif
 
+//--- Instruction sets (Isa.cpp) ---------------------------------------------
+// Kernels with hand-written SIMD are compiled for several instruction sets
+// ("avx2", "avx512" on x86-64) and run the best one this CPU has, chosen
+// once, before the first such call; the environment variable LAP_CPU_ISA
+// names another. Everything else targets the library's baseline
+// (x86-64-v3: AVX2 and FMA).
+// Null, or why the kernels cannot run here: LAP_CPU_ISA names an instruction
+// set that is unknown, not compiled in or missing on this CPU (a dispatched
+// kernel called regardless aborts with this message).
+const char *lap_cpu_isa_error(void);
+// The instruction set in use ("avx2"), or "none" when lap_cpu_isa_error().
+const char *lap_cpu_isa(void);
+// Those compiled in that this CPU runs, best first, separated by spaces.
+const char *lap_cpu_isas(void);
+
 //--- Attention (Attention.cpp) ----------------------------------------------
 // q [B, T, H, D]; k, v [B, S, KV, D]; query head h reads kv head h / (H/KV).
 // P = softmax(scale * Q K^T) (causal: key s <= query t, needs S == T);

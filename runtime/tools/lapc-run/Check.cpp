@@ -57,8 +57,9 @@ int lap::cli::check(const CheckOptions &options) {
                          options.seed, workspace.data, &trainLoss));
   double trainTime = seconds(start);
 
-  fmt::print("model {}: batch {}, sequence {}, seed {}\n",
-             m["name"].get<std::string>(), batch, seq, options.seed);
+  fmt::print("model {}: batch {}, sequence {}, seed {}; code for {}, kernels {}\n",
+             m["name"].get<std::string>(), batch, seq, options.seed,
+             m["target"]["cpu"].get<std::string>(), model.kernelIsa());
   fmt::print("forward     loss {:.6f}  ({:.1f} ms)\n", forwardLoss, forwardTime * 1e3);
   fmt::print("train_step  loss {:.6f}  ({:.1f} ms)\n", trainLoss, trainTime * 1e3);
   fmt::print("\n  {:<40} {:>14} {:>14}\n", "gradient of", "norm", "param norm");

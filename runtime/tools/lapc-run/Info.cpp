@@ -22,10 +22,17 @@ std::string mib(double bytes) { return fmt::format("{:.2f} MiB", bytes / (1 << 2
 int lap::cli::info(const std::string &path) {
   LoadedModel model(path);
   const auto &m = model.manifest();
+  const auto &target = m["target"];
   fmt::print("model      {} ({}), ABI {}, compiled for {} ({})\n",
              m["name"].get<std::string>(), m["family"].get<std::string>(),
-             m["abi_version"].get<int>(), m["target"]["device"].get<std::string>(),
-             m["target"]["cpu"].get<std::string>());
+             m["abi_version"].get<int>(), target["device"].get<std::string>(),
+             target["cpu"].get<std::string>());
+  std::string features;
+  for (const auto &f : target["features"])
+    features += (features.empty() ? "" : " ") + f.get<std::string>();
+  fmt::print("needs      {}\n", features.empty() ? "no CPU features lap can check" : features);
+  fmt::print("kernels    {} (this CPU runs: {}; LAP_CPU_ISA picks one)\n",
+             model.kernelIsa(), model.kernelIsas());
   fmt::print("limits     batch <= {}, sequence <= {}\n", model.maxBatch(), model.maxSeq());
   for (auto &t : m["batch"])
     fmt::print("input      {} {} [{}]\n", t["name"].get<std::string>(),
