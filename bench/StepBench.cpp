@@ -8,12 +8,17 @@
 // the optimizer's update, the settings of the spec in the manifest with the
 // given optimizer type), and prints one JSON object: ms per step (median, min, max), samples
 // and tokens per second, GFLOP/s by the spec's FLOP count and the fraction
-// of this machine's peak, and the peak RSS next to what the memory plan
-// predicts (parameters + gradients + workspace + batch).
+// of this machine's FP32 peak, measured by an FMA loop with the vectors of
+// the kernels' instruction set (LAP_CPU_ISA), on as many threads as the
+// step, and the peak RSS next to what the memory plan predicts
+// (parameters + gradients + workspace + batch).
 //
 //===----------------------------------------------------------------------===//
 
+#include "bench/FmaPeak.h"
 #include "runtime/model/LoadedModel.h"
+#include "runtime/kernels/cpu/Parallel.h"
+#include "runtime/platform/CpuFeatures.h"
 #include "runtime/model/RandomBatch.h"
 #include "runtime/train/SpecConfig.h"
 
@@ -25,15 +30,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+
 #include <string>
 
 using namespace lap;
 
 namespace {
-
-/// FP32 peak of the machine the benchmarks run on (2 Zen 5 cores, AVX-512:
-/// 2 FMA pipes x 16 lanes x 2 FLOP x 4.23 GHz x 2 cores).
-constexpr double kPeakGflops = 540;
 
 std::string option(int argc, char **argv, const std::string &name) {
   for (int i = 1; i + 1 < argc; ++i)
@@ -74,6 +76,10 @@ int main(int argc, char **argv) {
   try {
     LoadedModel model(argv[1]);
     const auto &m = model.manifest();
+    // The peak first, while no thread of the pool spins beside it.
+    const std::string isa = model.kernelIsa();
+    const int threads = omp_get_max_threads();
+    const double peak = bench::fmaPeakGflops(isa, threads);
     int64_t batch = flag(argc, argv, "--batch", model.maxBatch());
     int64_t seq = flag(argc, argv, "--seq", model.maxSeq());
     int64_t warmup = flag(argc, argv, "--warmup", 3);
@@ -126,9 +132,12 @@ int main(int argc, char **argv) {
 
     nlohmann::json out{
         {"framework", "lap"},
+        {"cpu", platform::cpuModelName()},
+        {"isa", isa},
+        {"peak_gflops", peak},
         {"optimizer", optimizerType.empty() ? "none" : optimizerType},
         {"model", m["name"]},
-        {"threads", std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "default"},
+        {"threads", threads},
         {"batch", batch},
         {"seq", seq},
         {"parameters", model.parameterElements()},
@@ -137,7 +146,7 @@ int main(int argc, char **argv) {
         {"samples_per_s", double(batch) / (median * 1e-3)},
         {"tokens_per_s", double(batch * seq) / (median * 1e-3)},
         {"gflops", gflops},
-        {"peak_fraction", gflops / kPeakGflops},
+        {"peak_fraction", gflops / peak},
         {"peak_rss_bytes", int64_t(usage.ru_maxrss) * 1024},
         {"planned_bytes", planned},
     };

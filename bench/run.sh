@@ -4,10 +4,11 @@
 #
 # For gpt-bench and vit-bench (with Laplacian heads) and their all-attn
 # twins: compile with lapc, time lap_model_train_step (forward + backward, no
-# optimizer) with lap-step-bench, then the same model's forward + backward in
+# optimizer) with lap-step-bench, once per kernel instruction set this CPU
+# runs (AVX-512, AVX2), then the same model's forward + backward in
 # PyTorch (Debian's python3-torch at its best: see BENCHMARKS below), and
-# print one JSON document with both, the speed-up and the cost of the
-# Laplacian heads over the all-attn model.
+# print one JSON document with both, the speed-ups, the cost of the
+# Laplacian heads over the all-attn model, the CPU and its measured peak.
 #
 # With OPTIMIZER (adamw or muon) both sides time a full training step
 # instead: forward, backward, clipping and the optimizer's update.
@@ -34,15 +35,35 @@ trap 'rm -rf "$out"' EXIT
 declare -A batch=([gpt]=8 [vit]=64)
 declare -A seq=([gpt]="--seq 256" [vit]="")   # an image model's sequence is fixed
 
+# Every kernel instruction set this CPU runs (but the generic fallback),
+# each with generated code for the same level: AVX-512 kernels with code for
+# this CPU, AVX2 kernels with code for x86-64-v3 (any CPU with AVX2 and FMA).
+build/bin/lapc bench/specs/vit-bench.yaml -o "$out/probe.so"
+isas=$(build/bin/lapc-run info "$out/probe.so" | sed -n 's/^kernels .*this CPU runs: \([^;]*\);.*/\1/p')
+targets=()
+for isa in $isas; do
+  case $isa in
+    avx512) targets+=("avx512:native") ;;
+    avx2) targets+=("avx2:x86-64-v3") ;;
+  esac
+done
+echo "bench: kernel targets ${targets[*]}" >&2
+
 for model in gpt-bench gpt-bench-attn vit-bench vit-bench-attn; do
   family=${model%%-*}
-  build/bin/lapc "bench/specs/$model.yaml" -o "$out/$model.so" --max-batch "${batch[$family]}"
+  for target in "${targets[@]}"; do
+    build/bin/lapc "bench/specs/$model.yaml" -o "$out/$model.${target%%:*}.so" \
+      --max-batch "${batch[$family]}" --cpu "${target#*:}"
+  done
   build/bin/lapc "bench/specs/$model.yaml" --emit=spec -o "$out/$model.yaml"
   # Interleave the two frameworks so that machine noise hits both.
   for round in 1 2 3; do
-    OMP_NUM_THREADS=2 build/bin/lap-step-bench "$out/$model.so" \
-      --batch "${batch[$family]}" ${seq[$family]} --iters "$iters" $optimizer \
-      > "$out/$model.lap.$round.json"
+    for target in "${targets[@]}"; do
+      isa=${target%%:*}
+      LAP_CPU_ISA=$isa OMP_NUM_THREADS=2 build/bin/lap-step-bench "$out/$model.$isa.so" \
+        --batch "${batch[$family]}" ${seq[$family]} --iters "$iters" $optimizer \
+        > "$out/$model.lap-$isa.$round.json"
+    done
     # PASSIVE: libgomp threads must not spin against torch's own threads.
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_WAIT_POLICY=PASSIVE \
       /usr/bin/python3 bench/torch_step.py --spec "$out/$model.yaml" \
@@ -51,24 +72,36 @@ for model in gpt-bench gpt-bench-attn vit-bench vit-bench-attn; do
   done
 done
 
-python3 - "$out" <<'PY'
-import json, sys, glob, os
-out = sys.argv[1]
+python3 - "$out" ${targets[@]%%:*} <<'PY'
+import json, sys, glob
+out, isas = sys.argv[1], sys.argv[2:]
 def best(model, framework):
     runs = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{model}.{framework}.*.json"))]
     return min(runs, key=lambda r: r["ms_per_step"]["median"])
+models = ["gpt-bench", "gpt-bench-attn", "vit-bench", "vit-bench-attn"]
 results = {}
-for model in ["gpt-bench", "gpt-bench-attn", "vit-bench", "vit-bench-attn"]:
-    lap, torch = best(model, "lap"), best(model, "torch")
+for model in models:
+    torch = best(model, "torch")
+    lap = {isa: best(model, f"lap-{isa}") for isa in isas}
     results[model] = {
         "lap": lap, "pytorch": torch,
-        "speedup_over_pytorch": torch["ms_per_step"]["median"] / lap["ms_per_step"]["median"],
+        "speedup_over_pytorch": {
+            isa: torch["ms_per_step"]["median"] / r["ms_per_step"]["median"]
+            for isa, r in lap.items()},
     }
 overhead = {
-    family: results[f"{family}-bench"]["lap"]["ms_per_step"]["median"]
-            / results[f"{family}-bench-attn"]["lap"]["ms_per_step"]["median"] - 1
-    for family in ["gpt", "vit"]
-}
-print(json.dumps({"peak_gflops": 540, "threads": 2, "results": results,
-                  "laplacian_overhead": overhead}, indent=2))
+    isa: {family: results[f"{family}-bench"]["lap"][isa]["ms_per_step"]["median"]
+                  / results[f"{family}-bench-attn"]["lap"][isa]["ms_per_step"]["median"] - 1
+          for family in ["gpt", "vit"]}
+    for isa in isas}
+first = results[models[0]]["lap"]
+print(json.dumps({
+    "cpu": first[isas[0]]["cpu"],
+    "threads": 2,
+    # The host's FP32 peak with each instruction set's vectors, measured
+    # by an FMA loop (best over the runs).
+    "peak_gflops": {isa: max(results[m]["lap"][isa]["peak_gflops"] for m in models)
+                    for isa in isas},
+    "results": results,
+    "laplacian_overhead": overhead}, indent=2))
 PY
