@@ -58,12 +58,14 @@ double lap::bench::fmaPeakGflops(const std::string &isa, int threads) {
     auto start = std::chrono::steady_clock::now();
     for (int t = 0; t < threads; ++t)
       workers.emplace_back([&, t] {
-        flops[t] = isa == "avx512" ? fma512(&sinks[t * 16]) : fma256(&sinks[t * 16]);
+        flops[t] =
+            isa == "avx512" ? fma512(&sinks[t * 16]) : fma256(&sinks[t * 16]);
       });
     for (std::thread &w : workers)
       w.join();
     double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     double total = 0;
     for (double f : flops)
       total += f;

@@ -6,20 +6,20 @@
 // Times lap_model_train_step (forward + backward) on random data, or with
 // --optimizer a full training step (forward, backward, gradient clipping and
 // the optimizer's update, the settings of the spec in the manifest with the
-// given optimizer type), and prints one JSON object: ms per step (median, min, max), samples
-// and tokens per second, GFLOP/s by the spec's FLOP count and the fraction
-// of this machine's FP32 peak, measured by an FMA loop with the vectors of
-// the kernels' instruction set (LAP_CPU_ISA), on as many threads as the
-// step, and the peak RSS next to what the memory plan predicts
-// (parameters + gradients + workspace + batch).
+// given optimizer type), and prints one JSON object: ms per step (median, min,
+// max), samples and tokens per second, GFLOP/s by the spec's FLOP count and the
+// fraction of this machine's FP32 peak, measured by an FMA loop with the
+// vectors of the kernels' instruction set (LAP_CPU_ISA), on as many threads as
+// the step, and the peak RSS next to what the memory plan predicts (parameters
+// + gradients + workspace + batch).
 //
 //===----------------------------------------------------------------------===//
 
 #include "bench/FmaPeak.h"
-#include "runtime/model/LoadedModel.h"
 #include "runtime/kernels/cpu/Parallel.h"
-#include "runtime/platform/CpuFeatures.h"
+#include "runtime/model/LoadedModel.h"
 #include "runtime/model/RandomBatch.h"
+#include "runtime/platform/CpuFeatures.h"
 #include "runtime/train/SpecConfig.h"
 
 #include <nlohmann/json.hpp>
@@ -51,11 +51,13 @@ std::unique_ptr<lap::train::Optimizer> makeOptimizer(const LoadedModel &model,
   lap::dsl::Spec spec = lap::train::specOf(model);
   lap::train::OptimizerConfig config = lap::train::optimizerConfig(spec);
   if (type != "adamw" && type != "muon")
-    throw std::runtime_error("--optimizer is adamw or muon, not '" + type + "'");
+    throw std::runtime_error("--optimizer is adamw or muon, not '" + type +
+                             "'");
   config.kind = type == "muon" ? lap::train::OptimizerKind::Muon
                                : lap::train::OptimizerKind::AdamW;
   gradClip = spec.train.gradClip;
-  return std::make_unique<lap::train::Optimizer>(lap::train::tensorsOf(model), config);
+  return std::make_unique<lap::train::Optimizer>(lap::train::tensorsOf(model),
+                                                 config);
 }
 
 int64_t flag(int argc, char **argv, const std::string &name, int64_t fallback) {
@@ -96,22 +98,25 @@ int main(int argc, char **argv) {
 
     std::string optimizerType = option(argc, argv, "--optimizer");
     double gradClip = 0;
-    auto optimizer = optimizerType.empty() ? nullptr
-                                           : makeOptimizer(model, optimizerType, gradClip);
+    auto optimizer = optimizerType.empty()
+                         ? nullptr
+                         : makeOptimizer(model, optimizerType, gradClip);
 
     std::vector<double> ms;
     float loss = 0;
     for (int64_t i = 0; i < warmup + iters; ++i) {
       auto start = std::chrono::steady_clock::now();
-      if (model.trainStep(params.as<float>(), grads.as<float>(), &data.view, uint64_t(i),
-                          workspace.data, &loss) != LAP_OK)
+      if (model.trainStep(params.as<float>(), grads.as<float>(), &data.view,
+                          uint64_t(i), workspace.data, &loss) != LAP_OK)
         throw std::runtime_error(model.lastError());
       if (optimizer) {
-        lap::train::clipGradients(grads.as<float>(), optimizer->tensors(), gradClip);
+        lap::train::clipGradients(grads.as<float>(), optimizer->tensors(),
+                                  gradClip);
         optimizer->step(params.as<float>(), grads.as<float>());
       }
       double t = std::chrono::duration<double, std::milli>(
-                     std::chrono::steady_clock::now() - start).count();
+                     std::chrono::steady_clock::now() - start)
+                     .count();
       if (i >= warmup)
         ms.push_back(t);
     }
@@ -128,7 +133,8 @@ int main(int argc, char **argv) {
     double gflops = flopsPerSample * double(batch) / (median * 1e-3) / 1e9;
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
-    int64_t planned = 2 * model.parameterElements() * 4 + model.workspaceBytes() + batchBytes;
+    int64_t planned =
+        2 * model.parameterElements() * 4 + model.workspaceBytes() + batchBytes;
 
     nlohmann::json out{
         {"framework", "lap"},
@@ -142,7 +148,8 @@ int main(int argc, char **argv) {
         {"seq", seq},
         {"parameters", model.parameterElements()},
         {"loss", loss},
-        {"ms_per_step", {{"median", median}, {"min", ms.front()}, {"max", ms.back()}}},
+        {"ms_per_step",
+         {{"median", median}, {"min", ms.front()}, {"max", ms.back()}}},
         {"samples_per_s", double(batch) / (median * 1e-3)},
         {"tokens_per_s", double(batch * seq) / (median * 1e-3)},
         {"gflops", gflops},

@@ -27,19 +27,23 @@ public:
     const ModelSpec &m = spec.model;
     const Node *laplacianHeads = placement.laplacianHeads,
                *kinds = placement.kinds, *pool = placement.pool;
-    spec.attention.layers.assign(layersOk ? size_t(m.layers) : 0,
-                                 std::vector<HeadKindId>(size_t(std::max<int64_t>(m.heads, 0)), 0));
+    spec.attention.layers.assign(
+        layersOk ? size_t(m.layers) : 0,
+        std::vector<HeadKindId>(size_t(std::max<int64_t>(m.heads, 0)), 0));
     if (laplacianHeads && kinds) {
-      diags.error(spec.locationOf("attention.kinds"),
-                  "give either 'laplacian_heads' or 'kinds' in 'attention', not both");
+      diags.error(
+          spec.locationOf("attention.kinds"),
+          "give either 'laplacian_heads' or 'kinds' in 'attention', not both");
       return;
     }
     if (laplacianHeads)
       placeLaplacian(*laplacianHeads);
     if (kinds)
       placeKinds(*kinds);
-    spec.attention.pool.assign(
-        size_t(m.pool == Pool::Attentive ? std::max<int64_t>(m.poolHeads, 0) : 0), 0);
+    spec.attention.pool.assign(size_t(m.pool == Pool::Attentive
+                                          ? std::max<int64_t>(m.poolHeads, 0)
+                                          : 0),
+                               0);
     if (pool)
       placePool(*pool);
   }
@@ -70,14 +74,16 @@ private:
     int64_t k;
     if (count.kind != Node::Kind::Scalar || count.quoted ||
         !parseInteger(count.scalar, k)) {
-      diags.error(count.loc, "'attention.laplacian_heads' expects a head "
-                             "count, or a list of counts, one per layer; found " +
-                                 count.describe());
+      diags.error(count.loc,
+                  "'attention.laplacian_heads' expects a head "
+                  "count, or a list of counts, one per layer; found " +
+                      count.describe());
       return std::nullopt;
     }
     if (k < 0 || k > heads) {
       diags.error(count.loc, "'attention.laplacian_heads' is " + count.scalar +
-                                 " but each layer has " + std::to_string(heads) +
+                                 " but each layer has " +
+                                 std::to_string(heads) +
                                  " heads; it must be between 0 and " +
                                  std::to_string(heads));
       return std::nullopt;
@@ -87,8 +93,10 @@ private:
 
   void placeKinds(const Node &node) {
     if (node.kind != Node::Kind::Sequence || node.items.empty()) {
-      diags.error(node.loc, "'attention.kinds' expects a list of head kinds, or "
-                            "one such list per layer; found " + node.describe());
+      diags.error(node.loc,
+                  "'attention.kinds' expects a list of head kinds, or "
+                  "one such list per layer; found " +
+                      node.describe());
       return;
     }
     bool nested = node.items[0].kind == Node::Kind::Sequence;
@@ -115,8 +123,9 @@ private:
       return;
     }
     if (node.kind != Node::Kind::Sequence) {
-      diags.error(node.loc, "'attention.pool' expects a list of head kinds; found " +
-                                node.describe());
+      diags.error(node.loc,
+                  "'attention.pool' expects a list of head kinds; found " +
+                      node.describe());
       return;
     }
     auto row = readKinds(node, "attention.pool", spec.model.poolHeads);
@@ -135,19 +144,20 @@ private:
   }
 
   /// One layer's list of kind names; `expected` heads (default model.heads).
-  std::optional<std::vector<HeadKindId>> readKinds(const Node &list,
-                                                   const char *p,
-                                                   int64_t expected = -1) {
+  std::optional<std::vector<HeadKindId>>
+  readKinds(const Node &list, const char *p, int64_t expected = -1) {
     if (expected < 0)
       expected = spec.model.heads;
     if (list.kind != Node::Kind::Sequence) {
-      diags.error(list.loc, inQuotes(p) + " expects a list of head kinds; found " +
+      diags.error(list.loc, inQuotes(p) +
+                                " expects a list of head kinds; found " +
                                 list.describe());
       return std::nullopt;
     }
     if (int64_t(list.items.size()) != expected) {
-      diags.error(list.loc, inQuotes(p) + " lists " + std::to_string(list.items.size()) +
-                                " heads; the layer has " + std::to_string(expected));
+      diags.error(list.loc,
+                  inQuotes(p) + " lists " + std::to_string(list.items.size()) +
+                      " heads; the layer has " + std::to_string(expected));
       return std::nullopt;
     }
     std::vector<std::string_view> known = headKindNames();
@@ -158,10 +168,11 @@ private:
                                                 : std::nullopt;
       if (!id) {
         std::string name = item.kind == Node::Kind::Scalar ? item.scalar : "";
-        diags.error(item.loc, "unknown head kind " +
-                                  (name.empty() ? item.describe() : inQuotes(name)) +
-                                  didYouMean(name, known) + " (kinds: " +
-                                  listChoices(known) + ")");
+        diags.error(item.loc,
+                    "unknown head kind " +
+                        (name.empty() ? item.describe() : inQuotes(name)) +
+                        didYouMean(name, known) +
+                        " (kinds: " + listChoices(known) + ")");
         ok = false;
         continue;
       }
@@ -174,8 +185,9 @@ private:
     size_t layers = spec.attention.layers.size();
     if (list.items.size() == layers || !layersOk)
       return list.items.size() == layers;
-    diags.error(list.loc, inQuotes(p) + " lists " + std::to_string(list.items.size()) +
-                              " layers; the model has " + std::to_string(layers));
+    diags.error(list.loc,
+                inQuotes(p) + " lists " + std::to_string(list.items.size()) +
+                    " layers; the model has " + std::to_string(layers));
     return false;
   }
 

@@ -39,7 +39,8 @@ int64_t blockMatmulWeights(const ModelSpec &m) {
 int64_t blockParams(const ModelSpec &m) {
   int64_t q = m.heads * m.headDim, kv = m.kvHeads * m.headDim;
   int64_t p = 2 * normParams(m.norm, m.width);
-  p += linearParams(m.width, q + 2 * kv, m.bias) + linearParams(q, m.width, m.bias);
+  p += linearParams(m.width, q + 2 * kv, m.bias) +
+       linearParams(q, m.width, m.bias);
   if (m.qkNorm)
     p += 2 * normParams(m.norm, m.headDim);
   p += linearParams(m.width, m.mlpHidden, m.bias) +
@@ -84,7 +85,8 @@ DerivedSpec lap::dsl::deriveSpec(const Spec &spec) {
   // FLOPs in double: T^2 terms outgrow int64 long before sizes do.
   double attention = 0; // Per token or image, in QK^T and PV.
   double inputMatmul = 0;
-  const double perHead = 4.0 * double(m.layers) * double(m.heads) * double(m.headDim);
+  const double perHead =
+      4.0 * double(m.layers) * double(m.heads) * double(m.headDim);
   if (m.family == Family::GPT) {
     int64_t T = spec.hasTrain ? spec.train.seqLen : m.context;
     embedding = m.vocab * m.width;
@@ -102,8 +104,9 @@ DerivedSpec lap::dsl::deriveSpec(const Spec &spec) {
     embedding = linearParams(m.patch * m.patch * m.channels, m.width, true) +
                 (m.clsToken ? m.width : 0) + m.registers * m.width;
     if (m.positions.type == PositionType::Learned)
-      positions = (patches + (m.positions.patchesOnly ? 0 : (m.clsToken ? 1 : 0))) *
-                  m.width;
+      positions =
+          (patches + (m.positions.patchesOnly ? 0 : (m.clsToken ? 1 : 0))) *
+          m.width;
     if (m.pool == Pool::Attentive)
       head += attentivePoolParams(m);
     if (m.classes > 0)
@@ -115,12 +118,14 @@ DerivedSpec lap::dsl::deriveSpec(const Spec &spec) {
     }
     d.tokens = T;
     attention = perHead * double(T) * double(T);
-    inputMatmul = double(patches) * double(m.patch * m.patch * m.channels * m.width);
+    inputMatmul =
+        double(patches) * double(m.patch * m.patch * m.channels * m.width);
     d.flopsUnit = "image";
   }
   const std::pair<const char *, int64_t> groups[] = {
-      {"embedding", embedding}, {"positions", positions}, {"blocks", blocks},
-      {"norms", norms},         {"head", head},           {"dino_head", dinoHead}};
+      {"embedding", embedding}, {"positions", positions},
+      {"blocks", blocks},       {"norms", norms},
+      {"head", head},           {"dino_head", dinoHead}};
   for (const auto &[name, count] : groups) {
     if (count == 0)
       continue;

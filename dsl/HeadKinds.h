@@ -1,9 +1,9 @@
 //===- HeadKinds.h - The table of attention head kinds ----------*- C++ -*-===//
 //
-// Every head computes O = alpha * P V + beta * V with P = softmax(Q K^T / sqrt(d)).
-// A kind is a named (alpha, beta): adding a kind is adding one row to the table
-// in HeadKinds.cpp; the spec language, the compiler and the kernels all read
-// the kinds from here.
+// Every head computes O = alpha * P V + beta * V with P = softmax(Q K^T /
+// sqrt(d)). A kind is a named (alpha, beta): adding a kind is adding one row to
+// the table in HeadKinds.cpp; the spec language, the compiler and the kernels
+// all read the kinds from here.
 //
 //===----------------------------------------------------------------------===//
 

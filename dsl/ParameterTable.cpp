@@ -57,7 +57,9 @@ private:
   void add(std::string name, std::vector<int64_t> shape, ParameterInit init) {
     table.push_back({std::move(name), std::move(shape), init});
   }
-  static ParameterInit constant(double v) { return {ParameterInit::Constant, v}; }
+  static ParameterInit constant(double v) {
+    return {ParameterInit::Constant, v};
+  }
   /// The spec's distribution with standard deviation `std` (0: all zeros).
   ParameterInit random(double std) const {
     if (std == 0)
@@ -148,7 +150,8 @@ private:
       linear("dino_head.mlp." + std::to_string(i), in, h.hidden, true);
       in = h.hidden;
     }
-    linear("dino_head.mlp." + std::to_string(h.layers - 1), in, h.bottleneck, true);
+    linear("dino_head.mlp." + std::to_string(h.layers - 1), in, h.bottleneck,
+           true);
     add("dino_head.last_layer.weight_g", {h.prototypes, 1}, constant(1));
     add("dino_head.last_layer.weight_v", {h.prototypes, h.bottleneck},
         matrix(h.bottleneck));

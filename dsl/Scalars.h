@@ -23,7 +23,9 @@
 namespace lap::dsl {
 
 /// 's', for messages.
-inline std::string inQuotes(std::string_view s) { return "'" + std::string(s) + "'"; }
+inline std::string inQuotes(std::string_view s) {
+  return "'" + std::string(s) + "'";
+}
 
 /// The spellings of an enum, in documentation order.
 template <class E> std::vector<std::string_view> enumSpellings() {

@@ -60,16 +60,15 @@ public:
   /// The `derived` section, checked against the computed values.
   const Node *derivedPins = nullptr;
 
-  template <class F>
-  void section(const char *key, Applies applies, F body) {
+  template <class F> void section(const char *key, Applies applies, F body) {
     const Node *value = take(key, applies);
     const Node *map = nullptr;
     if (value && value->kind == Node::Kind::Map)
       map = value;
     else if (value && value->kind != Node::Kind::Null)
       typeError(*value, path(key), "a mapping");
-    frames.push_back({map, path(key), spec.locationOf(path(key)), {},
-                      value != nullptr});
+    frames.push_back(
+        {map, path(key), spec.locationOf(path(key)), {}, value != nullptr});
     body();
     closeFrame();
   }
@@ -145,9 +144,10 @@ public:
       if (!read(item, name, p))
         continue;
       if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
-        fail(item, p, "unknown name " + inQuotes(name) + " in " + inQuotes(p) +
-                          didYouMean(name, allowed) + " (one of " +
-                          listChoices(allowed) + ")");
+        fail(item, p,
+             "unknown name " + inQuotes(name) + " in " + inQuotes(p) +
+                 didYouMean(name, allowed) + " (one of " +
+                 listChoices(allowed) + ")");
         continue;
       }
       values.push_back(name);
@@ -251,8 +251,9 @@ private:
       why = "applies to regime " + only(a.regimes, names<Regime>()) +
             " only; this spec trains " + inQuotes(spelling(spec.train.regime));
     else
-      why = "applies to optimizer " + only(a.optimizers, names<OptimizerType>()) +
-            " only; this one is " + inQuotes(spelling(spec.train.optimizer.type));
+      why = "applies to optimizer " +
+            only(a.optimizers, names<OptimizerType>()) + " only; this one is " +
+            inQuotes(spelling(spec.train.optimizer.type));
     diags.error(key.loc, inQuotes(p) + " " + why);
   }
 
@@ -261,7 +262,8 @@ private:
     if (!frame.present)
       return;
     std::string where = frame.path.empty() ? "the spec" : inQuotes(frame.path);
-    diags.error(frame.loc, "missing required key " + inQuotes(key) + " in " + where);
+    diags.error(frame.loc,
+                "missing required key " + inQuotes(key) + " in " + where);
   }
 
   void closeFrame() {
@@ -273,8 +275,8 @@ private:
           continue;
         std::string where = frame.path.empty() ? "at the top level"
                                                : "in " + inQuotes(frame.path);
-        diags.error(key.loc, "unknown key " + inQuotes(key.scalar) + " " + where +
-                                 didYouMean(key.scalar, frame.known));
+        diags.error(key.loc, "unknown key " + inQuotes(key.scalar) + " " +
+                                 where + didYouMean(key.scalar, frame.known));
       }
     frames.pop_back();
   }
@@ -284,11 +286,14 @@ private:
     invalid.insert(p);
   }
 
-  void typeError(const Node &node, const std::string &p, std::string_view expected) {
+  void typeError(const Node &node, const std::string &p,
+                 std::string_view expected) {
     std::string found = node.kind == Node::Kind::Scalar && node.quoted
                             ? "the string \"" + node.scalar + "\""
                             : node.describe();
-    fail(node, p, inQuotes(p) + " expects " + std::string(expected) + "; found " + found);
+    fail(node, p,
+         inQuotes(p) + " expects " + std::string(expected) + "; found " +
+             found);
   }
 
   /// Checks `v` against `rule`, and that it survives the conversion to the
@@ -296,8 +301,9 @@ private:
   bool checkRule(const Node &node, const std::string &p, double v, Rule rule) {
     float single = float(v);
     if (!std::isfinite(single) || (v != 0 && single == 0)) {
-      fail(node, p, inQuotes(p) + " is out of single-precision range; found " +
-                        node.scalar);
+      fail(node, p,
+           inQuotes(p) + " is out of single-precision range; found " +
+               node.scalar);
       return false;
     }
     if (rule.admits(v) && rule.admits(double(single)))
@@ -307,8 +313,10 @@ private:
     if (rule.what)
       text << rule.what;
     else
-      text << (rule.minExclusive ? "greater than " : "between ") << int64_t(rule.min)
-           << (rule.minExclusive ? " and at most " : " and ") << int64_t(rule.max);
+      text << (rule.minExclusive ? "greater than " : "between ")
+           << int64_t(rule.min)
+           << (rule.minExclusive ? " and at most " : " and ")
+           << int64_t(rule.max);
     text << "; found " << node.scalar;
     fail(node, p, text.str());
     return false;
@@ -331,8 +339,10 @@ private:
     return false;
   }
   bool read(const Node &n, bool &out, const std::string &p) {
-    static const std::set<std::string> yes = {"true", "True", "TRUE", "yes", "on"};
-    static const std::set<std::string> no = {"false", "False", "FALSE", "no", "off"};
+    static const std::set<std::string> yes = {"true", "True", "TRUE", "yes",
+                                              "on"};
+    static const std::set<std::string> no = {"false", "False", "FALSE", "no",
+                                             "off"};
     if (plainScalar(n) && (yes.count(n.scalar) || no.count(n.scalar))) {
       out = yes.count(n.scalar);
       return true;
@@ -349,8 +359,9 @@ private:
     // accepted string printable as it was written.
     for (unsigned char c : n.scalar)
       if (c < 0x20 || c == 0x7f) {
-        fail(n, p, inQuotes(p) + " contains a control character (byte " +
-                       std::to_string(c) + ")");
+        fail(n, p,
+             inQuotes(p) + " contains a control character (byte " +
+                 std::to_string(c) + ")");
         return false;
       }
     out = n.scalar;
@@ -368,9 +379,10 @@ private:
         out = value;
         return true;
       }
-    fail(n, p, "unknown value " + inQuotes(n.scalar) + " for " + inQuotes(p) +
-                   didYouMean(n.scalar, choices) + " (one of " +
-                   listChoices(choices) + ")");
+    fail(n, p,
+         "unknown value " + inQuotes(n.scalar) + " for " + inQuotes(p) +
+             didYouMean(n.scalar, choices) + " (one of " +
+             listChoices(choices) + ")");
     return false;
   }
 
@@ -396,8 +408,10 @@ void Parser::run(const Node &root) {
   spec.hasTrain = root.find("train") != nullptr;
   section("train", always, [&] {
     // The optimizer type decides which optimizer keys apply: read it first.
-    if (const Node *opt = frames.back().map ? frames.back().map->find("optimizer") : nullptr)
-      if (const Node *type = opt->find("type"); type && type->kind == Node::Kind::Scalar)
+    if (const Node *opt =
+            frames.back().map ? frames.back().map->find("optimizer") : nullptr)
+      if (const Node *type = opt->find("type");
+          type && type->kind == Node::Kind::Scalar)
         for (const auto &[name, value] : names<OptimizerType>())
           if (type->scalar == name)
             spec.train.optimizer.type = value;
@@ -431,7 +445,8 @@ void applyDependentDefaults(Spec &spec, const std::string &file) {
   if (!spec.given("train.seq_len") && t.regime == Regime::LM)
     t.seqLen = m.context;
   if (!spec.given("train.data.format"))
-    t.data.format = t.regime == Regime::LM ? DataFormat::Shards : DataFormat::ImageFolder;
+    t.data.format =
+        t.regime == Regime::LM ? DataFormat::Shards : DataFormat::ImageFolder;
 }
 
 /// Compares the `derived` values a spec pins against the computed ones.
@@ -447,29 +462,33 @@ void checkPins(const Node &pins, const Spec &spec, Diagnostics &diags) {
             walk(v, p.empty() ? k.scalar : p + "." + k.scalar);
           return;
         }
-        auto it = std::find_if(computed.begin(), computed.end(),
-                               [&](const DerivedValue &d) { return d.path == p; });
+        auto it =
+            std::find_if(computed.begin(), computed.end(),
+                         [&](const DerivedValue &d) { return d.path == p; });
         if (it == computed.end()) {
           diags.error(node.loc, "unknown derived value " + inQuotes(p) +
                                     didYouMean(p, known));
           return;
         }
         double pinned;
-        if (node.kind != Node::Kind::Scalar || !parseNumber(node.scalar, pinned)) {
+        if (node.kind != Node::Kind::Scalar ||
+            !parseNumber(node.scalar, pinned)) {
           diags.error(node.loc, "'derived." + p + "' expects a number; found " +
                                     node.describe());
           return;
         }
         double tolerance = it->integer ? 0.0 : 1e-3 * std::fabs(it->value);
         if (std::fabs(pinned - it->value) > tolerance)
-          diags.error(node.loc, "'derived." + p + "' is pinned to " + node.scalar +
-                                    " but the spec gives " + formatDerived(*it));
+          diags.error(node.loc, "'derived." + p + "' is pinned to " +
+                                    node.scalar + " but the spec gives " +
+                                    formatDerived(*it));
       };
   if (pins.kind == Node::Kind::Map)
     walk(pins, "");
   else if (pins.kind != Node::Kind::Null)
-    diags.error(pins.loc, "'derived' expects a mapping of pinned values; found " +
-                              pins.describe());
+    diags.error(pins.loc,
+                "'derived' expects a mapping of pinned values; found " +
+                    pins.describe());
 }
 
 /// The exclusive placement keys of `attention` and friends (see YamlTree.h).
@@ -493,10 +512,13 @@ std::optional<Spec> buildSpec(const std::optional<Node> &tree,
   parser.run(*tree);
   applyDependentDefaults(spec, file);
   bool headsOk = !parser.invalid.count("model.heads") &&
-                 !parser.invalid.count("model.pool_heads") && spec.model.heads > 0;
-  bool layersOk = !parser.invalid.count("model.layers") && spec.model.layers > 0;
+                 !parser.invalid.count("model.pool_heads") &&
+                 spec.model.heads > 0;
+  bool layersOk =
+      !parser.invalid.count("model.layers") && spec.model.layers > 0;
   if (headsOk)
-    placeHeadKinds(spec, {parser.laplacianHeads, parser.kinds, parser.poolKinds},
+    placeHeadKinds(spec,
+                   {parser.laplacianHeads, parser.kinds, parser.poolKinds},
                    layersOk, diags);
   verifySpec(spec, parser.invalid, diags);
   if (!diags.hasErrors()) {
@@ -511,8 +533,7 @@ std::optional<Spec> buildSpec(const std::optional<Node> &tree,
 }
 
 /// Runs `load` with the front end's promise kept: nothing escapes.
-template <class F>
-std::optional<Spec> guarded(Diagnostics &diags, F load) {
+template <class F> std::optional<Spec> guarded(Diagnostics &diags, F load) {
   try {
     return load();
   } catch (const std::exception &e) {
@@ -536,6 +557,7 @@ std::optional<Spec> lap::dsl::parseSpec(std::string_view text,
                                         const std::string &name,
                                         Diagnostics &diags) {
   return guarded(diags, [&] {
-    return buildSpec(parseTree(text, name, exclusiveKeys(), diags), name, diags);
+    return buildSpec(parseTree(text, name, exclusiveKeys(), diags), name,
+                     diags);
   });
 }

@@ -34,12 +34,14 @@ std::string formatNumber(double v) {
 
 /// A string as a YAML scalar: plain when that reads back unchanged.
 std::string formatString(const std::string &s) {
-  bool plain = !s.empty() && s.find_first_of(":#{}[],&*!|>'\"%@`\n\t\\") == std::string::npos &&
-               s.front() != ' ' && s.back() != ' ' && s.front() != '-' &&
-               s.front() != '?';
-  static const char *special[] = {"true", "false", "yes", "no", "on", "off",
-                                  "null", "Null", "NULL", "~", "True", "False",
-                                  "TRUE", "FALSE"};
+  bool plain =
+      !s.empty() &&
+      s.find_first_of(":#{}[],&*!|>'\"%@`\n\t\\") == std::string::npos &&
+      s.front() != ' ' && s.back() != ' ' && s.front() != '-' &&
+      s.front() != '?';
+  static const char *special[] = {"true", "false", "yes",  "no",   "on",
+                                  "off",  "null",  "Null", "NULL", "~",
+                                  "True", "False", "TRUE", "FALSE"};
   for (const char *word : special)
     if (s == word)
       plain = false;
@@ -106,7 +108,8 @@ public:
     }
   }
 
-  void range(const char *key, double lo, double hi, Rule, Applies applies = always) {
+  void range(const char *key, double lo, double hi, Rule,
+             Applies applies = always) {
     if (applicable(applies))
       line(key, "[" + formatNumber(lo) + ", " + formatNumber(hi) + "]");
   }
@@ -177,7 +180,8 @@ void printDerived(const Spec &spec, Printer &p) {
   for (const DerivedValue &d : derivedValues(spec)) {
     size_t dot = d.path.find('.');
     std::string head = dot == std::string::npos ? "" : d.path.substr(0, dot);
-    std::string key = dot == std::string::npos ? d.path : d.path.substr(dot + 1);
+    std::string key =
+        dot == std::string::npos ? d.path : d.path.substr(dot + 1);
     if (head != group) {
       group = head;
       p.depth = 1;

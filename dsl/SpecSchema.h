@@ -48,23 +48,23 @@ inline constexpr Rule positive{1, std::numeric_limits<double>::infinity(),
                                false, "at least 1"};
 inline constexpr Rule nonNegative{0, std::numeric_limits<double>::infinity(),
                                   false, "at least 0"};
-inline constexpr Rule greaterThanZero{0, std::numeric_limits<double>::infinity(),
-                                      true, "greater than 0"};
+inline constexpr Rule greaterThanZero{
+    0, std::numeric_limits<double>::infinity(), true, "greater than 0"};
 inline constexpr Rule probability{0, 1, false, "a probability in [0, 1]"};
 inline constexpr Rule fraction{0, 1, true, "in (0, 1]"};
 /// Dropout-like rates: 1 would divide by zero when rescaling.
 inline constexpr Rule dropRate{0, 1, false, "a probability in [0, 1)", true};
 /// A count from 1 to `max`; the bounds keep every derived size in range.
 constexpr Rule upTo(double max) { return {1, max, false, nullptr}; }
-inline constexpr Rule layerCount = upTo(4096);    // layers, heads
+inline constexpr Rule layerCount = upTo(4096);      // layers, heads
 inline constexpr Rule featureCount = upTo(1 << 20); // widths, hidden sizes
-inline constexpr Rule itemCount = upTo(1 << 24);  // vocab, classes, tokens
+inline constexpr Rule itemCount = upTo(1 << 24);    // vocab, classes, tokens
 
 /// Which families and regimes a key belongs to (bit masks).
 struct Applies {
-  unsigned families = 0b111;   ///< 1 << Family
-  unsigned regimes = 0b111;    ///< 1 << Regime
-  unsigned optimizers = 0b11;  ///< 1 << OptimizerType
+  unsigned families = 0b111;  ///< 1 << Family
+  unsigned regimes = 0b111;   ///< 1 << Regime
+  unsigned optimizers = 0b11; ///< 1 << OptimizerType
 };
 inline constexpr unsigned bit(Family f) { return 1u << unsigned(f); }
 inline constexpr unsigned bit(Regime r) { return 1u << unsigned(r); }
@@ -76,8 +76,8 @@ inline constexpr Applies dinoOnly{bit(Family::DINO)};
 inline constexpr Applies lmOnly{0b111, bit(Regime::LM)};
 inline constexpr Applies supervisedOnly{0b111, bit(Regime::Supervised)};
 inline constexpr Applies dinoRegimeOnly{0b111, bit(Regime::DINO)};
-inline constexpr Applies imageRegimes{
-    0b111, bit(Regime::Supervised) | bit(Regime::DINO)};
+inline constexpr Applies imageRegimes{0b111, bit(Regime::Supervised) |
+                                                 bit(Regime::DINO)};
 inline constexpr Applies muonOnly{0b111, 0b111, bit(OptimizerType::Muon)};
 inline constexpr bool required = true;
 
@@ -85,8 +85,10 @@ inline constexpr bool required = true;
 template <class E> const std::vector<std::pair<std::string_view, E>> &names();
 
 #define LAP_ENUM_NAMES(E, ...)                                                 \
-  template <> inline const std::vector<std::pair<std::string_view, E>> &names<E>() { \
-    static const std::vector<std::pair<std::string_view, E>> table = {__VA_ARGS__}; \
+  template <>                                                                  \
+  inline const std::vector<std::pair<std::string_view, E>> &names<E>() {       \
+    static const std::vector<std::pair<std::string_view, E>> table = {         \
+        __VA_ARGS__};                                                          \
     return table;                                                              \
   }
 LAP_ENUM_NAMES(Family, {"gpt", Family::GPT}, {"vit", Family::ViT},
@@ -122,7 +124,8 @@ LAP_ENUM_NAMES(DataFormat, {"shards", DataFormat::Shards},
 /// Parameter groups that `optimizer.no_decay` may name.
 inline const std::vector<std::string_view> &parameterGroupNames() {
   static const std::vector<std::string_view> groups = {
-      "bias", "norm", "layer_scale", "embedding", "positions", "tokens", "head"};
+      "bias",      "norm",   "layer_scale", "embedding",
+      "positions", "tokens", "head"};
   return groups;
 }
 
@@ -162,7 +165,8 @@ template <class V, class M> void visitModel(V &v, M &m) {
   v.field("channels", m.channels, upTo(256), imageOnly);
   v.field("classes", m.classes, Rule{0, 1 << 24, false, nullptr}, imageOnly);
   v.field("cls_token", m.clsToken, any, imageOnly);
-  v.field("registers", m.registers, Rule{0, 1 << 16, false, nullptr}, imageOnly);
+  v.field("registers", m.registers, Rule{0, 1 << 16, false, nullptr},
+          imageOnly);
   v.field("layer_scale", m.layerScale, nonNegative, imageOnly);
   v.field("drop_path", m.dropPath, dropRate, imageOnly);
   v.field("pool", m.pool, any, imageOnly);
@@ -269,7 +273,8 @@ template <class V, class T> void visitTrain(V &v, T &t) {
     v.field("student_temp", d.studentTemp, greaterThanZero);
     v.field("teacher_temp", d.teacherTemp, greaterThanZero);
     v.field("warmup_teacher_temp", d.warmupTeacherTemp, greaterThanZero);
-    v.field("warmup_teacher_temp_epochs", d.warmupTeacherTempEpochs, nonNegative);
+    v.field("warmup_teacher_temp_epochs", d.warmupTeacherTempEpochs,
+            nonNegative);
     v.field("teacher_momentum", d.teacherMomentum, probability);
     v.field("teacher_momentum_end", d.teacherMomentumEnd, probability);
     v.field("center_momentum", d.centerMomentum, probability);

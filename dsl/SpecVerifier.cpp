@@ -19,7 +19,8 @@ class Verifier {
 public:
   Verifier(const Spec &spec, const std::set<std::string> &invalid,
            Diagnostics &diags)
-      : spec(spec), m(spec.model), t(spec.train), invalid(invalid), diags(diags) {}
+      : spec(spec), m(spec.model), t(spec.train), invalid(invalid),
+        diags(diags) {}
 
   void run() {
     if (!spec.given("model") || !usable({"model.family"}))
@@ -45,44 +46,54 @@ private:
   }
 
   void verifyShape() {
-    if (!usable({"model.width", "model.heads", "model.head_dim", "model.kv_heads"}) ||
+    if (!usable({"model.width", "model.heads", "model.head_dim",
+                 "model.kv_heads"}) ||
         m.width <= 0 || m.heads <= 0)
       return;
     if (!spec.given("model.head_dim") && m.width % m.heads != 0)
       error("model.heads", "width " + std::to_string(m.width) +
-                               " is not divisible by heads " + std::to_string(m.heads) +
-                               nearbyDivisors() + ", or set head_dim");
+                               " is not divisible by heads " +
+                               std::to_string(m.heads) + nearbyDivisors() +
+                               ", or set head_dim");
     if (m.kvHeads > m.heads || m.heads % m.kvHeads != 0)
-      error("model.kv_heads", "kv_heads " + std::to_string(m.kvHeads) +
-                                  " must divide heads " + std::to_string(m.heads) +
-                                  " (each kv head serves a group of query heads)");
-    // Keeps every parameter count within int64 (see the bounds in SpecSchema.h).
+      error("model.kv_heads",
+            "kv_heads " + std::to_string(m.kvHeads) + " must divide heads " +
+                std::to_string(m.heads) +
+                " (each kv head serves a group of query heads)");
+    // Keeps every parameter count within int64 (see the bounds in
+    // SpecSchema.h).
     constexpr int64_t maxFeatures = 1 << 20;
     if (m.heads * m.headDim > maxFeatures && usable({"model.head_dim"}))
-      error("model.head_dim", "heads x head_dim = " + std::to_string(m.heads * m.headDim) +
-                                  " exceeds " + std::to_string(maxFeatures));
+      error("model.head_dim",
+            "heads x head_dim = " + std::to_string(m.heads * m.headDim) +
+                " exceeds " + std::to_string(maxFeatures));
     if (m.mlpHidden < 1 && usable({"model.mlp_ratio"}))
       error("model.mlp_ratio", "width " + std::to_string(m.width) +
                                    " * mlp_ratio gives no hidden units");
     if (m.mlpHidden > maxFeatures && usable({"model.mlp_ratio"}))
-      error("model.mlp_ratio", "the MLP hidden size " + std::to_string(m.mlpHidden) +
-                                   " exceeds " + std::to_string(maxFeatures));
-    if (usable({"model.mlp_ratio", "model.mlp_hidden"}) && !spec.given("model.mlp_hidden")) {
+      error("model.mlp_ratio", "the MLP hidden size " +
+                                   std::to_string(m.mlpHidden) + " exceeds " +
+                                   std::to_string(maxFeatures));
+    if (usable({"model.mlp_ratio", "model.mlp_hidden"}) &&
+        !spec.given("model.mlp_hidden")) {
       double hidden = double(m.width) * m.mlpRatio;
       if (std::fabs(hidden - std::round(hidden)) > 1e-9)
         error("model.mlp_ratio", "width " + std::to_string(m.width) +
                                      " * mlp_ratio is not a whole number of "
                                      "hidden units; set mlp_hidden");
     }
-    if (m.norm.type == NormType::RMSNorm && m.norm.bias && usable({"model.norm.bias"}))
+    if (m.norm.type == NormType::RMSNorm && m.norm.bias &&
+        usable({"model.norm.bias"}))
       error("model.norm.bias", "RMSNorm has no bias; remove 'bias' or use "
                                "type: layernorm");
     if (m.positions.type == PositionType::Rope && m.headDim % 2 != 0)
-      error("model.positions.type", "RoPE rotates pairs of channels: head_dim " +
-                                        std::to_string(m.headDim) + " must be even");
+      error("model.positions.type",
+            "RoPE rotates pairs of channels: head_dim " +
+                std::to_string(m.headDim) + " must be even");
   }
 
-  /// ", e.g. heads: 8 or 10" — head counts near the given one that divide width.
+  /// ", e.g. heads: 8 or 10" — head counts near the given one that divide
+  /// width.
   std::string nearbyDivisors() const {
     std::vector<int64_t> found;
     for (int64_t delta = 1; delta <= m.heads && found.size() < 2; ++delta)
@@ -101,16 +112,19 @@ private:
     if (usable({"model.image_size", "model.patch"}) && m.patch > 0 &&
         m.imageSize % m.patch != 0)
       error("model.patch", "image_size " + std::to_string(m.imageSize) +
-                               " is not divisible by patch " + std::to_string(m.patch));
+                               " is not divisible by patch " +
+                               std::to_string(m.patch));
     if (m.positions.type == PositionType::Rope)
-      error("model.positions.type", "RoPE positions apply to family 'gpt'; image "
-                                    "models use 'learned' or 'none'");
+      error("model.positions.type",
+            "RoPE positions apply to family 'gpt'; image "
+            "models use 'learned' or 'none'");
     if (m.family == Family::ViT && m.classes < 1 && usable({"model.classes"}))
       error("model.classes", "a vit classifies: 'classes' must be at least 1");
     if (m.pool == Pool::Cls && !m.clsToken)
       error("model.pool", "pool: cls needs cls_token: true; use pool: mean or "
                           "attentive");
-    if (m.pool == Pool::Attentive && m.poolHeads > 0 && m.width % m.poolHeads != 0)
+    if (m.pool == Pool::Attentive && m.poolHeads > 0 &&
+        m.width % m.poolHeads != 0)
       error("model.pool_heads", "width " + std::to_string(m.width) +
                                     " is not divisible by pool_heads " +
                                     std::to_string(m.poolHeads));
@@ -126,15 +140,15 @@ private:
       error("train.regime", "regime " + inQuotes(spelling(t.regime)) +
                                 " does not train this model's family; use " +
                                 inQuotes(spelling(expected)));
-    if (usable({"train.batch_size", "train.micro_batch_size"}) && t.microBatchSize > 0 &&
-        t.batchSize % t.microBatchSize != 0)
+    if (usable({"train.batch_size", "train.micro_batch_size"}) &&
+        t.microBatchSize > 0 && t.batchSize % t.microBatchSize != 0)
       error("train.micro_batch_size",
             "batch_size " + std::to_string(t.batchSize) +
                 " is not a multiple of micro_batch_size " +
                 std::to_string(t.microBatchSize) +
                 " (gradient accumulation runs whole micro-batches)");
-    if (t.regime == Regime::LM && m.family == Family::GPT && t.seqLen > m.context &&
-        usable({"train.seq_len", "model.context"}))
+    if (t.regime == Regime::LM && m.family == Family::GPT &&
+        t.seqLen > m.context && usable({"train.seq_len", "model.context"}))
       error("train.seq_len", "seq_len " + std::to_string(t.seqLen) +
                                  " exceeds the model's context " +
                                  std::to_string(m.context));
@@ -142,14 +156,15 @@ private:
     if (steps && epochs)
       error("train.epochs", "give either 'steps' or 'epochs', not both");
     else if (!steps && !epochs)
-      error("train", "say how long to train: set 'steps' or 'epochs' in 'train'");
+      error("train",
+            "say how long to train: set 'steps' or 'epochs' in 'train'");
     if (t.schedule.warmupSteps > 0 && t.schedule.warmupEpochs > 0)
       error("train.schedule.warmup_epochs",
             "give either 'warmup_steps' or 'warmup_epochs', not both");
     if (steps && t.schedule.warmupSteps > t.steps)
-      error("train.schedule.warmup_steps", "warmup_steps " +
-                                               std::to_string(t.schedule.warmupSteps) +
-                                               " exceeds steps " + std::to_string(t.steps));
+      error("train.schedule.warmup_steps",
+            "warmup_steps " + std::to_string(t.schedule.warmupSteps) +
+                " exceeds steps " + std::to_string(t.steps));
     if (epochs && t.schedule.warmupEpochs > t.epochs)
       error("train.schedule.warmup_epochs", "warmup_epochs exceeds epochs");
     if (t.schedule.minLr > t.optimizer.lr && usable({"train.schedule.min_lr"}))
@@ -166,13 +181,15 @@ private:
   }
 
   void verifyData() {
-    bool text = t.data.format == DataFormat::Shards || t.data.format == DataFormat::Text;
+    bool text = t.data.format == DataFormat::Shards ||
+                t.data.format == DataFormat::Text;
     if (text != (t.regime == Regime::LM))
-      error("train.data.format", text ? "token or text data trains language models; "
-                                        "image regimes read idx, cifar10, cifar100 "
-                                        "or imagefolder"
-                                      : "image data trains vit and dino; regime "
-                                        "'lm' reads shards or text");
+      error("train.data.format",
+            text ? "token or text data trains language models; "
+                   "image regimes read idx, cifar10, cifar100 "
+                   "or imagefolder"
+                 : "image data trains vit and dino; regime "
+                   "'lm' reads shards or text");
     if (t.data.format == DataFormat::Text && t.data.tokenizer.empty())
       error("train.data.format", "text data needs a tokenizer: set "
                                  "data.tokenizer to a file, or to 'train'");
@@ -180,18 +197,20 @@ private:
 
   void verifyDino() {
     const DinoSpec &d = t.dino;
-    if (d.globalCropSize != m.imageSize && usable({"train.dino.global_crop_size"}))
-      error("train.dino.global_crop_size", "global crops are the model's images: "
-                                           "global_crop_size must equal image_size " +
-                                               std::to_string(m.imageSize));
+    if (d.globalCropSize != m.imageSize &&
+        usable({"train.dino.global_crop_size"}))
+      error("train.dino.global_crop_size",
+            "global crops are the model's images: "
+            "global_crop_size must equal image_size " +
+                std::to_string(m.imageSize));
     if (m.patch > 0 && d.localCropSize % m.patch != 0)
-      error("train.dino.local_crop_size", "local_crop_size " +
-                                              std::to_string(d.localCropSize) +
-                                              " is not divisible by patch " +
-                                              std::to_string(m.patch));
+      error("train.dino.local_crop_size",
+            "local_crop_size " + std::to_string(d.localCropSize) +
+                " is not divisible by patch " + std::to_string(m.patch));
     if (d.teacherMomentumEnd < d.teacherMomentum)
       error("train.dino.teacher_momentum_end",
-            "teacher momentum rises during training: teacher_momentum_end must be "
+            "teacher momentum rises during training: teacher_momentum_end must "
+            "be "
             "at least teacher_momentum");
   }
 
@@ -204,7 +223,8 @@ private:
 
 } // namespace
 
-void lap::dsl::verifySpec(const Spec &spec, const std::set<std::string> &invalid,
+void lap::dsl::verifySpec(const Spec &spec,
+                          const std::set<std::string> &invalid,
                           Diagnostics &diags) {
   Verifier(spec, invalid, diags).run();
 }

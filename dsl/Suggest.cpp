@@ -22,15 +22,17 @@ static size_t editDistance(std::string_view a, std::string_view b) {
       size_t up = row[j];
       bool same = std::tolower((unsigned char)a[i - 1]) ==
                   std::tolower((unsigned char)b[j - 1]);
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
+      row[j] =
+          std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
       diagonal = up;
     }
   }
   return row[b.size()];
 }
 
-std::string lap::dsl::closestMatch(std::string_view word,
-                                   const std::vector<std::string_view> &candidates) {
+std::string
+lap::dsl::closestMatch(std::string_view word,
+                       const std::vector<std::string_view> &candidates) {
   std::string_view best;
   size_t bestDistance = std::max<size_t>(2, (word.size() + 1) / 2) + 1;
   for (std::string_view c : candidates) {
@@ -46,7 +48,8 @@ std::string lap::dsl::closestMatch(std::string_view word,
   return std::string(best);
 }
 
-std::string lap::dsl::listChoices(const std::vector<std::string_view> &choices) {
+std::string
+lap::dsl::listChoices(const std::vector<std::string_view> &choices) {
   std::string out;
   for (size_t i = 0; i < choices.size(); ++i) {
     if (i)
@@ -56,8 +59,9 @@ std::string lap::dsl::listChoices(const std::vector<std::string_view> &choices) 
   return out;
 }
 
-std::string lap::dsl::didYouMean(std::string_view word,
-                                 const std::vector<std::string_view> &candidates) {
+std::string
+lap::dsl::didYouMean(std::string_view word,
+                     const std::vector<std::string_view> &candidates) {
   std::string match = closestMatch(word, candidates);
   return match.empty() ? "" : "; did you mean '" + match + "'?";
 }

@@ -55,7 +55,8 @@ namespace {
 
 /// yaml-cpp marks are 0-based, ours are 1-based; marks of implicit nodes
 /// (an empty value) are negative, and then the enclosing location stands in.
-Loc locOf(const YAML::Mark &mark, const std::string &file, const Loc &fallback) {
+Loc locOf(const YAML::Mark &mark, const std::string &file,
+          const Loc &fallback) {
   if (mark.line < 0 || mark.column < 0)
     return fallback;
   return {file, unsigned(mark.line) + 1, unsigned(mark.column) + 1};
@@ -73,8 +74,8 @@ public:
     std::string message;
   };
 
-  EventBuilder(const std::string &file, const TreeLimits &limits,
-               size_t &nodes, Diagnostics &diags)
+  EventBuilder(const std::string &file, const TreeLimits &limits, size_t &nodes,
+               Diagnostics &diags)
       : file(file), limits(limits), nodes(nodes), diags(diags) {}
 
   /// Whether the document had a key that is not a name, or a tag.
@@ -88,7 +89,8 @@ public:
 
   void OnDocumentStart(const YAML::Mark &mark) override {
     if (++documents > 1)
-      throw Stop{at(mark), "a spec file holds one YAML document; found a second"};
+      throw Stop{at(mark),
+                 "a spec file holds one YAML document; found a second"};
   }
   void OnDocumentEnd() override {}
 
@@ -116,7 +118,8 @@ public:
     add(it->second, 0);
   }
   void OnSequenceStart(const YAML::Mark &mark, const std::string &tag,
-                       YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
+                       YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
     checkTag(tag, mark);
     open(Node::Kind::Sequence, at(mark), anchor);
   }
@@ -141,7 +144,8 @@ private:
   void checkTag(const std::string &tag, const YAML::Mark &mark) {
     if (tag.empty() || tag == "?" || tag == "!")
       return;
-    diags.error(at(mark), "YAML tags ('" + tag + "') are not part of the spec language");
+    diags.error(at(mark),
+                "YAML tags ('" + tag + "') are not part of the spec language");
     badKeys = true;
   }
 
@@ -209,7 +213,8 @@ private:
     Node key = std::move(*map.key);
     map.key.reset();
     if (key.kind != Node::Kind::Scalar) {
-      diags.error(key.loc, "mapping keys must be names; found " + key.describe());
+      diags.error(key.loc,
+                  "mapping keys must be names; found " + key.describe());
       badKeys = true;
       return;
     }
@@ -253,7 +258,7 @@ private:
   const std::vector<ExclusiveKeys> &exclusive;
   Diagnostics &diags;
   const TreeLimits &limits;
-  size_t nodes = 0; ///< Over the whole extends chain.
+  size_t nodes = 0;               ///< Over the whole extends chain.
   std::vector<std::string> chain; ///< Canonical paths being loaded.
 };
 
@@ -336,8 +341,9 @@ std::optional<Node> TreeBuilder::parseText(std::string_view text,
 
 std::optional<Node> TreeBuilder::resolveExtends(Node root,
                                                 const std::string &file) {
-  auto it = std::find_if(root.entries.begin(), root.entries.end(),
-                         [](const auto &e) { return e.first.scalar == "extends"; });
+  auto it =
+      std::find_if(root.entries.begin(), root.entries.end(),
+                   [](const auto &e) { return e.first.scalar == "extends"; });
   if (it == root.entries.end())
     return root;
   Node named = it->second;
@@ -366,17 +372,22 @@ Node TreeBuilder::merge(Node base, Node child, const std::string &path) const {
       return std::find(group.keys.begin(), group.keys.end(), key) !=
              group.keys.end();
     };
-    bool childSets = std::any_of(child.entries.begin(), child.entries.end(),
-                                 [&](const auto &e) { return inGroup(e.first.scalar); });
+    bool childSets =
+        std::any_of(child.entries.begin(), child.entries.end(),
+                    [&](const auto &e) { return inGroup(e.first.scalar); });
     if (childSets)
-      base.entries.erase(std::remove_if(base.entries.begin(), base.entries.end(),
-                                        [&](const auto &e) { return inGroup(e.first.scalar); }),
+      base.entries.erase(std::remove_if(base.entries.begin(),
+                                        base.entries.end(),
+                                        [&](const auto &e) {
+                                          return inGroup(e.first.scalar);
+                                        }),
                          base.entries.end());
   }
   for (auto &entry : child.entries) {
     Node &key = entry.first, &value = entry.second;
-    auto it = std::find_if(base.entries.begin(), base.entries.end(),
-                           [&](const auto &e) { return e.first.scalar == key.scalar; });
+    auto it = std::find_if(
+        base.entries.begin(), base.entries.end(),
+        [&](const auto &e) { return e.first.scalar == key.scalar; });
     std::string sub = path.empty() ? key.scalar : path + "." + key.scalar;
     if (it == base.entries.end()) {
       base.entries.emplace_back(std::move(key), std::move(value));
@@ -388,17 +399,16 @@ Node TreeBuilder::merge(Node base, Node child, const std::string &path) const {
   return base;
 }
 
-std::optional<Node> lap::dsl::loadTree(const std::string &path,
-                                       const std::vector<ExclusiveKeys> &exclusive,
-                                       Diagnostics &diags,
-                                       const TreeLimits &limits) {
+std::optional<Node>
+lap::dsl::loadTree(const std::string &path,
+                   const std::vector<ExclusiveKeys> &exclusive,
+                   Diagnostics &diags, const TreeLimits &limits) {
   return TreeBuilder(exclusive, diags, limits).loadFile(path, nullptr);
 }
 
-std::optional<Node> lap::dsl::parseTree(std::string_view text,
-                                        const std::string &name,
-                                        const std::vector<ExclusiveKeys> &exclusive,
-                                        Diagnostics &diags,
-                                        const TreeLimits &limits) {
+std::optional<Node>
+lap::dsl::parseTree(std::string_view text, const std::string &name,
+                    const std::vector<ExclusiveKeys> &exclusive,
+                    Diagnostics &diags, const TreeLimits &limits) {
   return TreeBuilder(exclusive, diags, limits).parseText(text, name);
 }

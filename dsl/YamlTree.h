@@ -24,10 +24,10 @@ namespace lap::dsl {
 struct Node {
   enum class Kind { Null, Scalar, Sequence, Map };
   Kind kind = Kind::Null;
-  std::string scalar;                          ///< Scalar: its text.
-  bool quoted = false;                         ///< Scalar: written in quotes.
-  std::vector<Node> items;                     ///< Sequence: elements.
-  std::vector<std::pair<Node, Node>> entries;  ///< Map: (key, value) in order.
+  std::string scalar;                         ///< Scalar: its text.
+  bool quoted = false;                        ///< Scalar: written in quotes.
+  std::vector<Node> items;                    ///< Sequence: elements.
+  std::vector<std::pair<Node, Node>> entries; ///< Map: (key, value) in order.
   Loc loc;
 
   /// Map lookup; null when absent or when this is not a map.
@@ -40,14 +40,14 @@ struct Node {
 /// when the extending file sets any of them, the base's are dropped. (A file
 /// that switches `attention` from `laplacian_heads` to `kinds` means it.)
 struct ExclusiveKeys {
-  std::string path;               ///< Dotted path of the mapping, "" = root.
+  std::string path; ///< Dotted path of the mapping, "" = root.
   std::vector<std::string> keys;
 };
 
 /// Limits that keep hostile input from hanging or exhausting memory.
 struct TreeLimits {
   size_t maxFileBytes = 1 << 20;
-  size_t maxNodes = 200000;  ///< After alias expansion, whole chain.
+  size_t maxNodes = 200000; ///< After alias expansion, whole chain.
   unsigned maxDepth = 64;
   unsigned maxExtends = 16;
 };

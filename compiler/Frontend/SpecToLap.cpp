@@ -41,8 +41,9 @@ private:
   /// The location of spec setting `path`, named after module `scope`.
   Location loc(const std::string &path, const std::string &scope = "") {
     dsl::Loc l = spec.locationOf(path);
-    Location file = l.line ? Location(FileLineColLoc::get(&context, l.file, l.line, l.col))
-                           : Location(UnknownLoc::get(&context));
+    Location file =
+        l.line ? Location(FileLineColLoc::get(&context, l.file, l.line, l.col))
+               : Location(UnknownLoc::get(&context));
     return scope.empty() ? file : NameLoc::get(b.getStringAttr(scope), file);
   }
 
@@ -72,7 +73,8 @@ private:
   /// Names the arguments after the parameters and `inputNames`, and the
   /// results after `outputNames`, then fixes the function's type.
   void endFunction(func::FuncOp func, ArrayRef<Value> results,
-                   ArrayRef<std::string> inputNames, ArrayRef<std::string> outputNames);
+                   ArrayRef<std::string> inputNames,
+                   ArrayRef<std::string> outputNames);
 
   /// The body of @forward per family: the batch arguments, then the ops;
   /// returns the loss and the logits.
@@ -123,7 +125,8 @@ Value ForwardBuilder::norm(Value x, const std::string &name) {
   if (m.norm.type == dsl::NormType::LayerNorm)
     return b.create<LayerNormOp>(where, x.getType(), x, param(name + ".weight"),
                                  param(name + ".bias"), eps);
-  return b.create<RMSNormOp>(where, x.getType(), x, param(name + ".weight"), eps);
+  return b.create<RMSNormOp>(where, x.getType(), x, param(name + ".weight"),
+                             eps);
 }
 
 Value ForwardBuilder::linear(Value x, const std::string &name, int64_t out,
@@ -142,7 +145,8 @@ Value ForwardBuilder::dropout(Value x, Location where) {
                              b.getI64IntegerAttr(nextKey++));
 }
 
-Value ForwardBuilder::attention(Value h, const std::string &prefix, int64_t layer) {
+Value ForwardBuilder::attention(Value h, const std::string &prefix,
+                                int64_t layer) {
   const int64_t heads = m.heads, kvHeads = m.kvHeads, d = m.headDim;
   std::string scope = prefix + ".attn";
   Location where = loc("model.heads", scope);
@@ -164,22 +168,24 @@ Value ForwardBuilder::attention(Value h, const std::string &prefix, int64_t laye
   SmallVector<StringRef> kinds;
   for (dsl::HeadKindId id : spec.attention.layers[size_t(layer)])
     kinds.push_back(dsl::headKinds()[id].name);
-  std::string placement = spec.given("attention.laplacian_heads") ? "attention.laplacian_heads"
-                          : spec.given("attention.kinds")         ? "attention.kinds"
-                                                                  : "model.heads";
+  std::string placement = spec.given("attention.laplacian_heads")
+                              ? "attention.laplacian_heads"
+                          : spec.given("attention.kinds") ? "attention.kinds"
+                                                          : "model.heads";
   FloatAttr scale = b.getF32FloatAttr(float(1.0 / std::sqrt(double(d))));
-  Value o = first ? b.create<CachedAttentionOp>(
-                        loc(placement, scope), q.getType(), q, k, v,
-                        caches[size_t(layer)].first, caches[size_t(layer)].second,
-                        first, scale, b.getStrArrayAttr(kinds), DenseF32ArrayAttr(),
-                        DenseF32ArrayAttr())
-                        .getResult()
-                  : b.create<AttentionOp>(
-                        loc(placement, scope), q.getType(), q, k, v, scale,
-                        m.family == dsl::Family::GPT ? b.getUnitAttr() : UnitAttr(),
-                        UnitAttr(), b.getStrArrayAttr(kinds), DenseF32ArrayAttr(),
-                        DenseF32ArrayAttr())
-                        .getResult();
+  Value o =
+      first ? b.create<CachedAttentionOp>(
+                   loc(placement, scope), q.getType(), q, k, v,
+                   caches[size_t(layer)].first, caches[size_t(layer)].second,
+                   first, scale, b.getStrArrayAttr(kinds), DenseF32ArrayAttr(),
+                   DenseF32ArrayAttr())
+                  .getResult()
+            : b.create<AttentionOp>(
+                   loc(placement, scope), q.getType(), q, k, v, scale,
+                   m.family == dsl::Family::GPT ? b.getUnitAttr() : UnitAttr(),
+                   UnitAttr(), b.getStrArrayAttr(kinds), DenseF32ArrayAttr(),
+                   DenseF32ArrayAttr())
+                  .getResult();
   Value merged = b.create<MergeHeadsOp>(where, activations({heads * d}), o);
   return dropout(linear(merged, scope + ".proj", m.width, where), where);
 }
@@ -207,7 +213,8 @@ Value ForwardBuilder::block(Value x, int64_t layer) {
   std::string prefix = "blocks." + std::to_string(layer);
   Location residual = loc("model.layers", prefix);
   // Stochastic depth grows linearly to drop_path at the last layer (timm).
-  double dropPath = m.layers > 1 ? m.dropPath * double(layer) / double(m.layers - 1) : 0;
+  double dropPath =
+      m.layers > 1 ? m.dropPath * double(layer) / double(m.layers - 1) : 0;
   auto branch = [&](Value y, const std::string &gamma) {
     if (Value g = param(prefix + "." + gamma))
       y = b.create<LayerScaleOp>(loc("model.layer_scale", prefix), y, g);
@@ -224,8 +231,9 @@ Value ForwardBuilder::block(Value x, int64_t layer) {
 }
 
 Value ForwardBuilder::gptEmbed(Value tokens) {
-  Value x = b.create<EmbeddingOp>(loc("model.vocab", "wte"), activations({m.width}),
-                                  param("wte.weight"), tokens);
+  Value x =
+      b.create<EmbeddingOp>(loc("model.vocab", "wte"), activations({m.width}),
+                            param("wte.weight"), tokens);
   if (Value wpe = param("wpe.weight"))
     x = b.create<AddPositionsOp>(loc("model.positions", "wpe"), x, wpe, first,
                                  b.getI64IntegerAttr(0));
@@ -248,9 +256,10 @@ Value ForwardBuilder::gptHead(Value x) {
   if (m.finalNorm)
     x = norm(x, "norm");
   Location head = loc("model.vocab", "lm_head");
-  Value logits = b.create<LinearOp>(
-      head, activations({m.vocab}), x,
-      m.tiedEmbeddings ? param("wte.weight") : param("lm_head.weight"), Value());
+  Value logits = b.create<LinearOp>(head, activations({m.vocab}), x,
+                                    m.tiedEmbeddings ? param("wte.weight")
+                                                     : param("lm_head.weight"),
+                                    Value());
   if (m.logitSoftcap > 0)
     logits = b.create<SoftcapOp>(loc("model.logit_softcap", "lm_head"), logits,
                                  b.getF32FloatAttr(float(m.logitSoftcap)));
@@ -261,13 +270,14 @@ Value ForwardBuilder::inputs(Block *body) {
   if (m.family != dsl::Family::GPT) {
     int64_t side = m.imageSize / m.patch;
     sequence = side * side + (m.clsToken ? 1 : 0) + m.registers;
-    auto images = RankedTensorType::get({kDynamic, m.channels, m.imageSize, m.imageSize},
-                                        b.getF32Type());
+    auto images = RankedTensorType::get(
+        {kDynamic, m.channels, m.imageSize, m.imageSize}, b.getF32Type());
     Value input = body->addArgument(images, loc("model.image_size", "images"));
     bool dino = m.family == dsl::Family::DINO;
     int64_t outputs = dino ? m.dinoHead.prototypes : m.classes;
-    body->addArgument(f32({kDynamic, outputs}), loc(dino ? "train.dino" : "model.classes",
-                                                    dino ? "teacher" : "targets"));
+    body->addArgument(f32({kDynamic, outputs}),
+                      loc(dino ? "train.dino" : "model.classes",
+                          dino ? "teacher" : "targets"));
     batchNames = {"images", dino ? "teacher" : "targets"};
     return imageTokens(input);
   }
@@ -281,10 +291,9 @@ Value ForwardBuilder::inputs(Block *body) {
 std::pair<Value, Value> ForwardBuilder::gptForward(Block *body) {
   Value logits = gptHead(blocks(inputs(body)));
   Value targets = body->getArguments().back();
-  Value loss = b.create<CrossEntropyOp>(loc("model.family", "loss"),
-                                        RankedTensorType::get({}, b.getF32Type()),
-                                        logits, targets, b.getF32FloatAttr(0),
-                                        b.getF32FloatAttr(0));
+  Value loss = b.create<CrossEntropyOp>(
+      loc("model.family", "loss"), RankedTensorType::get({}, b.getF32Type()),
+      logits, targets, b.getF32FloatAttr(0), b.getF32FloatAttr(0));
   return {loss, logits};
 }
 
@@ -313,8 +322,9 @@ Value ForwardBuilder::imageTokens(Value images) {
   int64_t side = m.imageSize / m.patch, patches = side * side;
   Location embed = loc("model.patch", "patch_embed");
   Value x = b.create<PatchifyOp>(
-      embed, RankedTensorType::get({kDynamic, patches, m.channels * m.patch * m.patch},
-                                   b.getF32Type()),
+      embed,
+      RankedTensorType::get({kDynamic, patches, m.channels * m.patch * m.patch},
+                            b.getF32Type()),
       images, b.getI64IntegerAttr(m.patch));
   x = linear(x, "patch_embed", m.width, embed);
   // Token order: [registers, CLS, patches]; positions cover CLS and patches
@@ -324,16 +334,18 @@ Value ForwardBuilder::imageTokens(Value images) {
   auto prepend = [&](Value tokens, const char *path, const char *name) {
     auto type = cast<RankedTensorType>(x.getType());
     int64_t k = cast<RankedTensorType>(tokens.getType()).getDimSize(0);
-    x = b.create<PrependTokensOp>(loc(path, name),
-                                  f32({kDynamic, type.getDimSize(1) + k, m.width}), x,
-                                  tokens);
+    x = b.create<PrependTokensOp>(
+        loc(path, name), f32({kDynamic, type.getDimSize(1) + k, m.width}), x,
+        tokens);
   };
   if (pos && m.positions.patchesOnly)
-    x = b.create<AddPositionsOp>(positions, x, pos, Value(), b.getI64IntegerAttr(0));
+    x = b.create<AddPositionsOp>(positions, x, pos, Value(),
+                                 b.getI64IntegerAttr(0));
   if (Value cls = param("cls_token"))
     prepend(cls, "model.cls_token", "cls_token");
   if (pos && !m.positions.patchesOnly)
-    x = b.create<AddPositionsOp>(positions, x, pos, Value(), b.getI64IntegerAttr(0));
+    x = b.create<AddPositionsOp>(positions, x, pos, Value(),
+                                 b.getI64IntegerAttr(0));
   if (Value registers = param("registers"))
     prepend(registers, "model.registers", "registers");
   x = dropout(x, loc("model.dropout"));
@@ -350,20 +362,24 @@ std::pair<Value, Value> ForwardBuilder::imageForward(Block *body) {
   auto rowType = f32({kDynamic, m.width});
   Value features =
       m.pool == dsl::Pool::Cls
-          ? b.create<TakeTokenOp>(pool, rowType, x, b.getI64IntegerAttr(m.registers))
+          ? b.create<TakeTokenOp>(pool, rowType, x,
+                                  b.getI64IntegerAttr(m.registers))
                 .getResult()
-          : b.create<MeanTokensOp>(pool, rowType, x,
-                                   b.getI64IntegerAttr(m.registers + (m.clsToken ? 1 : 0)))
+          : b.create<MeanTokensOp>(
+                 pool, rowType, x,
+                 b.getI64IntegerAttr(m.registers + (m.clsToken ? 1 : 0)))
                 .getResult();
   auto scalar = RankedTensorType::get({}, b.getF32Type());
   if (!dino) {
     Location head = loc("model.classes", "head");
     Value logits = linear(features, "head", m.classes, head);
     Location lossLoc = loc("train.loss", "loss");
-    Value loss = spec.hasTrain && spec.train.loss == dsl::SupervisedLoss::BCE
-                     ? b.create<BCEWithLogitsOp>(lossLoc, scalar, logits, targets).getResult()
-                     : b.create<SoftCrossEntropyOp>(lossLoc, scalar, logits, targets)
-                           .getResult();
+    Value loss =
+        spec.hasTrain && spec.train.loss == dsl::SupervisedLoss::BCE
+            ? b.create<BCEWithLogitsOp>(lossLoc, scalar, logits, targets)
+                  .getResult()
+            : b.create<SoftCrossEntropyOp>(lossLoc, scalar, logits, targets)
+                  .getResult();
     return {loss, logits};
   }
   const dsl::DinoHeadSpec &h = m.dinoHead;
@@ -371,17 +387,20 @@ std::pair<Value, Value> ForwardBuilder::imageForward(Block *body) {
   Value z = features;
   for (int64_t i = 0; i < h.layers; ++i) {
     bool last = i + 1 == h.layers;
-    z = linear(z, "dino_head.mlp." + std::to_string(i), last ? h.bottleneck : h.hidden, head);
+    z = linear(z, "dino_head.mlp." + std::to_string(i),
+               last ? h.bottleneck : h.hidden, head);
     if (!last)
       z = b.create<GeluOp>(head, z);
   }
   z = b.create<L2NormalizeOp>(head, z, b.getF32FloatAttr(1e-12f));
   Value w = b.create<WeightNormOp>(head, param("dino_head.last_layer.weight_v"),
                                    param("dino_head.last_layer.weight_g"));
-  Value logits = b.create<LinearOp>(head, f32({kDynamic, h.prototypes}), z, w, Value());
+  Value logits =
+      b.create<LinearOp>(head, f32({kDynamic, h.prototypes}), z, w, Value());
   float temperature = float(spec.hasTrain ? spec.train.dino.studentTemp : 0.1);
-  Value loss = b.create<DinoLossOp>(loc("train.dino.student_temp", "loss"), scalar,
-                                    logits, targets, b.getF32FloatAttr(temperature));
+  Value loss =
+      b.create<DinoLossOp>(loc("train.dino.student_temp", "loss"), scalar,
+                           logits, targets, b.getF32FloatAttr(temperature));
   return {loss, logits};
 }
 
@@ -401,7 +420,8 @@ void ForwardBuilder::endFunction(func::FuncOp func, ArrayRef<Value> results,
                                  ArrayRef<std::string> outputNames) {
   b.create<func::ReturnOp>(func.getLoc(), results);
   Block &body = func.getBody().front();
-  func.setType(b.getFunctionType(body.getArgumentTypes(), ValueRange(results).getTypes()));
+  func.setType(b.getFunctionType(body.getArgumentTypes(),
+                                 ValueRange(results).getTypes()));
   for (size_t i = 0; i < table.size(); ++i) {
     func.setArgAttr(unsigned(i), "lap.name", b.getStringAttr(table[i].name));
     func.setArgAttr(unsigned(i), "lap.parameter", b.getUnitAttr());
@@ -410,7 +430,8 @@ void ForwardBuilder::endFunction(func::FuncOp func, ArrayRef<Value> results,
     func.setArgAttr(unsigned(table.size() + i), "lap.name",
                     b.getStringAttr(inputNames[i]));
   for (size_t i = 0; i < outputNames.size(); ++i)
-    func.setResultAttr(unsigned(i), "lap.name", b.getStringAttr(outputNames[i]));
+    func.setResultAttr(unsigned(i), "lap.name",
+                       b.getStringAttr(outputNames[i]));
   b.setInsertionPointAfter(func);
 }
 
@@ -440,7 +461,8 @@ OwningOpRef<ModuleOp> ForwardBuilder::build() {
   streams = nullptr;
   std::vector<std::string> layerNames;
   for (size_t i = 0; i < layers.size(); ++i)
-    layerNames.push_back(i == 0 ? "embedding" : "block." + std::to_string(i - 1));
+    layerNames.push_back(i == 0 ? "embedding"
+                                : "block." + std::to_string(i - 1));
   endFunction(features, layers, batchNames, layerNames);
 
   if (m.family == dsl::Family::GPT) {
@@ -453,7 +475,8 @@ OwningOpRef<ModuleOp> ForwardBuilder::build() {
 
 } // namespace
 
-OwningOpRef<ModuleOp> lap::buildForward(const dsl::Spec &spec, MLIRContext &context) {
+OwningOpRef<ModuleOp> lap::buildForward(const dsl::Spec &spec,
+                                        MLIRContext &context) {
   context.loadDialect<LapDialect, func::FuncDialect>();
   return ForwardBuilder(spec, context).build();
 }

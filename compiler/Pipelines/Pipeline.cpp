@@ -10,7 +10,8 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
-void lap::buildLapPipeline(mlir::OpPassManager &pm, const LapPipelineOptions &) {
+void lap::buildLapPipeline(mlir::OpPassManager &pm,
+                           const LapPipelineOptions &) {
   pm.addPass(createLapLowerHeadKinds());
   pm.addPass(createLapAutodiff());
   pm.addPass(createLapFuse());

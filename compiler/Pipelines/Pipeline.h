@@ -18,14 +18,17 @@ namespace lap {
 struct LapPipelineOptions : mlir::PassPipelineOptions<LapPipelineOptions> {};
 
 /// Adds lap's passes, in order, to `pm`.
-void buildLapPipeline(mlir::OpPassManager &pm, const LapPipelineOptions &options);
+void buildLapPipeline(mlir::OpPassManager &pm,
+                      const LapPipelineOptions &options);
 
 /// Options of the CPU code generation pipeline.
 struct CPUCodegenOptions : mlir::PassPipelineOptions<CPUCodegenOptions> {
   Option<int64_t> maxBatch{*this, "max-batch",
-                           llvm::cl::desc("Largest batch size"), llvm::cl::init(0)};
+                           llvm::cl::desc("Largest batch size"),
+                           llvm::cl::init(0)};
   Option<int64_t> maxSeq{*this, "max-seq",
-                         llvm::cl::desc("Largest sequence length"), llvm::cl::init(0)};
+                         llvm::cl::desc("Largest sequence length"),
+                         llvm::cl::init(0)};
   Option<bool> profile{*this, "profile",
                        llvm::cl::desc("Time every op of the generated code"),
                        llvm::cl::init(false)};

@@ -44,7 +44,8 @@ StringRef nameOf(DictionaryAttr attrs, StringRef fallback) {
 } // namespace
 
 std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
-                               const CPUTarget &target, const CPUTarget &kernels) {
+                               const CPUTarget &target,
+                               const CPUTarget &kernels) {
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   auto train = module.lookupSymbol<func::FuncOp>("train_step");
   auto decode = module.lookupSymbol<func::FuncOp>("decode");
@@ -97,12 +98,12 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
   json::Value decoding = nullptr;
   if (decode) {
     const dsl::ModelSpec &m = spec.model;
-    decoding = json::Object{
-        {"layers", m.layers},
-        {"kv_heads", m.kvHeads},
-        {"head_dim", m.headDim},
-        {"capacity", maxSeq},
-        {"cache_floats_per_sequence", 2 * m.layers * maxSeq * m.kvHeads * m.headDim}};
+    decoding = json::Object{{"layers", m.layers},
+                            {"kv_heads", m.kvHeads},
+                            {"head_dim", m.headDim},
+                            {"capacity", maxSeq},
+                            {"cache_floats_per_sequence",
+                             2 * m.layers * maxSeq * m.kvHeads * m.headDim}};
   }
 
   // The spec's derived values (FLOPs per token or image, ...), flat.
@@ -115,11 +116,13 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
       {"abi_version", int64_t(LAP_MODEL_ABI_VERSION)},
       {"name", spec.name},
       {"family", std::string(dsl::spelling(spec.model.family))},
-      {"target", json::Object{{"device", "cpu"},
-                              {"cpu", target.cpu},
-                              {"features", json::Array(target.checkableFeatures())},
-                              {"kernel_cpu", kernels.cpu},
-                              {"kernel_features", json::Array(kernels.checkableFeatures())}}},
+      {"target",
+       json::Object{
+           {"device", "cpu"},
+           {"cpu", target.cpu},
+           {"features", json::Array(target.checkableFeatures())},
+           {"kernel_cpu", kernels.cpu},
+           {"kernel_features", json::Array(kernels.checkableFeatures())}}},
       {"limits", json::Object{{"batch", maxBatch},
                               {"seq", maxSeq},
                               {"vocab", spec.model.family == dsl::Family::GPT

@@ -8,20 +8,20 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/Constants.h"
-#include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
-#include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
 
 #include <set>
 
@@ -34,14 +34,16 @@ const llvm::Target *hostTarget(std::string &triple) {
   llvm::InitializeNativeTargetAsmPrinter();
   triple = llvm::sys::getDefaultTargetTriple();
   std::string error;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     llvm::errs() << "lapc: " << error << "\n";
   return target;
 }
 
 /// The subtarget of `cpu` with `features`, for its CPU list and features.
-std::unique_ptr<llvm::MCSubtargetInfo> subtarget(StringRef cpu, StringRef features) {
+std::unique_ptr<llvm::MCSubtargetInfo> subtarget(StringRef cpu,
+                                                 StringRef features) {
   std::string triple;
   const llvm::Target *target = hostTarget(triple);
   if (!target)
@@ -53,7 +55,8 @@ std::unique_ptr<llvm::MCSubtargetInfo> subtarget(StringRef cpu, StringRef featur
 /// Runs `program` with `args`; false (and a message) when it fails.
 bool run(StringRef program, ArrayRef<StringRef> args) {
   std::string error;
-  int rc = llvm::sys::ExecuteAndWait(program, args, std::nullopt, {}, 0, 0, &error);
+  int rc =
+      llvm::sys::ExecuteAndWait(program, args, std::nullopt, {}, 0, 0, &error);
   if (rc == 0)
     return true;
   llvm::errs() << "lapc: linking failed (" << program << " exit " << rc << ")"
@@ -92,7 +95,8 @@ std::optional<lap::CPUTarget> lap::CPUTarget::lookup(StringRef name) {
 std::vector<std::string> lap::CPUTarget::knownCPUs() {
   std::vector<std::string> names;
   if (auto sti = subtarget("", ""))
-    for (const llvm::SubtargetSubTypeKV &kv : sti->getAllProcessorDescriptions())
+    for (const llvm::SubtargetSubTypeKV &kv :
+         sti->getAllProcessorDescriptions())
       names.push_back(kv.Key);
   return names;
 }
@@ -123,7 +127,8 @@ lap::CPUTarget lap::CPUTarget::kernelBaseline() { return {LAP_KERNEL_CPU, ""}; }
 
 std::unique_ptr<llvm::Module>
 lap::translateToOptimizedLLVMIR(ModuleOp module, const std::string &manifest,
-                                const CPUTarget &target, llvm::LLVMContext &context) {
+                                const CPUTarget &target,
+                                llvm::LLVMContext &context) {
   registerBuiltinDialectTranslation(*module.getContext());
   registerLLVMDialectTranslation(*module.getContext());
   std::unique_ptr<llvm::Module> llvmModule =
@@ -174,21 +179,23 @@ LogicalResult lap::emitObject(llvm::Module &module, const CPUTarget &target,
   return success();
 }
 
-LogicalResult lap::linkModelLibrary(llvm::Module &module, const CPUTarget &target,
+LogicalResult lap::linkModelLibrary(llvm::Module &module,
+                                    const CPUTarget &target,
                                     const std::string &outputPath,
                                     const char *argv0) {
   std::string exe = llvm::sys::fs::getMainExecutable(
       argv0, reinterpret_cast<void *>(&lap::CPUTarget::knownCPUs));
-  llvm::SmallString<256> libDir(llvm::sys::path::parent_path(
-      llvm::sys::path::parent_path(exe)));
+  llvm::SmallString<256> libDir(
+      llvm::sys::path::parent_path(llvm::sys::path::parent_path(exe)));
   llvm::sys::path::append(libDir, "lib");
   llvm::SmallString<256> entry(libDir), kernels(libDir);
   llvm::sys::path::append(entry, "libLapModelEntry.a");
   llvm::sys::path::append(kernels, "libLapKernelsCPU.a");
   for (StringRef lib : {entry.str(), kernels.str()})
     if (!llvm::sys::fs::exists(lib)) {
-      llvm::errs() << "lapc: the runtime library " << lib
-                   << " is missing (build the project, or install lapc with its lib/)\n";
+      llvm::errs()
+          << "lapc: the runtime library " << lib
+          << " is missing (build the project, or install lapc with its lib/)\n";
       return failure();
     }
 
@@ -215,9 +222,9 @@ LogicalResult lap::linkModelLibrary(llvm::Module &module, const CPUTarget &targe
     return failure();
   }
   std::string versionScript = ("-Wl,--version-script=" + exports).str();
-  return success(run(*driver,
-                     {*driver, "-shared", "-fuse-ld=lld", "-o", outputPath, object,
-                      "-Wl,--whole-archive", entry, "-Wl,--no-whole-archive", kernels,
-                      "-ldnnl", "-lhwy", "-lgomp", "-Wl,-z,defs", "-Wl,--as-needed",
-                      versionScript}));
+  return success(run(*driver, {*driver, "-shared", "-fuse-ld=lld", "-o",
+                               outputPath, object, "-Wl,--whole-archive", entry,
+                               "-Wl,--no-whole-archive", kernels, "-ldnnl",
+                               "-lhwy", "-lgomp", "-Wl,-z,defs",
+                               "-Wl,--as-needed", versionScript}));
 }

@@ -60,7 +60,8 @@ mlir::LogicalResult emitObject(llvm::Module &module, const CPUTarget &target,
 
 /// Links `module` into the shared library `outputPath` with the runtime's
 /// libraries (found next to lapc: ../lib). Errors go to llvm::errs().
-mlir::LogicalResult linkModelLibrary(llvm::Module &module, const CPUTarget &target,
+mlir::LogicalResult linkModelLibrary(llvm::Module &module,
+                                     const CPUTarget &target,
                                      const std::string &outputPath,
                                      const char *argv0);
 

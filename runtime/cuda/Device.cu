@@ -20,7 +20,8 @@ std::vector<DeviceInfo> lap::cuda::visibleDevices(std::string *whyNone) {
     cudaDeviceProp prop;
     if (cudaGetDeviceProperties(&prop, i) != cudaSuccess)
       continue;
-    devices.push_back({i, prop.name, prop.major, prop.minor, prop.totalGlobalMem});
+    devices.push_back(
+        {i, prop.name, prop.major, prop.minor, prop.totalGlobalMem});
   }
   if (devices.empty() && whyNone)
     *whyNone = "no CUDA device is visible";

@@ -87,8 +87,8 @@ public:
 
   std::string description() const override {
     return std::to_string(size()) + " images " + std::to_string(channels_) +
-           "x" + std::to_string(height_) + "x" + std::to_string(width_) +
-           ", " + std::to_string(numClasses()) + " classes (" + source_ + ")";
+           "x" + std::to_string(height_) + "x" + std::to_string(width_) + ", " +
+           std::to_string(numClasses()) + " classes (" + source_ + ")";
   }
 
 private:
@@ -191,8 +191,8 @@ IdxFile readIdxFile(const std::string &path, int rank, const char *what) {
   for (int d = 0; d < rank; ++d) {
     uint32_t n = bigEndian(4 + 4 * size_t(d));
     if (n != 0 && payload > std::numeric_limits<uint64_t>::max() / 2 / n)
-      refuse(path, "dimensions too large for an IDX " + std::string(what) +
-                       " file");
+      refuse(path,
+             "dimensions too large for an IDX " + std::string(what) + " file");
     payload *= n;
     file.dims.push_back(n);
     shape += (d ? "x" : "") + std::to_string(n);
@@ -223,8 +223,9 @@ IdxFile readIdxFile(const std::string &path, int rank, const char *what) {
 
 } // namespace
 
-std::unique_ptr<ImageDataset> lap::data::readIdx(const std::string &imagesPath,
-                                                 const std::string &labelsPath) {
+std::unique_ptr<ImageDataset>
+lap::data::readIdx(const std::string &imagesPath,
+                   const std::string &labelsPath) {
   // Labels first: the small file, and a mismatch is found before the large.
   IdxFile labels = readIdxFile(labelsPath, 1, "labels");
   IdxFile images = readIdxFile(imagesPath, 3, "images");
@@ -273,7 +274,8 @@ std::vector<std::string> classNamesOrNumbers(const fs::path &path,
     refuse(path.string(), std::string("cannot open: ") + std::strerror(errno));
   std::vector<std::string> names;
   for (std::string line; std::getline(in, line);) {
-    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back())))
+    while (!line.empty() &&
+           std::isspace(static_cast<unsigned char>(line.back())))
       line.pop_back();
     if (!line.empty())
       names.push_back(line);
@@ -432,8 +434,8 @@ public:
   }
 
   std::string description() const override {
-    return std::to_string(size()) + " images, " +
-           std::to_string(numClasses()) + " classes (" + root_ + ")";
+    return std::to_string(size()) + " images, " + std::to_string(numClasses()) +
+           " classes (" + root_ + ")";
   }
 
 private:
@@ -457,8 +459,8 @@ lap::data::openImageFolder(const std::string &root) {
         return entry.is_directory(error);
       });
   if (classes.empty())
-    refuse(root, "no class directories (expected " + root +
-                     "/<class>/<image>)");
+    refuse(root,
+           "no class directories (expected " + root + "/<class>/<image>)");
   if (classes.size() > size_t(std::numeric_limits<int32_t>::max()))
     refuse(root, "too many class directories");
 

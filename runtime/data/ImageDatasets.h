@@ -37,26 +37,29 @@
 
 namespace lap::data {
 
-/// A labelled image data set. image(i) may be called from several threads at once.
+/// A labelled image data set. image(i) may be called from several threads at
+/// once.
 class ImageDataset {
 public:
   virtual ~ImageDataset() = default;
   virtual int64_t size() const = 0;
-  virtual int32_t label(int64_t i) const = 0;          ///< in [0, numClasses())
+  virtual int32_t label(int64_t i) const = 0; ///< in [0, numClasses())
   virtual int64_t numClasses() const = 0;
   virtual const std::vector<std::string> &classNames() const = 0;
-  virtual Image image(int64_t i) const = 0;            ///< decoded, pixels / 255
+  virtual Image image(int64_t i) const = 0; ///< decoded, pixels / 255
   /// e.g. "60000 images 1x28x28, 10 classes (train-images-idx3-ubyte.gz)"
   virtual std::string description() const = 0;
 };
 
 /// Reads an IDX images file (magic 0x00000803) and its labels file (magic
 /// 0x00000801), each gzip-compressed or raw.
-std::unique_ptr<ImageDataset> readIdx(const std::string &imagesPath, const std::string &labelsPath);
+std::unique_ptr<ImageDataset> readIdx(const std::string &imagesPath,
+                                      const std::string &labelsPath);
 
 /// Reads and concatenates CIFAR binary files: CIFAR-100 with fine labels
 /// when `cifar100Fine`, else CIFAR-10.
-std::unique_ptr<ImageDataset> readCifar(const std::vector<std::string> &paths, bool cifar100Fine);
+std::unique_ptr<ImageDataset> readCifar(const std::vector<std::string> &paths,
+                                        bool cifar100Fine);
 
 /// Lists root/<class>/<file>; images are decoded on demand.
 std::unique_ptr<ImageDataset> openImageFolder(const std::string &root);

@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <cstdio>
 
-#include <jpeglib.h>
 #include <jerror.h>
+#include <jpeglib.h>
 #include <png.h>
 
 #include <algorithm>
@@ -79,7 +79,8 @@ void jpegMessage(j_common_ptr cinfo, int level) {
 }
 
 struct JpegDecoder {
-  jpeg_decompress_struct cinfo{}; // zeroed, so destroying it before creation is a no-op
+  jpeg_decompress_struct
+      cinfo{}; // zeroed, so destroying it before creation is a no-op
   JpegErrors errors{};
 
   JpegDecoder() {
@@ -143,7 +144,9 @@ DecodedPixels cmykToRgb(const DecodedPixels &in, bool adobeInverted) {
   out.height = in.height;
   out.width = in.width;
   out.bytes.resize(size_t(in.height * in.width) * 3);
-  auto product = [](unsigned a, unsigned b) { return uint8_t((a * b + 127) / 255); };
+  auto product = [](unsigned a, unsigned b) {
+    return uint8_t((a * b + 127) / 255);
+  };
   for (size_t p = 0; p < size_t(in.height * in.width); ++p) {
     const uint8_t *cmyk = &in.bytes[4 * p];
     unsigned k = adobeInverted ? cmyk[3] : 255u - cmyk[3];
@@ -201,8 +204,8 @@ void pngRead(png_structp png, png_bytep out, size_t bytes) {
 bool runPng(PngDecoder &decoder, DecodedPixels &out) {
   if (setjmp(decoder.escape))
     return false;
-  decoder.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &decoder,
-                                       pngFail, pngWarn);
+  decoder.png =
+      png_create_read_struct(PNG_LIBPNG_VER_STRING, &decoder, pngFail, pngWarn);
   if (!decoder.png) {
     std::snprintf(decoder.message, sizeof decoder.message, "out of memory");
     return false;
@@ -261,7 +264,8 @@ Image decodePng(const std::string &path, const std::vector<uint8_t> &file) {
 
 } // namespace
 
-Image lap::data::decodeImage(const std::string &path, const std::vector<uint8_t> &file) {
+Image lap::data::decodeImage(const std::string &path,
+                             const std::vector<uint8_t> &file) {
   if (file.size() >= 8 && png_sig_cmp(file.data(), 0, 8) == 0)
     return decodePng(path, file);
   if (file.size() >= 2 && file[0] == 0xFF && file[1] == 0xD8)

@@ -47,12 +47,14 @@ std::vector<std::string> lap::data::readDocuments(const std::string &path) {
 }
 
 TextShards lap::data::writeTextShards(const std::vector<std::string> &documents,
-                                      const Tokenizer &tokenizer, double valFraction,
-                                      uint32_t vocab, const std::string &trainPath,
+                                      const Tokenizer &tokenizer,
+                                      double valFraction, uint32_t vocab,
+                                      const std::string &trainPath,
                                       const std::string &valPath) {
   if (tokenizer.vocabSize() > vocab)
-    throw std::runtime_error("the tokenizer has " + std::to_string(tokenizer.vocabSize()) +
-                             " tokens, the model's vocabulary " + std::to_string(vocab));
+    throw std::runtime_error(
+        "the tokenizer has " + std::to_string(tokenizer.vocabSize()) +
+        " tokens, the model's vocabulary " + std::to_string(vocab));
   std::vector<uint32_t> tokens;
   for (const std::string &doc : documents) {
     tokens.push_back(tokenizer.bosId());
@@ -62,5 +64,6 @@ TextShards lap::data::writeTextShards(const std::vector<std::string> &documents,
   auto [train, val] = lap::splitTokens(tokens, valFraction);
   lap::writeShard(trainPath, train, vocab);
   lap::writeShard(valPath, val, vocab);
-  return {int64_t(documents.size()), int64_t(train.size()), int64_t(val.size())};
+  return {int64_t(documents.size()), int64_t(train.size()),
+          int64_t(val.size())};
 }

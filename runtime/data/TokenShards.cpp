@@ -26,7 +26,8 @@ namespace {
   throw std::runtime_error(path + ": " + why);
 }
 
-[[noreturn]] void refuseErrno(const std::string &path, const std::string &what) {
+[[noreturn]] void refuseErrno(const std::string &path,
+                              const std::string &what) {
   refuse(path, what + ": " + std::strerror(errno));
 }
 
@@ -234,8 +235,8 @@ TokenShard::TokenShard(const std::string &path) : path_(path) {
     uint64_t want = count_ * tokenBytes(), have = size - kShardHeaderBytes;
     if (have != want)
       refuse(path, std::string(have < want ? "truncated" : "trailing bytes") +
-                       ": header says " + std::to_string(count_) +
-                       " tokens (" + std::to_string(want) + " bytes) but " +
+                       ": header says " + std::to_string(count_) + " tokens (" +
+                       std::to_string(want) + " bytes) but " +
                        std::to_string(have) + " bytes follow");
   } catch (...) {
     close();
@@ -253,7 +254,9 @@ void TokenShard::close() {
   tokens_ = nullptr;
 }
 
-TokenShard::TokenShard(TokenShard &&other) noexcept { *this = std::move(other); }
+TokenShard::TokenShard(TokenShard &&other) noexcept {
+  *this = std::move(other);
+}
 
 TokenShard &TokenShard::operator=(TokenShard &&other) noexcept {
   if (this != &other) {
@@ -275,8 +278,7 @@ void TokenShard::read(uint64_t begin, uint64_t count, uint32_t *out) const {
                       std::to_string(begin + count) + ") past the end (" +
                       std::to_string(count_) + " tokens)");
   if (version_ == 2) {
-    std::memcpy(out, static_cast<const uint32_t *>(tokens_) + begin,
-                count * 4);
+    std::memcpy(out, static_cast<const uint32_t *>(tokens_) + begin, count * 4);
     return;
   }
   const uint16_t *in = static_cast<const uint16_t *>(tokens_) + begin;
@@ -313,7 +315,8 @@ double lap::unigramEntropy(const std::vector<TokenShard> &shards) {
   double entropy = 0;
   for (uint64_t c : counts)
     if (c)
-      entropy -= double(c) / double(total) * std::log(double(c) / double(total));
+      entropy -=
+          double(c) / double(total) * std::log(double(c) / double(total));
   return entropy;
 }
 
@@ -367,8 +370,7 @@ uint64_t LmLoader::trainWindowStart(uint64_t position) const {
   return order(index) * static_cast<uint64_t>(opts_.seq);
 }
 
-void LmLoader::readStream(uint64_t begin, uint64_t count,
-                          uint32_t *out) const {
+void LmLoader::readStream(uint64_t begin, uint64_t count, uint32_t *out) const {
   // The last shard starting at or before `begin`; empty shards share their
   // successor's offset, so this one is non-empty while begin < total_.
   size_t s = std::upper_bound(shardBegin_.begin(), shardBegin_.end(), begin) -
@@ -397,10 +399,10 @@ void LmLoader::fill(LmBatch &out, const uint64_t *starts) const {
     readStream(starts[b], T + 1, window.data());
     for (size_t t = 0; t <= T; ++t)
       if (window[t] > uint32_t(std::numeric_limits<int32_t>::max()))
-        throw std::runtime_error(
-            "token " + std::to_string(window[t]) + " at stream offset " +
-            std::to_string(starts[b] + t) +
-            " does not fit the model ABI's int32 tokens");
+        throw std::runtime_error("token " + std::to_string(window[t]) +
+                                 " at stream offset " +
+                                 std::to_string(starts[b] + t) +
+                                 " does not fit the model ABI's int32 tokens");
     for (size_t t = 0; t < T; ++t) {
       out.inputs[b * T + t] = static_cast<int32_t>(window[t]);
       out.targets[b * T + t] = static_cast<int32_t>(window[t + 1]);

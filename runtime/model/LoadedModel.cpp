@@ -20,7 +20,8 @@ namespace {
   throw std::runtime_error(path + ": " + why);
 }
 
-template <typename F> F symbol(void *handle, const char *name, const std::string &path) {
+template <typename F>
+F symbol(void *handle, const char *name, const std::string &path) {
   void *p = dlsym(handle, name);
   if (!p)
     refuse(path, std::string("not a lap model library (no '") + name +
@@ -51,7 +52,8 @@ void checkElf(const std::string &path, uint64_t size) {
     Elf64_Phdr segment{};
     in.seekg(header.e_phoff + uint64_t(i) * header.e_phentsize);
     if (!in.read(reinterpret_cast<char *>(&segment), sizeof segment) ||
-        (segment.p_type == PT_LOAD && !covers(segment.p_offset, segment.p_filesz)))
+        (segment.p_type == PT_LOAD &&
+         !covers(segment.p_offset, segment.p_filesz)))
       refuse(path, "not a loadable shared library (truncated: " +
                        std::to_string(size) + " bytes)");
   }
@@ -59,7 +61,8 @@ void checkElf(const std::string &path, uint64_t size) {
 
 std::string missingOf(const nlohmann::json &features) {
   std::string list;
-  for (const std::string &f : platform::missingFeatures(features.get<std::vector<std::string>>()))
+  for (const std::string &f :
+       platform::missingFeatures(features.get<std::vector<std::string>>()))
     list += (list.empty() ? "" : " ") + f;
   return list;
 }
@@ -68,16 +71,20 @@ std::string missingOf(const nlohmann::json &features) {
 /// any of that code runs: it would die with SIGILL.
 void checkCpu(const std::string &path, const nlohmann::json &target) {
   const std::string here = "this CPU (" + platform::cpuModelName() + ")";
-  if (std::string missing = missingOf(target.at("kernel_features")); !missing.empty())
+  if (std::string missing = missingOf(target.at("kernel_features"));
+      !missing.empty())
     refuse(path, "lap's kernels need a CPU like '" +
-                     target.at("kernel_cpu").get<std::string>() + "', and " + here +
-                     " lacks: " + missing);
+                     target.at("kernel_cpu").get<std::string>() + "', and " +
+                     here + " lacks: " + missing);
   if (std::string missing = missingOf(target.at("features")); !missing.empty())
-    refuse(path, "compiled for the CPU '" + target.at("cpu").get<std::string>() +
-                     "', whose features " + here + " lacks: " + missing +
-                     "; recompile it here with `lapc SPEC -o model.so`, or with `lapc "
-                     "SPEC --cpu=" + target.at("kernel_cpu").get<std::string>() +
-                     " -o model.so` for a library that runs on every CPU lap runs on");
+    refuse(
+        path,
+        "compiled for the CPU '" + target.at("cpu").get<std::string>() +
+            "', whose features " + here + " lacks: " + missing +
+            "; recompile it here with `lapc SPEC -o model.so`, or with `lapc "
+            "SPEC --cpu=" +
+            target.at("kernel_cpu").get<std::string>() +
+            " -o model.so` for a library that runs on every CPU lap runs on");
 }
 
 } // namespace
@@ -103,23 +110,31 @@ LoadedModel::LoadedModel(const std::string &path) : path_(path) {
                        ", this lapc-run speaks version " +
                        std::to_string(LAP_MODEL_ABI_VERSION) +
                        "; recompile it with this lapc");
-    auto manifest = symbol<decltype(&lap_model_manifest)>(handle_, "lap_model_manifest", path);
+    auto manifest = symbol<decltype(&lap_model_manifest)>(
+        handle_, "lap_model_manifest", path);
     init_ = symbol<decltype(init_)>(handle_, "lap_model_init_params", path);
     forward_ = symbol<decltype(forward_)>(handle_, "lap_model_forward", path);
-    trainStep_ = symbol<decltype(trainStep_)>(handle_, "lap_model_train_step", path);
-    features_ = symbol<decltype(features_)>(handle_, "lap_model_features", path);
+    trainStep_ =
+        symbol<decltype(trainStep_)>(handle_, "lap_model_train_step", path);
+    features_ =
+        symbol<decltype(features_)>(handle_, "lap_model_features", path);
     decode_ = symbol<decltype(decode_)>(handle_, "lap_model_decode", path);
-    lastError_ = symbol<decltype(lastError_)>(handle_, "lap_model_last_error", path);
-    kernelIsa_ = symbol<decltype(kernelIsa_)>(handle_, "lap_model_kernel_isa", path);
-    kernelIsas_ = symbol<decltype(kernelIsas_)>(handle_, "lap_model_kernel_isas", path);
-    manifest_ = nlohmann::json::parse(manifest(), nullptr, /*allow_exceptions=*/false);
+    lastError_ =
+        symbol<decltype(lastError_)>(handle_, "lap_model_last_error", path);
+    kernelIsa_ =
+        symbol<decltype(kernelIsa_)>(handle_, "lap_model_kernel_isa", path);
+    kernelIsas_ =
+        symbol<decltype(kernelIsas_)>(handle_, "lap_model_kernel_isas", path);
+    manifest_ =
+        nlohmann::json::parse(manifest(), nullptr, /*allow_exceptions=*/false);
     if (manifest_.is_discarded())
       refuse(path, "its manifest is not valid JSON");
     checkCpu(path, manifest_.at("target"));
     for (auto &p : manifest_.at("parameters").at("tensors"))
-      parameters_.push_back({p.at("name"), p.at("shape").get<std::vector<int64_t>>(),
-                             p.at("offset"), p.at("elements"),
-                             p.at("init").at("kind"), p.at("init").at("value")});
+      parameters_.push_back(
+          {p.at("name"), p.at("shape").get<std::vector<int64_t>>(),
+           p.at("offset"), p.at("elements"), p.at("init").at("kind"),
+           p.at("init").at("value")});
     parameterElements_ = manifest_.at("parameters").at("elements");
     workspaceBytes_ = manifest_.at("memory").at("workspace_bytes");
   } catch (const nlohmann::json::exception &e) {
@@ -140,7 +155,8 @@ AlignedBuffer::AlignedBuffer(size_t n) : bytes(n) {
   size_t rounded = (n + 63) / 64 * 64;
   data = std::aligned_alloc(64, rounded ? rounded : 64);
   if (!data)
-    throw std::runtime_error("out of memory allocating " + std::to_string(n) + " bytes");
+    throw std::runtime_error("out of memory allocating " + std::to_string(n) +
+                             " bytes");
   std::memset(data, 0, rounded ? rounded : 64);
 }
 

@@ -59,14 +59,15 @@ public:
                        float *loss) const {
     return trainStep_(params, grads, batch, seed, workspace, loss);
   }
-  lap_status features(const float *params, const lap_batch *batch, void *workspace,
-                      float *out) const {
+  lap_status features(const float *params, const lap_batch *batch,
+                      void *workspace, float *out) const {
     return features_(params, batch, workspace, out);
   }
   lap_status decode(const float *params, const int32_t *tokens, int64_t batch,
                     int64_t count, int64_t first, float *cache, void *workspace,
                     float *logits) const {
-    return decode_(params, tokens, batch, count, first, cache, workspace, logits);
+    return decode_(params, tokens, batch, count, first, cache, workspace,
+                   logits);
   }
   std::string lastError() const { return lastError_(); }
   /// The instruction set the kernels run with here, and those this CPU

@@ -74,7 +74,8 @@ struct Model {
     width = m["features"]["width"];
     if (auto &d = m["decode"]; !d.is_null()) {
       decodeLayers = d["layers"];
-      cacheFloats = int64_t(d["capacity"]) * int64_t(d["kv_heads"]) * int64_t(d["head_dim"]);
+      cacheFloats = int64_t(d["capacity"]) * int64_t(d["kv_heads"]) *
+                    int64_t(d["head_dim"]);
     }
     for (auto &p : m["parameters"]["tensors"]) {
       lap::model::ParameterSpec spec;
@@ -91,16 +92,18 @@ struct Model {
                       int64_t seq, int32_t lowest) const {
     for (int64_t j = 0; j < rows * seq; ++j)
       if (ids[j] < lowest || ids[j] >= vocab)
-        return fail("batch tensor '" + name + "' holds " + std::to_string(ids[j]) +
-                    " at [" + std::to_string(j / seq) + ", " + std::to_string(j % seq) +
-                    "], outside the vocabulary 0.." + std::to_string(vocab - 1));
+        return fail(
+            "batch tensor '" + name + "' holds " + std::to_string(ids[j]) +
+            " at [" + std::to_string(j / seq) + ", " + std::to_string(j % seq) +
+            "], outside the vocabulary 0.." + std::to_string(vocab - 1));
     return LAP_OK;
   }
 
   lap_status checkBatchSize(int64_t batch) const {
     if (batch < 1 || batch > maxBatch)
       return fail("batch size " + std::to_string(batch) +
-                  " is outside the compiled range 1.." + std::to_string(maxBatch) +
+                  " is outside the compiled range 1.." +
+                  std::to_string(maxBatch) +
                   " (lapc --max-batch sets the maximum)");
     return LAP_OK;
   }
@@ -119,13 +122,15 @@ struct Model {
       return fail("the batch is null");
     if (b->count != int32_t(batchNames.size()))
       return fail("the batch has " + std::to_string(b->count) +
-                  " tensors; this model takes " + std::to_string(batchNames.size()));
+                  " tensors; this model takes " +
+                  std::to_string(batchNames.size()));
     if (lap_status s = checkBatchSize(b->batch))
       return s;
     seq = fixedSeq ? maxSeq : b->seq;
     if (!fixedSeq && (seq < 1 || seq > maxSeq))
       return fail("sequence length " + std::to_string(seq) +
-                  " is outside the compiled range 1.." + std::to_string(maxSeq) +
+                  " is outside the compiled range 1.." +
+                  std::to_string(maxSeq) +
                   " (lapc --max-seq sets the maximum)");
     for (size_t i = 0; i < batchNames.size(); ++i) {
       if (!b->tensors[i])
@@ -133,8 +138,9 @@ struct Model {
       if (!batchIsIndex[i] || vocab == 0)
         continue;
       // Tokens index the embedding; targets may also be -1 (ignored).
-      if (lap_status s = checkIds(batchNames[i], static_cast<const int32_t *>(b->tensors[i]),
-                                  b->batch, seq, batchNames[i] == "targets" ? -1 : 0))
+      if (lap_status s = checkIds(
+              batchNames[i], static_cast<const int32_t *>(b->tensors[i]),
+              b->batch, seq, batchNames[i] == "targets" ? -1 : 0))
         return s;
     }
     return LAP_OK;
@@ -178,7 +184,8 @@ lap_status lap_model_forward(const float *params, const lap_batch *batch,
   if (!params || !workspace || !out_loss || !out_logits)
     return fail("params, workspace, out_loss and out_logits must not be null");
   void *outputs[] = {out_loss, out_logits};
-  lap_gen_forward(params, batch->tensors, outputs, workspace, batch->batch, seq, 0, 0);
+  lap_gen_forward(params, batch->tensors, outputs, workspace, batch->batch, seq,
+                  0, 0);
   return LAP_OK;
 }
 
@@ -210,8 +217,8 @@ lap_status lap_model_features(const float *params, const lap_batch *batch,
   std::vector<void *> outputs;
   for (int64_t l = 0; l < m.featureLayers; ++l)
     outputs.push_back(out_features + l * batch->batch * seq * m.width);
-  lap_gen_features(params, batch->tensors, outputs.data(), workspace, batch->batch, seq, 0,
-                   0);
+  lap_gen_features(params, batch->tensors, outputs.data(), workspace,
+                   batch->batch, seq, 0, 0);
   return LAP_OK;
 }
 
@@ -220,17 +227,20 @@ lap_status lap_model_decode(const float *params, const int32_t *tokens,
                             float *cache, void *workspace, float *out_logits) {
   const Model &m = model();
   if (!lap_gen_decode || m.decodeLayers == 0)
-    return fail("this model has no decode function (only language models decode)");
+    return fail(
+        "this model has no decode function (only language models decode)");
   if (lap_status s = Model::checkKernels())
     return s;
   if (!params || !tokens || !cache || !workspace || !out_logits)
-    return fail("params, tokens, cache, workspace and out_logits must not be null");
+    return fail(
+        "params, tokens, cache, workspace and out_logits must not be null");
   if (lap_status s = m.checkBatchSize(batch))
     return s;
   if (count < 1 || first < 0 || count > m.maxSeq - first)
     return fail("tokens at positions " + std::to_string(first) + ".." +
-                std::to_string(first + count - 1) + " do not fit the cache of " +
-                std::to_string(m.maxSeq) + " positions (lapc --max-seq sets it)");
+                std::to_string(first + count - 1) +
+                " do not fit the cache of " + std::to_string(m.maxSeq) +
+                " positions (lapc --max-seq sets it)");
   if (lap_status s = m.checkIds("tokens", tokens, batch, count, 0))
     return s;
   // tokens, then each layer's key and value caches.
@@ -238,7 +248,8 @@ lap_status lap_model_decode(const float *params, const int32_t *tokens,
   for (int64_t i = 0; i < 2 * m.decodeLayers; ++i)
     inputs.push_back(cache + i * batch * m.cacheFloats);
   void *outputs[] = {out_logits};
-  lap_gen_decode(params, inputs.data(), outputs, workspace, batch, count, 0, first);
+  lap_gen_decode(params, inputs.data(), outputs, workspace, batch, count, 0,
+                 first);
   return LAP_OK;
 }
 

@@ -18,7 +18,8 @@ double uniform(uint64_t bits) { return ((bits >> 11) + 0.5) * 0x1p-53; }
 
 /// A standard normal for counter `i` of stream `stream` (Box-Muller).
 double normal(uint64_t stream, uint64_t i) {
-  double u1 = uniform(splitMix(stream + 2 * i)), u2 = uniform(splitMix(stream + 2 * i + 1));
+  double u1 = uniform(splitMix(stream + 2 * i)),
+         u2 = uniform(splitMix(stream + 2 * i + 1));
   return std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
 }
 
@@ -58,7 +59,8 @@ void lap::model::initParameter(float *params, const ParameterSpec &p,
       break;
     }
     case InitKind::Uniform:
-      v = p.value * std::sqrt(3.0) * (2 * uniform(splitMix(stream + uint64_t(i))) - 1);
+      v = p.value * std::sqrt(3.0) *
+          (2 * uniform(splitMix(stream + uint64_t(i))) - 1);
       break;
     }
     out[i] = float(v);

@@ -6,15 +6,16 @@
 
 using namespace lap;
 
-int64_t lap::elementsAt(const std::vector<int64_t> &shape, int64_t batch, int64_t seq) {
+int64_t lap::elementsAt(const std::vector<int64_t> &shape, int64_t batch,
+                        int64_t seq) {
   int64_t n = 1;
   for (size_t i = 0; i < shape.size(); ++i)
     n *= shape[i] >= 0 ? shape[i] : i == 0 ? batch : seq;
   return n;
 }
 
-RandomBatch::RandomBatch(const nlohmann::json &manifest, int64_t batch, int64_t seq,
-                         uint64_t seed) {
+RandomBatch::RandomBatch(const nlohmann::json &manifest, int64_t batch,
+                         int64_t seq, uint64_t seed) {
   std::mt19937_64 rng(seed);
   int64_t vocab = manifest["limits"]["vocab"];
   for (auto &t : manifest["batch"]) {

@@ -17,11 +17,13 @@ namespace lap {
 
 /// Elements of a manifest shape at a run-time batch and sequence length
 /// (-1 marks them: dimension 0 the batch, dimension 1 the sequence).
-int64_t elementsAt(const std::vector<int64_t> &shape, int64_t batch, int64_t seq);
+int64_t elementsAt(const std::vector<int64_t> &shape, int64_t batch,
+                   int64_t seq);
 
 /// One random batch in manifest "batch" order.
 struct RandomBatch {
-  RandomBatch(const nlohmann::json &manifest, int64_t batch, int64_t seq, uint64_t seed);
+  RandomBatch(const nlohmann::json &manifest, int64_t batch, int64_t seq,
+              uint64_t seed);
   int64_t bytes() const;
 
   std::vector<std::unique_ptr<AlignedBuffer>> buffers;

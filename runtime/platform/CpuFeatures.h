@@ -29,7 +29,8 @@ bool hostHasFeature(const std::string &feature);
 std::vector<std::string> hostFeatures();
 
 /// Those of `required` the running CPU lacks, unknown ones included.
-std::vector<std::string> missingFeatures(const std::vector<std::string> &required);
+std::vector<std::string>
+missingFeatures(const std::vector<std::string> &required);
 
 /// The CPU's name as it gives it ("AMD EPYC 9R14 96-Core Processor"), or
 /// "unknown".

@@ -11,14 +11,16 @@ namespace {
 
 /// A generator for stream `stream` of `seed`, independent of the others.
 std::mt19937_64 generator(uint64_t seed, uint64_t stream, uint64_t slot) {
-  std::seed_seq seq{uint32_t(seed), uint32_t(seed >> 32), uint32_t(stream),
-                    uint32_t(stream >> 32), uint32_t(slot), uint32_t(slot >> 32)};
+  std::seed_seq seq{uint32_t(seed),   uint32_t(seed >> 32),
+                    uint32_t(stream), uint32_t(stream >> 32),
+                    uint32_t(slot),   uint32_t(slot >> 32)};
   return std::mt19937_64(seq);
 }
 
 /// torchvision's RandomCrop(size, padding): zero padding, then a uniform
 /// window.
-data::Image randomCrop(const data::Image &in, int64_t size, int64_t pad, std::mt19937_64 &rng) {
+data::Image randomCrop(const data::Image &in, int64_t size, int64_t pad,
+                       std::mt19937_64 &rng) {
   int64_t y0 = data::uniformIndex(rng, in.height + 2 * pad - size + 1);
   int64_t x0 = data::uniformIndex(rng, in.width + 2 * pad - size + 1);
   data::Image out(in.channels, size, size);
@@ -49,13 +51,15 @@ data::Image toChannels(data::Image in, int64_t channels) {
     in.channels = 1;
     return in;
   }
-  throw std::runtime_error("cannot turn an image of " + std::to_string(in.channels) +
-                           " channels into " + std::to_string(channels));
+  throw std::runtime_error("cannot turn an image of " +
+                           std::to_string(in.channels) + " channels into " +
+                           std::to_string(channels));
 }
 
 } // namespace
 
-void defaultNormalization(int64_t channels, std::vector<float> &mean, std::vector<float> &std) {
+void defaultNormalization(int64_t channels, std::vector<float> &mean,
+                          std::vector<float> &std) {
   if (channels == 3) {
     mean = {0.485f, 0.456f, 0.406f};
     std = {0.229f, 0.224f, 0.225f};
@@ -65,16 +69,20 @@ void defaultNormalization(int64_t channels, std::vector<float> &mean, std::vecto
   }
 }
 
-data::Image ImageTransform::operator()(const data::Image &image, std::mt19937_64 &rng) const {
+data::Image ImageTransform::operator()(const data::Image &image,
+                                       std::mt19937_64 &rng) const {
   data::Image x;
   bool sized = image.height == size && image.width == size;
   if (!augment || augment->crop == dsl::Crop::None)
-    x = sized ? image : data::centerCrop(data::resizeShorter(image, size), size);
+    x = sized ? image
+              : data::centerCrop(data::resizeShorter(image, size), size);
   else if (augment->crop == dsl::Crop::RandomResized)
-    x = data::randomResizedCrop(image, size, rng, augment->scaleMin, augment->scaleMax,
-                                augment->ratioMin, augment->ratioMax);
+    x = data::randomResizedCrop(image, size, rng, augment->scaleMin,
+                                augment->scaleMax, augment->ratioMin,
+                                augment->ratioMax);
   else // DeiT-3's simple random crop: resize, then a padded random crop
-    x = randomCrop(sized ? image : data::resizeShorter(image, size), size, size / 8, rng);
+    x = randomCrop(sized ? image : data::resizeShorter(image, size), size,
+                   size / 8, rng);
   if (augment) {
     if (augment->hflip > 0 && data::uniform(rng, 0, 1) < augment->hflip)
       data::horizontalFlip(x);
@@ -90,15 +98,18 @@ data::Image ImageTransform::operator()(const data::Image &image, std::mt19937_64
   return x;
 }
 
-ImageLoader::ImageLoader(const data::ImageDataset &set, ImageTransform transform,
-                         data::MixConfig mix, int64_t batch, int64_t classes, uint64_t seed,
+ImageLoader::ImageLoader(const data::ImageDataset &set,
+                         ImageTransform transform, data::MixConfig mix,
+                         int64_t batch, int64_t classes, uint64_t seed,
                          int64_t workers)
-    : set(set), transform(std::move(transform)), mix(mix), batch(batch), classes(classes),
-      seed(seed), workers(std::clamp<int64_t>(workers, 1, kMaxWorkers)) {
+    : set(set), transform(std::move(transform)), mix(mix), batch(batch),
+      classes(classes), seed(seed),
+      workers(std::clamp<int64_t>(workers, 1, kMaxWorkers)) {
   if (batch < 1)
     throw std::runtime_error("the image batch size must be positive");
   if (batchesPerEpoch() < 1)
-    throw std::runtime_error(set.description() + ": fewer images than one batch of " +
+    throw std::runtime_error(set.description() +
+                             ": fewer images than one batch of " +
                              std::to_string(batch));
   start();
 }
@@ -131,7 +142,8 @@ void ImageLoader::seek(uint64_t position) {
   start();
 }
 
-std::vector<int64_t> ImageLoader::samplesOf(uint64_t epoch, uint64_t index) const {
+std::vector<int64_t> ImageLoader::samplesOf(uint64_t epoch,
+                                            uint64_t index) const {
   uint64_t n = uint64_t(set.size());
   std::lock_guard<std::mutex> lock(orderMutex);
   std::vector<uint64_t> &order = orders[epoch];
@@ -149,7 +161,8 @@ std::vector<int64_t> ImageLoader::samplesOf(uint64_t epoch, uint64_t index) cons
     samples[size_t(i)] = int64_t(order[index * uint64_t(batch) + uint64_t(i)]);
   // Keep two epochs: the oldest other one goes.
   if (orders.size() > 2)
-    orders.erase(orders.begin()->first == epoch ? std::next(orders.begin()) : orders.begin());
+    orders.erase(orders.begin()->first == epoch ? std::next(orders.begin())
+                                                : orders.begin());
   return samples;
 }
 
@@ -171,8 +184,9 @@ ImageBatch ImageLoader::make(uint64_t index) const {
     b.labels[size_t(i)] = set.label(samples[size_t(i)]);
   }
   std::mt19937_64 rng = generator(seed, index, uint64_t(batch));
-  data::mixBatch(b.images.data(), batch, transform.channels, transform.size, transform.size,
-                 b.labels.data(), classes, b.targets.data(), mix, rng);
+  data::mixBatch(b.images.data(), batch, transform.channels, transform.size,
+                 transform.size, b.labels.data(), classes, b.targets.data(),
+                 mix, rng);
   return b;
 }
 
@@ -182,9 +196,8 @@ void ImageLoader::work() {
     uint64_t index;
     {
       std::unique_lock<std::mutex> lock(mutex);
-      changed.wait(lock, [&] {
-        return stopping || nextToMake < nextBatch + depth;
-      });
+      changed.wait(lock,
+                   [&] { return stopping || nextToMake < nextBatch + depth; });
       if (stopping)
         return;
       index = nextToMake++;

@@ -49,7 +49,8 @@ struct ImageTransform {
 
 /// The normalisation for `channels`: ImageNet's mean and std for colour,
 /// 0.5 and 0.5 for a single channel.
-void defaultNormalization(int64_t channels, std::vector<float> &mean, std::vector<float> &std);
+void defaultNormalization(int64_t channels, std::vector<float> &mean,
+                          std::vector<float> &std);
 
 class ImageLoader {
 public:
@@ -59,8 +60,9 @@ public:
   /// Batches of `batch` images of `set` under `transform`, with `mix` over
   /// each batch; `workers` threads (1 to kMaxWorkers), each preparing one
   /// batch ahead.
-  ImageLoader(const data::ImageDataset &set, ImageTransform transform, data::MixConfig mix,
-              int64_t batch, int64_t classes, uint64_t seed, int64_t workers);
+  ImageLoader(const data::ImageDataset &set, ImageTransform transform,
+              data::MixConfig mix, int64_t batch, int64_t classes,
+              uint64_t seed, int64_t workers);
   ~ImageLoader();
   ImageLoader(const ImageLoader &) = delete;
   ImageLoader &operator=(const ImageLoader &) = delete;
@@ -91,9 +93,9 @@ private:
   mutable std::map<uint64_t, std::vector<uint64_t>> orders;
   mutable std::mutex orderMutex;
 
-  uint64_t served = 0;      ///< images handed out
-  uint64_t nextBatch = 0;   ///< next batch index to hand out
-  uint64_t nextToMake = 0;  ///< next batch index a worker claims
+  uint64_t served = 0;     ///< images handed out
+  uint64_t nextBatch = 0;  ///< next batch index to hand out
+  uint64_t nextToMake = 0; ///< next batch index a worker claims
   std::deque<std::pair<uint64_t, ImageBatch>> ready;
   std::mutex mutex;
   std::condition_variable changed;

@@ -23,35 +23,40 @@ std::string idxFile(const std::string &prefix, const std::string &kind) {
     return name + ".gz";
   if (fs::exists(name))
     return name;
-  throw std::runtime_error(name + "[.gz]: no such file (format: idx takes the path prefix, "
-                                  "e.g. /usr/share/datasets/fashion-mnist/train)");
+  throw std::runtime_error(
+      name + "[.gz]: no such file (format: idx takes the path prefix, "
+             "e.g. /usr/share/datasets/fashion-mnist/train)");
 }
 
 /// The CIFAR batch files of `path`: the file itself, or the directory's
 /// files named like the split (data_batch_* / train.bin for training).
-std::vector<std::string> cifarFiles(const std::string &path, bool train, bool cifar100) {
+std::vector<std::string> cifarFiles(const std::string &path, bool train,
+                                    bool cifar100) {
   if (!fs::is_directory(path))
     return {path};
   std::vector<std::string> files;
   for (const auto &entry : fs::directory_iterator(path)) {
     std::string name = entry.path().filename().string();
     bool match = cifar100 ? name == (train ? "train.bin" : "test.bin")
-                          : (train ? name.rfind("data_batch_", 0) == 0 : name == "test_batch.bin");
+                          : (train ? name.rfind("data_batch_", 0) == 0
+                                   : name == "test_batch.bin");
     if (match)
       files.push_back(entry.path().string());
   }
   if (files.empty())
-    throw std::runtime_error(path + ": no CIFAR " + (train ? "training" : "test") +
+    throw std::runtime_error(path + ": no CIFAR " +
+                             (train ? "training" : "test") +
                              " batches in this directory");
   std::sort(files.begin(), files.end());
   return files;
 }
 
-std::unique_ptr<data::ImageDataset> openSplit(const dsl::DataSpec &data, const std::string &path,
-                                              bool train) {
+std::unique_ptr<data::ImageDataset>
+openSplit(const dsl::DataSpec &data, const std::string &path, bool train) {
   switch (data.format) {
   case dsl::DataFormat::IDX:
-    return data::readIdx(idxFile(path, "images-idx3"), idxFile(path, "labels-idx1"));
+    return data::readIdx(idxFile(path, "images-idx3"),
+                         idxFile(path, "labels-idx1"));
   case dsl::DataFormat::CIFAR10:
     return data::readCifar(cifarFiles(path, train, false), false);
   case dsl::DataFormat::CIFAR100:
@@ -59,8 +64,9 @@ std::unique_ptr<data::ImageDataset> openSplit(const dsl::DataSpec &data, const s
   case dsl::DataFormat::ImageFolder:
     return data::openImageFolder(path);
   default:
-    throw std::runtime_error("the supervised regime reads idx, cifar10, cifar100 or "
-                             "imagefolder data");
+    throw std::runtime_error(
+        "the supervised regime reads idx, cifar10, cifar100 or "
+        "imagefolder data");
   }
 }
 
@@ -74,8 +80,10 @@ ImageSplits openImageSplits(const dsl::DataSpec &data) {
   return splits;
 }
 
-std::unique_ptr<data::ImageDataset> openAnalysisSplit(const dsl::DataSpec &data) {
-  return data.val.empty() ? openSplit(data, data.train, true) : openSplit(data, data.val, false);
+std::unique_ptr<data::ImageDataset>
+openAnalysisSplit(const dsl::DataSpec &data) {
+  return data.val.empty() ? openSplit(data, data.train, true)
+                          : openSplit(data, data.val, false);
 }
 
 ImageTransform evaluationTransform(const dsl::ModelSpec &model) {
@@ -107,15 +115,18 @@ void loadImages(const data::ImageDataset &set, const ImageTransform &transform,
 }
 
 nlohmann::json evaluateImages(const LoadedModel &model, const float *params,
-                              AlignedBuffer &workspace, const data::ImageDataset &set,
-                              const ImageTransform &transform, int64_t batch, int64_t limit) {
+                              AlignedBuffer &workspace,
+                              const data::ImageDataset &set,
+                              const ImageTransform &transform, int64_t batch,
+                              int64_t limit) {
   // Targets and logits have the model's classes (the data may have fewer).
-  const int64_t classes = model.manifest()["outputs"][1]["shape"].back().get<int64_t>();
+  const int64_t classes =
+      model.manifest()["outputs"][1]["shape"].back().get<int64_t>();
   const int64_t pixels = transform.channels * transform.size * transform.size;
   const std::vector<int64_t> chosen = evaluationImages(set.size(), limit);
   const int64_t total = int64_t(chosen.size());
-  std::vector<float> images(size_t(batch * pixels)), targets(size_t(batch * classes)),
-      logits(size_t(batch * classes));
+  std::vector<float> images(size_t(batch * pixels)),
+      targets(size_t(batch * classes)), logits(size_t(batch * classes));
   int64_t top1 = 0, top5 = 0;
   double nats = 0;
   for (int64_t begin = 0; begin < total; begin += batch) {
@@ -128,7 +139,8 @@ nlohmann::json evaluateImages(const LoadedModel &model, const float *params,
     const void *tensors[] = {images.data(), targets.data()};
     lap_batch view{n, 0, 2, tensors};
     float loss = 0;
-    if (model.forward(params, &view, workspace.data, &loss, logits.data()) != LAP_OK)
+    if (model.forward(params, &view, workspace.data, &loss, logits.data()) !=
+        LAP_OK)
       throw std::runtime_error(model.path() + ": " + model.lastError());
     nats += double(loss) * double(n);
     for (int64_t i = 0; i < n; ++i) {
@@ -152,16 +164,17 @@ nlohmann::json evaluateImages(const LoadedModel &model, const float *params,
           {"val_loss", nats / double(total)}};
 }
 
-ImageRegime::ImageRegime(const dsl::Spec &spec, const LoadedModel &model, const float *params,
-                         AlignedBuffer &workspace, int64_t batch, uint64_t seed, std::FILE *log)
-    : spec(spec), model(model), params(params), workspace(workspace), batch(batch),
-      splits(openImageSplits(spec.train.data)) {
+ImageRegime::ImageRegime(const dsl::Spec &spec, const LoadedModel &model,
+                         const float *params, AlignedBuffer &workspace,
+                         int64_t batch, uint64_t seed, std::FILE *log)
+    : spec(spec), model(model), params(params), workspace(workspace),
+      batch(batch), splits(openImageSplits(spec.train.data)) {
   const dsl::ModelSpec &m = spec.model;
   for (const auto *set : {splits.train.get(), splits.val.get()})
     if (set && set->numClasses() > m.classes)
-      throw std::runtime_error(fmt::format("{}: {} classes, but model '{}' has {}",
-                                           set->description(), set->numClasses(), spec.name,
-                                           m.classes));
+      throw std::runtime_error(fmt::format(
+          "{}: {} classes, but model '{}' has {}", set->description(),
+          set->numClasses(), spec.name, m.classes));
   fmt::print(log, "data: train {}\n", splits.train->description());
   if (splits.val)
     fmt::print(log, "data: test  {}\n", splits.val->description());
@@ -177,11 +190,12 @@ ImageRegime::ImageRegime(const dsl::Spec &spec, const LoadedModel &model, const 
   mix.switchProb = a.switchProb;
   mix.prob = a.mixProb;
   mix.labelSmoothing = spec.train.labelSmoothing;
-  int64_t workers = spec.train.data.workers > 0
-                        ? spec.train.data.workers
-                        : std::max<int64_t>(1, std::thread::hardware_concurrency());
-  loader = std::make_unique<ImageLoader>(*splits.train, train, mix, batch, m.classes, seed,
-                                         workers);
+  int64_t workers =
+      spec.train.data.workers > 0
+          ? spec.train.data.workers
+          : std::max<int64_t>(1, std::thread::hardware_concurrency());
+  loader = std::make_unique<ImageLoader>(*splits.train, train, mix, batch,
+                                         m.classes, seed, workers);
 }
 
 int64_t ImageRegime::stepsPerEpoch(int64_t accumulation) const {
@@ -205,9 +219,11 @@ Regime ImageRegime::regime() {
 
 nlohmann::json ImageRegime::evaluate(int64_t batches) {
   if (!splits.val)
-    throw std::runtime_error("the spec names no test split (data.val) to evaluate on");
-  return evaluateImages(model, params, workspace, *splits.val, evaluationTransform(spec.model),
-                        batch, batches * batch);
+    throw std::runtime_error(
+        "the spec names no test split (data.val) to evaluate on");
+  return evaluateImages(model, params, workspace, *splits.val,
+                        evaluationTransform(spec.model), batch,
+                        batches * batch);
 }
 
 } // namespace lap::train

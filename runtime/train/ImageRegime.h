@@ -20,17 +20,18 @@
 namespace lap::train {
 
 /// The train and test splits the spec's `data` names: `format: idx` takes
-/// path prefixes (PREFIX-images-idx3-ubyte[.gz], PREFIX-labels-idx1-ubyte[.gz]),
-/// `cifar10`/`cifar100` the binary batch files or their directory, and
-/// `imagefolder` the root of class directories. `val` may be empty (then
-/// the test split is null).
+/// path prefixes (PREFIX-images-idx3-ubyte[.gz],
+/// PREFIX-labels-idx1-ubyte[.gz]), `cifar10`/`cifar100` the binary batch files
+/// or their directory, and `imagefolder` the root of class directories. `val`
+/// may be empty (then the test split is null).
 struct ImageSplits {
   std::unique_ptr<data::ImageDataset> train, val;
 };
 ImageSplits openImageSplits(const dsl::DataSpec &data);
 /// The test split alone, or the training split when there is none (what
 /// an analysis reads, without loading the other).
-std::unique_ptr<data::ImageDataset> openAnalysisSplit(const dsl::DataSpec &data);
+std::unique_ptr<data::ImageDataset>
+openAnalysisSplit(const dsl::DataSpec &data);
 
 /// The evaluation transform of a model: resize and centre crop to its
 /// image size, its channels, the default normalisation.
@@ -51,15 +52,18 @@ void loadImages(const data::ImageDataset &set, const ImageTransform &transform,
 /// Top-1 and top-5 accuracy and mean clean cross-entropy of `model` over
 /// evaluationImages(set.size(), limit), in batches of `batch`.
 nlohmann::json evaluateImages(const LoadedModel &model, const float *params,
-                              AlignedBuffer &workspace, const data::ImageDataset &set,
-                              const ImageTransform &transform, int64_t batch, int64_t limit);
+                              AlignedBuffer &workspace,
+                              const data::ImageDataset &set,
+                              const ImageTransform &transform, int64_t batch,
+                              int64_t limit);
 
 class ImageRegime {
 public:
   /// Opens the spec's data; batches of `batch` images; evaluation runs in
   /// `workspace`, the one training uses.
-  ImageRegime(const dsl::Spec &spec, const LoadedModel &model, const float *params,
-              AlignedBuffer &workspace, int64_t batch, uint64_t seed, std::FILE *log);
+  ImageRegime(const dsl::Spec &spec, const LoadedModel &model,
+              const float *params, AlignedBuffer &workspace, int64_t batch,
+              uint64_t seed, std::FILE *log);
 
   Regime regime();
   /// Optimizer steps in one epoch with `accumulation` micro-batches a step.

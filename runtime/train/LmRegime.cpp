@@ -16,7 +16,8 @@ using namespace lap;
 using namespace lap::train;
 namespace fs = std::filesystem;
 
-std::optional<data::Tokenizer> lap::train::runTokenizer(const dsl::Spec &spec, const std::string &runDir) {
+std::optional<data::Tokenizer>
+lap::train::runTokenizer(const dsl::Spec &spec, const std::string &runDir) {
   const std::string &named = spec.train.data.tokenizer;
   if (!named.empty() && named != "train")
     return data::Tokenizer::loadTiktoken(named);
@@ -26,11 +27,12 @@ std::optional<data::Tokenizer> lap::train::runTokenizer(const dsl::Spec &spec, c
   return std::nullopt;
 }
 
-LmRegime::LmRegime(const dsl::Spec &spec, const LoadedModel &model, const float *params,
-                   AlignedBuffer &workspace, const std::string &runDir, int64_t batch,
-                   int64_t seq, std::FILE *log)
-    : spec(spec), model(model), params(params), batch(batch), seq(seq), workspace(workspace),
-      logits(size_t(batch * seq * spec.model.vocab) * 4) {
+LmRegime::LmRegime(const dsl::Spec &spec, const LoadedModel &model,
+                   const float *params, AlignedBuffer &workspace,
+                   const std::string &runDir, int64_t batch, int64_t seq,
+                   std::FILE *log)
+    : spec(spec), model(model), params(params), batch(batch), seq(seq),
+      workspace(workspace), logits(size_t(batch * seq * spec.model.vocab) * 4) {
   const dsl::DataSpec &data = spec.train.data;
   uint32_t vocab = uint32_t(spec.model.vocab);
   std::vector<std::string> trainPaths, valPaths;
@@ -40,7 +42,8 @@ LmRegime::LmRegime(const dsl::Spec &spec, const LoadedModel &model, const float 
     fs::create_directories(dir);
     std::string tokenizerPath = dir + "/tokenizer.tiktoken";
     std::string trainBin = dir + "/train.bin", valBin = dir + "/val.bin";
-    bool prepared = fs::exists(tokenizerPath) && fs::exists(trainBin) && fs::exists(valBin);
+    bool prepared =
+        fs::exists(tokenizerPath) && fs::exists(trainBin) && fs::exists(valBin);
     tokenizer_ = runTokenizer(spec, runDir);
     if (!prepared) {
       std::vector<std::string> docs = data::readDocuments(data.train);
@@ -48,16 +51,21 @@ LmRegime::LmRegime(const dsl::Spec &spec, const LoadedModel &model, const float 
         auto start = std::chrono::steady_clock::now();
         std::vector<std::string_view> views(docs.begin(), docs.end());
         tokenizer_ = data::Tokenizer::train(views, vocab);
-        fmt::print(log, "tokenizer: byte-level BPE of {} tokens trained on {} documents in {:.1f} s\n",
+        fmt::print(log,
+                   "tokenizer: byte-level BPE of {} tokens trained on {} "
+                   "documents in {:.1f} s\n",
                    vocab, docs.size(),
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+                   std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count());
       }
-      data::TextShards shards = data::writeTextShards(docs, *tokenizer_, data.valFraction,
-                                                      vocab, trainBin, valBin);
+      data::TextShards shards = data::writeTextShards(
+          docs, *tokenizer_, data.valFraction, vocab, trainBin, valBin);
       tokenizer_->save(tokenizerPath);
-      fmt::print(log, "data: {} documents, {} tokens: {} train, {} validation ({})\n",
-                 shards.documents, shards.trainTokens + shards.valTokens,
-                 shards.trainTokens, shards.valTokens, dir);
+      fmt::print(
+          log, "data: {} documents, {} tokens: {} train, {} validation ({})\n",
+          shards.documents, shards.trainTokens + shards.valTokens,
+          shards.trainTokens, shards.valTokens, dir);
     }
     trainPaths = {trainBin};
     valPaths = {valBin};
@@ -71,10 +79,12 @@ LmRegime::LmRegime(const dsl::Spec &spec, const LoadedModel &model, const float 
   } else {
     throw std::runtime_error("the lm regime reads text or token shards");
   }
-  LmLoaderOptions options{batch, seq, uint64_t(spec.train.seed), valFraction, vocab};
+  LmLoaderOptions options{batch, seq, uint64_t(spec.train.seed), valFraction,
+                          vocab};
   train = std::make_unique<LmLoader>(trainPaths, options);
   options.valFraction = 1;
-  val = valPaths.empty() ? nullptr : std::make_unique<LmLoader>(valPaths, options);
+  val = valPaths.empty() ? nullptr
+                         : std::make_unique<LmLoader>(valPaths, options);
 }
 
 Regime LmRegime::regime() {
@@ -95,15 +105,16 @@ nlohmann::json LmRegime::evaluate(int64_t batches) {
   const LmLoader &source = validationLoader();
   // A small split holds fewer batches than asked for: use them all.
   uint64_t available = source.valWindows() / uint64_t(batch);
-  auto it = source.validation(batches > 0 ? std::min<uint64_t>(uint64_t(batches), available)
-                                          : 0);
+  auto it = source.validation(
+      batches > 0 ? std::min<uint64_t>(uint64_t(batches), available) : 0);
   double nats = 0, bytes = 0, tokens = 0;
   LmBatch b;
   while (it.next(b)) {
     std::vector<const void *> ptrs = {b.inputs.data(), b.targets.data()};
     lap_batch view{b.batch, b.seq, 2, ptrs.data()};
     float loss = 0;
-    if (model.forward(params, &view, workspace.data, &loss, logits.as<float>()) != LAP_OK)
+    if (model.forward(params, &view, workspace.data, &loss,
+                      logits.as<float>()) != LAP_OK)
       throw std::runtime_error(model.path() + ": " + model.lastError());
     nats += double(loss) * double(b.batch * b.seq);
     tokens += double(b.batch * b.seq);

@@ -26,7 +26,8 @@ namespace lap::train {
 /// The tokenizer of a run of `spec` in `runDir`: the spec's tiktoken file
 /// when it names one, else the one trained into DIR/data (none before the
 /// run prepared its data, or for shards without a tokenizer).
-std::optional<data::Tokenizer> runTokenizer(const dsl::Spec &spec, const std::string &runDir);
+std::optional<data::Tokenizer> runTokenizer(const dsl::Spec &spec,
+                                            const std::string &runDir);
 
 class LmRegime {
 public:
@@ -41,7 +42,8 @@ public:
   Regime regime();
   /// Optimizer steps in one pass over the training windows.
   int64_t stepsPerEpoch(int64_t accumulation) const {
-    return std::max<int64_t>(1, int64_t(train->trainWindows()) / (batch * accumulation));
+    return std::max<int64_t>(1, int64_t(train->trainWindows()) /
+                                    (batch * accumulation));
   }
 
   const std::optional<data::Tokenizer> &tokenizer() const { return tokenizer_; }

@@ -33,15 +33,16 @@ std::vector<Question> readQuestions(const std::string &path);
 struct MultipleChoiceResult {
   size_t questions = 0, correct = 0;
   std::vector<size_t> picked; ///< the chosen choice per question
-  double accuracy() const { return questions ? double(correct) / double(questions) : 0; }
+  double accuracy() const {
+    return questions ? double(correct) / double(questions) : 0;
+  }
 };
 
 /// Scores every question with `model` (parameters `params`, intermediates
 /// in `workspace`).
-MultipleChoiceResult evaluateMultipleChoice(const LoadedModel &model, const float *params,
-                                            AlignedBuffer &workspace,
-                                            const data::Tokenizer &tokenizer,
-                                            const std::vector<Question> &questions);
+MultipleChoiceResult evaluateMultipleChoice(
+    const LoadedModel &model, const float *params, AlignedBuffer &workspace,
+    const data::Tokenizer &tokenizer, const std::vector<Question> &questions);
 
 } // namespace lap::train
 

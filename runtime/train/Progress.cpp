@@ -9,10 +9,12 @@
 
 using namespace lap::train;
 
-Progress::Progress(int64_t total, int64_t startStep, const std::string &metricsPath,
-                   std::string unit, std::FILE *stream)
+Progress::Progress(int64_t total, int64_t startStep,
+                   const std::string &metricsPath, std::string unit,
+                   std::FILE *stream)
     : total(total), start(startStep), unit(std::move(unit)), out(stream),
-      terminal(isatty(fileno(stream)) != 0), began(std::chrono::steady_clock::now()) {
+      terminal(isatty(fileno(stream)) != 0),
+      began(std::chrono::steady_clock::now()) {
   if (!metricsPath.empty()) {
     metrics.open(metricsPath, std::ios::app);
     if (!metrics)
@@ -26,14 +28,18 @@ Progress::~Progress() {
 }
 
 double Progress::unitsPerSecond() const {
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
+          .count();
   return seconds > 0 ? double(unitsDone) / seconds : 0;
 }
 
 std::string Progress::eta(int64_t step) const {
   if (stepsDone == 0)
     return "?";
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
+          .count();
   int64_t left = int64_t(seconds / double(stepsDone) * double(total - step));
   return left >= 3600 ? fmt::format("{}h{:02}m", left / 3600, left / 60 % 60)
                       : fmt::format("{}m{:02}s", left / 60, left % 60);
@@ -52,18 +58,24 @@ void Progress::advance(int64_t units) {
 }
 
 void Progress::step(int64_t step, double loss, double lr, double gradNorm) {
-  std::string line = fmt::format("step {:>{}}/{}  loss {:.4f}  lr {:.3e}  {:.0f} {}/s  ETA {}",
-                                 step, std::to_string(total).size(), total, loss, lr,
-                                 unitsPerSecond(), unit, eta(step));
+  std::string line =
+      fmt::format("step {:>{}}/{}  loss {:.4f}  lr {:.3e}  {:.0f} {}/s  ETA {}",
+                  step, std::to_string(total).size(), total, loss, lr,
+                  unitsPerSecond(), unit, eta(step));
   if (terminal) {
-    int width = 30, filled = int(double(width) * double(step) / double(std::max<int64_t>(total, 1)));
-    fmt::print(out, "\r[{}{}] {}", std::string(filled, '#'), std::string(width - filled, ' '), line);
+    int width = 30, filled = int(double(width) * double(step) /
+                                 double(std::max<int64_t>(total, 1)));
+    fmt::print(out, "\r[{}{}] {}", std::string(filled, '#'),
+               std::string(width - filled, ' '), line);
     std::fflush(out);
     lineOpen = true;
   } else {
     fmt::print(out, "{}\n", line);
   }
-  record({{"step", step}, {"loss", loss}, {"lr", lr}, {"grad_norm", gradNorm},
+  record({{"step", step},
+          {"loss", loss},
+          {"lr", lr},
+          {"grad_norm", gradNorm},
           {"units_per_s", unitsPerSecond()}});
 }
 

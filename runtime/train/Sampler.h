@@ -21,19 +21,19 @@
 namespace lap::train {
 
 struct SampleOptions {
-  int64_t maxTokens = 100;   ///< new tokens at most
-  double temperature = 0.8;  ///< 0: always the most likely token
-  int64_t topK = 50;         ///< 0: the whole vocabulary
+  int64_t maxTokens = 100;  ///< new tokens at most
+  double temperature = 0.8; ///< 0: always the most likely token
+  int64_t topK = 50;        ///< 0: the whole vocabulary
   uint64_t seed = 1;
   std::optional<int32_t> stop; ///< a token that ends the sample (<|bos|>)
   int64_t drawable = 0;        ///< only ids below this are drawn (0: all), e.g.
-                               ///< the tokenizer's size under a padded vocabulary
+                        ///< the tokenizer's size under a padded vocabulary
 };
 
 /// Picks a token from `logits` [vocab] as `options` say; deterministic for a
 /// given generator state on every platform. Throws on a non-finite logit.
-int32_t pickToken(const float *logits, int64_t vocab, const SampleOptions &options,
-                  std::mt19937_64 &rng);
+int32_t pickToken(const float *logits, int64_t vocab,
+                  const SampleOptions &options, std::mt19937_64 &rng);
 
 class Sampler {
 public:
@@ -44,9 +44,9 @@ public:
   /// The new tokens after `prompt` (not empty), each passed to `onToken` as
   /// it is drawn. Stops at options.maxTokens, the stop token (not
   /// returned) or the model's context. Throws on a model error.
-  std::vector<int32_t> generate(const std::vector<int32_t> &prompt,
-                                const SampleOptions &options,
-                                const std::function<void(int32_t)> &onToken = {});
+  std::vector<int32_t>
+  generate(const std::vector<int32_t> &prompt, const SampleOptions &options,
+           const std::function<void(int32_t)> &onToken = {});
 
 private:
   const LoadedModel &model;

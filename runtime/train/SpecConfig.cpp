@@ -11,15 +11,18 @@ using namespace lap::train;
 
 dsl::Spec lap::train::specOf(const LoadedModel &model) {
   dsl::Diagnostics diags;
-  std::optional<dsl::Spec> spec = dsl::parseSpec(
-      model.manifest()["spec"].get<std::string>(), model.path() + " (manifest)", diags);
+  std::optional<dsl::Spec> spec =
+      dsl::parseSpec(model.manifest()["spec"].get<std::string>(),
+                     model.path() + " (manifest)", diags);
   if (!spec)
-    throw std::runtime_error(model.path() + ": the manifest's spec does not parse");
+    throw std::runtime_error(model.path() +
+                             ": the manifest's spec does not parse");
   return std::move(*spec);
 }
 
 int64_t lap::train::microBatchSize(const dsl::Spec &spec) {
-  return spec.train.microBatchSize ? spec.train.microBatchSize : spec.train.batchSize;
+  return spec.train.microBatchSize ? spec.train.microBatchSize
+                                   : spec.train.batchSize;
 }
 
 int64_t lap::train::sequenceLength(const dsl::Spec &spec) {

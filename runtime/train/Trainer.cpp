@@ -43,30 +43,34 @@ void save(const std::string &dir, int64_t step, const LoadedModel &model,
 } // namespace
 
 LoadedCheckpoint lap::train::restoreParameters(const LoadedModel &model,
-                                               const std::string &dir, float *params) {
+                                               const std::string &dir,
+                                               float *params) {
   std::vector<TensorSpec> expected;
   for (const ParameterInfo &t : model.parameters())
     expected.push_back({t.name, t.shape});
   LoadedCheckpoint checkpoint = loadCheckpoint(dir, expected);
   for (const ParameterInfo &t : model.parameters())
-    std::memcpy(params + t.offset, checkpoint.model.tensors.at(t.name).f32.data(),
+    std::memcpy(params + t.offset,
+                checkpoint.model.tensors.at(t.name).f32.data(),
                 size_t(t.elements) * 4);
   return checkpoint;
 }
 
-std::string lap::train::checkpointOf(const std::string &runDir, const std::string &given) {
+std::string lap::train::checkpointOf(const std::string &runDir,
+                                     const std::string &given) {
   if (!given.empty())
     return given;
   auto latest = latestCheckpoint(runDir + "/checkpoints");
   if (!latest)
-    throw std::runtime_error(runDir + "/checkpoints: no checkpoint (train in this run "
-                                      "directory first, or give --checkpoint)");
+    throw std::runtime_error(runDir +
+                             "/checkpoints: no checkpoint (train in this run "
+                             "directory first, or give --checkpoint)");
   return *latest;
 }
 
 TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
-                              AlignedBuffer &workspace, const TrainerConfig &config,
-                              Regime &regime) {
+                              AlignedBuffer &workspace,
+                              const TrainerConfig &config, Regime &regime) {
   std::vector<TensorInfo> tensors = tensorsOf(model);
   Optimizer optimizer(tensors, config.optimizer);
   std::string checkpoints = config.runDir + "/checkpoints";
@@ -78,9 +82,11 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
       LoadedCheckpoint ckpt = restoreParameters(model, *latest, p);
       for (auto &[name, values] : optimizer.state()) {
         auto it = ckpt.optimizer.tensors.find(name);
-        if (it == ckpt.optimizer.tensors.end() || it->second.f32.size() != values->size())
-          throw std::runtime_error(*latest + "/optimizer.safetensors: no state '" + name +
-                                   "' of " + std::to_string(values->size()) + " values");
+        if (it == ckpt.optimizer.tensors.end() ||
+            it->second.f32.size() != values->size())
+          throw std::runtime_error(
+              *latest + "/optimizer.safetensors: no state '" + name + "' of " +
+              std::to_string(values->size()) + " values");
         *values = it->second.f32;
       }
       start = ckpt.state.step;
@@ -91,7 +97,8 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
 
   AlignedBuffer grads(size_t(model.parameterElements()) * 4);
   AlignedBuffer accumulated(size_t(model.parameterElements()) * 4);
-  Progress progress(config.steps, start, config.runDir + "/metrics.jsonl", config.unit);
+  Progress progress(config.steps, start, config.runDir + "/metrics.jsonl",
+                    config.unit);
 
   interruptRequested = 0;
   auto previous = std::signal(SIGINT, onInterrupt);
@@ -107,9 +114,10 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
       lap_batch batch{};
       units += regime.next(batch);
       float microLoss = 0;
-      uint64_t dropoutSeed = config.seed * 1000003 + uint64_t(step * config.accumulation + micro);
-      if (model.trainStep(p, grads.as<float>(), &batch, dropoutSeed, workspace.data,
-                          &microLoss) != LAP_OK)
+      uint64_t dropoutSeed =
+          config.seed * 1000003 + uint64_t(step * config.accumulation + micro);
+      if (model.trainStep(p, grads.as<float>(), &batch, dropoutSeed,
+                          workspace.data, &microLoss) != LAP_OK)
         throw std::runtime_error(model.path() + ": " + model.lastError());
       const float *g = grads.as<float>();
       float scale = 1.0f / float(config.accumulation);
@@ -119,31 +127,38 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
     }
     std::optional<std::string> bad = firstNonFinite(acc, tensors);
     if (!std::isfinite(loss) || bad) {
-      std::string what = std::isfinite(loss) ? "" : std::isnan(loss) ? "the loss is NaN"
-                                                                     : "the loss is infinite";
+      std::string what = std::isfinite(loss) ? ""
+                         : std::isnan(loss)  ? "the loss is NaN"
+                                             : "the loss is infinite";
       if (bad)
-        what += (what.empty() ? "" : "; ") + std::string("the first non-finite gradient is '") +
-                *bad + "'";
-      throw std::runtime_error(fmt::format("step {}: {} (training stopped)", step + 1, what));
+        what += (what.empty() ? "" : "; ") +
+                std::string("the first non-finite gradient is '") + *bad + "'";
+      throw std::runtime_error(
+          fmt::format("step {}: {} (training stopped)", step + 1, what));
     }
-    double norm = clipGradients(acc, tensors, config.gradClip); // 0: measure only
-    double multiplier = learningRateMultiplier(step, config.steps, config.schedule);
+    double norm =
+        clipGradients(acc, tensors, config.gradClip); // 0: measure only
+    double multiplier =
+        learningRateMultiplier(step, config.steps, config.schedule);
     optimizer.step(p, acc, multiplier);
     result.lastLoss = loss;
     progress.advance(units);
-    if ((step + 1) % config.logEvery == 0 || step + 1 == config.steps || step == start)
+    if ((step + 1) % config.logEvery == 0 || step + 1 == config.steps ||
+        step == start)
       progress.step(step + 1, loss, config.optimizer.lr * multiplier, norm);
     bool last = step + 1 == config.steps;
     if (config.evalEvery > 0 && ((step + 1) % config.evalEvery == 0 || last)) {
       result.lastEval = regime.evaluate();
       progress.eval(step + 1, result.lastEval);
     }
-    bool checkpoint = config.checkpointEvery > 0 && (step + 1) % config.checkpointEvery == 0;
+    bool checkpoint =
+        config.checkpointEvery > 0 && (step + 1) % config.checkpointEvery == 0;
     if (checkpoint || last || interruptRequested)
-      save(checkpoints, step + 1, model, params, optimizer, config.seed, regime.position(),
-           int(config.keep), progress);
+      save(checkpoints, step + 1, model, params, optimizer, config.seed,
+           regime.position(), int(config.keep), progress);
     if (interruptRequested) {
-      progress.note(fmt::format("interrupted at step {}: checkpoint written, exiting", step + 1));
+      progress.note(fmt::format(
+          "interrupted at step {}: checkpoint written, exiting", step + 1));
       result.interrupted = true;
       ++step;
       break;
@@ -151,7 +166,9 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
   }
   std::signal(SIGINT, previous);
   result.steps = step;
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
+          .count();
   result.unitsPerSecond = progress.unitsPerSecond();
   return result;
 }

@@ -26,10 +26,11 @@ struct TrainerConfig {
   int64_t steps = 0;
   int64_t accumulation = 1; ///< micro-batches per optimizer step
   uint64_t seed = 0;
-  double gradClip = 0;      ///< max global norm; 0 = off
+  double gradClip = 0; ///< max global norm; 0 = off
   int64_t logEvery = 10, evalEvery = 0, checkpointEvery = 0, keep = 3;
-  std::string runDir;       ///< checkpoints/, metrics.jsonl
-  std::string unit = "tok"; ///< what the regime's batches count, for the progress line
+  std::string runDir; ///< checkpoints/, metrics.jsonl
+  std::string unit =
+      "tok"; ///< what the regime's batches count, for the progress line
   bool resume = false;
   OptimizerConfig optimizer;
   ScheduleConfig schedule;
@@ -57,18 +58,20 @@ struct TrainResult {
 
 /// Loads the checkpoint directory `dir`, refusing one of another model, and
 /// copies its parameters into `params`; returns it (state, optimizer).
-LoadedCheckpoint restoreParameters(const LoadedModel &model, const std::string &dir,
-                                   float *params);
+LoadedCheckpoint restoreParameters(const LoadedModel &model,
+                                   const std::string &dir, float *params);
 
 /// `given` when not empty, else the newest checkpoint of `runDir`; throws
 /// naming RUNDIR/checkpoints when there is none.
-std::string checkpointOf(const std::string &runDir, const std::string &given = "");
+std::string checkpointOf(const std::string &runDir,
+                         const std::string &given = "");
 
 /// Trains `model` (parameters in `params`, initialised or to be restored
 /// from `config.runDir`'s latest checkpoint when resuming; intermediates in
 /// `workspace`, of the manifest's workspace size).
-TrainResult train(const LoadedModel &model, AlignedBuffer &params, AlignedBuffer &workspace,
-                  const TrainerConfig &config, Regime &regime);
+TrainResult train(const LoadedModel &model, AlignedBuffer &params,
+                  AlignedBuffer &workspace, const TrainerConfig &config,
+                  Regime &regime);
 
 } // namespace lap::train
 

@@ -16,7 +16,8 @@ namespace lap::test {
 class TempDir {
 public:
   TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "lap-test-XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "lap-test-XXXXXX").string();
     if (!mkdtemp(pattern.data()))
       throw std::runtime_error("cannot create a temporary directory");
     path_ = pattern;
@@ -29,7 +30,9 @@ public:
   TempDir &operator=(const TempDir &) = delete;
 
   const std::filesystem::path &path() const { return path_; }
-  std::string file(const std::string &name) const { return (path_ / name).string(); }
+  std::string file(const std::string &name) const {
+    return (path_ / name).string();
+  }
 
 private:
   std::filesystem::path path_;

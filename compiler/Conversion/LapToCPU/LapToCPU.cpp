@@ -37,9 +37,9 @@ public:
 
   Emitter(func::FuncOp source, func::FuncOp target, ModuleOp module,
           Constants &constants, bool profile)
-      : source(source), module(module), constants(constants), b(target.getBody()),
-        lb(b, source.getLoc()), training(source.getName() == "train_step"),
-        profile(profile) {
+      : source(source), module(module), constants(constants),
+        b(target.getBody()), lb(b, source.getLoc()),
+        training(source.getName() == "train_step"), profile(profile) {
     Block &entry = target.getBody().front();
     params = entry.getArgument(0);
     batch = entry.getArgument(1);
@@ -129,19 +129,21 @@ private:
   /// Pointer to a constant f32 array (per-head coefficients), one global
   /// per distinct array in the module.
   Value coefficients(ArrayRef<float> values) {
-    std::string &name = constants[std::vector<float>(values.begin(), values.end())];
+    std::string &name =
+        constants[std::vector<float>(values.begin(), values.end())];
     if (name.empty()) {
       name = "lap_coefficients_" + std::to_string(constants.size() - 1);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(module.getBody());
       auto type = LLVM::LLVMArrayType::get(b.getF32Type(), values.size());
       auto data = DenseElementsAttr::get(
-          RankedTensorType::get({int64_t(values.size())}, b.getF32Type()), values);
+          RankedTensorType::get({int64_t(values.size())}, b.getF32Type()),
+          values);
       b.create<LLVM::GlobalOp>(loc(), type, /*isConstant=*/true,
                                LLVM::Linkage::Internal, name, data);
     }
-    return b.create<LLVM::AddressOfOp>(loc(), LLVM::LLVMPointerType::get(b.getContext()),
-                                       name);
+    return b.create<LLVM::AddressOfOp>(
+        loc(), LLVM::LLVMPointerType::get(b.getContext()), name);
   }
 
   /// The per-head alpha and beta of `attention` as constant arrays.
@@ -159,9 +161,11 @@ private:
   /// output, sized for the largest batch and sequence.
   Value logsumexpOf(AttentionOp attention) {
     auto type = cast<ShapedType>(attention.getResult().getType());
-    int64_t maxBatch = source->getAttrOfType<IntegerAttr>(kMaxBatchAttr).getInt();
+    int64_t maxBatch =
+        source->getAttrOfType<IntegerAttr>(kMaxBatchAttr).getInt();
     int64_t maxSeq = source->getAttrOfType<IntegerAttr>(kMaxSeqAttr).getInt();
-    return lb.gepBytes(ptr(attention.getResult()), maxBytes(type, maxBatch, maxSeq));
+    return lb.gepBytes(ptr(attention.getResult()),
+                       maxBytes(type, maxBatch, maxSeq));
   }
 
   /// "lap.linear blocks.0.attn" as a global string, for the profiler.
@@ -180,8 +184,8 @@ private:
                                LLVM::Linkage::Internal, symbol,
                                b.getStringAttr(text));
     }
-    return b.create<LLVM::AddressOfOp>(loc(), LLVM::LLVMPointerType::get(b.getContext()),
-                                       symbol);
+    return b.create<LLVM::AddressOfOp>(
+        loc(), LLVM::LLVMPointerType::get(b.getContext()), symbol);
   }
 
   /// Calls kernel `name` with `args`, declaring it on first use.
@@ -220,7 +224,9 @@ private:
   Value subf(Value a, Value c) { return b.create<arith::SubFOp>(loc(), a, c); }
   Value mulf(Value a, Value c) { return b.create<arith::MulFOp>(loc(), a, c); }
   Value divf(Value a, Value c) { return b.create<arith::DivFOp>(loc(), a, c); }
-  Value maxf(Value a, Value c) { return b.create<arith::MaximumFOp>(loc(), a, c); }
+  Value maxf(Value a, Value c) {
+    return b.create<arith::MaximumFOp>(loc(), a, c);
+  }
   Value tanh(Value a) { return b.create<math::TanhOp>(loc(), a); }
   Location loc() { return source.getLoc(); }
 
@@ -235,8 +241,9 @@ private:
   DenseMap<Value, Value> ptrs;
 };
 
-void Emitter::parallelLoop(Value n, int64_t grain, ArrayRef<Value> captures,
-                           const std::function<void(Value, ArrayRef<Value>)> &body) {
+void Emitter::parallelLoop(
+    Value n, int64_t grain, ArrayRef<Value> captures,
+    const std::function<void(Value, ArrayRef<Value>)> &body) {
   MLIRContext *context = b.getContext();
   auto ptrType = LLVM::LLVMPointerType::get(context);
   auto i64 = b.getI64Type();
@@ -265,7 +272,8 @@ void Emitter::parallelLoop(Value n, int64_t grain, ArrayRef<Value> captures,
     b.create<func::ReturnOp>(loc());
     return f;
   }();
-  Value function = b.create<func::ConstantOp>(loc(), type, SymbolRefAttr::get(outlined));
+  Value function =
+      b.create<func::ConstantOp>(loc(), type, SymbolRefAttr::get(outlined));
   call("lap_cpu_parallel_for", {n, lb.i64(grain), function, frame});
 }
 
@@ -275,10 +283,12 @@ constexpr int64_t kElementGrain = 1 << 14;
 /// Rows per chunk for rows of `value`'s last (static) dimension.
 int64_t rowGrain(Value value) {
   auto type = cast<ShapedType>(value.getType());
-  return std::max<int64_t>(1, kElementGrain / type.getDimSize(type.getRank() - 1));
+  return std::max<int64_t>(1,
+                           kElementGrain / type.getDimSize(type.getRank() - 1));
 }
 
-void Emitter::unary(Value in, Value out, const std::function<Value(Value)> &fn) {
+void Emitter::unary(Value in, Value out,
+                    const std::function<Value(Value)> &fn) {
   parallelLoop(numel(in), kElementGrain, {ptr(in), ptr(out)},
                [&](Value i, ArrayRef<Value> c) {
                  lb.storeF32(fn(lb.loadF32(c[0], i)), c[1], i);
@@ -289,7 +299,8 @@ void Emitter::binary(Value a, Value c, Value out,
                      const std::function<Value(Value, Value)> &fn) {
   parallelLoop(numel(a), kElementGrain, {ptr(a), ptr(c), ptr(out)},
                [&](Value i, ArrayRef<Value> p) {
-                 lb.storeF32(fn(lb.loadF32(p[0], i), lb.loadF32(p[1], i)), p[2], i);
+                 lb.storeF32(fn(lb.loadF32(p[0], i), lb.loadF32(p[1], i)), p[2],
+                             i);
                });
 }
 
@@ -316,18 +327,23 @@ Value Emitter::activationDerivative(StringRef name, Value x) {
     return mulf(lb.f32(2), maxf(x, lb.f32(0)));
   if (name == "gelu_tanh") {
     Value x2 = mulf(x, x);
-    Value u = mulf(lb.f32(kSqrt2OverPi), addf(x, mulf(lb.f32(kGeluCubic), mulf(x2, x))));
+    Value u = mulf(lb.f32(kSqrt2OverPi),
+                   addf(x, mulf(lb.f32(kGeluCubic), mulf(x2, x))));
     Value t = tanh(u);
-    Value du = mulf(lb.f32(kSqrt2OverPi), addf(lb.f32(1), mulf(lb.f32(3 * kGeluCubic), x2)));
+    Value du = mulf(lb.f32(kSqrt2OverPi),
+                    addf(lb.f32(1), mulf(lb.f32(3 * kGeluCubic), x2)));
     Value sech2 = subf(lb.f32(1), mulf(t, t));
     return addf(mulf(lb.f32(0.5f), addf(lb.f32(1), t)),
                 mulf(mulf(lb.f32(0.5f), x), mulf(sech2, du)));
   }
   // gelu'(x) = Phi(x) + x phi(x)
-  Value cdf = mulf(lb.f32(0.5f), addf(lb.f32(1), b.create<math::ErfOp>(
-                                          loc(), mulf(x, lb.f32(0.7071067811865476f)))));
-  Value pdf = mulf(lb.f32(0.3989422804014327f),
-                   b.create<math::ExpOp>(loc(), mulf(lb.f32(-0.5f), mulf(x, x))));
+  Value cdf = mulf(
+      lb.f32(0.5f),
+      addf(lb.f32(1),
+           b.create<math::ErfOp>(loc(), mulf(x, lb.f32(0.7071067811865476f)))));
+  Value pdf =
+      mulf(lb.f32(0.3989422804014327f),
+           b.create<math::ExpOp>(loc(), mulf(lb.f32(-0.5f), mulf(x, x))));
   return addf(cdf, mulf(x, pdf));
 }
 
@@ -337,26 +353,32 @@ void Emitter::residualAdd(ResidualAddOp op) {
   bool scaled = bool(op.getGamma());
   Value c = last(op.getInput());
   Value rowsPerSample = product(op.getInput(), 1, rank(op.getInput()) - 1);
-  SmallVector<Value> captures = {ptr(op.getInput()), ptr(op.getBranch()),
-                                 ptr(op.getResult()), c, rowsPerSample, seed,
+  SmallVector<Value> captures = {ptr(op.getInput()),
+                                 ptr(op.getBranch()),
+                                 ptr(op.getResult()),
+                                 c,
+                                 rowsPerSample,
+                                 seed,
                                  scaled ? ptr(op.getGamma()) : lb.nullPtr()};
   parallelLoop(rows(op.getInput()), rowGrain(op.getInput()), captures,
                [&](Value r, ArrayRef<Value> p) {
-    Value x = p[0], branch = p[1], y = p[2], width = p[3], gamma = p[6];
-    // One drop-path draw per sample, as lap.drop_path.
-    Value factor = drop ? lb.keepFactor(p[5], op.getKey(), lb.divU(r, p[4]), rate)
-                        : lb.f32(1);
-    Value base = lb.mul(r, width);
-    lb.loop(width, [&](Value j) {
-      Value i = lb.add(base, j);
-      Value v = lb.loadF32(branch, i);
-      if (scaled)
-        v = mulf(v, lb.loadF32(gamma, j));
-      if (drop)
-        v = mulf(v, factor);
-      lb.storeF32(addf(lb.loadF32(x, i), v), y, i);
-    });
-  });
+                 Value x = p[0], branch = p[1], y = p[2], width = p[3],
+                       gamma = p[6];
+                 // One drop-path draw per sample, as lap.drop_path.
+                 Value factor = drop ? lb.keepFactor(p[5], op.getKey(),
+                                                     lb.divU(r, p[4]), rate)
+                                     : lb.f32(1);
+                 Value base = lb.mul(r, width);
+                 lb.loop(width, [&](Value j) {
+                   Value i = lb.add(base, j);
+                   Value v = lb.loadF32(branch, i);
+                   if (scaled)
+                     v = mulf(v, lb.loadF32(gamma, j));
+                   if (drop)
+                     v = mulf(v, factor);
+                   lb.storeF32(addf(lb.loadF32(x, i), v), y, i);
+                 });
+               });
 }
 
 /// LayerNorm (centred) or RMSNorm over the last dimension, one row per
@@ -367,27 +389,30 @@ void Emitter::normalize(Value input, Value output, Value weight, Value bias,
   int64_t width = cast<ShapedType>(input.getType()).getShape().back();
   SmallVector<Value> captures = {ptr(input), ptr(output), optional(weight),
                                  optional(bias)};
-  parallelLoop(rows(input), rowGrain(input), captures, [&](Value r, ArrayRef<Value> p) {
-    Value x = p[0], y = p[1], c = lb.i64(width);
-    Value base = lb.mul(r, c);
-    Value inverseWidth = lb.f32(1.0f / float(width));
-    auto at = [&](Value j) { return lb.loadF32(x, lb.add(base, j)); };
-    Value mean = centred ? mulf(lb.sum(c, at), inverseWidth) : lb.f32(0);
-    Value variance = mulf(lb.sum(c, [&](Value j) {
-                            Value d = subf(at(j), mean);
-                            return mulf(d, d);
-                          }),
-                          inverseWidth);
-    Value rstd = b.create<math::RsqrtOp>(loc(), addf(variance, lb.f32(eps)));
-    lb.loop(c, [&](Value j) {
-      Value v = mulf(subf(at(j), mean), rstd);
-      if (weight)
-        v = mulf(v, lb.loadF32(p[2], j));
-      if (bias)
-        v = addf(v, lb.loadF32(p[3], j));
-      lb.storeF32(v, y, lb.add(base, j));
-    });
-  });
+  parallelLoop(
+      rows(input), rowGrain(input), captures, [&](Value r, ArrayRef<Value> p) {
+        Value x = p[0], y = p[1], c = lb.i64(width);
+        Value base = lb.mul(r, c);
+        Value inverseWidth = lb.f32(1.0f / float(width));
+        auto at = [&](Value j) { return lb.loadF32(x, lb.add(base, j)); };
+        Value mean = centred ? mulf(lb.sum(c, at), inverseWidth) : lb.f32(0);
+        Value variance = mulf(lb.sum(c,
+                                     [&](Value j) {
+                                       Value d = subf(at(j), mean);
+                                       return mulf(d, d);
+                                     }),
+                              inverseWidth);
+        Value rstd =
+            b.create<math::RsqrtOp>(loc(), addf(variance, lb.f32(eps)));
+        lb.loop(c, [&](Value j) {
+          Value v = mulf(subf(at(j), mean), rstd);
+          if (weight)
+            v = mulf(v, lb.loadF32(p[2], j));
+          if (bias)
+            v = addf(v, lb.loadF32(p[3], j));
+          lb.storeF32(v, y, lb.add(base, j));
+        });
+      });
 }
 
 /// [N, (H + 2 KV) D] <-> q [N, H D], k [N, KV D], v [N, KV D]: one row at a
@@ -395,11 +420,13 @@ void Emitter::normalize(Value input, Value output, Value weight, Value bias,
 void Emitter::copyHeads(Value fused, Value q, Value k, Value v, Value rowCount,
                         int64_t qWidth, int64_t kvWidth, bool split) {
   int64_t width = qWidth + 2 * kvWidth;
-  int64_t sizes[3] = {qWidth, kvWidth, kvWidth}, starts[3] = {0, qWidth, qWidth + kvWidth};
-  parallelLoop(rowCount, std::max<int64_t>(1, kElementGrain / width), {fused, q, k, v},
-               [&](Value r, ArrayRef<Value> p) {
+  int64_t sizes[3] = {qWidth, kvWidth, kvWidth},
+          starts[3] = {0, qWidth, qWidth + kvWidth};
+  parallelLoop(rowCount, std::max<int64_t>(1, kElementGrain / width),
+               {fused, q, k, v}, [&](Value r, ArrayRef<Value> p) {
                  for (int part = 0; part < 3; ++part) {
-                   Value inFused = lb.add(lb.mul(r, lb.i64(width)), lb.i64(starts[part]));
+                   Value inFused =
+                       lb.add(lb.mul(r, lb.i64(width)), lb.i64(starts[part]));
                    Value inPart = lb.mul(r, lb.i64(sizes[part]));
                    lb.loop(lb.i64(sizes[part]), [&](Value j) {
                      Value f = lb.add(inFused, j), s = lb.add(inPart, j);
@@ -419,9 +446,10 @@ int64_t headsWidth(Value v) {
 
 void Emitter::emitReturn(func::ReturnOp ret) {
   for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
-    auto slots = v.getDefiningOp()
-                     ? v.getDefiningOp()->getAttrOfType<DenseI64ArrayAttr>(kOffsetsAttr)
-                     : DenseI64ArrayAttr();
+    auto slots =
+        v.getDefiningOp()
+            ? v.getDefiningOp()->getAttrOfType<DenseI64ArrayAttr>(kOffsetsAttr)
+            : DenseI64ArrayAttr();
     if (slots && slots[cast<OpResult>(v).getResultNumber()] == outputSlot(k))
       continue;
     copy(lb.loadPtr(outputs, k), v);
@@ -450,15 +478,16 @@ LogicalResult Emitter::emitOp(Operation *op) {
       .Case([&](ResidualAddOp a) { return residualAdd(a), success(); })
       .Case([&](LayerScaleOp a) {
         Value c = last(a.getInput());
-        parallelLoop(rows(a.getInput()), rowGrain(a.getInput()),
-                     {ptr(a.getInput()), ptr(a.getGamma()), ptr(a.getResult()), c},
-                     [&](Value r, ArrayRef<Value> p) {
-                       lb.loop(p[3], [&](Value j) {
-                         Value i = lb.add(lb.mul(r, p[3]), j);
-                         lb.storeF32(mulf(lb.loadF32(p[0], i), lb.loadF32(p[1], j)),
-                                     p[2], i);
-                       });
-                     });
+        parallelLoop(
+            rows(a.getInput()), rowGrain(a.getInput()),
+            {ptr(a.getInput()), ptr(a.getGamma()), ptr(a.getResult()), c},
+            [&](Value r, ArrayRef<Value> p) {
+              lb.loop(p[3], [&](Value j) {
+                Value i = lb.add(lb.mul(r, p[3]), j);
+                lb.storeF32(mulf(lb.loadF32(p[0], i), lb.loadF32(p[1], j)),
+                            p[2], i);
+              });
+            });
         return success();
       })
       .Case<GeluTanhOp, GeluOp, ReLU2Op>([&](Operation *a) {
@@ -491,15 +520,17 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](SplitHeadsOp a) {
-        copyHeads(ptr(a.getInput()), ptr(a.getQ()), ptr(a.getK()), ptr(a.getV()),
-                  rows(a.getInput()), headsWidth(a.getQ()), headsWidth(a.getK()),
+        copyHeads(ptr(a.getInput()), ptr(a.getQ()), ptr(a.getK()),
+                  ptr(a.getV()), rows(a.getInput()), headsWidth(a.getQ()),
+                  headsWidth(a.getK()),
                   /*split=*/true);
         return success();
       })
       .Case([&](SplitHeadsGradOp a) {
         copyHeads(ptr(a.getGradInput()), ptr(a.getGradQ()), ptr(a.getGradK()),
-                  ptr(a.getGradV()), rows(a.getGradInput()), headsWidth(a.getGradQ()),
-                  headsWidth(a.getGradK()), /*split=*/false);
+                  ptr(a.getGradV()), rows(a.getGradInput()),
+                  headsWidth(a.getGradQ()), headsWidth(a.getGradK()),
+                  /*split=*/false);
         return success();
       })
       .Case<MergeHeadsOp, MergeHeadsGradOp>([&](Operation *a) {
@@ -511,8 +542,9 @@ LogicalResult Emitter::emitOp(Operation *op) {
         if (!training)
           copy(ptr(a.getResult()), a.getInput());
         else
-          call("lap_cpu_dropout", {ptr(a.getResult()), ptr(a.getInput()), numel(a.getInput()),
-                                   f32(a.getRate()), seed, lb.i64(a.getKey())});
+          call("lap_cpu_dropout",
+               {ptr(a.getResult()), ptr(a.getInput()), numel(a.getInput()),
+                f32(a.getRate()), seed, lb.i64(a.getKey())});
         return success();
       })
       .Case([&](DropPathOp a) {
@@ -531,19 +563,21 @@ LogicalResult Emitter::emitOp(Operation *op) {
         call("lap_cpu_attention_forward",
              {ptr(a.getResult()), logsumexpOf(a), ptr(a.getQ()), ptr(a.getK()),
               ptr(a.getV()), alpha, beta, dim(a.getQ(), 0), dim(a.getQ(), 1),
-              dim(a.getK(), 1), lb.i64(a.getNumHeads()), lb.i64(a.getNumKvHeads()),
-              dim(a.getQ(), 3), f32(a.getScale()), i32(a.getCausal())});
+              dim(a.getK(), 1), lb.i64(a.getNumHeads()),
+              lb.i64(a.getNumKvHeads()), dim(a.getQ(), 3), f32(a.getScale()),
+              i32(a.getCausal())});
         return success();
       })
       .Case([&](CachedAttentionOp a) {
         auto [alpha, beta] = coefficientsOf(a);
-        int64_t capacity = source->getAttrOfType<IntegerAttr>(kMaxSeqAttr).getInt();
+        int64_t capacity =
+            source->getAttrOfType<IntegerAttr>(kMaxSeqAttr).getInt();
         call("lap_cpu_attention_decode",
-             {ptr(a.getResult()), ptr(a.getKCache()), ptr(a.getVCache()), ptr(a.getQ()),
-              ptr(a.getK()), ptr(a.getV()), alpha, beta, dim(a.getQ(), 0),
-              dim(a.getQ(), 1), ptr(a.getFirst()), lb.i64(capacity),
-              lb.i64(a.getNumHeads()), lb.i64(a.getNumKvHeads()), dim(a.getQ(), 3),
-              f32(a.getScale())});
+             {ptr(a.getResult()), ptr(a.getKCache()), ptr(a.getVCache()),
+              ptr(a.getQ()), ptr(a.getK()), ptr(a.getV()), alpha, beta,
+              dim(a.getQ(), 0), dim(a.getQ(), 1), ptr(a.getFirst()),
+              lb.i64(capacity), lb.i64(a.getNumHeads()),
+              lb.i64(a.getNumKvHeads()), dim(a.getQ(), 3), f32(a.getScale())});
         return success();
       })
       .Case([&](AttentionGradOp a) -> LogicalResult {
@@ -553,9 +587,9 @@ LogicalResult Emitter::emitOp(Operation *op) {
         auto [alpha, beta] = coefficientsOf(forward);
         call("lap_cpu_attention_backward",
              {ptr(a.getGradQ()), ptr(a.getGradK()), ptr(a.getGradV()),
-              ptr(a.getGradOutput()), ptr(a.getQ()), ptr(a.getK()), ptr(a.getV()),
-              ptr(a.getOutput()), logsumexpOf(forward), alpha, beta,
-              dim(a.getQ(), 0), dim(a.getQ(), 1), dim(a.getK(), 1),
+              ptr(a.getGradOutput()), ptr(a.getQ()), ptr(a.getK()),
+              ptr(a.getV()), ptr(a.getOutput()), logsumexpOf(forward), alpha,
+              beta, dim(a.getQ(), 0), dim(a.getQ(), 1), dim(a.getK(), 1),
               lb.i64(forward.getNumHeads()), lb.i64(forward.getNumKvHeads()),
               dim(a.getQ(), 3), f32(a.getScale()), i32(a.getCausal())});
         return success();
@@ -569,9 +603,10 @@ LogicalResult Emitter::emitOp(Operation *op) {
       })
       .Case([&](LinearGradOp a) {
         call("lap_cpu_linear_backward",
-             {ptr(a.getGradInput()), ptr(a.getGradWeight()), ptr(a.getGradBias()),
-              ptr(a.getGradOutput()), ptr(a.getInput()), ptr(a.getWeight()),
-              rows(a.getInput()), last(a.getInput()), last(a.getGradOutput())});
+             {ptr(a.getGradInput()), ptr(a.getGradWeight()),
+              ptr(a.getGradBias()), ptr(a.getGradOutput()), ptr(a.getInput()),
+              ptr(a.getWeight()), rows(a.getInput()), last(a.getInput()),
+              last(a.getGradOutput())});
         return success();
       })
       .Case([&](EmbeddingOp a) {
@@ -585,9 +620,9 @@ LogicalResult Emitter::emitOp(Operation *op) {
       .Case([&](EmbeddingGradOp a) {
         auto table = cast<ShapedType>(a.getGradTable().getType());
         call("lap_cpu_embedding_backward",
-             {ptr(a.getGradTable()), ptr(a.getGradOutput()), ptr(a.getIndices()),
-              numel(a.getIndices()), lb.i64(table.getDimSize(0)),
-              lb.i64(table.getDimSize(1))});
+             {ptr(a.getGradTable()), ptr(a.getGradOutput()),
+              ptr(a.getIndices()), numel(a.getIndices()),
+              lb.i64(table.getDimSize(0)), lb.i64(table.getDimSize(1))});
         return success();
       })
       .Case([&](AddPositionsOp a) {
@@ -613,9 +648,10 @@ LogicalResult Emitter::emitOp(Operation *op) {
       })
       .Case([&](LayerNormGradOp a) {
         call("lap_cpu_layer_norm_backward",
-             {ptr(a.getGradInput()), ptr(a.getGradWeight()), ptr(a.getGradBias()),
-              ptr(a.getGradOutput()), ptr(a.getInput()), optional(a.getWeight()),
-              rows(a.getInput()), last(a.getInput()), f32(a.getEps())});
+             {ptr(a.getGradInput()), ptr(a.getGradWeight()),
+              ptr(a.getGradBias()), ptr(a.getGradOutput()), ptr(a.getInput()),
+              optional(a.getWeight()), rows(a.getInput()), last(a.getInput()),
+              f32(a.getEps())});
         return success();
       })
       .Case([&](RMSNormOp a) {
@@ -625,9 +661,10 @@ LogicalResult Emitter::emitOp(Operation *op) {
       })
       .Case([&](RMSNormGradOp a) {
         call("lap_cpu_rms_norm_backward",
-             {ptr(a.getGradInput()), ptr(a.getGradWeight()), ptr(a.getGradOutput()),
-              ptr(a.getInput()), optional(a.getWeight()), rows(a.getInput()),
-              last(a.getInput()), f32(a.getEps())});
+             {ptr(a.getGradInput()), ptr(a.getGradWeight()),
+              ptr(a.getGradOutput()), ptr(a.getInput()),
+              optional(a.getWeight()), rows(a.getInput()), last(a.getInput()),
+              f32(a.getEps())});
         return success();
       })
       .Case([&](L2NormalizeOp a) {
@@ -651,15 +688,16 @@ LogicalResult Emitter::emitOp(Operation *op) {
       .Case([&](WeightNormGradOp a) {
         call("lap_cpu_weight_norm_backward",
              {ptr(a.getGradDirection()), ptr(a.getGradMagnitude()),
-              ptr(a.getGradOutput()), ptr(a.getDirection()), ptr(a.getMagnitude()),
-              dim(a.getDirection(), 0), dim(a.getDirection(), 1)});
+              ptr(a.getGradOutput()), ptr(a.getDirection()),
+              ptr(a.getMagnitude()), dim(a.getDirection(), 0),
+              dim(a.getDirection(), 1)});
         return success();
       })
       .Case([&](LayerScaleGradOp a) {
         call("lap_cpu_layer_scale_backward",
-             {ptr(a.getGradInput()), ptr(a.getGradGamma()), ptr(a.getGradOutput()),
-              ptr(a.getInput()), ptr(a.getGamma()), rows(a.getInput()),
-              last(a.getInput())});
+             {ptr(a.getGradInput()), ptr(a.getGradGamma()),
+              ptr(a.getGradOutput()), ptr(a.getInput()), ptr(a.getGamma()),
+              rows(a.getInput()), last(a.getInput())});
         return success();
       })
       .Case<RopeOp, RopeGradOp>([&](Operation *a) {
@@ -695,9 +733,10 @@ LogicalResult Emitter::emitOp(Operation *op) {
       })
       .Case([&](PrependTokensGradOp a) {
         call("lap_cpu_prepend_tokens_backward",
-             {ptr(a.getGradInput()), ptr(a.getGradTokens()), ptr(a.getGradOutput()),
-              dim(a.getGradInput(), 0), dim(a.getGradInput(), 1),
-              dim(a.getGradTokens(), 0), last(a.getGradInput())});
+             {ptr(a.getGradInput()), ptr(a.getGradTokens()),
+              ptr(a.getGradOutput()), dim(a.getGradInput(), 0),
+              dim(a.getGradInput(), 1), dim(a.getGradTokens(), 0),
+              last(a.getGradInput())});
         return success();
       })
       .Case([&](TakeTokenOp a) {
@@ -708,8 +747,9 @@ LogicalResult Emitter::emitOp(Operation *op) {
       })
       .Case([&](TakeTokenGradOp a) {
         call("lap_cpu_take_token_backward",
-             {ptr(a.getGradInput()), ptr(a.getGradOutput()), dim(a.getInput(), 0),
-              dim(a.getInput(), 1), last(a.getInput()), lb.i64(a.getIndex())});
+             {ptr(a.getGradInput()), ptr(a.getGradOutput()),
+              dim(a.getInput(), 0), dim(a.getInput(), 1), last(a.getInput()),
+              lb.i64(a.getIndex())});
         return success();
       })
       .Case([&](MeanTokensOp a) {
@@ -720,8 +760,9 @@ LogicalResult Emitter::emitOp(Operation *op) {
       })
       .Case([&](MeanTokensGradOp a) {
         call("lap_cpu_mean_tokens_backward",
-             {ptr(a.getGradInput()), ptr(a.getGradOutput()), dim(a.getInput(), 0),
-              dim(a.getInput(), 1), last(a.getInput()), lb.i64(a.getSkip())});
+             {ptr(a.getGradInput()), ptr(a.getGradOutput()),
+              dim(a.getInput(), 0), dim(a.getInput(), 1), last(a.getInput()),
+              lb.i64(a.getSkip())});
         return success();
       })
       .Case([&](CrossEntropyOp a) {
@@ -739,7 +780,9 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case<SoftCrossEntropyOp, BCEWithLogitsOp, DinoLossOp>([&](Operation *a) {
-        int32_t kind = isa<SoftCrossEntropyOp>(a) ? 0 : isa<BCEWithLogitsOp>(a) ? 1 : 2;
+        int32_t kind = isa<SoftCrossEntropyOp>(a) ? 0
+                       : isa<BCEWithLogitsOp>(a)  ? 1
+                                                  : 2;
         auto temperature = a->getAttrOfType<FloatAttr>("temperature");
         Value logits = a->getOperand(0);
         call("lap_cpu_row_loss_forward",
@@ -750,7 +793,9 @@ LogicalResult Emitter::emitOp(Operation *op) {
       })
       .Case([&](RowLossGradOp a) {
         StringRef loss = a.getLoss();
-        int32_t kind = loss == "soft_cross_entropy" ? 0 : loss == "bce_with_logits" ? 1 : 2;
+        int32_t kind = loss == "soft_cross_entropy" ? 0
+                       : loss == "bce_with_logits"  ? 1
+                                                    : 2;
         call("lap_cpu_row_loss_backward",
              {ptr(a.getGradLogits()), ptr(a.getGradLoss()), ptr(a.getLogits()),
               ptr(a.getTargets()), rows(a.getLogits()), last(a.getLogits()),
@@ -758,8 +803,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Default([&](Operation *a) {
-        return a->emitError("no CPU lowering for '")
-               << a->getName() << "'";
+        return a->emitError("no CPU lowering for '") << a->getName() << "'";
       });
 }
 
@@ -777,7 +821,8 @@ struct LapToCPUPass : lap::impl::LapToCPUBase<LapToCPUPass> {
     Emitter::Constants constants;
     for (func::FuncOp source : planned) {
       OpBuilder b(source);
-      auto type = FunctionType::get(context, {ptr, ptr, ptr, ptr, i64, i64, i64, i64}, {});
+      auto type = FunctionType::get(
+          context, {ptr, ptr, ptr, ptr, i64, i64, i64, i64}, {});
       auto target = b.create<func::FuncOp>(
           source.getLoc(), ("lap_gen_" + source.getName()).str(), type);
       target.addEntryBlock();

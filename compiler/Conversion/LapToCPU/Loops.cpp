@@ -17,11 +17,18 @@ Value LoopBuilder::f32(float v) {
   return b.create<arith::ConstantFloatOp>(loc, APFloat(v), b.getF32Type());
 }
 Value LoopBuilder::nullPtr() {
-  return b.create<LLVM::ZeroOp>(loc, LLVM::LLVMPointerType::get(b.getContext()));
+  return b.create<LLVM::ZeroOp>(loc,
+                                LLVM::LLVMPointerType::get(b.getContext()));
 }
-Value LoopBuilder::add(Value a, Value c) { return b.create<arith::AddIOp>(loc, a, c); }
-Value LoopBuilder::mul(Value a, Value c) { return b.create<arith::MulIOp>(loc, a, c); }
-Value LoopBuilder::divU(Value a, Value c) { return b.create<arith::DivUIOp>(loc, a, c); }
+Value LoopBuilder::add(Value a, Value c) {
+  return b.create<arith::AddIOp>(loc, a, c);
+}
+Value LoopBuilder::mul(Value a, Value c) {
+  return b.create<arith::MulIOp>(loc, a, c);
+}
+Value LoopBuilder::divU(Value a, Value c) {
+  return b.create<arith::DivUIOp>(loc, a, c);
+}
 
 Value LoopBuilder::gep(Value base, Type element, Value index) {
   return b.create<LLVM::GEPOp>(loc, LLVM::LLVMPointerType::get(b.getContext()),
@@ -67,7 +74,8 @@ Value LoopBuilder::sum(Value n, const std::function<Value(Value)> &term) {
       loc, i64(0), n, i64(1), ValueRange{f32(0)},
       [&](OpBuilder &nested, Location, Value i, ValueRange acc) {
         OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
+        b.setInsertionPoint(nested.getInsertionBlock(),
+                            nested.getInsertionPoint());
         Value total = b.create<arith::AddFOp>(
             loc, acc[0], term(i),
             arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
@@ -78,7 +86,8 @@ Value LoopBuilder::sum(Value n, const std::function<Value(Value)> &term) {
 
 Value LoopBuilder::mix(Value z) {
   auto xorShift = [&](Value v, int64_t s) {
-    return b.create<arith::XOrIOp>(loc, v, b.create<arith::ShRUIOp>(loc, v, i64(s)));
+    return b.create<arith::XOrIOp>(loc, v,
+                                   b.create<arith::ShRUIOp>(loc, v, i64(s)));
   };
   z = add(z, i64(int64_t(0x9E3779B97F4A7C15ull)));
   z = mul(xorShift(z, 30), i64(int64_t(0xBF58476D1CE4E5B9ull)));
@@ -86,7 +95,8 @@ Value LoopBuilder::mix(Value z) {
   return xorShift(z, 31);
 }
 
-Value LoopBuilder::keepFactor(Value seed, int64_t key, Value index, float rate) {
+Value LoopBuilder::keepFactor(Value seed, int64_t key, Value index,
+                              float rate) {
   Value keyed = b.create<arith::XOrIOp>(
       loc, seed, i64(int64_t(uint64_t(key) * 0xD1B54A32D192ED03ull)));
   Value u = mix(add(mix(keyed), index));
@@ -95,5 +105,6 @@ Value LoopBuilder::keepFactor(Value seed, int64_t key, Value index, float rate) 
       loc, b.create<arith::UIToFPOp>(loc, b.getF32Type(), top), f32(0x1p-24f));
   Value keep = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGE, uniform,
                                        f32(rate));
-  return b.create<arith::SelectOp>(loc, keep, f32(1.0f / (1.0f - rate)), f32(0));
+  return b.create<arith::SelectOp>(loc, keep, f32(1.0f / (1.0f - rate)),
+                                   f32(0));
 }

@@ -47,7 +47,8 @@ public:
 
   /// The f32 sum of term(i) over [0, n), reassociable so that LLVM
   /// vectorises it.
-  mlir::Value sum(mlir::Value n, const std::function<mlir::Value(mlir::Value)> &term);
+  mlir::Value sum(mlir::Value n,
+                  const std::function<mlir::Value(mlir::Value)> &term);
 
   /// The dropout keep decision of Kernels.h's lap_cpu_keep, as an f32
   /// factor: 1 / (1 - rate) when element `index` survives, else 0.

@@ -39,7 +39,8 @@ namespace {
 
 /// Whether the kernel of `op` skips result `i` when given no buffer.
 bool mayDropResult(Operation *op, unsigned i) {
-  return isa<LinearGradOp>(op) || (isa<LayerNormGradOp, RMSNormGradOp>(op) && i > 0) ||
+  return isa<LinearGradOp>(op) ||
+         (isa<LayerNormGradOp, RMSNormGradOp>(op) && i > 0) ||
          (isa<PrependTokensGradOp, LayerScaleGradOp>(op) && i == 0);
 }
 
@@ -93,7 +94,8 @@ int64_t planFunction(func::FuncOp func, int64_t maxBatch, int64_t maxSeq) {
           (result.use_empty() &&
            mayDropResult(&op, cast<OpResult>(result).getResultNumber())))
         continue;
-      intervals.push_back({result, alignTo(resultBytes(result, maxBatch, maxSeq)),
+      intervals.push_back({result,
+                           alignTo(resultBytes(result, maxBatch, maxSeq)),
                            index[&op], lastUse(result, index)});
     }
   }
@@ -101,8 +103,9 @@ int64_t planFunction(func::FuncOp func, int64_t maxBatch, int64_t maxSeq) {
   std::vector<Interval *> bySize;
   for (Interval &i : intervals)
     bySize.push_back(&i);
-  std::stable_sort(bySize.begin(), bySize.end(),
-                   [](Interval *a, Interval *b) { return a->bytes > b->bytes; });
+  std::stable_sort(bySize.begin(), bySize.end(), [](Interval *a, Interval *b) {
+    return a->bytes > b->bytes;
+  });
   std::vector<Interval *> placed;
   int64_t workspace = 0;
   for (Interval *v : bySize) {
@@ -182,8 +185,9 @@ std::string shapeString(ShapedType type) {
   std::string s;
   llvm::raw_string_ostream os(s);
   for (unsigned i = 0; i < type.getRank(); ++i)
-    os << (i ? "x" : "") << (type.isDynamicDim(i) ? (i == 0 ? "B" : "T")
-                                                  : std::to_string(type.getDimSize(i)));
+    os << (i ? "x" : "")
+       << (type.isDynamicDim(i) ? (i == 0 ? "B" : "T")
+                                : std::to_string(type.getDimSize(i)));
   return s.empty() ? "scalar" : s;
 }
 
@@ -211,37 +215,41 @@ void lap::printMemoryPlan(ModuleOp module, raw_ostream &os) {
 
     os << "memory plan of @" << func.getName() << " (batch <= " << maxBatch
        << ", sequence <= " << maxSeq << ")\n";
-    os << llvm::formatv("{0,6} {1,12} {2,12} {3,9}  {4,-22} {5,-16} {6}\n", "op",
-                        "offset", "bytes", "live", "operation", "shape", "where");
-    DenseMap<Operation *, int64_t> positionOf = positions(func.getBody().front());
+    os << llvm::formatv("{0,6} {1,12} {2,12} {3,9}  {4,-22} {5,-16} {6}\n",
+                        "op", "offset", "bytes", "live", "operation", "shape",
+                        "where");
+    DenseMap<Operation *, int64_t> positionOf =
+        positions(func.getBody().front());
     for (Operation &op : func.getBody().front()) {
       int64_t index = positionOf.lookup(&op);
       if (auto slots = op.getAttrOfType<DenseI64ArrayAttr>(kOffsetsAttr)) {
-        for (auto [result, slot] : llvm::zip(op.getResults(), slots.asArrayRef())) {
+        for (auto [result, slot] :
+             llvm::zip(op.getResults(), slots.asArrayRef())) {
           auto type = cast<ShapedType>(result.getType());
           int64_t bytes = resultBytes(result, maxBatch, maxSeq);
           int64_t last = lastUse(result, positionOf);
           std::string where =
-              slot >= 0 ? std::to_string(slot)
+              slot >= 0         ? std::to_string(slot)
               : slot == kUnused ? "unused"
                                 : "output " + std::to_string(outputIndex(slot));
           if (slot >= 0)
             unshared += alignTo(bytes);
-          os << llvm::formatv("{0,6} {1,12} {2,12} {3,4}-{4,-4}  {5,-22} {6,-16} {7}\n",
-                              index, where, bytes, index, last,
-                              op.getName().getStringRef(), shapeString(type),
-                              partName(op.getLoc()));
+          os << llvm::formatv(
+              "{0,6} {1,12} {2,12} {3,4}-{4,-4}  {5,-22} {6,-16} {7}\n", index,
+              where, bytes, index, last, op.getName().getStringRef(),
+              shapeString(type), partName(op.getLoc()));
         }
       }
     }
     int64_t params = paramFloats * 4;
     bool training = func.getName() == "train_step";
-    int64_t peak = params + (training ? params : outputs) + inputs +
-                   workspace.getInt();
-    os << "workspace: " << workspace.getInt() << " bytes (" << mib(workspace.getInt())
-       << "); without reuse " << unshared << " bytes (" << mib(unshared) << ")\n";
-    os << "parameters: " << params << " bytes; batch: " << inputs
-       << " bytes; " << (training ? "gradients" : "outputs") << ": "
+    int64_t peak =
+        params + (training ? params : outputs) + inputs + workspace.getInt();
+    os << "workspace: " << workspace.getInt() << " bytes ("
+       << mib(workspace.getInt()) << "); without reuse " << unshared
+       << " bytes (" << mib(unshared) << ")\n";
+    os << "parameters: " << params << " bytes; batch: " << inputs << " bytes; "
+       << (training ? "gradients" : "outputs") << ": "
        << (training ? params : outputs) << " bytes\n";
     os << "peak of one call: " << peak << " bytes (" << mib(peak) << ")\n\n";
   }

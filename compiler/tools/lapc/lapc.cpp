@@ -29,8 +29,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Support/Timing.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
@@ -45,7 +45,16 @@ namespace {
 enum ExitCode { Success = 0, InternalError = 1, BadInput = 2 };
 
 /// The stages lapc can print, in pipeline order.
-enum class Emit { Spec, MLIR, Train, Lowered, MemoryPlan, LLVMDialect, LLVM, SO };
+enum class Emit {
+  Spec,
+  MLIR,
+  Train,
+  Lowered,
+  MemoryPlan,
+  LLVMDialect,
+  LLVM,
+  SO
+};
 
 cl::OptionCategory lapcCategory("lapc options");
 cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<spec.yaml>"),
@@ -55,29 +64,31 @@ cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
                                     cl::cat(lapcCategory));
 cl::opt<Emit> emitAction(
     "emit", cl::desc("The stage to print"), cl::init(Emit::Spec),
-    cl::values(clEnumValN(Emit::Spec, "spec",
-                          "the resolved spec, with derived values"),
-               clEnumValN(Emit::MLIR, "mlir",
-                          "@forward in the lap dialect, as the front end builds it"),
-               clEnumValN(Emit::Train, "train",
-                          "@forward and @train_step (autodiff only)"),
-               clEnumValN(Emit::Lowered, "lowered",
-                          "after lap's pass pipeline (head kinds lowered, ...)"),
-               clEnumValN(Emit::MemoryPlan, "memory-plan",
-                          "the static memory plan of forward and train_step"),
-               clEnumValN(Emit::LLVMDialect, "cpu",
-                          "the generated CPU code in MLIR's LLVM dialect"),
-               clEnumValN(Emit::LLVM, "llvm", "optimised LLVM IR for the CPU (--cpu)"),
-               clEnumValN(Emit::SO, "so",
-                          "the model library (default when -o ends in .so)")),
+    cl::values(
+        clEnumValN(Emit::Spec, "spec",
+                   "the resolved spec, with derived values"),
+        clEnumValN(Emit::MLIR, "mlir",
+                   "@forward in the lap dialect, as the front end builds it"),
+        clEnumValN(Emit::Train, "train",
+                   "@forward and @train_step (autodiff only)"),
+        clEnumValN(Emit::Lowered, "lowered",
+                   "after lap's pass pipeline (head kinds lowered, ...)"),
+        clEnumValN(Emit::MemoryPlan, "memory-plan",
+                   "the static memory plan of forward and train_step"),
+        clEnumValN(Emit::LLVMDialect, "cpu",
+                   "the generated CPU code in MLIR's LLVM dialect"),
+        clEnumValN(Emit::LLVM, "llvm", "optimised LLVM IR for the CPU (--cpu)"),
+        clEnumValN(Emit::SO, "so",
+                   "the model library (default when -o ends in .so)")),
     cl::cat(lapcCategory));
 cl::opt<int64_t> maxBatch(
     "max-batch",
     cl::desc("Largest batch per call (default: the spec's micro_batch_size)"),
     cl::init(0), cl::cat(lapcCategory));
-cl::opt<int64_t> maxSeq(
-    "max-seq", cl::desc("Largest sequence length (default: the spec's context)"),
-    cl::init(0), cl::cat(lapcCategory));
+cl::opt<int64_t>
+    maxSeq("max-seq",
+           cl::desc("Largest sequence length (default: the spec's context)"),
+           cl::init(0), cl::cat(lapcCategory));
 cl::opt<std::string> targetCPU(
     "cpu",
     cl::desc("The CPU to generate code for: an LLVM CPU name (x86-64-v3: any "
@@ -97,8 +108,8 @@ cl::opt<bool> verifyDiagnostics(
 /// Hands the front end's errors to MLIR's diagnostic engine.
 void report(const lap::dsl::Diagnostics &diags, mlir::MLIRContext &context) {
   for (const lap::dsl::Diagnostic &d : diags.all()) {
-    mlir::Location loc = mlir::FileLineColLoc::get(&context, d.loc.file,
-                                                   d.loc.line, d.loc.col);
+    mlir::Location loc =
+        mlir::FileLineColLoc::get(&context, d.loc.file, d.loc.line, d.loc.col);
     mlir::emitError(loc) << d.message;
   }
 }
@@ -131,12 +142,14 @@ bool setCodegenOptions(const lap::dsl::Spec &spec,
   options.maxSeq = maxSeq ? maxSeq : std::max<int64_t>(tokens, 1);
   options.profile = bool(profile);
   if (m.family != lap::dsl::Family::GPT && maxSeq && maxSeq != tokens) {
-    errs() << "lapc: error: --max-seq " << maxSeq << ": an image model's sequence is "
+    errs() << "lapc: error: --max-seq " << maxSeq
+           << ": an image model's sequence is "
            << "fixed by its image size (" << tokens << " tokens)\n";
     return false;
   }
   bool learned = m.positions.type == lap::dsl::PositionType::Learned;
-  if (m.family == lap::dsl::Family::GPT && learned && options.maxSeq > m.context) {
+  if (m.family == lap::dsl::Family::GPT && learned &&
+      options.maxSeq > m.context) {
     errs() << "lapc: error: --max-seq " << options.maxSeq << " is beyond the "
            << m.context << " learned positions (model.context)\n";
     return false;
@@ -184,8 +197,8 @@ ExitCode emitModule(const lap::dsl::Spec &spec, const lap::CPUTarget &target,
     return Success;
   }
 
-  std::string manifest =
-      lap::buildManifest(spec, *module, target, lap::CPUTarget::kernelBaseline());
+  std::string manifest = lap::buildManifest(spec, *module, target,
+                                            lap::CPUTarget::kernelBaseline());
   Passes lowering(context);
   if (mlir::failed(mlir::applyPassManagerCLOptions(lowering.pm)))
     return BadInput;
@@ -262,7 +275,8 @@ int main(int argc, char **argv) {
   if (!spec)
     return BadInput;
 
-  if (emitAction.getNumOccurrences() == 0 && StringRef(outputFilename).ends_with(".so"))
+  if (emitAction.getNumOccurrences() == 0 &&
+      StringRef(outputFilename).ends_with(".so"))
     emitAction = Emit::SO;
   std::string error;
   auto output = mlir::openOutputFile(outputFilename, &error);

@@ -25,18 +25,19 @@ RankedTensorType vectorType(Value like) {
 LogicalResult AttentionOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
                                         SmallVectorImpl<Value> &dOperands) {
   auto grad = b.create<AttentionGradOp>(
-      getLoc(), getQ().getType(), getK().getType(), getV().getType(), dResults[0],
-      getQ(), getK(), getV(), getResult(), getScaleAttr(), getCausalAttr(),
-      getCrossAttr(), getKindsAttr(), getAlphaAttr(), getBetaAttr());
+      getLoc(), getQ().getType(), getK().getType(), getV().getType(),
+      dResults[0], getQ(), getK(), getV(), getResult(), getScaleAttr(),
+      getCausalAttr(), getCrossAttr(), getKindsAttr(), getAlphaAttr(),
+      getBetaAttr());
   dOperands.append({grad.getGradQ(), grad.getGradK(), grad.getGradV()});
   return success();
 }
 
 LogicalResult LinearOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
                                      SmallVectorImpl<Value> &dOperands) {
-  auto grad = b.create<LinearGradOp>(getLoc(), getInput().getType(),
-                                     getWeight().getType(), vectorType(getResult()),
-                                     dResults[0], getInput(), getWeight());
+  auto grad = b.create<LinearGradOp>(
+      getLoc(), getInput().getType(), getWeight().getType(),
+      vectorType(getResult()), dResults[0], getInput(), getWeight());
   dOperands.append({grad.getGradInput(), grad.getGradWeight()});
   if (getBias())
     dOperands.push_back(grad.getGradBias());
@@ -51,21 +52,24 @@ LogicalResult EmbeddingOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
   return success();
 }
 
-LogicalResult AddPositionsOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
+LogicalResult AddPositionsOp::buildAdjoint(OpBuilder &b,
+                                           ArrayRef<Value> dResults,
                                            SmallVectorImpl<Value> &dOperands) {
   if (getFirst())
-    return emitOpError("with a first position belongs to decoding and has no gradient");
+    return emitOpError(
+        "with a first position belongs to decoding and has no gradient");
   dOperands.push_back(dResults[0]);
-  dOperands.push_back(b.create<AddPositionsGradOp>(getLoc(), getTable().getType(),
-                                                   dResults[0], getOffsetAttr()));
+  dOperands.push_back(b.create<AddPositionsGradOp>(
+      getLoc(), getTable().getType(), dResults[0], getOffsetAttr()));
   return success();
 }
 
 LogicalResult LayerNormOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
                                         SmallVectorImpl<Value> &dOperands) {
   auto grad = b.create<LayerNormGradOp>(getLoc(), getInput().getType(),
-                                        vectorType(getInput()), vectorType(getInput()),
-                                        dResults[0], getInput(), getWeight(), getEpsAttr());
+                                        vectorType(getInput()),
+                                        vectorType(getInput()), dResults[0],
+                                        getInput(), getWeight(), getEpsAttr());
   dOperands.push_back(grad.getGradInput());
   if (getWeight())
     dOperands.push_back(grad.getGradWeight());
@@ -77,8 +81,8 @@ LogicalResult LayerNormOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
 LogicalResult RMSNormOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
                                       SmallVectorImpl<Value> &dOperands) {
   auto grad = b.create<RMSNormGradOp>(getLoc(), getInput().getType(),
-                                      vectorType(getInput()), dResults[0], getInput(),
-                                      getWeight(), getEpsAttr());
+                                      vectorType(getInput()), dResults[0],
+                                      getInput(), getWeight(), getEpsAttr());
   dOperands.push_back(grad.getGradInput());
   if (getWeight())
     dOperands.push_back(grad.getGradWeight());
@@ -88,17 +92,20 @@ LogicalResult RMSNormOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
 LogicalResult RopeOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
                                    SmallVectorImpl<Value> &dOperands) {
   if (getFirst())
-    return emitOpError("with a first position belongs to decoding and has no gradient");
-  dOperands.push_back(b.create<RopeGradOp>(getLoc(), dResults[0], getBaseAttr()));
+    return emitOpError(
+        "with a first position belongs to decoding and has no gradient");
+  dOperands.push_back(
+      b.create<RopeGradOp>(getLoc(), dResults[0], getBaseAttr()));
   return success();
 }
 
 LogicalResult SplitHeadsOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
                                          SmallVectorImpl<Value> &dOperands) {
   if (llvm::is_contained(dResults, Value()))
-    return emitOpError("needs gradients for q, k and v (one of them is unused)");
-  dOperands.push_back(b.create<SplitHeadsGradOp>(getLoc(), getInput().getType(),
-                                                 dResults[0], dResults[1], dResults[2]));
+    return emitOpError(
+        "needs gradients for q, k and v (one of them is unused)");
+  dOperands.push_back(b.create<SplitHeadsGradOp>(
+      getLoc(), getInput().getType(), dResults[0], dResults[1], dResults[2]));
   return success();
 }
 
@@ -114,9 +121,8 @@ static LogicalResult activationAdjoint(Operation *op, OpBuilder &b,
                                        ArrayRef<Value> dResults,
                                        SmallVectorImpl<Value> &dOperands) {
   StringRef name = op->getName().stripDialect();
-  dOperands.push_back(b.create<ActivationGradOp>(op->getLoc(), dResults[0],
-                                                 op->getOperand(0),
-                                                 b.getStringAttr(name)));
+  dOperands.push_back(b.create<ActivationGradOp>(
+      op->getLoc(), dResults[0], op->getOperand(0), b.getStringAttr(name)));
   return success();
 }
 
@@ -146,11 +152,12 @@ LogicalResult SoftcapOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
   return success();
 }
 
-LogicalResult CrossEntropyOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
+LogicalResult CrossEntropyOp::buildAdjoint(OpBuilder &b,
+                                           ArrayRef<Value> dResults,
                                            SmallVectorImpl<Value> &dOperands) {
-  dOperands.push_back(b.create<CrossEntropyGradOp>(getLoc(), dResults[0], getLogits(),
-                                                   getTargets(), getLabelSmoothingAttr(),
-                                                   getSoftcapAttr()));
+  dOperands.push_back(b.create<CrossEntropyGradOp>(
+      getLoc(), dResults[0], getLogits(), getTargets(), getLabelSmoothingAttr(),
+      getSoftcapAttr()));
   dOperands.push_back(Value()); // targets
   return success();
 }
@@ -162,7 +169,8 @@ LogicalResult PatchifyOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
   return success();
 }
 
-LogicalResult PrependTokensOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
+LogicalResult PrependTokensOp::buildAdjoint(OpBuilder &b,
+                                            ArrayRef<Value> dResults,
                                             SmallVectorImpl<Value> &dOperands) {
   auto grad = b.create<PrependTokensGradOp>(getLoc(), getInput().getType(),
                                             getTokens().getType(), dResults[0]);
@@ -172,29 +180,31 @@ LogicalResult PrependTokensOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResul
 
 LogicalResult LayerScaleOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
                                          SmallVectorImpl<Value> &dOperands) {
-  auto grad = b.create<LayerScaleGradOp>(getLoc(), dResults[0], getInput(), getGamma());
+  auto grad =
+      b.create<LayerScaleGradOp>(getLoc(), dResults[0], getInput(), getGamma());
   dOperands.append({grad.getGradInput(), grad.getGradGamma()});
   return success();
 }
 
 LogicalResult TakeTokenOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
                                         SmallVectorImpl<Value> &dOperands) {
-  dOperands.push_back(
-      b.create<TakeTokenGradOp>(getLoc(), dResults[0], getInput(), getIndexAttr()));
+  dOperands.push_back(b.create<TakeTokenGradOp>(getLoc(), dResults[0],
+                                                getInput(), getIndexAttr()));
   return success();
 }
 
 LogicalResult MeanTokensOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
                                          SmallVectorImpl<Value> &dOperands) {
-  dOperands.push_back(
-      b.create<MeanTokensGradOp>(getLoc(), dResults[0], getInput(), getSkipAttr()));
+  dOperands.push_back(b.create<MeanTokensGradOp>(getLoc(), dResults[0],
+                                                 getInput(), getSkipAttr()));
   return success();
 }
 
-LogicalResult L2NormalizeOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
+LogicalResult L2NormalizeOp::buildAdjoint(OpBuilder &b,
+                                          ArrayRef<Value> dResults,
                                           SmallVectorImpl<Value> &dOperands) {
-  dOperands.push_back(
-      b.create<L2NormalizeGradOp>(getLoc(), dResults[0], getInput(), getEpsAttr()));
+  dOperands.push_back(b.create<L2NormalizeGradOp>(getLoc(), dResults[0],
+                                                  getInput(), getEpsAttr()));
   return success();
 }
 
@@ -224,27 +234,31 @@ LogicalResult DropPathOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
 
 /// Row losses: the logits get a gradient, the targets (data) none.
 static LogicalResult rowLossAdjoint(Operation *op, OpBuilder &b, Value dLoss,
-                                    float temperature, SmallVectorImpl<Value> &dOperands) {
+                                    float temperature,
+                                    SmallVectorImpl<Value> &dOperands) {
   Value logits = op->getOperand(0), targets = op->getOperand(1);
   dOperands.push_back(b.create<RowLossGradOp>(
       op->getLoc(), logits.getType(), dLoss, logits, targets,
-      b.getStringAttr(op->getName().stripDialect()), b.getF32FloatAttr(temperature)));
+      b.getStringAttr(op->getName().stripDialect()),
+      b.getF32FloatAttr(temperature)));
   dOperands.push_back(Value());
   return success();
 }
 
-LogicalResult SoftCrossEntropyOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
-                                               SmallVectorImpl<Value> &dOperands) {
+LogicalResult
+SoftCrossEntropyOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
+                                 SmallVectorImpl<Value> &dOperands) {
   return rowLossAdjoint(*this, b, dResults[0], 1.0f, dOperands);
 }
 
-LogicalResult BCEWithLogitsOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
+LogicalResult BCEWithLogitsOp::buildAdjoint(OpBuilder &b,
+                                            ArrayRef<Value> dResults,
                                             SmallVectorImpl<Value> &dOperands) {
   return rowLossAdjoint(*this, b, dResults[0], 1.0f, dOperands);
 }
 
 LogicalResult DinoLossOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
                                        SmallVectorImpl<Value> &dOperands) {
-  return rowLossAdjoint(*this, b, dResults[0], getTemperature().convertToFloat(),
-                        dOperands);
+  return rowLossAdjoint(*this, b, dResults[0],
+                        getTemperature().convertToFloat(), dOperands);
 }

@@ -69,7 +69,8 @@ LogicalResult verifyNorm(Operation *op, Value input, Value weight, Value bias,
 /// every head of plain attention.
 static SmallVector<std::pair<float, float>>
 coefficientsOf(int64_t heads, std::optional<ArrayAttr> kinds,
-               std::optional<ArrayRef<float>> alpha, std::optional<ArrayRef<float>> beta) {
+               std::optional<ArrayRef<float>> alpha,
+               std::optional<ArrayRef<float>> beta) {
   SmallVector<std::pair<float, float>> out;
   if (kinds) {
     for (Attribute kind : *kinds) {
@@ -91,11 +92,13 @@ coefficientsOf(int64_t heads, std::optional<ArrayAttr> kinds,
 /// that add the query's own value.
 static LogicalResult verifyAttention(Operation *op, RankedTensorType q,
                                      RankedTensorType k, RankedTensorType v,
-                                     float scale, bool cross, std::optional<ArrayAttr> kinds,
+                                     float scale, bool cross,
+                                     std::optional<ArrayAttr> kinds,
                                      std::optional<ArrayRef<float>> alpha,
                                      std::optional<ArrayRef<float>> beta) {
   if (q.getRank() != 4 || k.getRank() != 4)
-    return op->emitOpError("expects q [B, T, H, D] and k, v [B, S, KV, D], got ")
+    return op->emitOpError(
+               "expects q [B, T, H, D] and k, v [B, S, KV, D], got ")
            << shapeString(q) << " and " << shapeString(k);
   if (k != v)
     return op->emitOpError("k and v must have the same type");
@@ -107,10 +110,11 @@ static LogicalResult verifyAttention(Operation *op, RankedTensorType q,
   if (heads < 1 || kvHeads < 1 || headDim < 1)
     return op->emitOpError("head counts and head_dim must be positive");
   if (k.getDimSize(3) != headDim)
-    return op->emitOpError("q has head_dim ") << headDim << " but k has " << k.getDimSize(3);
+    return op->emitOpError("q has head_dim ")
+           << headDim << " but k has " << k.getDimSize(3);
   if (heads % kvHeads != 0)
-    return op->emitOpError("kv heads (") << kvHeads << ") must divide query heads ("
-                                         << heads << ")";
+    return op->emitOpError("kv heads (")
+           << kvHeads << ") must divide query heads (" << heads << ")";
   if (!compatible(q.getDimSize(0), k.getDimSize(0)))
     return op->emitOpError("q and k have different batch sizes");
   if (scale <= 0)
@@ -122,36 +126,41 @@ static LogicalResult verifyAttention(Operation *op, RankedTensorType q,
     return op->emitOpError("alpha and beta come together");
   if (kinds) {
     if (int64_t(kinds->size()) != heads)
-      return op->emitOpError("has ") << kinds->size() << " head kinds for " << heads
-                                     << " heads";
+      return op->emitOpError("has ")
+             << kinds->size() << " head kinds for " << heads << " heads";
     for (Attribute kind : *kinds) {
       StringRef name = cast<StringAttr>(kind).getValue();
       if (!dsl::findHeadKind(name)) {
         InFlightDiagnostic error = op->emitOpError("unknown head kind '")
                                    << name << "' (kinds: ";
-        llvm::interleaveComma(dsl::headKindNames(), error,
-                              [&](std::string_view k) { error << "'" << k << "'"; });
+        llvm::interleaveComma(
+            dsl::headKindNames(), error,
+            [&](std::string_view k) { error << "'" << k << "'"; });
         return error << ")";
       }
     }
   }
-  if (alpha && (int64_t(alpha->size()) != heads || int64_t(beta->size()) != heads))
+  if (alpha &&
+      (int64_t(alpha->size()) != heads || int64_t(beta->size()) != heads))
     return op->emitOpError("alpha and beta must have one entry per head (")
            << heads << ")";
 
-  for (auto [head, coefficients] : llvm::enumerate(coefficientsOf(heads, kinds, alpha, beta))) {
+  for (auto [head, coefficients] :
+       llvm::enumerate(coefficientsOf(heads, kinds, alpha, beta))) {
     if (coefficients.second == 0)
       continue;
     if (cross)
-      return op->emitOpError("head ") << head << " adds the query's own value (beta = "
-                                      << coefficients.second
-                                      << ") and needs square self-attention, but this "
-                                         "is cross-attention";
+      return op->emitOpError("head ")
+             << head
+             << " adds the query's own value (beta = " << coefficients.second
+             << ") and needs square self-attention, but this "
+                "is cross-attention";
     int64_t T = q.getDimSize(1), S = k.getDimSize(1);
     if (!ShapedType::isDynamic(T) && !ShapedType::isDynamic(S) && T != S)
-      return op->emitOpError("head ") << head << " adds the query's own value and needs "
-                                      << "square self-attention, but queries are " << T
-                                      << " tokens and keys " << S;
+      return op->emitOpError("head ")
+             << head << " adds the query's own value and needs "
+             << "square self-attention, but queries are " << T
+             << " tokens and keys " << S;
   }
   return success();
 }
@@ -159,15 +168,15 @@ static LogicalResult verifyAttention(Operation *op, RankedTensorType q,
 LogicalResult AttentionOp::verify() {
   if (getResult().getType() != getQ().getType())
     return emitOpError("result type must equal the type of q");
-  return verifyAttention(*this, getQ().getType(), getK().getType(), getV().getType(),
-                         getScale().convertToFloat(), getCross(), getKinds(), getAlpha(),
-                         getBeta());
+  return verifyAttention(*this, getQ().getType(), getK().getType(),
+                         getV().getType(), getScale().convertToFloat(),
+                         getCross(), getKinds(), getAlpha(), getBeta());
 }
 
 LogicalResult AttentionGradOp::verify() {
-  return verifyAttention(*this, getQ().getType(), getK().getType(), getV().getType(),
-                         getScale().convertToFloat(), getCross(), getKinds(), getAlpha(),
-                         getBeta());
+  return verifyAttention(*this, getQ().getType(), getK().getType(),
+                         getV().getType(), getScale().convertToFloat(),
+                         getCross(), getKinds(), getAlpha(), getBeta());
 }
 
 SmallVector<std::pair<float, float>> AttentionOp::getCoefficients() {
@@ -176,13 +185,15 @@ SmallVector<std::pair<float, float>> AttentionOp::getCoefficients() {
 
 LogicalResult CachedAttentionOp::verify() {
   RankedTensorType k = getK().getType(), cache = getKCache().getType();
-  if (cache.getRank() != 4 || !compatible(cache.getDimSize(0), k.getDimSize(0)) ||
-      cache.getDimSize(2) != k.getDimSize(2) || cache.getDimSize(3) != k.getDimSize(3))
+  if (cache.getRank() != 4 ||
+      !compatible(cache.getDimSize(0), k.getDimSize(0)) ||
+      cache.getDimSize(2) != k.getDimSize(2) ||
+      cache.getDimSize(3) != k.getDimSize(3))
     return emitOpError("caches must be [B, capacity, KV, D] like k ")
            << shapeString(k) << ", got " << shapeString(cache);
   return verifyAttention(*this, getQ().getType(), k, getV().getType(),
-                         getScale().convertToFloat(), /*cross=*/false, getKinds(),
-                         getAlpha(), getBeta());
+                         getScale().convertToFloat(), /*cross=*/false,
+                         getKinds(), getAlpha(), getBeta());
 }
 
 SmallVector<std::pair<float, float>> CachedAttentionOp::getCoefficients() {
@@ -201,15 +212,18 @@ LogicalResult LinearOp::verify() {
            << shapeString(weight);
   int64_t n = weight.getDimSize(0), k = weight.getDimSize(1);
   if (input.getRank() < 1 || !compatible(input.getShape().back(), k))
-    return emitOpError("input ") << shapeString(input) << " does not end in K = " << k;
+    return emitOpError("input ")
+           << shapeString(input) << " does not end in K = " << k;
   if (result.getRank() != input.getRank() || result.getShape().back() != n)
-    return emitOpError("result must be ") << shapeString(input)
-                                          << " with the last dimension " << n
-                                          << ", got " << shapeString(result);
+    return emitOpError("result must be ")
+           << shapeString(input) << " with the last dimension " << n << ", got "
+           << shapeString(result);
   for (int64_t d = 0; d + 1 < input.getRank(); ++d)
     if (!compatible(input.getDimSize(d), result.getDimSize(d)))
-      return emitOpError("result dimension ") << d << " differs from the input's";
-  if (getBias() && failed(verifyFeatureVector(*this, getBias(), "bias", result)))
+      return emitOpError("result dimension ")
+             << d << " differs from the input's";
+  if (getBias() &&
+      failed(verifyFeatureVector(*this, getBias(), "bias", result)))
     return failure();
   return success();
 }
@@ -218,28 +232,33 @@ LogicalResult EmbeddingOp::verify() {
   RankedTensorType table = getTable().getType(), ids = getIndices().getType(),
                    result = getResult().getType();
   if (table.getRank() != 2 || table.isDynamicDim(1))
-    return emitOpError("table must be [V, C] with static C, got ") << shapeString(table);
+    return emitOpError("table must be [V, C] with static C, got ")
+           << shapeString(table);
   if (result.getRank() != ids.getRank() + 1 ||
       result.getShape().back() != table.getDimSize(1))
     return emitOpError("result must be the index shape ")
            << shapeString(ids) << " followed by C = " << table.getDimSize(1);
   for (int64_t d = 0; d < ids.getRank(); ++d)
     if (!compatible(ids.getDimSize(d), result.getDimSize(d)))
-      return emitOpError("result dimension ") << d << " differs from the indices'";
+      return emitOpError("result dimension ")
+             << d << " differs from the indices'";
   return success();
 }
 
 LogicalResult LayerNormOp::verify() {
-  return verifyNorm(*this, getInput(), getWeight(), getBias(), getResult(), getEpsAttr());
+  return verifyNorm(*this, getInput(), getWeight(), getBias(), getResult(),
+                    getEpsAttr());
 }
 
 LogicalResult RMSNormOp::verify() {
-  return verifyNorm(*this, getInput(), getWeight(), Value(), getResult(), getEpsAttr());
+  return verifyNorm(*this, getInput(), getWeight(), Value(), getResult(),
+                    getEpsAttr());
 }
 
 LogicalResult RopeOp::verify() {
   RankedTensorType type = getInput().getType();
-  if (type.getRank() != 4 || type.isDynamicDim(3) || type.getDimSize(3) % 2 != 0)
+  if (type.getRank() != 4 || type.isDynamicDim(3) ||
+      type.getDimSize(3) % 2 != 0)
     return emitOpError("rotates [B, T, H, D] with a static, even D, got ")
            << shapeString(type);
   if (getBase().convertToFloat() <= 0)
@@ -274,7 +293,8 @@ LogicalResult MergeHeadsOp::verify() {
       result.getDimSize(2) != input.getDimSize(2) * input.getDimSize(3) ||
       !compatible(result.getDimSize(0), input.getDimSize(0)) ||
       !compatible(result.getDimSize(1), input.getDimSize(1)))
-    return emitOpError("result must be [B, T, H D], got ") << shapeString(result);
+    return emitOpError("result must be [B, T, H D], got ")
+           << shapeString(result);
   return success();
 }
 
@@ -287,10 +307,11 @@ LogicalResult AddPositionsOp::verify() {
   int64_t offset = getOffset();
   if (offset < 0)
     return emitOpError("offset must not be negative");
-  if (!input.isDynamicDim(1) && offset + table.getDimSize(0) < input.getDimSize(1))
-    return emitOpError("the table's ") << table.getDimSize(0)
-                                       << " positions do not cover tokens " << offset
-                                       << ".." << input.getDimSize(1) - 1;
+  if (!input.isDynamicDim(1) &&
+      offset + table.getDimSize(0) < input.getDimSize(1))
+    return emitOpError("the table's ")
+           << table.getDimSize(0) << " positions do not cover tokens " << offset
+           << ".." << input.getDimSize(1) - 1;
   return success();
 }
 
@@ -306,21 +327,24 @@ LogicalResult DropoutOp::verify() { return verifyRate(*this, getRate()); }
 LogicalResult DropPathOp::verify() { return verifyRate(*this, getRate()); }
 
 LogicalResult PatchifyOp::verify() {
-  RankedTensorType images = getImages().getType(), result = getResult().getType();
+  RankedTensorType images = getImages().getType(),
+                   result = getResult().getType();
   int64_t p = getPatch();
-  if (images.getRank() != 4 || images.isDynamicDim(1) || images.isDynamicDim(2) ||
-      images.isDynamicDim(3))
+  if (images.getRank() != 4 || images.isDynamicDim(1) ||
+      images.isDynamicDim(2) || images.isDynamicDim(3))
     return emitOpError("images must be [B, C, H, W] with static C, H, W, got ")
            << shapeString(images);
   if (p < 1 || images.getDimSize(2) % p || images.getDimSize(3) % p)
-    return emitOpError("patch ") << p << " must divide the image size "
-                                 << images.getDimSize(2) << "x" << images.getDimSize(3);
+    return emitOpError("patch ")
+           << p << " must divide the image size " << images.getDimSize(2) << "x"
+           << images.getDimSize(3);
   int64_t patches = (images.getDimSize(2) / p) * (images.getDimSize(3) / p);
   int64_t features = images.getDimSize(1) * p * p;
   if (result.getRank() != 3 || result.getDimSize(1) != patches ||
-      result.getDimSize(2) != features || !compatible(result.getDimSize(0), images.getDimSize(0)))
-    return emitOpError("result must be [B, ") << patches << ", " << features
-                                              << "], got " << shapeString(result);
+      result.getDimSize(2) != features ||
+      !compatible(result.getDimSize(0), images.getDimSize(0)))
+    return emitOpError("result must be [B, ")
+           << patches << ", " << features << "], got " << shapeString(result);
   return success();
 }
 
@@ -336,7 +360,8 @@ LogicalResult PrependTokensOp::verify() {
   if (result.getRank() != 3 || result.getDimSize(1) != expected ||
       result.getDimSize(2) != input.getDimSize(2) ||
       !compatible(result.getDimSize(0), input.getDimSize(0)))
-    return emitOpError("result must be [B, k + N, C], got ") << shapeString(result);
+    return emitOpError("result must be [B, k + N, C], got ")
+           << shapeString(result);
   return success();
 }
 
@@ -346,7 +371,8 @@ LogicalResult LayerScaleOp::verify() {
 
 /// [B, T, C] -> [B, C] with `first` tokens before the ones read.
 static LogicalResult verifyTokenPooling(Operation *op, RankedTensorType input,
-                                        RankedTensorType result, int64_t first) {
+                                        RankedTensorType result,
+                                        int64_t first) {
   if (input.getRank() != 3 || result.getRank() != 2 ||
       result.getDimSize(1) != input.getDimSize(2) ||
       !compatible(result.getDimSize(0), input.getDimSize(0)))
@@ -358,11 +384,13 @@ static LogicalResult verifyTokenPooling(Operation *op, RankedTensorType input,
 }
 
 LogicalResult TakeTokenOp::verify() {
-  return verifyTokenPooling(*this, getInput().getType(), getResult().getType(), getIndex());
+  return verifyTokenPooling(*this, getInput().getType(), getResult().getType(),
+                            getIndex());
 }
 
 LogicalResult MeanTokensOp::verify() {
-  return verifyTokenPooling(*this, getInput().getType(), getResult().getType(), getSkip());
+  return verifyTokenPooling(*this, getInput().getType(), getResult().getType(),
+                            getSkip());
 }
 
 LogicalResult WeightNormOp::verify() {
@@ -375,8 +403,8 @@ LogicalResult WeightNormOp::verify() {
 }
 
 LogicalResult ResidualAddOp::verify() {
-  if (getGamma() &&
-      failed(verifyFeatureVector(*this, getGamma(), "gamma", getInput().getType())))
+  if (getGamma() && failed(verifyFeatureVector(*this, getGamma(), "gamma",
+                                               getInput().getType())))
     return failure();
   return verifyRate(*this, getDropRate());
 }
@@ -392,14 +420,16 @@ LogicalResult SoftcapOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult CrossEntropyOp::verify() {
-  RankedTensorType logits = getLogits().getType(), targets = getTargets().getType();
+  RankedTensorType logits = getLogits().getType(),
+                   targets = getTargets().getType();
   if (logits.getRank() != targets.getRank() + 1)
-    return emitOpError("targets ") << shapeString(targets)
-                                   << " must be the logits' shape "
-                                   << shapeString(logits) << " without the classes";
+    return emitOpError("targets ")
+           << shapeString(targets) << " must be the logits' shape "
+           << shapeString(logits) << " without the classes";
   for (int64_t d = 0; d < targets.getRank(); ++d)
     if (!compatible(logits.getDimSize(d), targets.getDimSize(d)))
-      return emitOpError("targets dimension ") << d << " differs from the logits'";
+      return emitOpError("targets dimension ")
+             << d << " differs from the logits'";
   float smoothing = getLabelSmoothing().convertToFloat();
   if (smoothing < 0 || smoothing > 1)
     return emitOpError("label_smoothing must be in [0, 1]");
@@ -419,22 +449,26 @@ LogicalResult LinearGradOp::verify() {
       !compatible(dy.getShape().back(), w.getDimSize(0)) ||
       !compatible(x.getShape().back(), w.getDimSize(1)))
     return emitOpError("expects dy [..., N], x [..., K] and W [N, K], got ")
-           << shapeString(dy) << ", " << shapeString(x) << " and " << shapeString(w);
+           << shapeString(dy) << ", " << shapeString(x) << " and "
+           << shapeString(w);
   return verifyFeatureVector(*this, getGradBias(), "grad_bias", dy);
 }
 
 LogicalResult EmbeddingGradOp::verify() {
   RankedTensorType dy = getGradOutput().getType(), ids = getIndices().getType(),
                    table = getGradTable().getType();
-  if (table.getRank() != 2 || table.isDynamicDim(0) || dy.getRank() != ids.getRank() + 1 ||
+  if (table.getRank() != 2 || table.isDynamicDim(0) ||
+      dy.getRank() != ids.getRank() + 1 ||
       dy.getShape().back() != table.getDimSize(1))
-    return emitOpError("expects dy [..., C] over the indices and a static table [V, C], got ")
+    return emitOpError("expects dy [..., C] over the indices and a static "
+                       "table [V, C], got ")
            << shapeString(dy) << " and " << shapeString(table);
   return success();
 }
 
 LogicalResult AddPositionsGradOp::verify() {
-  RankedTensorType dy = getGradOutput().getType(), table = getGradTable().getType();
+  RankedTensorType dy = getGradOutput().getType(),
+                   table = getGradTable().getType();
   if (dy.getRank() != 3 || table.getRank() != 2 || table.isDynamicDim(0) ||
       table.getDimSize(1) != dy.getDimSize(2))
     return emitOpError("expects dy [B, T, C] and a static table [P, C], got ")
@@ -447,30 +481,36 @@ LogicalResult LayerNormGradOp::verify() {
   if (failed(verifyFeatureVector(*this, getGradWeight(), "grad_weight", x)) ||
       failed(verifyFeatureVector(*this, getGradBias(), "grad_bias", x)))
     return failure();
-  return getWeight() ? verifyFeatureVector(*this, getWeight(), "weight", x) : success();
+  return getWeight() ? verifyFeatureVector(*this, getWeight(), "weight", x)
+                     : success();
 }
 
 LogicalResult RMSNormGradOp::verify() {
   RankedTensorType x = getInput().getType();
   if (failed(verifyFeatureVector(*this, getGradWeight(), "grad_weight", x)))
     return failure();
-  return getWeight() ? verifyFeatureVector(*this, getWeight(), "weight", x) : success();
+  return getWeight() ? verifyFeatureVector(*this, getWeight(), "weight", x)
+                     : success();
 }
 
 LogicalResult SplitHeadsGradOp::verify() {
   RankedTensorType dq = getGradQ().getType(), dk = getGradK().getType(),
                    dx = getGradInput().getType();
-  if (dq.getRank() != 4 || dk.getRank() != 4 || dq.getDimSize(3) != dk.getDimSize(3) ||
-      dx.getRank() != 3 ||
-      dx.getDimSize(2) != (dq.getDimSize(2) + 2 * dk.getDimSize(2)) * dq.getDimSize(3))
-    return emitOpError("expects dq [B, T, H, D], dk, dv [B, T, KV, D] and a result "
-                       "[B, T, (H + 2 KV) D], got ")
-           << shapeString(dq) << ", " << shapeString(dk) << " -> " << shapeString(dx);
+  if (dq.getRank() != 4 || dk.getRank() != 4 ||
+      dq.getDimSize(3) != dk.getDimSize(3) || dx.getRank() != 3 ||
+      dx.getDimSize(2) !=
+          (dq.getDimSize(2) + 2 * dk.getDimSize(2)) * dq.getDimSize(3))
+    return emitOpError(
+               "expects dq [B, T, H, D], dk, dv [B, T, KV, D] and a result "
+               "[B, T, (H + 2 KV) D], got ")
+           << shapeString(dq) << ", " << shapeString(dk) << " -> "
+           << shapeString(dx);
   return success();
 }
 
 LogicalResult MergeHeadsGradOp::verify() {
-  RankedTensorType dy = getGradOutput().getType(), dx = getGradInput().getType();
+  RankedTensorType dy = getGradOutput().getType(),
+                   dx = getGradInput().getType();
   if (dx.getRank() != 4 || dy.getRank() != 3 ||
       dy.getDimSize(2) != dx.getDimSize(2) * dx.getDimSize(3))
     return emitOpError("expects dy [B, T, H D] and a result [B, T, H, D], got ")
@@ -479,51 +519,61 @@ LogicalResult MergeHeadsGradOp::verify() {
 }
 
 LogicalResult CrossEntropyGradOp::verify() {
-  RankedTensorType logits = getLogits().getType(), targets = getTargets().getType();
+  RankedTensorType logits = getLogits().getType(),
+                   targets = getTargets().getType();
   if (logits.getRank() != targets.getRank() + 1)
-    return emitOpError("targets ") << shapeString(targets) << " must be the logits' shape "
-                                   << shapeString(logits) << " without the classes";
+    return emitOpError("targets ")
+           << shapeString(targets) << " must be the logits' shape "
+           << shapeString(logits) << " without the classes";
   return success();
 }
 
 LogicalResult PatchifyGradOp::verify() {
-  RankedTensorType dy = getGradOutput().getType(), images = getGradImages().getType();
+  RankedTensorType dy = getGradOutput().getType(),
+                   images = getGradImages().getType();
   int64_t p = getPatch();
-  if (images.getRank() != 4 || dy.getRank() != 3 || p < 1 || images.isDynamicDim(2) ||
-      images.isDynamicDim(3) || images.getDimSize(2) % p || images.getDimSize(3) % p ||
-      dy.getDimSize(1) != (images.getDimSize(2) / p) * (images.getDimSize(3) / p) ||
+  if (images.getRank() != 4 || dy.getRank() != 3 || p < 1 ||
+      images.isDynamicDim(2) || images.isDynamicDim(3) ||
+      images.getDimSize(2) % p || images.getDimSize(3) % p ||
+      dy.getDimSize(1) !=
+          (images.getDimSize(2) / p) * (images.getDimSize(3) / p) ||
       dy.getDimSize(2) != images.getDimSize(1) * p * p)
-    return emitOpError("expects patch gradients [B, (H/p)(W/p), C p p] for images "
-                       "[B, C, H, W], got ")
+    return emitOpError(
+               "expects patch gradients [B, (H/p)(W/p), C p p] for images "
+               "[B, C, H, W], got ")
            << shapeString(dy) << " -> " << shapeString(images);
   return success();
 }
 
 LogicalResult PrependTokensGradOp::verify() {
-  RankedTensorType dy = getGradOutput().getType(), dx = getGradInput().getType(),
+  RankedTensorType dy = getGradOutput().getType(),
+                   dx = getGradInput().getType(),
                    dt = getGradTokens().getType();
   if (dy.getRank() != 3 || dx.getRank() != 3 || dt.getRank() != 2 ||
-      dt.getDimSize(1) != dy.getDimSize(2) || dx.getDimSize(2) != dy.getDimSize(2) ||
+      dt.getDimSize(1) != dy.getDimSize(2) ||
+      dx.getDimSize(2) != dy.getDimSize(2) ||
       (!dy.isDynamicDim(1) && !dx.isDynamicDim(1) &&
        dy.getDimSize(1) != dx.getDimSize(1) + dt.getDimSize(0)))
     return emitOpError("expects dy [B, k + N, C] -> [B, N, C] and [k, C], got ")
-           << shapeString(dy) << " -> " << shapeString(dx) << " and " << shapeString(dt);
+           << shapeString(dy) << " -> " << shapeString(dx) << " and "
+           << shapeString(dt);
   return success();
 }
 
 LogicalResult ActivationGradOp::verify() {
   StringRef name = getActivation();
   if (name != "gelu_tanh" && name != "gelu" && name != "relu2")
-    return emitOpError("unknown activation '") << name
-                                              << "' (gelu_tanh, gelu or relu2)";
+    return emitOpError("unknown activation '")
+           << name << "' (gelu_tanh, gelu or relu2)";
   return success();
 }
 
 LogicalResult RowLossGradOp::verify() {
   StringRef loss = getLoss();
-  if (loss != "soft_cross_entropy" && loss != "bce_with_logits" && loss != "dino_loss")
-    return emitOpError("unknown loss '") << loss
-                                        << "' (soft_cross_entropy, bce_with_logits or dino_loss)";
+  if (loss != "soft_cross_entropy" && loss != "bce_with_logits" &&
+      loss != "dino_loss")
+    return emitOpError("unknown loss '")
+           << loss << "' (soft_cross_entropy, bce_with_logits or dino_loss)";
   if (getTemperature().convertToFloat() <= 0)
     return emitOpError("temperature must be positive");
   return success();
@@ -531,10 +581,13 @@ LogicalResult RowLossGradOp::verify() {
 
 /// Losses over [B, K] rows with targets of the same shape.
 static LogicalResult verifyRowLoss(Operation *op, Value logits, Value targets) {
-  auto l = cast<RankedTensorType>(logits.getType()), t = cast<RankedTensorType>(targets.getType());
-  if (l.getRank() != 2 || t.getRank() != 2 || !compatible(l.getDimSize(0), t.getDimSize(0)) ||
+  auto l = cast<RankedTensorType>(logits.getType()),
+       t = cast<RankedTensorType>(targets.getType());
+  if (l.getRank() != 2 || t.getRank() != 2 ||
+      !compatible(l.getDimSize(0), t.getDimSize(0)) ||
       !compatible(l.getDimSize(1), t.getDimSize(1)))
-    return op->emitOpError("expects [B, K] logits and targets of the same shape, got ")
+    return op->emitOpError(
+               "expects [B, K] logits and targets of the same shape, got ")
            << shapeString(l) << " and " << shapeString(t);
   return success();
 }

@@ -27,7 +27,8 @@ namespace {
 /// A constant tensor of a static shape filled with `value`.
 Value splat(OpBuilder &b, Location loc, Type type, float value) {
   auto shaped = cast<RankedTensorType>(type);
-  return b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(shaped, value));
+  return b.create<arith::ConstantOp>(loc,
+                                     DenseElementsAttr::get(shaped, value));
 }
 
 struct Autodiff : lap::impl::LapAutodiffBase<Autodiff> {
@@ -35,7 +36,8 @@ struct Autodiff : lap::impl::LapAutodiffBase<Autodiff> {
     ModuleOp module = getOperation();
     auto forward = module.lookupSymbol<func::FuncOp>("forward");
     if (!forward) {
-      module.emitError("lap-autodiff differentiates func @forward; there is none");
+      module.emitError(
+          "lap-autodiff differentiates func @forward; there is none");
       return signalPassFailure();
     }
     if (auto old = module.lookupSymbol<func::FuncOp>("train_step"))
@@ -46,7 +48,8 @@ struct Autodiff : lap::impl::LapAutodiffBase<Autodiff> {
 
   LogicalResult differentiate(func::FuncOp forward) {
     if (!forward.getBody().hasOneBlock() || forward.getNumResults() < 1 ||
-        forward.getResultTypes()[0] != RankedTensorType::get({}, Float32Type::get(&getContext())))
+        forward.getResultTypes()[0] !=
+            RankedTensorType::get({}, Float32Type::get(&getContext())))
       return forward.emitError("@forward must be one block returning the loss "
                                "(tensor<f32>) first");
     OpBuilder b(forward);
@@ -75,8 +78,9 @@ struct Autodiff : lap::impl::LapAutodiffBase<Autodiff> {
         continue;
       auto diff = dyn_cast<DifferentiableOp>(op);
       if (!diff)
-        return op->emitError() << "'" << op->getName()
-                               << "' is not differentiable, but the loss depends on it";
+        return op->emitError()
+               << "'" << op->getName()
+               << "' is not differentiable, but the loss depends on it";
       SmallVector<Value> dOperands;
       if (failed(diff.buildAdjoint(b, dResults, dOperands)))
         return failure();
@@ -101,14 +105,18 @@ struct Autodiff : lap::impl::LapAutodiffBase<Autodiff> {
       if (!grad) // A parameter the loss does not depend on.
         grad = splat(b, arg.getLoc(), arg.getType(), 0.0f);
       results.push_back(grad);
-      auto name = train.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "lap.name");
-      names.push_back(b.getStringAttr("grad." + (name ? name.getValue() : StringRef("?"))));
+      auto name =
+          train.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "lap.name");
+      names.push_back(
+          b.getStringAttr("grad." + (name ? name.getValue() : StringRef("?"))));
     }
     b.create<func::ReturnOp>(ret.getLoc(), results);
     ret.erase();
-    train.setType(b.getFunctionType(body.getArgumentTypes(), ValueRange(results).getTypes()));
+    train.setType(b.getFunctionType(body.getArgumentTypes(),
+                                    ValueRange(results).getTypes()));
     for (auto [i, name] : llvm::enumerate(names))
-      train.setResultAttrs(unsigned(i), b.getDictionaryAttr(b.getNamedAttr("lap.name", name)));
+      train.setResultAttrs(
+          unsigned(i), b.getDictionaryAttr(b.getNamedAttr("lap.name", name)));
     return success();
   }
 };

@@ -21,7 +21,8 @@ namespace {
 struct FuseSoftcapIntoCrossEntropy : OpRewritePattern<SoftcapOp> {
   using OpRewritePattern::OpRewritePattern;
 
-  LogicalResult matchAndRewrite(SoftcapOp softcap, PatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(SoftcapOp softcap,
+                                PatternRewriter &rewriter) const override {
     Value capped = softcap.getResult();
     SmallVector<CrossEntropyOp> losses;
     SmallVector<std::pair<CrossEntropyGradOp, SoftcapGradOp>> grads;
@@ -67,27 +68,31 @@ struct FuseSoftcapIntoCrossEntropy : OpRewritePattern<SoftcapOp> {
 struct FuseResidualBranch : OpRewritePattern<AddOp> {
   using OpRewritePattern::OpRewritePattern;
 
-  LogicalResult matchAndRewrite(AddOp add, PatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(AddOp add,
+                                PatternRewriter &rewriter) const override {
     for (unsigned side = 0; side < 2; ++side) {
       Value branch = add->getOperand(side), input = add->getOperand(1 - side);
       FloatAttr rate = rewriter.getF32FloatAttr(0);
       IntegerAttr key = rewriter.getI64IntegerAttr(0);
       Value gamma;
       bool fused = false;
-      if (auto drop = branch.getDefiningOp<DropPathOp>(); drop && drop->hasOneUse()) {
+      if (auto drop = branch.getDefiningOp<DropPathOp>();
+          drop && drop->hasOneUse()) {
         rate = drop.getRateAttr();
         key = drop.getKeyAttr();
         branch = drop.getInput();
         fused = true;
       }
-      if (auto scale = branch.getDefiningOp<LayerScaleOp>(); scale && scale->hasOneUse()) {
+      if (auto scale = branch.getDefiningOp<LayerScaleOp>();
+          scale && scale->hasOneUse()) {
         gamma = scale.getGamma();
         branch = scale.getInput();
         fused = true;
       }
       if (!fused)
         continue;
-      rewriter.replaceOpWithNewOp<ResidualAddOp>(add, input, branch, gamma, rate, key);
+      rewriter.replaceOpWithNewOp<ResidualAddOp>(add, input, branch, gamma,
+                                                 rate, key);
       return success();
     }
     return failure();
@@ -97,8 +102,10 @@ struct FuseResidualBranch : OpRewritePattern<AddOp> {
 struct Fuse : lap::impl::LapFuseBase<Fuse> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseSoftcapIntoCrossEntropy, FuseResidualBranch>(&getContext());
-    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+    patterns.add<FuseSoftcapIntoCrossEntropy, FuseResidualBranch>(
+        &getContext());
+    if (failed(
+            applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
 };

@@ -223,12 +223,14 @@ void transpose(float *__restrict dst, int64_t ldd, const float *__restrict src,
     for (int64_t j0 = 0; j0 < cols; j0 += 8) {
       const int64_t ni = std::min<int64_t>(8, rows - i0);
       const int64_t nj = std::min<int64_t>(8, cols - j0);
-      const __m256i colMask = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(nj)), lanes);
+      const __m256i colMask =
+          _mm256_cmpgt_epi32(_mm256_set1_epi32(int(nj)), lanes);
       __m256 r[8], t[8];
       for (int i = 0; i < 8; ++i)
-        r[i] = i < ni ? _mm256_mul_ps(vc, _mm256_maskload_ps(
-                                              src + (i0 + i) * lds + j0, colMask))
-                      : _mm256_setzero_ps();
+        r[i] = i < ni
+                   ? _mm256_mul_ps(vc, _mm256_maskload_ps(
+                                           src + (i0 + i) * lds + j0, colMask))
+                   : _mm256_setzero_ps();
       // t[2p], t[2p + 1], 128-bit lane l: columns 4l + (0, 1), 4l + (2, 3)
       // of rows 2p, 2p + 1, interleaved.
       for (int i = 0; i < 8; i += 2) {

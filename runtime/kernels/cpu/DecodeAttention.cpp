@@ -20,10 +20,10 @@ using lap::cpu::parallelFor;
 extern "C" void lap_cpu_attention_decode(float *o, float *kCache, float *vCache,
                                          const float *q, const float *k,
                                          const float *v, const float *alpha,
-                                         const float *beta, int64_t B, int64_t T,
-                                         int64_t first, int64_t capacity,
-                                         int64_t H, int64_t KV, int64_t D,
-                                         float scale) {
+                                         const float *beta, int64_t B,
+                                         int64_t T, int64_t first,
+                                         int64_t capacity, int64_t H,
+                                         int64_t KV, int64_t D, float scale) {
   const int64_t row = KV * D, group = H / KV;
   for (int64_t b = 0; b < B; ++b) {
     std::memcpy(kCache + (b * capacity + first) * row, k + b * T * row,
@@ -36,7 +36,8 @@ extern "C" void lap_cpu_attention_decode(float *o, float *kCache, float *vCache,
     std::vector<float> sum(static_cast<size_t>(D));
     for (int64_t task = begin; task < end; ++task) {
       const int64_t t = task % T, h = (task / T) % H, b = task / (T * H);
-      const int64_t g = h / group, keys = first + t + 1; // causal: p <= first + t
+      const int64_t g = h / group,
+                    keys = first + t + 1; // causal: p <= first + t
       const float *qr = q + ((b * T + t) * H + h) * D;
       const float *kr = kCache + b * capacity * row + g * D;
       const float *vr = vCache + b * capacity * row + g * D;

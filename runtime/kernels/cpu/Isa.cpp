@@ -31,12 +31,14 @@ struct Target {
 /// The user-facing names of Highway's targets.
 constexpr Target kTargets[] = {
 #if HWY_ARCH_X86
-    {HWY_AVX3, "avx512"}, {HWY_AVX2, "avx2"},
+    {HWY_AVX3, "avx512"},
+    {HWY_AVX2, "avx2"},
 #elif HWY_ARCH_ARM
     {HWY_SVE2_128, "sve2_128"}, {HWY_SVE_256, "sve_256"}, {HWY_SVE2, "sve2"},
     {HWY_SVE, "sve"},           {HWY_NEON, "neon"},
 #endif
-    {HWY_EMU128, "generic"},     {HWY_SCALAR, "scalar"},
+    {HWY_EMU128, "generic"},
+    {HWY_SCALAR, "scalar"},
 };
 
 const char *nameOf(int64_t bit) {
@@ -70,7 +72,8 @@ Choice choose() {
   c.available = namesOf(usable);
   if (usable == 0) {
     c.error = "this CPU has none of the instruction sets the kernels are "
-              "compiled for (" + namesOf(HWY_TARGETS) + ")";
+              "compiled for (" +
+              namesOf(HWY_TARGETS) + ")";
     return c;
   }
   const char *requested = std::getenv("LAP_CPU_ISA");

@@ -50,20 +50,18 @@ const char *lap_cpu_isas(void);
 // fault on every call otherwise).
 void lap_cpu_attention_forward(float *o, float *lse, const float *q,
                                const float *k, const float *v,
-                               const float *alpha, const float *beta,
-                               int64_t B, int64_t T, int64_t S, int64_t H,
-                               int64_t KV, int64_t D, float scale,
-                               int32_t causal);
+                               const float *alpha, const float *beta, int64_t B,
+                               int64_t T, int64_t S, int64_t H, int64_t KV,
+                               int64_t D, float scale, int32_t causal);
 // Gradients from dO, the forward's inputs, output O and lse. P is
 // recomputed tile by tile; D_i = rowsum(dO_i * (O_i - beta V_i)).
 void lap_cpu_attention_backward(float *dq, float *dk, float *dv,
                                 const float *dout, const float *q,
-                                const float *k, const float *v,
-                                const float *o, const float *lse,
-                                const float *alpha, const float *beta,
-                                int64_t B, int64_t T, int64_t S, int64_t H,
-                                int64_t KV, int64_t D, float scale,
-                                int32_t causal);
+                                const float *k, const float *v, const float *o,
+                                const float *lse, const float *alpha,
+                                const float *beta, int64_t B, int64_t T,
+                                int64_t S, int64_t H, int64_t KV, int64_t D,
+                                float scale, int32_t causal);
 
 //--- Attention against a key/value cache (DecodeAttention.cpp) -------------
 // Incremental decoding of causal attention. q [B, T, H, D] are the queries of
@@ -91,9 +89,8 @@ void lap_cpu_linear_backward(float *dx, float *dw, float *db, const float *dy,
 //--- Embeddings and positions (Embedding.cpp) --------------------------------
 // y [n, c] = table[idx[i]]; table [vocab, c]. Indices outside [0, vocab)
 // give zero rows (the runtime validates batches before the step).
-void lap_cpu_embedding_forward(float *y, const float *table,
-                               const int32_t *idx, int64_t n, int64_t vocab,
-                               int64_t c);
+void lap_cpu_embedding_forward(float *y, const float *table, const int32_t *idx,
+                               int64_t n, int64_t vocab, int64_t c);
 // dtable [vocab, c] = sum of dy rows by index (zero where unused).
 void lap_cpu_embedding_backward(float *dtable, const float *dy,
                                 const int32_t *idx, int64_t n, int64_t vocab,
@@ -101,9 +98,9 @@ void lap_cpu_embedding_backward(float *dtable, const float *dy,
 // x, y [B, T, c]; table [P, c]; token t sits at position p = first + t
 // (first > 0 when decoding after a cached prefix): y[b, t] = x[b, t] +
 // table[p - offset] for p >= offset, else x[b, t].
-void lap_cpu_add_positions_forward(float *y, const float *x,
-                                   const float *table, int64_t B, int64_t T,
-                                   int64_t c, int64_t offset, int64_t first);
+void lap_cpu_add_positions_forward(float *y, const float *x, const float *table,
+                                   int64_t B, int64_t T, int64_t c,
+                                   int64_t offset, int64_t first);
 // dtable [P, c]: dtable[t - offset] = sum over b of dy[b, t]; rows of the
 // table beyond T - offset are zero.
 void lap_cpu_add_positions_backward(float *dtable, const float *dy, int64_t B,
@@ -149,8 +146,8 @@ void lap_cpu_rope_backward(float *dx, const float *dy, int64_t B, int64_t T,
 // LayerScale: dx = dy * gamma, dgamma [c] = column sums of dy * x; both
 // nullable.
 void lap_cpu_layer_scale_backward(float *dx, float *dgamma, const float *dy,
-                                  const float *x, const float *gamma,
-                                  int64_t n, int64_t c);
+                                  const float *x, const float *gamma, int64_t n,
+                                  int64_t c);
 
 //--- Image tokens and pooling (Tokens.cpp) -----------------------------------------
 // images [B, C, Hi, Wi] -> y [B, (Hi/p)(Wi/p), C p p]: patches in row-major
@@ -165,17 +162,17 @@ void lap_cpu_prepend_tokens_forward(float *y, const float *x,
                                     int64_t k, int64_t c);
 // dy [B, k + N, c] -> dx [B, N, c], dtokens [k, c] = sum over B; both
 // nullable.
-void lap_cpu_prepend_tokens_backward(float *dx, float *dtokens,
-                                     const float *dy, int64_t B, int64_t N,
-                                     int64_t k, int64_t c);
+void lap_cpu_prepend_tokens_backward(float *dx, float *dtokens, const float *dy,
+                                     int64_t B, int64_t N, int64_t k,
+                                     int64_t c);
 // x [B, T, c] -> y [B, c] = x[:, index].
-void lap_cpu_take_token_forward(float *y, const float *x, int64_t B,
-                                int64_t T, int64_t c, int64_t index);
+void lap_cpu_take_token_forward(float *y, const float *x, int64_t B, int64_t T,
+                                int64_t c, int64_t index);
 void lap_cpu_take_token_backward(float *dx, const float *dy, int64_t B,
                                  int64_t T, int64_t c, int64_t index);
 // y [B, c] = mean of x[:, skip:T].
-void lap_cpu_mean_tokens_forward(float *y, const float *x, int64_t B,
-                                 int64_t T, int64_t c, int64_t skip);
+void lap_cpu_mean_tokens_forward(float *y, const float *x, int64_t B, int64_t T,
+                                 int64_t c, int64_t skip);
 void lap_cpu_mean_tokens_backward(float *dx, const float *dy, int64_t B,
                                   int64_t T, int64_t c, int64_t skip);
 
@@ -186,16 +183,14 @@ void lap_cpu_mean_tokens_backward(float *dx, const float *dy, int64_t B,
 // capped, c tanh(l / c), without storing them. With label smoothing s the
 // target distribution is (1 - s) one-hot + s / V. *loss is a scalar.
 void lap_cpu_cross_entropy_forward(float *loss, const float *logits,
-                                   const int32_t *targets, int64_t n,
-                                   int64_t V, float label_smoothing,
-                                   float softcap);
+                                   const int32_t *targets, int64_t n, int64_t V,
+                                   float label_smoothing, float softcap);
 // dlogits [n, V] = dloss * (softmax(capped) - target) / count, times the
 // cap's derivative with softcap; rows with target -1 get zero.
 // dloss is a pointer to the incoming scalar gradient.
 void lap_cpu_cross_entropy_backward(float *dlogits, const float *dloss,
-                                    const float *logits,
-                                    const int32_t *targets, int64_t n,
-                                    int64_t V, float label_smoothing,
+                                    const float *logits, const int32_t *targets,
+                                    int64_t n, int64_t V, float label_smoothing,
                                     float softcap);
 // Row losses over logits, targets [n, K] (targets are distributions):
 // kind 0 soft_cross_entropy: mean_r -sum_k t log_softmax(l)
@@ -225,9 +220,8 @@ void lap_cpu_dropout(float *y, const float *x, int64_t n, float rate,
                      uint64_t seed, int64_t key);
 // y = x * keep_b / (1 - rate) per sample b of B (per_sample elements each;
 // the hash's index is b); y may be x.
-void lap_cpu_drop_path(float *y, const float *x, int64_t B,
-                       int64_t per_sample, float rate, uint64_t seed,
-                       int64_t key);
+void lap_cpu_drop_path(float *y, const float *x, int64_t B, int64_t per_sample,
+                       float rate, uint64_t seed, int64_t key);
 
 #ifdef __cplusplus
 }

@@ -58,40 +58,48 @@ struct Streams {
   void append(const std::vector<float> &out, int64_t batch) {
     size_t rows = size_t(batch * t * c);
     for (size_t l = 0; l < layers.size(); ++l)
-      layers[l].insert(layers[l].end(), out.begin() + l * rows, out.begin() + (l + 1) * rows);
+      layers[l].insert(layers[l].end(), out.begin() + l * rows,
+                       out.begin() + (l + 1) * rows);
     n += batch;
   }
 };
 
-void features(const LoadedModel &model, const float *params, AlignedBuffer &workspace,
-              const lap_batch &view, std::vector<float> &out) {
+void features(const LoadedModel &model, const float *params,
+              AlignedBuffer &workspace, const lap_batch &view,
+              std::vector<float> &out) {
   if (model.features(params, &view, workspace.data, out.data()) != LAP_OK)
     throw std::runtime_error(model.path() + ": " + model.lastError());
 }
 
-ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec, const float *params,
-                            AlignedBuffer &workspace, int64_t samples) {
-  std::unique_ptr<data::ImageDataset> opened = train::openAnalysisSplit(spec.train.data);
+ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec,
+                            const float *params, AlignedBuffer &workspace,
+                            int64_t samples) {
+  std::unique_ptr<data::ImageDataset> opened =
+      train::openAnalysisSplit(spec.train.data);
   const data::ImageDataset &set = *opened;
   const int64_t batch = model.maxBatch(), classes = spec.model.classes;
-  const std::vector<int64_t> chosen = train::evaluationImages(set.size(), samples);
+  const std::vector<int64_t> chosen =
+      train::evaluationImages(set.size(), samples);
   const int64_t count = int64_t(chosen.size());
   train::ImageTransform transform = train::evaluationTransform(spec.model);
 
   ModelGeometry g;
-  g.accuracy = train::evaluateImages(model, params, workspace, set, transform, batch, samples);
+  g.accuracy = train::evaluateImages(model, params, workspace, set, transform,
+                                     batch, samples);
   const nlohmann::json &f = model.manifest()["features"];
   Streams s;
   s.t = model.maxSeq();
   s.c = f["width"];
   s.layers.resize(f["layers"].get<size_t>());
   int64_t pixels = transform.channels * transform.size * transform.size;
-  std::vector<float> images(size_t(batch * pixels)), targets(size_t(batch * classes)),
+  std::vector<float> images(size_t(batch * pixels)),
+      targets(size_t(batch * classes)),
       out(s.layers.size() * size_t(batch * s.t * s.c));
   std::vector<int32_t> labels;
   for (int64_t begin = 0; begin < count; begin += batch) {
     int64_t n = std::min(batch, count - begin);
-    train::loadImages(set, transform, chosen.data() + begin, n, images.data(), labels);
+    train::loadImages(set, transform, chosen.data() + begin, n, images.data(),
+                      labels);
     const void *tensors[] = {images.data(), targets.data()};
     features(model, params, workspace, {n, 0, 2, tensors}, out);
     s.append(out, n);
@@ -104,23 +112,27 @@ ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec, con
   present.erase(std::unique(present.begin(), present.end()), present.end());
   std::vector<int32_t> renumbered;
   for (int32_t label : labels)
-    renumbered.push_back(int32_t(std::lower_bound(present.begin(), present.end(), label) -
-                                 present.begin()));
+    renumbered.push_back(
+        int32_t(std::lower_bound(present.begin(), present.end(), label) -
+                present.begin()));
   std::vector<float> head;
   for (const ParameterInfo &p : model.parameters())
     if (p.name == "head.weight")
       for (int32_t k : present)
-        head.insert(head.end(), params + p.offset + k * s.c, params + p.offset + (k + 1) * s.c);
+        head.insert(head.end(), params + p.offset + k * s.c,
+                    params + p.offset + (k + 1) * s.c);
   const int64_t k = int64_t(present.size());
   for (size_t l = 0; l < s.layers.size(); ++l) {
     LayerGeometry layer;
     layer.name = f["names"][l];
     const float *x = s.layers[l].data();
-    layer.variance = analysis::varianceDecomposition(x, s.n, s.t, s.c, labels.data(), classes);
+    layer.variance = analysis::varianceDecomposition(x, s.n, s.t, s.c,
+                                                     labels.data(), classes);
     std::vector<double> means = analysis::sequenceMeans(x, s.n, s.t, s.c);
     bool last = l + 1 == s.layers.size();
-    layer.collapse = analysis::neuralCollapse(means.data(), s.n, s.c, renumbered.data(), k,
-                                              last && !head.empty() ? head.data() : nullptr);
+    layer.collapse =
+        analysis::neuralCollapse(means.data(), s.n, s.c, renumbered.data(), k,
+                                 last && !head.empty() ? head.data() : nullptr);
     layer.spectral = analysis::spectralDecay(x, s.n, s.t, s.c);
     g.layers.push_back(std::move(layer));
   }
@@ -129,12 +141,14 @@ ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec, con
   return g;
 }
 
-ModelGeometry analyzeText(const LoadedModel &model, const dsl::Spec &spec, const float *params,
-                          AlignedBuffer &workspace, const std::string &runDir, int64_t samples,
+ModelGeometry analyzeText(const LoadedModel &model, const dsl::Spec &spec,
+                          const float *params, AlignedBuffer &workspace,
+                          const std::string &runDir, int64_t samples,
                           int64_t topTokens) {
   const int64_t batch = model.maxBatch();
   const int64_t seq = std::min(train::sequenceLength(spec), model.maxSeq());
-  train::LmRegime lm(spec, model, params, workspace, runDir, batch, seq, stdout);
+  train::LmRegime lm(spec, model, params, workspace, runDir, batch, seq,
+                     stdout);
   ModelGeometry g;
   g.language = true;
   g.accuracy = lm.evaluate(spec.train.eval.batches);
@@ -147,8 +161,8 @@ ModelGeometry analyzeText(const LoadedModel &model, const dsl::Spec &spec, const
   std::vector<int32_t> targets;
   const LmLoader &source = lm.validationLoader();
   uint64_t available = source.valWindows() / uint64_t(batch);
-  auto it = source.validation(std::min<uint64_t>(uint64_t((samples + batch - 1) / batch),
-                                                 available));
+  auto it = source.validation(
+      std::min<uint64_t>(uint64_t((samples + batch - 1) / batch), available));
   LmBatch b;
   while (it.next(b)) {
     const void *tensors[] = {b.inputs.data(), b.targets.data()};
@@ -157,12 +171,14 @@ ModelGeometry analyzeText(const LoadedModel &model, const dsl::Spec &spec, const
     targets.insert(targets.end(), b.targets.begin(), b.targets.end());
   }
   if (s.n == 0)
-    throw std::runtime_error(runDir + ": the validation split holds no full batch to analyse");
+    throw std::runtime_error(
+        runDir + ": the validation split holds no full batch to analyse");
   for (size_t l = 0; l < s.layers.size(); ++l) {
     LayerGeometry layer;
     layer.name = f["names"][l];
     const float *x = s.layers[l].data();
-    layer.collapse = analysis::tokenCollapse(x, s.n, s.t, s.c, targets.data(), topTokens);
+    layer.collapse =
+        analysis::tokenCollapse(x, s.n, s.t, s.c, targets.data(), topTokens);
     layer.spectral = analysis::spectralDecay(x, s.n, s.t, s.c);
     g.layers.push_back(std::move(layer));
   }
@@ -172,7 +188,9 @@ ModelGeometry analyzeText(const LoadedModel &model, const dsl::Spec &spec, const
 }
 
 /// JSON for a number that may be NaN (null).
-nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+nlohmann::json number(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
 
 /// The measures tabulated, plotted and written to CSV, by name.
 struct Measure {
@@ -186,8 +204,8 @@ const std::vector<Measure> &measures(bool language) {
        [](const LayerGeometry &l) { return l.variance.withinSequence; }},
       {"between_classes", "between-class variance (fraction)",
        [](const LayerGeometry &l) { return l.variance.betweenClasses; }},
-      {"nc1", "NC1 of sequence means", [](const LayerGeometry &l) { return l.collapse.nc1; },
-       true},
+      {"nc1", "NC1 of sequence means",
+       [](const LayerGeometry &l) { return l.collapse.nc1; }, true},
       {"etf_distance", "distance from a simplex ETF",
        [](const LayerGeometry &l) { return l.collapse.etfDistance; }},
       {"components_99", "principal components for 99% (per image)",
@@ -204,15 +222,19 @@ const std::vector<Measure> &measures(bool language) {
   return language ? text : image;
 }
 
-void writeOutputs(const std::vector<ModelGeometry> &models, const std::string &dir) {
+void writeOutputs(const std::vector<ModelGeometry> &models,
+                  const std::string &dir) {
   std::filesystem::create_directories(dir);
   const auto &shown = measures(models[0].language);
   nlohmann::json doc = nlohmann::json::array();
   std::ofstream csv(dir + "/geometry.csv"), spectrum(dir + "/spectrum.csv");
-  csv << "model,layer,within_sequence,between_sequences,between_classes,within_classes,nc1,"
+  csv << "model,layer,within_sequence,between_sequences,between_classes,within_"
+         "classes,nc1,"
          "etf_distance,classifier_alignment,components_99\n";
   spectrum << "model,layer,index,fraction\n";
-  auto field = [](double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : ""; };
+  auto field = [](double v) {
+    return std::isfinite(v) ? fmt::format("{:.6g}", v) : "";
+  };
   for (const ModelGeometry &m : models) {
     nlohmann::json layers = nlohmann::json::array();
     for (const LayerGeometry &l : m.layers) {
@@ -231,8 +253,9 @@ void writeOutputs(const std::vector<ModelGeometry> &models, const std::string &d
                         {"spectrum", l.spectral.meanSpectrum}});
       csv << fmt::format("{},{},{},{},{},{},{},{},{},{}\n", m.name, l.name,
                          field(v.withinSequence), field(v.betweenSequences),
-                         field(v.betweenClasses), field(v.withinClasses), field(c.nc1),
-                         field(c.etfDistance), field(c.classifierAlignment),
+                         field(v.betweenClasses), field(v.withinClasses),
+                         field(c.nc1), field(c.etfDistance),
+                         field(c.classifierAlignment),
                          field(l.spectral.meanComponents99));
       for (size_t i = 0; i < l.spectral.meanSpectrum.size(); ++i)
         spectrum << fmt::format("{},{},{},{:.6g}\n", m.name, l.name, i + 1,
@@ -267,8 +290,8 @@ void writeOutputs(const std::vector<ModelGeometry> &models, const std::string &d
 
 void printTable(const std::vector<ModelGeometry> &models) {
   for (const ModelGeometry &m : models) {
-    fmt::print("{}: {} sequences of {} tokens ({})", m.name, m.sequences, m.tokens,
-               m.checkpoint);
+    fmt::print("{}: {} sequences of {} tokens ({})", m.name, m.sequences,
+               m.tokens, m.checkpoint);
     for (auto &[k, v] : m.accuracy.items())
       fmt::print(", {} {:.4f}", k, v.get<double>());
     fmt::print("\n");
@@ -279,17 +302,19 @@ void printTable(const std::vector<ModelGeometry> &models) {
   size_t nameWidth = 5;
   for (const ModelGeometry &m : models)
     nameWidth = std::max(nameWidth, m.name.size());
-  std::string header = fmt::format("{:<10} {:<{}}", "layer", "model", nameWidth);
+  std::string header =
+      fmt::format("{:<10} {:<{}}", "layer", "model", nameWidth);
   for (const Measure &measure : shown)
-    header += fmt::format(" {:>{}}", measure.key, std::max<size_t>(strlen(measure.key), 8));
+    header += fmt::format(" {:>{}}", measure.key,
+                          std::max<size_t>(strlen(measure.key), 8));
   fmt::print("\n{}\n", header);
   for (size_t l = 0; l < models[0].layers.size(); ++l)
     for (size_t i = 0; i < models.size(); ++i) {
       const ModelGeometry &m = models[i];
       if (l >= m.layers.size())
         continue;
-      std::string row = fmt::format("{:<10} {:<{}}", i == 0 ? m.layers[l].name : "", m.name,
-                                    nameWidth);
+      std::string row = fmt::format(
+          "{:<10} {:<{}}", i == 0 ? m.layers[l].name : "", m.name, nameWidth);
       for (const Measure &measure : shown)
         row += fmt::format(" {:>{}.4g}", measure.get(m.layers[l]),
                            std::max<size_t>(strlen(measure.key), 8));
@@ -301,9 +326,10 @@ void printTable(const std::vector<ModelGeometry> &models) {
 
 int lap::cli::analyze(const AnalyzeOptions &options) {
   if (options.runDirs.size() != options.models.size())
-    throw std::runtime_error(fmt::format("give one --run-dir per model ({} models, {} run "
-                                         "directories)",
-                                         options.models.size(), options.runDirs.size()));
+    throw std::runtime_error(
+        fmt::format("give one --run-dir per model ({} models, {} run "
+                    "directories)",
+                    options.models.size(), options.runDirs.size()));
   std::vector<ModelGeometry> results;
   for (size_t i = 0; i < options.models.size(); ++i) {
     LoadedModel model(options.models[i]);
@@ -315,19 +341,22 @@ int lap::cli::analyze(const AnalyzeOptions &options) {
     AlignedBuffer workspace(size_t(model.workspaceBytes()));
     bool text = spec.model.family == dsl::Family::GPT;
     if (!results.empty() && results[0].language != text)
-      throw std::runtime_error("analyse two image models or two language models, not one of "
-                               "each");
-    ModelGeometry g = text ? analyzeText(model, spec, params.as<float>(), workspace, runDir,
-                                         options.samples, options.topTokens)
-                           : analyzeImages(model, spec, params.as<float>(), workspace,
-                                           options.samples);
+      throw std::runtime_error(
+          "analyse two image models or two language models, not one of "
+          "each");
+    ModelGeometry g =
+        text ? analyzeText(model, spec, params.as<float>(), workspace, runDir,
+                           options.samples, options.topTokens)
+             : analyzeImages(model, spec, params.as<float>(), workspace,
+                             options.samples);
     g.name = spec.name;
     g.checkpoint = checkpoint;
     results.push_back(std::move(g));
   }
   printTable(results);
   writeOutputs(results, options.out);
-  fmt::print("\nwrote {0}/analysis.json, {0}/geometry.csv, {0}/spectrum.csv and a PNG per "
+  fmt::print("\nwrote {0}/analysis.json, {0}/geometry.csv, {0}/spectrum.csv "
+             "and a PNG per "
              "measure\n",
              options.out);
   return 0;

@@ -23,7 +23,8 @@ using namespace lap;
 namespace {
 
 double seconds(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since)
+      .count();
 }
 
 } // namespace
@@ -44,7 +45,8 @@ int lap::cli::check(const CheckOptions &options) {
   status(model.initParams(params.as<float>(), options.seed));
   RandomBatch data(m, batch, seq, options.seed);
 
-  int64_t logits = elementsAt(m["outputs"][1]["shape"].get<std::vector<int64_t>>(), batch, seq);
+  int64_t logits = elementsAt(
+      m["outputs"][1]["shape"].get<std::vector<int64_t>>(), batch, seq);
   AlignedBuffer logitBuffer(size_t(logits) * 4);
 
   float forwardLoss = 0, trainLoss = 0;
@@ -57,24 +59,29 @@ int lap::cli::check(const CheckOptions &options) {
                          options.seed, workspace.data, &trainLoss));
   double trainTime = seconds(start);
 
-  fmt::print("model {}: batch {}, sequence {}, seed {}; code for {}, kernels {}\n",
-             m["name"].get<std::string>(), batch, seq, options.seed,
-             m["target"]["cpu"].get<std::string>(), model.kernelIsa());
-  fmt::print("forward     loss {:.6f}  ({:.1f} ms)\n", forwardLoss, forwardTime * 1e3);
-  fmt::print("train_step  loss {:.6f}  ({:.1f} ms)\n", trainLoss, trainTime * 1e3);
+  fmt::print(
+      "model {}: batch {}, sequence {}, seed {}; code for {}, kernels {}\n",
+      m["name"].get<std::string>(), batch, seq, options.seed,
+      m["target"]["cpu"].get<std::string>(), model.kernelIsa());
+  fmt::print("forward     loss {:.6f}  ({:.1f} ms)\n", forwardLoss,
+             forwardTime * 1e3);
+  fmt::print("train_step  loss {:.6f}  ({:.1f} ms)\n", trainLoss,
+             trainTime * 1e3);
   fmt::print("\n  {:<40} {:>14} {:>14}\n", "gradient of", "norm", "param norm");
   double total = 0;
   bool finite = std::isfinite(forwardLoss) && std::isfinite(trainLoss);
   for (const ParameterInfo &p : model.parameters()) {
     double g = 0, w = 0;
     for (int64_t i = 0; i < p.elements; ++i) {
-      double gi = grads.as<float>()[p.offset + i], wi = params.as<float>()[p.offset + i];
+      double gi = grads.as<float>()[p.offset + i],
+             wi = params.as<float>()[p.offset + i];
       g += gi * gi;
       w += wi * wi;
     }
     finite &= std::isfinite(g);
     total += g;
-    fmt::print("  {:<40} {:>14.6e} {:>14.6e}\n", p.name, std::sqrt(g), std::sqrt(w));
+    fmt::print("  {:<40} {:>14.6e} {:>14.6e}\n", p.name, std::sqrt(g),
+               std::sqrt(w));
   }
   fmt::print("  {:<40} {:>14.6e}\n", "(all)", std::sqrt(total));
 
@@ -82,13 +89,16 @@ int lap::cli::check(const CheckOptions &options) {
   // workspace and the batch, and nothing else of that size.
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  double planned = double(params.bytes + grads.bytes + workspace.bytes + logitBuffer.bytes) +
-                   double(data.bytes());
-  fmt::print("\nmemory      planned {:.1f} MiB (parameters, gradients, workspace, "
-             "batch, logits); peak RSS {:.1f} MiB\n",
-             planned / (1 << 20), double(usage.ru_maxrss) / 1024);
+  double planned =
+      double(params.bytes + grads.bytes + workspace.bytes + logitBuffer.bytes) +
+      double(data.bytes());
+  fmt::print(
+      "\nmemory      planned {:.1f} MiB (parameters, gradients, workspace, "
+      "batch, logits); peak RSS {:.1f} MiB\n",
+      planned / (1 << 20), double(usage.ru_maxrss) / 1024);
   if (!finite) {
-    fmt::print(stderr, "lapc-run: check failed: a loss or gradient is not finite\n");
+    fmt::print(stderr,
+               "lapc-run: check failed: a loss or gradient is not finite\n");
     return 1;
   }
   return 0;

@@ -22,8 +22,9 @@ int check(const CheckOptions &options);
 
 struct TrainOptions {
   std::string model, runDir;
-  int64_t steps = 0, evalEvery = 0, checkpointEvery = 0, logEvery = 0; ///< 0: the spec's
-  uint64_t seed = 0;                ///< 0: the spec's
+  int64_t steps = 0, evalEvery = 0, checkpointEvery = 0,
+          logEvery = 0; ///< 0: the spec's
+  uint64_t seed = 0;    ///< 0: the spec's
   bool resume = false;
 };
 /// `lapc-run train MODEL`: the training loop with the spec's train settings.
@@ -31,8 +32,8 @@ int trainModel(const TrainOptions &options);
 
 struct TokenizeOptions {
   std::string text, out;
-  uint32_t vocab = 0;       ///< train a tokenizer of this many tokens
-  std::string tiktoken;     ///< or load one
+  uint32_t vocab = 0;   ///< train a tokenizer of this many tokens
+  std::string tiktoken; ///< or load one
   std::string gpt2Encoder, gpt2Merges;
   double valFraction = 0.05;
 };
@@ -59,8 +60,8 @@ int sample(const SampleOptions &options);
 struct AnalyzeOptions {
   std::vector<std::string> models, runDirs;
   std::string out = "analysis";
-  int64_t samples = 1000;  ///< images, or token windows of a language model
-  int64_t topTokens = 20;  ///< next-token classes of the language-model collapse
+  int64_t samples = 1000; ///< images, or token windows of a language model
+  int64_t topTokens = 20; ///< next-token classes of the language-model collapse
 };
 
 int analyze(const AnalyzeOptions &options);

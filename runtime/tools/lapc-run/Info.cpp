@@ -15,7 +15,9 @@ std::string shapeString(const std::vector<int64_t> &shape) {
   return s.empty() ? "scalar" : s;
 }
 
-std::string mib(double bytes) { return fmt::format("{:.2f} MiB", bytes / (1 << 20)); }
+std::string mib(double bytes) {
+  return fmt::format("{:.2f} MiB", bytes / (1 << 20));
+}
 
 } // namespace
 
@@ -30,10 +32,12 @@ int lap::cli::info(const std::string &path) {
   std::string features;
   for (const auto &f : target["features"])
     features += (features.empty() ? "" : " ") + f.get<std::string>();
-  fmt::print("needs      {}\n", features.empty() ? "no CPU features lap can check" : features);
+  fmt::print("needs      {}\n",
+             features.empty() ? "no CPU features lap can check" : features);
   fmt::print("kernels    {} (this CPU runs: {}; LAP_CPU_ISA picks one)\n",
              model.kernelIsa(), model.kernelIsas());
-  fmt::print("limits     batch <= {}, sequence <= {}\n", model.maxBatch(), model.maxSeq());
+  fmt::print("limits     batch <= {}, sequence <= {}\n", model.maxBatch(),
+             model.maxSeq());
   for (auto &t : m["batch"])
     fmt::print("input      {} {} [{}]\n", t["name"].get<std::string>(),
                t["dtype"].get<std::string>(),
@@ -45,18 +49,21 @@ int lap::cli::info(const std::string &path) {
   int64_t count = 0;
   for (const ParameterInfo &p : model.parameters())
     count += p.elements;
-  fmt::print("\nparameters {} in {} tensors\n", count, model.parameters().size());
+  fmt::print("\nparameters {} in {} tensors\n", count,
+             model.parameters().size());
   fmt::print("  {:<40} {:<16} {:>12} {:>12}  {}\n", "name", "shape", "elements",
              "offset", "init");
   for (const ParameterInfo &p : model.parameters())
-    fmt::print("  {:<40} {:<16} {:>12} {:>12}  {} {}\n", p.name, shapeString(p.shape),
-               p.elements, p.offset, p.init, p.initValue);
+    fmt::print("  {:<40} {:<16} {:>12} {:>12}  {} {}\n", p.name,
+               shapeString(p.shape), p.elements, p.offset, p.init, p.initValue);
 
   double params = double(model.parameterElements()) * 4;
   const auto &mem = m["memory"];
-  fmt::print("\nmemory     parameters {}, gradients {}\n", mib(params), mib(params));
+  fmt::print("\nmemory     parameters {}, gradients {}\n", mib(params),
+             mib(params));
   fmt::print("           workspace {} (forward {}, train_step {})\n",
-             mib(model.workspaceBytes()), mib(mem["forward_workspace_bytes"].get<double>()),
+             mib(model.workspaceBytes()),
+             mib(mem["forward_workspace_bytes"].get<double>()),
              mib(mem["train_step_workspace_bytes"].get<double>()));
   fmt::print("           a training step needs {} plus the batch\n",
              mib(2 * params + model.workspaceBytes()));

@@ -22,16 +22,20 @@ int lap::cli::sample(const SampleOptions &options) {
   LoadedModel model(options.model);
   dsl::Spec spec = train::specOf(model);
   if (spec.model.family != dsl::Family::GPT)
-    throw std::runtime_error(options.model + ": lapc-run sample generates text with "
-                                             "language models (family gpt)");
-  std::optional<data::Tokenizer> tokenizer = train::runTokenizer(spec, options.runDir);
+    throw std::runtime_error(options.model +
+                             ": lapc-run sample generates text with "
+                             "language models (family gpt)");
+  std::optional<data::Tokenizer> tokenizer =
+      train::runTokenizer(spec, options.runDir);
   if (!tokenizer)
-    throw std::runtime_error(options.runDir + "/data/tokenizer.tiktoken: no tokenizer; "
-                                              "train the model in this run directory first");
+    throw std::runtime_error(options.runDir +
+                             "/data/tokenizer.tiktoken: no tokenizer; "
+                             "train the model in this run directory first");
 
   AlignedBuffer params(size_t(model.parameterElements()) * 4);
-  train::restoreParameters(model, train::checkpointOf(options.runDir, options.checkpoint),
-                           params.as<float>());
+  train::restoreParameters(
+      model, train::checkpointOf(options.runDir, options.checkpoint),
+      params.as<float>());
 
   std::vector<int32_t> prompt = {int32_t(tokenizer->bosId())};
   for (uint32_t id : tokenizer->encode(options.prompt))
@@ -41,7 +45,8 @@ int lap::cli::sample(const SampleOptions &options) {
   draw.temperature = options.temperature;
   draw.topK = options.topK;
   draw.stop = int32_t(tokenizer->bosId()); // the start of the next document
-  draw.drawable = tokenizer->vocabSize();  // the model's vocabulary may be padded
+  draw.drawable =
+      tokenizer->vocabSize(); // the model's vocabulary may be padded
   train::Sampler sampler(model, params.as<float>());
   for (int64_t i = 0; i < options.samples; ++i) {
     draw.seed = options.seed + uint64_t(i);

@@ -24,27 +24,32 @@ int lap::cli::tokenize(const TokenizeOptions &options) {
   if (!options.tiktoken.empty())
     tokenizer = data::Tokenizer::loadTiktoken(options.tiktoken);
   else if (!options.gpt2Encoder.empty())
-    tokenizer = data::Tokenizer::loadGpt2(options.gpt2Encoder, options.gpt2Merges);
+    tokenizer =
+        data::Tokenizer::loadGpt2(options.gpt2Encoder, options.gpt2Merges);
   else {
     std::vector<std::string_view> views(docs.begin(), docs.end());
     tokenizer = data::Tokenizer::train(views, options.vocab);
   }
   double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   uint32_t vocab = options.vocab ? options.vocab : tokenizer->vocabSize();
   std::filesystem::create_directories(options.out);
-  data::TextShards shards =
-      data::writeTextShards(docs, *tokenizer, options.valFraction, vocab,
-                            options.out + "/train.bin", options.out + "/val.bin");
+  data::TextShards shards = data::writeTextShards(
+      docs, *tokenizer, options.valFraction, vocab, options.out + "/train.bin",
+      options.out + "/val.bin");
   tokenizer->save(options.out + "/tokenizer.tiktoken");
   int64_t bytes = 0;
   for (const std::string &d : docs)
     bytes += int64_t(d.size());
-  fmt::print("tokenizer: {} tokens ({:.2f} s); {} documents, {} bytes -> {} train and {} "
-             "validation tokens ({:.2f} bytes per token)\nwrote {}/{{train.bin, val.bin, "
+  fmt::print("tokenizer: {} tokens ({:.2f} s); {} documents, {} bytes -> {} "
+             "train and {} "
+             "validation tokens ({:.2f} bytes per token)\nwrote "
+             "{}/{{train.bin, val.bin, "
              "tokenizer.tiktoken}}\n",
-             tokenizer->vocabSize(), seconds, shards.documents, bytes, shards.trainTokens,
-             shards.valTokens, double(bytes) / double(shards.trainTokens + shards.valTokens),
+             tokenizer->vocabSize(), seconds, shards.documents, bytes,
+             shards.trainTokens, shards.valTokens,
+             double(bytes) / double(shards.trainTokens + shards.valTokens),
              options.out);
   return 0;
 }

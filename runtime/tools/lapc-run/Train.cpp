@@ -17,8 +17,8 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <stdexcept>
@@ -59,7 +59,9 @@ void plotLossCurve(const std::string &runDir, const std::string &name) {
 
 /// Steps from a count of epochs (rounded, at least one when epochs > 0).
 int64_t epochsToSteps(double epochs, int64_t stepsPerEpoch) {
-  return epochs > 0 ? std::max<int64_t>(1, std::llround(epochs * double(stepsPerEpoch))) : 0;
+  return epochs > 0 ? std::max<int64_t>(
+                          1, std::llround(epochs * double(stepsPerEpoch)))
+                    : 0;
 }
 
 } // namespace
@@ -70,13 +72,17 @@ int lap::cli::trainModel(const TrainOptions &options) {
   const dsl::TrainSpec &t = spec.train;
   bool lmRegime = t.regime == dsl::Regime::LM;
   if (!lmRegime && t.regime != dsl::Regime::Supervised)
-    throw std::runtime_error(options.model + ": lapc-run train runs the lm and supervised "
-                             "regimes; '" + spec.name + "' trains with dino");
+    throw std::runtime_error(options.model +
+                             ": lapc-run train runs the lm and supervised "
+                             "regimes; '" +
+                             spec.name + "' trains with dino");
 
-  int64_t micro = train::microBatchSize(spec), seq = lmRegime ? train::sequenceLength(spec) : 0;
+  int64_t micro = train::microBatchSize(spec),
+          seq = lmRegime ? train::sequenceLength(spec) : 0;
   if (micro > model.maxBatch() || seq > model.maxSeq())
     throw std::runtime_error(fmt::format(
-        "{}: compiled for batch <= {} and sequence <= {}; the spec trains {} x {} "
+        "{}: compiled for batch <= {} and sequence <= {}; the spec trains {} x "
+        "{} "
         "(recompile with lapc --max-batch/--max-seq)",
         options.model, model.maxBatch(), model.maxSeq(), micro, seq));
 
@@ -84,7 +90,8 @@ int lap::cli::trainModel(const TrainOptions &options) {
   config.accumulation = std::max<int64_t>(1, t.batchSize / micro);
   config.seed = options.seed ? options.seed : uint64_t(t.seed);
   config.gradClip = t.gradClip;
-  config.logEvery = std::max<int64_t>(1, options.logEvery ? options.logEvery : t.logEvery);
+  config.logEvery =
+      std::max<int64_t>(1, options.logEvery ? options.logEvery : t.logEvery);
   config.keep = t.checkpoint.keep;
   config.runDir = options.runDir.empty() ? t.checkpoint.dir : options.runDir;
   config.resume = options.resume;
@@ -93,8 +100,9 @@ int lap::cli::trainModel(const TrainOptions &options) {
   std::error_code error;
   std::filesystem::create_directories(config.runDir, error);
   if (error)
-    throw std::runtime_error(config.runDir + ": cannot create the run directory: " +
-                             error.message());
+    throw std::runtime_error(
+        config.runDir +
+        ": cannot create the run directory: " + error.message());
 
   AlignedBuffer params(size_t(model.parameterElements()) * 4);
   if (model.initParams(params.as<float>(), config.seed) != LAP_OK)
@@ -105,13 +113,14 @@ int lap::cli::trainModel(const TrainOptions &options) {
   train::Regime regime;
   int64_t stepsPerEpoch = 0;
   if (lmRegime) {
-    lm = std::make_unique<train::LmRegime>(spec, model, params.as<float>(), workspace,
-                                           config.runDir, micro, seq, stdout);
+    lm = std::make_unique<train::LmRegime>(spec, model, params.as<float>(),
+                                           workspace, config.runDir, micro, seq,
+                                           stdout);
     regime = lm->regime();
     stepsPerEpoch = lm->stepsPerEpoch(config.accumulation);
   } else {
-    images = std::make_unique<train::ImageRegime>(spec, model, params.as<float>(), workspace,
-                                                  micro, config.seed, stdout);
+    images = std::make_unique<train::ImageRegime>(
+        spec, model, params.as<float>(), workspace, micro, config.seed, stdout);
     regime = images->regime();
     stepsPerEpoch = images->stepsPerEpoch(config.accumulation);
     config.unit = "img";
@@ -122,46 +131,54 @@ int lap::cli::trainModel(const TrainOptions &options) {
   };
   config.steps = options.steps ? options.steps : steps(t.steps, t.epochs);
   config.evalEvery = !regime.evaluate ? 0
-                    : options.evalEvery ? options.evalEvery
-                                        : steps(t.eval.everySteps, t.eval.everyEpochs);
-  config.checkpointEvery = options.checkpointEvery
-                               ? options.checkpointEvery
-                               : steps(t.checkpoint.everySteps, t.checkpoint.everyEpochs);
+                     : options.evalEvery
+                         ? options.evalEvery
+                         : steps(t.eval.everySteps, t.eval.everyEpochs);
+  config.checkpointEvery =
+      options.checkpointEvery
+          ? options.checkpointEvery
+          : steps(t.checkpoint.everySteps, t.checkpoint.everyEpochs);
   if (!config.schedule.warmupSteps)
-    config.schedule.warmupSteps = epochsToSteps(t.schedule.warmupEpochs, stepsPerEpoch);
+    config.schedule.warmupSteps =
+        epochsToSteps(t.schedule.warmupEpochs, stepsPerEpoch);
   if (config.steps < 1)
-    throw std::runtime_error(spec.name + ": the spec gives neither steps nor epochs "
-                                         "(or pass --steps)");
+    throw std::runtime_error(spec.name +
+                             ": the spec gives neither steps nor epochs "
+                             "(or pass --steps)");
 
   fmt::print("training {} for {} steps: {} {} x {} micro-batches per step, "
              "run directory {}\n",
              spec.name, config.steps, micro,
              lmRegime ? fmt::format("x {} tokens", seq) : std::string("images"),
              config.accumulation, config.runDir);
-  train::TrainResult result = train::train(model, params, workspace, config, regime);
+  train::TrainResult result =
+      train::train(model, params, workspace, config, regime);
   nlohmann::json final = nlohmann::json::object();
   if (!result.lastEval.empty())
     final = result.lastEval;
   else if (regime.evaluate)
     final = regime.evaluate();
 
-  nlohmann::json summary{{"model", spec.name},
-                         {"steps", result.steps},
-                         {"train_loss", result.lastLoss},
-                         {"seconds", result.seconds},
-                         {lmRegime ? "tokens_per_s" : "images_per_s", result.unitsPerSecond}};
+  nlohmann::json summary{
+      {"model", spec.name},
+      {"steps", result.steps},
+      {"train_loss", result.lastLoss},
+      {"seconds", result.seconds},
+      {lmRegime ? "tokens_per_s" : "images_per_s", result.unitsPerSecond}};
   if (lm)
     summary["unigram_entropy"] = lm->unigramEntropy();
   summary.update(final);
   std::ofstream(config.runDir + "/summary.json") << summary.dump(2) << "\n";
   plotLossCurve(config.runDir, spec.name);
-  fmt::print("summary: {} steps in {:.1f} s ({:.0f} {}/s), train loss {:.4f}", result.steps,
-             result.seconds, result.unitsPerSecond, lmRegime ? "tokens" : "images",
-             result.lastLoss);
+  fmt::print("summary: {} steps in {:.1f} s ({:.0f} {}/s), train loss {:.4f}",
+             result.steps, result.seconds, result.unitsPerSecond,
+             lmRegime ? "tokens" : "images", result.lastLoss);
   for (auto &[k, v] : final.items())
     fmt::print(", {} {:.4f}", k, v.get<double>());
   if (lm)
-    fmt::print(" (unigram entropy {:.4f})", summary["unigram_entropy"].get<double>());
-  fmt::print("\nwrote {0}/summary.json, {0}/metrics.jsonl, {0}/loss.png\n", config.runDir);
+    fmt::print(" (unigram entropy {:.4f})",
+               summary["unigram_entropy"].get<double>());
+  fmt::print("\nwrote {0}/summary.json, {0}/metrics.jsonl, {0}/loss.png\n",
+             config.runDir);
   return result.interrupted ? 130 : 0;
 }

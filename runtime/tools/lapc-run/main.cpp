@@ -22,7 +22,8 @@ CLI::Validator atLeast(int64_t least) {
         int64_t value = 0;
         if (CLI::detail::lexical_cast(text, value) && value >= least)
           return {};
-        return "must be an integer >= " + std::to_string(least) + ", got " + text;
+        return "must be an integer >= " + std::to_string(least) + ", got " +
+               text;
       },
       "INT>=" + std::to_string(least));
 }
@@ -43,89 +44,131 @@ int main(int argc, char **argv) {
   CLI::App *checkCmd = app.add_subcommand(
       "check", "Run forward and train_step on random data; print the loss "
                "and gradient norms");
-  checkCmd->add_option("model", check.model, "model.so built by lapc")->required();
-  checkCmd->add_option("--batch", check.batch, "Batch size (default: the compiled maximum)");
-  checkCmd->add_option("--seq", check.seq, "Sequence length (default: the compiled maximum)");
-  checkCmd->add_option("--seed", check.seed, "Seed of the parameters and the data");
+  checkCmd->add_option("model", check.model, "model.so built by lapc")
+      ->required();
+  checkCmd->add_option("--batch", check.batch,
+                       "Batch size (default: the compiled maximum)");
+  checkCmd->add_option("--seq", check.seq,
+                       "Sequence length (default: the compiled maximum)");
+  checkCmd->add_option("--seed", check.seed,
+                       "Seed of the parameters and the data");
 
   lap::cli::TrainOptions train;
   CLI::App *trainCmd = app.add_subcommand(
       "train", "Train a model with its spec's train settings (lm regime)");
-  trainCmd->add_option("model", train.model, "model.so built by lapc")->required();
-  trainCmd->add_option("--run-dir", train.runDir,
-                       "Checkpoints, metrics and data (default: the spec's checkpoint dir)");
-  trainCmd->add_option("--steps", train.steps, "Optimizer steps (default: the spec's)");
-  trainCmd->add_option("--eval-every", train.evalEvery, "Evaluate every N steps");
+  trainCmd->add_option("model", train.model, "model.so built by lapc")
+      ->required();
+  trainCmd->add_option(
+      "--run-dir", train.runDir,
+      "Checkpoints, metrics and data (default: the spec's checkpoint dir)");
+  trainCmd->add_option("--steps", train.steps,
+                       "Optimizer steps (default: the spec's)");
+  trainCmd->add_option("--eval-every", train.evalEvery,
+                       "Evaluate every N steps");
   trainCmd->add_option("--checkpoint-every", train.checkpointEvery,
                        "Write a checkpoint every N steps (and at the end)");
-  trainCmd->add_option("--log-every", train.logEvery, "Show and record every N steps");
+  trainCmd->add_option("--log-every", train.logEvery,
+                       "Show and record every N steps");
   trainCmd->add_option("--seed", train.seed, "Seed (default: the spec's)");
-  trainCmd->add_flag("--resume", train.resume,
-                     "Continue from the newest checkpoint in the run directory");
+  trainCmd->add_flag(
+      "--resume", train.resume,
+      "Continue from the newest checkpoint in the run directory");
 
   lap::cli::EvalOptions eval;
   CLI::App *evalCmd = app.add_subcommand(
-      "eval", "Evaluate a trained language model: validation loss, bits per byte, "
-              "multiple-choice accuracy");
-  evalCmd->add_option("model", eval.model, "model.so built by lapc")->required();
-  evalCmd->add_option("--run-dir", eval.runDir, "The training run (data, checkpoints)")
+      "eval",
+      "Evaluate a trained language model: validation loss, bits per byte, "
+      "multiple-choice accuracy");
+  evalCmd->add_option("model", eval.model, "model.so built by lapc")
+      ->required();
+  evalCmd
+      ->add_option("--run-dir", eval.runDir,
+                   "The training run (data, checkpoints)")
       ->required();
   evalCmd->add_option("--checkpoint", eval.checkpoint,
                       "A checkpoint directory (default: the run's newest)");
-  evalCmd->add_option("--batches", eval.batches, "Validation batches (default: all)");
-  evalCmd->add_option("--mc", eval.multipleChoice,
-                      "ARC- or MMLU-style JSONL files of multiple-choice questions");
+  evalCmd->add_option("--batches", eval.batches,
+                      "Validation batches (default: all)");
+  evalCmd->add_option(
+      "--mc", eval.multipleChoice,
+      "ARC- or MMLU-style JSONL files of multiple-choice questions");
 
   lap::cli::SampleOptions sample;
   CLI::App *sampleCmd = app.add_subcommand(
-      "sample", "Continue a prompt with a trained language model (KV-cached decoding)");
-  sampleCmd->add_option("model", sample.model, "model.so built by lapc")->required();
-  sampleCmd->add_option("--run-dir", sample.runDir, "The training run (tokenizer, checkpoints)")
+      "sample",
+      "Continue a prompt with a trained language model (KV-cached decoding)");
+  sampleCmd->add_option("model", sample.model, "model.so built by lapc")
+      ->required();
+  sampleCmd
+      ->add_option("--run-dir", sample.runDir,
+                   "The training run (tokenizer, checkpoints)")
       ->required();
   sampleCmd->add_option("--checkpoint", sample.checkpoint,
                         "A checkpoint directory (default: the run's newest)");
-  sampleCmd->add_option("--prompt", sample.prompt, "Text to continue (default: none)");
+  sampleCmd->add_option("--prompt", sample.prompt,
+                        "Text to continue (default: none)");
   sampleCmd->add_option("--tokens", sample.tokens, "New tokens at most")
       ->check(atLeast(1));
-  sampleCmd->add_option("--temperature", sample.temperature, "Softmax temperature; 0: greedy")
+  sampleCmd
+      ->add_option("--temperature", sample.temperature,
+                   "Softmax temperature; 0: greedy")
       ->check(CLI::Range(0.0, 100.0));
-  sampleCmd->add_option("--top-k", sample.topK, "Draw from the k most likely tokens; 0: all")
+  sampleCmd
+      ->add_option("--top-k", sample.topK,
+                   "Draw from the k most likely tokens; 0: all")
       ->check(atLeast(0));
   sampleCmd->add_option("--samples", sample.samples, "How many samples")
       ->check(atLeast(1));
-  sampleCmd->add_option("--seed", sample.seed, "Seed of the first sample (then +1 each)");
+  sampleCmd->add_option("--seed", sample.seed,
+                        "Seed of the first sample (then +1 each)");
 
   lap::cli::AnalyzeOptions analyze;
   CLI::App *analyzeCmd = app.add_subcommand(
-      "analyze", "Geometry of token representations per layer, for one model or two side "
-                 "by side");
-  analyzeCmd->add_option("models", analyze.models, "One or two model.so built by lapc")
+      "analyze",
+      "Geometry of token representations per layer, for one model or two side "
+      "by side");
+  analyzeCmd
+      ->add_option("models", analyze.models,
+                   "One or two model.so built by lapc")
       ->required()
       ->expected(1, 2);
-  analyzeCmd->add_option("--run-dir", analyze.runDirs,
-                         "Each model's training run (its newest checkpoint), in order")
+  analyzeCmd
+      ->add_option(
+          "--run-dir", analyze.runDirs,
+          "Each model's training run (its newest checkpoint), in order")
       ->required();
-  analyzeCmd->add_option("--samples", analyze.samples,
-                         "Images (or token windows) to analyse, from the test split")
+  analyzeCmd
+      ->add_option("--samples", analyze.samples,
+                   "Images (or token windows) to analyse, from the test split")
       ->check(atLeast(2));
-  analyzeCmd->add_option("--top-tokens", analyze.topTokens,
-                         "Language models: next-token classes for the collapse measures")
+  analyzeCmd
+      ->add_option(
+          "--top-tokens", analyze.topTokens,
+          "Language models: next-token classes for the collapse measures")
       ->check(atLeast(2));
-  analyzeCmd->add_option("--out", analyze.out, "Directory for the tables and plots");
+  analyzeCmd->add_option("--out", analyze.out,
+                         "Directory for the tables and plots");
 
   lap::cli::TokenizeOptions tokenize;
   CLI::App *tokenizeCmd = app.add_subcommand(
       "tokenize", "Train or load a tokenizer and write token shards of a text");
-  tokenizeCmd->add_option("text", tokenize.text, "A text file or a directory of them")
+  tokenizeCmd
+      ->add_option("text", tokenize.text, "A text file or a directory of them")
       ->required();
-  tokenizeCmd->add_option("--out", tokenize.out, "Directory for the shards and tokenizer")
+  tokenizeCmd
+      ->add_option("--out", tokenize.out,
+                   "Directory for the shards and tokenizer")
       ->required();
-  tokenizeCmd->add_option("--vocab", tokenize.vocab,
-                          "Train a byte-level BPE of this many tokens (with <|bos|>)");
-  tokenizeCmd->add_option("--tiktoken", tokenize.tiktoken, "Use a tiktoken ranks file");
-  auto *gpt2 = tokenizeCmd->add_option("--gpt2", tokenize.gpt2Encoder,
-                                       "Use GPT-2's encoder.json (with --gpt2-merges)");
-  tokenizeCmd->add_option("--gpt2-merges", tokenize.gpt2Merges, "GPT-2's vocab.bpe")
+  tokenizeCmd->add_option(
+      "--vocab", tokenize.vocab,
+      "Train a byte-level BPE of this many tokens (with <|bos|>)");
+  tokenizeCmd->add_option("--tiktoken", tokenize.tiktoken,
+                          "Use a tiktoken ranks file");
+  auto *gpt2 =
+      tokenizeCmd->add_option("--gpt2", tokenize.gpt2Encoder,
+                              "Use GPT-2's encoder.json (with --gpt2-merges)");
+  tokenizeCmd
+      ->add_option("--gpt2-merges", tokenize.gpt2Merges, "GPT-2's vocab.bpe")
       ->needs(gpt2);
   tokenizeCmd->add_option("--val-fraction", tokenize.valFraction,
                           "Tail of the tokens kept for validation");
@@ -134,7 +177,8 @@ int main(int argc, char **argv) {
     app.parse(argc, argv);
     if (*tokenizeCmd && tokenize.vocab == 0 && tokenize.tiktoken.empty() &&
         tokenize.gpt2Encoder.empty())
-      throw CLI::ValidationError("tokenize", "give --vocab, --tiktoken or --gpt2");
+      throw CLI::ValidationError("tokenize",
+                                 "give --vocab, --tiktoken or --gpt2");
   } catch (const CLI::ParseError &e) {
     return app.exit(e) == 0 ? 0 : 2;
   }

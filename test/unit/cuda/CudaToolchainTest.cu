@@ -89,7 +89,8 @@ TEST(CudaToolchain, CublasLtMatmulMatchesCpu) {
   REQUIRE_GPU();
   // Column-major C[m x n] = A[m x k] * B[k x n], fp32.
   const int m = 64, n = 48, k = 32;
-  std::vector<float> a = ramp(size_t(m) * k, 0.25f), b = ramp(size_t(k) * n, 0.125f);
+  std::vector<float> a = ramp(size_t(m) * k, 0.25f),
+                     b = ramp(size_t(k) * n, 0.125f);
   DeviceBuffer da(a), db(b), dc(std::vector<float>(size_t(m) * n, 0.f));
   cublasLtHandle_t handle;
   EXPECT_CUBLAS(cublasLtCreate(&handle));
@@ -125,7 +126,8 @@ TEST(CudaToolchain, NcclAllReduceOnOneDevice) {
   EXPECT_NCCL(ncclCommInitAll(&comm, 1, &device));
   std::vector<float> x = ramp(256, 1.f);
   DeviceBuffer buf(x);
-  EXPECT_NCCL(ncclAllReduce(buf.ptr, buf.ptr, x.size(), ncclFloat, ncclSum, comm, 0));
+  EXPECT_NCCL(
+      ncclAllReduce(buf.ptr, buf.ptr, x.size(), ncclFloat, ncclSum, comm, 0));
   EXPECT_CUDA(cudaDeviceSynchronize());
   EXPECT_EQ(buf.read(), x) << "a sum over one rank is the identity";
   ncclCommDestroy(comm);

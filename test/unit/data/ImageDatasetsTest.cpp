@@ -203,7 +203,8 @@ Bytes quadrants(const std::vector<Bytes> &colours) {
 }
 
 /// The [C, H, W] bytes of quadrants() with colours[q] for quadrant q.
-std::vector<int> quadrantsExpected(const std::vector<std::vector<int>> &colours) {
+std::vector<int>
+quadrantsExpected(const std::vector<std::vector<int>> &colours) {
   const size_t channels = colours[0].size();
   std::vector<int> out;
   for (size_t c = 0; c < channels; ++c)
@@ -239,7 +240,8 @@ protected:
     return path;
   }
 
-  std::string writeText(const std::string &name, const std::string &text) const {
+  std::string writeText(const std::string &name,
+                        const std::string &text) const {
     return writeFile(name, Bytes(text.begin(), text.end()));
   }
 
@@ -281,14 +283,15 @@ void expectIdxFixture(const ImageDataset &set) {
   EXPECT_EQ(set.label(2), 9);
   for (int n = 0; n < 3; ++n)
     expectPixels(set.image(n), 1, 2, 3,
-                 {100 * n, 100 * n + 1, 100 * n + 2, 100 * n + 10,
-                  100 * n + 11, 100 * n + 12},
+                 {100 * n, 100 * n + 1, 100 * n + 2, 100 * n + 10, 100 * n + 11,
+                  100 * n + 12},
                  kExact);
 }
 
 TEST_F(ImageDatasetsTest, IdxRaw) {
-  auto set = readIdx(writeFile("imgs-idx3-ubyte", idxImages(3, 2, 3, kIdxPixels)),
-                     writeFile("lbls-idx1-ubyte", idxLabels(kIdxLabels)));
+  auto set =
+      readIdx(writeFile("imgs-idx3-ubyte", idxImages(3, 2, 3, kIdxPixels)),
+              writeFile("lbls-idx1-ubyte", idxLabels(kIdxLabels)));
   expectIdxFixture(*set);
   EXPECT_EQ(set->description(), "3 images 1x2x3, 10 classes (imgs-idx3-ubyte)");
   EXPECT_THROW(set->image(3), std::out_of_range);
@@ -296,8 +299,9 @@ TEST_F(ImageDatasetsTest, IdxRaw) {
 }
 
 TEST_F(ImageDatasetsTest, IdxGzipped) {
-  auto set = readIdx(writeGzip("imgs-idx3-ubyte.gz", idxImages(3, 2, 3, kIdxPixels)),
-                     writeGzip("lbls-idx1-ubyte.gz", idxLabels(kIdxLabels)));
+  auto set =
+      readIdx(writeGzip("imgs-idx3-ubyte.gz", idxImages(3, 2, 3, kIdxPixels)),
+              writeGzip("lbls-idx1-ubyte.gz", idxLabels(kIdxLabels)));
   expectIdxFixture(*set);
   EXPECT_EQ(set->description(),
             "3 images 1x2x3, 10 classes (imgs-idx3-ubyte.gz)");
@@ -312,7 +316,8 @@ TEST_F(ImageDatasetsTest, IdxRejectsBadMagic) {
   std::string goodImages = writeFile("gi", idxImages(3, 2, 3, kIdxPixels));
   std::string badLabels = writeFile("bl", idxLabels(kIdxLabels, 0x803));
   err = errorOf([&] { readIdx(goodImages, badLabels); });
-  EXPECT_MENTIONS(err, badLabels + ": bad magic 0x00000803 (expected 0x00000801");
+  EXPECT_MENTIONS(err,
+                  badLabels + ": bad magic 0x00000803 (expected 0x00000801");
 }
 
 TEST_F(ImageDatasetsTest, IdxRejectsTruncatedImages) {
@@ -326,7 +331,8 @@ TEST_F(ImageDatasetsTest, IdxRejectsTruncatedImages) {
 
   // A header cut short, and a gzip stream cut short.
   std::string header = writeFile("h", Bytes{0, 0, 8, 3, 0, 0});
-  EXPECT_MENTIONS(errorOf([&] { readIdx(header, labels); }), header + ": truncated");
+  EXPECT_MENTIONS(errorOf([&] { readIdx(header, labels); }),
+                  header + ": truncated");
   Bytes gz = readFile(writeGzip("full.gz", idxImages(3, 2, 3, noise(18, 1))));
   gz.resize(gz.size() / 2);
   std::string cut = writeFile("cut.gz", gz);
@@ -364,7 +370,8 @@ TEST_F(ImageDatasetsTest, IdxRejectsLabelOutOfRange) {
   std::string images = writeFile("i", idxImages(3, 2, 3, kIdxPixels));
   std::string labels = writeFile("l", idxLabels({1, 10, 2}));
   EXPECT_MENTIONS(errorOf([&] { readIdx(images, labels); }),
-                  labels + ": label 10 at index 1 is out of range for 10 classes");
+                  labels +
+                      ": label 10 at index 1 is out of range for 10 classes");
 }
 
 TEST_F(ImageDatasetsTest, IdxRejectsMissingAndEmpty) {
@@ -384,8 +391,10 @@ TEST_F(ImageDatasetsTest, FashionMnistInstalled) {
     int64_t count;
   };
   for (const Split &split : {Split{"train", 60000}, Split{"t10k", 10000}}) {
-    const std::string images = dir + "/" + split.prefix + "-images-idx3-ubyte.gz";
-    const std::string labels = dir + "/" + split.prefix + "-labels-idx1-ubyte.gz";
+    const std::string images =
+        dir + "/" + split.prefix + "-images-idx3-ubyte.gz";
+    const std::string labels =
+        dir + "/" + split.prefix + "-labels-idx1-ubyte.gz";
     auto set = readIdx(images, labels);
     ASSERT_EQ(set->size(), split.count);
     EXPECT_EQ(set->numClasses(), 10);
@@ -417,8 +426,8 @@ TEST_F(ImageDatasetsTest, FashionMnistInstalled) {
     for (int64_t i : {int64_t(0), split.count - 1}) {
       EXPECT_EQ(set->label(i), labelBytes[8 + size_t(i)]);
       const uint8_t *bytes = all.data() + 16 + size_t(i) * 784;
-      expectPixels(set->image(i), 1, 28, 28, std::vector<int>(bytes, bytes + 784),
-                   kExact);
+      expectPixels(set->image(i), 1, 28, 28,
+                   std::vector<int>(bytes, bytes + 784), kExact);
     }
   }
 }
@@ -447,16 +456,17 @@ TEST_F(ImageDatasetsTest, Cifar10Batches) {
   EXPECT_NEAR(one.at(1, 2, 5), 145 / 255.0, kExact);
   EXPECT_NEAR(one.at(2, 2, 5), 230 / 255.0, kExact);
   EXPECT_EQ(set->classNames()[9], "9"); // no batches.meta.txt here
-  EXPECT_EQ(set->description(),
-            "3 images 3x32x32, 10 classes (data_batch_1.bin, data_batch_2.bin)");
+  EXPECT_EQ(
+      set->description(),
+      "3 images 3x32x32, 10 classes (data_batch_1.bin, data_batch_2.bin)");
 
   writeText("c10/batches.meta.txt", "airplane\nautomobile\nbird\ncat\ndeer\n"
                                     "dog\nfrog\nhorse\nship\ntruck\n\n");
   auto named = readCifar({a, b}, false);
-  EXPECT_EQ(named->classNames(),
-            (std::vector<std::string>{"airplane", "automobile", "bird", "cat",
-                                      "deer", "dog", "frog", "horse", "ship",
-                                      "truck"}));
+  EXPECT_EQ(
+      named->classNames(),
+      (std::vector<std::string>{"airplane", "automobile", "bird", "cat", "deer",
+                                "dog", "frog", "horse", "ship", "truck"}));
 }
 
 TEST_F(ImageDatasetsTest, Cifar100FineLabels) {
@@ -492,14 +502,17 @@ TEST_F(ImageDatasetsTest, CifarRejectsLabelOutOfRange) {
   records.insert(records.end(), bad.begin(), bad.end());
   std::string c10 = writeFile("c10.bin", records);
   EXPECT_MENTIONS(errorOf([&] { readCifar({c10}, false); }),
-                  c10 + ": label 10 of record 1 is out of range for 10 classes");
+                  c10 +
+                      ": label 10 of record 1 is out of range for 10 classes");
 
   std::string fine = writeFile("fine.bin", cifarRecord({0, 100}, 0));
-  EXPECT_MENTIONS(errorOf([&] { readCifar({fine}, true); }),
-                  fine + ": label 100 of record 0 is out of range for 100 classes");
+  EXPECT_MENTIONS(
+      errorOf([&] { readCifar({fine}, true); }),
+      fine + ": label 100 of record 0 is out of range for 100 classes");
   std::string coarse = writeFile("coarse.bin", cifarRecord({20, 5}, 0));
-  EXPECT_MENTIONS(errorOf([&] { readCifar({coarse}, true); }),
-                  coarse + ": coarse label 20 of record 0 is out of range for 20 classes");
+  EXPECT_MENTIONS(
+      errorOf([&] { readCifar({coarse}, true); }),
+      coarse + ": coarse label 20 of record 0 is out of range for 20 classes");
 }
 
 TEST_F(ImageDatasetsTest, CifarRejectsWrongRecordSize) {
@@ -507,8 +520,9 @@ TEST_F(ImageDatasetsTest, CifarRejectsWrongRecordSize) {
   records.push_back(7);
   std::string odd = writeFile("odd.bin", records);
   EXPECT_MENTIONS(errorOf([&] { readCifar({odd}, false); }),
-                  odd + ": 3074 bytes is not a whole number of CIFAR-10 records "
-                        "of 3073 bytes");
+                  odd +
+                      ": 3074 bytes is not a whole number of CIFAR-10 records "
+                      "of 3073 bytes");
 
   // Two CIFAR-100 records read as CIFAR-10, and the other way round.
   Bytes c100 = cifarRecord({1, 2}, 0), more = cifarRecord({1, 2}, 1);
@@ -520,15 +534,18 @@ TEST_F(ImageDatasetsTest, CifarRejectsWrongRecordSize) {
   c10.insert(c10.end(), more10.begin(), more10.end());
   std::string path10 = writeFile("c10.bin", c10);
   EXPECT_MENTIONS(errorOf([&] { readCifar({path10}, true); }),
-                  path10 + ": 6146 bytes is not a whole number of CIFAR-100 records "
-                           "of 3074 bytes");
+                  path10 +
+                      ": 6146 bytes is not a whole number of CIFAR-100 records "
+                      "of 3074 bytes");
 
   std::string empty = writeFile("empty.bin", {});
-  EXPECT_MENTIONS(errorOf([&] { readCifar({empty}, false); }), empty + ": empty");
+  EXPECT_MENTIONS(errorOf([&] { readCifar({empty}, false); }),
+                  empty + ": empty");
   std::string missing = file("absent.bin");
   EXPECT_MENTIONS(errorOf([&] { readCifar({missing}, false); }),
                   missing + ": cannot open");
-  EXPECT_MENTIONS(errorOf([&] { readCifar({}, false); }), "no CIFAR files given");
+  EXPECT_MENTIONS(errorOf([&] { readCifar({}, false); }),
+                  "no CIFAR files given");
 }
 
 //===----------------------------------------------------------------------===//
@@ -549,7 +566,8 @@ TEST_F(ImageDatasetsTest, ImageFolderPngAndJpeg) {
   fs::create_directories(dir_.path() / "root/animals/nested.png");
   writeText("root/README", "files at the root are not classes");
   // Class "birds": a gray PNG and a gray JPEG.
-  writePng(file("root/birds/g.png"), 2, 2, PNG_COLOR_TYPE_GRAY, 8, {0, 64, 128, 255});
+  writePng(file("root/birds/g.png"), 2, 2, PNG_COLOR_TYPE_GRAY, 8,
+           {0, 64, 128, 255});
   writeJpeg(file("root/birds/h.jpeg"), 16, 16, JCS_GRAYSCALE, 1,
             quadrants({{0}, {85}, {170}, {255}}));
 
@@ -571,7 +589,8 @@ TEST_F(ImageDatasetsTest, ImageFolderPngAndJpeg) {
                 90, 120, 150, 180},
                kExact);
   expectPixels(set->image(2), 3, 16, 16,
-               quadrantsExpected({{255, 0, 0}, {0, 255, 0}, {0, 0, 255}, {200, 150, 50}}),
+               quadrantsExpected(
+                   {{255, 0, 0}, {0, 255, 0}, {0, 0, 255}, {200, 150, 50}}),
                kJpegTolerance);
   expectPixels(set->image(3), 1, 2, 2, {0, 64, 128, 255}, kExact);
   expectPixels(set->image(4), 1, 16, 16,
@@ -614,7 +633,8 @@ TEST_F(ImageDatasetsTest, PngConversions) {
   expectPixels(set->image(0), 1, 1, 5, {255, 0, 255, 255, 0}, kExact);
   expectPixels(set->image(1), 1, 1, 4, expected16, kExact);
   expectPixels(set->image(2), 1, 1, 2, {50, 200}, kExact);
-  expectPixels(set->image(3), 3, 1, 3, {255, 0, 10, 0, 255, 20, 0, 0, 30}, kExact);
+  expectPixels(set->image(3), 3, 1, 3, {255, 0, 10, 0, 255, 20, 0, 0, 30},
+               kExact);
   expectPixels(set->image(4), 3, 2, 1, {1, 250, 2, 251, 3, 252}, kExact);
   std::vector<int> planar;
   for (int c = 0; c < 3; ++c)
@@ -660,7 +680,8 @@ TEST_F(ImageDatasetsTest, ImageFolderRejectsCorruptJpeg) {
   EXPECT_MENTIONS(err, bad + ": cannot decode JPEG: ");
   EXPECT_EQ(set->image(1).channels, 3);
   err = errorOf([&] { set->image(2); });
-  EXPECT_MENTIONS(err, cut + ": cannot decode JPEG: Premature end of JPEG file");
+  EXPECT_MENTIONS(err,
+                  cut + ": cannot decode JPEG: Premature end of JPEG file");
 }
 
 TEST_F(ImageDatasetsTest, ImageFolderRejectsCorruptPng) {
@@ -676,7 +697,8 @@ TEST_F(ImageDatasetsTest, ImageFolderRejectsCorruptPng) {
 
   auto set = openImageFolder((dir_.path() / "root").string());
   ASSERT_EQ(set->size(), 4); // crc, good, text, truncated
-  EXPECT_MENTIONS(errorOf([&] { set->image(0); }), bad + ": cannot decode PNG: ");
+  EXPECT_MENTIONS(errorOf([&] { set->image(0); }),
+                  bad + ": cannot decode PNG: ");
   EXPECT_EQ(set->image(1).channels, 3);
   EXPECT_MENTIONS(errorOf([&] { set->image(2); }),
                   text + ": neither a JPEG nor a PNG file");
@@ -710,9 +732,11 @@ TEST_F(ImageDatasetsTest, ImageFolderRejectsEmpty) {
 
 TEST_F(ImageDatasetsTest, ConcurrentImagesMatchSequential) {
   for (int n = 0; n < 6; ++n) {
-    writePng(file("root/c" + std::to_string(n % 3) + "/p" + std::to_string(n) + ".png"),
+    writePng(file("root/c" + std::to_string(n % 3) + "/p" + std::to_string(n) +
+                  ".png"),
              24, 20, PNG_COLOR_TYPE_RGB, 8, noise(24 * 20 * 3, uint64_t(n)));
-    writeJpeg(file("root/c" + std::to_string(n % 3) + "/j" + std::to_string(n) + ".jpg"),
+    writeJpeg(file("root/c" + std::to_string(n % 3) + "/j" + std::to_string(n) +
+                   ".jpg"),
               24, 20, JCS_RGB, 3, noise(24 * 20 * 3, uint64_t(100 + n)));
   }
   auto folder = openImageFolder((dir_.path() / "root").string());

@@ -196,8 +196,7 @@ TEST_F(TokenShardsTest, ShorterThanHeader) {
   std::string path = file("short.bin");
   std::ofstream(path) << "hello";
   std::string err = errorOf([&] { TokenShard s(path); });
-  EXPECT_NE(err.find(path + ": too small for a token shard"),
-            std::string::npos)
+  EXPECT_NE(err.find(path + ": too small for a token shard"), std::string::npos)
       << err;
 }
 

@@ -50,7 +50,8 @@ model:
   image_size: 224
   patch: 16
   classes: 1000
-)") + (deit3 ? "  layer_scale: 1.0e-6\n  positions: {patches_only: true}\n" : "");
+)") + (deit3 ? "  layer_scale: 1.0e-6\n  positions: {patches_only: true}\n"
+             : "");
 }
 
 } // namespace
@@ -64,21 +65,24 @@ TEST(Derived, TimmVisionTransformers) {
   EXPECT_EQ(parseOk(vitB(true)).derived.parameters, 86585320);
   EXPECT_EQ(parseOk(R"(
 model: {family: vit, layers: 12, width: 384, heads: 6, image_size: 224, patch: 16, classes: 1000}
-)").derived.parameters,
+)")
+                .derived.parameters,
             22050664);
 }
 
 TEST(Derived, GroupedQueryAttentionShrinksKeyAndValueProjections) {
   Spec mha = parseOk(gpt2Small);
   Spec gqa = parseOk(std::string(gpt2Small) + "  kv_heads: 4\n");
-  // Per layer: k and v projections lose (12 - 4) heads of 64, weights and biases.
+  // Per layer: k and v projections lose (12 - 4) heads of 64, weights and
+  // biases.
   int64_t saved = 12 * 2 * (768 + 1) * (12 - 4) * 64;
   EXPECT_EQ(mha.derived.parameters - gqa.derived.parameters, saved);
 }
 
 TEST(Derived, HeadKindsDoNotChangeTheParameterCount) {
   Spec base = parseOk(gpt2Small);
-  Spec lap = parseOk(std::string(gpt2Small) + "attention: {laplacian_heads: 7}\n");
+  Spec lap =
+      parseOk(std::string(gpt2Small) + "attention: {laplacian_heads: 7}\n");
   EXPECT_EQ(base.derived.parameters, lap.derived.parameters);
   EXPECT_EQ(base.derived.forwardFlops, lap.derived.forwardFlops);
 }
@@ -86,8 +90,9 @@ TEST(Derived, HeadKindsDoNotChangeTheParameterCount) {
 TEST(Derived, VitFlopsPerImage) {
   Spec vit = parseOk(vitB(false));
   const double T = 197, L = 12, C = 768, P = 196;
-  double blocks = L * (4 * C * C + 8 * C * C);  // attention + MLP weights
-  double expected = 2 * (blocks * T + P * 768 * C + C * 1000) + 4 * L * C * T * T;
+  double blocks = L * (4 * C * C + 8 * C * C); // attention + MLP weights
+  double expected =
+      2 * (blocks * T + P * 768 * C + C * 1000) + 4 * L * C * T * T;
   EXPECT_DOUBLE_EQ(vit.derived.forwardFlops, expected);
   EXPECT_DOUBLE_EQ(vit.derived.trainFlops, 3 * expected);
   EXPECT_EQ(vit.derived.tokens, 197);
@@ -112,8 +117,9 @@ model:
 TEST(Derived, ParameterTableAgreesWithTheCount) {
   // Two independent computations of the same layout: the table the compiler
   // uses for function arguments, and the closed-form count.
-  for (const char *name : {"gpt2_561m_5L.yaml", "vit_b_deit3_12L.yaml",
-                           "vit_s_dino_5L.yaml", "gpt_tiny.yaml", "vit_tiny.yaml"}) {
+  for (const char *name :
+       {"gpt2_561m_5L.yaml", "vit_b_deit3_12L.yaml", "vit_s_dino_5L.yaml",
+        "gpt_tiny.yaml", "vit_tiny.yaml"}) {
     Diagnostics diags;
     auto spec = loadSpec(std::string(LAP_SPECS_DIR) + "/" + name, diags);
     ASSERT_TRUE(spec) << name;
@@ -122,7 +128,8 @@ TEST(Derived, ParameterTableAgreesWithTheCount) {
       total += p.elements();
     EXPECT_EQ(total, spec->derived.parameters) << name;
   }
-  Spec gqa = parseOk(std::string(gpt2Small) + "  kv_heads: 4\n  qk_norm: true\n");
+  Spec gqa =
+      parseOk(std::string(gpt2Small) + "  kv_heads: 4\n  qk_norm: true\n");
   int64_t total = 0;
   for (const Parameter &p : parameterTable(gqa))
     total += p.elements();

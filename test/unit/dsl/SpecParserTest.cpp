@@ -19,13 +19,14 @@ std::string specPath(const std::string &name) {
 Spec load(const std::string &name) {
   Diagnostics diags;
   auto spec = loadSpec(specPath(name), diags);
-  EXPECT_TRUE(spec.has_value()) << name << ": "
-                                << (diags.hasErrors() ? diags.all()[0].message : "");
+  EXPECT_TRUE(spec.has_value())
+      << name << ": " << (diags.hasErrors() ? diags.all()[0].message : "");
   return spec ? *spec : Spec{};
 }
 
 /// Parses `text`; returns the spec or the messages of its errors.
-std::optional<Spec> parse(const std::string &text, std::vector<std::string> *errors = nullptr,
+std::optional<Spec> parse(const std::string &text,
+                          std::vector<std::string> *errors = nullptr,
                           const std::string &name = "test.yaml") {
   Diagnostics diags;
   auto spec = parseSpec(text, name, diags);
@@ -70,12 +71,14 @@ TEST(HeadKinds, TableHoldsAttnAndLaplacian) {
 }
 
 TEST(ShippedSpecs, PaperLanguageModelsHave561MParameters) {
-  for (const char *name : {"gpt2_561m_0L.yaml", "gpt2_561m_5L.yaml", "gpt2_561m_10L.yaml"}) {
+  for (const char *name :
+       {"gpt2_561m_0L.yaml", "gpt2_561m_5L.yaml", "gpt2_561m_10L.yaml"}) {
     Spec spec = load(name);
     EXPECT_EQ(spec.derived.parameters, 560988160) << name;
     EXPECT_EQ(spec.model.headDim, 128) << name;
     // nanochat's estimate_flops: 6 (N - embedding) + 12 L H Q T per token.
-    double nanochat = 6.0 * (560988160 - 65536.0 * 1280) + 12.0 * 20 * 10 * 128 * 2048;
+    double nanochat =
+        6.0 * (560988160 - 65536.0 * 1280) + 12.0 * 20 * 10 * 128 * 2048;
     EXPECT_DOUBLE_EQ(spec.derived.trainFlops, nanochat) << name;
   }
 }
@@ -110,7 +113,8 @@ TEST(ShippedSpecs, CanonicalFormReadsBackToItself) {
     std::string text = printSpec(spec);
     std::vector<std::string> errors;
     auto again = parse(text, &errors, entry.path().string());
-    ASSERT_TRUE(again) << entry.path() << ": " << (errors.empty() ? "" : errors[0]);
+    ASSERT_TRUE(again) << entry.path() << ": "
+                       << (errors.empty() ? "" : errors[0]);
     EXPECT_EQ(printSpec(*again), text) << entry.path();
   }
 }
@@ -132,14 +136,16 @@ TEST(SpecParser, AppliesDependentDefaults) {
 }
 
 TEST(SpecParser, PlacesKindsPerLayer) {
-  auto counts = parse(std::string(tinyGpt) + "attention:\n  laplacian_heads: [0, 1, 4]\n");
+  auto counts = parse(std::string(tinyGpt) +
+                      "attention:\n  laplacian_heads: [0, 1, 4]\n");
   ASSERT_TRUE(counts);
   EXPECT_EQ(kindsOf(*counts, 0), "AAAA");
   EXPECT_EQ(kindsOf(*counts, 1), "AAAL");
   EXPECT_EQ(kindsOf(*counts, 2), "LLLL");
 
-  auto everyLayer = parse(std::string(tinyGpt) +
-                          "attention:\n  kinds: [laplacian, attn, laplacian, attn]\n");
+  auto everyLayer =
+      parse(std::string(tinyGpt) +
+            "attention:\n  kinds: [laplacian, attn, laplacian, attn]\n");
   ASSERT_TRUE(everyLayer);
   for (size_t l = 0; l < 3; ++l)
     EXPECT_EQ(kindsOf(*everyLayer, l), "LALA");
@@ -178,7 +184,8 @@ train:
   EXPECT_EQ(diags.all()[0].loc.file, "bad.yaml");
   EXPECT_EQ(diags.all()[1].loc.line, 8u);
   EXPECT_EQ(diags.all()[1].loc.col, 3u);
-  EXPECT_EQ(diags.all()[2].message, "'train.batch_size' must be between 1 and 1073741824; found 0");
+  EXPECT_EQ(diags.all()[2].message,
+            "'train.batch_size' must be between 1 and 1073741824; found 0");
   EXPECT_FALSE(diags.hasInternalError());
 }
 
@@ -203,17 +210,20 @@ TEST(SpecParser, RecordsWhereEachSettingWasWritten) {
 TEST(SpecParser, PinnedDerivedValuesAreChecked) {
   EXPECT_TRUE(parse(std::string(tinyGpt) + "derived: {parameters: 184896}\n"));
   std::vector<std::string> errors;
-  EXPECT_FALSE(parse(std::string(tinyGpt) + "derived: {paramters: 1}\n", &errors));
+  EXPECT_FALSE(
+      parse(std::string(tinyGpt) + "derived: {paramters: 1}\n", &errors));
   ASSERT_EQ(errors.size(), 1u);
-  EXPECT_NE(errors[0].find("did you mean 'parameters'"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("did you mean 'parameters'"), std::string::npos)
+      << errors[0];
 }
 
 TEST(SpecParser, ExtendingFileReplacesTheBasePlacement) {
   auto dir = std::filesystem::temp_directory_path() / "lap-spec-parser-test";
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / "base.yaml") << tinyGpt << "attention:\n  laplacian_heads: 2\n";
-  std::ofstream(dir / "child.yaml")
-      << "extends: base.yaml\nattention:\n  kinds: [laplacian, attn, attn, attn]\n";
+  std::ofstream(dir / "base.yaml")
+      << tinyGpt << "attention:\n  laplacian_heads: 2\n";
+  std::ofstream(dir / "child.yaml") << "extends: base.yaml\nattention:\n  "
+                                       "kinds: [laplacian, attn, attn, attn]\n";
   Diagnostics diags;
   auto spec = loadSpec((dir / "child.yaml").string(), diags);
   ASSERT_TRUE(spec) << diags.all()[0].message;
@@ -246,7 +256,8 @@ TEST(SpecParser, BetasAreAPairNotARange) {
 }
 
 TEST(SpecPrinter, NamesThatLookLikeNullReadBack) {
-  for (const char *name : {"NULL", "Null", "null", "~", "true", "1e3", "a: b"}) {
+  for (const char *name :
+       {"NULL", "Null", "null", "~", "true", "1e3", "a: b"}) {
     auto spec = parse(std::string("name: \"") + name + "\"\n" + tinyGpt);
     ASSERT_TRUE(spec) << name;
     std::vector<std::string> errors;

@@ -18,9 +18,8 @@ std::optional<Node> tree(const std::string &text, Diagnostics &diags,
 
 /// A scratch directory of spec files, removed at the end of the test.
 struct ScratchDir {
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() /
-      ("lap-yaml-tree-" + std::to_string(::getpid()));
+  std::filesystem::path path = std::filesystem::temp_directory_path() /
+                               ("lap-yaml-tree-" + std::to_string(::getpid()));
   ScratchDir() { std::filesystem::create_directories(path); }
   ~ScratchDir() { std::filesystem::remove_all(path); }
   std::string write(const std::string &name, const std::string &text) {
@@ -54,12 +53,14 @@ TEST(YamlTree, AliasesAreExpandedWithinTheBudget) {
   // A "billion laughs" input stops at the node budget.
   std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
   for (char c = 'b'; c <= 'j'; ++c)
-    bomb += std::string(1, c) + ": &" + c + " [*" + char(c - 1) + ", *" + char(c - 1) +
-            ", *" + char(c - 1) + ", *" + char(c - 1) + ", *" + char(c - 1) + "]\n";
+    bomb += std::string(1, c) + ": &" + c + " [*" + char(c - 1) + ", *" +
+            char(c - 1) + ", *" + char(c - 1) + ", *" + char(c - 1) + ", *" +
+            char(c - 1) + "]\n";
   Diagnostics bombDiags;
   EXPECT_FALSE(tree(bomb, bombDiags));
   ASSERT_TRUE(bombDiags.hasErrors());
-  EXPECT_NE(bombDiags.all()[0].message.find("spec too large"), std::string::npos);
+  EXPECT_NE(bombDiags.all()[0].message.find("spec too large"),
+            std::string::npos);
 }
 
 TEST(YamlTree, DepthIsLimited) {
@@ -67,7 +68,8 @@ TEST(YamlTree, DepthIsLimited) {
   std::string deep(100, '[');
   EXPECT_FALSE(tree("a: " + deep, diags));
   ASSERT_TRUE(diags.hasErrors());
-  EXPECT_NE(diags.all()[0].message.find("nested deeper than 64"), std::string::npos);
+  EXPECT_NE(diags.all()[0].message.find("nested deeper than 64"),
+            std::string::npos);
 }
 
 TEST(YamlTree, ParserLoopsAreStopped) {
@@ -94,9 +96,9 @@ TEST(YamlTree, ExtendsMergesDeeplyAndTheExtendingFileWins) {
   ScratchDir dir;
   std::filesystem::create_directories(dir.path / "sub");
   dir.write("base.yaml", "model: {layers: 2, width: 64}\ntrain: {steps: 5}\n");
-  std::string child = dir.write("sub/child.yaml",
-                                "extends: ../base.yaml\nmodel: {width: 128}\n"
-                                "train: {epochs: 1}\n");
+  std::string child =
+      dir.write("sub/child.yaml", "extends: ../base.yaml\nmodel: {width: 128}\n"
+                                  "train: {epochs: 1}\n");
   Diagnostics diags;
   auto root = loadTree(child, {{"train", {"steps", "epochs"}}}, diags);
   ASSERT_TRUE(root);
@@ -104,7 +106,8 @@ TEST(YamlTree, ExtendsMergesDeeplyAndTheExtendingFileWins) {
   EXPECT_EQ(root->find("model")->find("layers")->scalar, "2");
   EXPECT_EQ(root->find("model")->find("width")->scalar, "128");
   EXPECT_EQ(root->find("model")->find("width")->loc.file, child);
-  EXPECT_FALSE(root->find("train")->find("steps")) << "exclusive keys replace each other";
+  EXPECT_FALSE(root->find("train")->find("steps"))
+      << "exclusive keys replace each other";
   EXPECT_EQ(root->find("train")->find("epochs")->scalar, "1");
 }
 
@@ -117,7 +120,8 @@ TEST(YamlTree, ExtendsErrorsPointAtTheExtendsLine) {
   ASSERT_EQ(cycle.all().size(), 1u);
   EXPECT_EQ(cycle.all()[0].loc.file, b);
   EXPECT_EQ(cycle.all()[0].loc.line, 1u);
-  EXPECT_EQ(cycle.all()[0].message, "'extends' cycle: a.yaml -> b.yaml -> a.yaml");
+  EXPECT_EQ(cycle.all()[0].message,
+            "'extends' cycle: a.yaml -> b.yaml -> a.yaml");
 
   std::string bad = dir.write("c.yaml", "extends: /dev/null\n");
   Diagnostics special;
@@ -129,10 +133,12 @@ TEST(YamlTree, ExtendsErrorsPointAtTheExtendsLine) {
 
 TEST(YamlTree, LargeFilesAreRefused) {
   ScratchDir dir;
-  std::string big = dir.write("big.yaml", "a: " + std::string(2000, 'x') + "\n");
+  std::string big =
+      dir.write("big.yaml", "a: " + std::string(2000, 'x') + "\n");
   Diagnostics diags;
   TreeLimits limits;
   limits.maxFileBytes = 1000;
   EXPECT_FALSE(loadTree(big, {}, diags, limits));
-  EXPECT_NE(diags.all().at(0).message.find("larger than 1000 bytes"), std::string::npos);
+  EXPECT_NE(diags.all().at(0).message.find("larger than 1000 bytes"),
+            std::string::npos);
 }

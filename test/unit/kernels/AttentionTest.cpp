@@ -455,14 +455,16 @@ TEST(AttentionBackward, MatchesReferenceWithPeakedScores) {
 // reference, for every kind and with grouped queries.
 TEST(AttentionDecode, MatchesWholeSequenceReference) {
   for (int64_t KV : {4, 2, 1}) {
-    Problem p = makeProblem(selfShape(2, 12, 4, KV, 24, /*causal=*/true), 600 + KV);
+    Problem p =
+        makeProblem(selfShape(2, 12, 4, KV, 24, /*causal=*/true), 600 + KV);
     const Shape &s = p.s;
     SCOPED_TRACE(s.str());
     Vec want, lse;
-    referenceForward(s, toDouble(p.q), toDouble(p.k), toDouble(p.v), p.alpha, p.beta,
-                     want, lse);
+    referenceForward(s, toDouble(p.q), toDouble(p.k), toDouble(p.v), p.alpha,
+                     p.beta, want, lse);
     const int64_t capacity = 16, qRow = s.H * s.D, kvRow = s.KV * s.D;
-    std::vector<float> kCache(s.B * capacity * kvRow, NAN), vCache(kCache), got(want.size());
+    std::vector<float> kCache(s.B * capacity * kvRow, NAN), vCache(kCache),
+        got(want.size());
     int64_t first = 0;
     for (int64_t chunk : {5, 1, 1, 3, 2}) {
       // The chunk's rows of q, k, v as [B, chunk, ...] tensors.
@@ -474,12 +476,14 @@ TEST(AttentionDecode, MatchesWholeSequenceReference) {
         return out;
       };
       std::vector<float> o(s.B * chunk * qRow, NAN);
-      lap_cpu_attention_decode(o.data(), kCache.data(), vCache.data(), rows(p.q, qRow).data(),
-                               rows(p.k, kvRow).data(), rows(p.v, kvRow).data(),
-                               p.alpha.data(), p.beta.data(), s.B, chunk, first, capacity,
-                               s.H, s.KV, s.D, float(s.scale));
+      lap_cpu_attention_decode(o.data(), kCache.data(), vCache.data(),
+                               rows(p.q, qRow).data(), rows(p.k, kvRow).data(),
+                               rows(p.v, kvRow).data(), p.alpha.data(),
+                               p.beta.data(), s.B, chunk, first, capacity, s.H,
+                               s.KV, s.D, float(s.scale));
       for (int64_t b = 0; b < s.B; ++b)
-        std::copy(o.begin() + b * chunk * qRow, o.begin() + (b + 1) * chunk * qRow,
+        std::copy(o.begin() + b * chunk * qRow,
+                  o.begin() + (b + 1) * chunk * qRow,
                   got.begin() + (b * s.T + first) * qRow);
       first += chunk;
     }

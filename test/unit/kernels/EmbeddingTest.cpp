@@ -117,11 +117,12 @@ TEST(AddPositions, FirstPositionShiftsTheTable) {
   int64_t B = 2, T = 3, c = 4, offset = 1, P = 8, first = 4;
   auto x = randomVector(rng, B * T * c), table = randomVector(rng, P * c);
   auto y = nanVector(x.size());
-  lap_cpu_add_positions_forward(y.data(), x.data(), table.data(), B, T, c, offset,
-                                first);
+  lap_cpu_add_positions_forward(y.data(), x.data(), table.data(), B, T, c,
+                                offset, first);
   for (int64_t r = 0; r < B * T; ++r)
     for (int64_t j = 0; j < c; ++j)
-      EXPECT_EQ(y[r * c + j], x[r * c + j] + table[(first + r % T - offset) * c + j]);
+      EXPECT_EQ(y[r * c + j],
+                x[r * c + j] + table[(first + r % T - offset) * c + j]);
 }
 
 TEST(AddPositions, BackwardMatchesFiniteDifferences) {
@@ -148,7 +149,8 @@ TEST(AddPositions, NoOffset) {
   int64_t B = 2, T = 4, c = 3, P = 4;
   auto x = randomVector(rng, B * T * c), table = randomVector(rng, P * c);
   auto y = nanVector(x.size());
-  lap_cpu_add_positions_forward(y.data(), x.data(), table.data(), B, T, c, 0, 0);
+  lap_cpu_add_positions_forward(y.data(), x.data(), table.data(), B, T, c, 0,
+                                0);
   expectNear(y,
              referencePositions({x.begin(), x.end()},
                                 {table.begin(), table.end()}, B, T, c, 0),

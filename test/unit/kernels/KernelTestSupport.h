@@ -19,8 +19,8 @@
 
 namespace lap::test {
 
-inline std::vector<float> randomVector(std::mt19937 &rng, size_t n, float lo = -1.0f,
-                                       float hi = 1.0f) {
+inline std::vector<float> randomVector(std::mt19937 &rng, size_t n,
+                                       float lo = -1.0f, float hi = 1.0f) {
   std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(n);
   for (float &x : v)
@@ -47,9 +47,9 @@ double weightedSum(const std::vector<double> &y, const std::vector<T> &g) {
 
 /// dL/dp[i] by central differences of a double-precision loss; p[i] is
 /// restored, and the loss may read p through its argument or a capture.
-inline double centralDifference(std::vector<double> &p, size_t i,
-                                const std::function<double(const std::vector<double> &)> &loss,
-                                double h) {
+inline double centralDifference(
+    std::vector<double> &p, size_t i,
+    const std::function<double(const std::vector<double> &)> &loss, double h) {
   double saved = p[i];
   p[i] = saved + h;
   double plus = loss(p);
@@ -60,18 +60,18 @@ inline double centralDifference(std::vector<double> &p, size_t i,
 }
 
 /// dL/dp by central differences, every entry.
-inline std::vector<double>
-centralDifferences(std::vector<double> &p,
-                   const std::function<double(const std::vector<double> &)> &loss,
-                   double h = 1e-6) {
+inline std::vector<double> centralDifferences(
+    std::vector<double> &p,
+    const std::function<double(const std::vector<double> &)> &loss,
+    double h = 1e-6) {
   std::vector<double> grad(p.size());
   for (size_t i = 0; i < p.size(); ++i)
     grad[i] = centralDifference(p, i, loss, h);
   return grad;
 }
 
-inline void expectNear(const std::vector<float> &got, const std::vector<double> &want,
-                       double tol) {
+inline void expectNear(const std::vector<float> &got,
+                       const std::vector<double> &want, double tol) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i)
     EXPECT_NEAR(got[i], want[i], tol) << "at " << i;

@@ -31,7 +31,8 @@ using Vec = std::vector<double>;
 /// dL/dp by central differences, L = sum(f(p) * g).
 Vec finiteDifferences(Vec p, const std::function<Vec(const Vec &)> &f,
                       const std::vector<float> &g) {
-  return centralDifferences(p, [&](const Vec &q) { return weightedSum(f(q), g); });
+  return centralDifferences(p,
+                            [&](const Vec &q) { return weightedSum(f(q), g); });
 }
 
 //--- References

@@ -83,10 +83,12 @@ TEST(Rope, BackwardMatchesFiniteDifferences) {
   double base = 500.0;
   auto x = randomVector(rng, s.size()), g = randomVector(rng, s.size());
   auto dx = nanVector(x.size());
-  lap_cpu_rope_backward(dx.data(), g.data(), s.B, s.T, s.H, s.D, float(base), 0);
+  lap_cpu_rope_backward(dx.data(), g.data(), s.B, s.T, s.H, s.D, float(base),
+                        0);
   std::vector<double> xd = toDouble(x);
-  auto want = centralDifferences(
-      xd, [&](const std::vector<double> &p) { return weightedSum(reference(p, s, base), g); });
+  auto want = centralDifferences(xd, [&](const std::vector<double> &p) {
+    return weightedSum(reference(p, s, base), g);
+  });
   // L is linear in x: differences exact to ~1e-10.
   expectNear(dx, want, 1e-6);
 }
@@ -126,7 +128,8 @@ TEST(Rope, FirstPositionShiftsTheAngles) {
   int64_t first = whole.T - tail.T, row = whole.H * whole.D;
   auto x = randomVector(rng, whole.size());
   auto y = nanVector(x.size());
-  lap_cpu_rope_forward(y.data(), x.data(), whole.B, whole.T, whole.H, whole.D, 10000.0f, 0);
+  lap_cpu_rope_forward(y.data(), x.data(), whole.B, whole.T, whole.H, whole.D,
+                       10000.0f, 0);
   std::vector<float> xt, want;
   for (int64_t b = 0; b < whole.B; ++b) {
     auto begin = (b * whole.T + first) * row, end = (b + 1) * whole.T * row;
@@ -134,8 +137,8 @@ TEST(Rope, FirstPositionShiftsTheAngles) {
     want.insert(want.end(), y.begin() + begin, y.begin() + end);
   }
   auto yt = nanVector(xt.size());
-  lap_cpu_rope_forward(yt.data(), xt.data(), tail.B, tail.T, tail.H, tail.D, 10000.0f,
-                       first);
+  lap_cpu_rope_forward(yt.data(), xt.data(), tail.B, tail.T, tail.H, tail.D,
+                       10000.0f, first);
   EXPECT_EQ(yt, want);
 }
 

@@ -31,7 +31,8 @@ using Params = std::map<std::string, Vec>;
 /// specYaml() writes it as a spec, so the two cannot drift apart.
 struct Arch {
   std::string name, family = "gpt";
-  int64_t layers = 2, width = 32, heads = 4, kvHeads = 4, headDim = 8, hidden = 128;
+  int64_t layers = 2, width = 32, heads = 4, kvHeads = 4, headDim = 8,
+          hidden = 128;
   std::string activation = "relu2"; // relu2, gelu_tanh, gelu
   bool layerNorm = false, normWeight = true, normBias = false;
   double eps = 1e-5;
@@ -59,8 +60,9 @@ struct Arch {
 
 std::string specYaml(const Arch &a) {
   std::ostringstream y;
-  y << "name: " << a.name << "\nmodel:\n  family: " << a.family << "\n  layers: " << a.layers
-    << "\n  width: " << a.width << "\n  heads: " << a.heads << "\n  head_dim: " << a.headDim
+  y << "name: " << a.name << "\nmodel:\n  family: " << a.family
+    << "\n  layers: " << a.layers << "\n  width: " << a.width
+    << "\n  heads: " << a.heads << "\n  head_dim: " << a.headDim
     << "\n  kv_heads: " << a.kvHeads << "\n  mlp_hidden: " << a.hidden
     << "\n  activation: " << a.activation
     << "\n  norm: {type: " << (a.layerNorm ? "layernorm" : "rmsnorm")
@@ -68,7 +70,8 @@ std::string specYaml(const Arch &a) {
   if (a.layerNorm)
     y << ", bias: " << a.normBias;
   y << ", eps: " << a.eps << "}\n  embedding_norm: " << a.embeddingNorm
-    << "\n  final_norm: " << a.finalNorm << "\n  qk_norm: " << a.qkNorm << "\n  bias: " << a.bias
+    << "\n  final_norm: " << a.finalNorm << "\n  qk_norm: " << a.qkNorm
+    << "\n  bias: " << a.bias
     << "\n  dropout: 0\n  positions: {type: " << a.positions;
   if (a.positions == "rope")
     y << ", rope_base: " << a.ropeBase;
@@ -77,11 +80,13 @@ std::string specYaml(const Arch &a) {
   y << "}\n";
   if (a.gpt()) {
     y << "  vocab: " << a.vocab << "\n  context: " << a.context
-      << "\n  logit_softcap: " << a.softcap << "\n  tied_embeddings: " << a.tied << "\n";
+      << "\n  logit_softcap: " << a.softcap << "\n  tied_embeddings: " << a.tied
+      << "\n";
   } else {
-    y << "  image_size: " << a.image << "\n  patch: " << a.patch << "\n  channels: " << a.channels
-      << "\n  classes: " << a.classes << "\n  cls_token: " << a.cls
-      << "\n  registers: " << a.registers << "\n  layer_scale: " << a.layerScale
+    y << "  image_size: " << a.image << "\n  patch: " << a.patch
+      << "\n  channels: " << a.channels << "\n  classes: " << a.classes
+      << "\n  cls_token: " << a.cls << "\n  registers: " << a.registers
+      << "\n  layer_scale: " << a.layerScale
       << "\n  drop_path: 0\n  pool: " << (a.meanPool ? "mean" : "cls") << "\n";
   }
   y << "  init: " << a.init << "\nattention:\n";
@@ -184,10 +189,12 @@ private:
       return x > 0 ? x * x : 0;
     if (a.activation == "gelu")
       return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-    return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    return 0.5 * x *
+           (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
   }
 
-  /// Rotates channel pairs (i, i + D/2) of x [B, T, heads, D] by t base^(-2i/D).
+  /// Rotates channel pairs (i, i + D/2) of x [B, T, heads, D] by t
+  /// base^(-2i/D).
   void rope(Vec &x, int64_t B, int64_t T, int64_t heads) const {
     int64_t D = a.headDim, half = D / 2;
     for (int64_t b = 0; b < B; ++b)
@@ -195,7 +202,8 @@ private:
         for (int64_t h = 0; h < heads; ++h) {
           double *v = &x[size_t(((b * T + t) * heads + h) * D)];
           for (int64_t i = 0; i < half; ++i) {
-            double angle = double(t) * std::pow(a.ropeBase, -2.0 * double(i) / double(D));
+            double angle =
+                double(t) * std::pow(a.ropeBase, -2.0 * double(i) / double(D));
             double c = std::cos(angle), s = std::sin(angle);
             double x0 = v[i], x1 = v[i + half];
             v[i] = x0 * c - x1 * s;
@@ -215,7 +223,8 @@ private:
       const double *row = &qkv[size_t(r * (H + 2 * KV) * D)];
       std::copy(row, row + H * D, &q[size_t(r * H * D)]);
       std::copy(row + H * D, row + (H + KV) * D, &k[size_t(r * KV * D)]);
-      std::copy(row + (H + KV) * D, row + (H + 2 * KV) * D, &v[size_t(r * KV * D)]);
+      std::copy(row + (H + KV) * D, row + (H + 2 * KV) * D,
+                &v[size_t(r * KV * D)]);
     }
     if (a.qkNorm) {
       norm(q, D, prefix + ".q_norm");
@@ -232,9 +241,15 @@ private:
       for (int64_t hd = 0; hd < H; ++hd) {
         int64_t g = hd / (H / KV); // the query head's kv group
         auto [alpha, beta] = coefficients(a.kinds[size_t(l)][size_t(hd)]);
-        auto Q = [&](int64_t t, int64_t d) { return q[size_t(((b * T + t) * H + hd) * D + d)]; };
-        auto K = [&](int64_t s, int64_t d) { return k[size_t(((b * T + s) * KV + g) * D + d)]; };
-        auto V = [&](int64_t s, int64_t d) { return v[size_t(((b * T + s) * KV + g) * D + d)]; };
+        auto Q = [&](int64_t t, int64_t d) {
+          return q[size_t(((b * T + t) * H + hd) * D + d)];
+        };
+        auto K = [&](int64_t s, int64_t d) {
+          return k[size_t(((b * T + s) * KV + g) * D + d)];
+        };
+        auto V = [&](int64_t s, int64_t d) {
+          return v[size_t(((b * T + s) * KV + g) * D + d)];
+        };
         std::vector<Vec> P(size_t(T), Vec(size_t(T), 0.0));
         for (int64_t t = 0; t < T; ++t) {
           int64_t keys = causal ? t + 1 : T;
@@ -256,7 +271,8 @@ private:
             double pv = 0;
             for (int64_t s = 0; s < T; ++s)
               pv += P[t][s] * V(s, d);
-            merged[size_t(((b * T + t) * H + hd) * D + d)] = alpha * pv + beta * V(t, d);
+            merged[size_t(((b * T + t) * H + hd) * D + d)] =
+                alpha * pv + beta * V(t, d);
           }
       }
     return linear(merged, H * D, C, prefix + ".proj");
@@ -334,9 +350,11 @@ private:
           for (int64_t c = 0; c < Ch; ++c)
             for (int64_t dy = 0; dy < p; ++dy)
               for (int64_t dx = 0; dx < p; ++dx)
-                patches[size_t(((b * N + py * side + px) * F) + (c * p + dy) * p + dx)] =
-                    batch.images[size_t(((b * Ch + c) * a.image + py * p + dy) * a.image + px * p +
-                                        dx)];
+                patches[size_t(((b * N + py * side + px) * F) +
+                               (c * p + dy) * p + dx)] =
+                    batch.images[size_t(((b * Ch + c) * a.image + py * p + dy) *
+                                            a.image +
+                                        px * p + dx)];
     Vec e = linear(patches, F, C, "patch_embed");
     const Vec *pos = get("pos_embed");
     // Tokens: [registers, CLS, patches]; positions on CLS and patches, or
@@ -357,7 +375,8 @@ private:
             int64_t n = t - lead;
             value = e[size_t((b * N + n) * C + c)];
             if (pos)
-              value += (*pos)[size_t((a.patchesOnly ? n : n + (a.cls ? 1 : 0)) * C + c)];
+              value += (*pos)[size_t(
+                  (a.patchesOnly ? n : n + (a.cls ? 1 : 0)) * C + c)];
           }
           x[size_t((b * T + t) * C + c)] = value;
         }
@@ -378,7 +397,8 @@ private:
           continue;
         }
         for (int64_t t = lead; t < T; ++t)
-          pooled[size_t(b * C + c)] += x[size_t((b * T + t) * C + c)] / double(T - lead);
+          pooled[size_t(b * C + c)] +=
+              x[size_t((b * T + t) * C + c)] / double(T - lead);
       }
     Vec logits = linear(pooled, C, a.classes, "head");
     double total = 0;
@@ -388,7 +408,8 @@ private:
       for (int64_t k = 0; k < a.classes; ++k)
         sum += std::exp(z[k] - top);
       for (int64_t k = 0; k < a.classes; ++k)
-        total -= batch.distributions[size_t(b * a.classes + k)] * (z[k] - top - std::log(sum));
+        total -= batch.distributions[size_t(b * a.classes + k)] *
+                 (z[k] - top - std::log(sum));
     }
     if (logitsOut)
       *logitsOut = std::move(logits);
@@ -429,7 +450,8 @@ std::vector<Case> cases() {
     a.softcap = 3; // small, so the cap bends the logits
     a.kinds = {{"attn", "laplacian", "attn", "laplacian"},
                {"laplacian", "laplacian", "attn", "laplacian"}};
-    a.init = "{distribution: uniform, std: fan_in, embedding_std: 1.0, head_std: 0.3, "
+    a.init = "{distribution: uniform, std: fan_in, embedding_std: 1.0, "
+             "head_std: 0.3, "
              "zero_out_proj: false}";
     all.push_back({a, 3, 16, 2, 11});
   }
@@ -449,7 +471,8 @@ std::vector<Case> cases() {
     a.kinds = {{"attn", "attn", "attn", "laplacian"},
                {"attn", "laplacian", "laplacian", "laplacian"}};
     a.placement = "laplacian_heads: [1, 3]";
-    a.init = "{distribution: normal, std: 0.2, embedding_std: 0.5, position_std: 0.3, "
+    a.init = "{distribution: normal, std: 0.2, embedding_std: 0.5, "
+             "position_std: 0.3, "
              "head_std: 0.3, zero_out_proj: false}";
     all.push_back({a, 3, 16, 2, 11});
   }
@@ -468,7 +491,8 @@ std::vector<Case> cases() {
     a.bias = true;
     a.patchesOnly = true;
     a.layerScale = 0.5;
-    a.kinds = {{"attn", "laplacian", "laplacian", "attn"}, {"laplacian", "attn", "attn", "attn"}};
+    a.kinds = {{"attn", "laplacian", "laplacian", "attn"},
+               {"laplacian", "attn", "attn", "attn"}};
     a.init = "{distribution: trunc_normal, std: 0.2, embedding_std: 0.3, "
              "position_std: 0.5, head_std: 0.3, zero_out_proj: false}";
     all.push_back({a, 3, 5, 2, 5});
@@ -489,7 +513,8 @@ std::vector<Case> cases() {
     a.layerScale = 0.5;
     a.kinds = {{"laplacian", "attn", "laplacian", "laplacian"},
                {"attn", "laplacian", "attn", "laplacian"}};
-    a.init = "{distribution: normal, std: 0.2, embedding_std: 0.3, position_std: 0.5, "
+    a.init = "{distribution: normal, std: 0.2, embedding_std: 0.3, "
+             "position_std: 0.5, "
              "head_std: 0.3, zero_out_proj: false}";
     all.push_back({a, 3, 6, 2, 6});
   }
@@ -503,8 +528,8 @@ protected:
   /// that the forward pass depends on every parameter.
   std::unique_ptr<ModelRun> load() {
     const Case &c = GetParam();
-    auto run =
-        std::make_unique<ModelRun>(compiled(c.arch.name, specYaml(c.arch), c.maxBatch, c.maxSeq));
+    auto run = std::make_unique<ModelRun>(
+        compiled(c.arch.name, specYaml(c.arch), c.maxBatch, c.maxSeq));
     EXPECT_EQ(run->model.initParams(run->param(), 7), LAP_OK);
     std::mt19937 rng(11);
     std::normal_distribution<float> noise(0.0f, 0.2f);
@@ -529,7 +554,8 @@ protected:
   static Params doubles(ModelRun &run) {
     Params p;
     for (const ParameterInfo &info : run.model.parameters())
-      p[info.name] = Vec(run.param() + info.offset, run.param() + info.offset + info.elements);
+      p[info.name] = Vec(run.param() + info.offset,
+                         run.param() + info.offset + info.elements);
     return p;
   }
 };
@@ -544,7 +570,8 @@ TEST_P(ModelGradientTest, ForwardMatchesReference) {
   Params p = doubles(*run);
   Reference ref(c.arch, p);
   // At the run-time sizes below the maxima, then at the maxima themselves.
-  for (auto [B, T] : {std::pair{c.batch, c.seq}, std::pair{c.maxBatch, c.maxSeq}}) {
+  for (auto [B, T] :
+       {std::pair{c.batch, c.seq}, std::pair{c.maxBatch, c.maxSeq}}) {
     SCOPED_TRACE("batch " + std::to_string(B) + ", seq " + std::to_string(T));
     Batch b = batch(B, T, 3);
     std::vector<float> logits;
@@ -585,7 +612,9 @@ TEST_P(ModelGradientTest, FeaturesMatchReference) {
   size_t layer = streams[0].size();
   std::vector<float> got(streams.size() * layer, NAN);
   lap_batch view = b.view();
-  ASSERT_EQ(run->model.features(run->param(), &view, run->workspace.data, got.data()), LAP_OK)
+  ASSERT_EQ(
+      run->model.features(run->param(), &view, run->workspace.data, got.data()),
+      LAP_OK)
       << run->model.lastError();
   for (size_t l = 0; l < streams.size(); ++l) {
     double largest = 0, worst = 0;
@@ -605,15 +634,17 @@ TEST_P(ModelGradientTest, DecodeMatchesReference) {
   const Case &c = GetParam();
   auto run = load();
   const nlohmann::json &decode = run->model.manifest()["decode"];
-  std::vector<float> logits(size_t(c.batch * c.maxSeq * std::max<int64_t>(c.arch.vocab, 1)));
+  std::vector<float> logits(
+      size_t(c.batch * c.maxSeq * std::max<int64_t>(c.arch.vocab, 1)));
   if (!c.arch.gpt()) {
     EXPECT_TRUE(decode.is_null());
     float cache = 0;
     int32_t token = 0;
-    EXPECT_EQ(run->model.decode(run->param(), &token, 1, 1, 0, &cache, run->workspace.data,
-                                logits.data()),
+    EXPECT_EQ(run->model.decode(run->param(), &token, 1, 1, 0, &cache,
+                                run->workspace.data, logits.data()),
               LAP_INVALID_ARGUMENT);
-    EXPECT_NE(run->model.lastError().find("no decode"), std::string::npos) << run->model.lastError();
+    EXPECT_NE(run->model.lastError().find("no decode"), std::string::npos)
+        << run->model.lastError();
     return;
   }
   ASSERT_EQ(decode["capacity"].get<int64_t>(), c.maxSeq);
@@ -623,7 +654,8 @@ TEST_P(ModelGradientTest, DecodeMatchesReference) {
   Batch b = batch(B, T, 5);
   Vec expected;
   ref.loss(b, &expected);
-  std::vector<float> cache(size_t(B * decode["cache_floats_per_sequence"].get<int64_t>()), NAN);
+  std::vector<float> cache(
+      size_t(B * decode["cache_floats_per_sequence"].get<int64_t>()), NAN);
   std::vector<float> got(expected.size(), NAN);
   int64_t first = 0;
   for (int64_t chunk : {4, 1, 1, 3, 100}) {
@@ -632,12 +664,14 @@ TEST_P(ModelGradientTest, DecodeMatchesReference) {
     for (int64_t r = 0; r < B; ++r)
       tokens.insert(tokens.end(), b.tokens.begin() + r * T + first,
                     b.tokens.begin() + r * T + first + count);
-    ASSERT_EQ(run->model.decode(run->param(), tokens.data(), B, count, first, cache.data(),
-                                run->workspace.data, logits.data()),
+    ASSERT_EQ(run->model.decode(run->param(), tokens.data(), B, count, first,
+                                cache.data(), run->workspace.data,
+                                logits.data()),
               LAP_OK)
         << run->model.lastError();
     for (int64_t r = 0; r < B; ++r)
-      std::copy(logits.begin() + r * count * V, logits.begin() + (r + 1) * count * V,
+      std::copy(logits.begin() + r * count * V,
+                logits.begin() + (r + 1) * count * V,
                 got.begin() + (r * T + first) * V);
     first += count;
   }
@@ -649,20 +683,23 @@ TEST_P(ModelGradientTest, DecodeMatchesReference) {
     if (!(std::abs(got[i] - expected[i]) <= worst))
       worst = std::abs(got[i] - expected[i]), at = i;
   }
-  EXPECT_LE(worst, 1e-5 * largest) << "logit " << at << ": " << got[at] << " vs " << expected[at];
+  EXPECT_LE(worst, 1e-5 * largest)
+      << "logit " << at << ": " << got[at] << " vs " << expected[at];
 
   // Past the cache, or a token outside the vocabulary: an error, not a write.
   int32_t token = 0;
-  EXPECT_EQ(run->model.decode(run->param(), &token, 1, 1, T, cache.data(), run->workspace.data,
-                              logits.data()),
+  EXPECT_EQ(run->model.decode(run->param(), &token, 1, 1, T, cache.data(),
+                              run->workspace.data, logits.data()),
             LAP_INVALID_ARGUMENT);
-  EXPECT_NE(run->model.lastError().find("do not fit the cache"), std::string::npos)
+  EXPECT_NE(run->model.lastError().find("do not fit the cache"),
+            std::string::npos)
       << run->model.lastError();
   token = int32_t(V);
-  EXPECT_EQ(run->model.decode(run->param(), &token, 1, 1, 0, cache.data(), run->workspace.data,
-                              logits.data()),
+  EXPECT_EQ(run->model.decode(run->param(), &token, 1, 1, 0, cache.data(),
+                              run->workspace.data, logits.data()),
             LAP_INVALID_ARGUMENT);
-  EXPECT_NE(run->model.lastError().find("outside the vocabulary"), std::string::npos)
+  EXPECT_NE(run->model.lastError().find("outside the vocabulary"),
+            std::string::npos)
       << run->model.lastError();
 }
 
@@ -678,15 +715,16 @@ TEST_P(ModelGradientTest, TrainStepMatchesFiniteDifferences) {
   auto run = load();
   Batch b = batch(c.batch, c.seq, 5);
   // Every gradient is written: a NaN left over would fail below.
-  std::fill(run->grad(), run->grad() + run->elements(), std::numeric_limits<float>::quiet_NaN());
+  std::fill(run->grad(), run->grad() + run->elements(),
+            std::numeric_limits<float>::quiet_NaN());
   run->trainStep(b);
   bool written = true;
   for (const ParameterInfo &info : run->model.parameters()) {
     int64_t unwritten = 0;
     for (int64_t i = 0; i < info.elements; ++i)
       unwritten += !std::isfinite(run->grad()[info.offset + i]);
-    EXPECT_EQ(unwritten, 0) << "of " << info.elements << " gradient entries of " << info.name
-                            << " are not written";
+    EXPECT_EQ(unwritten, 0) << "of " << info.elements << " gradient entries of "
+                            << info.name << " are not written";
     written &= unwritten == 0;
   }
   ASSERT_TRUE(written);
@@ -710,7 +748,8 @@ TEST_P(ModelGradientTest, TrainStepMatchesFiniteDifferences) {
       int64_t width = info.shape.back();
       for (int i = 0; i < 24; ++i) {
         bool table = info.name == "wte.weight" && i >= 4;
-        entries.push_back(table ? rows[row(rng)] * width + any(rng) % width : any(rng));
+        entries.push_back(table ? rows[row(rng)] * width + any(rng) % width
+                                : any(rng));
       }
     }
     Vec &w = p.at(info.name);
@@ -735,7 +774,8 @@ TEST_P(ModelGradientTest, TrainStepMatchesFiniteDifferences) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, ModelGradientTest, ::testing::ValuesIn(cases()),
+INSTANTIATE_TEST_SUITE_P(Models, ModelGradientTest,
+                         ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case> &info) {
                            return info.param.arch.name;
                          });

@@ -72,7 +72,8 @@ const Variant kVariants[] = {
      "    - [laplacian, attn, attn, attn]\n"},
     {"gpt_laplacian", kGpt, "attention:\n  laplacian_heads: 4\n"},
     {"vit_attn", kVit, ""},
-    {"vit_mixed", kVit, "attention:\n  kinds: [attn, laplacian, attn, laplacian]\n"},
+    {"vit_mixed", kVit,
+     "attention:\n  kinds: [attn, laplacian, attn, laplacian]\n"},
 };
 
 constexpr int64_t kMaxBatch = 2, kMaxSeq = 16;
@@ -81,8 +82,9 @@ constexpr int64_t kMaxBatch = 2, kMaxSeq = 16;
 const std::string &path(const std::string &name) {
   for (const Variant &v : kVariants)
     if (name == v.name)
-      return compiled(std::string("invariants_") + v.name, std::string(v.base) + v.attention,
-                      kMaxBatch, v.base == kVit ? 0 : kMaxSeq);
+      return compiled(std::string("invariants_") + v.name,
+                      std::string(v.base) + v.attention, kMaxBatch,
+                      v.base == kVit ? 0 : kMaxSeq);
   throw std::runtime_error("no variant " + name);
 }
 
@@ -137,17 +139,17 @@ TEST(ModelInvariantsTest, ParameterTableDoesNotDependOnHeadKinds) {
 // projections every attention branch adds exactly 0 (0 * finite), so the
 // losses agree to float rounding (4 ulps; in practice bit for bit).
 TEST(ModelInvariantsTest, ZeroOutputProjectionsMakeLaplacianEqualAttnAtInit) {
-  for (auto [attnName, laplacianName] :
-       {std::pair{"gpt_attn", "gpt_laplacian"}, std::pair{"gpt_attn", "gpt_mixed"},
-        std::pair{"vit_attn", "vit_mixed"}}) {
+  for (auto [attnName, laplacianName] : {std::pair{"gpt_attn", "gpt_laplacian"},
+                                         std::pair{"gpt_attn", "gpt_mixed"},
+                                         std::pair{"vit_attn", "vit_mixed"}}) {
     SCOPED_TRACE(laplacianName);
     auto attn = load(attnName, 5), laplacian = load(laplacianName, 5);
     ASSERT_EQ(attn->elements(), laplacian->elements());
-    EXPECT_EQ(
-        std::memcmp(attn->param(), laplacian->param(), size_t(attn->elements()) * sizeof(float)),
-        0);
-    Batch b =
-        std::string(attnName) == "gpt_attn" ? textBatch(2, 13, 64, 21) : imageBatch(2, 3, 8, 5, 21);
+    EXPECT_EQ(std::memcmp(attn->param(), laplacian->param(),
+                          size_t(attn->elements()) * sizeof(float)),
+              0);
+    Batch b = std::string(attnName) == "gpt_attn" ? textBatch(2, 13, 64, 21)
+                                                  : imageBatch(2, 3, 8, 5, 21);
     std::vector<float> attnLogits, laplacianLogits;
     float attnLoss = attn->forward(b, &attnLogits);
     EXPECT_FLOAT_EQ(laplacian->forward(b, &laplacianLogits), attnLoss);
@@ -161,14 +163,16 @@ TEST(ModelInvariantsTest, ZeroOutputProjectionsMakeLaplacianEqualAttnAtInit) {
     for (const ParameterInfo &p : attn->model.parameters())
       if (p.name.find("attn.proj.weight") != std::string::npos)
         for (int64_t i = p.offset; i < p.offset + p.elements; ++i)
-          differs = std::max(differs, std::abs(attn->grad()[i] - laplacian->grad()[i]));
+          differs = std::max(differs,
+                             std::abs(attn->grad()[i] - laplacian->grad()[i]));
     EXPECT_GT(differs, 1e-4);
   }
 }
 
 /// The largest |gradient| over the tensors whose names contain `part`, or
 /// over all others when `others` is set.
-float largestGradient(ModelRun &run, const std::string &part, bool others = false) {
+float largestGradient(ModelRun &run, const std::string &part,
+                      bool others = false) {
   float largest = 0;
   for (const ParameterInfo &p : run.model.parameters()) {
     if ((p.name.find(part) != std::string::npos) == others)
@@ -193,11 +197,13 @@ TEST(ModelInvariantsTest, LaplacianHeadsAddNothingOnIdenticalTokens) {
   for (const ParameterInfo &p : laplacian->model.parameters())
     if (p.name.find("attn.proj") != std::string::npos)
       for (int64_t i = 0; i < p.elements; ++i)
-        attn->param()[p.offset + i] = laplacian->param()[p.offset + i] = weight(rng);
+        attn->param()[p.offset + i] = laplacian->param()[p.offset + i] =
+            weight(rng);
 
   Batch same = textBatch(2, kMaxSeq, 64, 23), varied = same;
   std::fill(same.tokens.begin(), same.tokens.end(), 37);
-  float loss = laplacian->forward(same), variedLoss = laplacian->forward(varied);
+  float loss = laplacian->forward(same),
+        variedLoss = laplacian->forward(varied);
   float attnLoss = attn->forward(same);
   laplacian->trainStep(same);
   float attnGrad = largestGradient(*laplacian, ".attn.");
@@ -206,8 +212,10 @@ TEST(ModelInvariantsTest, LaplacianHeadsAddNothingOnIdenticalTokens) {
 
   for (const ParameterInfo &p : laplacian->model.parameters())
     if (p.name.find("attn.proj") != std::string::npos)
-      std::fill(laplacian->param() + p.offset, laplacian->param() + p.offset + p.elements, 0.0f);
-  float zeroed = laplacian->forward(same), variedZeroed = laplacian->forward(varied);
+      std::fill(laplacian->param() + p.offset,
+                laplacian->param() + p.offset + p.elements, 0.0f);
+  float zeroed = laplacian->forward(same),
+        variedZeroed = laplacian->forward(varied);
   // Every attention output is 0 up to the float rounding of sum_s P_s = 1
   // (~1e-7 of |v|), so 1e-6 of the loss bounds the difference.
   EXPECT_NEAR(loss, zeroed, 1e-6 * std::abs(zeroed));

@@ -83,7 +83,8 @@ template <typename F> std::string errorOf(F make) {
 /// The library of spec "gpt", "vit" or "uniform".
 const std::string &path(const std::string &name) {
   const char *yaml = name == "gpt" ? kGpt : name == "vit" ? kVit : kUniform;
-  return compiled("loading_" + name, yaml, kMaxBatch, name == "vit" ? 0 : kMaxSeq);
+  return compiled("loading_" + name, yaml, kMaxBatch,
+                  name == "vit" ? 0 : kMaxSeq);
 }
 
 //===----------------------------------------------------------------------===//
@@ -134,9 +135,10 @@ TEST(ModelLoadingTest, ForeignSharedLibrary) {
 
 TEST(ModelLoadingTest, OtherAbiVersion) {
   std::string file = LAP_FAKE_MODEL;
-  expectMessage(
-      errorOf([&] { LoadedModel m(file); }), file,
-      {"ABI version 999", "version " + std::to_string(LAP_MODEL_ABI_VERSION) + ";", "recompile"});
+  expectMessage(errorOf([&] { LoadedModel m(file); }), file,
+                {"ABI version 999",
+                 "version " + std::to_string(LAP_MODEL_ABI_VERSION) + ";",
+                 "recompile"});
 }
 
 TEST(ModelLoadingTest, RealModelLoads) {
@@ -153,19 +155,20 @@ TEST(ModelLoadingTest, RealModelLoads) {
 
 /// Both entry points refuse `batch` with LAP_INVALID_ARGUMENT and a last
 /// error that contains every one of `parts`.
-void expectRefused(ModelRun &run, const lap_batch *batch, const std::vector<std::string> &parts) {
+void expectRefused(ModelRun &run, const lap_batch *batch,
+                   const std::vector<std::string> &parts) {
   // Logits for anything up to twice the limits, so a missed check cannot
   // write out of bounds.
   std::vector<float> logits(size_t(2 * kMaxBatch * 2 * kMaxSeq * kVocab));
   float loss = 0;
-  lap_status forward =
-      run.model.forward(run.param(), batch, run.workspace.data, &loss, logits.data());
+  lap_status forward = run.model.forward(run.param(), batch, run.workspace.data,
+                                         &loss, logits.data());
   EXPECT_EQ(forward, LAP_INVALID_ARGUMENT);
   std::string error = run.model.lastError();
   for (const std::string &part : parts)
     EXPECT_NE(error.find(part), std::string::npos) << "forward: " << error;
-  lap_status train =
-      run.model.trainStep(run.param(), run.grad(), batch, 0, run.workspace.data, &loss);
+  lap_status train = run.model.trainStep(run.param(), run.grad(), batch, 0,
+                                         run.workspace.data, &loss);
   EXPECT_EQ(train, LAP_INVALID_ARGUMENT);
   error = run.model.lastError();
   for (const std::string &part : parts)
@@ -192,7 +195,9 @@ TEST(ModelLoadingTest, BatchOutsideLimits) {
   v.batch = kMaxBatch, v.seq = kMaxSeq;
   std::vector<float> logits(size_t(kMaxBatch * kMaxSeq * kVocab));
   float loss = 0;
-  EXPECT_EQ(run.model.forward(run.param(), &v, run.workspace.data, &loss, logits.data()), LAP_OK)
+  EXPECT_EQ(run.model.forward(run.param(), &v, run.workspace.data, &loss,
+                              logits.data()),
+            LAP_OK)
       << run.model.lastError();
   EXPECT_TRUE(std::isfinite(loss));
 }
@@ -214,7 +219,9 @@ TEST(ModelLoadingTest, TokensOutsideVocabulary) {
   expectRefused(run, &v, {"'targets'", "holds -2 at [0, 3]"});
   b.targets[3] = -1; // ignored, not an error
   float loss = 0;
-  EXPECT_EQ(run.model.trainStep(run.param(), run.grad(), &v, 0, run.workspace.data, &loss), LAP_OK)
+  EXPECT_EQ(run.model.trainStep(run.param(), run.grad(), &v, 0,
+                                run.workspace.data, &loss),
+            LAP_OK)
       << run.model.lastError();
 }
 
@@ -238,8 +245,9 @@ TEST(ModelLoadingTest, NullPointers) {
 
   float loss = 0;
   std::vector<float> logits(size_t(2 * 5 * kVocab));
-  EXPECT_EQ(run.model.forward(nullptr, &v, run.workspace.data, &loss, logits.data()),
-            LAP_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      run.model.forward(nullptr, &v, run.workspace.data, &loss, logits.data()),
+      LAP_INVALID_ARGUMENT);
   EXPECT_NE(run.model.lastError().find("must not be null"), std::string::npos);
   EXPECT_EQ(run.model.trainStep(run.param(), run.grad(), &v, 0, nullptr, &loss),
             LAP_INVALID_ARGUMENT);
@@ -261,7 +269,9 @@ TEST(ModelLoadingTest, ImageModelChecksBatchButNotSequence) {
   v.batch = 2, v.seq = 1000;
   float loss = 0;
   std::vector<float> logits(size_t(2 * 5));
-  EXPECT_EQ(run.model.forward(run.param(), &v, run.workspace.data, &loss, logits.data()), LAP_OK)
+  EXPECT_EQ(run.model.forward(run.param(), &v, run.workspace.data, &loss,
+                              logits.data()),
+            LAP_OK)
       << run.model.lastError();
 }
 
@@ -275,7 +285,9 @@ TEST(ModelLoadingTest, InitIsReproducibleAndSeeded) {
     ModelRun a(path(name)), b(path(name));
     ASSERT_EQ(a.model.initParams(a.param(), 42), LAP_OK);
     ASSERT_EQ(b.model.initParams(b.param(), 42), LAP_OK);
-    EXPECT_EQ(std::memcmp(a.param(), b.param(), size_t(a.elements()) * sizeof(float)), 0);
+    EXPECT_EQ(
+        std::memcmp(a.param(), b.param(), size_t(a.elements()) * sizeof(float)),
+        0);
     ASSERT_EQ(b.model.initParams(b.param(), 43), LAP_OK);
     // Another seed changes every random tensor (almost every entry) and no
     // constant one.
@@ -348,7 +360,8 @@ TEST(ModelLoadingTest, InitConstantsByName) {
                n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
       };
       float value = 0;
-      if (ends(".bias") || (zeroOutProj && (ends("attn.proj.weight") || ends("fc2.weight"))))
+      if (ends(".bias") ||
+          (zeroOutProj && (ends("attn.proj.weight") || ends("fc2.weight"))))
         value = 0;
       else if (n.find("norm") != std::string::npos && ends(".weight"))
         value = 1;
@@ -384,7 +397,8 @@ TEST(ModelLoadingTest, InitNormalOnBigTensor) {
     sq += double(x[i]) * x[i];
     tails += std::abs(x[i]) > 0.04f;
   }
-  double n = double(p.elements), mean = sum / n, sd = std::sqrt(sq / n - mean * mean);
+  double n = double(p.elements), mean = sum / n,
+         sd = std::sqrt(sq / n - mean * mean);
   // Standard errors: mean 0.02 / 181 = 1.1e-4; std 0.02 / 256 = 7.8e-5;
   // tail fraction sqrt(0.0455 * 0.9545 / n) = 1.2e-3. Five of each.
   EXPECT_NEAR(mean, 0, 5.5e-4);

@@ -46,18 +46,20 @@ inline int runCommand(const std::string &command, std::string &output) {
 /// Writes `yaml` to DIR/NAME.yaml and compiles it to DIR/NAME.so with lapc
 /// (maxSeq 0: the spec's own, as an image model's must be); throws with
 /// lapc's output when that fails.
-inline std::string compileSpec(const TempDir &dir, const std::string &name, const std::string &yaml,
-                               int64_t maxBatch, int64_t maxSeq) {
+inline std::string compileSpec(const TempDir &dir, const std::string &name,
+                               const std::string &yaml, int64_t maxBatch,
+                               int64_t maxSeq) {
   std::string spec = dir.file(name + ".yaml"), so = dir.file(name + ".so");
   std::ofstream(spec) << yaml;
   std::string output;
-  std::string command = std::string("'") + LAP_LAPC + "' '" + spec + "' -o '" + so +
-                        "' --max-batch " + std::to_string(maxBatch) +
-                        (maxSeq > 0 ? " --max-seq " + std::to_string(maxSeq) : "");
+  std::string command =
+      std::string("'") + LAP_LAPC + "' '" + spec + "' -o '" + so +
+      "' --max-batch " + std::to_string(maxBatch) +
+      (maxSeq > 0 ? " --max-seq " + std::to_string(maxSeq) : "");
   int status = runCommand(command, output);
   if (status != 0)
-    throw std::runtime_error("lapc failed (exit " + std::to_string(status) + ") on\n" + yaml +
-                             "\n" + output);
+    throw std::runtime_error("lapc failed (exit " + std::to_string(status) +
+                             ") on\n" + yaml + "\n" + output);
   return so;
 }
 
@@ -65,8 +67,9 @@ inline std::string compileSpec(const TempDir &dir, const std::string &name, cons
 /// of the process in a temporary directory removed at exit: ctest runs each
 /// test in a process of its own, so a test compiles only what it uses.
 /// Names are global to the test executable.
-inline const std::string &compiled(const std::string &name, const std::string &yaml,
-                                   int64_t maxBatch, int64_t maxSeq) {
+inline const std::string &compiled(const std::string &name,
+                                   const std::string &yaml, int64_t maxBatch,
+                                   int64_t maxSeq) {
   static TempDir dir;
   static std::map<std::string, std::string> paths;
   auto it = paths.find(name);
@@ -96,7 +99,8 @@ private:
 };
 
 /// Uniform tokens and targets in [0, vocab).
-inline Batch textBatch(int64_t batch, int64_t seq, int64_t vocab, uint32_t seed) {
+inline Batch textBatch(int64_t batch, int64_t seq, int64_t vocab,
+                       uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> id(0, int32_t(vocab - 1));
   Batch b;
@@ -111,8 +115,8 @@ inline Batch textBatch(int64_t batch, int64_t seq, int64_t vocab, uint32_t seed)
 
 /// Normal pixels and random target distributions (as mixup and label
 /// smoothing make them), rows summing to 1.
-inline Batch imageBatch(int64_t batch, int64_t channels, int64_t side, int64_t classes,
-                        uint32_t seed) {
+inline Batch imageBatch(int64_t batch, int64_t channels, int64_t side,
+                        int64_t classes, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> pixel(0.0f, 1.0f);
   std::uniform_real_distribution<float> weight(0.05f, 1.0f);
@@ -166,7 +170,8 @@ struct ModelRun {
     std::vector<float> out(size_t(logitElements(b)));
     float loss = 0;
     lap_batch v = b.view();
-    lap_status s = model.forward(param(), &v, workspace.data, &loss, out.data());
+    lap_status s =
+        model.forward(param(), &v, workspace.data, &loss, out.data());
     EXPECT_EQ(s, LAP_OK) << model.lastError();
     if (logits)
       *logits = std::move(out);
@@ -177,7 +182,8 @@ struct ModelRun {
   float trainStep(Batch &b) {
     float loss = 0;
     lap_batch v = b.view();
-    lap_status s = model.trainStep(param(), grad(), &v, 0, workspace.data, &loss);
+    lap_status s =
+        model.trainStep(param(), grad(), &v, 0, workspace.data, &loss);
     EXPECT_EQ(s, LAP_OK) << model.lastError();
     return loss;
   }

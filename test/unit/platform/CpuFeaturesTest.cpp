@@ -34,14 +34,23 @@ std::set<std::string> cpuinfoFlags() {
 
 /// LLVM's names where Linux spells a feature differently.
 const std::map<std::string, std::string> kLinuxNames = {
-    {"sse3", "pni"},           {"pclmul", "pclmulqdq"}, {"sha", "sha_ni"},
-    {"sse4.1", "sse4_1"},      {"sse4.2", "sse4_2"},
-    {"bmi", "bmi1"},           {"rdrnd", "rdrand"},
-    {"sahf", "lahf_lm"},       {"lzcnt", "abm"},
-    {"prfchw", "3dnowprefetch"}, {"avxvnni", "avx_vnni"},
-    {"avx512vnni", "avx512_vnni"}, {"avx512bf16", "avx512_bf16"},
-    {"avx512vbmi2", "avx512_vbmi2"}, {"avx512bitalg", "avx512_bitalg"},
-    {"avx512vpopcntdq", "avx512_vpopcntdq"}, {"avx512fp16", "avx512_fp16"},
+    {"sse3", "pni"},
+    {"pclmul", "pclmulqdq"},
+    {"sha", "sha_ni"},
+    {"sse4.1", "sse4_1"},
+    {"sse4.2", "sse4_2"},
+    {"bmi", "bmi1"},
+    {"rdrnd", "rdrand"},
+    {"sahf", "lahf_lm"},
+    {"lzcnt", "abm"},
+    {"prfchw", "3dnowprefetch"},
+    {"avxvnni", "avx_vnni"},
+    {"avx512vnni", "avx512_vnni"},
+    {"avx512bf16", "avx512_bf16"},
+    {"avx512vbmi2", "avx512_vbmi2"},
+    {"avx512bitalg", "avx512_bitalg"},
+    {"avx512vpopcntdq", "avx512_vpopcntdq"},
+    {"avx512fp16", "avx512_fp16"},
 };
 
 TEST(CpuFeatures, AgreesWithProcCpuinfo) {
@@ -50,12 +59,14 @@ TEST(CpuFeatures, AgreesWithProcCpuinfo) {
     GTEST_SKIP() << "no /proc/cpuinfo flags to compare with";
   const std::vector<std::string> host = hostFeatures();
   ASSERT_FALSE(host.empty());
-  for (const char *name : {"sse2", "avx", "avx2", "fma", "f16c", "bmi", "bmi2",
-                           "lzcnt", "movbe", "popcnt", "sse4.2", "avx512f",
-                           "avx512bw", "avx512vl", "avx512vnni", "avx512bf16",
-                           "vaes", "gfni", "sha", "avxvnni"}) {
+  for (const char *name :
+       {"sse2",       "avx",     "avx2",     "fma",      "f16c",
+        "bmi",        "bmi2",    "lzcnt",    "movbe",    "popcnt",
+        "sse4.2",     "avx512f", "avx512bw", "avx512vl", "avx512vnni",
+        "avx512bf16", "vaes",    "gfni",     "sha",      "avxvnni"}) {
     ASSERT_TRUE(isCheckableFeature(name)) << name;
-    auto linuxName = kLinuxNames.count(name) ? kLinuxNames.at(name) : std::string(name);
+    auto linuxName =
+        kLinuxNames.count(name) ? kLinuxNames.at(name) : std::string(name);
     EXPECT_EQ(hostHasFeature(name), flags.count(linuxName) == 1)
         << name << " (/proc/cpuinfo: " << linuxName << ")";
   }
