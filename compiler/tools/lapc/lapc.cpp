@@ -57,8 +57,9 @@ enum class Emit {
 };
 
 cl::OptionCategory lapcCategory("lapc options");
+// Optional only for --cpu=help, which needs no spec.
 cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<spec.yaml>"),
-                                   cl::Required, cl::cat(lapcCategory));
+                                   cl::cat(lapcCategory));
 cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
                                     cl::value_desc("filename"), cl::init("-"),
                                     cl::cat(lapcCategory));
@@ -250,6 +251,11 @@ int main(int argc, char **argv) {
     for (const std::string &cpu : lap::CPUTarget::knownCPUs())
       outs() << cpu << "\n";
     return Success;
+  }
+  if (inputFilename.empty()) {
+    errs() << "lapc: error: no spec given (usage: lapc SPEC [-o model.so]; "
+              "lapc --help lists the options)\n";
+    return BadInput;
   }
   std::optional<lap::CPUTarget> target = lap::CPUTarget::lookup(targetCPU);
   if (!target)
