@@ -3,9 +3,9 @@
 #include "compiler/Pipelines/Pipeline.h"
 
 #include "compiler/Conversion/Passes.h"
+#include "compiler/Memory/Passes.h"
+#include "compiler/Target/CPU/CPUTarget.h"
 #include "dialects/Lap/Transforms/Passes.h"
-
-#include "mlir/Conversion/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -20,38 +20,42 @@ void lap::buildLapPipeline(mlir::OpPassManager &pm,
 }
 
 void lap::buildMemoryPlanPipeline(mlir::OpPassManager &pm,
-                                  const CPUCodegenOptions &options) {
+                                  const CodegenOptions &options) {
   LapPlanMemoryOptions plan;
   plan.maxBatch = options.maxBatch;
   plan.maxSeq = options.maxSeq;
   pm.addPass(createLapPlanMemory(plan));
 }
 
-void lap::buildCPUCodegenPipeline(mlir::OpPassManager &pm,
-                                  const CPUCodegenOptions &options) {
-  buildMemoryPlanPipeline(pm, options);
-  buildCPULoweringPipeline(pm, options);
-}
-
-void lap::buildCPULoweringPipeline(mlir::OpPassManager &pm,
-                                   const CPUCodegenOptions &options) {
-  LapToCPUOptions lowering;
+void lap::buildKernelPipeline(mlir::OpPassManager &pm,
+                              const CodegenOptions &options) {
+  LapToKernelsOptions lowering;
   lowering.profile = options.profile;
-  pm.addPass(createLapToCPU(lowering));
+  pm.addPass(createLapToKernels(lowering));
   pm.addPass(mlir::createCanonicalizerPass());
-  pm.addPass(mlir::createConvertSCFToCFPass());
-  pm.addPass(mlir::createArithToLLVMConversionPass());
-  pm.addPass(mlir::createConvertMathToLLVMPass());
-  pm.addPass(mlir::createConvertFuncToLLVMPass());
-  pm.addPass(mlir::createConvertControlFlowToLLVMPass());
-  pm.addPass(mlir::createReconcileUnrealizedCastsPass());
+  pm.addPass(mlir::createCSEPass());
 }
 
 void lap::registerLapPipeline() {
   mlir::PassPipelineRegistration<LapPipelineOptions>(
       "lap-pipeline", "lap's production pipeline, as lapc runs it",
       buildLapPipeline);
-  mlir::PassPipelineRegistration<CPUCodegenOptions>(
+  mlir::PassPipelineRegistration<CodegenOptions>(
+      "lap-kernels",
+      "the memory plan and the kernel form, after --lap-pipeline",
+      [](mlir::OpPassManager &pm, const CodegenOptions &options) {
+        buildMemoryPlanPipeline(pm, options);
+        buildKernelPipeline(pm, options);
+      });
+  mlir::PassPipelineRegistration<>(
+      "lap-cpu-lowering",
+      "the CPU target's lowering of the kernel form to the LLVM dialect",
+      buildCPULoweringPipeline);
+  mlir::PassPipelineRegistration<CodegenOptions>(
       "lap-cpu-codegen", "lap's CPU code generation, after --lap-pipeline",
-      buildCPUCodegenPipeline);
+      [](mlir::OpPassManager &pm, const CodegenOptions &options) {
+        buildMemoryPlanPipeline(pm, options);
+        buildKernelPipeline(pm, options);
+        buildCPULoweringPipeline(pm);
+      });
 }

@@ -2,7 +2,9 @@
 //
 // The order of lap's passes lives here and only here: `lapc` runs it, and
 // `lap-opt --lap-pipeline` runs the same function, so lit tests exercise the
-// exact production pipeline.
+// exact production pipeline. The stages: the lap dialect (buildLapPipeline),
+// the memory plan, the target-neutral kernel form (buildKernelPipeline), then
+// a target's own lowering (compiler/Target/<target>).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,8 +23,8 @@ struct LapPipelineOptions : mlir::PassPipelineOptions<LapPipelineOptions> {};
 void buildLapPipeline(mlir::OpPassManager &pm,
                       const LapPipelineOptions &options);
 
-/// Options of the CPU code generation pipeline.
-struct CPUCodegenOptions : mlir::PassPipelineOptions<CPUCodegenOptions> {
+/// Options of code generation, for every target.
+struct CodegenOptions : mlir::PassPipelineOptions<CodegenOptions> {
   Option<int64_t> maxBatch{*this, "max-batch",
                            llvm::cl::desc("Largest batch size"),
                            llvm::cl::init(0)};
@@ -34,17 +36,17 @@ struct CPUCodegenOptions : mlir::PassPipelineOptions<CPUCodegenOptions> {
                        llvm::cl::init(false)};
 };
 
-/// After buildLapPipeline: the memory plan, lap to loops and kernel calls,
-/// and everything down to the LLVM dialect; the two halves below in turn.
-void buildCPUCodegenPipeline(mlir::OpPassManager &pm,
-                             const CPUCodegenOptions &options);
+/// After buildLapPipeline: the memory plan.
 void buildMemoryPlanPipeline(mlir::OpPassManager &pm,
-                             const CPUCodegenOptions &options);
-void buildCPULoweringPipeline(mlir::OpPassManager &pm,
-                              const CPUCodegenOptions &options);
+                             const CodegenOptions &options);
+/// After the memory plan: the target-neutral kernel form.
+void buildKernelPipeline(mlir::OpPassManager &pm,
+                         const CodegenOptions &options);
 
-/// Registers the pipelines as `--lap-pipeline` and `--lap-cpu-codegen` for
-/// lap-opt.
+/// Registers `--lap-pipeline`, `--lap-kernels` (the plan and the kernel
+/// form, after --lap-pipeline), `--lap-cpu-lowering` (the CPU target's
+/// lowering of the kernel form) and `--lap-cpu-codegen` (all three, after
+/// --lap-pipeline) for lap-opt.
 void registerLapPipeline();
 
 } // namespace lap

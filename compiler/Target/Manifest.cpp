@@ -2,7 +2,7 @@
 
 #include "compiler/Target/Manifest.h"
 
-#include "compiler/Conversion/LapToCPU/Layout.h"
+#include "compiler/Memory/Layout.h"
 #include "dsl/Derived.h"
 #include "dsl/ParameterTable.h"
 #include "dsl/Scalars.h"
@@ -44,8 +44,7 @@ StringRef nameOf(DictionaryAttr attrs, StringRef fallback) {
 } // namespace
 
 std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
-                               const CPUTarget &target,
-                               const CPUTarget &kernels) {
+                               json::Object target) {
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   auto train = module.lookupSymbol<func::FuncOp>("train_step");
   auto decode = module.lookupSymbol<func::FuncOp>("decode");
@@ -116,13 +115,7 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
       {"abi_version", int64_t(LAP_MODEL_ABI_VERSION)},
       {"name", spec.name},
       {"family", std::string(dsl::spelling(spec.model.family))},
-      {"target",
-       json::Object{
-           {"device", "cpu"},
-           {"cpu", target.cpu},
-           {"features", json::Array(target.checkableFeatures())},
-           {"kernel_cpu", kernels.cpu},
-           {"kernel_features", json::Array(kernels.checkableFeatures())}}},
+      {"target", std::move(target)},
       {"limits", json::Object{{"batch", maxBatch},
                               {"seq", maxSeq},
                               {"vocab", spec.model.family == dsl::Family::GPT

@@ -6,9 +6,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Conversion/Passes.h"
+#include "compiler/Memory/Passes.h"
 #include "compiler/Pipelines/Pipeline.h"
+#include "compiler/Target/CPU/Passes.h"
 #include "dialects/Lap/IR/LapDialect.h"
 #include "dialects/Lap/Transforms/Passes.h"
+#include "dialects/Lapk/IR/LapkDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -19,10 +22,13 @@
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   lap::registerLapPasses();
+  lap::registerLapMemoryPasses();
   lap::registerLapConversionPasses();
+  lap::registerLapTargetCPUPasses();
   lap::registerLapPipeline();
   mlir::DialectRegistry registry;
-  registry.insert<lap::LapDialect, mlir::func::FuncDialect,
+  registry.insert<lap::LapDialect, lap::lapk::LapkDialect,
+                  mlir::memref::MemRefDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect, mlir::tensor::TensorDialect,
                   mlir::LLVM::LLVMDialect, mlir::scf::SCFDialect,
                   mlir::math::MathDialect>();

@@ -1,7 +1,8 @@
 //===- lapc.cpp - The lap compiler driver -----------------------*- C++ -*-===//
 //
-// lapc SPEC [--emit=spec|mlir|train|lowered|memory-plan|cpu|llvm|so] [-o FILE]
-//      [--max-batch N] [--max-seq N] [--cpu NAME] [MLIR pass-manager flags]
+// lapc SPEC [--emit=spec|mlir|train|lowered|memory-plan|kernels|target|llvm|so]
+//      [-o FILE] [--target NAME] [--max-batch N] [--max-seq N] [--cpu NAME]
+//      [MLIR pass-manager flags]
 //
 // Reads a model spec, verifies it, builds its IR and runs the pipeline as far
 // as the requested stage, and prints that stage; `-o model.so` (or
@@ -14,14 +15,16 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Conversion/LapToCPU/MemoryPlan.h"
 #include "compiler/Frontend/SpecToLap.h"
+#include "compiler/Memory/MemoryPlan.h"
 #include "compiler/Pipelines/Pipeline.h"
+#include "compiler/Target/CPU/ModelLibrary.h"
 #include "compiler/Target/Manifest.h"
-#include "compiler/Target/ModelLibrary.h"
+#include "compiler/Target/Target.h"
 #include "dialects/Lap/Transforms/Passes.h"
 #include "dsl/SpecParser.h"
 #include "dsl/SpecPrinter.h"
+#include "dsl/Suggest.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -51,7 +54,9 @@ enum class Emit {
   Train,
   Lowered,
   MemoryPlan,
-  LLVMDialect,
+  Kernels,
+  TargetMLIR,
+  CPUMLIR,
   LLVM,
   SO
 };
@@ -76,9 +81,14 @@ cl::opt<Emit> emitAction(
                    "after lap's pass pipeline (head kinds lowered, ...)"),
         clEnumValN(Emit::MemoryPlan, "memory-plan",
                    "the static memory plan of forward and train_step"),
-        clEnumValN(Emit::LLVMDialect, "cpu",
-                   "the generated CPU code in MLIR's LLVM dialect"),
-        clEnumValN(Emit::LLVM, "llvm", "optimised LLVM IR for the CPU (--cpu)"),
+        clEnumValN(Emit::Kernels, "kernels",
+                   "the target-neutral form: kernel calls and loops on "
+                   "buffers"),
+        clEnumValN(Emit::TargetMLIR, "target",
+                   "the target's code in MLIR (the CPU's: the LLVM dialect)"),
+        clEnumValN(Emit::CPUMLIR, "cpu", "--emit=target for --target=cpu"),
+        clEnumValN(Emit::LLVM, "llvm",
+                   "optimised LLVM IR for the target (the CPU --cpu names)"),
         clEnumValN(Emit::SO, "so",
                    "the model library (default when -o ends in .so)")),
     cl::cat(lapcCategory));
@@ -90,6 +100,10 @@ cl::opt<int64_t>
     maxSeq("max-seq",
            cl::desc("Largest sequence length (default: the spec's context)"),
            cl::init(0), cl::cat(lapcCategory));
+cl::opt<std::string> targetName(
+    "target",
+    cl::desc("The target to compile for: cpu (the default); help lists them"),
+    cl::value_desc("name"), cl::init("cpu"), cl::cat(lapcCategory));
 cl::opt<std::string> targetCPU(
     "cpu",
     cl::desc("The CPU to generate code for: an LLVM CPU name (x86-64-v3: any "
@@ -131,7 +145,7 @@ struct Passes {
 /// image model's sequence is fixed by its image size). False, with an error,
 /// for a --max-seq the model cannot take.
 bool setCodegenOptions(const lap::dsl::Spec &spec,
-                       lap::CPUCodegenOptions &options) {
+                       lap::CodegenOptions &options) {
   int64_t micro = spec.train.microBatchSize ? spec.train.microBatchSize
                                             : spec.train.batchSize;
   options.maxBatch = maxBatch ? maxBatch : std::max<int64_t>(micro, 1);
@@ -160,7 +174,7 @@ bool setCodegenOptions(const lap::dsl::Spec &spec,
 
 /// Builds the IR for `spec`, runs the passes the requested stage needs and
 /// prints the stage (or, for .so, writes the library).
-ExitCode emitModule(const lap::dsl::Spec &spec, const lap::CPUTarget &target,
+ExitCode emitModule(const lap::dsl::Spec &spec, const lap::Target &target,
                     mlir::MLIRContext &context, llvm::ToolOutputFile &output,
                     const char *argv0) {
   mlir::OwningOpRef<mlir::ModuleOp> module = lap::buildForward(spec, context);
@@ -182,7 +196,7 @@ ExitCode emitModule(const lap::dsl::Spec &spec, const lap::CPUTarget &target,
     passes.pm.addPass(lap::createLapAutodiff());
   else
     lap::buildLapPipeline(passes.pm, lap::LapPipelineOptions());
-  lap::CPUCodegenOptions options;
+  lap::CodegenOptions options;
   if (!setCodegenOptions(spec, options))
     return BadInput;
   if (emitAction >= Emit::MemoryPlan)
@@ -198,21 +212,31 @@ ExitCode emitModule(const lap::dsl::Spec &spec, const lap::CPUTarget &target,
     return Success;
   }
 
-  std::string manifest = lap::buildManifest(spec, *module, target,
-                                            lap::CPUTarget::kernelBaseline());
+  // The manifest reads the plan, which the kernel form replaces.
+  std::string manifest = lap::buildManifest(spec, *module, target.describe());
+  Passes kernels(context);
+  if (mlir::failed(mlir::applyPassManagerCLOptions(kernels.pm)))
+    return BadInput;
+  lap::buildKernelPipeline(kernels.pm, options);
+  if (mlir::failed(kernels.pm.run(*module)))
+    return InternalError;
+  if (emitAction == Emit::Kernels) {
+    module->print(os);
+    return Success;
+  }
   Passes lowering(context);
   if (mlir::failed(mlir::applyPassManagerCLOptions(lowering.pm)))
     return BadInput;
-  lap::buildCPULoweringPipeline(lowering.pm, options);
+  target.buildLowering(lowering.pm);
   if (mlir::failed(lowering.pm.run(*module)))
     return InternalError;
-  if (emitAction == Emit::LLVMDialect) {
+  if (emitAction == Emit::TargetMLIR || emitAction == Emit::CPUMLIR) {
     module->print(os);
     return Success;
   }
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
-      lap::translateToOptimizedLLVMIR(*module, manifest, target, llvmContext);
+      target.translate(*module, manifest, llvmContext);
   if (!llvmModule)
     return InternalError;
   if (emitAction == Emit::LLVM) {
@@ -223,8 +247,8 @@ ExitCode emitModule(const lap::dsl::Spec &spec, const lap::CPUTarget &target,
     errs() << "lapc: a model library needs an output file: -o model.so\n";
     return BadInput;
   }
-  return mlir::succeeded(lap::linkModelLibrary(
-             *llvmModule, target, output.getFilename().str(), argv0))
+  return mlir::succeeded(
+             target.link(*llvmModule, output.getFilename().str(), argv0))
              ? Success
              : InternalError;
 }
@@ -247,6 +271,12 @@ int main(int argc, char **argv) {
   if (!cl::ParseCommandLineOptions(argc, argv, "lap compiler\n", &errs()))
     return BadInput;
 
+  lap::registerAllTargets();
+  if (targetName == "help") {
+    for (const lap::TargetInfo &info : lap::registeredTargets())
+      outs() << info.name << "  " << info.description << "\n";
+    return Success;
+  }
   if (targetCPU == "help") {
     for (const std::string &cpu : lap::CPUTarget::knownCPUs())
       outs() << cpu << "\n";
@@ -257,7 +287,24 @@ int main(int argc, char **argv) {
               "lapc --help lists the options)\n";
     return BadInput;
   }
-  std::optional<lap::CPUTarget> target = lap::CPUTarget::lookup(targetCPU);
+  const lap::TargetInfo *targetInfo = lap::lookupTarget(targetName);
+  if (!targetInfo) {
+    std::vector<std::string_view> names;
+    for (const lap::TargetInfo &info : lap::registeredTargets())
+      names.push_back(info.name);
+    errs() << "lapc: error: unknown target '" << targetName << "'"
+           << lap::dsl::didYouMean(targetName.getValue(), names)
+           << " (lapc --target=help lists them)\n";
+    return BadInput;
+  }
+  if (emitAction == Emit::CPUMLIR && targetInfo->name != "cpu") {
+    errs() << "lapc: error: --emit=cpu is the CPU target's stage; use "
+              "--emit=target\n";
+    return BadInput;
+  }
+  lap::TargetOptions targetOptions;
+  targetOptions.cpu = targetCPU;
+  std::unique_ptr<lap::Target> target = targetInfo->create(targetOptions);
   if (!target)
     return BadInput;
 

@@ -233,16 +233,16 @@ lap_cpu_cross_entropy_backward(float *dlogits, const float *dloss,
 // -sum_k t_k log_softmax(z)_k = sum_k t_k (lse(z) - z_k).
 extern "C" void lap_cpu_row_loss_forward(float *loss, const float *logits,
                                          const float *targets, int64_t n,
-                                         int64_t K, int32_t kind,
+                                         int64_t K, lap_row_loss kind,
                                          float temperature) {
-  float scale = kind == 2 ? 1.0f / temperature : 1.0f;
+  float scale = kind == LAP_ROW_LOSS_DINO ? 1.0f / temperature : 1.0f;
   std::vector<double> rowLoss(n, 0.0);
   parallelFor(n, rowGrain(K), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const float *__restrict l = logits + i * K;
       const float *__restrict t = targets + i * K;
       double acc = 0.0;
-      if (kind == 1) {
+      if (kind == LAP_ROW_LOSS_BCE_WITH_LOGITS) {
         for (int64_t k = 0; k < K; ++k)
           acc += bceWithLogits(l[k], t[k]);
       } else {
@@ -260,27 +260,30 @@ extern "C" void lap_cpu_row_loss_forward(float *loss, const float *logits,
   double total = 0.0;
   for (int64_t i = 0; i < n; ++i)
     total += rowLoss[i];
-  double denom = kind == 1 ? double(n) * double(K) : double(n);
+  double denom =
+      kind == LAP_ROW_LOSS_BCE_WITH_LOGITS ? double(n) * double(K) : double(n);
   *loss = denom > 0.0 ? float(total / denom) : 0.0f;
 }
 
 // The gradients of the forward above: (sumT softmax(z) - t) / (n T) for
-// kinds 0 and 2, which is the documented (softmax - t) / (n T) when the
-// targets are distributions (sumT = 1); (sigmoid(l) - t) / (n K) for kind 1.
+// soft cross-entropy and DINO, which is the documented (softmax - t) / (n T)
+// when the targets are distributions (sumT = 1); (sigmoid(l) - t) / (n K) for
+// BCE.
 extern "C" void lap_cpu_row_loss_backward(float *dlogits, const float *dloss,
                                           const float *logits,
                                           const float *targets, int64_t n,
-                                          int64_t K, int32_t kind,
+                                          int64_t K, lap_row_loss kind,
                                           float temperature) {
-  float scale = kind == 2 ? 1.0f / temperature : 1.0f;
-  double denom = kind == 1 ? double(n) * double(K) : double(n);
+  float scale = kind == LAP_ROW_LOSS_DINO ? 1.0f / temperature : 1.0f;
+  double denom =
+      kind == LAP_ROW_LOSS_BCE_WITH_LOGITS ? double(n) * double(K) : double(n);
   float g = denom > 0.0 ? float(double(*dloss) / denom) : 0.0f;
   parallelFor(n, rowGrain(K), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const float *__restrict l = logits + i * K;
       const float *__restrict t = targets + i * K;
       float *__restrict d = dlogits + i * K;
-      if (kind == 1) {
+      if (kind == LAP_ROW_LOSS_BCE_WITH_LOGITS) {
         for (int64_t k = 0; k < K; ++k)
           d[k] = g * (1.0f / (1.0f + expApprox(-l[k])) - t[k]);
         continue;

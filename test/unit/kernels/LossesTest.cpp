@@ -164,7 +164,10 @@ TEST(CrossEntropy, WideVocabulary) {
 //--- Row losses
 //------------------------------------------------------------------
 
-enum Kind { SoftCrossEntropy = 0, BCEWithLogits = 1, DinoLoss = 2 };
+using Kind = lap_row_loss;
+constexpr Kind SoftCrossEntropy = LAP_ROW_LOSS_SOFT_CROSS_ENTROPY,
+               BCEWithLogits = LAP_ROW_LOSS_BCE_WITH_LOGITS,
+               DinoLoss = LAP_ROW_LOSS_DINO;
 
 double rowLoss(const Vec &logits, const Vec &targets, int64_t n, int64_t K,
                Kind kind, double temperature) {

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LAP_COMPILER_TARGET_MODELLIBRARY_H
-#define LAP_COMPILER_TARGET_MODELLIBRARY_H
+#ifndef LAP_COMPILER_TARGET_CPU_MODELLIBRARY_H
+#define LAP_COMPILER_TARGET_CPU_MODELLIBRARY_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
@@ -67,4 +67,4 @@ mlir::LogicalResult linkModelLibrary(llvm::Module &module,
 
 } // namespace lap
 
-#endif // LAP_COMPILER_TARGET_MODELLIBRARY_H
+#endif // LAP_COMPILER_TARGET_CPU_MODELLIBRARY_H

@@ -9,9 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Conversion/LapToCPU/MemoryPlan.h"
-#include "compiler/Conversion/LapToCPU/Layout.h"
-#include "compiler/Conversion/Passes.h"
+#include "compiler/Memory/MemoryPlan.h"
+#include "compiler/Memory/Layout.h"
+#include "compiler/Memory/Passes.h"
 #include "dialects/Lap/IR/LapOps.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -19,7 +19,7 @@
 
 namespace lap {
 #define GEN_PASS_DEF_LAPPLANMEMORY
-#include "compiler/Conversion/Passes.h.inc"
+#include "compiler/Memory/Passes.h.inc"
 } // namespace lap
 
 using namespace mlir;

@@ -1,7 +1,7 @@
 //===- MemoryPlan.h - The static memory plan, printed -----------*- C++ -*-===//
 
-#ifndef LAP_COMPILER_CONVERSION_LAPTOCPU_MEMORYPLAN_H
-#define LAP_COMPILER_CONVERSION_LAPTOCPU_MEMORYPLAN_H
+#ifndef LAP_COMPILER_MEMORY_MEMORYPLAN_H
+#define LAP_COMPILER_MEMORY_MEMORYPLAN_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
@@ -20,4 +20,4 @@ void printMemoryPlan(mlir::ModuleOp module, llvm::raw_ostream &os);
 
 } // namespace lap
 
-#endif // LAP_COMPILER_CONVERSION_LAPTOCPU_MEMORYPLAN_H
+#endif // LAP_COMPILER_MEMORY_MEMORYPLAN_H

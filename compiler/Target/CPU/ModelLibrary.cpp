@@ -1,6 +1,6 @@
 //===- ModelLibrary.cpp - LLVM dialect to a native model.so -----*- C++ -*-===//
 
-#include "compiler/Target/ModelLibrary.h"
+#include "compiler/Target/CPU/ModelLibrary.h"
 #include "runtime/platform/CpuFeatures.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"

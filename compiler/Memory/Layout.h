@@ -1,13 +1,13 @@
 //===- Layout.h - Where tensors live in a compiled model --------*- C++ -*-===//
 //
-// The facts that the memory plan, the CPU lowering and the manifest must
-// agree on: parameter offsets in the flat parameter buffer, the sizes of
+// The facts that the memory plan, the lowering to kernels and the manifest
+// must agree on: parameter offsets in the flat parameter buffer, the sizes of
 // dynamic dimensions, and the attributes the plan leaves on the IR.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LAP_COMPILER_CONVERSION_LAPTOCPU_LAYOUT_H
-#define LAP_COMPILER_CONVERSION_LAPTOCPU_LAYOUT_H
+#ifndef LAP_COMPILER_MEMORY_LAYOUT_H
+#define LAP_COMPILER_MEMORY_LAYOUT_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -40,6 +40,11 @@ int64_t maxDimSize(mlir::ShapedType type, unsigned i, int64_t maxBatch,
 /// Bytes of `type` at the largest batch and sequence.
 int64_t maxBytes(mlir::ShapedType type, int64_t maxBatch, int64_t maxSeq);
 
+/// The buffer of a tensor of `type` in the kernel form: flat (1-D), of its
+/// element type, with room for the largest batch and sequence.
+mlir::MemRefType flatBufferType(mlir::Type type, int64_t maxBatch,
+                                int64_t maxSeq);
+
 /// Offsets (in floats, 16-float aligned) of the parameters of `func`, the
 /// arguments marked `lap.parameter`, in argument order; `total` receives the
 /// buffer's length in floats.
@@ -55,4 +60,4 @@ bool isParameter(mlir::func::FuncOp func, unsigned i);
 
 } // namespace lap
 
-#endif // LAP_COMPILER_CONVERSION_LAPTOCPU_LAYOUT_H
+#endif // LAP_COMPILER_MEMORY_LAYOUT_H

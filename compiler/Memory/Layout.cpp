@@ -1,6 +1,6 @@
 //===- Layout.cpp - Where tensors live in a compiled model ------*- C++ -*-===//
 
-#include "compiler/Conversion/LapToCPU/Layout.h"
+#include "compiler/Memory/Layout.h"
 
 using namespace mlir;
 
@@ -16,6 +16,13 @@ int64_t lap::maxBytes(ShapedType type, int64_t maxBatch, int64_t maxSeq) {
   for (unsigned i = 0; i < type.getRank(); ++i)
     elements *= maxDimSize(type, i, maxBatch, maxSeq);
   return elements * int64_t(type.getElementTypeBitWidth() / 8);
+}
+
+MemRefType lap::flatBufferType(Type type, int64_t maxBatch, int64_t maxSeq) {
+  auto shaped = cast<ShapedType>(type);
+  return MemRefType::get({maxBytes(shaped, maxBatch, maxSeq) /
+                          (shaped.getElementTypeBitWidth() / 8)},
+                         shaped.getElementType());
 }
 
 bool lap::isParameter(func::FuncOp func, unsigned i) {

@@ -1,12 +1,17 @@
-//===- Loops.cpp - Building generated CPU loops on raw pointers -*- C++ -*-===//
+//===- Loops.cpp - Building generated loops on buffers ----------*- C++ -*-===//
 
-#include "compiler/Conversion/LapToCPU/Loops.h"
+#include "compiler/Conversion/LapToKernels/Loops.h"
+#include "dialects/Lapk/IR/LapkDialect.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 using namespace lap;
 
+Value LoopBuilder::index(int64_t v) {
+  return b.create<arith::ConstantIndexOp>(loc, v);
+}
 Value LoopBuilder::i64(int64_t v) {
   return b.create<arith::ConstantIntOp>(loc, v, 64);
 }
@@ -16,9 +21,11 @@ Value LoopBuilder::i32(int32_t v) {
 Value LoopBuilder::f32(float v) {
   return b.create<arith::ConstantFloatOp>(loc, APFloat(v), b.getF32Type());
 }
-Value LoopBuilder::nullPtr() {
-  return b.create<LLVM::ZeroOp>(loc,
-                                LLVM::LLVMPointerType::get(b.getContext()));
+Value LoopBuilder::toI64(Value index) {
+  return b.create<arith::IndexCastOp>(loc, b.getI64Type(), index);
+}
+Value LoopBuilder::toIndex(Value i64) {
+  return b.create<arith::IndexCastOp>(loc, b.getIndexType(), i64);
 }
 Value LoopBuilder::add(Value a, Value c) {
   return b.create<arith::AddIOp>(loc, a, c);
@@ -30,36 +37,18 @@ Value LoopBuilder::divU(Value a, Value c) {
   return b.create<arith::DivUIOp>(loc, a, c);
 }
 
-Value LoopBuilder::gep(Value base, Type element, Value index) {
-  return b.create<LLVM::GEPOp>(loc, LLVM::LLVMPointerType::get(b.getContext()),
-                               element, base, ArrayRef<LLVM::GEPArg>{index},
-                               /*inbounds=*/true);
+Value LoopBuilder::load(Value buffer, Value i) {
+  return b.create<memref::LoadOp>(loc, buffer, ValueRange{i});
 }
-Value LoopBuilder::gepBytes(Value base, int64_t bytes) {
-  return gep(base, b.getI8Type(), i64(bytes));
+void LoopBuilder::store(Value value, Value buffer, Value i) {
+  b.create<memref::StoreOp>(loc, value, buffer, ValueRange{i});
 }
-Value LoopBuilder::loadF32(Value base, Value index) {
-  return b.create<LLVM::LoadOp>(loc, b.getF32Type(),
-                                gep(base, b.getF32Type(), index));
-}
-void LoopBuilder::storeF32(Value value, Value base, Value index) {
-  b.create<LLVM::StoreOp>(loc, value, gep(base, b.getF32Type(), index));
-}
-Value LoopBuilder::loadPtr(Value array, int64_t index) {
-  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
-  return b.create<LLVM::LoadOp>(loc, ptr, gep(array, ptr, i64(index)));
-}
-void LoopBuilder::memcpy(Value dst, Value src, Value bytes) {
-  b.create<LLVM::MemcpyOp>(loc, dst, src, bytes, /*isVolatile=*/false);
+void LoopBuilder::copy(Value to, Value from, Value n) {
+  loop(n, [&](Value i) { store(load(from, i), to, i); });
 }
 
 void LoopBuilder::loop(Value n, const std::function<void(Value)> &body) {
-  loop(i64(0), n, body);
-}
-
-void LoopBuilder::loop(Value begin, Value end,
-                       const std::function<void(Value)> &body) {
-  b.create<scf::ForOp>(loc, begin, end, i64(1), ValueRange{},
+  b.create<scf::ForOp>(loc, index(0), n, index(1), ValueRange{},
                        [&](OpBuilder &nested, Location, Value i, ValueRange) {
                          OpBuilder::InsertionGuard guard(b);
                          b.setInsertionPoint(nested.getInsertionBlock(),
@@ -69,9 +58,22 @@ void LoopBuilder::loop(Value begin, Value end,
                        });
 }
 
+void LoopBuilder::parallel(Value n, int64_t grain,
+                           const std::function<void(Value)> &body) {
+  auto loop = b.create<scf::ParallelOp>(
+      loc, ValueRange{index(0)}, ValueRange{n}, ValueRange{index(1)},
+      [&](OpBuilder &nested, Location, ValueRange ivs) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(),
+                            nested.getInsertionPoint());
+        body(ivs[0]);
+      });
+  loop->setAttr(lapk::kGrainAttr, b.getI64IntegerAttr(grain));
+}
+
 Value LoopBuilder::sum(Value n, const std::function<Value(Value)> &term) {
   auto loop = b.create<scf::ForOp>(
-      loc, i64(0), n, i64(1), ValueRange{f32(0)},
+      loc, index(0), n, index(1), ValueRange{f32(0)},
       [&](OpBuilder &nested, Location, Value i, ValueRange acc) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(nested.getInsertionBlock(),
@@ -99,7 +101,7 @@ Value LoopBuilder::keepFactor(Value seed, int64_t key, Value index,
                               float rate) {
   Value keyed = b.create<arith::XOrIOp>(
       loc, seed, i64(int64_t(uint64_t(key) * 0xD1B54A32D192ED03ull)));
-  Value u = mix(add(mix(keyed), index));
+  Value u = mix(add(mix(keyed), toI64(index)));
   Value top = b.create<arith::ShRUIOp>(loc, u, i64(40));
   Value uniform = b.create<arith::MulFOp>(
       loc, b.create<arith::UIToFPOp>(loc, b.getF32Type(), top), f32(0x1p-24f));

@@ -1,0 +1,850 @@
+//===- LapToKernels.cpp - Planned lap functions to the kernel form -*- C++ -*-===//
+//
+// Walks each planned function's single block in order and emits, into a new
+// function on flat buffers, either a loop nest (elementwise work, generated
+// here) or a lapk.call of a library kernel for each op. Tensors become
+// buffers: parameters and intermediates are views of the parameter and
+// workspace buffers at their offsets, batch tensors and outputs are buffers
+// of their own. Dynamic sizes are the B and T arguments; an i64 argument
+// (@decode's first position) is the `first` argument. Which op becomes what,
+// with which arguments, is decided here once for every target.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/LapToKernels/Loops.h"
+#include "compiler/Conversion/Passes.h"
+#include "compiler/Memory/Layout.h"
+#include "dialects/Lap/IR/LapOps.h"
+#include "dialects/Lapk/IR/KernelTable.h"
+#include "dialects/Lapk/IR/LapkOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <map>
+
+namespace lap {
+#define GEN_PASS_DEF_LAPTOKERNELS
+#include "compiler/Conversion/Passes.h.inc"
+} // namespace lap
+
+using namespace mlir;
+using namespace lap;
+using lapk::KernelArg;
+
+namespace {
+
+/// A kernel argument of kind K: the C++ type carries the kind, so that
+/// LAP_CALL checks each call against the kernel's prototype when this file
+/// compiles.
+template <KernelArg K> struct Arg { Value value; };
+using F32Buffer = Arg<KernelArg::F32Buffer>;
+using I32Buffer = Arg<KernelArg::I32Buffer>;
+using I64 = Arg<KernelArg::I64>;
+using I32 = Arg<KernelArg::I32>;
+using F32 = Arg<KernelArg::F32>;
+
+/// lapk.call of kernel `name` of Kernels.def, checked against its prototype.
+#define LAP_CALL(name, ...) callKernel<lapk::kernel::name>(#name, __VA_ARGS__)
+
+/// Elements per chunk of an elementwise loop: below twice this, one thread.
+constexpr int64_t kElementGrain = 1 << 14;
+
+/// Rows per chunk for rows of `value`'s last (static) dimension.
+int64_t rowGrain(Value value) {
+  auto type = cast<ShapedType>(value.getType());
+  return std::max<int64_t>(1,
+                           kElementGrain / type.getDimSize(type.getRank() - 1));
+}
+
+int64_t headsWidth(Value v) {
+  auto type = cast<ShapedType>(v.getType());
+  return type.getDimSize(2) * type.getDimSize(3);
+}
+
+/// The kernels' name for the loss of a row-loss op.
+lap_row_loss rowLossKind(StringRef loss) {
+  if (loss == "soft_cross_entropy")
+    return LAP_ROW_LOSS_SOFT_CROSS_ENTROPY;
+  if (loss == "bce_with_logits")
+    return LAP_ROW_LOSS_BCE_WITH_LOGITS;
+  return LAP_ROW_LOSS_DINO;
+}
+
+// gelu_tanh(x) = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+constexpr float kSqrt2OverPi = 0.7978845608028654f, kGeluCubic = 0.044715f;
+
+class Emitter {
+public:
+  using Constants = std::map<std::vector<float>, std::string>;
+
+  Emitter(func::FuncOp source, func::FuncOp target, ModuleOp module,
+          Constants &constants, bool profile)
+      : source(source), module(module), constants(constants),
+        b(target.getBody()), lb(b, source.getLoc()),
+        training(source.getName() == "train_step"), profile(profile) {
+    maxBatch = source->getAttrOfType<IntegerAttr>(kMaxBatchAttr).getInt();
+    maxSeq = source->getAttrOfType<IntegerAttr>(kMaxSeqAttr).getInt();
+    Block &entry = target.getBody().front();
+    unsigned n = entry.getNumArguments();
+    params = entry.getArgument(0);
+    workspace = entry.getArgument(1);
+    for (unsigned i = 2; i < n - 4; ++i)
+      buffers.push_back(entry.getArgument(i));
+    batchSize = entry.getArgument(n - 4);
+    seqLen = entry.getArgument(n - 3);
+    seed = entry.getArgument(n - 2);
+    first = entry.getArgument(n - 1);
+    b.setInsertionPointToStart(&entry);
+  }
+
+  LogicalResult emit() {
+    int64_t total = 0;
+    SmallVector<int64_t> offsets = parameterOffsets(source, total);
+    unsigned param = 0, input = 0;
+    for (unsigned i = 0; i < source.getNumArguments(); ++i) {
+      Value arg = source.getArgument(i);
+      if (arg.getType().isInteger(64))
+        bufs[arg] = first;
+      else if (isParameter(source, i))
+        bufs[arg] = view(params, offsets[param++] * 4, arg);
+      else
+        bufs[arg] = buffers[input++];
+    }
+    outputs = ArrayRef<Value>(buffers).drop_front(input);
+    for (Operation &op : source.getBody().front()) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        emitReturn(ret);
+        continue;
+      }
+      assignResults(&op);
+      std::string label = profile ? profileLabel(&op) : "";
+      if (profile)
+        b.create<lapk::ProfileBeginOp>(loc(), label);
+      if (failed(emitOp(&op)))
+        return failure();
+      if (profile)
+        b.create<lapk::ProfileEndOp>(loc(), label);
+    }
+    b.create<func::ReturnOp>(source.getLoc());
+    return success();
+  }
+
+private:
+  //--- Buffers -------------------------------------------------------------
+  Value buffer(Value v) { return bufs.lookup(v); }
+
+  /// A view of `bytes` (params or workspace) at `offset` for tensor `v`.
+  Value view(Value bytes, int64_t offset, Value v) {
+    return b.create<memref::ViewOp>(loc(), flatType(v.getType()), bytes,
+                                    lb.index(offset), ValueRange{});
+  }
+
+  void assignResults(Operation *op) {
+    auto slots = op->getAttrOfType<DenseI64ArrayAttr>(kOffsetsAttr);
+    for (auto [i, result] : llvm::enumerate(op->getResults())) {
+      int64_t slot = slots ? slots[i] : kUnused;
+      if (slot >= 0)
+        bufs[result] = view(workspace, slot, result);
+      else if (slot == kUnused)
+        bufs[result] =
+            b.create<lapk::NullOp>(loc(), flatType(result.getType()));
+      else
+        bufs[result] = outputs[outputIndex(slot)];
+      offsetsOf[result] = slot;
+    }
+  }
+
+  /// The buffer type of a tensor type: flat, at the compiled maxima.
+  MemRefType flatType(Type type) {
+    return flatBufferType(type, maxBatch, maxSeq);
+  }
+
+  /// Dimension i of v's type at run time (index).
+  Value dim(Value v, unsigned i) {
+    auto type = cast<ShapedType>(v.getType());
+    if (!type.isDynamicDim(i))
+      return lb.index(type.getDimSize(i));
+    return i == 0 ? batchSize : seqLen;
+  }
+  Value product(Value v, unsigned from, unsigned to) {
+    Value n = lb.index(1);
+    for (unsigned i = from; i < to; ++i)
+      n = lb.mul(n, dim(v, i));
+    return n;
+  }
+  Value numel(Value v) { return product(v, 0, rank(v)); }
+  Value rows(Value v) { return product(v, 0, rank(v) - 1); }
+  Value last(Value v) { return dim(v, rank(v) - 1); }
+  unsigned rank(Value v) { return cast<ShapedType>(v.getType()).getRank(); }
+  /// Copies tensor `from` to buffer `to`.
+  void copy(Value to, Value from) { lb.copy(to, buffer(from), numel(from)); }
+
+  //--- Kernel arguments ----------------------------------------------------
+  F32Buffer buf(Value v) { return {buffer(v)}; }
+  I32Buffer ibuf(Value v) { return {buffer(v)}; }
+  /// An optional tensor: its buffer, or none.
+  F32Buffer optional(Value v) {
+    if (v)
+      return buf(v);
+    return {
+        b.create<lapk::NullOp>(loc(), MemRefType::get({0}, b.getF32Type()))};
+  }
+  I64 i64(int64_t v) { return {lb.i64(v)}; }
+  I64 size(Value index) { return {lb.toI64(index)}; }
+  I64 dimArg(Value v, unsigned i) { return size(dim(v, i)); }
+  I64 productArg(Value v, unsigned from, unsigned to) {
+    return size(product(v, from, to));
+  }
+  I64 numelArg(Value v) { return size(numel(v)); }
+  I64 rowsArg(Value v) { return size(rows(v)); }
+  I64 lastArg(Value v) { return size(last(v)); }
+  I64 seedArg() { return {seed}; }
+  /// An optional first position: the argument, or 0.
+  I64 firstOr0(Value v) { return v ? I64{buffer(v)} : i64(0); }
+  I32 i32(bool v) { return {lb.i32(v ? 1 : 0)}; }
+  I32 i32(int32_t v) { return {lb.i32(v)}; }
+  F32 f32(APFloat v) { return {lb.f32(v.convertToFloat())}; }
+  F32 f32(double v) { return {lb.f32(float(v))}; }
+
+  template <typename Function, KernelArg... Kinds>
+  void callKernel(StringRef name, Arg<Kinds>... args) {
+    static_assert(lapk::KernelArgs<Function, Kinds...>::ok);
+    b.create<lapk::CallOp>(loc(), name, ValueRange{args.value...});
+  }
+
+  /// A constant f32 array (per-head coefficients), one global per distinct
+  /// array in the module.
+  F32Buffer coefficients(ArrayRef<float> values) {
+    std::string &name =
+        constants[std::vector<float>(values.begin(), values.end())];
+    auto type = MemRefType::get({int64_t(values.size())}, b.getF32Type());
+    if (name.empty()) {
+      name = "lap_coefficients_" + std::to_string(constants.size() - 1);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      auto data = DenseElementsAttr::get(
+          RankedTensorType::get({int64_t(values.size())}, b.getF32Type()),
+          values);
+      b.create<memref::GlobalOp>(loc(), name, b.getStringAttr("private"), type,
+                                 data, /*constant=*/true,
+                                 /*alignment=*/IntegerAttr());
+    }
+    return {b.create<memref::GetGlobalOp>(loc(), type, name)};
+  }
+
+  /// The per-head alpha and beta of `attention` as constant arrays.
+  template <typename AttentionLike>
+  std::pair<F32Buffer, F32Buffer> coefficientsOf(AttentionLike attention) {
+    SmallVector<float> alpha, beta;
+    for (auto [a, c] : attention.getCoefficients()) {
+      alpha.push_back(a);
+      beta.push_back(c);
+    }
+    return {coefficients(alpha), coefficients(beta)};
+  }
+
+  /// The row logsumexp [B, H, T] of `attention`: the plan puts it right
+  /// after the output, sized for the largest batch and sequence.
+  FailureOr<F32Buffer> logsumexpOf(AttentionOp attention) {
+    int64_t slot = offsetsOf.lookup(attention.getResult());
+    if (slot < 0)
+      return attention.emitError("the memory plan gave this attention no "
+                                 "workspace for its logsumexp");
+    auto type = cast<ShapedType>(attention.getResult().getType());
+    auto q = cast<ShapedType>(attention.getQ().getType());
+    int64_t rows = maxDimSize(q, 0, maxBatch, maxSeq) *
+                   attention.getNumHeads() * maxDimSize(q, 1, maxBatch, maxSeq);
+    return F32Buffer{b.create<memref::ViewOp>(
+        loc(), MemRefType::get({rows}, b.getF32Type()), workspace,
+        lb.index(slot + maxBytes(type, maxBatch, maxSeq)), ValueRange{})};
+  }
+
+  /// "lap.linear blocks.0.attn", for the profiler.
+  std::string profileLabel(Operation *op) {
+    std::string text = op->getName().getStringRef().str();
+    if (std::string part = partName(op->getLoc()); !part.empty())
+      text += " " + part;
+    return text;
+  }
+
+  //--- Ops -------------------------------------------------------------------
+  LogicalResult emitOp(Operation *op);
+  void emitReturn(func::ReturnOp ret);
+  void unary(Value in, Value out, const std::function<Value(Value)> &f);
+  void binary(Value a, Value c, Value out,
+              const std::function<Value(Value, Value)> &f);
+  Value activation(StringRef name, Value x);
+  Value activationDerivative(StringRef name, Value x);
+  void residualAdd(ResidualAddOp op);
+  void normalize(Value input, Value output, Value weight, Value bias, float eps,
+                 bool centred);
+  void copyHeads(Value fused, Value q, Value k, Value v, bool split);
+
+  Value addf(Value a, Value c) { return b.create<arith::AddFOp>(loc(), a, c); }
+  Value subf(Value a, Value c) { return b.create<arith::SubFOp>(loc(), a, c); }
+  Value mulf(Value a, Value c) { return b.create<arith::MulFOp>(loc(), a, c); }
+  Value maxf(Value a, Value c) {
+    return b.create<arith::MaximumFOp>(loc(), a, c);
+  }
+  Value tanh(Value a) { return b.create<math::TanhOp>(loc(), a); }
+  Location loc() { return source.getLoc(); }
+
+  func::FuncOp source;
+  ModuleOp module;
+  Constants &constants;
+  OpBuilder b;
+  LoopBuilder lb;
+  bool training, profile;
+  int64_t maxBatch, maxSeq;
+  Value params, workspace, batchSize, seqLen, seed, first;
+  SmallVector<Value> buffers; ///< the batch tensors', then the outputs'
+  ArrayRef<Value> outputs;
+  DenseMap<Value, Value> bufs;
+  DenseMap<Value, int64_t> offsetsOf;
+};
+
+void Emitter::unary(Value in, Value out,
+                    const std::function<Value(Value)> &fn) {
+  Value x = buffer(in), y = buffer(out);
+  lb.parallel(numel(in), kElementGrain,
+              [&](Value i) { lb.store(fn(lb.load(x, i)), y, i); });
+}
+
+void Emitter::binary(Value a, Value c, Value out,
+                     const std::function<Value(Value, Value)> &fn) {
+  Value x = buffer(a), z = buffer(c), y = buffer(out);
+  lb.parallel(numel(a), kElementGrain, [&](Value i) {
+    lb.store(fn(lb.load(x, i), lb.load(z, i)), y, i);
+  });
+}
+
+Value Emitter::activation(StringRef name, Value x) {
+  if (name == "relu2") {
+    Value r = maxf(x, lb.f32(0));
+    return mulf(r, r);
+  }
+  if (name == "gelu_tanh") {
+    Value u = mulf(lb.f32(kSqrt2OverPi),
+                   addf(x, mulf(lb.f32(kGeluCubic), mulf(x, mulf(x, x)))));
+    return mulf(mulf(lb.f32(0.5f), x), addf(lb.f32(1), tanh(u)));
+  }
+  // gelu(x) = 0.5 x (1 + erf(x / sqrt 2))
+  Value e = b.create<math::ErfOp>(loc(), mulf(x, lb.f32(0.7071067811865476f)));
+  return mulf(mulf(lb.f32(0.5f), x), addf(lb.f32(1), e));
+}
+
+Value Emitter::activationDerivative(StringRef name, Value x) {
+  if (name == "relu2")
+    return mulf(lb.f32(2), maxf(x, lb.f32(0)));
+  if (name == "gelu_tanh") {
+    Value x2 = mulf(x, x);
+    Value u = mulf(lb.f32(kSqrt2OverPi),
+                   addf(x, mulf(lb.f32(kGeluCubic), mulf(x2, x))));
+    Value t = tanh(u);
+    Value du = mulf(lb.f32(kSqrt2OverPi),
+                    addf(lb.f32(1), mulf(lb.f32(3 * kGeluCubic), x2)));
+    Value sech2 = subf(lb.f32(1), mulf(t, t));
+    return addf(mulf(lb.f32(0.5f), addf(lb.f32(1), t)),
+                mulf(mulf(lb.f32(0.5f), x), mulf(sech2, du)));
+  }
+  // gelu'(x) = Phi(x) + x phi(x)
+  Value cdf = mulf(
+      lb.f32(0.5f),
+      addf(lb.f32(1),
+           b.create<math::ErfOp>(loc(), mulf(x, lb.f32(0.7071067811865476f)))));
+  Value pdf =
+      mulf(lb.f32(0.3989422804014327f),
+           b.create<math::ExpOp>(loc(), mulf(lb.f32(-0.5f), mulf(x, x))));
+  return addf(cdf, mulf(x, pdf));
+}
+
+void Emitter::residualAdd(ResidualAddOp op) {
+  float rate = op.getDropRate().convertToFloat();
+  bool drop = training && rate > 0;
+  Value width = last(op.getInput());
+  Value rowsPerSample = product(op.getInput(), 1, rank(op.getInput()) - 1);
+  Value x = buffer(op.getInput()), branch = buffer(op.getBranch()),
+        y = buffer(op.getResult());
+  Value gamma = op.getGamma() ? buffer(op.getGamma()) : Value();
+  lb.parallel(rows(op.getInput()), rowGrain(op.getInput()), [&](Value r) {
+    // One drop-path draw per sample, as lap.drop_path.
+    Value factor =
+        drop ? lb.keepFactor(seed, op.getKey(), lb.divU(r, rowsPerSample), rate)
+             : lb.f32(1);
+    Value base = lb.mul(r, width);
+    lb.loop(width, [&](Value j) {
+      Value i = lb.add(base, j);
+      Value v = lb.load(branch, i);
+      if (gamma)
+        v = mulf(v, lb.load(gamma, j));
+      if (drop)
+        v = mulf(v, factor);
+      lb.store(addf(lb.load(x, i), v), y, i);
+    });
+  });
+}
+
+/// LayerNorm (centred) or RMSNorm over the last dimension, one row per
+/// iteration: statistics by two vectorised reductions, then one pass that
+/// normalises, scales and shifts.
+void Emitter::normalize(Value input, Value output, Value weight, Value bias,
+                        float eps, bool centred) {
+  int64_t width = cast<ShapedType>(input.getType()).getShape().back();
+  Value x = buffer(input), y = buffer(output);
+  Value w = weight ? buffer(weight) : Value(),
+        c = bias ? buffer(bias) : Value();
+  lb.parallel(rows(input), rowGrain(input), [&](Value r) {
+    Value n = lb.index(width);
+    Value base = lb.mul(r, n);
+    Value inverseWidth = lb.f32(1.0f / float(width));
+    auto at = [&](Value j) { return lb.load(x, lb.add(base, j)); };
+    Value mean = centred ? mulf(lb.sum(n, at), inverseWidth) : lb.f32(0);
+    Value variance = mulf(lb.sum(n,
+                                 [&](Value j) {
+                                   Value d = subf(at(j), mean);
+                                   return mulf(d, d);
+                                 }),
+                          inverseWidth);
+    Value rstd = b.create<math::RsqrtOp>(loc(), addf(variance, lb.f32(eps)));
+    lb.loop(n, [&](Value j) {
+      Value v = mulf(subf(at(j), mean), rstd);
+      if (w)
+        v = mulf(v, lb.load(w, j));
+      if (c)
+        v = addf(v, lb.load(c, j));
+      lb.store(v, y, lb.add(base, j));
+    });
+  });
+}
+
+/// [N, (H + 2 KV) D] <-> q [N, H D], k [N, KV D], v [N, KV D]: one row at a
+/// time, copying the three parts between the fused and the split layouts.
+void Emitter::copyHeads(Value fused, Value q, Value k, Value v, bool split) {
+  int64_t qWidth = headsWidth(q), kvWidth = headsWidth(k);
+  int64_t width = qWidth + 2 * kvWidth;
+  int64_t sizes[3] = {qWidth, kvWidth, kvWidth},
+          starts[3] = {0, qWidth, qWidth + kvWidth};
+  Value f = buffer(fused), parts[3] = {buffer(q), buffer(k), buffer(v)};
+  lb.parallel(
+      rows(fused), std::max<int64_t>(1, kElementGrain / width), [&](Value r) {
+        for (int part = 0; part < 3; ++part) {
+          Value inFused =
+              lb.add(lb.mul(r, lb.index(width)), lb.index(starts[part]));
+          Value inPart = lb.mul(r, lb.index(sizes[part]));
+          lb.loop(lb.index(sizes[part]), [&](Value j) {
+            Value i = lb.add(inFused, j), s = lb.add(inPart, j);
+            if (split)
+              lb.store(lb.load(f, i), parts[part], s);
+            else
+              lb.store(lb.load(parts[part], s), f, i);
+          });
+        }
+      });
+}
+
+void Emitter::emitReturn(func::ReturnOp ret) {
+  for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
+    auto slots =
+        v.getDefiningOp()
+            ? v.getDefiningOp()->getAttrOfType<DenseI64ArrayAttr>(kOffsetsAttr)
+            : DenseI64ArrayAttr();
+    if (slots && slots[cast<OpResult>(v).getResultNumber()] == outputSlot(k))
+      continue;
+    copy(outputs[k], v);
+  }
+}
+
+LogicalResult Emitter::emitOp(Operation *op) {
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      //--- Generated -----------------------------------------------------------
+      .Case([&](arith::ConstantOp c) -> LogicalResult {
+        auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+        if (!dense || !dense.isSplat() || !dense.getElementType().isF32())
+          return c.emitError("only splat f32 tensor constants are supported");
+        Value y = buffer(c.getResult());
+        Value v = lb.f32(dense.getSplatValue<float>());
+        lb.loop(numel(c.getResult()), [&](Value i) { lb.store(v, y, i); });
+        return success();
+      })
+      .Case([&](AddOp a) {
+        binary(a.getLhs(), a.getRhs(), a.getResult(),
+               [&](Value x, Value y) { return addf(x, y); });
+        return success();
+      })
+      .Case([&](ResidualAddOp a) { return residualAdd(a), success(); })
+      .Case([&](LayerScaleOp a) {
+        Value width = last(a.getInput());
+        Value x = buffer(a.getInput()), gamma = buffer(a.getGamma()),
+              y = buffer(a.getResult());
+        lb.parallel(rows(a.getInput()), rowGrain(a.getInput()), [&](Value r) {
+          lb.loop(width, [&](Value j) {
+            Value i = lb.add(lb.mul(r, width), j);
+            lb.store(mulf(lb.load(x, i), lb.load(gamma, j)), y, i);
+          });
+        });
+        return success();
+      })
+      .Case<GeluTanhOp, GeluOp, ReLU2Op>([&](Operation *a) {
+        StringRef name = a->getName().stripDialect();
+        unary(a->getOperand(0), a->getResult(0),
+              [&](Value x) { return activation(name, x); });
+        return success();
+      })
+      .Case([&](ActivationGradOp a) {
+        binary(a.getGradOutput(), a.getInput(), a.getGradInput(),
+               [&](Value dy, Value x) {
+                 return mulf(dy, activationDerivative(a.getActivation(), x));
+               });
+        return success();
+      })
+      .Case([&](SoftcapOp a) {
+        float cap = a.getCap().convertToFloat();
+        unary(a.getInput(), a.getResult(), [&](Value x) {
+          return mulf(lb.f32(cap), tanh(mulf(x, lb.f32(1 / cap))));
+        });
+        return success();
+      })
+      .Case([&](SoftcapGradOp a) {
+        float cap = a.getCap().convertToFloat();
+        binary(a.getGradOutput(), a.getInput(), a.getGradInput(),
+               [&](Value dy, Value x) {
+                 Value t = tanh(mulf(x, lb.f32(1 / cap)));
+                 return mulf(dy, subf(lb.f32(1), mulf(t, t)));
+               });
+        return success();
+      })
+      .Case([&](SplitHeadsOp a) {
+        copyHeads(a.getInput(), a.getQ(), a.getK(), a.getV(), /*split=*/true);
+        return success();
+      })
+      .Case([&](SplitHeadsGradOp a) {
+        copyHeads(a.getGradInput(), a.getGradQ(), a.getGradK(), a.getGradV(),
+                  /*split=*/false);
+        return success();
+      })
+      .Case<MergeHeadsOp, MergeHeadsGradOp>([&](Operation *a) {
+        // [B, T, H, D] and [B, T, H D] share one layout.
+        copy(buffer(a->getResult(0)), a->getOperand(0));
+        return success();
+      })
+      .Case([&](DropoutOp a) {
+        if (!training)
+          copy(buffer(a.getResult()), a.getInput());
+        else
+          LAP_CALL(dropout, buf(a.getResult()), buf(a.getInput()),
+                   numelArg(a.getInput()), f32(a.getRate()), seedArg(),
+                   i64(a.getKey()));
+        return success();
+      })
+      .Case([&](DropPathOp a) {
+        if (!training)
+          copy(buffer(a.getResult()), a.getInput());
+        else
+          LAP_CALL(drop_path, buf(a.getResult()), buf(a.getInput()),
+                   dimArg(a.getInput(), 0),
+                   productArg(a.getInput(), 1, rank(a.getInput())),
+                   f32(a.getRate()), seedArg(), i64(a.getKey()));
+        return success();
+      })
+      //--- Kernel library ------------------------------------------------------
+      .Case([&](AttentionOp a) -> LogicalResult {
+        auto [alpha, beta] = coefficientsOf(a);
+        FailureOr<F32Buffer> lse = logsumexpOf(a);
+        if (failed(lse))
+          return failure();
+        LAP_CALL(attention_forward, buf(a.getResult()), *lse, buf(a.getQ()),
+                 buf(a.getK()), buf(a.getV()), alpha, beta, dimArg(a.getQ(), 0),
+                 dimArg(a.getQ(), 1), dimArg(a.getK(), 1), i64(a.getNumHeads()),
+                 i64(a.getNumKvHeads()), dimArg(a.getQ(), 3), f32(a.getScale()),
+                 i32(a.getCausal()));
+        return success();
+      })
+      .Case([&](CachedAttentionOp a) {
+        auto [alpha, beta] = coefficientsOf(a);
+        LAP_CALL(attention_decode, buf(a.getResult()), buf(a.getKCache()),
+                 buf(a.getVCache()), buf(a.getQ()), buf(a.getK()),
+                 buf(a.getV()), alpha, beta, dimArg(a.getQ(), 0),
+                 dimArg(a.getQ(), 1), I64{buffer(a.getFirst())}, i64(maxSeq),
+                 i64(a.getNumHeads()), i64(a.getNumKvHeads()),
+                 dimArg(a.getQ(), 3), f32(a.getScale()));
+        return success();
+      })
+      .Case([&](AttentionGradOp a) -> LogicalResult {
+        auto forward = a.getOutput().getDefiningOp<AttentionOp>();
+        if (!forward)
+          return a.emitError("the output operand must come from lap.attention");
+        auto [alpha, beta] = coefficientsOf(forward);
+        FailureOr<F32Buffer> lse = logsumexpOf(forward);
+        if (failed(lse))
+          return failure();
+        LAP_CALL(attention_backward, buf(a.getGradQ()), buf(a.getGradK()),
+                 buf(a.getGradV()), buf(a.getGradOutput()), buf(a.getQ()),
+                 buf(a.getK()), buf(a.getV()), buf(a.getOutput()), *lse, alpha,
+                 beta, dimArg(a.getQ(), 0), dimArg(a.getQ(), 1),
+                 dimArg(a.getK(), 1), i64(forward.getNumHeads()),
+                 i64(forward.getNumKvHeads()), dimArg(a.getQ(), 3),
+                 f32(a.getScale()), i32(a.getCausal()));
+        return success();
+      })
+      .Case([&](LinearOp a) {
+        LAP_CALL(linear_forward, buf(a.getResult()), buf(a.getInput()),
+                 buf(a.getWeight()), optional(a.getBias()),
+                 rowsArg(a.getInput()), lastArg(a.getInput()),
+                 lastArg(a.getResult()));
+        return success();
+      })
+      .Case([&](LinearGradOp a) {
+        LAP_CALL(linear_backward, buf(a.getGradInput()), buf(a.getGradWeight()),
+                 buf(a.getGradBias()), buf(a.getGradOutput()),
+                 buf(a.getInput()), buf(a.getWeight()), rowsArg(a.getInput()),
+                 lastArg(a.getInput()), lastArg(a.getGradOutput()));
+        return success();
+      })
+      .Case([&](EmbeddingOp a) {
+        auto table = cast<ShapedType>(a.getTable().getType());
+        LAP_CALL(embedding_forward, buf(a.getResult()), buf(a.getTable()),
+                 ibuf(a.getIndices()), numelArg(a.getIndices()),
+                 i64(table.getDimSize(0)), i64(table.getDimSize(1)));
+        return success();
+      })
+      .Case([&](EmbeddingGradOp a) {
+        auto table = cast<ShapedType>(a.getGradTable().getType());
+        LAP_CALL(embedding_backward, buf(a.getGradTable()),
+                 buf(a.getGradOutput()), ibuf(a.getIndices()),
+                 numelArg(a.getIndices()), i64(table.getDimSize(0)),
+                 i64(table.getDimSize(1)));
+        return success();
+      })
+      .Case([&](AddPositionsOp a) {
+        LAP_CALL(add_positions_forward, buf(a.getResult()), buf(a.getInput()),
+                 buf(a.getTable()), dimArg(a.getInput(), 0),
+                 dimArg(a.getInput(), 1), lastArg(a.getInput()),
+                 i64(a.getOffset()), firstOr0(a.getFirst()));
+        return success();
+      })
+      .Case([&](AddPositionsGradOp a) {
+        auto table = cast<ShapedType>(a.getGradTable().getType());
+        LAP_CALL(add_positions_backward, buf(a.getGradTable()),
+                 buf(a.getGradOutput()), dimArg(a.getGradOutput(), 0),
+                 dimArg(a.getGradOutput(), 1), lastArg(a.getGradOutput()),
+                 i64(a.getOffset()), i64(table.getDimSize(0)));
+        return success();
+      })
+      .Case([&](LayerNormOp a) {
+        normalize(a.getInput(), a.getResult(), a.getWeight(), a.getBias(),
+                  a.getEps().convertToFloat(), /*centred=*/true);
+        return success();
+      })
+      .Case([&](LayerNormGradOp a) {
+        LAP_CALL(layer_norm_backward, buf(a.getGradInput()),
+                 buf(a.getGradWeight()), buf(a.getGradBias()),
+                 buf(a.getGradOutput()), buf(a.getInput()),
+                 optional(a.getWeight()), rowsArg(a.getInput()),
+                 lastArg(a.getInput()), f32(a.getEps()));
+        return success();
+      })
+      .Case([&](RMSNormOp a) {
+        normalize(a.getInput(), a.getResult(), a.getWeight(), Value(),
+                  a.getEps().convertToFloat(), /*centred=*/false);
+        return success();
+      })
+      .Case([&](RMSNormGradOp a) {
+        LAP_CALL(rms_norm_backward, buf(a.getGradInput()),
+                 buf(a.getGradWeight()), buf(a.getGradOutput()),
+                 buf(a.getInput()), optional(a.getWeight()),
+                 rowsArg(a.getInput()), lastArg(a.getInput()), f32(a.getEps()));
+        return success();
+      })
+      .Case([&](L2NormalizeOp a) {
+        LAP_CALL(l2_normalize_forward, buf(a.getResult()), buf(a.getInput()),
+                 rowsArg(a.getInput()), lastArg(a.getInput()), f32(a.getEps()));
+        return success();
+      })
+      .Case([&](L2NormalizeGradOp a) {
+        LAP_CALL(l2_normalize_backward, buf(a.getGradInput()),
+                 buf(a.getGradOutput()), buf(a.getInput()),
+                 rowsArg(a.getInput()), lastArg(a.getInput()), f32(a.getEps()));
+        return success();
+      })
+      .Case([&](WeightNormOp a) {
+        LAP_CALL(weight_norm_forward, buf(a.getResult()), buf(a.getDirection()),
+                 buf(a.getMagnitude()), dimArg(a.getDirection(), 0),
+                 dimArg(a.getDirection(), 1));
+        return success();
+      })
+      .Case([&](WeightNormGradOp a) {
+        LAP_CALL(weight_norm_backward, buf(a.getGradDirection()),
+                 buf(a.getGradMagnitude()), buf(a.getGradOutput()),
+                 buf(a.getDirection()), buf(a.getMagnitude()),
+                 dimArg(a.getDirection(), 0), dimArg(a.getDirection(), 1));
+        return success();
+      })
+      .Case([&](LayerScaleGradOp a) {
+        LAP_CALL(layer_scale_backward, buf(a.getGradInput()),
+                 buf(a.getGradGamma()), buf(a.getGradOutput()),
+                 buf(a.getInput()), buf(a.getGamma()), rowsArg(a.getInput()),
+                 lastArg(a.getInput()));
+        return success();
+      })
+      .Case<RopeOp, RopeGradOp>([&](Operation *a) {
+        Value x = a->getOperand(0);
+        auto base = a->getAttrOfType<FloatAttr>("base");
+        auto rope = dyn_cast<RopeOp>(a);
+        if (rope)
+          LAP_CALL(rope_forward, buf(rope.getResult()), buf(x), dimArg(x, 0),
+                   dimArg(x, 1), dimArg(x, 2), dimArg(x, 3),
+                   f32(base.getValueAsDouble()), firstOr0(rope.getFirst()));
+        else
+          LAP_CALL(rope_backward, buf(a->getResult(0)), buf(x), dimArg(x, 0),
+                   dimArg(x, 1), dimArg(x, 2), dimArg(x, 3),
+                   f32(base.getValueAsDouble()), i64(0));
+        return success();
+      })
+      .Case([&](PatchifyOp a) {
+        Value x = a.getImages();
+        LAP_CALL(patchify_forward, buf(a.getResult()), buf(x), dimArg(x, 0),
+                 dimArg(x, 1), dimArg(x, 2), dimArg(x, 3), i64(a.getPatch()));
+        return success();
+      })
+      .Case([&](PatchifyGradOp a) {
+        Value x = a.getGradImages();
+        LAP_CALL(patchify_backward, buf(x), buf(a.getGradOutput()),
+                 dimArg(x, 0), dimArg(x, 1), dimArg(x, 2), dimArg(x, 3),
+                 i64(a.getPatch()));
+        return success();
+      })
+      .Case([&](PrependTokensOp a) {
+        LAP_CALL(prepend_tokens_forward, buf(a.getResult()), buf(a.getInput()),
+                 buf(a.getTokens()), dimArg(a.getInput(), 0),
+                 dimArg(a.getInput(), 1), dimArg(a.getTokens(), 0),
+                 lastArg(a.getInput()));
+        return success();
+      })
+      .Case([&](PrependTokensGradOp a) {
+        LAP_CALL(prepend_tokens_backward, buf(a.getGradInput()),
+                 buf(a.getGradTokens()), buf(a.getGradOutput()),
+                 dimArg(a.getGradInput(), 0), dimArg(a.getGradInput(), 1),
+                 dimArg(a.getGradTokens(), 0), lastArg(a.getGradInput()));
+        return success();
+      })
+      .Case([&](TakeTokenOp a) {
+        LAP_CALL(take_token_forward, buf(a.getResult()), buf(a.getInput()),
+                 dimArg(a.getInput(), 0), dimArg(a.getInput(), 1),
+                 lastArg(a.getInput()), i64(a.getIndex()));
+        return success();
+      })
+      .Case([&](TakeTokenGradOp a) {
+        LAP_CALL(take_token_backward, buf(a.getGradInput()),
+                 buf(a.getGradOutput()), dimArg(a.getInput(), 0),
+                 dimArg(a.getInput(), 1), lastArg(a.getInput()),
+                 i64(a.getIndex()));
+        return success();
+      })
+      .Case([&](MeanTokensOp a) {
+        LAP_CALL(mean_tokens_forward, buf(a.getResult()), buf(a.getInput()),
+                 dimArg(a.getInput(), 0), dimArg(a.getInput(), 1),
+                 lastArg(a.getInput()), i64(a.getSkip()));
+        return success();
+      })
+      .Case([&](MeanTokensGradOp a) {
+        LAP_CALL(mean_tokens_backward, buf(a.getGradInput()),
+                 buf(a.getGradOutput()), dimArg(a.getInput(), 0),
+                 dimArg(a.getInput(), 1), lastArg(a.getInput()),
+                 i64(a.getSkip()));
+        return success();
+      })
+      .Case([&](CrossEntropyOp a) {
+        LAP_CALL(cross_entropy_forward, buf(a.getLoss()), buf(a.getLogits()),
+                 ibuf(a.getTargets()), rowsArg(a.getLogits()),
+                 lastArg(a.getLogits()), f32(a.getLabelSmoothing()),
+                 f32(a.getSoftcap()));
+        return success();
+      })
+      .Case([&](CrossEntropyGradOp a) {
+        LAP_CALL(cross_entropy_backward, buf(a.getGradLogits()),
+                 buf(a.getGradLoss()), buf(a.getLogits()), ibuf(a.getTargets()),
+                 rowsArg(a.getLogits()), lastArg(a.getLogits()),
+                 f32(a.getLabelSmoothing()), f32(a.getSoftcap()));
+        return success();
+      })
+      .Case<SoftCrossEntropyOp, BCEWithLogitsOp, DinoLossOp>([&](Operation *a) {
+        lap_row_loss kind = rowLossKind(a->getName().stripDialect());
+        auto temperature = a->getAttrOfType<FloatAttr>("temperature");
+        Value logits = a->getOperand(0);
+        LAP_CALL(row_loss_forward, buf(a->getResult(0)), buf(logits),
+                 buf(a->getOperand(1)), rowsArg(logits), lastArg(logits),
+                 i32(kind),
+                 f32(temperature ? temperature.getValueAsDouble() : 1.0));
+        return success();
+      })
+      .Case([&](RowLossGradOp a) {
+        lap_row_loss kind = rowLossKind(a.getLoss());
+        LAP_CALL(row_loss_backward, buf(a.getGradLogits()),
+                 buf(a.getGradLoss()), buf(a.getLogits()), buf(a.getTargets()),
+                 rowsArg(a.getLogits()), lastArg(a.getLogits()), i32(kind),
+                 f32(a.getTemperature()));
+        return success();
+      })
+      .Default([&](Operation *a) {
+        return a->emitError("no lowering to kernels for '")
+               << a->getName() << "'";
+      });
+}
+
+struct LapToKernelsPass : lap::impl::LapToKernelsBase<LapToKernelsPass> {
+  using LapToKernelsBase::LapToKernelsBase;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> planned;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (func->hasAttr(kWorkspaceAttr))
+        planned.push_back(func);
+    Emitter::Constants constants;
+    for (func::FuncOp source : planned) {
+      if (failed(lower(source, module, constants)))
+        return signalPassFailure();
+      source.erase();
+    }
+  }
+
+  /// Creates @lap_gen_<name> for `source`, with its signature, and fills it.
+  LogicalResult lower(func::FuncOp source, ModuleOp module,
+                      Emitter::Constants &constants) {
+    MLIRContext *context = &getContext();
+    int64_t maxBatch =
+        source->getAttrOfType<IntegerAttr>(kMaxBatchAttr).getInt();
+    int64_t maxSeq = source->getAttrOfType<IntegerAttr>(kMaxSeqAttr).getInt();
+    auto bytes = [&](int64_t n) {
+      return MemRefType::get({n}, IntegerType::get(context, 8));
+    };
+    int64_t floats = 0;
+    parameterOffsets(source, floats);
+    SmallVector<Type> args = {
+        bytes(floats * 4),
+        bytes(source->getAttrOfType<IntegerAttr>(kWorkspaceAttr).getInt())};
+    int64_t inputs = 0;
+    for (unsigned i = 0; i < source.getNumArguments(); ++i) {
+      Type type = source.getArgument(i).getType();
+      if (!isParameter(source, i) && !type.isInteger(64)) {
+        args.push_back(flatBufferType(type, maxBatch, maxSeq));
+        ++inputs;
+      }
+    }
+    for (Type type : source.getResultTypes())
+      args.push_back(flatBufferType(type, maxBatch, maxSeq));
+    Type index = IndexType::get(context), i64 = IntegerType::get(context, 64);
+    args.append({index, index, i64, i64});
+    OpBuilder b(source);
+    auto target = b.create<func::FuncOp>(source.getLoc(),
+                                         ("lap_gen_" + source.getName()).str(),
+                                         FunctionType::get(context, args, {}));
+    target.addEntryBlock();
+    for (StringRef attr : {kWorkspaceAttr, kMaxBatchAttr, kMaxSeqAttr})
+      target->setAttr(attr, source->getAttr(attr));
+    // The entry's value: how many batch tensors precede the outputs.
+    target->setAttr(lapk::kEntryAttr, b.getI64IntegerAttr(inputs));
+    return Emitter(source, target, module, constants, profile).emit();
+  }
+};
+
+} // namespace

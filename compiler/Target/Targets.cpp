@@ -1,0 +1,10 @@
+//===- Targets.cpp - Every target lap compiles for --------------*- C++ -*-===//
+//
+// One line per target: a new target is its folder and a line here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Target/CPU/CPUTarget.h"
+#include "compiler/Target/Target.h"
+
+void lap::registerAllTargets() { registerCPUTarget(); }

@@ -1,0 +1,21 @@
+//===- KernelEnums.h - Enumerations in kernel interfaces --------*- C++ -*-===//
+//
+// The kinds that cross the line between generated code and kernels
+// (runtime/kernels/Kernels.def): the compiler passes these values, the
+// kernels switch on them, both from this header.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_RUNTIME_KERNELS_KERNELENUMS_H
+#define LAP_RUNTIME_KERNELS_KERNELENUMS_H
+
+#include <stdint.h>
+
+/// The losses of lap_*_row_loss_{forward,backward}.
+enum lap_row_loss : int32_t {
+  LAP_ROW_LOSS_SOFT_CROSS_ENTROPY = 0, ///< lap.soft_cross_entropy
+  LAP_ROW_LOSS_BCE_WITH_LOGITS = 1,    ///< lap.bce_with_logits
+  LAP_ROW_LOSS_DINO = 2,               ///< lap.dino_loss
+};
+
+#endif // LAP_RUNTIME_KERNELS_KERNELENUMS_H
