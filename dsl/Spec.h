@@ -31,6 +31,8 @@ enum class Regime { LM, Supervised, DINO };
 enum class OptimizerType { AdamW, Muon };
 enum class Decay { Constant, Cosine, Linear };
 enum class SupervisedLoss { CrossEntropy, BCE };
+/// The element type of parameters and activations (losses are fp32).
+enum class Precision { FP32, BF16 };
 enum class Crop { RandomResized, SimpleRandom, None };
 enum class DataFormat { Shards, Text, IDX, CIFAR10, CIFAR100, ImageFolder };
 
@@ -224,12 +226,13 @@ struct TrainSpec {
   int64_t steps = 0;   ///< steps
   double epochs = 0;   ///< epochs
   double gradClip = 0; ///< grad_clip: max global norm, 0 = off
-  OptimizerSpec optimizer;   ///< optimizer
-  ScheduleSpec schedule;     ///< schedule
-  DataSpec data;             ///< data
-  EvalSpec eval;             ///< eval
-  CheckpointSpec checkpoint; ///< checkpoint
-  int64_t logEvery = 10;     ///< log_every: steps
+  Precision precision = Precision::FP32; ///< precision: fp32 | bf16
+  OptimizerSpec optimizer;               ///< optimizer
+  ScheduleSpec schedule;                 ///< schedule
+  DataSpec data;                         ///< data
+  EvalSpec eval;                         ///< eval
+  CheckpointSpec checkpoint;             ///< checkpoint
+  int64_t logEvery = 10;                 ///< log_every: steps
   // supervised
   AugmentSpec augment;                                ///< augment
   SupervisedLoss loss = SupervisedLoss::CrossEntropy; ///< loss: ce | bce

@@ -112,6 +112,7 @@ LAP_ENUM_NAMES(Decay, {"constant", Decay::Constant}, {"cosine", Decay::Cosine},
                {"linear", Decay::Linear})
 LAP_ENUM_NAMES(SupervisedLoss, {"ce", SupervisedLoss::CrossEntropy},
                {"bce", SupervisedLoss::BCE})
+LAP_ENUM_NAMES(Precision, {"fp32", Precision::FP32}, {"bf16", Precision::BF16})
 LAP_ENUM_NAMES(Crop, {"random_resized", Crop::RandomResized},
                {"simple_random", Crop::SimpleRandom}, {"none", Crop::None})
 LAP_ENUM_NAMES(DataFormat, {"shards", DataFormat::Shards},
@@ -199,6 +200,7 @@ template <class V, class T> void visitTrain(V &v, T &t) {
   v.field("steps", t.steps, positive);
   v.field("epochs", t.epochs, greaterThanZero);
   v.field("grad_clip", t.gradClip, nonNegative);
+  v.field("precision", t.precision);
   v.field("log_every", t.logEvery, positive);
   v.section("optimizer", always, [&] {
     auto &o = t.optimizer;

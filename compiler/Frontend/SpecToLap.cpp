@@ -47,14 +47,20 @@ private:
     return scope.empty() ? file : NameLoc::get(b.getStringAttr(scope), file);
   }
 
-  RankedTensorType f32(ArrayRef<int64_t> shape) {
-    return RankedTensorType::get(shape, b.getF32Type());
+  /// A tensor of the spec's precision (train.precision): parameters,
+  /// activations and batch tensors but token ids.
+  RankedTensorType floats(ArrayRef<int64_t> shape) {
+    return RankedTensorType::get(shape, element());
+  }
+  Type element() {
+    return spec.train.precision == dsl::Precision::BF16 ? Type(b.getBF16Type())
+                                                        : Type(b.getF32Type());
   }
   /// [B, T, features...]
   RankedTensorType activations(ArrayRef<int64_t> features) {
     SmallVector<int64_t> shape = {kDynamic, sequence};
     shape.append(features.begin(), features.end());
-    return f32(shape);
+    return floats(shape);
   }
 
   /// The parameter named `name`, or a null value when the model has none.
@@ -134,7 +140,7 @@ Value ForwardBuilder::linear(Value x, const std::string &name, int64_t out,
   auto type = cast<RankedTensorType>(x.getType());
   SmallVector<int64_t> shape(type.getShape());
   shape.back() = out;
-  return b.create<LinearOp>(where, f32(shape), x, param(name + ".weight"),
+  return b.create<LinearOp>(where, floats(shape), x, param(name + ".weight"),
                             param(name + ".bias"));
 }
 
@@ -268,14 +274,13 @@ Value ForwardBuilder::gptHead(Value x) {
 
 Value ForwardBuilder::inputs(Block *body) {
   if (m.family != dsl::Family::GPT) {
-    int64_t side = m.imageSize / m.patch;
-    sequence = side * side + (m.clsToken ? 1 : 0) + m.registers;
+    sequence = spec.derived.tokens;
     auto images = RankedTensorType::get(
-        {kDynamic, m.channels, m.imageSize, m.imageSize}, b.getF32Type());
+        {kDynamic, m.channels, m.imageSize, m.imageSize}, element());
     Value input = body->addArgument(images, loc("model.image_size", "images"));
     bool dino = m.family == dsl::Family::DINO;
     int64_t outputs = dino ? m.dinoHead.prototypes : m.classes;
-    body->addArgument(f32({kDynamic, outputs}),
+    body->addArgument(floats({kDynamic, outputs}),
                       loc(dino ? "train.dino" : "model.classes",
                           dino ? "teacher" : "targets"));
     batchNames = {"images", dino ? "teacher" : "targets"};
@@ -303,7 +308,7 @@ Value ForwardBuilder::gptDecode(Block *body) {
   first = body->addArgument(b.getI64Type(), loc("model.context", "first"));
   batchNames = {"tokens", "first"};
   // [B, capacity, KV, D]: the capacity is the compiled maximum sequence.
-  auto cacheType = f32({kDynamic, kDynamic, m.kvHeads, m.headDim});
+  auto cacheType = floats({kDynamic, kDynamic, m.kvHeads, m.headDim});
   for (int64_t l = 0; l < m.layers; ++l) {
     std::string layer = std::to_string(l);
     Location where = loc("model.context", "blocks." + layer + ".attn");
@@ -322,9 +327,7 @@ Value ForwardBuilder::imageTokens(Value images) {
   int64_t side = m.imageSize / m.patch, patches = side * side;
   Location embed = loc("model.patch", "patch_embed");
   Value x = b.create<PatchifyOp>(
-      embed,
-      RankedTensorType::get({kDynamic, patches, m.channels * m.patch * m.patch},
-                            b.getF32Type()),
+      embed, floats({kDynamic, patches, m.channels * m.patch * m.patch}),
       images, b.getI64IntegerAttr(m.patch));
   x = linear(x, "patch_embed", m.width, embed);
   // Token order: [registers, CLS, patches]; positions cover CLS and patches
@@ -335,7 +338,7 @@ Value ForwardBuilder::imageTokens(Value images) {
     auto type = cast<RankedTensorType>(x.getType());
     int64_t k = cast<RankedTensorType>(tokens.getType()).getDimSize(0);
     x = b.create<PrependTokensOp>(
-        loc(path, name), f32({kDynamic, type.getDimSize(1) + k, m.width}), x,
+        loc(path, name), floats({kDynamic, type.getDimSize(1) + k, m.width}), x,
         tokens);
   };
   if (pos && m.positions.patchesOnly)
@@ -359,7 +362,7 @@ std::pair<Value, Value> ForwardBuilder::imageForward(Block *body) {
   if (m.finalNorm)
     x = norm(x, "norm");
   Location pool = loc("model.pool", "pool");
-  auto rowType = f32({kDynamic, m.width});
+  auto rowType = floats({kDynamic, m.width});
   Value features =
       m.pool == dsl::Pool::Cls
           ? b.create<TakeTokenOp>(pool, rowType, x,
@@ -396,7 +399,7 @@ std::pair<Value, Value> ForwardBuilder::imageForward(Block *body) {
   Value w = b.create<WeightNormOp>(head, param("dino_head.last_layer.weight_v"),
                                    param("dino_head.last_layer.weight_g"));
   Value logits =
-      b.create<LinearOp>(head, f32({kDynamic, h.prototypes}), z, w, Value());
+      b.create<LinearOp>(head, floats({kDynamic, h.prototypes}), z, w, Value());
   float temperature = float(spec.hasTrain ? spec.train.dino.studentTemp : 0.1);
   Value loss =
       b.create<DinoLossOp>(loc("train.dino.student_temp", "loss"), scalar,
@@ -411,7 +414,7 @@ func::FuncOp ForwardBuilder::beginFunction(StringRef name, Location where) {
   params.clear();
   nextKey = 0;
   for (const dsl::Parameter &p : table)
-    params[p.name] = body->addArgument(f32(p.shape), loc("model", p.name));
+    params[p.name] = body->addArgument(floats(p.shape), loc("model", p.name));
   return func;
 }
 

@@ -11,6 +11,8 @@
 #ifndef LAP_COMPILER_TARGET_TARGET_H
 #define LAP_COMPILER_TARGET_TARGET_H
 
+#include "dsl/Spec.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/LogicalResult.h"
@@ -36,6 +38,8 @@ struct TargetOptions {
 class Target {
 public:
   virtual ~Target() = default;
+  /// Whether the target implements `precision` (train.precision).
+  virtual bool supports(dsl::Precision precision) const = 0;
   /// The passes from the kernel form to this target's code in MLIR.
   virtual void buildLowering(mlir::OpPassManager &pm) const = 0;
   /// The manifest's `target` object: the device and what the code needs.

@@ -150,10 +150,10 @@ bool setCodegenOptions(const lap::dsl::Spec &spec,
                                             : spec.train.batchSize;
   options.maxBatch = maxBatch ? maxBatch : std::max<int64_t>(micro, 1);
   const lap::dsl::ModelSpec &m = spec.model;
-  int64_t side = m.patch ? m.imageSize / m.patch : 0;
-  int64_t tokens = m.family == lap::dsl::Family::GPT
-                       ? m.context
-                       : side * side + (m.clsToken ? 1 : 0) + m.registers;
+  // A language model takes up to its context; an image model exactly its
+  // tokens (patches, class token and registers, as the spec resolves them).
+  int64_t tokens =
+      m.family == lap::dsl::Family::GPT ? m.context : spec.derived.tokens;
   options.maxSeq = maxSeq ? maxSeq : std::max<int64_t>(tokens, 1);
   options.profile = bool(profile);
   if (m.family != lap::dsl::Family::GPT && maxSeq && maxSeq != tokens) {
@@ -331,6 +331,16 @@ int main(int argc, char **argv) {
   if (emitAction.getNumOccurrences() == 0 &&
       StringRef(outputFilename).ends_with(".so"))
     emitAction = Emit::SO;
+  if (spec->train.precision != lap::dsl::Precision::FP32 &&
+      emitAction >= Emit::Kernels && !target->supports(spec->train.precision)) {
+    lap::dsl::Loc at = spec->locationOf("train.precision");
+    mlir::emitError(
+        mlir::FileLineColLoc::get(&context, at.file, at.line, at.col))
+        << "the " << targetInfo->name
+        << " target does not implement precision bf16 yet; use fp32 (lapc "
+           "--emit=lowered and --emit=memory-plan show the bf16 IR)";
+    return BadInput;
+  }
   std::string error;
   auto output = mlir::openOutputFile(outputFilename, &error);
   if (!output) {

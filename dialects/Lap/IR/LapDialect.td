@@ -22,7 +22,17 @@ def Lap_Dialect : Dialect {
   let cppNamespace = "::lap";
 }
 
+// Element types: an op computes in one precision. Its floating-point
+// tensors of rank >= 1 share one element type, f32 or bf16; a rank-0 float
+// tensor (a loss, the gradient of one) is f32, because losses accumulate in
+// f32 whatever the precision; integer tensors (token ids, labels) are apart.
+// Kernels accumulate sums, statistics and softmax in f32 at either
+// precision.
+def Lap_ElementTypes : NativeOpTrait<"ElementTypes"> {
+  let cppNamespace = "::lap::OpTrait";
+}
+
 class Lap_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Lap_Dialect, mnemonic, traits>;
+    : Op<Lap_Dialect, mnemonic, !listconcat(traits, [Lap_ElementTypes])>;
 
 #endif // LAP_DIALECT

@@ -10,6 +10,38 @@
 using namespace mlir;
 using namespace lap;
 
+LogicalResult lap::OpTrait::verifyElementTypes(Operation *op) {
+  Type shared;
+  auto check = [&](Type type) -> LogicalResult {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || !isa<FloatType>(tensor.getElementType()))
+      return success();
+    Type element = tensor.getElementType();
+    if (tensor.getRank() == 0) {
+      if (!element.isF32())
+        return op->emitOpError("has a scalar of ")
+               << element << "; scalars (losses) are f32 at every precision";
+      return success();
+    }
+    if (!element.isF32() && !element.isBF16())
+      return op->emitOpError("computes in ")
+             << element << "; lap's precisions are f32 and bf16";
+    if (shared && element != shared)
+      return op->emitOpError("mixes ")
+             << shared << " and " << element
+             << " tensors; an op computes in one precision";
+    shared = element;
+    return success();
+  };
+  for (Type type : op->getOperandTypes())
+    if (failed(check(type)))
+      return failure();
+  for (Type type : op->getResultTypes())
+    if (failed(check(type)))
+      return failure();
+  return success();
+}
+
 namespace {
 
 /// Two dimension sizes that may still turn out equal.

@@ -5,6 +5,7 @@
 
 #include "dialects/Lap/IR/LapDialect.h"
 #include "dialects/Lap/IR/LapInterfaces.h"
+#include "dialects/Lap/IR/LapTraits.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"

@@ -1,7 +1,8 @@
 //===- LapOps.td - lap dialect ops -------------------------*- tablegen -*-===//
 //
 // Tensors: batch B and sequence T are dynamic (bounded by the compiled
-// maxima at run time); widths are static. Every op verifies its shapes.
+// maxima at run time); widths are static. Every op verifies its shapes, and
+// its element types (Lap_ElementTypes): one precision per op, f32 or bf16.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,7 +15,9 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
 
-def Lap_F32Tensor : RankedTensorOf<[F32]>;
+// Floating-point tensors are f32 or bf16; Lap_ElementTypes (on every op)
+// says how they may mix.
+def Lap_FloatTensor : RankedTensorOf<[F32, BF16]>;
 
 //===----------------------------------------------------------------------===//
 // Attention
@@ -43,14 +46,14 @@ def Lap_AttentionOp : Lap_Op<"attention", [Pure, DeclareOpInterfaceMethods<Lap_D
            -> tensor<?x?x4x64xf32>
     ```
   }];
-  let arguments = (ins Lap_F32Tensor:$q, Lap_F32Tensor:$k, Lap_F32Tensor:$v,
+  let arguments = (ins Lap_FloatTensor:$q, Lap_FloatTensor:$k, Lap_FloatTensor:$v,
                        F32Attr:$scale,
                        UnitAttr:$causal,
                        UnitAttr:$cross,
                        OptionalAttr<StrArrayAttr>:$kinds,
                        OptionalAttr<DenseF32ArrayAttr>:$alpha,
                        OptionalAttr<DenseF32ArrayAttr>:$beta);
-  let results = (outs Lap_F32Tensor:$result);
+  let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = [{
     $q `,` $k `,` $v attr-dict `:` type($q) `,` type($k) `,` type($v) `->` type($result)
   }];
@@ -89,13 +92,13 @@ def Lap_CachedAttentionOp : Lap_Op<"cached_attention", [MemoryEffects<[MemRead, 
          : tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32> -> tensor<?x?x2x64xf32>
     ```
   }];
-  let arguments = (ins Lap_F32Tensor:$q, Lap_F32Tensor:$k, Lap_F32Tensor:$v,
-                       Lap_F32Tensor:$k_cache, Lap_F32Tensor:$v_cache, I64:$first,
+  let arguments = (ins Lap_FloatTensor:$q, Lap_FloatTensor:$k, Lap_FloatTensor:$v,
+                       Lap_FloatTensor:$k_cache, Lap_FloatTensor:$v_cache, I64:$first,
                        F32Attr:$scale,
                        OptionalAttr<StrArrayAttr>:$kinds,
                        OptionalAttr<DenseF32ArrayAttr>:$alpha,
                        OptionalAttr<DenseF32ArrayAttr>:$beta);
-  let results = (outs Lap_F32Tensor:$result);
+  let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = [{
     $q `,` $k `,` $v `into` $k_cache `,` $v_cache `at` $first attr-dict `:` type($q) `,` type($k) `,` type($k_cache) `->` type($result)
   }];
@@ -121,9 +124,9 @@ def Lap_LinearOp : Lap_Op<"linear", [Pure, DeclareOpInterfaceMethods<Lap_Differe
     %y = lap.linear %x, %w, %b : (tensor<?x?x64xf32>, tensor<192x64xf32>, tensor<192xf32>) -> tensor<?x?x192xf32>
     ```
   }];
-  let arguments = (ins Lap_F32Tensor:$input, Lap_F32Tensor:$weight,
-                       Optional<Lap_F32Tensor>:$bias);
-  let results = (outs Lap_F32Tensor:$result);
+  let arguments = (ins Lap_FloatTensor:$input, Lap_FloatTensor:$weight,
+                       Optional<Lap_FloatTensor>:$bias);
+  let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
   }];
@@ -139,8 +142,8 @@ def Lap_EmbeddingOp : Lap_Op<"embedding", [Pure, DeclareOpInterfaceMethods<Lap_D
     %x = lap.embedding %table[%ids] : tensor<256x64xf32>, tensor<?x?xi32> -> tensor<?x?x64xf32>
     ```
   }];
-  let arguments = (ins Lap_F32Tensor:$table, RankedTensorOf<[I32]>:$indices);
-  let results = (outs Lap_F32Tensor:$result);
+  let arguments = (ins Lap_FloatTensor:$table, RankedTensorOf<[I32]>:$indices);
+  let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = [{
     $table `[` $indices `]` attr-dict `:` type($table) `,` type($indices) `->` type($result)
   }];
@@ -155,9 +158,9 @@ def Lap_LayerNormOp : Lap_Op<"layer_norm",
     %y = lap.layer_norm %x weight %w bias %b {eps = 1.0e-05 : f32} : (tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
     ```
   }];
-  let arguments = (ins Lap_F32Tensor:$input, Optional<Lap_F32Tensor>:$weight,
-                       Optional<Lap_F32Tensor>:$bias, F32Attr:$eps);
-  let results = (outs Lap_F32Tensor:$result);
+  let arguments = (ins Lap_FloatTensor:$input, Optional<Lap_FloatTensor>:$weight,
+                       Optional<Lap_FloatTensor>:$bias, F32Attr:$eps);
+  let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = [{
     $input (`weight` $weight^)? (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
   }];
@@ -173,8 +176,8 @@ def Lap_RMSNormOp : Lap_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<Lap_Diff
     %y = lap.rms_norm %x {eps = 1.0e-06 : f32} : (tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
     ```
   }];
-  let arguments = (ins Lap_F32Tensor:$input, Optional<Lap_F32Tensor>:$weight, F32Attr:$eps);
-  let results = (outs Lap_F32Tensor:$result);
+  let arguments = (ins Lap_FloatTensor:$input, Optional<Lap_FloatTensor>:$weight, F32Attr:$eps);
+  let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = [{
     $input (`weight` $weight^)? attr-dict `:` functional-type(operands, results)
   }];
@@ -193,8 +196,8 @@ def Lap_RopeOp : Lap_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>, Decla
     %q3 = lap.rope %q at %first {base = 1.0e+04 : f32} : tensor<?x?x4x64xf32>
     ```
   }];
-  let arguments = (ins Lap_F32Tensor:$input, Optional<I64>:$first, F32Attr:$base);
-  let results = (outs Lap_F32Tensor:$result);
+  let arguments = (ins Lap_FloatTensor:$input, Optional<I64>:$first, F32Attr:$base);
+  let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = "$input (`at` $first^)? attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
@@ -209,8 +212,8 @@ def Lap_SplitHeadsOp : Lap_Op<"split_heads", [Pure, DeclareOpInterfaceMethods<La
     %q, %k, %v = lap.split_heads %qkv : tensor<?x?x192xf32> -> tensor<?x?x4x16xf32>, tensor<?x?x4x16xf32>, tensor<?x?x4x16xf32>
     ```
   }];
-  let arguments = (ins Lap_F32Tensor:$input);
-  let results = (outs Lap_F32Tensor:$q, Lap_F32Tensor:$k, Lap_F32Tensor:$v);
+  let arguments = (ins Lap_FloatTensor:$input);
+  let results = (outs Lap_FloatTensor:$q, Lap_FloatTensor:$k, Lap_FloatTensor:$v);
   let assemblyFormat = [{
     $input attr-dict `:` type($input) `->` type($q) `,` type($k) `,` type($v)
   }];
@@ -226,8 +229,8 @@ def Lap_MergeHeadsOp : Lap_Op<"merge_heads", [Pure, DeclareOpInterfaceMethods<La
     %m = lap.merge_heads %o : tensor<?x?x4x16xf32> -> tensor<?x?x64xf32>
     ```
   }];
-  let arguments = (ins Lap_F32Tensor:$input);
-  let results = (outs Lap_F32Tensor:$result);
+  let arguments = (ins Lap_FloatTensor:$input);
+  let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
@@ -247,9 +250,9 @@ def Lap_AddPositionsOp : Lap_Op<"add_positions",
     %z = lap.add_positions %x, %wpe at %first : tensor<?x?x64xf32>, tensor<32x64xf32>
     ```
   }];
-  let arguments = (ins Lap_F32Tensor:$input, Lap_F32Tensor:$table, Optional<I64>:$first,
+  let arguments = (ins Lap_FloatTensor:$input, Lap_FloatTensor:$table, Optional<I64>:$first,
                        DefaultValuedAttr<I64Attr, "0">:$offset);
-  let results = (outs Lap_F32Tensor:$result);
+  let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = "$input `,` $table (`at` $first^)? attr-dict `:` type($input) `,` type($table)";
   let hasVerifier = 1;
 }
@@ -269,8 +272,8 @@ def Lap_PatchifyOp : Lap_Op<"patchify", [Pure, DeclareOpInterfaceMethods<Lap_Dif
     %p = lap.patchify %img {patch = 4 : i64} : tensor<?x1x28x28xf32> -> tensor<?x49x16xf32>
     ```
   }];
-  let arguments = (ins Lap_F32Tensor:$images, I64Attr:$patch);
-  let results = (outs Lap_F32Tensor:$result);
+  let arguments = (ins Lap_FloatTensor:$images, I64Attr:$patch);
+  let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = "$images attr-dict `:` type($images) `->` type($result)";
   let hasVerifier = 1;
 }
@@ -284,8 +287,8 @@ def Lap_PrependTokensOp : Lap_Op<"prepend_tokens", [Pure, DeclareOpInterfaceMeth
     %y = lap.prepend_tokens %x, %cls : tensor<?x49x64xf32>, tensor<1x64xf32> -> tensor<?x50x64xf32>
     ```
   }];
-  let arguments = (ins Lap_F32Tensor:$input, Lap_F32Tensor:$tokens);
-  let results = (outs Lap_F32Tensor:$result);
+  let arguments = (ins Lap_FloatTensor:$input, Lap_FloatTensor:$tokens);
+  let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $tokens attr-dict `:` type($input) `,` type($tokens) `->` type($result)
   }];
@@ -300,8 +303,8 @@ def Lap_LayerScaleOp : Lap_Op<"layer_scale",
     %y = lap.layer_scale %x, %gamma : tensor<?x50x64xf32>, tensor<64xf32>
     ```
   }];
-  let arguments = (ins Lap_F32Tensor:$input, Lap_F32Tensor:$gamma);
-  let results = (outs Lap_F32Tensor:$result);
+  let arguments = (ins Lap_FloatTensor:$input, Lap_FloatTensor:$gamma);
+  let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = "$input `,` $gamma attr-dict `:` type($input) `,` type($gamma)";
   let hasVerifier = 1;
 }
@@ -313,8 +316,8 @@ def Lap_TakeTokenOp : Lap_Op<"take_token", [Pure, DeclareOpInterfaceMethods<Lap_
     %cls = lap.take_token %x {index = 0 : i64} : tensor<?x50x64xf32> -> tensor<?x64xf32>
     ```
   }];
-  let arguments = (ins Lap_F32Tensor:$input, I64Attr:$index);
-  let results = (outs Lap_F32Tensor:$result);
+  let arguments = (ins Lap_FloatTensor:$input, I64Attr:$index);
+  let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
@@ -328,8 +331,8 @@ def Lap_MeanTokensOp : Lap_Op<"mean_tokens", [Pure, DeclareOpInterfaceMethods<La
     %avg = lap.mean_tokens %x {skip = 1 : i64} : tensor<?x50x64xf32> -> tensor<?x64xf32>
     ```
   }];
-  let arguments = (ins Lap_F32Tensor:$input, I64Attr:$skip);
-  let results = (outs Lap_F32Tensor:$result);
+  let arguments = (ins Lap_FloatTensor:$input, I64Attr:$skip);
+  let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
@@ -344,8 +347,8 @@ def Lap_L2NormalizeOp : Lap_Op<"l2_normalize",
     %z = lap.l2_normalize %x {eps = 1.0e-12 : f32} : tensor<?x256xf32>
     ```
   }];
-  let arguments = (ins Lap_F32Tensor:$input, F32Attr:$eps);
-  let results = (outs Lap_F32Tensor:$result);
+  let arguments = (ins Lap_FloatTensor:$input, F32Attr:$eps);
+  let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
@@ -355,8 +358,8 @@ def Lap_WeightNormOp : Lap_Op<"weight_norm",
   let description = [{
     torch.nn.utils.weight_norm over dim 0, as DINO's last layer uses it.
   }];
-  let arguments = (ins Lap_F32Tensor:$direction, Lap_F32Tensor:$magnitude);
-  let results = (outs Lap_F32Tensor:$result);
+  let arguments = (ins Lap_FloatTensor:$direction, Lap_FloatTensor:$magnitude);
+  let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = [{
     $direction `,` $magnitude attr-dict `:` type($direction) `,` type($magnitude)
   }];
@@ -371,8 +374,8 @@ class Lap_UnaryOp<string mnemonic, string formula>
     : Lap_Op<mnemonic, [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "elementwise " # formula;
   let description = "```mlir\n%y = lap." # mnemonic # " %x : tensor<?x?x256xf32>\n```";
-  let arguments = (ins Lap_F32Tensor:$input);
-  let results = (outs Lap_F32Tensor:$result);
+  let arguments = (ins Lap_FloatTensor:$input);
+  let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
@@ -390,8 +393,8 @@ def Lap_DropoutOp : Lap_Op<"dropout", [Pure, SameOperandsAndResultType, DeclareO
     the same key) applies the same mask to the gradient, and the op is pure
     (equal inputs and keys give equal results).
   }];
-  let arguments = (ins Lap_F32Tensor:$input, F32Attr:$rate, I64Attr:$key);
-  let results = (outs Lap_F32Tensor:$result);
+  let arguments = (ins Lap_FloatTensor:$input, F32Attr:$rate, I64Attr:$key);
+  let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
@@ -403,8 +406,8 @@ def Lap_DropPathOp : Lap_Op<"drop_path", [Pure, SameOperandsAndResultType, Decla
     per sample while training; the identity in evaluation. Masks follow
     (seed, `key`) as for lap.dropout.
   }];
-  let arguments = (ins Lap_F32Tensor:$input, F32Attr:$rate, I64Attr:$key);
-  let results = (outs Lap_F32Tensor:$result);
+  let arguments = (ins Lap_FloatTensor:$input, F32Attr:$rate, I64Attr:$key);
+  let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
@@ -417,8 +420,8 @@ def Lap_AddOp : Lap_Op<"add",
     %r = lap.add %x, %branch : tensor<?x?x64xf32>
     ```
   }];
-  let arguments = (ins Lap_F32Tensor:$lhs, Lap_F32Tensor:$rhs);
-  let results = (outs Lap_F32Tensor:$result);
+  let arguments = (ins Lap_FloatTensor:$lhs, Lap_FloatTensor:$rhs);
+  let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
 }
 
@@ -435,9 +438,9 @@ def Lap_ResidualAddOp : Lap_Op<"residual_add",
     %y = lap.residual_add %x, %b gamma %g {drop_rate = 0.1 : f32, key = 3 : i64} : tensor<?x50x64xf32>, tensor<64xf32>
     ```
   }];
-  let arguments = (ins Lap_F32Tensor:$input, Lap_F32Tensor:$branch,
-                       Optional<Lap_F32Tensor>:$gamma, F32Attr:$drop_rate, I64Attr:$key);
-  let results = (outs Lap_F32Tensor:$result);
+  let arguments = (ins Lap_FloatTensor:$input, Lap_FloatTensor:$branch,
+                       Optional<Lap_FloatTensor>:$gamma, F32Attr:$drop_rate, I64Attr:$key);
+  let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $branch (`gamma` $gamma^)? attr-dict `:` type($input) (`,` type($gamma)^)?
   }];
@@ -453,8 +456,8 @@ def Lap_SoftcapOp : Lap_Op<"softcap", [Pure, SameOperandsAndResultType, DeclareO
     %c = lap.softcap %logits {cap = 15.0 : f32} : tensor<?x?x65536xf32>
     ```
   }];
-  let arguments = (ins Lap_F32Tensor:$input, F32Attr:$cap);
-  let results = (outs Lap_F32Tensor:$result);
+  let arguments = (ins Lap_FloatTensor:$input, F32Attr:$cap);
+  let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
@@ -476,7 +479,7 @@ def Lap_CrossEntropyOp : Lap_Op<"cross_entropy", [Pure, DeclareOpInterfaceMethod
     %loss = lap.cross_entropy %logits, %targets : tensor<?x?x256xf32>, tensor<?x?xi32> -> tensor<f32>
     ```
   }];
-  let arguments = (ins Lap_F32Tensor:$logits, RankedTensorOf<[I32]>:$targets,
+  let arguments = (ins Lap_FloatTensor:$logits, RankedTensorOf<[I32]>:$targets,
                        DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing,
                        DefaultValuedAttr<F32Attr, "0.0f">:$softcap);
   let results = (outs 0DTensorOf<[F32]>:$loss);
@@ -492,7 +495,7 @@ def Lap_SoftCrossEntropyOp : Lap_Op<"soft_cross_entropy", [Pure, DeclareOpInterf
     `logits` and `targets` [B, K]; targets are distributions (one-hot,
     smoothed, or mixed by mixup and cutmix).
   }];
-  let arguments = (ins Lap_F32Tensor:$logits, Lap_F32Tensor:$targets);
+  let arguments = (ins Lap_FloatTensor:$logits, Lap_FloatTensor:$targets);
   let results = (outs 0DTensorOf<[F32]>:$loss);
   let assemblyFormat = [{
     $logits `,` $targets attr-dict `:` type($logits) `,` type($targets) `->` type($loss)
@@ -505,7 +508,7 @@ def Lap_BCEWithLogitsOp : Lap_Op<"bce_with_logits", [Pure, DeclareOpInterfaceMet
   let description = [{
     `logits` and `targets` [B, K], targets in [0, 1] (DeiT-3's loss).
   }];
-  let arguments = (ins Lap_F32Tensor:$logits, Lap_F32Tensor:$targets);
+  let arguments = (ins Lap_FloatTensor:$logits, Lap_FloatTensor:$targets);
   let results = (outs 0DTensorOf<[F32]>:$loss);
   let assemblyFormat = [{
     $logits `,` $targets attr-dict `:` type($logits) `,` type($targets) `->` type($loss)
@@ -519,7 +522,7 @@ def Lap_DinoLossOp : Lap_Op<"dino_loss", [Pure, DeclareOpInterfaceMethods<Lap_Di
     `student` logits and `teacher` probabilities [B, K]; the teacher's
     centering and sharpening happen outside, on the teacher's own outputs.
   }];
-  let arguments = (ins Lap_F32Tensor:$student, Lap_F32Tensor:$teacher,
+  let arguments = (ins Lap_FloatTensor:$student, Lap_FloatTensor:$teacher,
                        F32Attr:$temperature);
   let results = (outs 0DTensorOf<[F32]>:$loss);
   let assemblyFormat = [{
@@ -542,14 +545,14 @@ def Lap_AttentionGradOp : Lap_Op<"attention_grad", [Pure,
     beta dO; softmax backward on alpha dO with D_i = rowsum(alpha dO_i * (P
     V)_i)). Carries the forward op's attributes, kinds included.
   }];
-  let arguments = (ins Lap_F32Tensor:$grad_output, Lap_F32Tensor:$q,
-                       Lap_F32Tensor:$k, Lap_F32Tensor:$v, Lap_F32Tensor:$output,
+  let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$q,
+                       Lap_FloatTensor:$k, Lap_FloatTensor:$v, Lap_FloatTensor:$output,
                        F32Attr:$scale, UnitAttr:$causal, UnitAttr:$cross,
                        OptionalAttr<StrArrayAttr>:$kinds,
                        OptionalAttr<DenseF32ArrayAttr>:$alpha,
                        OptionalAttr<DenseF32ArrayAttr>:$beta);
-  let results = (outs Lap_F32Tensor:$grad_q, Lap_F32Tensor:$grad_k,
-                      Lap_F32Tensor:$grad_v);
+  let results = (outs Lap_FloatTensor:$grad_q, Lap_FloatTensor:$grad_k,
+                      Lap_FloatTensor:$grad_v);
   let assemblyFormat = [{
     $grad_output `,` $q `,` $k `,` $v `,` $output attr-dict `:` type($q) `,` type($k)
   }];
@@ -559,10 +562,10 @@ def Lap_AttentionGradOp : Lap_Op<"attention_grad", [Pure,
 def Lap_LinearGradOp : Lap_Op<"linear_grad", [Pure,
     AllTypesMatch<["input", "grad_input"]>, AllTypesMatch<["weight", "grad_weight"]>]> {
   let summary = "dx = dy W, dW = dy^T x, db = sum dy (over leading dimensions)";
-  let arguments = (ins Lap_F32Tensor:$grad_output, Lap_F32Tensor:$input,
-                       Lap_F32Tensor:$weight);
-  let results = (outs Lap_F32Tensor:$grad_input, Lap_F32Tensor:$grad_weight,
-                      Lap_F32Tensor:$grad_bias);
+  let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$input,
+                       Lap_FloatTensor:$weight);
+  let results = (outs Lap_FloatTensor:$grad_input, Lap_FloatTensor:$grad_weight,
+                      Lap_FloatTensor:$grad_bias);
   let assemblyFormat = [{
     $grad_output `,` $input `,` $weight attr-dict `:` type($grad_output) `,` type($input) `,` type($weight) `->` type($grad_bias)
   }];
@@ -571,8 +574,8 @@ def Lap_LinearGradOp : Lap_Op<"linear_grad", [Pure,
 
 def Lap_EmbeddingGradOp : Lap_Op<"embedding_grad", [Pure]> {
   let summary = "dtable[v] = sum of dy at the positions holding index v";
-  let arguments = (ins Lap_F32Tensor:$grad_output, RankedTensorOf<[I32]>:$indices);
-  let results = (outs Lap_F32Tensor:$grad_table);
+  let arguments = (ins Lap_FloatTensor:$grad_output, RankedTensorOf<[I32]>:$indices);
+  let results = (outs Lap_FloatTensor:$grad_table);
   let assemblyFormat = [{
     $grad_output `,` $indices attr-dict `:` type($grad_output) `,` type($indices) `->` type($grad_table)
   }];
@@ -581,8 +584,8 @@ def Lap_EmbeddingGradOp : Lap_Op<"embedding_grad", [Pure]> {
 
 def Lap_AddPositionsGradOp : Lap_Op<"add_positions_grad", [Pure]> {
   let summary = "dtable[t - offset] = sum over the batch of dy[:, t], t >= offset";
-  let arguments = (ins Lap_F32Tensor:$grad_output, I64Attr:$offset);
-  let results = (outs Lap_F32Tensor:$grad_table);
+  let arguments = (ins Lap_FloatTensor:$grad_output, I64Attr:$offset);
+  let results = (outs Lap_FloatTensor:$grad_table);
   let assemblyFormat = "$grad_output attr-dict `:` type($grad_output) `->` type($grad_table)";
   let hasVerifier = 1;
 }
@@ -590,10 +593,10 @@ def Lap_AddPositionsGradOp : Lap_Op<"add_positions_grad", [Pure]> {
 def Lap_LayerNormGradOp : Lap_Op<"layer_norm_grad", [Pure,
     AllTypesMatch<["input", "grad_input", "grad_output"]>]> {
   let summary = "gradients of lap.layer_norm: input, weight and bias";
-  let arguments = (ins Lap_F32Tensor:$grad_output, Lap_F32Tensor:$input,
-                       Optional<Lap_F32Tensor>:$weight, F32Attr:$eps);
-  let results = (outs Lap_F32Tensor:$grad_input, Lap_F32Tensor:$grad_weight,
-                      Lap_F32Tensor:$grad_bias);
+  let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$input,
+                       Optional<Lap_FloatTensor>:$weight, F32Attr:$eps);
+  let results = (outs Lap_FloatTensor:$grad_input, Lap_FloatTensor:$grad_weight,
+                      Lap_FloatTensor:$grad_bias);
   let assemblyFormat = [{
     $grad_output `,` $input (`weight` $weight^)? attr-dict `:` type($input) `,` type($grad_weight) `,` type($grad_bias) (`,` type($weight)^)?
   }];
@@ -603,9 +606,9 @@ def Lap_LayerNormGradOp : Lap_Op<"layer_norm_grad", [Pure,
 def Lap_RMSNormGradOp : Lap_Op<"rms_norm_grad", [Pure,
     AllTypesMatch<["input", "grad_input", "grad_output"]>]> {
   let summary = "gradients of lap.rms_norm: input and weight";
-  let arguments = (ins Lap_F32Tensor:$grad_output, Lap_F32Tensor:$input,
-                       Optional<Lap_F32Tensor>:$weight, F32Attr:$eps);
-  let results = (outs Lap_F32Tensor:$grad_input, Lap_F32Tensor:$grad_weight);
+  let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$input,
+                       Optional<Lap_FloatTensor>:$weight, F32Attr:$eps);
+  let results = (outs Lap_FloatTensor:$grad_input, Lap_FloatTensor:$grad_weight);
   let assemblyFormat = [{
     $grad_output `,` $input (`weight` $weight^)? attr-dict `:` type($input) `,` type($grad_weight) (`,` type($weight)^)?
   }];
@@ -615,8 +618,8 @@ def Lap_RMSNormGradOp : Lap_Op<"rms_norm_grad", [Pure,
 def Lap_SplitHeadsGradOp : Lap_Op<"split_heads_grad",
     [Pure, AllTypesMatch<["grad_k", "grad_v"]>]> {
   let summary = "dq, dk, dv -> d(qkv): the inverse of lap.split_heads";
-  let arguments = (ins Lap_F32Tensor:$grad_q, Lap_F32Tensor:$grad_k, Lap_F32Tensor:$grad_v);
-  let results = (outs Lap_F32Tensor:$grad_input);
+  let arguments = (ins Lap_FloatTensor:$grad_q, Lap_FloatTensor:$grad_k, Lap_FloatTensor:$grad_v);
+  let results = (outs Lap_FloatTensor:$grad_input);
   let assemblyFormat = [{
     $grad_q `,` $grad_k `,` $grad_v attr-dict `:` type($grad_q) `,` type($grad_k) `->` type($grad_input)
   }];
@@ -625,32 +628,32 @@ def Lap_SplitHeadsGradOp : Lap_Op<"split_heads_grad",
 
 def Lap_MergeHeadsGradOp : Lap_Op<"merge_heads_grad", [Pure]> {
   let summary = "[B, T, H D] -> [B, T, H, D]: the inverse of lap.merge_heads";
-  let arguments = (ins Lap_F32Tensor:$grad_output);
-  let results = (outs Lap_F32Tensor:$grad_input);
+  let arguments = (ins Lap_FloatTensor:$grad_output);
+  let results = (outs Lap_FloatTensor:$grad_input);
   let assemblyFormat = "$grad_output attr-dict `:` type($grad_output) `->` type($grad_input)";
   let hasVerifier = 1;
 }
 
 def Lap_RopeGradOp : Lap_Op<"rope_grad", [Pure, SameOperandsAndResultType]> {
   let summary = "rotation by the opposite angles: the transpose of lap.rope";
-  let arguments = (ins Lap_F32Tensor:$grad_output, F32Attr:$base);
-  let results = (outs Lap_F32Tensor:$grad_input);
+  let arguments = (ins Lap_FloatTensor:$grad_output, F32Attr:$base);
+  let results = (outs Lap_FloatTensor:$grad_input);
   let assemblyFormat = "$grad_output attr-dict `:` type($grad_output)";
 }
 
 def Lap_ActivationGradOp : Lap_Op<"activation_grad", [Pure, SameOperandsAndResultType]> {
   let summary = "dy * f'(x) for the elementwise activation named `activation`";
-  let arguments = (ins Lap_F32Tensor:$grad_output, Lap_F32Tensor:$input,
+  let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$input,
                        StrAttr:$activation);
-  let results = (outs Lap_F32Tensor:$grad_input);
+  let results = (outs Lap_FloatTensor:$grad_input);
   let assemblyFormat = "$grad_output `,` $input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
 
 def Lap_SoftcapGradOp : Lap_Op<"softcap_grad", [Pure, SameOperandsAndResultType]> {
   let summary = "dy * (1 - tanh(x / cap)^2)";
-  let arguments = (ins Lap_F32Tensor:$grad_output, Lap_F32Tensor:$input, F32Attr:$cap);
-  let results = (outs Lap_F32Tensor:$grad_input);
+  let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$input, F32Attr:$cap);
+  let results = (outs Lap_FloatTensor:$grad_input);
   let assemblyFormat = "$grad_output `,` $input attr-dict `:` type($input)";
 }
 
@@ -661,10 +664,10 @@ def Lap_CrossEntropyGradOp : Lap_Op<"cross_entropy_grad", [Pure,
     With a non-zero `softcap`, the gradient with respect to the uncapped
     logits: the softmax is of the capped logits, times the cap's derivative.
   }];
-  let arguments = (ins TensorRankOf<[F32], [0]>:$grad_loss, Lap_F32Tensor:$logits,
+  let arguments = (ins TensorRankOf<[F32], [0]>:$grad_loss, Lap_FloatTensor:$logits,
                        RankedTensorOf<[I32]>:$targets, F32Attr:$label_smoothing,
                        DefaultValuedAttr<F32Attr, "0.0f">:$softcap);
-  let results = (outs Lap_F32Tensor:$grad_logits);
+  let results = (outs Lap_FloatTensor:$grad_logits);
   let assemblyFormat = [{
     $grad_loss `,` $logits `,` $targets attr-dict `:` type($grad_loss) `,` type($logits) `,` type($targets)
   }];
@@ -673,16 +676,16 @@ def Lap_CrossEntropyGradOp : Lap_Op<"cross_entropy_grad", [Pure,
 
 def Lap_PatchifyGradOp : Lap_Op<"patchify_grad", [Pure]> {
   let summary = "patch gradients back to image positions: the inverse of lap.patchify";
-  let arguments = (ins Lap_F32Tensor:$grad_output, I64Attr:$patch);
-  let results = (outs Lap_F32Tensor:$grad_images);
+  let arguments = (ins Lap_FloatTensor:$grad_output, I64Attr:$patch);
+  let results = (outs Lap_FloatTensor:$grad_images);
   let assemblyFormat = "$grad_output attr-dict `:` type($grad_output) `->` type($grad_images)";
   let hasVerifier = 1;
 }
 
 def Lap_PrependTokensGradOp : Lap_Op<"prepend_tokens_grad", [Pure]> {
   let summary = "dy [B, k + N, C] -> dx = dy[:, k:], dtokens = sum over B of dy[:, :k]";
-  let arguments = (ins Lap_F32Tensor:$grad_output);
-  let results = (outs Lap_F32Tensor:$grad_input, Lap_F32Tensor:$grad_tokens);
+  let arguments = (ins Lap_FloatTensor:$grad_output);
+  let results = (outs Lap_FloatTensor:$grad_input, Lap_FloatTensor:$grad_tokens);
   let assemblyFormat = [{
     $grad_output attr-dict `:` type($grad_output) `->` type($grad_input) `,` type($grad_tokens)
   }];
@@ -692,29 +695,29 @@ def Lap_PrependTokensGradOp : Lap_Op<"prepend_tokens_grad", [Pure]> {
 def Lap_LayerScaleGradOp : Lap_Op<"layer_scale_grad", [Pure,
     AllTypesMatch<["input", "grad_input", "grad_output"]>, AllTypesMatch<["gamma", "grad_gamma"]>]> {
   let summary = "dx = dy * gamma, dgamma = sum of dy * x over leading dimensions";
-  let arguments = (ins Lap_F32Tensor:$grad_output, Lap_F32Tensor:$input, Lap_F32Tensor:$gamma);
-  let results = (outs Lap_F32Tensor:$grad_input, Lap_F32Tensor:$grad_gamma);
+  let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$input, Lap_FloatTensor:$gamma);
+  let results = (outs Lap_FloatTensor:$grad_input, Lap_FloatTensor:$grad_gamma);
   let assemblyFormat = "$grad_output `,` $input `,` $gamma attr-dict `:` type($input) `,` type($gamma)";
 }
 
 def Lap_TakeTokenGradOp : Lap_Op<"take_token_grad", [Pure, AllTypesMatch<["input", "grad_input"]>]> {
   let summary = "dx: zero but for token `index`, which is dy";
-  let arguments = (ins Lap_F32Tensor:$grad_output, Lap_F32Tensor:$input, I64Attr:$index);
-  let results = (outs Lap_F32Tensor:$grad_input);
+  let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$input, I64Attr:$index);
+  let results = (outs Lap_FloatTensor:$grad_input);
   let assemblyFormat = "$grad_output `,` $input attr-dict `:` type($grad_output) `,` type($input)";
 }
 
 def Lap_MeanTokensGradOp : Lap_Op<"mean_tokens_grad", [Pure, AllTypesMatch<["input", "grad_input"]>]> {
   let summary = "dx: dy / (T - skip) on tokens skip .. T-1, zero before";
-  let arguments = (ins Lap_F32Tensor:$grad_output, Lap_F32Tensor:$input, I64Attr:$skip);
-  let results = (outs Lap_F32Tensor:$grad_input);
+  let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$input, I64Attr:$skip);
+  let results = (outs Lap_FloatTensor:$grad_input);
   let assemblyFormat = "$grad_output `,` $input attr-dict `:` type($grad_output) `,` type($input)";
 }
 
 def Lap_L2NormalizeGradOp : Lap_Op<"l2_normalize_grad", [Pure, SameOperandsAndResultType]> {
   let summary = "gradient of x / max(||x||, eps) over the last dimension";
-  let arguments = (ins Lap_F32Tensor:$grad_output, Lap_F32Tensor:$input, F32Attr:$eps);
-  let results = (outs Lap_F32Tensor:$grad_input);
+  let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$input, F32Attr:$eps);
+  let results = (outs Lap_FloatTensor:$grad_input);
   let assemblyFormat = "$grad_output `,` $input attr-dict `:` type($input)";
 }
 
@@ -722,9 +725,9 @@ def Lap_WeightNormGradOp : Lap_Op<"weight_norm_grad", [Pure,
     AllTypesMatch<["direction", "grad_direction", "grad_output"]>,
     AllTypesMatch<["magnitude", "grad_magnitude"]>]> {
   let summary = "gradients of W = g v / ||v|| for v and g";
-  let arguments = (ins Lap_F32Tensor:$grad_output, Lap_F32Tensor:$direction,
-                       Lap_F32Tensor:$magnitude);
-  let results = (outs Lap_F32Tensor:$grad_direction, Lap_F32Tensor:$grad_magnitude);
+  let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$direction,
+                       Lap_FloatTensor:$magnitude);
+  let results = (outs Lap_FloatTensor:$grad_direction, Lap_FloatTensor:$grad_magnitude);
   let assemblyFormat = [{
     $grad_output `,` $direction `,` $magnitude attr-dict `:` type($direction) `,` type($magnitude)
   }];
@@ -738,10 +741,10 @@ def Lap_RowLossGradOp : Lap_Op<"row_loss_grad", [Pure,
     (sigmoid(l) - t) / (B K); `dino_loss`: (softmax(l / temperature) - t) /
     (B temperature); each times the incoming scalar gradient.
   }];
-  let arguments = (ins TensorRankOf<[F32], [0]>:$grad_loss, Lap_F32Tensor:$logits,
-                       Lap_F32Tensor:$targets, StrAttr:$loss,
+  let arguments = (ins TensorRankOf<[F32], [0]>:$grad_loss, Lap_FloatTensor:$logits,
+                       Lap_FloatTensor:$targets, StrAttr:$loss,
                        DefaultValuedAttr<F32Attr, "1.0f">:$temperature);
-  let results = (outs Lap_F32Tensor:$grad_logits);
+  let results = (outs Lap_FloatTensor:$grad_logits);
   let assemblyFormat = [{
     $grad_loss `,` $logits `,` $targets attr-dict `:` type($grad_loss) `,` type($logits)
   }];

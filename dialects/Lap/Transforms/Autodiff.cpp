@@ -24,11 +24,13 @@ using namespace lap;
 
 namespace {
 
-/// A constant tensor of a static shape filled with `value`.
+/// A constant tensor of a static shape filled with `value`, of its element
+/// type (f32 or bf16).
 Value splat(OpBuilder &b, Location loc, Type type, float value) {
   auto shaped = cast<RankedTensorType>(type);
-  return b.create<arith::ConstantOp>(loc,
-                                     DenseElementsAttr::get(shaped, value));
+  Attribute element = b.getFloatAttr(shaped.getElementType(), value);
+  return b.create<arith::ConstantOp>(
+      loc, DenseElementsAttr::get(shaped, ArrayRef<Attribute>{element}));
 }
 
 struct Autodiff : lap::impl::LapAutodiffBase<Autodiff> {

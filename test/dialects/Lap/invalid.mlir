@@ -656,3 +656,29 @@ func.func @cached_attention_unknown_kind(%q: tensor<?x?x2x8xf32>, %first: i64) {
        : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32> -> tensor<?x?x2x8xf32>
   return
 }
+
+// -----
+
+// Element types: an op computes in one precision.
+func.func @mixed_precision(%x: tensor<?x8xf32>, %w: tensor<4x8xbf16>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{'lap.linear' op mixes 'f32' and 'bf16' tensors; an op computes in one precision}}
+  %c = lap.linear %x, %w : (tensor<?x8xf32>, tensor<4x8xbf16>) -> tensor<?x4xf32>
+  return %c : tensor<?x4xf32>
+}
+
+// -----
+
+// Scalars (losses, summed losses) are f32 whatever the precision.
+func.func @bf16_scalar(%a: tensor<bf16>) -> tensor<bf16> {
+  // expected-error @+1 {{'lap.add' op has a scalar of 'bf16'; scalars (losses) are f32 at every precision}}
+  %c = lap.add %a, %a : tensor<bf16>
+  return %c : tensor<bf16>
+}
+
+// -----
+
+func.func @f16(%a: tensor<?x8xf16>) -> tensor<?x8xf16> {
+  // expected-error @+1 {{must be ranked tensor of 32-bit float or bfloat16 type values}}
+  %c = lap.relu2 %a : tensor<?x8xf16>
+  return %c : tensor<?x8xf16>
+}

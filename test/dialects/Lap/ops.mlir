@@ -128,3 +128,13 @@ func.func @decoding(%x: tensor<?x?x64xf32>, %wpe: tensor<32x64xf32>, %q: tensor<
        : tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x4x16xf32>
   return %o : tensor<?x?x4x16xf32>
 }
+
+// bf16 ops, with an f32 loss.
+// CHECK-LABEL: func @bf16_block
+func.func @bf16_block(%x: tensor<?x?x64xbf16>, %w: tensor<128x64xbf16>, %t: tensor<?x?xi32>) -> tensor<f32> {
+  // CHECK: lap.linear {{.*}} -> tensor<?x?x128xbf16>
+  %h = lap.linear %x, %w : (tensor<?x?x64xbf16>, tensor<128x64xbf16>) -> tensor<?x?x128xbf16>
+  // CHECK: lap.cross_entropy {{.*}} : tensor<?x?x128xbf16>, tensor<?x?xi32> -> tensor<f32>
+  %loss = lap.cross_entropy %h, %t : tensor<?x?x128xbf16>, tensor<?x?xi32> -> tensor<f32>
+  return %loss : tensor<f32>
+}
