@@ -177,7 +177,9 @@ private:
   Value last(Value v) { return dim(v, rank(v) - 1); }
   unsigned rank(Value v) { return cast<ShapedType>(v.getType()).getRank(); }
   /// Copies tensor `from` to buffer `to`.
-  void copy(Value to, Value from) { lb.copy(to, buffer(from), numel(from)); }
+  void copy(Value to, Value from) {
+    LAP_CALL(copy, F32Buffer{to}, buf(from), numelArg(from));
+  }
 
   //--- Kernel arguments ----------------------------------------------------
   F32Buffer buf(Value v) { return {buffer(v)}; }

@@ -43,9 +43,6 @@ Value LoopBuilder::load(Value buffer, Value i) {
 void LoopBuilder::store(Value value, Value buffer, Value i) {
   b.create<memref::StoreOp>(loc, value, buffer, ValueRange{i});
 }
-void LoopBuilder::copy(Value to, Value from, Value n) {
-  loop(n, [&](Value i) { store(load(from, i), to, i); });
-}
 
 void LoopBuilder::loop(Value n, const std::function<void(Value)> &body) {
   b.create<scf::ForOp>(loc, index(0), n, index(1), ValueRange{},

@@ -36,8 +36,6 @@ public:
 
   mlir::Value load(mlir::Value buffer, mlir::Value index);
   void store(mlir::Value value, mlir::Value buffer, mlir::Value index);
-  /// buffer `to`[i] = `from`[i] for i in [0, n).
-  void copy(mlir::Value to, mlir::Value from, mlir::Value n);
 
   /// for (i = 0; i < n; ++i) body(i)
   void loop(mlir::Value n, const std::function<void(mlir::Value)> &body);

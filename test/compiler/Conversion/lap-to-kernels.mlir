@@ -56,10 +56,8 @@
 // [B, T, H, D] and [B, T, H D] share a layout: a copy.
 // CHECK: lapk.profile_begin "lap.merge_heads"
 // CHECK-NEXT: %[[N:.*]] = arith.muli %[[ROWS]], %c8 : index
-// CHECK-NEXT: scf.for %{{.*}} = %c0 to %[[N]] step %c1 {
-// CHECK-NEXT: memref.load
-// CHECK-NEXT: memref.store
-// CHECK-NEXT: }
+// CHECK-NEXT: %[[N64:.*]] = arith.index_cast %[[N]] : index to i64
+// CHECK-NEXT: lapk.call "copy"(%{{.*}}, %{{.*}}, %[[N64]]) : memref<512xf32>, memref<512xf32>, i64
 // CHECK-NEXT: lapk.profile_end "lap.merge_heads"
 
 // CHECK: lapk.profile_begin "lap.rms_norm"
@@ -81,9 +79,9 @@
 
 // Evaluating, drop path and dropout are copies.
 // CHECK: lapk.profile_begin "lap.drop_path"
-// CHECK-NEXT: scf.for
+// CHECK-NEXT: lapk.call "copy"
 // CHECK: lapk.profile_begin "lap.dropout"
-// CHECK-NEXT: scf.for
+// CHECK-NEXT: lapk.call "copy"
 
 // CHECK: lapk.profile_begin "lap.relu2"
 // CHECK: arith.maximumf
@@ -130,7 +128,7 @@
 // CHECK: lapk.call "layer_scale_backward"(%{{.*}}) : memref<512xf32>, memref<8xf32>, memref<512xf32>, memref<512xf32>, memref<8xf32>, i64, i64
 // CHECK: lapk.call "rms_norm_backward"(%{{.*}}) : memref<512xf32>, memref<8xf32>, memref<512xf32>, memref<512xf32>, memref<8xf32>, i64, i64, f32
 // CHECK: lapk.profile_begin "lap.merge_heads_grad"
-// CHECK-NEXT: scf.for
+// CHECK-NEXT: lapk.call "copy"
 // CHECK: lapk.call "attention_backward"(%{{.*}}) : memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<128xf32>, memref<2xf32>, memref<2xf32>, i64, i64, i64, i64, i64, i64, f32, i32
 // q, k and v copied back into the fused rows.
 // CHECK: lapk.profile_begin "lap.split_heads_grad"
