@@ -17,8 +17,39 @@ using namespace lap::train;
 
 namespace {
 
-volatile std::sig_atomic_t interruptRequested = 0;
-extern "C" void onInterrupt(int) { interruptRequested = 1; }
+// What the signal handlers ask for; they only set these (async-signal-safe).
+volatile std::sig_atomic_t stopSignal = 0;          // the signal that stops
+volatile std::sig_atomic_t checkpointRequested = 0; // SIGUSR1
+extern "C" void onStop(int signal) { stopSignal = signal; }
+extern "C" void onCheckpoint(int) { checkpointRequested = 1; }
+
+/// The signals a terminal or a scheduler sends to end a job (SIGINT,
+/// SIGTERM, SIGHUP) stop the run at the next step boundary with a
+/// checkpoint; SIGUSR1 writes one there and goes on. The previous handlers
+/// come back when the run ends.
+class SignalHandlers {
+public:
+  SignalHandlers() {
+    stopSignal = 0;
+    checkpointRequested = 0;
+    for (int i = 0; i < kCount; ++i) {
+      struct sigaction action = {};
+      action.sa_handler = kSignals[i] == SIGUSR1 ? onCheckpoint : onStop;
+      sigemptyset(&action.sa_mask);
+      action.sa_flags = SA_RESTART;
+      sigaction(kSignals[i], &action, &previous[i]);
+    }
+  }
+  ~SignalHandlers() {
+    for (int i = 0; i < kCount; ++i)
+      sigaction(kSignals[i], &previous[i], nullptr);
+  }
+
+private:
+  static constexpr int kCount = 4;
+  static constexpr int kSignals[kCount] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1};
+  struct sigaction previous[kCount];
+};
 
 void save(const std::string &dir, int64_t step, const LoadedModel &model,
           const AlignedBuffer &params, Optimizer &optimizer, uint64_t seed,
@@ -100,8 +131,7 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
   Progress progress(config.steps, start, config.runDir + "/metrics.jsonl",
                     config.unit);
 
-  interruptRequested = 0;
-  auto previous = std::signal(SIGINT, onInterrupt);
+  SignalHandlers handlers;
   TrainResult result;
   auto began = std::chrono::steady_clock::now();
   int64_t step = start;
@@ -153,18 +183,26 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
     }
     bool checkpoint =
         config.checkpointEvery > 0 && (step + 1) % config.checkpointEvery == 0;
-    if (checkpoint || last || interruptRequested)
+    int stop = stopSignal;
+    bool asked = checkpointRequested;
+    if (checkpoint || last || stop || asked)
       save(checkpoints, step + 1, model, params, optimizer, config.seed,
            regime.position(), int(config.keep), progress);
-    if (interruptRequested) {
+    if (asked && !stop) {
+      checkpointRequested = 0;
       progress.note(fmt::format(
-          "interrupted at step {}: checkpoint written, exiting", step + 1));
-      result.interrupted = true;
+          "checkpoint at step {} on request (SIGUSR1), continuing", step + 1));
+    }
+    if (stop) {
+      progress.note(fmt::format(
+          "interrupted at step {}: checkpoint written, exiting ({})", step + 1,
+          sigabbrev_np(stop) ? fmt::format("SIG{}", sigabbrev_np(stop))
+                             : std::to_string(stop)));
+      result.stopSignal = stop;
       ++step;
       break;
     }
   }
-  std::signal(SIGINT, previous);
   result.steps = step;
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - began)

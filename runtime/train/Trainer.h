@@ -3,7 +3,8 @@
 // Regime-independent: gradient accumulation over micro-batches, global-norm
 // clipping, a stop naming the first non-finite tensor, the optimizer with its
 // schedule, evaluation and checkpoints at a cadence, exact resume, and a
-// checkpoint on SIGINT. The regime supplies batches and evaluation.
+// checkpoint when a signal ends the run (SIGINT, SIGTERM, SIGHUP) or asks
+// for one (SIGUSR1). The regime supplies batches and evaluation.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,7 +54,8 @@ struct TrainResult {
   int64_t steps = 0;
   double lastLoss = 0, seconds = 0, unitsPerSecond = 0;
   nlohmann::json lastEval;
-  bool interrupted = false;
+  /// The signal (SIGINT, SIGTERM, SIGHUP) that stopped the run, or 0.
+  int stopSignal = 0;
 };
 
 /// Loads the checkpoint directory `dir`, refusing one of another model, and

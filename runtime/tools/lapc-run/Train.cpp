@@ -12,6 +12,7 @@
 #include "runtime/tools/lapc-run/Commands.h"
 #include "runtime/train/ImageRegime.h"
 #include "runtime/train/LmRegime.h"
+#include "runtime/train/RunLock.h"
 #include "runtime/train/SpecConfig.h"
 #include "runtime/train/Trainer.h"
 
@@ -103,6 +104,7 @@ int lap::cli::trainModel(const TrainOptions &options) {
     throw std::runtime_error(
         config.runDir +
         ": cannot create the run directory: " + error.message());
+  train::RunLock lock(config.runDir);
 
   AlignedBuffer params(size_t(model.parameterElements()) * 4);
   if (model.initParams(params.as<float>(), config.seed) != LAP_OK)
@@ -180,5 +182,6 @@ int lap::cli::trainModel(const TrainOptions &options) {
                summary["unigram_entropy"].get<double>());
   fmt::print("\nwrote {0}/summary.json, {0}/metrics.jsonl, {0}/loss.png\n",
              config.runDir);
-  return result.interrupted ? 130 : 0;
+  // The shell's convention for a process a signal ended: 128 + the signal.
+  return result.stopSignal ? 128 + result.stopSignal : 0;
 }

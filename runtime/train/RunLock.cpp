@@ -1,0 +1,50 @@
+//===- RunLock.cpp - One trainer per run directory --------------*- C++ -*-===//
+
+#include "runtime/train/RunLock.h"
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+using namespace lap::train;
+
+RunLock::RunLock(const std::string &runDir) {
+  std::string path = runDir + "/.lock";
+  fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw std::runtime_error(path + ": cannot open the run directory's lock: " +
+                             std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int error = errno;
+    char holder[32] = {};
+    ssize_t n = ::pread(fd, holder, sizeof holder - 1, 0);
+    ::close(fd);
+    fd = -1;
+    if (error != EWOULDBLOCK)
+      throw std::runtime_error(
+          path + ": cannot lock the run directory: " + std::strerror(error));
+    std::string pid = n > 0 ? std::string(holder, size_t(n)) : "";
+    while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' '))
+      pid.pop_back();
+    throw std::runtime_error(
+        runDir + ": another trainer" +
+        (pid.empty() ? std::string() : " (pid " + pid + ")") +
+        " is using this run directory; wait for it, stop it, or give another "
+        "--run-dir");
+  }
+  std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 ||
+      ::pwrite(fd, pid.data(), pid.size(), 0) != ssize_t(pid.size()))
+    throw std::runtime_error(
+        path + ": cannot write the lock: " + std::strerror(errno));
+}
+
+RunLock::~RunLock() {
+  if (fd >= 0)
+    ::close(fd); // releases the flock
+}

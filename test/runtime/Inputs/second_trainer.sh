@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# second_trainer.sh LAPC-RUN MODEL RUNDIR: starts a 300-step run, waits for
+# its checkpoint at step 40, starts a second trainer on the same run
+# directory and reports how that one ended, then stops the first (SIGTERM)
+# and reports that a trainer can take the directory once the first is gone.
+set -u
+tool=$1 model=$2 run=$3
+"$tool" train "$model" --run-dir "$run" --steps 300 --checkpoint-every 20 --log-every 1 \
+  --eval-every 1000 > "$run.first.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do
+  [ -d "$run/checkpoints/step_000040" ] && break
+  sleep 0.05
+done
+"$tool" train "$model" --run-dir "$run" --steps 300 --log-every 1 --eval-every 1000 --resume 2>&1 |
+  sed "s/(pid $pid)/(pid FIRST)/"
+echo "second exit ${PIPESTATUS[0]}"
+kill -TERM "$pid"
+wait "$pid"
+echo "first exit $?"
+"$tool" train "$model" --run-dir "$run" --steps 300 --log-every 100 --eval-every 1000 --resume > /dev/null 2>&1
+echo "after exit $?"
