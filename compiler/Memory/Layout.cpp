@@ -12,10 +12,15 @@ int64_t lap::maxDimSize(ShapedType type, unsigned i, int64_t maxBatch,
 }
 
 int64_t lap::maxBytes(ShapedType type, int64_t maxBatch, int64_t maxSeq) {
-  int64_t elements = 1;
+  // Saturates just above the limit instead of wrapping.
+  const int64_t beyond = kMaxPlannedBytes + 1;
+  int64_t bytes = int64_t(type.getElementTypeBitWidth() / 8);
   for (unsigned i = 0; i < type.getRank(); ++i)
-    elements *= maxDimSize(type, i, maxBatch, maxSeq);
-  return elements * int64_t(type.getElementTypeBitWidth() / 8);
+    if (__builtin_mul_overflow(bytes, maxDimSize(type, i, maxBatch, maxSeq),
+                               &bytes) ||
+        bytes > beyond)
+      return beyond;
+  return bytes;
 }
 
 MemRefType lap::flatBufferType(Type type, int64_t maxBatch, int64_t maxSeq) {

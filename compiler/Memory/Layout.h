@@ -37,7 +37,13 @@ inline int64_t alignTo(int64_t bytes, int64_t alignment = kTensorAlignment) {
 int64_t maxDimSize(mlir::ShapedType type, unsigned i, int64_t maxBatch,
                    int64_t maxSeq);
 
-/// Bytes of `type` at the largest batch and sequence.
+/// The most bytes one planned tensor or workspace may take: 256 TiB, more
+/// than any machine has, and far enough from 2^63 that sums of planned
+/// sizes cannot overflow.
+constexpr int64_t kMaxPlannedBytes = int64_t(1) << 48;
+
+/// Bytes of `type` at the largest batch and sequence; more than
+/// kMaxPlannedBytes (not the exact count) when it is beyond that.
 int64_t maxBytes(mlir::ShapedType type, int64_t maxBatch, int64_t maxSeq);
 
 /// The buffer of a tensor of `type` in the kernel form: flat (1-D), of its

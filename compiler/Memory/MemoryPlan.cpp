@@ -72,8 +72,10 @@ struct Interval {
   int64_t bytes, begin, end, offset = 0;
 };
 
-/// Plans one function; returns the workspace size.
-int64_t planFunction(func::FuncOp func, int64_t maxBatch, int64_t maxSeq) {
+/// Plans one function; returns the workspace size, or a failure (with an
+/// error on the op) for a tensor beyond kMaxPlannedBytes.
+FailureOr<int64_t> planFunction(func::FuncOp func, int64_t maxBatch,
+                                int64_t maxSeq) {
   Block &body = func.getBody().front();
   DenseMap<Operation *, int64_t> index = positions(body);
 
@@ -90,13 +92,21 @@ int64_t planFunction(func::FuncOp func, int64_t maxBatch, int64_t maxSeq) {
   for (Operation &op : body) {
     for (Value result : op.getResults()) {
       auto type = dyn_cast<ShapedType>(result.getType());
-      if (!type || outputs.count(result) ||
+      if (!type)
+        continue;
+      // Outputs too: the caller allocates them from the manifest.
+      int64_t bytes = resultBytes(result, maxBatch, maxSeq);
+      if (bytes > kMaxPlannedBytes)
+        return op.emitError("its result needs more than 2^48 bytes (256 TiB) "
+                            "at batch <= ")
+               << maxBatch << " and sequence <= " << maxSeq
+               << "; compile for a smaller --max-batch or --max-seq";
+      if (outputs.count(result) ||
           (result.use_empty() &&
            mayDropResult(&op, cast<OpResult>(result).getResultNumber())))
         continue;
-      intervals.push_back({result,
-                           alignTo(resultBytes(result, maxBatch, maxSeq)),
-                           index[&op], lastUse(result, index)});
+      intervals.push_back(
+          {result, alignTo(bytes), index[&op], lastUse(result, index)});
     }
   }
 
@@ -144,6 +154,11 @@ int64_t planFunction(func::FuncOp func, int64_t maxBatch, int64_t maxSeq) {
     }
     op.setAttr(kOffsetsAttr, builder.getDenseI64ArrayAttr(slots));
   }
+  if (workspace > kMaxPlannedBytes)
+    return func.emitError("the workspace needs more than 2^48 bytes (256 TiB) "
+                          "at batch <= ")
+           << maxBatch << " and sequence <= " << maxSeq
+           << "; compile for a smaller --max-batch or --max-seq";
   func->setAttr(kWorkspaceAttr, builder.getI64IntegerAttr(workspace));
   func->setAttr(kMaxBatchAttr, builder.getI64IntegerAttr(maxBatch));
   func->setAttr(kMaxSeqAttr, builder.getI64IntegerAttr(maxSeq));
@@ -176,7 +191,8 @@ struct PlanMemory : lap::impl::LapPlanMemoryBase<PlanMemory> {
         func.emitError("dynamic shapes need max-batch and max-seq");
         return signalPassFailure();
       }
-      planFunction(func, maxBatch, maxSeq);
+      if (failed(planFunction(func, maxBatch, maxSeq)))
+        return signalPassFailure();
     }
   }
 };

@@ -146,6 +146,16 @@ struct Passes {
 /// for a --max-seq the model cannot take.
 bool setCodegenOptions(const lap::dsl::Spec &spec,
                        lap::CodegenOptions &options) {
+  // Bounds that keep every size lapc computes from them far from overflow.
+  constexpr int64_t kLargest = int64_t(1) << 30;
+  for (auto [flag, value] :
+       {std::pair<const char *, int64_t>{"--max-batch", maxBatch},
+        {"--max-seq", maxSeq}})
+    if (value < 0 || value > kLargest) {
+      errs() << "lapc: error: " << flag << " " << value << " is outside 1.."
+             << kLargest << "\n";
+      return false;
+    }
   int64_t micro = spec.train.microBatchSize ? spec.train.microBatchSize
                                             : spec.train.batchSize;
   options.maxBatch = maxBatch ? maxBatch : std::max<int64_t>(micro, 1);
@@ -199,14 +209,19 @@ ExitCode emitModule(const lap::dsl::Spec &spec, const lap::Target &target,
   lap::CodegenOptions options;
   if (!setCodegenOptions(spec, options))
     return BadInput;
-  if (emitAction >= Emit::MemoryPlan)
-    lap::buildMemoryPlanPipeline(passes.pm, options);
   if (mlir::failed(passes.pm.run(*module)))
     return InternalError;
   if (emitAction <= Emit::Lowered) {
     module->print(os);
     return Success;
   }
+  // The plan fails only on sizes the spec and the flags ask for: bad input.
+  Passes plan(context);
+  if (mlir::failed(mlir::applyPassManagerCLOptions(plan.pm)))
+    return BadInput;
+  lap::buildMemoryPlanPipeline(plan.pm, options);
+  if (mlir::failed(plan.pm.run(*module)))
+    return BadInput;
   if (emitAction == Emit::MemoryPlan) {
     lap::printMemoryPlan(*module, os);
     return Success;

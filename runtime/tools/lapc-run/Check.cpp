@@ -34,6 +34,18 @@ int lap::cli::check(const CheckOptions &options) {
   const auto &m = model.manifest();
   int64_t batch = options.batch ? options.batch : model.maxBatch();
   int64_t seq = options.seq ? options.seq : model.maxSeq();
+  // Refused before anything of their size is allocated.
+  if (batch < 1 || batch > model.maxBatch())
+    throw std::runtime_error(fmt::format(
+        "{}: batch size {} is outside the compiled range 1..{} (lapc "
+        "--max-batch sets the maximum)",
+        options.model, batch, model.maxBatch()));
+  bool fixedSeq = m["family"] != "gpt"; // an image model's is its tokens
+  if (!fixedSeq && (seq < 1 || seq > model.maxSeq()))
+    throw std::runtime_error(fmt::format(
+        "{}: sequence length {} is outside the compiled range 1..{} (lapc "
+        "--max-seq sets the maximum)",
+        options.model, seq, model.maxSeq()));
 
   AlignedBuffer params(model.parameterElements() * 4);
   AlignedBuffer grads(model.parameterElements() * 4);
