@@ -33,6 +33,8 @@ F symbol(void *handle, const char *name, const std::string &path) {
 /// maps it: a truncated file would fault (SIGBUS) on first touch instead.
 void checkElf(const std::string &path, uint64_t size) {
   std::ifstream in(path, std::ios::binary);
+  if (!in)
+    refuse(path, std::string("cannot read: ") + std::strerror(errno));
   Elf64_Ehdr header{};
   if (!in.read(reinterpret_cast<char *>(&header), sizeof header) ||
       std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0)
@@ -93,6 +95,9 @@ LoadedModel::LoadedModel(const std::string &path) : path_(path) {
   struct stat info;
   if (stat(path.c_str(), &info) != 0)
     refuse(path, std::string("cannot open: ") + std::strerror(errno));
+  // A FIFO or a device would block or never end; a directory is no library.
+  if (!S_ISREG(info.st_mode))
+    refuse(path, "not a regular file");
   checkElf(path, uint64_t(info.st_size));
   // dlopen needs a path with a slash to not search the library path.
   std::string open = path.find('/') == std::string::npos ? "./" + path : path;

@@ -25,6 +25,7 @@
 #include "dsl/SpecParser.h"
 #include "dsl/SpecPrinter.h"
 #include "dsl/Suggest.h"
+#include "dsl/YamlTree.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -37,6 +38,7 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -328,8 +330,15 @@ int main(int argc, char **argv) {
 
   mlir::MLIRContext context;
   SourceMgr sourceMgr;
-  if (auto buffer = MemoryBuffer::getFile(inputFilename))
-    sourceMgr.AddNewSourceBuffer(std::move(*buffer), SMLoc());
+  // The spec's text, for the lines of diagnostics: only a regular file of a
+  // spec's size (the loader has refused anything else, and a FIFO or a
+  // device would block or never end).
+  uint64_t size = 0;
+  if (sys::fs::is_regular_file(inputFilename) &&
+      !sys::fs::file_size(inputFilename, size) &&
+      size <= lap::dsl::TreeLimits().maxFileBytes)
+    if (auto buffer = MemoryBuffer::getFile(inputFilename))
+      sourceMgr.AddNewSourceBuffer(std::move(*buffer), SMLoc());
 
   if (verifyDiagnostics) {
     mlir::SourceMgrDiagnosticVerifierHandler handler(sourceMgr, &context);
