@@ -97,9 +97,8 @@ public:
     b.setInsertionPointToStart(&entry);
   }
 
-  LogicalResult emit() {
-    int64_t total = 0;
-    SmallVector<int64_t> offsets = parameterOffsets(source, total);
+  /// Fills the target; `offsets` are the parameters' (parameterOffsets).
+  LogicalResult emit(ArrayRef<int64_t> offsets) {
     unsigned param = 0, input = 0;
     for (unsigned i = 0; i < source.getNumArguments(); ++i) {
       Value arg = source.getArgument(i);
@@ -834,7 +833,7 @@ struct LapToKernelsPass : lap::impl::LapToKernelsBase<LapToKernelsPass> {
       return MemRefType::get({n}, IntegerType::get(context, 8));
     };
     int64_t floats = 0;
-    parameterOffsets(source, floats);
+    SmallVector<int64_t> offsets = parameterOffsets(source, floats);
     SmallVector<Type> args = {
         bytes(floats * 4),
         bytes(source->getAttrOfType<IntegerAttr>(kWorkspaceAttr).getInt())};
@@ -859,7 +858,7 @@ struct LapToKernelsPass : lap::impl::LapToKernelsBase<LapToKernelsPass> {
       target->setAttr(attr, source->getAttr(attr));
     // The entry's value: how many batch tensors precede the outputs.
     target->setAttr(lapk::kEntryAttr, b.getI64IntegerAttr(inputs));
-    return Emitter(source, target, module, constants, profile).emit();
+    return Emitter(source, target, module, constants, profile).emit(offsets);
   }
 };
 

@@ -62,8 +62,7 @@ public:
         null.erase();
     });
     for (func::FuncOp f : entries)
-      if (failed(exposeEntry(f)))
-        return failure();
+      exposeEntry(f);
     return success();
   }
 
@@ -111,7 +110,7 @@ private:
   /// Gives entry `f` (params, workspace, batch..., outputs..., B, T, seed,
   /// first) the ABI's signature (params, batch, outputs, workspace, B, T,
   /// seed, first) on pointers.
-  LogicalResult exposeEntry(func::FuncOp f) {
+  void exposeEntry(func::FuncOp f) {
     int64_t inputs = f->getAttrOfType<IntegerAttr>(lapk::kEntryAttr).getInt();
     Block &old = f.getBody().front();
     unsigned n = old.getNumArguments();
@@ -147,7 +146,6 @@ private:
       from.replaceAllUsesWith(to);
     entry->getOperations().splice(entry->end(), old.getOperations());
     f.erase();
-    return success();
   }
 
   //--- The thread pool -------------------------------------------------------

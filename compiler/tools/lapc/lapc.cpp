@@ -131,17 +131,22 @@ void report(const lap::dsl::Diagnostics &diags, mlir::MLIRContext &context) {
   }
 }
 
-/// A pass manager with lapc's timing and MLIR command-line options.
-struct Passes {
-  explicit Passes(mlir::MLIRContext &context) : pm(&context) {
-    mlir::applyDefaultTimingManagerCLOptions(timing);
-    root = timing.getRootScope();
-    pm.enableTiming(root);
-  }
-  mlir::PassManager pm;
+/// Runs the passes `build` adds on `module`, with lapc's timing and MLIR's
+/// command-line options: Success, BadInput for bad options, or `onFailure`
+/// when a pass fails.
+ExitCode runPasses(mlir::ModuleOp module,
+                   llvm::function_ref<void(mlir::OpPassManager &)> build,
+                   ExitCode onFailure) {
   mlir::DefaultTimingManager timing;
-  mlir::TimingScope root;
-};
+  mlir::applyDefaultTimingManagerCLOptions(timing);
+  mlir::TimingScope root = timing.getRootScope();
+  mlir::PassManager pm(module.getContext());
+  if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
+    return BadInput;
+  pm.enableTiming(root);
+  build(pm);
+  return mlir::succeeded(pm.run(module)) ? Success : onFailure;
+}
 
 /// The compiled maxima: flags, else the spec's micro batch and context (an
 /// image model's sequence is fixed by its image size). False, with an error,
@@ -201,29 +206,33 @@ ExitCode emitModule(const lap::dsl::Spec &spec, const lap::Target &target,
     module->print(os);
     return Success;
   }
-  Passes passes(context);
-  if (mlir::failed(mlir::applyPassManagerCLOptions(passes.pm)))
-    return BadInput;
-  if (emitAction == Emit::Train)
-    passes.pm.addPass(lap::createLapAutodiff());
-  else
-    lap::buildLapPipeline(passes.pm, lap::LapPipelineOptions());
   lap::CodegenOptions options;
   if (!setCodegenOptions(spec, options))
     return BadInput;
-  if (mlir::failed(passes.pm.run(*module)))
-    return InternalError;
+  ExitCode code = runPasses(
+      *module,
+      [&](mlir::OpPassManager &pm) {
+        if (emitAction == Emit::Train)
+          pm.addPass(lap::createLapAutodiff());
+        else
+          lap::buildLapPipeline(pm, lap::LapPipelineOptions());
+      },
+      InternalError);
+  if (code != Success)
+    return code;
   if (emitAction <= Emit::Lowered) {
     module->print(os);
     return Success;
   }
   // The plan fails only on sizes the spec and the flags ask for: bad input.
-  Passes plan(context);
-  if (mlir::failed(mlir::applyPassManagerCLOptions(plan.pm)))
-    return BadInput;
-  lap::buildMemoryPlanPipeline(plan.pm, options);
-  if (mlir::failed(plan.pm.run(*module)))
-    return BadInput;
+  code = runPasses(
+      *module,
+      [&](mlir::OpPassManager &pm) {
+        lap::buildMemoryPlanPipeline(pm, options);
+      },
+      BadInput);
+  if (code != Success)
+    return code;
   if (emitAction == Emit::MemoryPlan) {
     lap::printMemoryPlan(*module, os);
     return Success;
@@ -231,22 +240,21 @@ ExitCode emitModule(const lap::dsl::Spec &spec, const lap::Target &target,
 
   // The manifest reads the plan, which the kernel form replaces.
   std::string manifest = lap::buildManifest(spec, *module, target.describe());
-  Passes kernels(context);
-  if (mlir::failed(mlir::applyPassManagerCLOptions(kernels.pm)))
-    return BadInput;
-  lap::buildKernelPipeline(kernels.pm, options);
-  if (mlir::failed(kernels.pm.run(*module)))
-    return InternalError;
+  code = runPasses(
+      *module,
+      [&](mlir::OpPassManager &pm) { lap::buildKernelPipeline(pm, options); },
+      InternalError);
+  if (code != Success)
+    return code;
   if (emitAction == Emit::Kernels) {
     module->print(os);
     return Success;
   }
-  Passes lowering(context);
-  if (mlir::failed(mlir::applyPassManagerCLOptions(lowering.pm)))
-    return BadInput;
-  target.buildLowering(lowering.pm);
-  if (mlir::failed(lowering.pm.run(*module)))
-    return InternalError;
+  code = runPasses(
+      *module, [&](mlir::OpPassManager &pm) { target.buildLowering(pm); },
+      InternalError);
+  if (code != Success)
+    return code;
   if (emitAction == Emit::TargetMLIR || emitAction == Emit::CPUMLIR) {
     module->print(os);
     return Success;

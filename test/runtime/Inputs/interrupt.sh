@@ -4,13 +4,8 @@
 # the newest checkpoint left behind.
 set -u
 tool=$1 model=$2 run=$3 signal=$4
-"$tool" train "$model" --run-dir "$run" --steps 300 --checkpoint-every 20 --log-every 1 \
-  --eval-every 1000 > "$run.log" 2>&1 &
-pid=$!
-for _ in $(seq 600); do
-  [ -d "$run/checkpoints/step_000040" ] && break
-  sleep 0.05
-done
+. "$(dirname "$0")/background_run.sh"
+start_run "$tool" "$model" "$run" "$run.log"
 kill "-$signal" "$pid"
 wait "$pid"
 echo "exit $?"

@@ -5,13 +5,8 @@
 # and reports that a trainer can take the directory once the first is gone.
 set -u
 tool=$1 model=$2 run=$3
-"$tool" train "$model" --run-dir "$run" --steps 300 --checkpoint-every 20 --log-every 1 \
-  --eval-every 1000 > "$run.first.log" 2>&1 &
-pid=$!
-for _ in $(seq 600); do
-  [ -d "$run/checkpoints/step_000040" ] && break
-  sleep 0.05
-done
+. "$(dirname "$0")/background_run.sh"
+start_run "$tool" "$model" "$run" "$run.first.log"
 "$tool" train "$model" --run-dir "$run" --steps 300 --log-every 1 --eval-every 1000 --resume 2>&1 |
   sed "s/(pid $pid)/(pid FIRST)/"
 echo "second exit ${PIPESTATUS[0]}"
