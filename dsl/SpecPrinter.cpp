@@ -199,6 +199,14 @@ void printDerived(const Spec &spec, Printer &p) {
 
 } // namespace
 
+std::string lap::dsl::printArchitecture(const Spec &spec) {
+  std::ostringstream os;
+  Printer p(spec, os);
+  p.section("model", always, [&] { visitModel(p, spec.model); });
+  printAttention(spec, os);
+  return os.str();
+}
+
 std::string lap::dsl::printSpec(const Spec &spec) {
   std::ostringstream os;
   os << "# Resolved by lapc --emit=spec: every default applied, one kind per "

@@ -14,6 +14,11 @@ namespace lap::dsl {
 /// The text reads back as a spec that resolves to the same values.
 std::string printSpec(const Spec &spec);
 
+/// The spec's `model` and `attention` sections as printSpec prints them:
+/// what a model's parameters mean (shapes, head kinds, coefficients), and
+/// nothing of how it trains. The manifest's model_hash is its hash.
+std::string printArchitecture(const Spec &spec);
+
 } // namespace lap::dsl
 
 #endif // LAP_DSL_SPECPRINTER_H

@@ -169,6 +169,11 @@ private:
       error("train.schedule.warmup_epochs", "warmup_epochs exceeds epochs");
     if (t.schedule.minLr > t.optimizer.lr && usable({"train.schedule.min_lr"}))
       error("train.schedule.min_lr", "min_lr is above the peak lr");
+    if (t.optimizer.weightDecayEnd > 0 && t.optimizer.weightDecay == 0 &&
+        usable({"train.optimizer.weight_decay_end"}))
+      error("train.optimizer.weight_decay_end",
+            "weight_decay_end schedules the weight decay from weight_decay, "
+            "which is 0; set weight_decay to the starting value");
     if (t.eval.everySteps > 0 && t.eval.everyEpochs > 0)
       error("train.eval.every_epochs",
             "give either 'every_steps' or 'every_epochs', not both");

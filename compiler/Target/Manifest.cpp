@@ -12,6 +12,7 @@
 #include "llvm/Support/JSON.h"
 
 #include "runtime/include/lap/model.h"
+#include "runtime/platform/Hash.h"
 
 using namespace mlir;
 namespace json = llvm::json;
@@ -130,6 +131,7 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
       {"features", std::move(streams)},
       {"decode", std::move(decoding)},
       {"spec", dsl::printSpec(spec)},
+      {"model_hash", platform::contentHash(dsl::printArchitecture(spec))},
   };
   std::string text;
   llvm::raw_string_ostream os(text);

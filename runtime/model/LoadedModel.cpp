@@ -1,6 +1,7 @@
 //===- LoadedModel.cpp - A model.so, opened and checked ---------*- C++ -*-===//
 
 #include "runtime/model/LoadedModel.h"
+#include "runtime/model/ManifestCheck.h"
 #include "runtime/platform/CpuFeatures.h"
 
 #include <dlfcn.h>
@@ -35,6 +36,8 @@ void checkElf(const std::string &path, uint64_t size) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     refuse(path, std::string("cannot read: ") + std::strerror(errno));
+  if (size == 0)
+    refuse(path, "an empty file, not a model library");
   Elf64_Ehdr header{};
   if (!in.read(reinterpret_cast<char *>(&header), sizeof header) ||
       std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0)
@@ -130,10 +133,17 @@ LoadedModel::LoadedModel(const std::string &path) : path_(path) {
         symbol<decltype(kernelIsa_)>(handle_, "lap_model_kernel_isa", path);
     kernelIsas_ =
         symbol<decltype(kernelIsas_)>(handle_, "lap_model_kernel_isas", path);
+    auto manifestError = symbol<decltype(&lap_model_manifest_error)>(
+        handle_, "lap_model_manifest_error", path);
+    if (const char *error = manifestError())
+      refuse(path, std::string("a corrupt model library: ") + error);
     manifest_ =
         nlohmann::json::parse(manifest(), nullptr, /*allow_exceptions=*/false);
     if (manifest_.is_discarded())
-      refuse(path, "its manifest is not valid JSON");
+      refuse(path, "a corrupt model library: its manifest is not valid JSON");
+    if (std::string problem = model::manifestProblem(manifest_);
+        !problem.empty())
+      refuse(path, "a corrupt model library: in its manifest, " + problem);
     checkCpu(path, manifest_.at("target"));
     for (auto &p : manifest_.at("parameters").at("tensors"))
       parameters_.push_back(

@@ -3,13 +3,16 @@
 // Linked into every model.so. Checks each call's arguments against the
 // manifest (limits, batch layout, token ranges), so that bad input is an
 // error status and never an out-of-bounds access in generated code, then
-// calls the functions lapc generated.
+// calls the functions lapc generated. The manifest itself is trusted only
+// once it matches the checksum lapc compiled into the code: an edited limit
+// would otherwise let a call run past the code's static buffers.
 //
 //===----------------------------------------------------------------------===//
 
 #include "lap/model.h"
 #include "runtime/kernels/cpu/Kernels.h"
 #include "runtime/model/ParameterInit.h"
+#include "runtime/platform/Hash.h"
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +22,7 @@
 
 extern "C" {
 extern const char lap_gen_manifest[];
+extern const uint64_t lap_gen_manifest_hash;
 void lap_gen_forward(const void *params, const void *const *batch,
                      void *const *outputs, void *workspace, int64_t B,
                      int64_t T, uint64_t seed, int64_t first);
@@ -45,7 +49,20 @@ lap_status fail(std::string message) {
   return LAP_INVALID_ARGUMENT;
 }
 
-/// What the entry points need from the manifest, read once.
+/// Why the embedded manifest cannot be trusted, or null.
+const char *manifestError() {
+  static const char *error =
+      lap::platform::contentHash64(lap_gen_manifest,
+                                   std::strlen(lap_gen_manifest)) ==
+              lap_gen_manifest_hash
+          ? nullptr
+          : "its manifest does not match the checksum compiled into its code "
+            "(the file was edited or damaged); recompile it with lapc";
+  return error;
+}
+
+/// What the entry points need from the manifest, read once; all zero (every
+/// call refused) when the manifest cannot be trusted.
 struct Model {
   int64_t maxBatch = 0, maxSeq = 0, vocab = 0;
   bool fixedSeq = true; ///< images: the sequence is fixed at compile time
@@ -60,6 +77,8 @@ struct Model {
   int64_t decodeLayers = 0, cacheFloats = 0;
 
   Model() {
+    if (manifestError())
+      return;
     auto m = nlohmann::json::parse(lap_gen_manifest);
     maxBatch = m["limits"]["batch"];
     maxSeq = m["limits"]["seq"];
@@ -108,8 +127,11 @@ struct Model {
     return LAP_OK;
   }
 
-  /// LAP_OK when the kernels can run on this CPU (LAP_CPU_ISA).
+  /// LAP_OK when the manifest is trusted and the kernels can run on this
+  /// CPU (LAP_CPU_ISA).
   static lap_status checkKernels() {
+    if (const char *error = manifestError())
+      return fail(error);
     if (const char *error = lap_cpu_isa_error())
       return fail(error);
     return LAP_OK;
@@ -160,6 +182,8 @@ uint32_t lap_model_abi_version(void) { return LAP_MODEL_ABI_VERSION; }
 
 const char *lap_model_manifest(void) { return lap_gen_manifest; }
 
+const char *lap_model_manifest_error(void) { return manifestError(); }
+
 const char *lap_model_last_error(void) { return lastError.c_str(); }
 
 const char *lap_model_kernel_isa(void) { return lap_cpu_isa(); }
@@ -167,6 +191,8 @@ const char *lap_model_kernel_isa(void) { return lap_cpu_isa(); }
 const char *lap_model_kernel_isas(void) { return lap_cpu_isas(); }
 
 lap_status lap_model_init_params(float *params, uint64_t seed) {
+  if (const char *error = manifestError())
+    return fail(error);
   if (!params)
     return fail("params is null");
   const Model &m = model();
@@ -225,12 +251,12 @@ lap_status lap_model_features(const float *params, const lap_batch *batch,
 lap_status lap_model_decode(const float *params, const int32_t *tokens,
                             int64_t batch, int64_t count, int64_t first,
                             float *cache, void *workspace, float *out_logits) {
+  if (lap_status s = Model::checkKernels())
+    return s;
   const Model &m = model();
   if (!lap_gen_decode || m.decodeLayers == 0)
     return fail(
         "this model has no decode function (only language models decode)");
-  if (lap_status s = Model::checkKernels())
-    return s;
   if (!params || !tokens || !cache || !workspace || !out_logits)
     return fail(
         "params, tokens, cache, workspace and out_logits must not be null");

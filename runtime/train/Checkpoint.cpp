@@ -8,14 +8,15 @@
 
 #include "runtime/train/Checkpoint.h"
 
+#include "runtime/platform/Files.h"
+#include "runtime/platform/Hash.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <regex>
-#include <sstream>
 #include <stdexcept>
 
 #include <fcntl.h>
@@ -36,6 +37,7 @@ namespace {
 
 // Hugging Face's reader refuses larger headers; so do we, before allocating.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+constexpr uint64_t kMaxStateBytes = 16 << 20;
 constexpr size_t kChunkBytes = size_t(64) << 20;
 
 std::mutex faultMutex;
@@ -217,6 +219,7 @@ SafetensorsFile readSafetensorsImpl(
 
   SafetensorsFile file;
   std::vector<Entry> entries;
+  nlohmann::json checksums;
   for (const auto &[name, value] : header.items()) {
     if (name == "__metadata__") {
       if (!value.is_object())
@@ -297,6 +300,18 @@ SafetensorsFile readSafetensorsImpl(
   if (expected != dataSize)
     fail(path, "the data section has " + std::to_string(dataSize) +
                    " bytes but the tensors cover " + std::to_string(expected));
+  if (auto it = file.metadata.find(kChecksumsKey); it != file.metadata.end()) {
+    checksums = nlohmann::json::parse(it->second, nullptr, false);
+    if (!checksums.is_object())
+      fail(path, std::string("__metadata__ '") + kChecksumsKey +
+                     "' is not a JSON object of checksums");
+    for (const Entry &e : entries)
+      if (!checksums.contains(e.name) || !checksums[e.name].is_string())
+        fail(path, "tensor '" + e.name + "' has no checksum in '" +
+                       kChecksumsKey + "' (the header was edited?)");
+    file.metadata.erase(it);
+    file.checksummed = true;
+  }
 
   if (checkHeader)
     checkHeader(file);
@@ -321,6 +336,15 @@ SafetensorsFile readSafetensorsImpl(
     }
     if (bytes)
       readFully(fd.get(), path, dst, bytes, dataStart + e.begin);
+    if (file.checksummed) {
+      std::string stored = checksums[e.name],
+                  actual = platform::contentHash(dst, bytes);
+      if (stored != actual)
+        fail(path, "tensor '" + e.name +
+                       "' does not match its checksum "
+                       "(stored " +
+                       stored + ", data " + actual + "): the file is corrupt");
+    }
   }
   return file;
 }
@@ -416,9 +440,17 @@ void writeSafetensors(const std::string &path,
   // The header is assembled by hand, not as a json object, because
   // nlohmann::json sorts keys and the tensors must stay in the given order.
   // Compact JSON with "__metadata__" first, as Hugging Face writes it.
-  std::string header = "{";
-  if (!metadata.empty())
-    header += "\"__metadata__\":" + nlohmann::json(metadata).dump();
+  nlohmann::json checksums = nlohmann::json::object();
+  for (const TensorRef &t : tensors) {
+    uint64_t count;
+    if (elementCount(t.shape, count))
+      checksums[t.name] =
+          platform::contentHash(t.data, size_t(count * dtypeSize(t.dtype)));
+  }
+  std::map<std::string, std::string> withChecksums = metadata;
+  withChecksums[kChecksumsKey] = checksums.dump();
+  std::string header =
+      "{\"__metadata__\":" + nlohmann::json(withChecksums).dump();
   std::vector<std::string> seen;
   uint64_t offset = 0;
   for (const TensorRef &t : tensors) {
@@ -471,13 +503,14 @@ SafetensorsFile readSafetensors(const std::string &path) {
 
 nlohmann::json toJson(const CheckpointState &s) {
   return {{"format", "lap-checkpoint"},
-          {"version", 1},
+          {"version", kCheckpointVersion},
           {"step", s.step},
           {"seed", s.seed},
           {"rng_state", s.rngState},
           {"data_position", s.dataPosition},
           {"spec", s.specName},
           {"manifest_hash", s.manifestHash},
+          {"schedule", s.schedule},
           {"extra", s.extra}};
 }
 
@@ -485,23 +518,50 @@ CheckpointState stateFromJson(const nlohmann::json &j,
                               const std::string &origin) {
   if (!j.is_object())
     fail(origin, "not a JSON object");
-  if (j.value("format", "") != "lap-checkpoint")
+  if (!j.contains("format") || j["format"] != "lap-checkpoint")
     fail(origin, "not a lap checkpoint state ('format' is not "
                  "\"lap-checkpoint\")");
-  if (!j.contains("step") || !j["step"].is_number_integer())
-    fail(origin, "'step' is missing or not an integer");
+  auto field = [&](const char *key, bool (nlohmann::json::*is)() const noexcept,
+                   const char *type) -> const nlohmann::json & {
+    auto it = j.find(key);
+    if (it == j.end() || !((*it).*is)())
+      fail(origin,
+           std::string("'") + key + "' is " +
+               (it == j.end() ? "missing" : "not " + std::string(type)) + "");
+    return *it;
+  };
+  const nlohmann::json &version =
+      field("version", &nlohmann::json::is_number_integer, "an integer");
+  if (version != kCheckpointVersion)
+    fail(origin, "version " + version.dump() + "; this lap reads version " +
+                     std::to_string(kCheckpointVersion) + " checkpoints");
+  auto count = [&](const char *key) {
+    const nlohmann::json &v =
+        field(key, &nlohmann::json::is_number_integer, "an integer");
+    if (v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t(INT64_MAX)
+                               : v.get<int64_t>() < 0)
+      fail(origin, std::string("'") + key + "' is " + v.dump() +
+                       ", outside 0.." + std::to_string(INT64_MAX));
+    return v.get<int64_t>();
+  };
   CheckpointState s;
-  try {
-    s.step = j.at("step").get<int64_t>();
-    s.seed = j.value("seed", uint64_t(0));
-    s.rngState = j.value("rng_state", std::vector<uint64_t>{});
-    s.dataPosition = j.value("data_position", int64_t(0));
-    s.specName = j.value("spec", "");
-    s.manifestHash = j.value("manifest_hash", "");
-    s.extra = j.value("extra", nlohmann::json::object());
-  } catch (const nlohmann::json::exception &e) {
-    fail(origin, std::string("malformed field: ") + e.what());
+  s.step = count("step");
+  s.dataPosition = count("data_position");
+  s.seed = field("seed", &nlohmann::json::is_number_unsigned,
+                 "a non-negative integer")
+               .get<uint64_t>();
+  for (const nlohmann::json &word :
+       field("rng_state", &nlohmann::json::is_array, "an array")) {
+    if (!word.is_number_unsigned())
+      fail(origin,
+           "'rng_state' holds " + word.dump() + ", not a non-negative integer");
+    s.rngState.push_back(word.get<uint64_t>());
   }
+  s.specName = field("spec", &nlohmann::json::is_string, "a string");
+  s.manifestHash =
+      field("manifest_hash", &nlohmann::json::is_string, "a string");
+  s.schedule = field("schedule", &nlohmann::json::is_object, "an object");
+  s.extra = field("extra", &nlohmann::json::is_object, "an object");
   return s;
 }
 
@@ -576,6 +636,30 @@ std::optional<std::string> latestCheckpoint(const std::string &runDir) {
   return found.back().second.string();
 }
 
+std::vector<std::string> incompleteCheckpoints(const std::string &runDir) {
+  auto complete = completeCheckpoints(runDir);
+  int64_t newest = complete.empty() ? -1 : complete.back().first;
+  std::vector<std::pair<int64_t, std::string>> found;
+  std::error_code ec;
+  for (fs::directory_iterator it(runDir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    int64_t step = stepOf(it->path().filename().string());
+    if (step <= newest || !it->is_directory(ec))
+      continue;
+    for (const char *f :
+         {"model.safetensors", "optimizer.safetensors", "state.json"})
+      if (!fs::is_regular_file(it->path() / f, ec)) {
+        found.emplace_back(step, it->path().string() + " (no " + f + ")");
+        break;
+      }
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (auto &[step, text] : found)
+    out.push_back(std::move(text));
+  return out;
+}
+
 std::vector<std::string> pruneCheckpoints(const std::string &runDir,
                                           size_t keep) {
   std::vector<std::string> removed;
@@ -615,8 +699,10 @@ std::vector<std::string> pruneCheckpoints(const std::string &runDir,
   return removed;
 }
 
-LoadedCheckpoint loadCheckpoint(const std::string &checkpointDir,
-                                const std::vector<TensorSpec> &expected) {
+LoadedCheckpoint
+loadCheckpoint(const std::string &checkpointDir,
+               const std::vector<TensorSpec> &expected,
+               const std::function<void(const CheckpointState &)> &checkState) {
   std::error_code ec;
   if (!fs::is_directory(checkpointDir, ec))
     fail(checkpointDir, "not a checkpoint directory");
@@ -624,18 +710,24 @@ LoadedCheckpoint loadCheckpoint(const std::string &checkpointDir,
   out.path = checkpointDir;
 
   std::string statePath = joinPath(checkpointDir, "state.json");
-  std::ifstream in(statePath);
-  if (!in)
-    fail(statePath, "cannot open: " + errnoText(errno));
-  std::stringstream text;
-  text << in.rdbuf();
   nlohmann::json state;
   try {
-    state = nlohmann::json::parse(text.str());
+    state = nlohmann::json::parse(
+        platform::readRegularFile(statePath, "", kMaxStateBytes));
   } catch (const nlohmann::json::exception &e) {
     fail(statePath, std::string("invalid JSON: ") + e.what());
   }
   out.state = stateFromJson(state, statePath);
+  fs::path dir = fs::path(checkpointDir).lexically_normal();
+  if (dir.filename().empty()) // "run/step_000006/"
+    dir = dir.parent_path();
+  int64_t dirStep = stepOf(dir.filename().string());
+  if (dirStep >= 0 && dirStep != out.state.step)
+    fail(statePath, "'step' is " + std::to_string(out.state.step) +
+                        ", but the checkpoint's directory is of step " +
+                        std::to_string(dirStep));
+  if (checkState)
+    checkState(out.state);
 
   std::string modelPath = joinPath(checkpointDir, "model.safetensors");
   out.model = readSafetensorsImpl(modelPath, [&](const SafetensorsFile &f) {
@@ -666,6 +758,14 @@ LoadedCheckpoint loadCheckpoint(const std::string &checkpointDir,
   });
   out.optimizer =
       readSafetensors(joinPath(checkpointDir, "optimizer.safetensors"));
+  for (auto [file, path] :
+       {std::pair{&out.model, modelPath},
+        std::pair{&out.optimizer,
+                  joinPath(checkpointDir, "optimizer.safetensors")}})
+    if (!file->checksummed)
+      fail(path, std::string("has no tensor checksums ('") + kChecksumsKey +
+                     "' in its __metadata__), so its data cannot be "
+                     "trusted; lap writes them into every checkpoint");
   return out;
 }
 

@@ -15,7 +15,10 @@
 // A checkpoint is built in `run/.step_000200.tmp-<pid>`, every file and the
 // directory are fsynced, and only then is it renamed into place, so a crash
 // or a full disk never leaves a half-written `step_*` directory behind.
-// Every failure is a std::runtime_error naming the file or directory.
+// Every tensor's XXH3 checksum rides in its file's `__metadata__`
+// ("lap.xxh3") and is verified on load, so a flipped byte is an error, not a
+// silently different model. Every failure is a std::runtime_error naming the
+// file or directory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,38 +76,56 @@ struct Tensor {
   int64_t elements() const;
 };
 
+/// The `__metadata__` key of the tensors' checksums: a JSON object, as a
+/// string, of tensor name to its data's XXH3-64 in hex.
+inline constexpr const char *kChecksumsKey = "lap.xxh3";
+
 /// The contents of a safetensors file.
 struct SafetensorsFile {
   std::vector<std::string> order; ///< Tensor names in file order.
   std::map<std::string, Tensor> tensors;
+  /// The header's `__metadata__`, without kChecksumsKey.
   std::map<std::string, std::string> metadata;
+  /// Whether the file carried checksums (all of which matched: a mismatch
+  /// is an error).
+  bool checksummed = false;
 };
 
-/// Writes `tensors`, in the order given, and `metadata` (the header's
-/// "__metadata__", omitted when empty) to `path`, and fsyncs the file.
+/// Writes `tensors`, in the order given, `metadata` and the tensors'
+/// checksums (the header's "__metadata__") to `path`, and fsyncs the file.
 void writeSafetensors(const std::string &path,
                       const std::vector<TensorRef> &tensors,
                       const std::map<std::string, std::string> &metadata = {});
 
 /// Reads and validates a safetensors file: its size, the header length, the
 /// JSON, every dtype, shape and offset range (in bounds, contiguous, no
-/// overlaps, matching the shape, covering the data section exactly).
+/// overlaps, matching the shape, covering the data section exactly), and
+/// every tensor against its checksum when the file has them.
 SafetensorsFile readSafetensors(const std::string &path);
+
+/// The version of state.json this lap writes and reads.
+inline constexpr int kCheckpointVersion = 2;
 
 /// The training state beside the tensors, stored as state.json.
 struct CheckpointState {
   int64_t step = 0;
   uint64_t seed = 0;
   std::vector<uint64_t> rngState; ///< The generator's words, if it has any.
-  int64_t dataPosition = 0;       ///< Tokens or samples consumed so far.
+  int64_t dataPosition = 0;       ///< Windows or samples consumed so far.
   std::string specName;
-  std::string manifestHash; ///< Identifies the model.so the run trains.
+  /// The manifest's model_hash: the architecture and head kinds the
+  /// parameters belong to.
+  std::string manifestHash;
+  /// What fixes the run's trajectory (steps, batch, learning rates, their
+  /// schedule), to refuse resuming it under another one.
+  nlohmann::json schedule = nlohmann::json::object();
   nlohmann::json extra = nlohmann::json::object(); ///< Anything else.
 };
 
 nlohmann::json toJson(const CheckpointState &state);
-/// Throws std::runtime_error naming `origin` if a field is missing or has
-/// the wrong type.
+/// Throws std::runtime_error naming `origin` and the field if a field is
+/// missing, has the wrong type or an impossible value (a negative step or
+/// data position), or the version is not kCheckpointVersion.
 CheckpointState stateFromJson(const nlohmann::json &json,
                               const std::string &origin);
 
@@ -132,6 +153,11 @@ std::string saveCheckpoint(const std::string &runDir,
 /// all three files present), or none.
 std::optional<std::string> latestCheckpoint(const std::string &runDir);
 
+/// `step_*` directories under `runDir` newer than its latest complete
+/// checkpoint that lack a file, each as "DIR (no FILE)": what a resume
+/// skips, to be announced.
+std::vector<std::string> incompleteCheckpoints(const std::string &runDir);
+
 /// Removes all but the newest `keep` complete checkpoints, and temporary
 /// directories of writers that are no longer running. Returns the removed
 /// paths.
@@ -155,9 +181,13 @@ struct LoadedCheckpoint {
 /// Loads the checkpoint directory `checkpointDir` (a `step_*` directory).
 /// Refuses, without touching any file, a checkpoint whose model tensors
 /// differ from `expected` in names, shapes or dtype (F32), naming the file,
-/// the first mismatching tensor and both shapes, and any corrupt file.
-LoadedCheckpoint loadCheckpoint(const std::string &checkpointDir,
-                                const std::vector<TensorSpec> &expected);
+/// the first mismatching tensor and both shapes; a state.json whose step is
+/// not the directory's; a tensor file without checksums; and any corrupt
+/// file. `checkState`, when given, sees the validated state before any
+/// tensor is read and may refuse it by throwing.
+LoadedCheckpoint loadCheckpoint(
+    const std::string &checkpointDir, const std::vector<TensorSpec> &expected,
+    const std::function<void(const CheckpointState &)> &checkState = {});
 
 /// Consulted before every write to a checkpoint file with the file's path;
 /// a non-zero return is taken as that errno (e.g. ENOSPC), so tests can

@@ -42,6 +42,8 @@ struct OptimizerConfig {
   double lr = 1e-3; ///< AdamW's lr; Muon's (matrix) lr under muon
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   double weightDecay = 0;
+  /// The cosine schedule's final weight decay (DINO); < 0: constant.
+  double weightDecayEnd = -1;
   /// Groups without weight decay: bias, norm, layer_scale, embedding,
   /// positions, tokens, head (see matchesParameterGroup); any other string
   /// matches names containing it.

@@ -3,28 +3,73 @@
 #include "runtime/train/Progress.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <stdexcept>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 using namespace lap::train;
+
+namespace {
+
+[[noreturn]] void failed(const std::string &path, const char *what) {
+  throw std::runtime_error(path + ": " + what + ": " + std::strerror(errno));
+}
+
+/// The length of the part of a metrics file to keep: its complete records
+/// up to the first one of a step after `step` (records are in step order).
+off_t keptLength(const std::string &text, int64_t step) {
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos)
+      break; // a record cut short
+    auto record =
+        nlohmann::json::parse(text.substr(begin, end - begin), nullptr, false);
+    if (record.is_discarded() || !record.contains("step") ||
+        !record["step"].is_number_integer() || record["step"] > step)
+      break;
+    begin = end + 1;
+  }
+  return off_t(begin);
+}
+
+} // namespace
 
 Progress::Progress(int64_t total, int64_t startStep,
                    const std::string &metricsPath, std::string unit,
                    std::FILE *stream)
-    : total(total), start(startStep), unit(std::move(unit)), out(stream),
-      terminal(isatty(fileno(stream)) != 0),
+    : total(total), unit(std::move(unit)), out(stream),
+      terminal(isatty(fileno(stream)) != 0), metricsPath(metricsPath),
       began(std::chrono::steady_clock::now()) {
-  if (!metricsPath.empty()) {
-    metrics.open(metricsPath, std::ios::app);
-    if (!metrics)
-      throw std::runtime_error(metricsPath + ": cannot open for writing");
-  }
+  if (metricsPath.empty())
+    return;
+  metrics = ::open(metricsPath.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC,
+                   0644);
+  if (metrics < 0)
+    failed(metricsPath, "cannot open for writing");
+  struct stat info;
+  if (::fstat(metrics, &info) != 0)
+    failed(metricsPath, "cannot stat");
+  if (!S_ISREG(info.st_mode)) // a pipe or a device: nothing to cut back
+    return;
+  std::string text(size_t(info.st_size), '\0');
+  if (::pread(metrics, text.data(), text.size(), 0) != ssize_t(text.size()))
+    failed(metricsPath, "cannot read");
+  if (off_t keep = keptLength(text, startStep);
+      keep != info.st_size && ::ftruncate(metrics, keep) != 0)
+    failed(metricsPath, "cannot truncate");
 }
 
 Progress::~Progress() {
   if (lineOpen)
     std::fputc('\n', out);
+  if (metrics >= 0)
+    ::close(metrics);
 }
 
 double Progress::unitsPerSecond() const {
@@ -46,9 +91,19 @@ std::string Progress::eta(int64_t step) const {
 }
 
 void Progress::record(nlohmann::json entry) {
-  if (metrics.is_open()) {
-    metrics << entry.dump() << '\n';
-    metrics.flush();
+  if (metrics < 0)
+    return;
+  std::string line = entry.dump() + "\n";
+  for (size_t done = 0; done < line.size();) {
+    ssize_t n = ::write(metrics, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      if (n == 0)
+        errno = EIO;
+      failed(metricsPath, "cannot write a record");
+    }
+    done += size_t(n);
   }
 }
 

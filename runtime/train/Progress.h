@@ -3,7 +3,9 @@
 // On a terminal, one progress line rewritten in place (step, loss, learning
 // rate, tokens/s, ETA); otherwise plain lines at the log cadence, so logs
 // stay readable. Every logged step and evaluation also goes to a JSONL file
-// (one JSON object per line) for plotting and comparison.
+// (one JSON object per line) for plotting and comparison: a log to trust, so
+// a failed write is an error, and a run resumed at step S first cuts the
+// records after S (and a line a kill cut short) so each step appears once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,14 +17,14 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <string>
 
 namespace lap::train {
 
 class Progress {
 public:
-  /// `total` steps; `metricsPath` empty for no JSONL file; `unit` names
+  /// `total` steps, starting after `startStep`; `metricsPath` empty for no
+  /// JSONL file, else its records after startStep are removed; `unit` names
   /// what advance() counts ("tok", "img"); `stream` is where lines go (a
   /// terminal gets an in-place line).
   Progress(int64_t total, int64_t startStep, const std::string &metricsPath,
@@ -44,12 +46,14 @@ private:
   void record(nlohmann::json entry);
   std::string eta(int64_t step) const;
 
-  int64_t total, start;
+  int64_t total;
   std::string unit;
   std::FILE *out;
   bool terminal;
   bool lineOpen = false;
-  std::ofstream metrics;
+  std::string metricsPath;
+  int metrics = -1; ///< the JSONL file, appended to
+
   std::chrono::steady_clock::time_point began;
   int64_t unitsDone = 0, stepsDone = 0;
 };

@@ -44,4 +44,12 @@ double cosineValue(int64_t step, int64_t totalSteps, double start, double end) {
   return end + (start - end) * 0.5 * (1 + std::cos(M_PI * progress));
 }
 
+double weightDecayMultiplier(int64_t step, int64_t totalSteps,
+                             double weightDecay, double weightDecayEnd) {
+  if (weightDecayEnd < 0 || weightDecay <= 0)
+    return 1;
+  return cosineValue(step, totalSteps, weightDecay, weightDecayEnd) /
+         weightDecay;
+}
+
 } // namespace lap::train

@@ -49,6 +49,13 @@ double muonMomentum(int64_t step, double start, double end,
 /// weight_decay_end and teacher-momentum schedules).
 double cosineValue(int64_t step, int64_t totalSteps, double start, double end);
 
+/// The factor on `weightDecay` at `step` of `totalSteps` for the spec's
+/// weight_decay_end: the cosine from weightDecay to weightDecayEnd, as a
+/// fraction of weightDecay; 1 when weightDecayEnd < 0 (constant decay) or
+/// weightDecay is 0 (the spec refuses a schedule from 0).
+double weightDecayMultiplier(int64_t step, int64_t totalSteps,
+                             double weightDecay, double weightDecayEnd);
+
 } // namespace lap::train
 
 #endif // LAP_RUNTIME_TRAIN_SCHEDULE_H

@@ -36,23 +36,30 @@ std::vector<TensorInfo> lap::train::tensorsOf(const LoadedModel &model) {
   return tensors;
 }
 
+double lap::train::lrScale(const dsl::Spec &spec) {
+  int64_t reference = spec.train.optimizer.lrReferenceBatch;
+  return reference > 0 ? double(spec.train.batchSize) / double(reference) : 1;
+}
+
 OptimizerConfig lap::train::optimizerConfig(const dsl::Spec &spec) {
   const dsl::OptimizerSpec &o = spec.train.optimizer;
   OptimizerConfig c;
   c.kind = o.type == dsl::OptimizerType::Muon ? OptimizerKind::Muon
                                               : OptimizerKind::AdamW;
-  c.lr = o.lr;
+  double scale = lrScale(spec);
+  c.lr = o.lr * scale;
   c.beta1 = o.beta1;
   c.beta2 = o.beta2;
   c.eps = o.eps;
   c.weightDecay = o.weightDecay;
+  c.weightDecayEnd = o.weightDecayEnd;
   c.noDecay = o.noDecay;
   c.momentum = o.momentum;
   c.nesterov = o.nesterov;
   c.nsSteps = o.nsSteps;
-  c.embeddingLr = o.embeddingLr;
-  c.unembeddingLr = o.unembeddingLr;
-  c.scalarLr = o.scalarLr;
+  c.embeddingLr = o.embeddingLr * scale;
+  c.unembeddingLr = o.unembeddingLr * scale;
+  c.scalarLr = o.scalarLr * scale;
   c.scaleLrByWidth = o.scaleLrByWidth;
   c.width = spec.model.width;
   return c;
@@ -62,8 +69,10 @@ ScheduleConfig lap::train::scheduleConfig(const dsl::Spec &spec) {
   const dsl::ScheduleSpec &s = spec.train.schedule;
   ScheduleConfig c;
   c.warmupSteps = s.warmupSteps;
-  // The spec gives learning rates; the schedule works in multipliers.
-  double peak = spec.train.optimizer.lr;
+  // The spec gives learning rates; the schedule works in multipliers of the
+  // peak, which lr_reference_batch scales (warmup_lr and min_lr stay
+  // absolute, as DINO's min_lr).
+  double peak = spec.train.optimizer.lr * lrScale(spec);
   c.warmupLr = peak > 0 ? s.warmupLr / peak : 0;
   c.minLr = peak > 0 ? s.minLr / peak : 0;
   c.decay = s.decay == dsl::Decay::Cosine   ? DecayKind::Cosine

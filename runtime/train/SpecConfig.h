@@ -28,6 +28,11 @@ int64_t sequenceLength(const dsl::Spec &spec);
 /// The parameter table as the optimizer sees it.
 std::vector<TensorInfo> tensorsOf(const LoadedModel &model);
 
+/// The factor lr_reference_batch puts on every learning rate: batch_size /
+/// lr_reference_batch (DINO's and DeiT's linear scaling rule), 1 when off.
+double lrScale(const dsl::Spec &spec);
+
+/// The spec's optimizer with its learning rates scaled by lrScale.
 OptimizerConfig optimizerConfig(const dsl::Spec &spec);
 ScheduleConfig scheduleConfig(const dsl::Spec &spec);
 

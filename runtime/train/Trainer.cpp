@@ -51,14 +51,20 @@ private:
   struct sigaction previous[kCount];
 };
 
+std::string modelHashOf(const LoadedModel &model) {
+  return model.manifest().value("model_hash", "");
+}
+
 void save(const std::string &dir, int64_t step, const LoadedModel &model,
-          const AlignedBuffer &params, Optimizer &optimizer, uint64_t seed,
-          uint64_t position, int keep, Progress &progress) {
+          const AlignedBuffer &params, Optimizer &optimizer,
+          const TrainerConfig &config, uint64_t position, Progress &progress) {
   CheckpointData data;
   data.state.step = step;
-  data.state.seed = seed;
-  data.state.dataPosition = position;
+  data.state.seed = config.seed;
+  data.state.dataPosition = int64_t(position);
   data.state.specName = model.manifest()["name"];
+  data.state.manifestHash = modelHashOf(model);
+  data.state.schedule = scheduleOf(config);
   const float *p = static_cast<const float *>(params.data);
   for (const ParameterInfo &t : model.parameters())
     data.parameters.push_back(TensorRef(t.name, t.shape, p + t.offset));
@@ -67,19 +73,81 @@ void save(const std::string &dir, int64_t step, const LoadedModel &model,
     data.optimizer.push_back(
         TensorRef(name, {int64_t(values->size())}, values->data()));
   std::string path = saveCheckpoint(dir, data);
-  pruneCheckpoints(dir, keep);
+  pruneCheckpoints(dir, size_t(config.keep));
   progress.note("checkpoint " + path);
+}
+
+/// "steps 6 -> 12, lr 0.001 -> 0.002": the settings two schedules differ in.
+std::string differences(const nlohmann::json &was, const nlohmann::json &is) {
+  std::string text;
+  for (auto &[key, value] : is.items()) {
+    nlohmann::json before = was.contains(key) ? was[key] : nlohmann::json();
+    if (before != value)
+      text += (text.empty() ? "" : ", ") + key + " " + before.dump() + " -> " +
+              value.dump();
+  }
+  return text;
 }
 
 } // namespace
 
+nlohmann::json lap::train::scheduleOf(const TrainerConfig &c) {
+  const char *decay = c.schedule.decay == DecayKind::Cosine   ? "cosine"
+                      : c.schedule.decay == DecayKind::Linear ? "linear"
+                                                              : "constant";
+  return {{"steps", c.steps},
+          {"micro_batch", c.microBatch},
+          {"accumulation", c.accumulation},
+          {"lr", c.optimizer.lr},
+          {"warmup_steps", c.schedule.warmupSteps},
+          {"warmup_lr", c.schedule.warmupLr},
+          {"decay", decay},
+          {"decay_fraction", c.schedule.decayFraction},
+          {"min_lr", c.schedule.minLr},
+          {"weight_decay", c.optimizer.weightDecay},
+          {"weight_decay_end", c.optimizer.weightDecayEnd}};
+}
+
+std::string
+lap::train::resumePoint(const TrainerConfig &config,
+                        const std::function<void(const std::string &)> &note) {
+  std::string checkpoints = config.runDir + "/checkpoints";
+  std::optional<std::string> latest = latestCheckpoint(checkpoints);
+  if (config.resume == ResumeMode::Fresh) {
+    if (latest)
+      throw std::runtime_error(
+          config.runDir + " already holds a run (newest checkpoint " + *latest +
+          "); --resume continues it, or give a new --run-dir");
+    return "";
+  }
+  for (const std::string &skipped : incompleteCheckpoints(checkpoints))
+    note("skipping the incomplete checkpoint " + skipped);
+  if (!latest && config.resume == ResumeMode::Resume)
+    throw std::runtime_error(checkpoints +
+                             ": no checkpoint to resume from (--resume-if-any "
+                             "starts fresh when there is none)");
+  return latest.value_or("");
+}
+
 LoadedCheckpoint lap::train::restoreParameters(const LoadedModel &model,
                                                const std::string &dir,
-                                               float *params) {
+                                               float *params, bool otherModel) {
   std::vector<TensorSpec> expected;
   for (const ParameterInfo &t : model.parameters())
     expected.push_back({t.name, t.shape});
-  LoadedCheckpoint checkpoint = loadCheckpoint(dir, expected);
+  auto checkModel = [&](const CheckpointState &state) {
+    std::string mine = modelHashOf(model);
+    if (otherModel || state.manifestHash == mine)
+      return;
+    throw std::runtime_error(
+        dir + "/state.json: the checkpoint is of another model ('" +
+        state.specName + "', model_hash " + state.manifestHash + "); " +
+        model.path() + " is '" + model.manifest()["name"].get<std::string>() +
+        "' (model_hash " + mine +
+        "): their architectures or head kinds differ. lapc-run train "
+        "--resume-from-other-model starts from it anyway (fine-tuning)");
+  };
+  LoadedCheckpoint checkpoint = loadCheckpoint(dir, expected, checkModel);
   for (const ParameterInfo &t : model.parameters())
     std::memcpy(params + t.offset,
                 checkpoint.model.tensors.at(t.name).f32.data(),
@@ -101,29 +169,52 @@ std::string lap::train::checkpointOf(const std::string &runDir,
 
 TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
                               AlignedBuffer &workspace,
-                              const TrainerConfig &config, Regime &regime) {
+                              const TrainerConfig &config, Regime &regime,
+                              const std::string &resumeFrom) {
   std::vector<TensorInfo> tensors = tensorsOf(model);
   Optimizer optimizer(tensors, config.optimizer);
   std::string checkpoints = config.runDir + "/checkpoints";
   float *p = params.as<float>();
 
   int64_t start = 0;
-  if (config.resume) {
-    if (auto latest = latestCheckpoint(checkpoints)) {
-      LoadedCheckpoint ckpt = restoreParameters(model, *latest, p);
-      for (auto &[name, values] : optimizer.state()) {
-        auto it = ckpt.optimizer.tensors.find(name);
-        if (it == ckpt.optimizer.tensors.end() ||
-            it->second.f32.size() != values->size())
-          throw std::runtime_error(
-              *latest + "/optimizer.safetensors: no state '" + name + "' of " +
-              std::to_string(values->size()) + " values");
-        *values = it->second.f32;
-      }
-      start = ckpt.state.step;
-      optimizer.setStepCount(start);
-      regime.seek(ckpt.state.dataPosition);
+  if (!resumeFrom.empty()) {
+    LoadedCheckpoint ckpt =
+        restoreParameters(model, resumeFrom, p, config.resumeFromOtherModel);
+    std::string state = resumeFrom + "/state.json";
+    start = ckpt.state.step;
+    if (std::string changed =
+            differences(ckpt.state.schedule, scheduleOf(config));
+        !changed.empty() && !config.allowScheduleChange)
+      throw std::runtime_error(
+          state + ": the run was trained with another schedule (" + changed +
+          "); --allow-schedule-change resumes under the new one");
+    if (start > config.steps)
+      throw std::runtime_error(fmt::format(
+          "{}: the checkpoint is of step {}, beyond the run's {} steps", state,
+          start, config.steps));
+    int64_t position = start * config.accumulation * config.microBatch;
+    if (!config.allowScheduleChange && ckpt.state.dataPosition != position)
+      throw std::runtime_error(fmt::format(
+          "{}: data_position is {}, but {} steps of {} x {} take {}", state,
+          ckpt.state.dataPosition, start, config.accumulation,
+          config.microBatch, position));
+    for (auto &[name, values] : optimizer.state()) {
+      auto it = ckpt.optimizer.tensors.find(name);
+      if (it == ckpt.optimizer.tensors.end() ||
+          it->second.f32.size() != values->size())
+        throw std::runtime_error(
+            resumeFrom + "/optimizer.safetensors: no state '" + name + "' of " +
+            std::to_string(values->size()) + " values");
+      *values = it->second.f32;
     }
+    optimizer.setStepCount(start);
+    regime.seek(uint64_t(ckpt.state.dataPosition));
+  }
+  TrainResult result;
+  if (start == config.steps) {
+    result.steps = start;
+    result.alreadyFinished = true;
+    return result;
   }
 
   AlignedBuffer grads(size_t(model.parameterElements()) * 4);
@@ -132,10 +223,11 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
                     config.unit);
 
   SignalHandlers handlers;
-  TrainResult result;
   auto began = std::chrono::steady_clock::now();
+  int64_t end =
+      config.stopAt > 0 ? std::min(config.stopAt, config.steps) : config.steps;
   int64_t step = start;
-  for (; step < config.steps; ++step) {
+  for (; step < end; ++step) {
     float *acc = accumulated.as<float>();
     std::memset(acc, 0, accumulated.bytes);
     double loss = 0;
@@ -170,7 +262,10 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
         clipGradients(acc, tensors, config.gradClip); // 0: measure only
     double multiplier =
         learningRateMultiplier(step, config.steps, config.schedule);
-    optimizer.step(p, acc, multiplier);
+    optimizer.step(p, acc, multiplier,
+                   weightDecayMultiplier(step, config.steps,
+                                         config.optimizer.weightDecay,
+                                         config.optimizer.weightDecayEnd));
     result.lastLoss = loss;
     progress.advance(units);
     if ((step + 1) % config.logEvery == 0 || step + 1 == config.steps ||
@@ -185,9 +280,14 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
         config.checkpointEvery > 0 && (step + 1) % config.checkpointEvery == 0;
     int stop = stopSignal;
     bool asked = checkpointRequested;
-    if (checkpoint || last || stop || asked)
-      save(checkpoints, step + 1, model, params, optimizer, config.seed,
-           regime.position(), int(config.keep), progress);
+    bool stopsHere = step + 1 == end && !last;
+    if (checkpoint || last || stop || asked || stopsHere)
+      save(checkpoints, step + 1, model, params, optimizer, config,
+           regime.position(), progress);
+    if (stopsHere && !stop)
+      progress.note(fmt::format("stopped after step {} of {} (--stop-at); "
+                                "--resume continues the run",
+                                step + 1, config.steps));
     if (asked && !stop) {
       checkpointRequested = 0;
       progress.note(fmt::format(

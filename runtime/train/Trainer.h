@@ -6,6 +6,12 @@
 // checkpoint when a signal ends the run (SIGINT, SIGTERM, SIGHUP) or asks
 // for one (SIGUSR1). The regime supplies batches and evaluation.
 //
+// A resume proves it continues the same run: the checkpoint's model_hash is
+// the model's (unless resuming from another model on purpose), its schedule
+// (steps, batch, learning rates) is the run's (unless changed on purpose),
+// its data position is its step's; metrics.jsonl is cut back to the
+// checkpoint's step so every step appears once.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef LAP_RUNTIME_TRAIN_TRAINER_H
@@ -23,8 +29,17 @@
 
 namespace lap::train {
 
+/// How a run treats the checkpoints already in its run directory.
+enum class ResumeMode {
+  Fresh,  ///< none may exist: a new run never overwrites one
+  Resume, ///< continue from the newest; there must be one
+  IfAny,  ///< continue from the newest if there is one, else start fresh
+};
+
 struct TrainerConfig {
   int64_t steps = 0;
+  int64_t stopAt = 0;       ///< end the run early after this step; 0: steps
+  int64_t microBatch = 0;   ///< sequences or images per micro-batch
   int64_t accumulation = 1; ///< micro-batches per optimizer step
   uint64_t seed = 0;
   double gradClip = 0; ///< max global norm; 0 = off
@@ -32,7 +47,9 @@ struct TrainerConfig {
   std::string runDir; ///< checkpoints/, metrics.jsonl
   std::string unit =
       "tok"; ///< what the regime's batches count, for the progress line
-  bool resume = false;
+  ResumeMode resume = ResumeMode::Fresh;
+  bool resumeFromOtherModel = false; ///< fine-tuning: skip the model_hash check
+  bool allowScheduleChange = false;  ///< resume under another schedule
   OptimizerConfig optimizer;
   ScheduleConfig schedule;
 };
@@ -56,24 +73,38 @@ struct TrainResult {
   nlohmann::json lastEval;
   /// The signal (SIGINT, SIGTERM, SIGHUP) that stopped the run, or 0.
   int stopSignal = 0;
+  /// The newest checkpoint is of the last step: nothing was trained.
+  bool alreadyFinished = false;
 };
 
-/// Loads the checkpoint directory `dir`, refusing one of another model, and
+/// The checkpoint directory a run of `config` resumes from, or "" when it
+/// starts fresh; `note` hears of skipped incomplete checkpoints. Throws when
+/// the mode and the run directory disagree (a fresh run over checkpoints,
+/// a resume without any), so that nothing is overwritten.
+std::string resumePoint(const TrainerConfig &config,
+                        const std::function<void(const std::string &)> &note);
+
+/// What fixes a run's trajectory, as recorded in its checkpoints.
+nlohmann::json scheduleOf(const TrainerConfig &config);
+
+/// Loads the checkpoint directory `dir`, refusing one of another model
+/// (another model_hash, unless `otherModel`; other tensors always), and
 /// copies its parameters into `params`; returns it (state, optimizer).
 LoadedCheckpoint restoreParameters(const LoadedModel &model,
-                                   const std::string &dir, float *params);
+                                   const std::string &dir, float *params,
+                                   bool otherModel = false);
 
 /// `given` when not empty, else the newest checkpoint of `runDir`; throws
 /// naming RUNDIR/checkpoints when there is none.
 std::string checkpointOf(const std::string &runDir,
                          const std::string &given = "");
 
-/// Trains `model` (parameters in `params`, initialised or to be restored
-/// from `config.runDir`'s latest checkpoint when resuming; intermediates in
-/// `workspace`, of the manifest's workspace size).
+/// Trains `model` (parameters in `params`, initialised, or restored from
+/// `resumeFrom` when not empty; intermediates in `workspace`, of the
+/// manifest's workspace size).
 TrainResult train(const LoadedModel &model, AlignedBuffer &params,
                   AlignedBuffer &workspace, const TrainerConfig &config,
-                  Regime &regime);
+                  Regime &regime, const std::string &resumeFrom);
 
 } // namespace lap::train
 

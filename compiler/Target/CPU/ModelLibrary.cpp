@@ -2,6 +2,7 @@
 
 #include "compiler/Target/CPU/ModelLibrary.h"
 #include "runtime/platform/CpuFeatures.h"
+#include "runtime/platform/Hash.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -145,6 +146,14 @@ lap::translateToOptimizedLLVMIR(ModuleOp module, const std::string &manifest,
   new llvm::GlobalVariable(*llvmModule, text->getType(), /*isConstant=*/true,
                            llvm::GlobalValue::ExternalLinkage, text,
                            "lap_gen_manifest");
+  // The manifest's checksum, as code: an edit of the manifest's bytes in
+  // model.so no longer matches it (lap_model_manifest_error).
+  auto *i64 = llvm::Type::getInt64Ty(context);
+  new llvm::GlobalVariable(
+      *llvmModule, i64, /*isConstant=*/true, llvm::GlobalValue::ExternalLinkage,
+      llvm::ConstantInt::get(
+          i64, lap::platform::contentHash64(manifest.data(), manifest.size())),
+      "lap_gen_manifest_hash");
   // Generated loops vectorise with the target CPU's vectors.
   for (llvm::Function &f : *llvmModule) {
     if (f.isDeclaration())

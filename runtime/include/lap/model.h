@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 /* Bumped on any change to the functions, structs or manifest keys below. */
-#define LAP_MODEL_ABI_VERSION 3u
+#define LAP_MODEL_ABI_VERSION 4u
 
 typedef enum lap_status {
   LAP_OK = 0,
@@ -55,6 +55,11 @@ uint32_t lap_model_abi_version(void);
  * limits, memory plan, target: the CPU the generated code was compiled for
  * and the CPU features it and the kernels need). */
 const char *lap_model_manifest(void);
+
+/* NULL when the manifest is the one the library's code was compiled with
+ * (its XXH3 checksum, compiled into the code, matches); otherwise why not.
+ * A library whose manifest was edited or damaged refuses every call. */
+const char *lap_model_manifest_error(void);
 
 /* A description of the last error on this thread; never null. */
 const char *lap_model_last_error(void);

@@ -24,8 +24,10 @@ struct TrainOptions {
   std::string model, runDir;
   int64_t steps = 0, evalEvery = 0, checkpointEvery = 0,
           logEvery = 0; ///< 0: the spec's
+  int64_t stopAt = 0;   ///< 0: run all steps
   uint64_t seed = 0;    ///< 0: the spec's
-  bool resume = false;
+  bool resume = false, resumeIfAny = false;
+  bool resumeFromOtherModel = false, allowScheduleChange = false;
 };
 /// `lapc-run train MODEL`: the training loop with the spec's train settings.
 int trainModel(const TrainOptions &options);

@@ -95,7 +95,13 @@ int lap::cli::trainModel(const TrainOptions &options) {
       std::max<int64_t>(1, options.logEvery ? options.logEvery : t.logEvery);
   config.keep = t.checkpoint.keep;
   config.runDir = options.runDir.empty() ? t.checkpoint.dir : options.runDir;
-  config.resume = options.resume;
+  config.microBatch = micro;
+  config.stopAt = options.stopAt;
+  config.resume = options.resumeIfAny ? train::ResumeMode::IfAny
+                  : options.resume    ? train::ResumeMode::Resume
+                                      : train::ResumeMode::Fresh;
+  config.resumeFromOtherModel = options.resumeFromOtherModel;
+  config.allowScheduleChange = options.allowScheduleChange;
   config.optimizer = train::optimizerConfig(spec);
   config.schedule = train::scheduleConfig(spec);
   std::error_code error;
@@ -105,6 +111,8 @@ int lap::cli::trainModel(const TrainOptions &options) {
         config.runDir +
         ": cannot create the run directory: " + error.message());
   train::RunLock lock(config.runDir);
+  std::string resumeFrom = train::resumePoint(
+      config, [](const std::string &text) { fmt::print("{}\n", text); });
 
   AlignedBuffer params(size_t(model.parameterElements()) * 4);
   if (model.initParams(params.as<float>(), config.seed) != LAP_OK)
@@ -154,7 +162,13 @@ int lap::cli::trainModel(const TrainOptions &options) {
              lmRegime ? fmt::format("x {} tokens", seq) : std::string("images"),
              config.accumulation, config.runDir);
   train::TrainResult result =
-      train::train(model, params, workspace, config, regime);
+      train::train(model, params, workspace, config, regime, resumeFrom);
+  if (result.alreadyFinished) {
+    fmt::print("{}: the run finished at step {} of {}; nothing to train "
+               "({}/summary.json kept)\n",
+               resumeFrom, result.steps, config.steps, config.runDir);
+    return 0;
+  }
   nlohmann::json final = nlohmann::json::object();
   if (!result.lastEval.empty())
     final = result.lastEval;

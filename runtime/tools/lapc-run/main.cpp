@@ -61,18 +61,42 @@ int main(int argc, char **argv) {
   trainCmd->add_option(
       "--run-dir", train.runDir,
       "Checkpoints, metrics and data (default: the spec's checkpoint dir)");
-  trainCmd->add_option("--steps", train.steps,
-                       "Optimizer steps (default: the spec's)");
-  trainCmd->add_option("--eval-every", train.evalEvery,
-                       "Evaluate every N steps");
-  trainCmd->add_option("--checkpoint-every", train.checkpointEvery,
-                       "Write a checkpoint every N steps (and at the end)");
-  trainCmd->add_option("--log-every", train.logEvery,
-                       "Show and record every N steps");
-  trainCmd->add_option("--seed", train.seed, "Seed (default: the spec's)");
-  trainCmd->add_flag(
+  trainCmd
+      ->add_option("--steps", train.steps,
+                   "Optimizer steps (default: the spec's)")
+      ->check(atLeast(1));
+  trainCmd
+      ->add_option("--stop-at", train.stopAt,
+                   "Stop with a checkpoint after this step; the schedule "
+                   "still spans --steps, and --resume continues")
+      ->check(atLeast(1));
+  trainCmd
+      ->add_option("--eval-every", train.evalEvery, "Evaluate every N steps")
+      ->check(atLeast(1));
+  trainCmd
+      ->add_option("--checkpoint-every", train.checkpointEvery,
+                   "Write a checkpoint every N steps (and at the end)")
+      ->check(atLeast(1));
+  trainCmd
+      ->add_option("--log-every", train.logEvery,
+                   "Show and record every N steps")
+      ->check(atLeast(1));
+  trainCmd->add_option("--seed", train.seed, "Seed (default: the spec's)")
+      ->check(atLeast(1));
+  auto *resume = trainCmd->add_flag(
       "--resume", train.resume,
-      "Continue from the newest checkpoint in the run directory");
+      "Continue from the newest checkpoint in the run directory (there must "
+      "be one)");
+  auto *resumeIfAny = trainCmd->add_flag(
+      "--resume-if-any", train.resumeIfAny,
+      "Continue from the newest checkpoint if there is one, else start fresh");
+  resume->excludes(resumeIfAny);
+  trainCmd->add_flag("--resume-from-other-model", train.resumeFromOtherModel,
+                     "Resume from a checkpoint of another model (fine-tuning: "
+                     "the tensors must still match)");
+  trainCmd->add_flag("--allow-schedule-change", train.allowScheduleChange,
+                     "Resume under other steps, batch or learning rates than "
+                     "the checkpoint was trained with");
 
   lap::cli::EvalOptions eval;
   CLI::App *evalCmd = app.add_subcommand(
@@ -87,8 +111,10 @@ int main(int argc, char **argv) {
       ->required();
   evalCmd->add_option("--checkpoint", eval.checkpoint,
                       "A checkpoint directory (default: the run's newest)");
-  evalCmd->add_option("--batches", eval.batches,
-                      "Validation batches (default: all)");
+  evalCmd
+      ->add_option("--batches", eval.batches,
+                   "Validation batches (default: all)")
+      ->check(atLeast(1));
   evalCmd->add_option(
       "--mc", eval.multipleChoice,
       "ARC- or MMLU-style JSONL files of multiple-choice questions");

@@ -1,13 +1,15 @@
 //===- CheckpointTest.cpp - safetensors files and checkpoints -------------===//
 //
 // The byte format against a hand-written file, every kind of corruption the
-// reader must refuse, and the checkpoint directory's promises: atomic
-// writes that survive a full disk, pruning, and refusing a checkpoint of a
-// different model.
+// reader must refuse (a flipped data byte by its checksum), state.json's
+// validation, and the checkpoint directory's promises: atomic writes that
+// survive a full disk, pruning, announcing incomplete checkpoints, and
+// refusing a checkpoint of a different model.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/train/Checkpoint.h"
+#include "runtime/platform/Hash.h"
 #include "test/unit/TempDir.h"
 
 #include <gtest/gtest.h>
@@ -136,18 +138,49 @@ TEST_F(CheckpointTest, ByteLayoutMatchesTheSafetensorsFormat) {
   std::string file = path("tiny.safetensors");
   lap::writeSafetensors(file, {{"a", {2}, a.data()}, {"b", {1, 1}, b.data()}},
                         {{"format", "pt"}});
-  // 141 bytes of JSON padded with 3 spaces to 144 = 0x90.
+  std::string sums = R"({\"a\":\")" + lap::platform::contentHash(a.data(), 8) +
+                     R"(\",\"b\":\")" +
+                     lap::platform::contentHash(b.data(), 4) + R"(\"})";
+  // 210 bytes of JSON padded with 6 spaces to 216 = 0xd8.
   std::string expected =
-      std::string("\x90\0\0\0\0\0\0\0", 8) +
-      R"({"__metadata__":{"format":"pt"},)"
+      std::string("\xd8\0\0\0\0\0\0\0", 8) +
+      R"({"__metadata__":{"format":"pt","lap.xxh3":")" + sums +
+      R"("},)"
       R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
       R"("b":{"dtype":"F32","shape":[1,1],"data_offsets":[8,12]}})"
-      "   " +
+      "      " +
       std::string("\x00\x00\x80\x3f"  // 1.0f
                   "\x00\x00\x00\xc0"  // -2.0f
                   "\x00\x00\x00\x3f", // 0.5f
                   12);
   EXPECT_EQ(readBytes(file), expected);
+  EXPECT_TRUE(lap::readSafetensors(file).checksummed);
+}
+
+TEST_F(CheckpointTest, AFlippedDataByteFailsItsChecksum) {
+  std::vector<float> a = {1.0f, -2.0f, 3.0f};
+  std::string file = path("flip.safetensors");
+  lap::writeSafetensors(file, {{"a", {3}, a.data()}});
+  std::string bytes = readBytes(file);
+  bytes[bytes.size() - 5] ^= 0x01; // the second value's top byte: still finite
+  writeBytes(file, bytes);
+  std::string error = errorOf([&] { lap::readSafetensors(file); });
+  EXPECT_NE(error.find(file + ": tensor 'a' does not match its checksum"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("the file is corrupt"), std::string::npos) << error;
+}
+
+TEST_F(CheckpointTest, ATensorWithoutAChecksumIsRefused) {
+  std::string header =
+      R"({"__metadata__":{"lap.xxh3":"{}"},)"
+      R"("a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+  std::string file = path("nosum.safetensors");
+  writeBytes(file, rawFile(header, 4));
+  EXPECT_NE(errorOf([&] {
+              lap::readSafetensors(file);
+            }).find("tensor 'a' has no checksum in 'lap.xxh3'"),
+            std::string::npos);
 }
 
 TEST_F(CheckpointTest, RejectsEveryCorruption) {
@@ -392,6 +425,72 @@ TEST_F(CheckpointTest, RefusesACorruptCheckpointWithoutTouchingIt) {
   EXPECT_NE(msg.find(path("nothing")), std::string::npos) << msg;
 }
 
+TEST_F(CheckpointTest, StateJsonIsValidated) {
+  std::string saved = lap::saveCheckpoint(path("run"), smallCheckpoint(7));
+  std::string state = (fs::path(saved) / "state.json").string();
+  nlohmann::json good = nlohmann::json::parse(readBytes(state));
+  struct Case {
+    const char *key;
+    nlohmann::json value; // null: the key removed
+    const char *problem;
+  } cases[] = {
+      {"step", 600,
+       "'step' is 600, but the checkpoint's directory is of step 7"},
+      {"step", -7, "'step' is -7, outside 0.."},
+      {"step", "7", "'step' is not an integer"},
+      {"data_position", -1, "'data_position' is -1, outside 0.."},
+      {"seed", -3, "'seed' is not a non-negative integer"},
+      {"rng_state", {1, -2}, "'rng_state' holds -2"},
+      {"manifest_hash", nullptr, "'manifest_hash' is missing"},
+      {"schedule", 3, "'schedule' is not an object"},
+      {"version", 1, "version 1; this lap reads version 2 checkpoints"},
+      {"format", "other", "not a lap checkpoint state"},
+  };
+  for (const Case &c : cases) {
+    nlohmann::json bad = good;
+    if (c.value.is_null())
+      bad.erase(c.key);
+    else
+      bad[c.key] = c.value;
+    writeBytes(state, bad.dump());
+    std::string msg = errorOf([&] { lap::loadCheckpoint(saved, smallSpec); });
+    EXPECT_EQ(msg.find(state + ": "), 0u) << c.key << ": " << msg;
+    EXPECT_NE(msg.find(c.problem), std::string::npos) << c.key << ": " << msg;
+  }
+  writeBytes(state, good.dump());
+  EXPECT_EQ(lap::loadCheckpoint(saved, smallSpec).state.step, 7);
+}
+
+TEST_F(CheckpointTest, ACheckpointWithoutChecksumsIsRefused) {
+  std::string saved = lap::saveCheckpoint(path("run"), smallCheckpoint(3));
+  std::string model = (fs::path(saved) / "model.safetensors").string();
+  std::vector<float> w(6, 3.0f), b(3, 3.5f);
+  // The same tensors as a plain safetensors file (as another tool writes).
+  std::string header =
+      R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
+      R"("b":{"dtype":"F32","shape":[3],"data_offsets":[24,36]}})";
+  writeBytes(model,
+             le64(header.size()) + header +
+                 std::string(reinterpret_cast<const char *>(w.data()), 24) +
+                 std::string(reinterpret_cast<const char *>(b.data()), 12));
+  EXPECT_FALSE(lap::readSafetensors(model).checksummed);
+  std::string msg = errorOf([&] { lap::loadCheckpoint(saved, smallSpec); });
+  EXPECT_NE(msg.find(model + ": has no tensor checksums"), std::string::npos)
+      << msg;
+}
+
+TEST_F(CheckpointTest, IncompleteCheckpointsNewerThanTheLatestAreListed) {
+  std::string run = path("run");
+  lap::saveCheckpoint(run, smallCheckpoint(10));
+  std::string broken = lap::saveCheckpoint(run, smallCheckpoint(20));
+  fs::remove(fs::path(broken) / "state.json");
+  fs::create_directories(fs::path(run) / "step_000005"); // older: not listed
+  EXPECT_EQ(lap::latestCheckpoint(run),
+            (fs::path(run) / "step_000010").string());
+  EXPECT_EQ(lap::incompleteCheckpoints(run),
+            std::vector<std::string>{broken + " (no state.json)"});
+}
+
 TEST_F(CheckpointTest, PythonReadsTheFile) {
   if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "/usr/bin/python3 with torch is not available; the "
@@ -411,7 +510,9 @@ raw = open(sys.argv[1], 'rb').read()
 n = struct.unpack('<Q', raw[:8])[0]
 assert (8 + n) % 8 == 0, 'data section not aligned'
 header = json.loads(raw[8:8 + n])
-assert header.pop('__metadata__') == {'format': 'pt'}
+meta = header.pop('__metadata__')
+assert meta['format'] == 'pt', meta
+assert sorted(json.loads(meta['lap.xxh3'])) == ['bias', 'blocks.0.w'], meta
 assert list(header) == ['blocks.0.w', 'bias'], list(header)
 data = raw[8 + n:]
 expect = {'blocks.0.w': ([3, 2], [1.5, -2.0, 3.0, 0.0, 1e-8, -7.25]),

@@ -1,0 +1,156 @@
+//===- ManifestCheck.cpp - A model library's manifest, validated ----------===//
+
+#include "runtime/model/ManifestCheck.h"
+
+#include <cstdint>
+#include <stdexcept>
+
+namespace lap::model {
+
+namespace {
+
+// The compiler's own bounds (lapc --max-batch/--max-seq, the memory plan).
+constexpr int64_t kMaxLimit = int64_t(1) << 30;
+constexpr int64_t kMaxBytes = int64_t(1) << 48;
+
+struct Problem : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+const nlohmann::json &at(const nlohmann::json &object, const std::string &path,
+                         const char *key) {
+  std::string where = path.empty() ? key : path + "." + key;
+  if (!object.is_object() || !object.contains(key))
+    throw Problem(where + " is missing");
+  return object[key];
+}
+
+int64_t integer(const nlohmann::json &object, const std::string &path,
+                const char *key, int64_t least, int64_t most) {
+  const nlohmann::json &v = at(object, path, key);
+  std::string where = path.empty() ? key : path + "." + key;
+  if (!v.is_number_integer() ||
+      (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(most)) ||
+      v.get<int64_t>() < least || v.get<int64_t>() > most)
+    throw Problem(where + " is " + v.dump() + ", not an integer in " +
+                  std::to_string(least) + ".." + std::to_string(most));
+  return v.get<int64_t>();
+}
+
+void string(const nlohmann::json &object, const std::string &path,
+            const char *key) {
+  if (!at(object, path, key).is_string())
+    throw Problem((path.empty() ? key : path + "." + key) +
+                  std::string(" is not a string"));
+}
+
+void strings(const nlohmann::json &object, const std::string &path,
+             const char *key) {
+  const nlohmann::json &v = at(object, path, key);
+  bool ok = v.is_array();
+  for (const auto &e : v)
+    ok = ok && e.is_string();
+  if (!ok)
+    throw Problem(path + "." + key + " is not a list of strings");
+}
+
+const nlohmann::json &array(const nlohmann::json &object,
+                            const std::string &path, const char *key) {
+  const nlohmann::json &v = at(object, path, key);
+  if (!v.is_array())
+    throw Problem((path.empty() ? key : path + "." + key) +
+                  std::string(" is not a list"));
+  return v;
+}
+
+void checkParameters(const nlohmann::json &m) {
+  const nlohmann::json &p = at(m, "", "parameters");
+  int64_t total = integer(p, "parameters", "elements", 0, kMaxBytes / 4);
+  const nlohmann::json &tensors = array(p, "parameters", "tensors");
+  if (integer(p, "parameters", "count", 0, kMaxLimit) !=
+      int64_t(tensors.size()))
+    throw Problem("parameters.count is not the number of parameters.tensors");
+  int64_t next = 0; // the table is packed in order
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    std::string path = "parameters.tensors[" + std::to_string(i) + "]";
+    const nlohmann::json &t = tensors[i];
+    string(t, path, "name");
+    int64_t offset = integer(t, path, "offset", 0, total);
+    int64_t elements = integer(t, path, "elements", 0, total);
+    int64_t product = 1;
+    for (const auto &d : array(t, path, "shape")) {
+      if (!d.is_number_unsigned() ||
+          __builtin_mul_overflow(product, d.get<int64_t>(), &product))
+        throw Problem(path + ".shape is not a list of sizes");
+    }
+    if (product != elements)
+      throw Problem(path + ".elements is " + std::to_string(elements) +
+                    ", but its shape holds " + std::to_string(product));
+    if (offset < next || elements > total - offset)
+      throw Problem(path + " (offset " + std::to_string(offset) + ", " +
+                    std::to_string(elements) +
+                    " elements) overlaps another tensor or goes beyond "
+                    "parameters.elements " +
+                    std::to_string(total));
+    next = offset + elements;
+    const nlohmann::json &init = at(t, path, "init");
+    string(init, path + ".init", "kind");
+    if (!at(init, path + ".init", "value").is_number())
+      throw Problem(path + ".init.value is not a number");
+  }
+}
+
+void checkTensorList(const nlohmann::json &m, const char *key) {
+  for (const auto &t : array(m, "", key)) {
+    string(t, key, "name");
+    string(t, key, "dtype");
+    for (const auto &d : array(t, key, "shape"))
+      if (!d.is_number_integer() || d.get<int64_t>() < -1)
+        throw Problem(std::string(key) + " has a shape that is not of sizes");
+  }
+}
+
+} // namespace
+
+std::string manifestProblem(const nlohmann::json &m) {
+  try {
+    if (!m.is_object())
+      throw Problem("the manifest is not a JSON object");
+    string(m, "", "name");
+    string(m, "", "family");
+    string(m, "", "spec");
+    string(m, "", "model_hash");
+    const nlohmann::json &limits = at(m, "", "limits");
+    integer(limits, "limits", "batch", 1, kMaxLimit);
+    integer(limits, "limits", "seq", 1, kMaxLimit);
+    integer(limits, "limits", "vocab", 0, INT32_MAX);
+    const nlohmann::json &target = at(m, "", "target");
+    for (const char *key : {"device", "cpu", "kernel_cpu"})
+      string(target, "target", key);
+    strings(target, "target", "features");
+    strings(target, "target", "kernel_features");
+    checkParameters(m);
+    const nlohmann::json &memory = at(m, "", "memory");
+    int64_t workspace =
+        integer(memory, "memory", "workspace_bytes", 0, kMaxBytes);
+    for (const char *key :
+         {"forward_workspace_bytes", "train_step_workspace_bytes",
+          "features_workspace_bytes"})
+      if (integer(memory, "memory", key, 0, kMaxBytes) > workspace)
+        throw Problem(std::string("memory.") + key +
+                      " exceeds memory.workspace_bytes");
+    checkTensorList(m, "batch");
+    checkTensorList(m, "outputs");
+    const nlohmann::json &features = at(m, "", "features");
+    integer(features, "features", "layers", 0, kMaxLimit);
+    integer(features, "features", "width", 0, kMaxLimit);
+    if (const nlohmann::json &d = at(m, "", "decode"); !d.is_null())
+      for (const char *key : {"layers", "kv_heads", "head_dim", "capacity"})
+        integer(d, "decode", key, 1, kMaxLimit);
+  } catch (const Problem &p) {
+    return p.what();
+  }
+  return "";
+}
+
+} // namespace lap::model
