@@ -86,6 +86,8 @@ public:
     T parsed = value; // A value out of its range is never stored.
     if (!read(*node, parsed, p))
       invalid.insert(p);
+    else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+      checkIntegerRule(*node, p, int64_t(parsed), rule);
     else if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
       checkRule(*node, p, double(parsed), rule);
     if (invalid.count(p))
@@ -308,6 +310,17 @@ private:
     }
     if (rule.admits(v) && rule.admits(double(single)))
       return true;
+    return outOfRange(node, p, rule);
+  }
+
+  /// Checks an integer setting against `rule` in integer arithmetic (sizes
+  /// and counts are not rounded to float).
+  bool checkIntegerRule(const Node &node, const std::string &p, int64_t v,
+                        Rule rule) {
+    return rule.admitsInteger(v) || outOfRange(node, p, rule);
+  }
+
+  bool outOfRange(const Node &node, const std::string &p, Rule rule) {
     std::ostringstream text;
     text << inQuotes(p) << " must be ";
     if (rule.what)

@@ -42,6 +42,19 @@ struct Rule {
     return v >= min && v <= max && !(minExclusive && v == min) &&
            !(maxExclusive && v == max);
   }
+  /// The same for an integer, compared as an integer: the bounds are whole
+  /// numbers or infinite, and a double would round v first.
+  constexpr bool admitsInteger(int64_t v) const {
+    auto below = [](double bound, int64_t x) { // bound < x, exactly
+      return bound < -9.2e18 || (bound < 9.2e18 && int64_t(bound) < x);
+    };
+    auto equal = [](double bound, int64_t x) {
+      return bound > -9.2e18 && bound < 9.2e18 && int64_t(bound) == x;
+    };
+    bool aboveMin = below(min, v) || (!minExclusive && equal(min, v));
+    bool belowMax = !(below(max, v) || (maxExclusive && equal(max, v)));
+    return aboveMin && belowMax;
+  }
 };
 inline constexpr Rule any{};
 inline constexpr Rule positive{1, std::numeric_limits<double>::infinity(),

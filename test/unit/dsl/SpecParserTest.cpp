@@ -189,6 +189,45 @@ train:
   EXPECT_FALSE(diags.hasInternalError());
 }
 
+TEST(SpecParser, IntegersAreCheckedAsIntegers) {
+  // Rounded to float, 2147483646 would become 2^31 and fail the bound.
+  auto vocab = [](const std::string &value) {
+    std::string text = tinyGpt;
+    text.replace(text.find("vocab: 256"), 10, "vocab: " + value);
+    return text;
+  };
+  auto spec = parse(vocab("2147483646"));
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->model.vocab, 2147483646);
+  EXPECT_TRUE(parse(vocab("2147483647")));
+  std::vector<std::string> errors;
+  EXPECT_FALSE(parse(vocab("2147483648"), &errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0], "'model.vocab' must be between 1 and 2147483647; "
+                       "found 2147483648");
+}
+
+TEST(SpecParser, AWeightDecayScheduleNeedsAStart) {
+  std::string train = R"(train:
+  regime: lm
+  batch_size: 8
+  steps: 10
+  optimizer:
+    weight_decay_end: 0.4
+)";
+  std::vector<std::string> errors;
+  EXPECT_FALSE(parse(std::string(tinyGpt) + train, &errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("weight_decay_end schedules the weight decay from "
+                           "weight_decay, which is 0"),
+            std::string::npos)
+      << errors[0];
+  std::string withStart = train + "    weight_decay: 0.04\n";
+  auto spec = parse(std::string(tinyGpt) + withStart);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->train.optimizer.weightDecayEnd, 0.4);
+}
+
 TEST(SpecParser, OneMistakeGivesOneError) {
   std::vector<std::string> errors;
   // Unreadable heads must not also produce divisibility or placement errors.

@@ -474,6 +474,11 @@ TEST(Schedule, ConstantAndCosineValue) {
   EXPECT_NEAR(cosineValue(0, 10, 0.04, 0.4), 0.04, 1e-12);
   EXPECT_NEAR(cosineValue(5, 10, 0.04, 0.4), 0.22, 1e-12);
   EXPECT_NEAR(cosineValue(10, 10, 0.04, 0.4), 0.4, 1e-12);
+  // DINO's weight decay 0.04 -> 0.4, as a factor on weight_decay.
+  EXPECT_NEAR(weightDecayMultiplier(0, 10, 0.04, 0.4), 1.0, 1e-12);
+  EXPECT_NEAR(weightDecayMultiplier(5, 10, 0.04, 0.4), 5.5, 1e-12);
+  EXPECT_NEAR(weightDecayMultiplier(10, 10, 0.04, 0.4), 10.0, 1e-12);
+  EXPECT_EQ(weightDecayMultiplier(5, 10, 0.04, -1), 1.0); // constant
 }
 
 //===----------------------------------------------------------------------===//
