@@ -425,16 +425,26 @@ void ForwardBuilder::endFunction(func::FuncOp func, ArrayRef<Value> results,
   Block &body = func.getBody().front();
   func.setType(b.getFunctionType(body.getArgumentTypes(),
                                  ValueRange(results).getTypes()));
-  for (size_t i = 0; i < table.size(); ++i) {
-    func.setArgAttr(unsigned(i), "lap.name", b.getStringAttr(table[i].name));
-    func.setArgAttr(unsigned(i), "lap.parameter", b.getUnitAttr());
-  }
-  for (size_t i = 0; i < inputNames.size(); ++i)
-    func.setArgAttr(unsigned(table.size() + i), "lap.name",
-                    b.getStringAttr(inputNames[i]));
-  for (size_t i = 0; i < outputNames.size(); ++i)
-    func.setResultAttr(unsigned(i), "lap.name",
-                       b.getStringAttr(outputNames[i]));
+  // All at once: setArgAttr rebuilds the whole list each time, which is
+  // quadratic in the parameter count (a 2048-layer model ran out of memory).
+  auto named = [&](StringRef name, bool parameter) {
+    NamedAttrList attrs;
+    attrs.append("lap.name", b.getStringAttr(name));
+    if (parameter)
+      attrs.append("lap.parameter", b.getUnitAttr());
+    return attrs.getDictionary(b.getContext());
+  };
+  SmallVector<DictionaryAttr> args, outs;
+  for (const dsl::Parameter &p : table)
+    args.push_back(named(p.name, true));
+  for (const std::string &name : inputNames)
+    args.push_back(named(name, false));
+  for (const std::string &name : outputNames)
+    outs.push_back(named(name, false));
+  args.resize(func.getNumArguments(), b.getDictionaryAttr({}));
+  outs.resize(func.getNumResults(), b.getDictionaryAttr({}));
+  func.setAllArgAttrs(args);
+  func.setAllResultAttrs(outs);
   b.setInsertionPointAfter(func);
 }
 

@@ -3,6 +3,7 @@
 #include "runtime/data/ImageDatasets.h"
 
 #include "runtime/data/ImageFiles.h"
+#include "runtime/platform/Files.h"
 
 #include <zlib.h>
 
@@ -44,16 +45,8 @@ std::vector<std::string> numberNames(int64_t classes) {
 
 /// Opens a regular file for binary reading and says how large it is.
 std::ifstream openRegularFile(const std::string &path, uint64_t &bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    refuse(path, std::string("cannot open: ") + std::strerror(errno));
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec))
-    refuse(path, "not a regular file");
-  bytes = fs::file_size(path, ec);
-  if (ec)
-    refuse(path, "cannot get the size: " + ec.message());
-  return in;
+  bytes = lap::platform::regularFileSize(path);
+  return lap::platform::openRegularFile(path);
 }
 
 /// A data set held in memory as bytes, [C, H, W] per image.
@@ -113,8 +106,10 @@ constexpr int64_t kIdxClasses = 10;
 /// else through unchanged.
 class GzipReader {
 public:
+  // The file is checked first: gzopen would block on a FIFO.
   explicit GzipReader(const std::string &path)
-      : path_(path), file_(gzopen(path.c_str(), "rb")) {
+      : path_(path), file_((lap::platform::regularFileSize(path),
+                            gzopen(path.c_str(), "rb"))) {
     if (!file_)
       refuse(path, std::string("cannot open: ") + std::strerror(errno));
     gzbuffer(file_, 1 << 18);
@@ -269,9 +264,7 @@ std::vector<std::string> classNamesOrNumbers(const fs::path &path,
   std::error_code ec;
   if (!fs::exists(path, ec))
     return numberNames(classes);
-  std::ifstream in(path);
-  if (!in)
-    refuse(path.string(), std::string("cannot open: ") + std::strerror(errno));
+  std::ifstream in = lap::platform::openRegularFile(path.string());
   std::vector<std::string> names;
   for (std::string line; std::getline(in, line);) {
     while (!line.empty() &&

@@ -3,6 +3,7 @@
 #include "runtime/data/TextCorpus.h"
 
 #include "runtime/data/TokenShards.h"
+#include "runtime/platform/Files.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -12,24 +13,27 @@
 using namespace lap::data;
 namespace fs = std::filesystem;
 
-std::vector<std::string> lap::data::readDocuments(const std::string &path) {
-  std::vector<fs::path> files;
+std::vector<std::string> lap::data::corpusFiles(const std::string &path) {
+  std::vector<std::string> files;
   if (fs::is_directory(path)) {
     for (const auto &entry : fs::directory_iterator(path))
       if (entry.is_regular_file() && !entry.is_symlink() &&
           entry.path().extension() != ".dat")
-        files.push_back(entry.path());
+        files.push_back(entry.path().string());
     std::sort(files.begin(), files.end());
-  } else if (fs::is_regular_file(path)) {
+  } else {
+    lap::platform::regularFileSize(path); // a FIFO would never end
     files.push_back(path);
   }
   if (files.empty())
     throw std::runtime_error(path + ": no text files here");
+  return files;
+}
+
+std::vector<std::string> lap::data::readDocuments(const std::string &path) {
   std::vector<std::string> docs;
-  for (const fs::path &file : files) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in)
-      throw std::runtime_error(file.string() + ": cannot read");
+  for (const std::string &file : corpusFiles(path)) {
+    std::ifstream in = lap::platform::openRegularFile(file);
     std::string line, doc;
     while (std::getline(in, line)) {
       if (line == "%") {

@@ -17,8 +17,12 @@
 
 namespace lap::data {
 
-/// The documents of `path`: a file, or every regular file of a directory in
-/// name order (fortune index files `.dat` and symlinks skipped).
+/// The files of the corpus `path`: the file itself, or every regular file of
+/// the directory in name order (fortune index files `.dat` and symlinks
+/// skipped). Throws when there are none or `path` is no regular file.
+std::vector<std::string> corpusFiles(const std::string &path);
+
+/// The documents of corpusFiles(path), in order.
 std::vector<std::string> readDocuments(const std::string &path);
 
 /// What writeTextShards wrote.

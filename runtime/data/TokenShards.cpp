@@ -189,7 +189,9 @@ lap::splitTokens(const std::vector<uint32_t> &tokens, double valFraction) {
 //===----------------------------------------------------------------------===//
 
 TokenShard::TokenShard(const std::string &path) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused
+  // below as not a regular file.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     refuseErrno(path, "cannot open");
   struct stat st {};
@@ -201,7 +203,9 @@ TokenShard::TokenShard(const std::string &path) : path_(path) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    refuse(path, "not a regular file");
+    refuse(path, S_ISFIFO(st.st_mode)  ? "a FIFO, not a regular file"
+                 : S_ISDIR(st.st_mode) ? "a directory, not a regular file"
+                                       : "not a regular file");
   }
   uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < kShardHeaderBytes) {
@@ -346,6 +350,7 @@ LmLoader::LmLoader(const std::vector<std::string> &paths,
                                 std::to_string(opts.batch) +
                                 ", T=" + std::to_string(opts.seq) + ")");
   for (const std::string &path : paths) {
+    source_ += (source_.empty() ? "" : ", ") + path;
     shards_.emplace_back(path);
     if (opts.vocabSize)
       shards_.back().checkVocab(opts.vocabSize);
@@ -413,7 +418,7 @@ void LmLoader::fill(LmBatch &out, const uint64_t *starts) const {
 void LmLoader::next(LmBatch &out) {
   if (trainWindows_ == 0)
     throw std::runtime_error(
-        "LmLoader: no training windows: " + std::to_string(valBegin_) +
+        source_ + ": no training windows: " + std::to_string(valBegin_) +
         " training tokens, a window needs " + std::to_string(opts_.seq + 1));
   std::vector<uint64_t> starts(static_cast<size_t>(opts_.batch));
   for (uint64_t &start : starts)
@@ -431,11 +436,11 @@ LmLoader::ValIterator LmLoader::validation(uint64_t batches) const {
   uint64_t available = valWindows_ / static_cast<uint64_t>(opts_.batch);
   if (available == 0)
     throw std::runtime_error(
-        "LmLoader: no validation batch: " + std::to_string(valWindows_) +
+        source_ + ": no validation batch: " + std::to_string(valWindows_) +
         " validation windows of " + std::to_string(opts_.seq + 1) +
         " tokens, a batch needs " + std::to_string(opts_.batch));
   if (batches > available)
-    throw std::runtime_error("LmLoader: " + std::to_string(batches) +
+    throw std::runtime_error(source_ + ": " + std::to_string(batches) +
                              " validation batches asked for, the split holds " +
                              std::to_string(available));
   return ValIterator(*this, batches ? batches : available);

@@ -172,6 +172,7 @@ private:
   void fill(LmBatch &out, const uint64_t *starts) const;
 
   LmLoaderOptions opts_;
+  std::string source_; ///< the shards' paths, for messages
   std::vector<TokenShard> shards_;
   std::vector<uint64_t> shardBegin_; // stream offset of each shard
   uint64_t total_ = 0, valBegin_ = 0;

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/data/Tokenizer.h"
+#include "runtime/platform/Files.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -23,6 +24,8 @@
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
+
+#include <sys/stat.h>
 
 namespace lap::data {
 
@@ -237,14 +240,12 @@ const Gpt2Bytes &gpt2Bytes() {
 }
 
 std::ifstream openOrFail(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    fail(path + ": cannot open file");
-  return in;
+  return platform::openRegularFile(path);
 }
 
 bool fileExists(const std::string &path) {
-  return static_cast<bool>(std::ifstream(path));
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0;
 }
 
 // A decimal uint32 with nothing else around it.
@@ -616,29 +617,17 @@ const std::string &Tokenizer::pattern() const { return impl_->pattern; }
 //--- Files ------------------------------------------------------------------
 
 void Tokenizer::save(const std::string &path) const {
-  {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (!out)
-      fail(path + ": cannot open file for writing");
-    for (size_t r = 0; r < impl_->tokens.size(); ++r)
-      out << base64Encode(impl_->tokens[r]) << ' ' << r << '\n';
-    out.flush();
-    if (!out)
-      fail(path + ": write failed");
-  }
+  std::string ranks;
+  for (size_t r = 0; r < impl_->tokens.size(); ++r)
+    ranks += base64Encode(impl_->tokens[r]) + ' ' + std::to_string(r) + '\n';
   nlohmann::json side;
   side["pattern"] = impl_->pattern;
   side["special_tokens"] = nlohmann::json::object();
   for (const auto &[name, id] : impl_->specials)
     side["special_tokens"][name] = id;
-  std::string sidePath = path + ".json";
-  std::ofstream out(sidePath, std::ios::binary | std::ios::trunc);
-  if (!out)
-    fail(sidePath + ": cannot open file for writing");
-  out << side.dump(2) << '\n';
-  out.flush();
-  if (!out)
-    fail(sidePath + ": write failed");
+  // The side file first: a reader that finds the ranks finds both whole.
+  platform::writeFileAtomically(path + ".json", side.dump(2) + "\n");
+  platform::writeFileAtomically(path, ranks);
 }
 
 Tokenizer Tokenizer::loadTiktoken(const std::string &path) {

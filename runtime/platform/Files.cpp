@@ -1,9 +1,14 @@
 //===- Files.cpp - Opening only what can be read to its end ---------------===//
 
 #include "runtime/platform/Files.h"
+#include "runtime/platform/Hash.h"
+
+#include <memory>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <vector>
 #include <stdexcept>
 
 #include <fcntl.h>
@@ -14,10 +19,8 @@ namespace lap::platform {
 
 namespace {
 
-[[noreturn]] void refuse(const std::string &path, const std::string &what,
-                         const std::string &why) {
-  throw std::runtime_error(path + ": " + (what.empty() ? "" : what + ": ") +
-                           why);
+[[noreturn]] void refuse(const std::string &path, const std::string &why) {
+  throw std::runtime_error(path + ": " + why);
 }
 
 const char *kindOf(mode_t mode) {
@@ -36,36 +39,41 @@ const char *kindOf(mode_t mode) {
 
 } // namespace
 
-uint64_t regularFileSize(const std::string &path, const std::string &what) {
+uint64_t regularFileSize(const std::string &path) {
   struct stat info;
   if (::stat(path.c_str(), &info) != 0)
-    refuse(path, what, std::string("cannot open: ") + std::strerror(errno));
+    refuse(path, std::string("cannot open: ") + std::strerror(errno));
   if (!S_ISREG(info.st_mode))
-    refuse(path, what,
-           std::string(kindOf(info.st_mode)) + ", not a regular file");
+    refuse(path, std::string(kindOf(info.st_mode)) + ", not a regular file");
   return uint64_t(info.st_size);
 }
 
-std::string readRegularFile(const std::string &path, const std::string &what,
-                            uint64_t maxBytes) {
+std::ifstream openRegularFile(const std::string &path) {
+  regularFileSize(path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    refuse(path, std::string("cannot open: ") + std::strerror(errno));
+  return in;
+}
+
+std::string readRegularFile(const std::string &path, uint64_t maxBytes) {
   // O_NONBLOCK: a FIFO swapped in after the check must not block the open.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
-    refuse(path, what, std::string("cannot open: ") + std::strerror(errno));
+    refuse(path, std::string("cannot open: ") + std::strerror(errno));
   struct stat info;
   if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
     int err = errno;
     ::close(fd);
-    refuse(path, what,
+    refuse(path,
            S_ISREG(info.st_mode)
                ? std::string("cannot stat: ") + std::strerror(err)
                : std::string(kindOf(info.st_mode)) + ", not a regular file");
   }
   if (uint64_t(info.st_size) > maxBytes) {
     ::close(fd);
-    refuse(path, what,
-           std::to_string(info.st_size) + " bytes, more than the " +
-               std::to_string(maxBytes) + " such a file may have");
+    refuse(path, std::to_string(info.st_size) + " bytes, more than the " +
+                     std::to_string(maxBytes) + " such a file may have");
   }
   std::string text(size_t(info.st_size), '\0');
   size_t done = 0;
@@ -76,14 +84,72 @@ std::string readRegularFile(const std::string &path, const std::string &what,
     if (n <= 0) {
       int err = n < 0 ? errno : 0;
       ::close(fd);
-      refuse(path, what,
-             err ? std::string("read failed: ") + std::strerror(err)
-                 : std::string("the file shrank while it was read"));
+      refuse(path, err ? std::string("read failed: ") + std::strerror(err)
+                       : std::string("the file shrank while it was read"));
     }
     done += size_t(n);
   }
   ::close(fd);
   return text;
+}
+
+std::string fileContentHash(const std::string &path) {
+  std::ifstream in = openRegularFile(path);
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(
+      XXH3_createState(), XXH3_freeState);
+  XXH3_64bits_reset(state.get());
+  std::vector<char> chunk(size_t(1) << 20);
+  while (in) {
+    in.read(chunk.data(), std::streamsize(chunk.size()));
+    XXH3_64bits_update(state.get(), chunk.data(), size_t(in.gcount()));
+  }
+  if (in.bad())
+    refuse(path, std::string("read failed: ") + std::strerror(errno));
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx",
+                (unsigned long long)XXH3_64bits_digest(state.get()));
+  return text;
+}
+
+void writeFileAtomically(const std::string &path, const std::string &contents) {
+  std::string tmp = path + ".tmp.XXXXXX";
+  int fd = ::mkstemp(tmp.data());
+  if (fd < 0)
+    refuse(path, std::string("cannot create a temporary file beside it: ") +
+                     std::strerror(errno));
+  auto failed = [&](const char *what) {
+    int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    refuse(path, std::string(what) + ": " + std::strerror(err));
+  };
+  for (size_t done = 0; done < contents.size();) {
+    ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      if (n == 0)
+        errno = EIO;
+      failed("write failed");
+    }
+    done += size_t(n);
+  }
+  if (::fchmod(fd, 0644) != 0)
+    failed("cannot set its permissions");
+  if (::fsync(fd) != 0)
+    failed("fsync failed");
+  if (::close(fd) != 0) {
+    fd = -1;
+    int err = errno;
+    ::unlink(tmp.c_str());
+    refuse(path, std::string("close failed: ") + std::strerror(err));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    refuse(path,
+           std::string("cannot rename into place: ") + std::strerror(err));
+  }
 }
 
 } // namespace lap::platform

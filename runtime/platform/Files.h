@@ -11,20 +11,31 @@
 #define LAP_RUNTIME_PLATFORM_FILES_H
 
 #include <cstdint>
+#include <fstream>
 #include <string>
 
 namespace lap::platform {
 
 /// The size of `path` when it is a regular file; otherwise throws
 /// std::runtime_error "PATH: <why>" (strerror, or "a FIFO, not a regular
-/// file", "a directory, ..."). `what` names the file's role in the message
-/// ("token shard").
-uint64_t regularFileSize(const std::string &path, const std::string &what);
+/// file", "a directory, ...").
+uint64_t regularFileSize(const std::string &path);
+
+/// `path` opened for binary reading once regularFileSize accepts it (so that
+/// opening never blocks on a FIFO); throws naming the file otherwise.
+std::ifstream openRegularFile(const std::string &path);
 
 /// The whole contents of the regular file `path`, at most `maxBytes` long;
 /// a larger file is refused before it is read.
-std::string readRegularFile(const std::string &path, const std::string &what,
-                            uint64_t maxBytes);
+std::string readRegularFile(const std::string &path, uint64_t maxBytes);
+
+/// The XXH3-64 (hex) of the regular file `path`'s contents, read in chunks.
+std::string fileContentHash(const std::string &path);
+
+/// Replaces `path` with `contents` all at once: written to a temporary file
+/// beside it, fsynced, and renamed over it, so a reader (or a crash) sees
+/// the old file or the new one, never a part. Throws naming the file.
+void writeFileAtomically(const std::string &path, const std::string &contents);
 
 } // namespace lap::platform
 

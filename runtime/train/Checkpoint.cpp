@@ -177,7 +177,8 @@ struct Entry {
 SafetensorsFile readSafetensorsImpl(
     const std::string &path,
     const std::function<void(const SafetensorsFile &)> &checkHeader) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: a FIFO must not block the open; it is refused below.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0)
     fail(path, "cannot open: " + errnoText(errno));
   struct stat st;
@@ -713,7 +714,7 @@ loadCheckpoint(const std::string &checkpointDir,
   nlohmann::json state;
   try {
     state = nlohmann::json::parse(
-        platform::readRegularFile(statePath, "", kMaxStateBytes));
+        platform::readRegularFile(statePath, kMaxStateBytes));
   } catch (const nlohmann::json::exception &e) {
     fail(statePath, std::string("invalid JSON: ") + e.what());
   }

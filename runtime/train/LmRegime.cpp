@@ -3,6 +3,8 @@
 #include "runtime/train/LmRegime.h"
 
 #include "runtime/data/TextCorpus.h"
+#include "runtime/platform/Files.h"
+#include "runtime/train/Checkpoint.h"
 
 #include <fmt/format.h>
 
@@ -15,6 +17,65 @@
 using namespace lap;
 using namespace lap::train;
 namespace fs = std::filesystem;
+
+namespace {
+
+/// A file as the cache knows it: its contents (size and hash), and where
+/// it was, for messages; a copy or a move of the same bytes is no change.
+nlohmann::json fileStamp(const std::string &path) {
+  return {{"path", fs::absolute(path).lexically_normal().string()},
+          {"bytes", platform::regularFileSize(path)},
+          {"xxh3", platform::fileContentHash(path)}};
+}
+
+bool sameContents(const nlohmann::json &a, const nlohmann::json &b) {
+  return a.is_object() && b.is_object() && a.contains("xxh3") &&
+         a.value("bytes", -1) == b.value("bytes", -2) &&
+         a["xxh3"] == b.value("xxh3", "");
+}
+
+/// What RUNDIR/data is made from: the corpus files, the tokenizer, the
+/// vocabulary and the split. Recorded in data/source.json; a cache made
+/// from anything else is stale.
+nlohmann::json textSource(const dsl::Spec &spec) {
+  const dsl::DataSpec &data = spec.train.data;
+  nlohmann::json corpus = nlohmann::json::array();
+  for (const std::string &file : data::corpusFiles(data.train))
+    corpus.push_back(fileStamp(file));
+  bool trained = data.tokenizer.empty() || data.tokenizer == "train";
+  return {{"corpus", corpus},
+          {"tokenizer",
+           trained ? nlohmann::json("train") : fileStamp(data.tokenizer)},
+          {"vocab", spec.model.vocab},
+          {"val_fraction", data.valFraction}};
+}
+
+/// How the cache's recorded source differs from `source` ("" when it does
+/// not): the first key that changed.
+std::string sourceChange(const std::string &recordPath,
+                         const nlohmann::json &source) {
+  if (!fs::exists(recordPath))
+    return "its source is not recorded";
+  nlohmann::json recorded = nlohmann::json::parse(
+      platform::readRegularFile(recordPath, 1 << 24), nullptr, false);
+  if (!recorded.is_object())
+    return "its source record " + recordPath + " is unreadable";
+  const nlohmann::json &was = recorded["corpus"], &is = source["corpus"];
+  for (size_t i = 0; i < std::max(was.size(), is.size()); ++i)
+    if (i >= was.size() || i >= is.size() || !sameContents(was[i], is[i]))
+      return "the corpus file " +
+             (i < is.size() ? is[i] : was[i])["path"].get<std::string>();
+  const nlohmann::json &tokenizer = source["tokenizer"];
+  if (tokenizer.is_string() ? recorded["tokenizer"] != tokenizer
+                            : !sameContents(recorded["tokenizer"], tokenizer))
+    return "the tokenizer";
+  for (const char *key : {"vocab", "val_fraction"})
+    if (recorded[key] != source[key])
+      return std::string("the ") + key;
+  return "";
+}
+
+} // namespace
 
 std::optional<data::Tokenizer>
 lap::train::runTokenizer(const dsl::Spec &spec, const std::string &runDir) {
@@ -42,9 +103,29 @@ LmRegime::LmRegime(const dsl::Spec &spec, const LoadedModel &model,
     fs::create_directories(dir);
     std::string tokenizerPath = dir + "/tokenizer.tiktoken";
     std::string trainBin = dir + "/train.bin", valBin = dir + "/val.bin";
-    bool prepared =
+    std::string recordPath = dir + "/source.json";
+    nlohmann::json source = textSource(spec);
+    bool cached =
         fs::exists(tokenizerPath) && fs::exists(trainBin) && fs::exists(valBin);
-    tokenizer_ = runTokenizer(spec, runDir);
+    std::string changed = cached ? sourceChange(recordPath, source) : "";
+    if (!changed.empty()) {
+      // Checkpoints were trained on the cached tokens: other data, or
+      // another tokenizer, would silently train or evaluate something else.
+      if (latestCheckpoint(runDir + "/checkpoints"))
+        throw std::runtime_error(
+            dir + ": " + changed +
+            " changed since this run prepared its data, and the run's "
+            "checkpoints were trained on that; give a new --run-dir to "
+            "train on the new data");
+      fmt::print(log,
+                 "data: {} changed since {} was prepared; preparing it "
+                 "again\n",
+                 changed, dir);
+    }
+    bool prepared = cached && changed.empty();
+    bool trainsTokenizer = source["tokenizer"] == "train";
+    if (prepared || !trainsTokenizer)
+      tokenizer_ = runTokenizer(spec, runDir);
     if (!prepared) {
       std::vector<std::string> docs = data::readDocuments(data.train);
       if (!tokenizer_) {
@@ -62,6 +143,8 @@ LmRegime::LmRegime(const dsl::Spec &spec, const LoadedModel &model,
       data::TextShards shards = data::writeTextShards(
           docs, *tokenizer_, data.valFraction, vocab, trainBin, valBin);
       tokenizer_->save(tokenizerPath);
+      // Last: an interrupted preparation leaves no record, and is redone.
+      platform::writeFileAtomically(recordPath, source.dump(2) + "\n");
       fmt::print(
           log, "data: {} documents, {} tokens: {} train, {} validation ({})\n",
           shards.documents, shards.trainTokens + shards.valTokens,

@@ -2,6 +2,8 @@
 
 #include "runtime/train/MultipleChoice.h"
 
+#include "runtime/platform/Files.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -14,9 +16,7 @@ using namespace lap;
 using namespace lap::train;
 
 std::vector<Question> lap::train::readQuestions(const std::string &path) {
-  std::ifstream in(path);
-  if (!in)
-    throw std::runtime_error(path + ": cannot open");
+  std::ifstream in = platform::openRegularFile(path);
   std::vector<Question> questions;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
