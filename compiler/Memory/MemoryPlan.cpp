@@ -116,24 +116,27 @@ FailureOr<int64_t> planFunction(func::FuncOp func, int64_t maxBatch,
   std::stable_sort(bySize.begin(), bySize.end(), [](Interval *a, Interval *b) {
     return a->bytes > b->bytes;
   });
+  // Placed intervals stay sorted by offset (ties in placement order), so
+  // that the first gap among those live at the same time is found in one
+  // pass that stops there, without sorting the live ones per interval.
   std::vector<Interval *> placed;
   int64_t workspace = 0;
   for (Interval *v : bySize) {
-    std::vector<Interval *> live;
-    for (Interval *p : placed)
-      if (p->begin <= v->end && v->begin <= p->end)
-        live.push_back(p);
-    std::sort(live.begin(), live.end(),
-              [](Interval *a, Interval *b) { return a->offset < b->offset; });
     int64_t offset = 0;
-    for (Interval *p : live) {
+    for (Interval *p : placed) {
+      if (p->begin > v->end || v->begin > p->end)
+        continue;
       if (p->offset - offset >= v->bytes)
         break;
       offset = std::max(offset, p->offset + p->bytes);
     }
     v->offset = offset;
     workspace = std::max(workspace, offset + v->bytes);
-    placed.push_back(v);
+    placed.insert(std::upper_bound(placed.begin(), placed.end(), v,
+                                   [](Interval *a, Interval *b) {
+                                     return a->offset < b->offset;
+                                   }),
+                  v);
   }
 
   DenseMap<Value, int64_t> offsets;

@@ -9,6 +9,7 @@
 
 #include "runtime/analysis/Plot.h"
 #include "runtime/model/LoadedModel.h"
+#include "runtime/platform/Files.h"
 #include "runtime/tools/lapc-run/Commands.h"
 #include "runtime/train/ImageRegime.h"
 #include "runtime/train/LmRegime.h"
@@ -184,7 +185,8 @@ int lap::cli::trainModel(const TrainOptions &options) {
   if (lm)
     summary["unigram_entropy"] = lm->unigramEntropy();
   summary.update(final);
-  std::ofstream(config.runDir + "/summary.json") << summary.dump(2) << "\n";
+  platform::writeFileAtomically(config.runDir + "/summary.json",
+                                summary.dump(2) + "\n");
   plotLossCurve(config.runDir, spec.name);
   fmt::print("summary: {} steps in {:.1f} s ({:.0f} {}/s), train loss {:.4f}",
              result.steps, result.seconds, result.unitsPerSecond,

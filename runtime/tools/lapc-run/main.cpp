@@ -9,18 +9,21 @@
 
 #include <CLI/CLI.hpp>
 
+#include <charconv>
 #include <iostream>
 #include <stdexcept>
 
 namespace {
 
-/// Integers >= least, with a short message (CLI11's number checks print
-/// the largest double).
+/// Integers >= least that fit 64 bits, with a short message (CLI11's number
+/// checks print the largest double, and its conversion saturates).
 CLI::Validator atLeast(int64_t least) {
   return CLI::Validator(
       [least](std::string &text) -> std::string {
         int64_t value = 0;
-        if (CLI::detail::lexical_cast(text, value) && value >= least)
+        const char *end = text.data() + text.size();
+        auto [stop, error] = std::from_chars(text.data(), end, value);
+        if (error == std::errc() && stop == end && value >= least)
           return {};
         return "must be an integer >= " + std::to_string(least) + ", got " +
                text;
@@ -185,9 +188,10 @@ int main(int argc, char **argv) {
       ->add_option("--out", tokenize.out,
                    "Directory for the shards and tokenizer")
       ->required();
-  tokenizeCmd->add_option(
-      "--vocab", tokenize.vocab,
-      "Train a byte-level BPE of this many tokens (with <|bos|>)");
+  tokenizeCmd
+      ->add_option("--vocab", tokenize.vocab,
+                   "Train a byte-level BPE of this many tokens (with <|bos|>)")
+      ->check(atLeast(257));
   tokenizeCmd->add_option("--tiktoken", tokenize.tiktoken,
                           "Use a tiktoken ranks file");
   auto *gpt2 =
@@ -196,8 +200,10 @@ int main(int argc, char **argv) {
   tokenizeCmd
       ->add_option("--gpt2-merges", tokenize.gpt2Merges, "GPT-2's vocab.bpe")
       ->needs(gpt2);
-  tokenizeCmd->add_option("--val-fraction", tokenize.valFraction,
-                          "Tail of the tokens kept for validation");
+  tokenizeCmd
+      ->add_option("--val-fraction", tokenize.valFraction,
+                   "Tail of the tokens kept for validation")
+      ->check(CLI::Range(0.0, 1.0));
 
   try {
     app.parse(argc, argv);
