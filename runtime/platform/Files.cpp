@@ -3,13 +3,11 @@
 #include "runtime/platform/Files.h"
 #include "runtime/platform/Hash.h"
 
-#include <memory>
-
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <vector>
+#include <memory>
 #include <stdexcept>
+#include <vector>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -62,13 +60,14 @@ std::string readRegularFile(const std::string &path, uint64_t maxBytes) {
   if (fd < 0)
     refuse(path, std::string("cannot open: ") + std::strerror(errno));
   struct stat info;
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+  if (::fstat(fd, &info) != 0) {
     int err = errno;
     ::close(fd);
-    refuse(path,
-           S_ISREG(info.st_mode)
-               ? std::string("cannot stat: ") + std::strerror(err)
-               : std::string(kindOf(info.st_mode)) + ", not a regular file");
+    refuse(path, std::string("cannot stat: ") + std::strerror(err));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    ::close(fd);
+    refuse(path, std::string(kindOf(info.st_mode)) + ", not a regular file");
   }
   if (uint64_t(info.st_size) > maxBytes) {
     ::close(fd);
@@ -105,10 +104,7 @@ std::string fileContentHash(const std::string &path) {
   }
   if (in.bad())
     refuse(path, std::string("read failed: ") + std::strerror(errno));
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx",
-                (unsigned long long)XXH3_64bits_digest(state.get()));
-  return text;
+  return hashText(XXH3_64bits_digest(state.get()));
 }
 
 void writeFileAtomically(const std::string &path, const std::string &contents) {

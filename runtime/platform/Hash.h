@@ -24,12 +24,16 @@ inline uint64_t contentHash64(const void *data, size_t size) {
   return XXH3_64bits(data, size);
 }
 
-/// The same as 16 lower-case hex digits.
-inline std::string contentHash(const void *data, size_t size) {
+/// A hash as 16 lower-case hex digits.
+inline std::string hashText(uint64_t hash) {
   char text[17];
-  std::snprintf(text, sizeof text, "%016llx",
-                (unsigned long long)contentHash64(data, size));
+  std::snprintf(text, sizeof text, "%016llx", (unsigned long long)hash);
   return text;
+}
+
+/// contentHash64 as text.
+inline std::string contentHash(const void *data, size_t size) {
+  return hashText(contentHash64(data, size));
 }
 
 inline std::string contentHash(const std::string &bytes) {

@@ -64,7 +64,7 @@ std::string sourceChange(const std::string &recordPath,
   for (size_t i = 0; i < std::max(was.size(), is.size()); ++i)
     if (i >= was.size() || i >= is.size() || !sameContents(was[i], is[i]))
       return "the corpus file " +
-             (i < is.size() ? is[i] : was[i])["path"].get<std::string>();
+             (i < is.size() ? is[i] : was[i]).value("path", "?");
   const nlohmann::json &tokenizer = source["tokenizer"];
   if (tokenizer.is_string() ? recorded["tokenizer"] != tokenizer
                             : !sameContents(recorded["tokenizer"], tokenizer))

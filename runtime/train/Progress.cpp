@@ -16,8 +16,13 @@ using namespace lap::train;
 
 namespace {
 
-[[noreturn]] void failed(const std::string &path, const char *what) {
-  throw std::runtime_error(path + ": " + what + ": " + std::strerror(errno));
+/// Throws "PATH: WHAT: strerror", closing `fd` first when it is open.
+[[noreturn]] void failed(const std::string &path, const char *what,
+                         int fd = -1) {
+  std::string why = std::strerror(errno);
+  if (fd >= 0)
+    ::close(fd);
+  throw std::runtime_error(path + ": " + what + ": " + why);
 }
 
 /// The length of the part of a metrics file to keep: its complete records
@@ -54,15 +59,15 @@ Progress::Progress(int64_t total, int64_t startStep,
     failed(metricsPath, "cannot open for writing");
   struct stat info;
   if (::fstat(metrics, &info) != 0)
-    failed(metricsPath, "cannot stat");
+    failed(metricsPath, "cannot stat", metrics);
   if (!S_ISREG(info.st_mode)) // a pipe or a device: nothing to cut back
     return;
   std::string text(size_t(info.st_size), '\0');
   if (::pread(metrics, text.data(), text.size(), 0) != ssize_t(text.size()))
-    failed(metricsPath, "cannot read");
+    failed(metricsPath, "cannot read", metrics);
   if (off_t keep = keptLength(text, startStep);
       keep != info.st_size && ::ftruncate(metrics, keep) != 0)
-    failed(metricsPath, "cannot truncate");
+    failed(metricsPath, "cannot truncate", metrics);
 }
 
 Progress::~Progress() {
