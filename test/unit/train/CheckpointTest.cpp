@@ -425,6 +425,21 @@ TEST_F(CheckpointTest, RefusesACorruptCheckpointWithoutTouchingIt) {
   EXPECT_NE(msg.find(path("nothing")), std::string::npos) << msg;
 }
 
+TEST_F(CheckpointTest, SpecialFilesAreRefusedWithoutBlocking) {
+  std::string saved = lap::saveCheckpoint(path("run"), smallCheckpoint(4));
+  std::string model = (fs::path(saved) / "model.safetensors").string();
+  std::string state = (fs::path(saved) / "state.json").string();
+  for (const std::string &file : {model, state}) {
+    fs::remove(file);
+    ASSERT_EQ(::mkfifo(file.c_str(), 0644), 0) << file;
+  }
+  // Both would block forever if opened for reading without a writer.
+  EXPECT_EQ(errorOf([&] { lap::readSafetensors(model); }),
+            model + ": not a regular file");
+  EXPECT_EQ(errorOf([&] { lap::loadCheckpoint(saved, smallSpec); }),
+            state + ": a FIFO, not a regular file");
+}
+
 TEST_F(CheckpointTest, StateJsonIsValidated) {
   std::string saved = lap::saveCheckpoint(path("run"), smallCheckpoint(7));
   std::string state = (fs::path(saved) / "state.json").string();
