@@ -2,6 +2,7 @@
 
 #include "runtime/train/Trainer.h"
 
+#include "runtime/kernels/cpu/Parallel.h"
 #include "runtime/train/Progress.h"
 #include "runtime/train/SpecConfig.h"
 
@@ -75,6 +76,20 @@ void save(const std::string &dir, int64_t step, const LoadedModel &model,
   std::string path = saveCheckpoint(dir, data);
   pruneCheckpoints(dir, size_t(config.keep));
   progress.note("checkpoint " + path);
+}
+
+/// acc += g × scale (acc = 0 + g × scale for the first micro-batch), on the
+/// shared pool: elementwise, so every thread count gives the same sums.
+void accumulate(float *acc, const float *g, float scale, int64_t n,
+                bool first) {
+  cpu::parallelFor(n, int64_t(1) << 15, [&](int64_t begin, int64_t end) {
+    if (first)
+      for (int64_t i = begin; i < end; ++i)
+        acc[i] = 0.0f + g[i] * scale;
+    else
+      for (int64_t i = begin; i < end; ++i)
+        acc[i] += g[i] * scale;
+  });
 }
 
 /// "steps 6 -> 12, lr 0.001 -> 0.002": the settings two schedules differ in.
@@ -229,7 +244,6 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
   int64_t step = start;
   for (; step < end; ++step) {
     float *acc = accumulated.as<float>();
-    std::memset(acc, 0, accumulated.bytes);
     double loss = 0;
     int64_t units = 0;
     for (int64_t micro = 0; micro < config.accumulation; ++micro) {
@@ -241,10 +255,8 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
       if (model.trainStep(p, grads.as<float>(), &batch, dropoutSeed,
                           workspace.data, &microLoss) != LAP_OK)
         throw std::runtime_error(model.path() + ": " + model.lastError());
-      const float *g = grads.as<float>();
-      float scale = 1.0f / float(config.accumulation);
-      for (int64_t i = 0; i < model.parameterElements(); ++i)
-        acc[i] += g[i] * scale;
+      accumulate(acc, grads.as<float>(), 1.0f / float(config.accumulation),
+                 model.parameterElements(), micro == 0);
       loss += microLoss / double(config.accumulation);
     }
     std::optional<std::string> bad = firstNonFinite(acc, tensors);
