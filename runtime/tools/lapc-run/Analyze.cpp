@@ -14,6 +14,7 @@
 
 #include "runtime/analysis/Geometry.h"
 #include "runtime/analysis/Plot.h"
+#include "runtime/platform/Files.h"
 #include "runtime/tools/lapc-run/Commands.h"
 #include "runtime/train/ImageRegime.h"
 #include "runtime/train/LmRegime.h"
@@ -26,7 +27,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
 using namespace lap;
@@ -227,11 +227,10 @@ void writeOutputs(const std::vector<ModelGeometry> &models,
   std::filesystem::create_directories(dir);
   const auto &shown = measures(models[0].language);
   nlohmann::json doc = nlohmann::json::array();
-  std::ofstream csv(dir + "/geometry.csv"), spectrum(dir + "/spectrum.csv");
-  csv << "model,layer,within_sequence,between_sequences,between_classes,within_"
-         "classes,nc1,"
-         "etf_distance,classifier_alignment,components_99\n";
-  spectrum << "model,layer,index,fraction\n";
+  std::string csv = "model,layer,within_sequence,between_sequences,between_"
+                    "classes,within_classes,nc1,etf_distance,classifier_"
+                    "alignment,components_99\n",
+              spectrum = "model,layer,index,fraction\n";
   auto field = [](double v) {
     return std::isfinite(v) ? fmt::format("{:.6g}", v) : "";
   };
@@ -251,14 +250,14 @@ void writeOutputs(const std::vector<ModelGeometry> &models,
                         {"classifier_alignment", number(c.classifierAlignment)},
                         {"components_99", number(l.spectral.meanComponents99)},
                         {"spectrum", l.spectral.meanSpectrum}});
-      csv << fmt::format("{},{},{},{},{},{},{},{},{},{}\n", m.name, l.name,
+      csv += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", m.name, l.name,
                          field(v.withinSequence), field(v.betweenSequences),
                          field(v.betweenClasses), field(v.withinClasses),
                          field(c.nc1), field(c.etfDistance),
                          field(c.classifierAlignment),
                          field(l.spectral.meanComponents99));
       for (size_t i = 0; i < l.spectral.meanSpectrum.size(); ++i)
-        spectrum << fmt::format("{},{},{},{:.6g}\n", m.name, l.name, i + 1,
+        spectrum += fmt::format("{},{},{},{:.6g}\n", m.name, l.name, i + 1,
                                 l.spectral.meanSpectrum[i]);
     }
     doc.push_back({{"model", m.name},
@@ -268,7 +267,9 @@ void writeOutputs(const std::vector<ModelGeometry> &models,
                    {"evaluation", m.accuracy},
                    {"layers", layers}});
   }
-  std::ofstream(dir + "/analysis.json") << doc.dump(2) << "\n";
+  platform::writeFileAtomically(dir + "/geometry.csv", csv);
+  platform::writeFileAtomically(dir + "/spectrum.csv", spectrum);
+  platform::writeFileAtomically(dir + "/analysis.json", doc.dump(2) + "\n");
 
   for (const Measure &measure : shown) {
     std::vector<analysis::Series> series;
