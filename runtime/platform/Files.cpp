@@ -92,6 +92,23 @@ std::string readRegularFile(const std::string &path, uint64_t maxBytes) {
   return text;
 }
 
+bool writeAll(int fd, const void *data, size_t size) {
+  const char *p = static_cast<const char *>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      if (n == 0)
+        errno = EIO;
+      return false;
+    }
+    p += n;
+    size -= size_t(n);
+  }
+  return true;
+}
+
 std::string fileContentHash(const std::string &path) {
   std::ifstream in = openRegularFile(path);
   std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(
@@ -119,17 +136,8 @@ void writeFileAtomically(const std::string &path, const std::string &contents) {
     ::unlink(tmp.c_str());
     refuse(path, std::string(what) + ": " + std::strerror(err));
   };
-  for (size_t done = 0; done < contents.size();) {
-    ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      if (n == 0)
-        errno = EIO;
-      failed("write failed");
-    }
-    done += size_t(n);
-  }
+  if (!writeAll(fd, contents.data(), contents.size()))
+    failed("write failed");
   if (::fchmod(fd, 0644) != 0)
     failed("cannot set its permissions");
   if (::fsync(fd) != 0)

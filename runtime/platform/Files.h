@@ -29,6 +29,10 @@ std::ifstream openRegularFile(const std::string &path);
 /// a larger file is refused before it is read.
 std::string readRegularFile(const std::string &path, uint64_t maxBytes);
 
+/// Writes all `size` bytes at `data` to `fd`, retrying short writes and
+/// EINTR; false with errno set (EIO for a write of nothing) on failure.
+bool writeAll(int fd, const void *data, size_t size);
+
 /// The XXH3-64 (hex) of the regular file `path`'s contents, read in chunks.
 std::string fileContentHash(const std::string &path);
 

@@ -528,7 +528,7 @@ CheckpointState stateFromJson(const nlohmann::json &j,
     if (it == j.end() || !((*it).*is)())
       fail(origin,
            std::string("'") + key + "' is " +
-               (it == j.end() ? "missing" : "not " + std::string(type)) + "");
+               (it == j.end() ? "missing" : "not " + std::string(type)));
     return *it;
   };
   const nlohmann::json &version =

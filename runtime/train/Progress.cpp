@@ -2,6 +2,8 @@
 
 #include "runtime/train/Progress.h"
 
+#include "runtime/platform/Files.h"
+
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -99,17 +101,8 @@ void Progress::record(nlohmann::json entry) {
   if (metrics < 0)
     return;
   std::string line = entry.dump() + "\n";
-  for (size_t done = 0; done < line.size();) {
-    ssize_t n = ::write(metrics, line.data() + done, line.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      if (n == 0)
-        errno = EIO;
-      failed(metricsPath, "cannot write a record");
-    }
-    done += size_t(n);
-  }
+  if (!lap::platform::writeAll(metrics, line.data(), line.size()))
+    failed(metricsPath, "cannot write a record");
 }
 
 void Progress::advance(int64_t units) {
