@@ -43,12 +43,6 @@ std::vector<std::string> numberNames(int64_t classes) {
   return names;
 }
 
-/// Opens a regular file for binary reading and says how large it is.
-std::ifstream openRegularFile(const std::string &path, uint64_t &bytes) {
-  bytes = lap::platform::regularFileSize(path);
-  return lap::platform::openRegularFile(path);
-}
-
 /// A data set held in memory as bytes, [C, H, W] per image.
 class InMemoryImages final : public ImageDataset {
 public:
@@ -297,7 +291,7 @@ lap::data::readCifar(const std::vector<std::string> &paths, bool cifar100Fine) {
   std::vector<uint64_t> records;
   for (const std::string &path : paths) {
     uint64_t bytes = 0;
-    files.push_back(openRegularFile(path, bytes));
+    files.push_back(lap::platform::openRegularFile(path, &bytes));
     if (bytes == 0)
       refuse(path, std::string("empty: no ") + format + " records");
     if (bytes % record != 0)
@@ -360,7 +354,7 @@ namespace {
 /// Decodes by content, not extension: some files are misnamed.
 Image decodeImageFile(const std::string &path) {
   uint64_t bytes = 0;
-  std::ifstream in = openRegularFile(path, bytes);
+  std::ifstream in = lap::platform::openRegularFile(path, &bytes);
   std::vector<uint8_t> file(bytes);
   if (!in.read(reinterpret_cast<char *>(file.data()), std::streamsize(bytes)))
     refuse(path, "cannot read " + std::to_string(bytes) + " bytes");

@@ -2,6 +2,8 @@
 
 #include "runtime/data/TokenShards.h"
 
+#include "runtime/platform/Files.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -203,9 +205,7 @@ TokenShard::TokenShard(const std::string &path) : path_(path) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    refuse(path, S_ISFIFO(st.st_mode)  ? "a FIFO, not a regular file"
-                 : S_ISDIR(st.st_mode) ? "a directory, not a regular file"
-                                       : "not a regular file");
+    refuse(path, platform::notRegularFile(st.st_mode));
   }
   uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < kShardHeaderBytes) {

@@ -239,10 +239,6 @@ const Gpt2Bytes &gpt2Bytes() {
   return table;
 }
 
-std::ifstream openOrFail(const std::string &path) {
-  return platform::openRegularFile(path);
-}
-
 bool fileExists(const std::string &path) {
   struct stat info;
   return ::stat(path.c_str(), &info) == 0;
@@ -634,7 +630,7 @@ Tokenizer Tokenizer::loadTiktoken(const std::string &path) {
   std::string sidePath = path + ".json";
   if (!fileExists(sidePath))
     return loadTiktoken(path, kGpt4Pattern, {});
-  std::ifstream in = openOrFail(sidePath);
+  std::ifstream in = platform::openRegularFile(sidePath);
   std::string pattern = kGpt4Pattern;
   SpecialTokens specials;
   try {
@@ -658,7 +654,7 @@ Tokenizer Tokenizer::loadTiktoken(const std::string &path) {
 Tokenizer Tokenizer::loadTiktoken(const std::string &path,
                                   const std::string &pattern,
                                   const SpecialTokens &specials) {
-  std::ifstream in = openOrFail(path);
+  std::ifstream in = platform::openRegularFile(path);
   std::vector<std::string> tokens;
   std::vector<size_t> lineOfRank;
   std::string line;
@@ -715,7 +711,7 @@ Tokenizer Tokenizer::loadGpt2(const std::string &encoderJsonPath,
     tokens.emplace_back(1, char(b));
   }
   {
-    std::ifstream in = openOrFail(vocabBpePath);
+    std::ifstream in = platform::openRegularFile(vocabBpePath);
     std::string line;
     size_t lineNo = 0;
     auto where = [&] {
@@ -748,7 +744,7 @@ Tokenizer Tokenizer::loadGpt2(const std::string &encoderJsonPath,
       fail(vocabBpePath + ": read error");
   }
 
-  std::ifstream in = openOrFail(encoderJsonPath);
+  std::ifstream in = platform::openRegularFile(encoderJsonPath);
   nlohmann::json enc;
   try {
     enc = nlohmann::json::parse(in);

@@ -3,10 +3,10 @@
 #include "runtime/model/LoadedModel.h"
 #include "runtime/model/ManifestCheck.h"
 #include "runtime/platform/CpuFeatures.h"
+#include "runtime/platform/Files.h"
 
 #include <dlfcn.h>
 #include <elf.h>
-#include <sys/stat.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -95,13 +95,8 @@ void checkCpu(const std::string &path, const nlohmann::json &target) {
 } // namespace
 
 LoadedModel::LoadedModel(const std::string &path) : path_(path) {
-  struct stat info;
-  if (stat(path.c_str(), &info) != 0)
-    refuse(path, std::string("cannot open: ") + std::strerror(errno));
   // A FIFO or a device would block or never end; a directory is no library.
-  if (!S_ISREG(info.st_mode))
-    refuse(path, "not a regular file");
-  checkElf(path, uint64_t(info.st_size));
+  checkElf(path, platform::regularFileSize(path));
   // dlopen needs a path with a slash to not search the library path.
   std::string open = path.find('/') == std::string::npos ? "./" + path : path;
   handle_ = dlopen(open.c_str(), RTLD_NOW | RTLD_LOCAL);

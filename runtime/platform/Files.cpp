@@ -21,33 +21,31 @@ namespace {
   throw std::runtime_error(path + ": " + why);
 }
 
-const char *kindOf(mode_t mode) {
-  if (S_ISFIFO(mode))
-    return "a FIFO";
-  if (S_ISDIR(mode))
-    return "a directory";
-  if (S_ISCHR(mode))
-    return "a character device";
-  if (S_ISBLK(mode))
-    return "a block device";
-  if (S_ISSOCK(mode))
-    return "a socket";
-  return "not a plain file";
-}
-
 } // namespace
+
+std::string notRegularFile(unsigned mode) {
+  const char *kind = S_ISFIFO(mode)   ? "a FIFO"
+                     : S_ISDIR(mode)  ? "a directory"
+                     : S_ISCHR(mode)  ? "a character device"
+                     : S_ISBLK(mode)  ? "a block device"
+                     : S_ISSOCK(mode) ? "a socket"
+                                      : "not a plain file";
+  return std::string(kind) + ", not a regular file";
+}
 
 uint64_t regularFileSize(const std::string &path) {
   struct stat info;
   if (::stat(path.c_str(), &info) != 0)
     refuse(path, std::string("cannot open: ") + std::strerror(errno));
   if (!S_ISREG(info.st_mode))
-    refuse(path, std::string(kindOf(info.st_mode)) + ", not a regular file");
+    refuse(path, notRegularFile(info.st_mode));
   return uint64_t(info.st_size);
 }
 
-std::ifstream openRegularFile(const std::string &path) {
-  regularFileSize(path);
+std::ifstream openRegularFile(const std::string &path, uint64_t *size) {
+  uint64_t bytes = regularFileSize(path);
+  if (size)
+    *size = bytes;
   std::ifstream in(path, std::ios::binary);
   if (!in)
     refuse(path, std::string("cannot open: ") + std::strerror(errno));
@@ -67,7 +65,7 @@ std::string readRegularFile(const std::string &path, uint64_t maxBytes) {
   }
   if (!S_ISREG(info.st_mode)) {
     ::close(fd);
-    refuse(path, std::string(kindOf(info.st_mode)) + ", not a regular file");
+    refuse(path, notRegularFile(info.st_mode));
   }
   if (uint64_t(info.st_size) > maxBytes) {
     ::close(fd);

@@ -16,14 +16,20 @@
 
 namespace lap::platform {
 
+/// Why a file of `mode` (a stat st_mode) is not one lap reads: "a FIFO, not
+/// a regular file", "a directory, not a regular file", ...; for readers that
+/// already hold a descriptor and fstat it.
+std::string notRegularFile(unsigned mode);
+
 /// The size of `path` when it is a regular file; otherwise throws
-/// std::runtime_error "PATH: <why>" (strerror, or "a FIFO, not a regular
-/// file", "a directory, ...").
+/// std::runtime_error "PATH: <why>" (strerror, or notRegularFile).
 uint64_t regularFileSize(const std::string &path);
 
 /// `path` opened for binary reading once regularFileSize accepts it (so that
-/// opening never blocks on a FIFO); throws naming the file otherwise.
-std::ifstream openRegularFile(const std::string &path);
+/// opening never blocks on a FIFO), its size in `*size` when given; throws
+/// naming the file otherwise.
+std::ifstream openRegularFile(const std::string &path,
+                              uint64_t *size = nullptr);
 
 /// The whole contents of the regular file `path`, at most `maxBytes` long;
 /// a larger file is refused before it is read.

@@ -185,7 +185,7 @@ SafetensorsFile readSafetensorsImpl(
   if (::fstat(fd.get(), &st) != 0)
     fail(path, "cannot stat: " + errnoText(errno));
   if (!S_ISREG(st.st_mode))
-    fail(path, "not a regular file");
+    fail(path, platform::notRegularFile(st.st_mode));
   uint64_t fileSize = uint64_t(st.st_size);
   if (fileSize < 8)
     fail(path, "file too small (" + std::to_string(fileSize) +
@@ -367,13 +367,14 @@ int64_t stepOf(const std::string &name) {
   return std::regex_match(name, m, re) ? std::stoll(m[1]) : -1;
 }
 
-bool isComplete(const fs::path &dir) {
+/// The first of a checkpoint's three files that `dir` lacks, or null.
+const char *missingFile(const fs::path &dir) {
   std::error_code ec;
   for (const char *f :
        {"model.safetensors", "optimizer.safetensors", "state.json"})
     if (!fs::is_regular_file(dir / f, ec))
-      return false;
-  return true;
+      return f;
+  return nullptr;
 }
 
 /// The complete checkpoints under `runDir`, oldest first.
@@ -390,7 +391,7 @@ completeCheckpoints(const std::string &runDir) {
     if (ec)
       fail(runDir, "cannot list checkpoint directory: " + ec.message());
     int64_t step = stepOf(it->path().filename().string());
-    if (step >= 0 && it->is_directory(ec) && isComplete(it->path()))
+    if (step >= 0 && it->is_directory(ec) && !missingFile(it->path()))
       found.emplace_back(step, it->path());
   }
   std::sort(found.begin(), found.end());
@@ -647,12 +648,8 @@ std::vector<std::string> incompleteCheckpoints(const std::string &runDir) {
     int64_t step = stepOf(it->path().filename().string());
     if (step <= newest || !it->is_directory(ec))
       continue;
-    for (const char *f :
-         {"model.safetensors", "optimizer.safetensors", "state.json"})
-      if (!fs::is_regular_file(it->path() / f, ec)) {
-        found.emplace_back(step, it->path().string() + " (no " + f + ")");
-        break;
-      }
+    if (const char *missing = missingFile(it->path()))
+      found.emplace_back(step, it->path().string() + " (no " + missing + ")");
   }
   std::sort(found.begin(), found.end());
   std::vector<std::string> out;
@@ -757,12 +754,10 @@ loadCheckpoint(const std::string &checkpointDir,
                             "expects shape " +
                             shapeText(s.shape));
   });
-  out.optimizer =
-      readSafetensors(joinPath(checkpointDir, "optimizer.safetensors"));
-  for (auto [file, path] :
-       {std::pair{&out.model, modelPath},
-        std::pair{&out.optimizer,
-                  joinPath(checkpointDir, "optimizer.safetensors")}})
+  std::string optimizerPath = joinPath(checkpointDir, "optimizer.safetensors");
+  out.optimizer = readSafetensors(optimizerPath);
+  for (auto [file, path] : {std::pair{&out.model, modelPath},
+                            std::pair{&out.optimizer, optimizerPath}})
     if (!file->checksummed)
       fail(path, std::string("has no tensor checksums ('") + kChecksumsKey +
                      "' in its __metadata__), so its data cannot be "

@@ -435,7 +435,7 @@ TEST_F(CheckpointTest, SpecialFilesAreRefusedWithoutBlocking) {
   }
   // Both would block forever if opened for reading without a writer.
   EXPECT_EQ(errorOf([&] { lap::readSafetensors(model); }),
-            model + ": not a regular file");
+            model + ": a FIFO, not a regular file");
   EXPECT_EQ(errorOf([&] { lap::loadCheckpoint(saved, smallSpec); }),
             state + ": a FIFO, not a regular file");
 }
