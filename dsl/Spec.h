@@ -226,6 +226,7 @@ struct TrainSpec {
   int64_t steps = 0;   ///< steps
   double epochs = 0;   ///< epochs
   double gradClip = 0; ///< grad_clip: max global norm, 0 = off
+  int64_t zero = 0;    ///< zero: 1 shards the optimizer state over the ranks
   Precision precision = Precision::FP32; ///< precision: fp32 | bf16
   OptimizerSpec optimizer;               ///< optimizer
   ScheduleSpec schedule;                 ///< schedule

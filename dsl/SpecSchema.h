@@ -67,6 +67,8 @@ inline constexpr Rule probability{0, 1, false, "a probability in [0, 1]"};
 inline constexpr Rule fraction{0, 1, true, "in (0, 1]"};
 /// Dropout-like rates: 1 would divide by zero when rescaling.
 inline constexpr Rule dropRate{0, 1, false, "a probability in [0, 1)", true};
+/// ZeRO stages lap implements: 0 (off) and 1 (optimizer state sharded).
+inline constexpr Rule zeroStage{0, 1, false, "0 or 1"};
 /// A count from 1 to `max`; the bounds keep every derived size in range.
 constexpr Rule upTo(double max) { return {1, max, false, nullptr}; }
 inline constexpr Rule layerCount = upTo(4096);      // layers, heads
@@ -213,6 +215,7 @@ template <class V, class T> void visitTrain(V &v, T &t) {
   v.field("steps", t.steps, positive);
   v.field("epochs", t.epochs, greaterThanZero);
   v.field("grad_clip", t.gradClip, nonNegative);
+  v.field("zero", t.zero, zeroStage);
   v.field("precision", t.precision);
   v.field("log_every", t.logEvery, positive);
   v.section("optimizer", always, [&] {

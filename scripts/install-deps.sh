@@ -15,6 +15,8 @@ packages=(
   libyaml-cpp-dev libfmt-dev googletest libgtest-dev
   libdnnl-dev libhwy-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libpng-dev
   zlib1g-dev libjpeg62-turbo-dev liblapacke-dev libxxhash-dev
+  # data-parallel runs: mpirun and its library
+  libopenmpi-dev openmpi-bin
   # tests: runs lapc-run as on a CPU with AVX2 and no AVX-512
   qemu-user
   # data: the text and images the README's walkthroughs train on

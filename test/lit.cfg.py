@@ -15,4 +15,13 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "Inputs", "unit", "fuzz"]
 config.substitutions.append(("%specs", os.path.join(config.lap_src_root, "specs")))
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["lapc", "lap-opt", "lapc-run"], [config.lap_tools_dir])
+llvm_config.add_tool_substitutions(["lapc", "lap-opt", "lapc-run", "lap-comm-tests"],
+                                  [config.lap_tools_dir])
+
+# Data-parallel tests run ranks on this machine: more ranks than cores is
+# fine (--oversubscribe), CI runs as root, and after mpirun's SIGTERM on
+# Ctrl-C the ranks get 10 s to write their checkpoint before SIGKILL.
+config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+config.substitutions.append(
+    ("%mpirun", "mpirun --oversubscribe --mca odls_base_sigkill_timeout 10"))

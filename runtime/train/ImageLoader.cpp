@@ -2,6 +2,8 @@
 
 #include "runtime/train/ImageLoader.h"
 
+#include "runtime/train/RunSignals.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -101,10 +103,10 @@ data::Image ImageTransform::operator()(const data::Image &image,
 ImageLoader::ImageLoader(const data::ImageDataset &set,
                          ImageTransform transform, data::MixConfig mix,
                          int64_t batch, int64_t classes, uint64_t seed,
-                         int64_t workers)
+                         int64_t workers, DataShard shard)
     : set(set), transform(std::move(transform)), mix(mix), batch(batch),
       classes(classes), seed(seed),
-      workers(std::clamp<int64_t>(workers, 1, kMaxWorkers)) {
+      workers(std::clamp<int64_t>(workers, 1, kMaxWorkers)), shard(shard) {
   if (batch < 1)
     throw std::runtime_error("the image batch size must be positive");
   if (batchesPerEpoch() < 1)
@@ -118,8 +120,11 @@ ImageLoader::~ImageLoader() { stop(); }
 
 void ImageLoader::start() {
   stopping = false;
-  for (int64_t i = 0; i < workers; ++i)
-    threads.emplace_back([this] { work(); });
+  // The run's signals go to the training thread (RunSignals.h).
+  withRunSignalsBlocked([&] {
+    for (int64_t i = 0; i < workers; ++i)
+      threads.emplace_back([this] { work(); });
+  });
 }
 
 void ImageLoader::stop() {
@@ -137,8 +142,8 @@ void ImageLoader::seek(uint64_t position) {
   stop();
   ready.clear();
   failure = nullptr;
-  served = position;
-  nextBatch = nextToMake = position / uint64_t(batch);
+  served = shard.local(position);
+  nextBatch = nextToMake = served / uint64_t(batch);
   start();
 }
 
@@ -204,7 +209,8 @@ void ImageLoader::work() {
     }
     // A failure (a corrupt file) reaches the trainer through next().
     try {
-      ImageBatch b = make(index);
+      ImageBatch b =
+          make(shard.global(index * uint64_t(batch)) / uint64_t(batch));
       std::lock_guard<std::mutex> lock(mutex);
       ready.emplace_back(index, std::move(b));
     } catch (...) {

@@ -16,6 +16,7 @@
 #include "dsl/Spec.h"
 #include "runtime/data/Augment.h"
 #include "runtime/data/ImageDatasets.h"
+#include "runtime/train/DataShard.h"
 
 #include <condition_variable>
 #include <cstdint>
@@ -59,18 +60,19 @@ public:
 
   /// Batches of `batch` images of `set` under `transform`, with `mix` over
   /// each batch; `workers` threads (1 to kMaxWorkers), each preparing one
-  /// batch ahead.
+  /// batch ahead; the batches of `shard` (a rank's share of the stream).
   ImageLoader(const data::ImageDataset &set, ImageTransform transform,
               data::MixConfig mix, int64_t batch, int64_t classes,
-              uint64_t seed, int64_t workers);
+              uint64_t seed, int64_t workers, DataShard shard = {});
   ~ImageLoader();
   ImageLoader(const ImageLoader &) = delete;
   ImageLoader &operator=(const ImageLoader &) = delete;
 
   /// The next batch (waits for a worker when none is ready).
   void next(ImageBatch &out);
-  /// Images served so far, for checkpoints; seek restarts there.
-  uint64_t position() const { return served; }
+  /// The stream position (images of every rank) reached, for checkpoints;
+  /// seek restarts there.
+  uint64_t position() const { return shard.reached(served); }
   void seek(uint64_t position);
   int64_t batchesPerEpoch() const { return int64_t(set.size()) / batch; }
 
@@ -88,11 +90,14 @@ private:
   int64_t batch, classes;
   uint64_t seed;
   int64_t workers;
+  DataShard shard;
   /// The shuffles of the (at most two) epochs being prepared: near an epoch
   /// boundary, workers build batches of both.
   mutable std::map<uint64_t, std::vector<uint64_t>> orders;
   mutable std::mutex orderMutex;
 
+  // In this rank's share: the stream's batch of index i is
+  // shard.global(i * batch) / batch.
   uint64_t served = 0;     ///< images handed out
   uint64_t nextBatch = 0;  ///< next batch index to hand out
   uint64_t nextToMake = 0; ///< next batch index a worker claims

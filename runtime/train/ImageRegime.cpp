@@ -2,6 +2,8 @@
 
 #include "runtime/train/ImageRegime.h"
 
+#include "runtime/kernels/cpu/Parallel.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -166,7 +168,8 @@ nlohmann::json evaluateImages(const LoadedModel &model, const float *params,
 
 ImageRegime::ImageRegime(const dsl::Spec &spec, const LoadedModel &model,
                          const float *params, AlignedBuffer &workspace,
-                         int64_t batch, uint64_t seed, std::FILE *log)
+                         int64_t batch, uint64_t seed, std::FILE *log,
+                         DataShard shard)
     : spec(spec), model(model), params(params), workspace(workspace),
       batch(batch), splits(openImageSplits(spec.train.data)) {
   const dsl::ModelSpec &m = spec.model;
@@ -190,12 +193,12 @@ ImageRegime::ImageRegime(const dsl::Spec &spec, const LoadedModel &model,
   mix.switchProb = a.switchProb;
   mix.prob = a.mixProb;
   mix.labelSmoothing = spec.train.labelSmoothing;
-  int64_t workers =
-      spec.train.data.workers > 0
-          ? spec.train.data.workers
-          : std::max<int64_t>(1, std::thread::hardware_concurrency());
+  // By default as many workers as the rank has threads.
+  int64_t workers = spec.train.data.workers > 0
+                        ? spec.train.data.workers
+                        : std::max<int64_t>(1, omp_get_max_threads());
   loader = std::make_unique<ImageLoader>(*splits.train, train, mix, batch,
-                                         m.classes, seed, workers);
+                                         m.classes, seed, workers, shard);
 }
 
 int64_t ImageRegime::stepsPerEpoch(int64_t accumulation) const {

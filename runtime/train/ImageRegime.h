@@ -59,11 +59,11 @@ nlohmann::json evaluateImages(const LoadedModel &model, const float *params,
 
 class ImageRegime {
 public:
-  /// Opens the spec's data; batches of `batch` images; evaluation runs in
-  /// `workspace`, the one training uses.
+  /// Opens the spec's data; batches of `batch` images of `shard` (this
+  /// rank's share); evaluation runs in `workspace`, the one training uses.
   ImageRegime(const dsl::Spec &spec, const LoadedModel &model,
               const float *params, AlignedBuffer &workspace, int64_t batch,
-              uint64_t seed, std::FILE *log);
+              uint64_t seed, std::FILE *log, DataShard shard = {});
 
   Regime regime();
   /// Optimizer steps in one epoch with `accumulation` micro-batches a step.

@@ -91,9 +91,10 @@ lap::train::runTokenizer(const dsl::Spec &spec, const std::string &runDir) {
 LmRegime::LmRegime(const dsl::Spec &spec, const LoadedModel &model,
                    const float *params, AlignedBuffer &workspace,
                    const std::string &runDir, int64_t batch, int64_t seq,
-                   std::FILE *log)
+                   std::FILE *log, DataShard shard)
     : spec(spec), model(model), params(params), batch(batch), seq(seq),
-      workspace(workspace), logits(size_t(batch * seq * spec.model.vocab) * 4) {
+      shard(shard), workspace(workspace),
+      logits(size_t(batch * seq * spec.model.vocab) * 4) {
   const dsl::DataSpec &data = spec.train.data;
   uint32_t vocab = uint32_t(spec.model.vocab);
   std::vector<std::string> trainPaths, valPaths;
@@ -173,13 +174,15 @@ LmRegime::LmRegime(const dsl::Spec &spec, const LoadedModel &model,
 Regime LmRegime::regime() {
   Regime r;
   r.next = [this](lap_batch &out) {
+    train->seek(shard.global(windowsRead));
+    windowsRead += uint64_t(batch);
     train->next(current);
     pointers = {current.inputs.data(), current.targets.data()};
     out = {batch, seq, 2, pointers.data()};
     return batch * seq;
   };
-  r.position = [this] { return train->position(); };
-  r.seek = [this](uint64_t position) { train->seek(position); };
+  r.position = [this] { return shard.reached(windowsRead); };
+  r.seek = [this](uint64_t position) { windowsRead = shard.local(position); };
   r.evaluate = [this] { return evaluate(spec.train.eval.batches); };
   return r;
 }

@@ -15,6 +15,7 @@
 #include "dsl/Spec.h"
 #include "runtime/data/TokenShards.h"
 #include "runtime/data/Tokenizer.h"
+#include "runtime/train/DataShard.h"
 #include "runtime/train/Trainer.h"
 
 #include <algorithm>
@@ -32,11 +33,12 @@ std::optional<data::Tokenizer> runTokenizer(const dsl::Spec &spec,
 class LmRegime {
 public:
   /// Prepares data for `spec`'s train section under `runDir` (tokenizer,
-  /// shards) with micro-batches of `batch` x `seq`. Evaluation runs in
-  /// `workspace`, the one training uses (the two never run at once).
+  /// shards) with micro-batches of `batch` x `seq` of `shard` (this rank's
+  /// share of the stream). Evaluation runs in `workspace`, the one training
+  /// uses (the two never run at once).
   LmRegime(const dsl::Spec &spec, const LoadedModel &model, const float *params,
            AlignedBuffer &workspace, const std::string &runDir, int64_t batch,
-           int64_t seq, std::FILE *log);
+           int64_t seq, std::FILE *log, DataShard shard = {});
 
   /// The callbacks the trainer drives.
   Regime regime();
@@ -60,6 +62,8 @@ private:
   const LoadedModel &model;
   const float *params;
   int64_t batch, seq;
+  DataShard shard;
+  uint64_t windowsRead = 0; ///< of this rank's share
   std::optional<data::Tokenizer> tokenizer_;
   std::unique_ptr<LmLoader> train, val;
   LmBatch current;

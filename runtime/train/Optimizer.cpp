@@ -373,8 +373,9 @@ std::vector<std::pair<std::string, std::vector<float> *>> Optimizer::state() {
 // Clipping and finiteness
 //===----------------------------------------------------------------------===//
 
-double clipGradients(float *grads, const std::vector<TensorInfo> &tensors,
-                     double maxNorm) {
+std::vector<double>
+squaredNormPartials(const float *grads,
+                    const std::vector<TensorInfo> &tensors) {
   std::vector<Chunk> chunks = chunksOf(tensors, allIndices(tensors.size()));
   std::vector<double> partial(chunks.size());
   forEach(int64_t(chunks.size()), [&](int64_t k) {
@@ -384,23 +385,39 @@ double clipGradients(float *grads, const std::vector<TensorInfo> &tensors,
       s += double(g[i]) * g[i];
     partial[k] = s;
   });
+  return partial;
+}
+
+double normOfPartials(const std::vector<double> &partials) {
   double total = 0;
-  for (double s : partial)
+  for (double s : partials)
     total += s;
-  double norm = std::sqrt(total);
+  return std::sqrt(total);
+}
+
+void clipToNorm(float *grads, const std::vector<TensorInfo> &tensors,
+                double norm, double maxNorm) {
   if (maxNorm <= 0 || !std::isfinite(norm) || norm <= maxNorm)
-    return norm;
+    return;
   float coef = float(maxNorm / (norm + 1e-6));
+  std::vector<Chunk> chunks = chunksOf(tensors, allIndices(tensors.size()));
   forEach(int64_t(chunks.size()), [&](int64_t k) {
     float *g = grads + tensors[chunks[k].tensor].offset;
     for (int64_t i = chunks[k].begin; i < chunks[k].end; ++i)
       g[i] *= coef;
   });
+}
+
+double clipGradients(float *grads, const std::vector<TensorInfo> &tensors,
+                     double maxNorm) {
+  double norm = normOfPartials(squaredNormPartials(grads, tensors));
+  clipToNorm(grads, tensors, norm, maxNorm);
   return norm;
 }
 
-std::optional<std::string>
-firstNonFinite(const float *data, const std::vector<TensorInfo> &tensors) {
+std::optional<size_t>
+firstNonFiniteTensor(const float *data,
+                     const std::vector<TensorInfo> &tensors) {
   std::vector<Chunk> chunks = chunksOf(tensors, allIndices(tensors.size()));
   std::vector<char> bad(chunks.size(), 0);
   forEach(int64_t(chunks.size()), [&](int64_t k) {
@@ -413,7 +430,14 @@ firstNonFinite(const float *data, const std::vector<TensorInfo> &tensors) {
   });
   for (size_t k = 0; k < chunks.size(); ++k)
     if (bad[k])
-      return tensors[chunks[k].tensor].name;
+      return chunks[k].tensor;
+  return std::nullopt;
+}
+
+std::optional<std::string>
+firstNonFinite(const float *data, const std::vector<TensorInfo> &tensors) {
+  if (std::optional<size_t> t = firstNonFiniteTensor(data, tensors))
+    return tensors[*t].name;
   return std::nullopt;
 }
 

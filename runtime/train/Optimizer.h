@@ -156,8 +156,20 @@ private:
 double clipGradients(float *grads, const std::vector<TensorInfo> &tensors,
                      double maxNorm);
 
-/// The name of the first tensor (in table order) holding a NaN or an
-/// infinity, or nothing when all are finite.
+/// clipGradients in parts, for gradients split over ranks: the fp64 sums
+/// of squares of fixed chunks of each tensor in table order (a table's
+/// partials are its parts' partials one after the other), their norm, and
+/// the scaling of `tensors` by a norm computed over all of them.
+std::vector<double> squaredNormPartials(const float *grads,
+                                        const std::vector<TensorInfo> &tensors);
+double normOfPartials(const std::vector<double> &partials);
+void clipToNorm(float *grads, const std::vector<TensorInfo> &tensors,
+                double norm, double maxNorm);
+
+/// The first tensor (in table order) holding a NaN or an infinity: its
+/// index, or its name; nothing when all are finite.
+std::optional<size_t>
+firstNonFiniteTensor(const float *data, const std::vector<TensorInfo> &tensors);
 std::optional<std::string>
 firstNonFinite(const float *data, const std::vector<TensorInfo> &tensors);
 

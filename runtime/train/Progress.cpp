@@ -49,10 +49,10 @@ off_t keptLength(const std::string &text, int64_t step) {
 
 Progress::Progress(int64_t total, int64_t startStep,
                    const std::string &metricsPath, std::string unit,
-                   std::FILE *stream)
+                   std::FILE *stream, bool inPlace)
     : total(total), unit(std::move(unit)), out(stream),
-      terminal(isatty(fileno(stream)) != 0), metricsPath(metricsPath),
-      began(std::chrono::steady_clock::now()) {
+      terminal(inPlace && isatty(fileno(stream)) != 0),
+      metricsPath(metricsPath), began(std::chrono::steady_clock::now()) {
   if (metricsPath.empty())
     return;
   metrics = ::open(metricsPath.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC,

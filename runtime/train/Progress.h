@@ -26,9 +26,10 @@ public:
   /// `total` steps, starting after `startStep`; `metricsPath` empty for no
   /// JSONL file, else its records after startStep are removed; `unit` names
   /// what advance() counts ("tok", "img"); `stream` is where lines go (a
-  /// terminal gets an in-place line).
+  /// terminal gets an in-place line, unless not `inPlace`).
   Progress(int64_t total, int64_t startStep, const std::string &metricsPath,
-           std::string unit = "tok", std::FILE *stream = stdout);
+           std::string unit = "tok", std::FILE *stream = stdout,
+           bool inPlace = true);
   ~Progress();
 
   /// A finished step's tokens (or samples), for the throughput.

@@ -3,14 +3,17 @@
 #include "runtime/train/Trainer.h"
 
 #include "runtime/kernels/cpu/Parallel.h"
+#include "runtime/train/DataParallel.h"
 #include "runtime/train/Progress.h"
+#include "runtime/train/RunSignals.h"
 #include "runtime/train/SpecConfig.h"
 
 #include <fmt/format.h>
 
-#include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 
 using namespace lap;
@@ -18,46 +21,15 @@ using namespace lap::train;
 
 namespace {
 
-// What the signal handlers ask for; they only set these (async-signal-safe).
-volatile std::sig_atomic_t stopSignal = 0;          // the signal that stops
-volatile std::sig_atomic_t checkpointRequested = 0; // SIGUSR1
-extern "C" void onStop(int signal) { stopSignal = signal; }
-extern "C" void onCheckpoint(int) { checkpointRequested = 1; }
-
-/// The signals a terminal or a scheduler sends to end a job (SIGINT,
-/// SIGTERM, SIGHUP) stop the run at the next step boundary with a
-/// checkpoint; SIGUSR1 writes one there and goes on. The previous handlers
-/// come back when the run ends.
-class SignalHandlers {
-public:
-  SignalHandlers() {
-    stopSignal = 0;
-    checkpointRequested = 0;
-    for (int i = 0; i < kCount; ++i) {
-      struct sigaction action = {};
-      action.sa_handler = kSignals[i] == SIGUSR1 ? onCheckpoint : onStop;
-      sigemptyset(&action.sa_mask);
-      action.sa_flags = SA_RESTART;
-      sigaction(kSignals[i], &action, &previous[i]);
-    }
-  }
-  ~SignalHandlers() {
-    for (int i = 0; i < kCount; ++i)
-      sigaction(kSignals[i], &previous[i], nullptr);
-  }
-
-private:
-  static constexpr int kCount = 4;
-  static constexpr int kSignals[kCount] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1};
-  struct sigaction previous[kCount];
-};
-
 std::string modelHashOf(const LoadedModel &model) {
   return model.manifest().value("model_hash", "");
 }
 
+/// Rank 0 writes the checkpoint: its parameters, its optimizer state and
+/// `others`, the state of the other ranks' shards (ZeRO-1).
 void save(const std::string &dir, int64_t step, const LoadedModel &model,
           const AlignedBuffer &params, Optimizer &optimizer,
+          const std::vector<std::pair<std::string, std::vector<float>>> &others,
           const TrainerConfig &config, uint64_t position, Progress &progress) {
   CheckpointData data;
   data.state.step = step;
@@ -73,6 +45,9 @@ void save(const std::string &dir, int64_t step, const LoadedModel &model,
   for (auto &[name, values] : state)
     data.optimizer.push_back(
         TensorRef(name, {int64_t(values->size())}, values->data()));
+  for (auto &[name, values] : others)
+    data.optimizer.push_back(
+        TensorRef(name, {int64_t(values.size())}, values.data()));
   std::string path = saveCheckpoint(dir, data);
   pruneCheckpoints(dir, size_t(config.keep));
   progress.note("checkpoint " + path);
@@ -182,23 +157,58 @@ std::string lap::train::checkpointOf(const std::string &runDir,
   return *latest;
 }
 
+namespace {
+
+/// The other ranks wait, for as long as it takes, while rank 0 alone works
+/// (evaluation, a checkpoint): the collectives' timeout is for ranks that
+/// stopped, not for a long evaluation.
+void waitForRankZero(comm::Communicator &comm) {
+  double timeout = comm.timeout();
+  comm.setTimeout(0);
+  comm.barrier();
+  comm.setTimeout(timeout);
+}
+
+int64_t stateBytes(Optimizer &optimizer) {
+  int64_t bytes = 0;
+  for (auto &entry : optimizer.state())
+    bytes += int64_t(entry.second->size()) * 4;
+  return bytes;
+}
+
+} // namespace
+
 TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
                               AlignedBuffer &workspace,
                               const TrainerConfig &config, Regime &regime,
                               const std::string &resumeFrom) {
+  std::unique_ptr<comm::Communicator> oneProcess;
+  if (!config.comm)
+    oneProcess = comm::singleProcess();
+  comm::Communicator &comm = config.comm ? *config.comm : *oneProcess;
+  const bool lead = comm.rank() == 0;
+  const int64_t ranks = comm.size();
+  if (config.accumulation % ranks != 0)
+    throw std::runtime_error(fmt::format(
+        "a step's {} micro-batches cannot be shared by {} ranks equally",
+        config.accumulation, ranks));
+  const int64_t perRank = config.accumulation / ranks;
   std::vector<TensorInfo> tensors = tensorsOf(model);
-  Optimizer optimizer(tensors, config.optimizer);
+  DataParallel parallel(comm, tensors, model.parameterElements(), config.zero);
+  Optimizer optimizer(parallel.updated(), config.optimizer);
   std::string checkpoints = config.runDir + "/checkpoints";
   float *p = params.as<float>();
 
-  int64_t start = 0;
-  if (!resumeFrom.empty()) {
-    LoadedCheckpoint ckpt =
-        restoreParameters(model, resumeFrom, p, config.resumeFromOtherModel);
+  // Rank 0 loads and checks the checkpoint; every rank continues from its
+  // parameters, optimizer state, step and data position.
+  int64_t resumed[3] = {0, 0, 0}; // step, resuming, data position
+  std::optional<LoadedCheckpoint> ckpt;
+  if (lead && !resumeFrom.empty()) {
+    ckpt = restoreParameters(model, resumeFrom, p, config.resumeFromOtherModel);
     std::string state = resumeFrom + "/state.json";
-    start = ckpt.state.step;
+    int64_t start = ckpt->state.step;
     if (std::string changed =
-            differences(ckpt.state.schedule, scheduleOf(config));
+            differences(ckpt->state.schedule, scheduleOf(config));
         !changed.empty() && !config.allowScheduleChange)
       throw std::runtime_error(
           state + ": the run was trained with another schedule (" + changed +
@@ -208,24 +218,27 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
           "{}: the checkpoint is of step {}, beyond the run's {} steps", state,
           start, config.steps));
     int64_t position = start * config.accumulation * config.microBatch;
-    if (!config.allowScheduleChange && ckpt.state.dataPosition != position)
+    if (!config.allowScheduleChange && ckpt->state.dataPosition != position)
       throw std::runtime_error(fmt::format(
           "{}: data_position is {}, but {} steps of {} x {} take {}", state,
-          ckpt.state.dataPosition, start, config.accumulation,
+          ckpt->state.dataPosition, start, config.accumulation,
           config.microBatch, position));
-    for (auto &[name, values] : optimizer.state()) {
-      auto it = ckpt.optimizer.tensors.find(name);
-      if (it == ckpt.optimizer.tensors.end() ||
-          it->second.f32.size() != values->size())
-        throw std::runtime_error(
-            resumeFrom + "/optimizer.safetensors: no state '" + name + "' of " +
-            std::to_string(values->size()) + " values");
-      *values = it->second.f32;
-    }
-    optimizer.setStepCount(start);
-    regime.seek(uint64_t(ckpt.state.dataPosition));
+    resumed[0] = start;
+    resumed[1] = 1;
+    resumed[2] = ckpt->state.dataPosition;
   }
+  comm.broadcast(resumed, sizeof resumed, 0);
+  comm.broadcast(p, model.parameterElements() * 4, 0);
+  const int64_t start = resumed[0];
+  if (resumed[1]) {
+    parallel.distributeState(optimizer, ckpt ? &*ckpt : nullptr);
+    optimizer.setStepCount(start);
+    regime.seek(uint64_t(resumed[2]));
+  }
+  ckpt.reset();
   TrainResult result;
+  result.optimizerStateBytes = stateBytes(optimizer);
+  comm.allReduceMax(&result.optimizerStateBytes, 1);
   if (start == config.steps) {
     result.steps = start;
     result.alreadyFinished = true;
@@ -234,10 +247,17 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
 
   AlignedBuffer grads(size_t(model.parameterElements()) * 4);
   AlignedBuffer accumulated(size_t(model.parameterElements()) * 4);
-  Progress progress(config.steps, start, config.runDir + "/metrics.jsonl",
-                    config.unit);
+  std::optional<Progress> progress;
+  if (lead)
+    progress.emplace(config.steps, start, config.runDir + "/metrics.jsonl",
+                     config.unit, stdout, !comm.launched());
+  auto note = [&](const std::string &text) {
+    if (progress)
+      progress->note(text);
+  };
+  comm.setTimeout(config.commTimeout);
 
-  SignalHandlers handlers;
+  RunSignals signals;
   auto began = std::chrono::steady_clock::now();
   int64_t end =
       config.stopAt > 0 ? std::min(config.stopAt, config.steps) : config.steps;
@@ -246,12 +266,14 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
     float *acc = accumulated.as<float>();
     double loss = 0;
     int64_t units = 0;
-    for (int64_t micro = 0; micro < config.accumulation; ++micro) {
+    for (int64_t micro = 0; micro < perRank; ++micro) {
       lap_batch batch{};
       units += regime.next(batch);
       float microLoss = 0;
+      // Of the micro-batch's place in the global batch, as one process has it.
+      int64_t index = comm.rank() * perRank + micro;
       uint64_t dropoutSeed =
-          config.seed * 1000003 + uint64_t(step * config.accumulation + micro);
+          config.seed * 1000003 + uint64_t(step * config.accumulation + index);
       if (model.trainStep(p, grads.as<float>(), &batch, dropoutSeed,
                           workspace.data, &microLoss) != LAP_OK)
         throw std::runtime_error(model.path() + ": " + model.lastError());
@@ -259,7 +281,13 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
                  model.parameterElements(), micro == 0);
       loss += microLoss / double(config.accumulation);
     }
-    std::optional<std::string> bad = firstNonFinite(acc, tensors);
+    float *reduced = parallel.reduce(acc, grads.as<float>());
+    comm.allReduceSum(&loss, 1);
+    // Every rank stops (or checkpoints) at the same step, whichever got the
+    // signal.
+    int64_t asks[2] = {signals.stop(), signals.checkpointAsked()};
+    comm.allReduceMax(asks, 2);
+    std::optional<std::string> bad = parallel.firstNonFinite(reduced);
     if (!std::isfinite(loss) || bad) {
       std::string what = std::isfinite(loss) ? ""
                          : std::isnan(loss)  ? "the loss is NaN"
@@ -270,43 +298,52 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
       throw std::runtime_error(
           fmt::format("step {}: {} (training stopped)", step + 1, what));
     }
-    double norm =
-        clipGradients(acc, tensors, config.gradClip); // 0: measure only
+    double norm = parallel.clip(reduced, config.gradClip); // 0: measure only
     double multiplier =
         learningRateMultiplier(step, config.steps, config.schedule);
-    optimizer.step(p, acc, multiplier,
+    optimizer.step(p, reduced, multiplier,
                    weightDecayMultiplier(step, config.steps,
                                          config.optimizer.weightDecay,
                                          config.optimizer.weightDecayEnd));
+    parallel.gatherParameters(p);
     result.lastLoss = loss;
-    progress.advance(units);
-    if ((step + 1) % config.logEvery == 0 || step + 1 == config.steps ||
-        step == start)
-      progress.step(step + 1, loss, config.optimizer.lr * multiplier, norm);
+    if (progress) {
+      progress->advance(units * ranks);
+      if ((step + 1) % config.logEvery == 0 || step + 1 == config.steps ||
+          step == start)
+        progress->step(step + 1, loss, config.optimizer.lr * multiplier, norm);
+    }
     bool last = step + 1 == config.steps;
     if (config.evalEvery > 0 && ((step + 1) % config.evalEvery == 0 || last)) {
-      result.lastEval = regime.evaluate();
-      progress.eval(step + 1, result.lastEval);
+      if (lead) {
+        result.lastEval = regime.evaluate();
+        progress->eval(step + 1, result.lastEval);
+      }
+      waitForRankZero(comm);
     }
     bool checkpoint =
         config.checkpointEvery > 0 && (step + 1) % config.checkpointEvery == 0;
-    int stop = stopSignal;
-    bool asked = checkpointRequested;
+    int stop = int(asks[0]);
+    bool asked = asks[1] != 0;
     bool stopsHere = step + 1 == end && !last;
-    if (checkpoint || last || stop || asked || stopsHere)
-      save(checkpoints, step + 1, model, params, optimizer, config,
-           regime.position(), progress);
+    if (checkpoint || last || stop || asked || stopsHere) {
+      auto others = parallel.collectState(optimizer);
+      if (lead)
+        save(checkpoints, step + 1, model, params, optimizer, others, config,
+             regime.position(), *progress);
+      waitForRankZero(comm);
+    }
     if (stopsHere && !stop)
-      progress.note(fmt::format("stopped after step {} of {} (--stop-at); "
-                                "--resume continues the run",
-                                step + 1, config.steps));
+      note(fmt::format("stopped after step {} of {} (--stop-at); "
+                       "--resume continues the run",
+                       step + 1, config.steps));
     if (asked && !stop) {
-      checkpointRequested = 0;
-      progress.note(fmt::format(
-          "checkpoint at step {} on request (SIGUSR1), continuing", step + 1));
+      signals.checkpointWritten();
+      note(fmt::format("checkpoint at step {} on request (SIGUSR1), continuing",
+                       step + 1));
     }
     if (stop) {
-      progress.note(fmt::format(
+      note(fmt::format(
           "interrupted at step {}: checkpoint written, exiting ({})", step + 1,
           sigabbrev_np(stop) ? fmt::format("SIG{}", sigabbrev_np(stop))
                              : std::to_string(stop)));
@@ -319,6 +356,7 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
           .count();
-  result.unitsPerSecond = progress.unitsPerSecond();
+  if (progress)
+    result.unitsPerSecond = progress->unitsPerSecond();
   return result;
 }

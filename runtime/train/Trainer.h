@@ -1,10 +1,12 @@
 //===- Trainer.h - The training loop over a compiled model ------*- C++ -*-===//
 //
-// Regime-independent: gradient accumulation over micro-batches, global-norm
+// Regime-independent: gradient accumulation over micro-batches (on every
+// rank of a data-parallel run, see DataParallel.h), global-norm
 // clipping, a stop naming the first non-finite tensor, the optimizer with its
 // schedule, evaluation and checkpoints at a cadence, exact resume, and a
-// checkpoint when a signal ends the run (SIGINT, SIGTERM, SIGHUP) or asks
-// for one (SIGUSR1). The regime supplies batches and evaluation.
+// checkpoint when a signal ends the run (SIGINT, SIGTERM, SIGHUP, SIGUSR2)
+// or asks for one (SIGUSR1). The regime supplies batches and evaluation.
+// Rank 0 alone logs, evaluates and writes checkpoints.
 //
 // A resume proves it continues the same run: the checkpoint's model_hash is
 // the model's (unless resuming from another model on purpose), its schedule
@@ -17,6 +19,7 @@
 #ifndef LAP_RUNTIME_TRAIN_TRAINER_H
 #define LAP_RUNTIME_TRAIN_TRAINER_H
 
+#include "runtime/comm/Communicator.h"
 #include "runtime/model/LoadedModel.h"
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/Optimizer.h"
@@ -52,6 +55,11 @@ struct TrainerConfig {
   bool allowScheduleChange = false;  ///< resume under another schedule
   OptimizerConfig optimizer;
   ScheduleConfig schedule;
+  /// The ranks sharing each step (null: this process alone); `accumulation`
+  /// counts the micro-batches of all of them.
+  comm::Communicator *comm = nullptr;
+  bool zero = false;        ///< ZeRO-1: the optimizer state sharded
+  double commTimeout = 300; ///< seconds a collective waits for the others
 };
 
 /// What a regime provides.
@@ -75,6 +83,8 @@ struct TrainResult {
   int stopSignal = 0;
   /// The newest checkpoint is of the last step: nothing was trained.
   bool alreadyFinished = false;
+  /// The optimizer state of the rank holding the most (bytes).
+  int64_t optimizerStateBytes = 0;
 };
 
 /// The checkpoint directory a run of `config` resumes from, or "" when it

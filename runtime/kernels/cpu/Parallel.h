@@ -19,6 +19,7 @@ void GOMP_parallel(void (*fn)(void *), void *data, unsigned threads,
 int omp_get_thread_num(void);
 int omp_get_num_threads(void);
 int omp_get_max_threads(void);
+void omp_set_num_threads(int threads);
 
 /// For generated code: calls body(ctx, begin, end) on disjoint chunks that
 /// cover [0, n), in parallel when n >= 2 * grain.
@@ -27,6 +28,12 @@ void lap_cpu_parallel_for(int64_t n, int64_t grain,
 }
 
 namespace lap::cpu {
+
+/// Starts the pool's threads now (libgomp starts them at the first
+/// parallel region and keeps them), so a caller controls what they inherit.
+inline void startThreadPool() {
+  GOMP_parallel([](void *) {}, nullptr, 0, 0);
+}
 
 /// Calls f(begin, end) on contiguous chunks covering [0, n), one per thread
 /// of the pool; serially when n < 2 * grain (not worth waking threads).

@@ -7,6 +7,10 @@
 #include <string>
 #include <vector>
 
+namespace lap::comm {
+class Communicator;
+}
+
 namespace lap::cli {
 
 /// `lapc-run info MODEL`: manifest, parameter table, memory.
@@ -28,9 +32,12 @@ struct TrainOptions {
   uint64_t seed = 0;    ///< 0: the spec's
   bool resume = false, resumeIfAny = false;
   bool resumeFromOtherModel = false, allowScheduleChange = false;
+  int64_t zero = -1;        ///< -1: the spec's train.zero
+  double commTimeout = 300; ///< seconds
 };
-/// `lapc-run train MODEL`: the training loop with the spec's train settings.
-int trainModel(const TrainOptions &options);
+/// `lapc-run train MODEL`: the training loop with the spec's train settings,
+/// on the ranks of `comm` (one process, or an MPI job).
+int trainModel(const TrainOptions &options, comm::Communicator &comm);
 
 struct TokenizeOptions {
   std::string text, out;

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/analysis/Plot.h"
+#include "runtime/comm/Communicator.h"
+#include "runtime/kernels/cpu/Parallel.h"
 #include "runtime/model/LoadedModel.h"
 #include "runtime/platform/Files.h"
 #include "runtime/tools/lapc-run/Commands.h"
@@ -23,6 +25,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 
 using namespace lap;
@@ -66,9 +69,33 @@ int64_t epochsToSteps(double epochs, int64_t stepsPerEpoch) {
                     : 0;
 }
 
+/// Runs `prepare` on rank 0 first, then on the first rank of each other
+/// host, then on the rest: data a rank prepares under the run directory
+/// (tokenizer, token shards) is written once per file system and found
+/// ready by the ranks after it.
+template <typename F> void inTurn(comm::Communicator &comm, F &&prepare) {
+  bool lead = comm.rank() == 0, hostLead = comm.localRank() == 0;
+  if (lead)
+    prepare();
+  comm.barrier();
+  if (hostLead && !lead)
+    prepare();
+  comm.barrier();
+  if (!hostLead)
+    prepare();
+}
+
+std::string mebibytes(int64_t bytes) {
+  return fmt::format("{:.1f} MiB", double(bytes) / (1 << 20));
+}
+
 } // namespace
 
-int lap::cli::trainModel(const TrainOptions &options) {
+int lap::cli::trainModel(const TrainOptions &options,
+                         comm::Communicator &comm) {
+  const bool lead = comm.rank() == 0;
+  const int64_t ranks = comm.size();
+  int threads = omp_get_max_threads();
   LoadedModel model(options.model);
   dsl::Spec spec = train::specOf(model);
   const dsl::TrainSpec &t = spec.train;
@@ -90,6 +117,13 @@ int lap::cli::trainModel(const TrainOptions &options) {
 
   train::TrainerConfig config;
   config.accumulation = std::max<int64_t>(1, t.batchSize / micro);
+  if (config.accumulation % ranks != 0)
+    throw std::runtime_error(fmt::format(
+        "{}: train.batch_size {} is {} micro-batches of {}, which {} ranks "
+        "cannot share equally (run a number of ranks that divides {}, or "
+        "change train.micro_batch_size)",
+        options.model, t.batchSize, config.accumulation, micro, ranks,
+        config.accumulation));
   config.seed = options.seed ? options.seed : uint64_t(t.seed);
   config.gradClip = t.gradClip;
   config.logEvery =
@@ -105,15 +139,26 @@ int lap::cli::trainModel(const TrainOptions &options) {
   config.allowScheduleChange = options.allowScheduleChange;
   config.optimizer = train::optimizerConfig(spec);
   config.schedule = train::scheduleConfig(spec);
+  config.comm = &comm;
+  config.zero = (options.zero >= 0 ? options.zero : t.zero) == 1;
+  config.commTimeout = options.commTimeout;
   std::error_code error;
   std::filesystem::create_directories(config.runDir, error);
   if (error)
     throw std::runtime_error(
         config.runDir +
         ": cannot create the run directory: " + error.message());
-  train::RunLock lock(config.runDir);
-  std::string resumeFrom = train::resumePoint(
-      config, [](const std::string &text) { fmt::print("{}\n", text); });
+  // Rank 0 owns the run directory: its lock, its checkpoints, its logs.
+  std::optional<train::RunLock> lock;
+  std::string resumeFrom;
+  if (lead) {
+    lock.emplace(config.runDir);
+    resumeFrom = train::resumePoint(
+        config, [](const std::string &text) { fmt::print("{}\n", text); });
+  }
+  std::unique_ptr<std::FILE, int (*)(std::FILE *)> quiet(
+      lead ? nullptr : std::fopen("/dev/null", "w"), std::fclose);
+  std::FILE *log = lead ? stdout : quiet.get();
 
   AlignedBuffer params(size_t(model.parameterElements()) * 4);
   if (model.initParams(params.as<float>(), config.seed) != LAP_OK)
@@ -123,19 +168,25 @@ int lap::cli::trainModel(const TrainOptions &options) {
   std::unique_ptr<train::ImageRegime> images;
   train::Regime regime;
   int64_t stepsPerEpoch = 0;
-  if (lmRegime) {
-    lm = std::make_unique<train::LmRegime>(spec, model, params.as<float>(),
-                                           workspace, config.runDir, micro, seq,
-                                           stdout);
-    regime = lm->regime();
-    stepsPerEpoch = lm->stepsPerEpoch(config.accumulation);
-  } else {
-    images = std::make_unique<train::ImageRegime>(
-        spec, model, params.as<float>(), workspace, micro, config.seed, stdout);
-    regime = images->regime();
-    stepsPerEpoch = images->stepsPerEpoch(config.accumulation);
-    config.unit = "img";
-  }
+  int64_t perRank = config.accumulation / ranks * micro;
+  train::DataShard shard{uint64_t(comm.rank()), uint64_t(ranks),
+                         uint64_t(perRank)};
+  inTurn(comm, [&] {
+    if (lmRegime) {
+      lm = std::make_unique<train::LmRegime>(spec, model, params.as<float>(),
+                                             workspace, config.runDir, micro,
+                                             seq, log, shard);
+      regime = lm->regime();
+      stepsPerEpoch = lm->stepsPerEpoch(config.accumulation);
+    } else {
+      images = std::make_unique<train::ImageRegime>(
+          spec, model, params.as<float>(), workspace, micro, config.seed, log,
+          shard);
+      regime = images->regime();
+      stepsPerEpoch = images->stepsPerEpoch(config.accumulation);
+      config.unit = "img";
+    }
+  });
   // Cadences in epochs become steps once an epoch's length is known.
   auto steps = [&](int64_t given, double epochs) {
     return given ? given : epochsToSteps(epochs, stepsPerEpoch);
@@ -157,13 +208,24 @@ int lap::cli::trainModel(const TrainOptions &options) {
                              ": the spec gives neither steps nor epochs "
                              "(or pass --steps)");
 
-  fmt::print("training {} for {} steps: {} {} x {} micro-batches per step, "
+  fmt::print(log,
+             "training {} for {} steps: {} {} x {} micro-batches per step, "
              "run directory {}\n",
              spec.name, config.steps, micro,
              lmRegime ? fmt::format("x {} tokens", seq) : std::string("images"),
              config.accumulation, config.runDir);
+  if (ranks > 1 || config.zero)
+    fmt::print(log,
+               "data parallel: {} ranks over {}, {} thread{} and {} "
+               "micro-batch{} per step each{}\n",
+               ranks, comm.name(), threads, threads == 1 ? "" : "s",
+               config.accumulation / ranks,
+               config.accumulation / ranks == 1 ? "" : "es",
+               config.zero ? "; ZeRO-1: optimizer state sharded" : "");
   train::TrainResult result =
       train::train(model, params, workspace, config, regime, resumeFrom);
+  if (!lead)
+    return result.stopSignal ? 128 + result.stopSignal : 0;
   if (result.alreadyFinished) {
     fmt::print("{}: the run finished at step {} of {}; nothing to train "
                "({}/summary.json kept)\n",
@@ -181,7 +243,10 @@ int lap::cli::trainModel(const TrainOptions &options) {
       {"steps", result.steps},
       {"train_loss", result.lastLoss},
       {"seconds", result.seconds},
-      {lmRegime ? "tokens_per_s" : "images_per_s", result.unitsPerSecond}};
+      {lmRegime ? "tokens_per_s" : "images_per_s", result.unitsPerSecond},
+      {"ranks", ranks},
+      {"zero", config.zero ? 1 : 0},
+      {"optimizer_state_bytes_per_rank", result.optimizerStateBytes}};
   if (lm)
     summary["unigram_entropy"] = lm->unigramEntropy();
   summary.update(final);
@@ -196,7 +261,15 @@ int lap::cli::trainModel(const TrainOptions &options) {
   if (lm)
     fmt::print(" (unigram entropy {:.4f})",
                summary["unigram_entropy"].get<double>());
-  fmt::print("\nwrote {0}/summary.json, {0}/metrics.jsonl, {0}/loss.png\n",
+  fmt::print("\n");
+  if (ranks > 1 || config.zero)
+    fmt::print("memory per rank: parameters {}, gradients {}, optimizer "
+               "state {} (the largest shard), workspace {}\n",
+               mebibytes(model.parameterElements() * 4),
+               mebibytes(model.parameterElements() * 8),
+               mebibytes(result.optimizerStateBytes),
+               mebibytes(model.workspaceBytes()));
+  fmt::print("wrote {0}/summary.json, {0}/metrics.jsonl, {0}/loss.png\n",
              config.runDir);
   // The shell's convention for a process a signal ended: 128 + the signal.
   return result.stopSignal ? 128 + result.stopSignal : 0;

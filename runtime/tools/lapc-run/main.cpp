@@ -1,17 +1,25 @@
 //===- main.cpp - lapc-run: runs models that lapc compiled ------*- C++ -*-===//
 //
 // Exit codes: 0 success, 1 a failed run or check, 2 bad input (arguments,
-// model files).
+// model files). Under an MPI launcher (mpirun -np N lapc-run train ...)
+// each process is one rank; an error on any rank ends the whole job.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/comm/Communicator.h"
+#include "runtime/kernels/cpu/Parallel.h"
 #include "runtime/tools/lapc-run/Commands.h"
+#include "runtime/train/RunSignals.h"
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <stdexcept>
+#include <thread>
 
 namespace {
 
@@ -31,9 +39,25 @@ CLI::Validator atLeast(int64_t least) {
       "INT>=" + std::to_string(least));
 }
 
+/// Ranks × threads within the host's cores: each rank of a job takes its
+/// share of them unless OMP_NUM_THREADS says otherwise.
+void shareCores(const lap::comm::Communicator &comm) {
+  if (comm.localSize() > 1 && !std::getenv("OMP_NUM_THREADS"))
+    omp_set_num_threads(std::max(1, int(std::thread::hardware_concurrency()) /
+                                        comm.localSize()));
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
+  // MPI's threads and the thread pool start before anything else, with the
+  // signals a run handles blocked: only the main thread takes them.
+  std::unique_ptr<lap::comm::Communicator> comm;
+  lap::train::withRunSignalsBlocked([&] {
+    comm = lap::comm::worldCommunicator(&argc, &argv);
+    shareCores(*comm);
+    lap::cpu::startThreadPool();
+  });
   CLI::App app{"lapc-run: inspect, check and train models compiled by lapc"};
   app.option_defaults()->always_capture_default();
   app.require_subcommand(1);
@@ -100,6 +124,16 @@ int main(int argc, char **argv) {
   trainCmd->add_flag("--allow-schedule-change", train.allowScheduleChange,
                      "Resume under other steps, batch or learning rates than "
                      "the checkpoint was trained with");
+  trainCmd
+      ->add_option("--zero", train.zero,
+                   "1: shard the optimizer state over the ranks (ZeRO-1); "
+                   "default: the spec's train.zero")
+      ->check(CLI::IsMember({0, 1}));
+  trainCmd
+      ->add_option("--comm-timeout", train.commTimeout,
+                   "Seconds a rank waits for the others in a collective "
+                   "before the job ends with an error")
+      ->check(CLI::Range(1.0, 1e6));
 
   lap::cli::EvalOptions eval;
   CLI::App *evalCmd = app.add_subcommand(
@@ -215,10 +249,13 @@ int main(int argc, char **argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   try {
+    if (comm->size() > 1 && !*trainCmd)
+      throw std::runtime_error(
+          "only 'lapc-run train' runs as several ranks of an MPI job");
     if (*info)
       return lap::cli::info(infoModel);
     if (*trainCmd)
-      return lap::cli::trainModel(train);
+      return lap::cli::trainModel(train, *comm);
     if (*tokenizeCmd)
       return lap::cli::tokenize(tokenize);
     if (*evalCmd)
@@ -229,7 +266,13 @@ int main(int argc, char **argv) {
       return lap::cli::analyze(analyze);
     return lap::cli::check(check);
   } catch (const std::exception &e) {
-    std::cerr << "lapc-run: error: " << e.what() << "\n";
-    return 2;
+    if (comm->size() == 1) {
+      std::cerr << "lapc-run: error: " << e.what() << "\n";
+      return 2;
+    }
+    // One rank's error ends every rank: the others would wait for it.
+    std::cerr << "lapc-run: error: rank " << comm->rank() << " of "
+              << comm->size() << ": " << e.what() << std::endl;
+    comm->abort(2);
   }
 }

@@ -1,0 +1,176 @@
+//===- DataParallel.cpp - The ranks of a run sharing one step ---*- C++ -*-===//
+
+#include "runtime/train/DataParallel.h"
+
+#include <stdexcept>
+
+using namespace lap;
+using namespace lap::train;
+
+namespace {
+
+void sendValue(comm::Communicator &comm, int64_t value, int to) {
+  comm.send(&value, 8, to);
+}
+int64_t receiveValue(comm::Communicator &comm, int from) {
+  int64_t value = 0;
+  comm.receive(&value, 8, from);
+  return value;
+}
+void sendText(comm::Communicator &comm, const std::string &text, int to) {
+  sendValue(comm, int64_t(text.size()), to);
+  comm.send(text.data(), int64_t(text.size()), to);
+}
+std::string receiveText(comm::Communicator &comm, int from) {
+  std::string text(size_t(receiveValue(comm, from)), '\0');
+  comm.receive(text.data(), int64_t(text.size()), from);
+  return text;
+}
+
+} // namespace
+
+DataParallel::DataParallel(comm::Communicator &comm,
+                           std::vector<TensorInfo> tensors, int64_t elements,
+                           bool zero)
+    : communicator(comm), table(std::move(tensors)), elements(elements),
+      sharded(zero) {
+  if (!sharded) {
+    mine = table;
+    return;
+  }
+  // Tensor t goes to the rank whose equal part of the buffer holds its
+  // middle: contiguous shards of about elements / ranks each.
+  int64_t ranks = comm.size();
+  std::vector<int64_t> begin(size_t(ranks) + 1, elements);
+  begin[0] = 0;
+  int64_t previous = 0;
+  for (size_t i = 0; i < table.size(); ++i) {
+    const TensorInfo &t = table[i];
+    int64_t owner =
+        std::min<int64_t>(ranks - 1, (t.offset + t.elements / 2) * ranks /
+                                         std::max<int64_t>(1, elements));
+    if (owner < previous || t.offset < begin[size_t(previous)])
+      throw std::logic_error("the parameter table is not in offset order");
+    for (int64_t r = previous + 1; r <= owner; ++r)
+      begin[size_t(r)] = t.offset;
+    previous = owner;
+    if (owner == comm.rank()) {
+      if (mine.empty())
+        firstMine = i;
+      mine.push_back(t);
+    }
+  }
+  for (int64_t r = 0; r < ranks; ++r)
+    shardElements.push_back(begin[size_t(r) + 1] - begin[size_t(r)]);
+  shardBegin = begin[size_t(comm.rank())];
+}
+
+float *DataParallel::reduce(float *accumulated, float *scratch) {
+  if (!sharded) {
+    communicator.allReduceSum(accumulated, elements);
+    return accumulated;
+  }
+  communicator.reduceScatter(accumulated, scratch + shardBegin, shardElements,
+                             comm::DataType::F32);
+  return scratch;
+}
+
+std::optional<std::string>
+DataParallel::firstNonFinite(const float *reduced) const {
+  std::optional<size_t> bad = firstNonFiniteTensor(reduced, mine);
+  if (!sharded)
+    return bad ? std::optional<std::string>(table[*bad].name) : std::nullopt;
+  // The smallest index of the whole table: the largest of size - index.
+  int64_t n = int64_t(table.size());
+  int64_t key = bad ? n - int64_t(firstMine + *bad) : 0;
+  communicator.allReduceMax(&key, 1);
+  return key ? std::optional<std::string>(table[size_t(n - key)].name)
+             : std::nullopt;
+}
+
+double DataParallel::clip(float *reduced, double maxNorm) const {
+  std::vector<double> partials = squaredNormPartials(reduced, mine);
+  if (sharded) {
+    std::vector<int64_t> counts(size_t(communicator.size()), 1);
+    std::vector<int64_t> sizes(counts.size(), 0);
+    sizes[size_t(communicator.rank())] = int64_t(partials.size());
+    communicator.allGather(sizes.data(), counts, comm::DataType::I64);
+    std::vector<double> all;
+    for (size_t r = 0; r < sizes.size(); ++r) {
+      if (r == size_t(communicator.rank()))
+        all.insert(all.end(), partials.begin(), partials.end());
+      else
+        all.resize(all.size() + size_t(sizes[r]));
+    }
+    communicator.allGather(all.data(), sizes, comm::DataType::F64);
+    partials = std::move(all);
+  }
+  double norm = normOfPartials(partials);
+  clipToNorm(reduced, mine, norm, maxNorm);
+  return norm;
+}
+
+void DataParallel::gatherParameters(float *params) const {
+  if (sharded)
+    communicator.allGather(params, shardElements, comm::DataType::F32);
+}
+
+std::vector<std::pair<std::string, std::vector<float>>>
+DataParallel::collectState(Optimizer &optimizer) const {
+  std::vector<std::pair<std::string, std::vector<float>>> others;
+  if (!sharded)
+    return others;
+  int rank = communicator.rank();
+  if (rank != 0) {
+    auto state = optimizer.state();
+    sendValue(communicator, int64_t(state.size()), 0);
+    for (auto &[name, values] : state) {
+      sendText(communicator, name, 0);
+      sendValue(communicator, int64_t(values->size()), 0);
+      communicator.send(values->data(), int64_t(values->size()) * 4, 0);
+    }
+    return others;
+  }
+  for (int from = 1; from < communicator.size(); ++from)
+    for (int64_t n = receiveValue(communicator, from); n > 0; --n) {
+      std::string name = receiveText(communicator, from);
+      std::vector<float> values(size_t(receiveValue(communicator, from)));
+      communicator.receive(values.data(), int64_t(values.size()) * 4, from);
+      others.emplace_back(std::move(name), std::move(values));
+    }
+  return others;
+}
+
+void DataParallel::distributeState(Optimizer &optimizer,
+                                   const LoadedCheckpoint *checkpoint) const {
+  int rank = communicator.rank();
+  if (rank != 0) {
+    // Ask rank 0 for each tensor of this rank's state by name and size.
+    auto state = optimizer.state();
+    sendValue(communicator, int64_t(state.size()), 0);
+    for (auto &[name, values] : state) {
+      sendText(communicator, name, 0);
+      sendValue(communicator, int64_t(values->size()), 0);
+      communicator.receive(values->data(), int64_t(values->size()) * 4, 0);
+    }
+    return;
+  }
+  auto stateOf = [&](const std::string &name, size_t size) {
+    auto it = checkpoint->optimizer.tensors.find(name);
+    if (it == checkpoint->optimizer.tensors.end() ||
+        it->second.f32.size() != size)
+      throw std::runtime_error(checkpoint->path +
+                               "/optimizer.safetensors: no state '" + name +
+                               "' of " + std::to_string(size) + " values");
+    return &it->second.f32;
+  };
+  for (auto &[name, values] : optimizer.state())
+    *values = *stateOf(name, values->size());
+  for (int to = 1; to < communicator.size(); ++to)
+    for (int64_t n = receiveValue(communicator, to); n > 0; --n) {
+      std::string name = receiveText(communicator, to);
+      size_t size = size_t(receiveValue(communicator, to));
+      const std::vector<float> *values = stateOf(name, size);
+      communicator.send(values->data(), int64_t(size) * 4, to);
+    }
+}
