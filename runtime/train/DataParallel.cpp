@@ -2,6 +2,7 @@
 
 #include "runtime/train/DataParallel.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 using namespace lap;
@@ -34,6 +35,10 @@ DataParallel::DataParallel(comm::Communicator &comm,
                            bool zero)
     : communicator(comm), table(std::move(tensors)), elements(elements),
       sharded(zero) {
+  std::stable_sort(table.begin(), table.end(),
+                   [](const TensorInfo &a, const TensorInfo &b) {
+                     return a.offset < b.offset;
+                   });
   if (!sharded) {
     mine = table;
     return;
@@ -49,8 +54,6 @@ DataParallel::DataParallel(comm::Communicator &comm,
     int64_t owner =
         std::min<int64_t>(ranks - 1, (t.offset + t.elements / 2) * ranks /
                                          std::max<int64_t>(1, elements));
-    if (owner < previous || t.offset < begin[size_t(previous)])
-      throw std::logic_error("the parameter table is not in offset order");
     for (int64_t r = previous + 1; r <= owner; ++r)
       begin[size_t(r)] = t.offset;
     previous = owner;
