@@ -2,7 +2,7 @@
 //
 // Every collective is the non-blocking MPI call, tested until done: a spin
 // first (a step's collectives are short), then short sleeps so that a rank
-// waiting for a slower one leaves the cores to it, and the timeout. MPI
+// waiting long for another leaves the cores to it, and the timeout. MPI
 // counts are ints: buffers go in buckets of at most kBucket elements, all
 // in flight at once, which also lets MPI pipeline a large all-reduce.
 //
@@ -18,6 +18,8 @@
 #include <climits>
 #include <cstdlib>
 #include <thread>
+
+#include <sched.h>
 
 using namespace lap::comm;
 
@@ -211,8 +213,13 @@ private:
             "{} waited {:.0f} s for the other ranks: one of them stopped or "
             "hangs (--comm-timeout sets the limit)",
             what, waited));
-      // Spin for a millisecond, then sleep up to a millisecond a time.
-      if (waited > 1e-3) {
+      // MPI progresses a collective only inside its calls: test again at
+      // once (yielding the core to any rank that shares it) for 100 ms,
+      // then sleep up to a millisecond a time (a rank waiting for rank 0's
+      // evaluation leaves the cores alone).
+      if (waited < 0.1) {
+        sched_yield();
+      } else {
         pause = std::min(std::chrono::microseconds(1000),
                          pause + std::chrono::microseconds(20));
         std::this_thread::sleep_for(pause);

@@ -35,10 +35,10 @@ DataParallel::DataParallel(comm::Communicator &comm,
                            bool zero)
     : communicator(comm), table(std::move(tensors)), elements(elements),
       sharded(zero) {
-  std::stable_sort(table.begin(), table.end(),
-                   [](const TensorInfo &a, const TensorInfo &b) {
-                     return a.offset < b.offset;
-                   });
+  std::sort(table.begin(), table.end(),
+            [](const TensorInfo &a, const TensorInfo &b) {
+              return a.offset < b.offset;
+            });
   if (!sharded) {
     mine = table;
     return;
