@@ -176,6 +176,50 @@ int64_t stateBytes(Optimizer &optimizer) {
   return bytes;
 }
 
+/// Rank 0 loads and checks the checkpoint `dir` ("": a fresh run), and every
+/// rank continues from its parameters, optimizer state, step and data
+/// position (a fresh run: from rank 0's initial parameters). Returns the
+/// step.
+int64_t resumeRun(const LoadedModel &model, const TrainerConfig &config,
+                  const std::string &dir, float *params, Optimizer &optimizer,
+                  const DataParallel &parallel, Regime &regime) {
+  comm::Communicator &comm = parallel.comm();
+  int64_t resumed[3] = {0, 0, 0}; // step, resuming, data position
+  std::optional<LoadedCheckpoint> ckpt;
+  if (comm.rank() == 0 && !dir.empty()) {
+    ckpt = restoreParameters(model, dir, params, config.resumeFromOtherModel);
+    std::string state = dir + "/state.json";
+    int64_t step = ckpt->state.step;
+    if (std::string changed =
+            differences(ckpt->state.schedule, scheduleOf(config));
+        !changed.empty() && !config.allowScheduleChange)
+      throw std::runtime_error(
+          state + ": the run was trained with another schedule (" + changed +
+          "); --allow-schedule-change resumes under the new one");
+    if (step > config.steps)
+      throw std::runtime_error(fmt::format(
+          "{}: the checkpoint is of step {}, beyond the run's {} steps", state,
+          step, config.steps));
+    int64_t position = step * config.accumulation * config.microBatch;
+    if (!config.allowScheduleChange && ckpt->state.dataPosition != position)
+      throw std::runtime_error(fmt::format(
+          "{}: data_position is {}, but {} steps of {} x {} take {}", state,
+          ckpt->state.dataPosition, step, config.accumulation,
+          config.microBatch, position));
+    resumed[0] = step;
+    resumed[1] = 1;
+    resumed[2] = ckpt->state.dataPosition;
+  }
+  comm.broadcast(resumed, sizeof resumed, 0);
+  comm.broadcast(params, model.parameterElements() * 4, 0);
+  if (resumed[1]) {
+    parallel.distributeState(optimizer, ckpt ? &*ckpt : nullptr);
+    optimizer.setStepCount(resumed[0]);
+    regime.seek(uint64_t(resumed[2]));
+  }
+  return resumed[0];
+}
+
 } // namespace
 
 TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
@@ -199,43 +243,8 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
   std::string checkpoints = config.runDir + "/checkpoints";
   float *p = params.as<float>();
 
-  // Rank 0 loads and checks the checkpoint; every rank continues from its
-  // parameters, optimizer state, step and data position.
-  int64_t resumed[3] = {0, 0, 0}; // step, resuming, data position
-  std::optional<LoadedCheckpoint> ckpt;
-  if (lead && !resumeFrom.empty()) {
-    ckpt = restoreParameters(model, resumeFrom, p, config.resumeFromOtherModel);
-    std::string state = resumeFrom + "/state.json";
-    int64_t start = ckpt->state.step;
-    if (std::string changed =
-            differences(ckpt->state.schedule, scheduleOf(config));
-        !changed.empty() && !config.allowScheduleChange)
-      throw std::runtime_error(
-          state + ": the run was trained with another schedule (" + changed +
-          "); --allow-schedule-change resumes under the new one");
-    if (start > config.steps)
-      throw std::runtime_error(fmt::format(
-          "{}: the checkpoint is of step {}, beyond the run's {} steps", state,
-          start, config.steps));
-    int64_t position = start * config.accumulation * config.microBatch;
-    if (!config.allowScheduleChange && ckpt->state.dataPosition != position)
-      throw std::runtime_error(fmt::format(
-          "{}: data_position is {}, but {} steps of {} x {} take {}", state,
-          ckpt->state.dataPosition, start, config.accumulation,
-          config.microBatch, position));
-    resumed[0] = start;
-    resumed[1] = 1;
-    resumed[2] = ckpt->state.dataPosition;
-  }
-  comm.broadcast(resumed, sizeof resumed, 0);
-  comm.broadcast(p, model.parameterElements() * 4, 0);
-  const int64_t start = resumed[0];
-  if (resumed[1]) {
-    parallel.distributeState(optimizer, ckpt ? &*ckpt : nullptr);
-    optimizer.setStepCount(start);
-    regime.seek(uint64_t(resumed[2]));
-  }
-  ckpt.reset();
+  const int64_t start =
+      resumeRun(model, config, resumeFrom, p, optimizer, parallel, regime);
   TrainResult result;
   result.optimizerStateBytes = stateBytes(optimizer);
   comm.allReduceMax(&result.optimizerStateBytes, 1);
