@@ -126,9 +126,9 @@ int main(int argc, char **argv) {
                      "the checkpoint was trained with");
   trainCmd
       ->add_option("--zero", train.zero,
-                   "1: shard the optimizer state over the ranks (ZeRO-1); "
-                   "default: the spec's train.zero")
-      ->check(CLI::IsMember({0, 1}));
+                   "1: shard the optimizer state over the ranks (ZeRO-1)")
+      ->check(CLI::IsMember({0, 1}))
+      ->default_str("the spec's train.zero");
   trainCmd
       ->add_option("--comm-timeout", train.commTimeout,
                    "Seconds a rank waits for the others in a collective "
