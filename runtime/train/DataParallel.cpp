@@ -118,44 +118,58 @@ void DataParallel::gatherParameters(float *params) const {
     communicator.allGather(params, shardElements, comm::DataType::F32);
 }
 
+namespace {
+
+/// A rank other than 0 tells rank 0 each tensor of its optimizer state, by
+/// name and size, and then moves its values (`move`: a send or a receive).
+template <typename Move>
+void announceState(comm::Communicator &comm, Optimizer &optimizer,
+                   Move &&move) {
+  auto state = optimizer.state();
+  sendValue(comm, int64_t(state.size()), 0);
+  for (auto &[name, values] : state) {
+    sendText(comm, name, 0);
+    sendValue(comm, int64_t(values->size()), 0);
+    move(values->data(), int64_t(values->size()) * 4);
+  }
+}
+
+/// Rank 0 hears every other rank's announcements: f(rank, name, size).
+template <typename F> void hearStates(comm::Communicator &comm, F &&f) {
+  for (int from = 1; from < comm.size(); ++from)
+    for (int64_t n = receiveValue(comm, from); n > 0; --n) {
+      std::string name = receiveText(comm, from);
+      f(from, name, size_t(receiveValue(comm, from)));
+    }
+}
+
+} // namespace
+
 std::vector<std::pair<std::string, std::vector<float>>>
 DataParallel::collectState(Optimizer &optimizer) const {
   std::vector<std::pair<std::string, std::vector<float>>> others;
   if (!sharded)
     return others;
-  int rank = communicator.rank();
-  if (rank != 0) {
-    auto state = optimizer.state();
-    sendValue(communicator, int64_t(state.size()), 0);
-    for (auto &[name, values] : state) {
-      sendText(communicator, name, 0);
-      sendValue(communicator, int64_t(values->size()), 0);
-      communicator.send(values->data(), int64_t(values->size()) * 4, 0);
-    }
+  if (communicator.rank() != 0) {
+    announceState(communicator, optimizer, [&](float *data, int64_t bytes) {
+      communicator.send(data, bytes, 0);
+    });
     return others;
   }
-  for (int from = 1; from < communicator.size(); ++from)
-    for (int64_t n = receiveValue(communicator, from); n > 0; --n) {
-      std::string name = receiveText(communicator, from);
-      std::vector<float> values(size_t(receiveValue(communicator, from)));
-      communicator.receive(values.data(), int64_t(values.size()) * 4, from);
-      others.emplace_back(std::move(name), std::move(values));
-    }
+  hearStates(communicator, [&](int from, const std::string &name, size_t size) {
+    std::vector<float> values(size);
+    communicator.receive(values.data(), int64_t(size) * 4, from);
+    others.emplace_back(name, std::move(values));
+  });
   return others;
 }
 
 void DataParallel::distributeState(Optimizer &optimizer,
                                    const LoadedCheckpoint *checkpoint) const {
-  int rank = communicator.rank();
-  if (rank != 0) {
-    // Ask rank 0 for each tensor of this rank's state by name and size.
-    auto state = optimizer.state();
-    sendValue(communicator, int64_t(state.size()), 0);
-    for (auto &[name, values] : state) {
-      sendText(communicator, name, 0);
-      sendValue(communicator, int64_t(values->size()), 0);
-      communicator.receive(values->data(), int64_t(values->size()) * 4, 0);
-    }
+  if (communicator.rank() != 0) {
+    announceState(communicator, optimizer, [&](float *data, int64_t bytes) {
+      communicator.receive(data, bytes, 0);
+    });
     return;
   }
   auto stateOf = [&](const std::string &name, size_t size) {
@@ -169,11 +183,7 @@ void DataParallel::distributeState(Optimizer &optimizer,
   };
   for (auto &[name, values] : optimizer.state())
     *values = *stateOf(name, values->size());
-  for (int to = 1; to < communicator.size(); ++to)
-    for (int64_t n = receiveValue(communicator, to); n > 0; --n) {
-      std::string name = receiveText(communicator, to);
-      size_t size = size_t(receiveValue(communicator, to));
-      const std::vector<float> *values = stateOf(name, size);
-      communicator.send(values->data(), int64_t(size) * 4, to);
-    }
+  hearStates(communicator, [&](int to, const std::string &name, size_t size) {
+    communicator.send(stateOf(name, size)->data(), int64_t(size) * 4, to);
+  });
 }

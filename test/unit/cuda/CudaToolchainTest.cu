@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/cuda/Device.h"
+#include "test/unit/cuda/RequireGpu.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -23,14 +23,6 @@ namespace {
 #define EXPECT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
 #define EXPECT_CUBLAS(call) ASSERT_EQ((call), CUBLAS_STATUS_SUCCESS) << #call
 #define EXPECT_NCCL(call) ASSERT_EQ((call), ncclSuccess) << #call
-
-/// Skips the test, saying why, unless a CUDA device is visible.
-#define REQUIRE_GPU()                                                          \
-  do {                                                                         \
-    std::string why;                                                           \
-    if (lap::cuda::visibleDevices(&why).empty())                               \
-      GTEST_SKIP() << "no GPU, skipping: " << why;                             \
-  } while (0)
 
 __global__ void axpb(float *y, const float *x, float a, float b, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;

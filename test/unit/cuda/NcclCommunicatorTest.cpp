@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/comm/NcclCommunicator.h"
-#include "runtime/cuda/Device.h"
+#include "test/unit/cuda/RequireGpu.h"
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -18,13 +18,6 @@
 using namespace lap::comm;
 
 namespace {
-
-#define REQUIRE_GPU()                                                          \
-  do {                                                                         \
-    std::string why;                                                           \
-    if (lap::cuda::visibleDevices(&why).empty())                               \
-      GTEST_SKIP() << "no GPU, skipping: " << why;                             \
-  } while (0)
 
 TEST(NcclCommunicator, CollectivesOfOneRankOnDeviceMemory) {
   REQUIRE_GPU();

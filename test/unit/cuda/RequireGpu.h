@@ -1,0 +1,20 @@
+//===- RequireGpu.h - Skip a GPU test, saying why, without a GPU -*- C++ -*-===//
+
+#ifndef LAP_TEST_UNIT_CUDA_REQUIREGPU_H
+#define LAP_TEST_UNIT_CUDA_REQUIREGPU_H
+
+#include "runtime/cuda/Device.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+/// Skips the test, saying why, unless a CUDA device is visible.
+#define REQUIRE_GPU()                                                          \
+  do {                                                                         \
+    std::string why;                                                           \
+    if (lap::cuda::visibleDevices(&why).empty())                               \
+      GTEST_SKIP() << "no GPU, skipping: " << why;                             \
+  } while (0)
+
+#endif // LAP_TEST_UNIT_CUDA_REQUIREGPU_H
