@@ -1,8 +1,9 @@
 //===- AttentionPlacement.cpp - One head kind per head ----------*- C++ -*-===//
 //
-// Expands `laplacian_heads` (trailing heads), `kinds` (explicit lists) and
-// `pool` into `spec.attention`, checking counts, list lengths, kind names and
-// that kinds which need self-attention stay off cross-attention.
+// Reads the kinds a spec defines (`define`: a name for alpha P V + beta V),
+// then expands `laplacian_heads` (trailing heads), `kinds` (explicit lists)
+// and `pool` into `spec.attention`, checking counts, list lengths, kind names
+// and that kinds which need self-attention stay off cross-attention.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,9 @@
 #include "dsl/Suggest.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
 #include <optional>
 
 using namespace lap::dsl;
@@ -27,6 +31,8 @@ public:
     const ModelSpec &m = spec.model;
     const Node *laplacianHeads = placement.laplacianHeads,
                *kinds = placement.kinds, *pool = placement.pool;
+    if (placement.define)
+      define(*placement.define);
     spec.attention.layers.assign(
         layersOk ? size_t(m.layers) : 0,
         std::vector<HeadKindId>(size_t(std::max<int64_t>(m.heads, 0)), 0));
@@ -49,6 +55,82 @@ public:
   }
 
 private:
+  /// `define: {NAME: {alpha: A, beta: B}, ...}`: finite single-precision
+  /// coefficients, names of their own.
+  void define(const Node &node) {
+    if (node.kind != Node::Kind::Map) {
+      diags.error(node.loc, "'attention.define' expects a mapping of kind "
+                            "names to {alpha, beta}; found " +
+                                node.describe());
+      return;
+    }
+    for (const auto &[key, value] : node.entries) {
+      const std::string &name = key.scalar;
+      std::string where = "attention.define." + name;
+      if (findHeadKind(name) || spec.attention.find(name)) {
+        diags.error(key.loc,
+                    "head kind '" + name + "' is " +
+                        (findHeadKind(name) ? "built in" : "defined twice") +
+                        "; give the definition a name of its own");
+        continue;
+      }
+      if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) {
+            return std::isalnum((unsigned char)c) || c == '_';
+          })) {
+        diags.error(key.loc, "head kind name '" + name +
+                                 "' must be letters, digits and '_'");
+        continue;
+      }
+      if (spec.attention.defined.size() + headKinds().size() >= 256) {
+        diags.error(key.loc, "a spec defines at most " +
+                                 std::to_string(256 - headKinds().size()) +
+                                 " head kinds");
+        return;
+      }
+      if (value.kind != Node::Kind::Map) {
+        diags.error(value.loc, inQuotes(where) +
+                                   " expects {alpha: number, beta: number}; "
+                                   "found " +
+                                   value.describe());
+        continue;
+      }
+      DefinedKind kind{name, 0, 0};
+      bool ok = true;
+      for (const auto &[k, v] : value.entries)
+        if (k.scalar != "alpha" && k.scalar != "beta") {
+          diags.error(k.loc, "unknown key " + inQuotes(where + "." + k.scalar) +
+                                 didYouMean(k.scalar, {"alpha", "beta"}) +
+                                 " (a defined kind has 'alpha' and 'beta')");
+          ok = false;
+        }
+      for (const char *coefficient : {"alpha", "beta"}) {
+        const Node *v = value.find(coefficient);
+        std::string path = where + "." + coefficient;
+        double x = 0;
+        if (!v) {
+          diags.error(value.loc, inQuotes(where) + " needs '" +
+                                     std::string(coefficient) + "'");
+          ok = false;
+        } else if (v->kind != Node::Kind::Scalar || v->quoted ||
+                   !parseNumber(v->scalar, x) ||
+                   std::abs(x) > std::numeric_limits<float>::max()) {
+          diags.error(v->loc, inQuotes(path) +
+                                  " must be a finite single-precision number; "
+                                  "found " +
+                                  v->describe());
+          ok = false;
+        } else {
+          (coefficient[0] == 'a' ? kind.alpha : kind.beta) = x;
+          spec.locations[path] = v->loc;
+        }
+      }
+      if (ok) {
+        spec.locations[where] = key.loc;
+        spec.attention.defined.push_back(kind);
+      }
+    }
+  }
+
   void placeLaplacian(const Node &node) {
     auto fillTrailing = [&](size_t layer, int64_t k) {
       auto &heads = spec.attention.layers[layer];
@@ -132,7 +214,7 @@ private:
     if (!row)
       return;
     for (size_t h = 0; h < row->size(); ++h) {
-      const HeadKind &kind = headKinds()[(*row)[h]];
+      HeadKind kind = spec.attention.kind((*row)[h]);
       if (kind.needsSelfAttention())
         diags.error(node.items[h].loc,
                     "head kind '" + std::string(kind.name) +
@@ -160,12 +242,16 @@ private:
                       " heads; the layer has " + std::to_string(expected));
       return std::nullopt;
     }
-    std::vector<std::string_view> known = headKindNames();
+    std::vector<std::string_view> known;
+    std::vector<HeadKind> kinds = spec.attention.kinds();
+    for (const HeadKind &kind : kinds)
+      known.push_back(kind.name);
     std::vector<HeadKindId> row;
     bool ok = true;
     for (const Node &item : list.items) {
-      auto id = item.kind == Node::Kind::Scalar ? findHeadKind(item.scalar)
-                                                : std::nullopt;
+      auto id = item.kind == Node::Kind::Scalar
+                    ? spec.attention.find(item.scalar)
+                    : std::nullopt;
       if (!id) {
         std::string name = item.kind == Node::Kind::Scalar ? item.scalar : "";
         diags.error(item.loc,

@@ -14,11 +14,12 @@ struct AttentionPlacement {
   const Node *laplacianHeads = nullptr; ///< count, or counts per layer
   const Node *kinds = nullptr;          ///< kinds, or kinds per layer
   const Node *pool = nullptr;           ///< kinds of attentive-pooling heads
+  const Node *define = nullptr;         ///< kinds the spec defines
 };
 
-/// Fills `spec.attention` with one kind per head from `placement` (default:
-/// every head `attn`); model.heads must be valid. With `layersOk` false,
-/// counts and kinds are checked per head only.
+/// Fills `spec.attention` with the defined kinds and one kind per head from
+/// `placement` (default: every head `attn`); model.heads must be valid. With
+/// `layersOk` false, counts and kinds are checked per head only.
 void placeHeadKinds(Spec &spec, const AttentionPlacement &placement,
                     bool layersOk, Diagnostics &diags);
 

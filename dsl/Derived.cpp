@@ -150,13 +150,14 @@ std::vector<DerivedValue> lap::dsl::derivedValues(const Spec &spec) {
   out.push_back({"parameters", double(d.parameters), true});
   for (const auto &[name, count] : d.parameterGroups)
     out.push_back({"parameter_groups." + name, double(count), true});
-  std::vector<size_t> census(headKinds().size(), 0);
+  std::vector<HeadKind> kinds = spec.attention.kinds();
+  std::vector<size_t> census(kinds.size(), 0);
   for (const auto &layer : spec.attention.layers)
     for (HeadKindId id : layer)
       ++census[id];
   for (size_t k = 0; k < census.size(); ++k)
-    out.push_back({"head_kinds." + std::string(headKinds()[k].name),
-                   double(census[k]), true});
+    out.push_back(
+        {"head_kinds." + std::string(kinds[k].name), double(census[k]), true});
   std::string unit = std::string("flops_per_") + d.flopsUnit;
   out.push_back({unit + ".sequence_length", double(d.tokens), true});
   out.push_back({unit + ".forward", d.forwardFlops, false});

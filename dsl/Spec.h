@@ -16,7 +16,9 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lap::dsl {
@@ -115,10 +117,42 @@ struct ModelSpec {
   DinoHeadSpec dinoHead; ///< dino_head (dino)
 };
 
+/// A kind the spec defines (`attention.define`): a name for
+/// O = alpha P V + beta V with the spec's coefficients.
+struct DefinedKind {
+  std::string name;
+  double alpha = 1, beta = 0;
+};
+
 /// `attention`, resolved: the kind of every head.
 struct AttentionSpec {
   std::vector<std::vector<HeadKindId>> layers; ///< [layer][head]
   std::vector<HeadKindId> pool;                ///< attentive pooling heads
+  /// `define`, in the spec's order: kind ids headKinds().size() + i.
+  std::vector<DefinedKind> defined;
+
+  /// The kind of `id`, built in or defined (its name lives as long as this).
+  HeadKind kind(HeadKindId id) const {
+    if (id < headKinds().size())
+      return headKinds()[id];
+    const DefinedKind &d = defined[id - headKinds().size()];
+    return {d.name, d.alpha, d.beta, ""};
+  }
+  bool isDefined(HeadKindId id) const { return id >= headKinds().size(); }
+  /// Every kind a head may have: the built-in ones, then the defined ones.
+  std::vector<HeadKind> kinds() const {
+    std::vector<HeadKind> all = headKinds();
+    for (size_t i = 0; i < defined.size(); ++i)
+      all.push_back(kind(HeadKindId(headKinds().size() + i)));
+    return all;
+  }
+  std::optional<HeadKindId> find(std::string_view name) const {
+    std::vector<HeadKind> all = kinds();
+    for (size_t i = 0; i < all.size(); ++i)
+      if (all[i].name == name)
+        return HeadKindId(i);
+    return std::nullopt;
+  }
 };
 
 /// `train.optimizer`.

@@ -56,7 +56,8 @@ public:
   /// Settings that were written but could not be read.
   std::set<std::string> invalid;
   /// The raw `attention` placement keys, resolved once the model is known.
-  const Node *laplacianHeads = nullptr, *kinds = nullptr, *poolKinds = nullptr;
+  const Node *laplacianHeads = nullptr, *kinds = nullptr, *poolKinds = nullptr,
+             *defineKinds = nullptr;
   /// The `derived` section, checked against the computed values.
   const Node *derivedPins = nullptr;
 
@@ -414,6 +415,7 @@ void Parser::run(const Node &root) {
     missing("model");
   section("model", always, [&] { visitModel(*this, spec.model); });
   section("attention", always, [&] {
+    defineKinds = take("define", always);
     laplacianHeads = take("laplacian_heads", always);
     kinds = take("kinds", always);
     poolKinds = take("pool", always);
@@ -531,7 +533,8 @@ std::optional<Spec> buildSpec(const std::optional<Node> &tree,
       !parser.invalid.count("model.layers") && spec.model.layers > 0;
   if (headsOk)
     placeHeadKinds(spec,
-                   {parser.laplacianHeads, parser.kinds, parser.poolKinds},
+                   {parser.laplacianHeads, parser.kinds, parser.poolKinds,
+                    parser.defineKinds},
                    layersOk, diags);
   verifySpec(spec, parser.invalid, diags);
   if (!diags.hasErrors()) {

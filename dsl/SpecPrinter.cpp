@@ -154,24 +154,33 @@ private:
   std::ostringstream &os;
 };
 
-std::string kindList(const std::vector<HeadKindId> &heads) {
+std::string kindList(const AttentionSpec &attention,
+                     const std::vector<HeadKindId> &heads) {
   std::string out = "[";
   for (size_t h = 0; h < heads.size(); ++h)
-    out += (h ? ", " : "") + std::string(headKinds()[heads[h]].name);
+    out += (h ? ", " : "") + std::string(attention.kind(heads[h]).name);
   return out + "]";
 }
 
 void printAttention(const Spec &spec, std::ostringstream &os) {
-  os << "attention:\n  kinds:";
+  const AttentionSpec &a = spec.attention;
+  os << "attention:\n";
+  if (!a.defined.empty()) {
+    os << "  define:  # O = alpha P V + beta V\n";
+    for (const DefinedKind &k : a.defined)
+      os << "    " << k.name << ": {alpha: " << formatNumber(k.alpha)
+         << ", beta: " << formatNumber(k.beta) << "}\n";
+  }
+  os << "  kinds:";
   std::string legend;
   for (const HeadKind &k : headKinds())
     legend += (legend.empty() ? "" : ", ") + std::string(k.name) + " = " +
               std::string(k.formula);
   os << "  # per layer, per head; " << legend << "\n";
-  for (const auto &layer : spec.attention.layers)
-    os << "    - " << kindList(layer) << "\n";
-  if (!spec.attention.pool.empty())
-    os << "  pool: " << kindList(spec.attention.pool) << "\n";
+  for (const auto &layer : a.layers)
+    os << "    - " << kindList(a, layer) << "\n";
+  if (!a.pool.empty())
+    os << "  pool: " << kindList(a, a.pool) << "\n";
 }
 
 void printDerived(const Spec &spec, Printer &p) {

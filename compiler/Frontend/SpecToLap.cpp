@@ -171,26 +171,41 @@ Value ForwardBuilder::attention(Value h, const std::string &prefix,
     q = b.create<RopeOp>(rope, q, first, base);
     k = b.create<RopeOp>(rope, k, first, base);
   }
-  SmallVector<StringRef> kinds;
-  for (dsl::HeadKindId id : spec.attention.layers[size_t(layer)])
-    kinds.push_back(dsl::headKinds()[id].name);
+  // Built-in kinds by name; a layer with a kind the spec defines by its
+  // heads' coefficients (what --lap-lower-head-kinds makes of names).
+  const dsl::AttentionSpec &a = spec.attention;
+  const auto &ids = a.layers[size_t(layer)];
+  ArrayAttr kinds;
+  DenseF32ArrayAttr alpha, beta;
+  if (llvm::any_of(ids, [&](dsl::HeadKindId id) { return a.isDefined(id); })) {
+    SmallVector<float> alphas, betas;
+    for (dsl::HeadKindId id : ids) {
+      alphas.push_back(float(a.kind(id).alpha));
+      betas.push_back(float(a.kind(id).beta));
+    }
+    alpha = b.getDenseF32ArrayAttr(alphas);
+    beta = b.getDenseF32ArrayAttr(betas);
+  } else {
+    SmallVector<StringRef> names;
+    for (dsl::HeadKindId id : ids)
+      names.push_back(a.kind(id).name);
+    kinds = b.getStrArrayAttr(names);
+  }
   std::string placement = spec.given("attention.laplacian_heads")
                               ? "attention.laplacian_heads"
                           : spec.given("attention.kinds") ? "attention.kinds"
                                                           : "model.heads";
   FloatAttr scale = b.getF32FloatAttr(float(1.0 / std::sqrt(double(d))));
   Value o =
-      first ? b.create<CachedAttentionOp>(
-                   loc(placement, scope), q.getType(), q, k, v,
-                   caches[size_t(layer)].first, caches[size_t(layer)].second,
-                   first, scale, b.getStrArrayAttr(kinds), DenseF32ArrayAttr(),
-                   DenseF32ArrayAttr())
+      first ? b.create<CachedAttentionOp>(loc(placement, scope), q.getType(), q,
+                                          k, v, caches[size_t(layer)].first,
+                                          caches[size_t(layer)].second, first,
+                                          scale, kinds, alpha, beta)
                   .getResult()
             : b.create<AttentionOp>(
                    loc(placement, scope), q.getType(), q, k, v, scale,
                    m.family == dsl::Family::GPT ? b.getUnitAttr() : UnitAttr(),
-                   UnitAttr(), b.getStrArrayAttr(kinds), DenseF32ArrayAttr(),
-                   DenseF32ArrayAttr())
+                   UnitAttr(), kinds, alpha, beta)
                   .getResult();
   Value merged = b.create<MergeHeadsOp>(where, activations({heads * d}), o);
   return dropout(linear(merged, scope + ".proj", m.width, where), where);

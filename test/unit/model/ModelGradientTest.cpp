@@ -53,6 +53,8 @@ struct Arch {
   /// `attention` mapping (kinds by default).
   std::vector<std::vector<std::string>> kinds;
   std::string placement;
+  /// Kinds the spec defines: name -> (alpha, beta).
+  std::map<std::string, std::pair<double, double>> defined;
   std::string init;
 
   bool gpt() const { return family == "gpt"; }
@@ -90,6 +92,12 @@ std::string specYaml(const Arch &a) {
       << "\n  drop_path: 0\n  pool: " << (a.meanPool ? "mean" : "cls") << "\n";
   }
   y << "  init: " << a.init << "\nattention:\n";
+  if (!a.defined.empty()) {
+    y << "  define:\n";
+    for (const auto &[name, ab] : a.defined)
+      y << "    " << name << ": {alpha: " << ab.first << ", beta: " << ab.second
+        << "}\n";
+  }
   if (!a.placement.empty()) {
     y << "  " << a.placement << "\n";
   } else {
@@ -108,12 +116,15 @@ std::string specYaml(const Arch &a) {
 // The reference
 //===----------------------------------------------------------------------===//
 
-/// Head kind coefficients (alpha, beta) from the table in docs/spec.md.
-std::pair<double, double> coefficients(const std::string &kind) {
+/// Head kind coefficients (alpha, beta): the table in docs/spec.md, or the
+/// architecture's own definitions.
+std::pair<double, double> coefficients(const Arch &a, const std::string &kind) {
   if (kind == "attn")
     return {1, 0};
   if (kind == "laplacian")
     return {-1, 1};
+  if (auto it = a.defined.find(kind); it != a.defined.end())
+    return it->second;
   throw std::runtime_error("unknown head kind " + kind);
 }
 
@@ -240,7 +251,7 @@ private:
     for (int64_t b = 0; b < B; ++b)
       for (int64_t hd = 0; hd < H; ++hd) {
         int64_t g = hd / (H / KV); // the query head's kv group
-        auto [alpha, beta] = coefficients(a.kinds[size_t(l)][size_t(hd)]);
+        auto [alpha, beta] = coefficients(a, a.kinds[size_t(l)][size_t(hd)]);
         auto Q = [&](int64_t t, int64_t d) {
           return q[size_t(((b * T + t) * H + hd) * D + d)];
         };
@@ -453,6 +464,21 @@ std::vector<Case> cases() {
     a.init = "{distribution: uniform, std: fan_in, embedding_std: 1.0, "
              "head_std: 0.3, "
              "zero_out_proj: false}";
+    all.push_back({a, 3, 16, 2, 11});
+  }
+  {
+    // Kinds the spec defines, with coefficients off {-1, 0, 1}, beside the
+    // built-in ones (a layer with a defined kind is lowered by coefficients).
+    Arch a;
+    a.name = "gpt_defined_kinds";
+    a.kvHeads = 2;
+    a.positions = "rope";
+    a.defined = {
+        {"half", {0.5, 0.5}}, {"tilted", {0.3, -0.7}}, {"sharp", {1.75, 0}}};
+    a.kinds = {{"half", "attn", "tilted", "laplacian"},
+               {"sharp", "tilted", "half", "attn"}};
+    a.init = "{distribution: normal, std: 0.2, embedding_std: 0.5, "
+             "position_std: 0.3, head_std: 0.3, zero_out_proj: false}";
     all.push_back({a, 3, 16, 2, 11});
   }
   {
