@@ -16,15 +16,19 @@
 #include "dsl/SpecSchema.h"
 #include "dsl/SpecVerifier.h"
 #include "dsl/Suggest.h"
+#include "dsl/Sweep.h"
 #include "dsl/YamlTree.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include <type_traits>
 
 using namespace lap::dsl;
@@ -562,11 +566,90 @@ template <class F> std::optional<Spec> guarded(Diagnostics &diags, F load) {
 
 } // namespace
 
+/// A spec that sweeps is not one model: say what reads it.
+static std::optional<Node> refuseSweep(std::optional<Node> tree,
+                                       Diagnostics &diags) {
+  if (!tree)
+    return tree;
+  for (const auto &[key, value] : tree->entries)
+    if (key.scalar == "sweep") {
+      Diagnostics ignored;
+      auto points = sweepPoints(value, ignored);
+      diags.error(key.loc,
+                  "this spec sweeps " +
+                      (points ? std::to_string(points->size()) + " variants"
+                              : std::string("variants")) +
+                      ", not one model: lapc --emit=sweep lists them (-o DIR "
+                      "writes each), lapc-run sweep trains them");
+      return std::nullopt;
+    }
+  return tree;
+}
+
 std::optional<Spec> lap::dsl::loadSpec(const std::string &path,
                                        Diagnostics &diags) {
   return guarded(diags, [&] {
-    return buildSpec(loadTree(path, exclusiveKeys(), diags), path, diags);
+    return buildSpec(refuseSweep(loadTree(path, exclusiveKeys(), diags), diags),
+                     path, diags);
   });
+}
+
+std::optional<std::vector<SpecVariant>>
+lap::dsl::loadSweep(const std::string &path, Diagnostics &diags) {
+  std::vector<SpecVariant> variants;
+  bool ok = true;
+  try {
+    std::optional<Node> tree = loadTree(path, exclusiveKeys(), diags);
+    if (!tree)
+      return std::nullopt;
+    auto sweep =
+        std::find_if(tree->entries.begin(), tree->entries.end(),
+                     [](auto &e) { return e.first.scalar == "sweep"; });
+    if (sweep == tree->entries.end()) {
+      std::optional<Spec> spec = buildSpec(tree, path, diags);
+      if (!spec)
+        return std::nullopt;
+      variants.push_back({spec->name, {}, *spec});
+      return variants;
+    }
+    Node axes = sweep->second;
+    tree->entries.erase(sweep);
+    std::optional<std::vector<SweepPoint>> points = sweepPoints(axes, diags);
+    if (!points)
+      return std::nullopt;
+    // A bad value fails every variant that has it: report each error once.
+    std::set<std::tuple<std::string, unsigned, unsigned, std::string>> told;
+    std::map<std::string, Loc> names;
+    for (const SweepPoint &point : *points) {
+      Diagnostics own;
+      std::optional<Spec> spec = buildSpec(withPoint(*tree, point), path, own);
+      for (const Diagnostic &d : own.all())
+        if (told.insert({d.loc.file, d.loc.line, d.loc.col, d.message}).second)
+          diags.error(d.loc, d.message);
+      if (!spec) {
+        ok = false;
+        continue;
+      }
+      SpecVariant v{variantName(spec->name, point), {}, *spec};
+      for (const auto &[axis, value] : point)
+        v.values.emplace_back(axis, valueText(*value));
+      if (!names.emplace(v.name, point.back().second->loc).second) {
+        diags.error(point.back().second->loc,
+                    "two variants are both named '" + v.name +
+                        "': give the axis values that differ distinct text");
+        ok = false;
+      }
+      v.spec.name = v.name;
+      variants.push_back(std::move(v));
+    }
+  } catch (const std::exception &e) {
+    diags.internalError(e.what());
+    return std::nullopt;
+  }
+  diags.sortByLocation();
+  if (!ok || diags.hasErrors())
+    return std::nullopt;
+  return variants;
 }
 
 std::optional<Spec> lap::dsl::parseSpec(std::string_view text,

@@ -39,6 +39,8 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -51,6 +53,7 @@ enum ExitCode { Success = 0, InternalError = 1, BadInput = 2 };
 
 /// The stages lapc can print, in pipeline order.
 enum class Emit {
+  Sweep,
   Spec,
   MLIR,
   Train,
@@ -73,6 +76,9 @@ cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
 cl::opt<Emit> emitAction(
     "emit", cl::desc("The stage to print"), cl::init(Emit::Spec),
     cl::values(
+        clEnumValN(Emit::Sweep, "sweep",
+                   "the variants of a spec's sweep, each a resolved spec (-o "
+                   "DIR writes DIR/<variant>.yaml and DIR/sweep.json)"),
         clEnumValN(Emit::Spec, "spec",
                    "the resolved spec, with derived values"),
         clEnumValN(Emit::MLIR, "mlir",
@@ -191,6 +197,63 @@ bool setCodegenOptions(const lap::dsl::Spec &spec,
 
 /// Builds the IR for `spec`, runs the passes the requested stage needs and
 /// prints the stage (or, for .so, writes the library).
+/// --emit=sweep: every variant's resolved spec, to stdout as YAML documents,
+/// or with -o DIR as DIR/<variant>.yaml and an index, DIR/sweep.json.
+ExitCode emitSweep(const std::vector<lap::dsl::SpecVariant> &variants) {
+  auto valuesOf = [](const lap::dsl::SpecVariant &v) {
+    std::string text;
+    for (const auto &[axis, value] : v.values)
+      text += (text.empty() ? "" : ", ") + axis + " = " + value;
+    return text.empty() ? std::string("no sweep") : text;
+  };
+  if (outputFilename == "-") {
+    for (size_t i = 0; i < variants.size(); ++i)
+      outs() << (i ? "---\n" : "") << "# variant " << i + 1 << " of "
+             << variants.size() << ": " << valuesOf(variants[i]) << "\n"
+             << lap::dsl::printSpec(variants[i].spec);
+    return Success;
+  }
+  if (std::error_code ec = sys::fs::create_directories(outputFilename)) {
+    errs() << "lapc: " << outputFilename << ": " << ec.message() << "\n";
+    return BadInput;
+  }
+  json::Array index;
+  for (const lap::dsl::SpecVariant &v : variants) {
+    std::string file = v.name + ".yaml";
+    std::string error;
+    auto out = mlir::openOutputFile(outputFilename + "/" + file, &error);
+    if (!out) {
+      errs() << "lapc: " << error << "\n";
+      return BadInput;
+    }
+    out->os() << "# " << valuesOf(v) << "\n" << lap::dsl::printSpec(v.spec);
+    out->keep();
+    json::Object values;
+    for (const auto &[axis, value] : v.values)
+      values[axis] = value;
+    json::Array axes;
+    for (const auto &[axis, value] : v.values)
+      axes.push_back(axis);
+    index.push_back(json::Object{{"name", v.name},
+                                 {"spec", file},
+                                 {"axes", std::move(axes)},
+                                 {"values", std::move(values)}});
+  }
+  std::string error;
+  auto out = mlir::openOutputFile(outputFilename + "/sweep.json", &error);
+  if (!out) {
+    errs() << "lapc: " << error << "\n";
+    return BadInput;
+  }
+  out->os() << formatv("{0:2}", json::Value(json::Object{
+                                    {"variants", std::move(index)}}))
+            << "\n";
+  out->keep();
+  outs() << "wrote " << variants.size() << " variants and sweep.json to "
+         << outputFilename << "\n";
+  return Success;
+}
+
 ExitCode emitModule(const lap::dsl::Spec &spec, const lap::Target &target,
                     mlir::MLIRContext &context, llvm::ToolOutputFile &output,
                     const char *argv0) {
@@ -334,7 +397,12 @@ int main(int argc, char **argv) {
     return BadInput;
 
   lap::dsl::Diagnostics diags;
-  std::optional<lap::dsl::Spec> spec = lap::dsl::loadSpec(inputFilename, diags);
+  std::optional<std::vector<lap::dsl::SpecVariant>> variants;
+  std::optional<lap::dsl::Spec> spec;
+  if (emitAction == Emit::Sweep)
+    variants = lap::dsl::loadSweep(inputFilename, diags);
+  else
+    spec = lap::dsl::loadSpec(inputFilename, diags);
 
   mlir::MLIRContext context;
   SourceMgr sourceMgr;
@@ -357,6 +425,8 @@ int main(int argc, char **argv) {
   report(diags, context);
   if (diags.hasInternalError())
     return InternalError;
+  if (emitAction == Emit::Sweep)
+    return variants ? emitSweep(*variants) : BadInput;
   if (!spec)
     return BadInput;
 
