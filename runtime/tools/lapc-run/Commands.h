@@ -66,6 +66,17 @@ struct SampleOptions {
 
 int sample(const SampleOptions &options);
 
+struct SweepOptions {
+  std::string spec, out;
+  int64_t jobs = 1;     ///< variants trained at once, the cores split
+  int64_t steps = 0;    ///< 0: each variant's own
+  int64_t stopAt = 0;   ///< stop every variant after this step (a checkpoint)
+  int64_t maxBatch = 0; ///< lapc --max-batch; 0: the spec's micro-batch
+};
+/// `lapc-run sweep SPEC --out DIR`: every variant of the spec's sweep,
+/// compiled once per distinct model, trained, tabulated and plotted.
+int sweep(const SweepOptions &options);
+
 struct AnalyzeOptions {
   std::vector<std::string> models, runDirs;
   std::string out = "analysis";

@@ -241,6 +241,7 @@ int lap::cli::trainModel(const TrainOptions &options,
   nlohmann::json summary{
       {"model", spec.name},
       {"steps", result.steps},
+      {"finished", result.steps == config.steps},
       {"train_loss", result.lastLoss},
       {"seconds", result.seconds},
       {lmRegime ? "tokens_per_s" : "images_per_s", result.unitsPerSecond},

@@ -212,6 +212,35 @@ int main(int argc, char **argv) {
   analyzeCmd->add_option("--out", analyze.out,
                          "Directory for the tables and plots");
 
+  lap::cli::SweepOptions sweep;
+  CLI::App *sweepCmd = app.add_subcommand(
+      "sweep", "Train every variant of a spec's sweep: one library per "
+               "distinct model, a table of mean ± std over seeds, plots");
+  sweepCmd->add_option("spec", sweep.spec, "A spec with a sweep section")
+      ->required();
+  sweepCmd
+      ->add_option("--out", sweep.out,
+                   "Directory of the sweep (specs, models, runs, results); "
+                   "the same command continues an interrupted sweep there")
+      ->required();
+  sweepCmd
+      ->add_option("--jobs", sweep.jobs,
+                   "Variants trained at once (the cores split between them)")
+      ->check(atLeast(1));
+  sweepCmd
+      ->add_option("--steps", sweep.steps,
+                   "Optimizer steps of every variant (default: its spec's)")
+      ->check(atLeast(1));
+  sweepCmd
+      ->add_option("--stop-at", sweep.stopAt,
+                   "Stop every variant after this step with a checkpoint")
+      ->check(atLeast(1));
+  sweepCmd
+      ->add_option("--max-batch", sweep.maxBatch,
+                   "lapc --max-batch for every model (default: the spec's "
+                   "micro-batch)")
+      ->check(atLeast(1));
+
   lap::cli::TokenizeOptions tokenize;
   CLI::App *tokenizeCmd = app.add_subcommand(
       "tokenize", "Train or load a tokenizer and write token shards of a text");
@@ -258,6 +287,8 @@ int main(int argc, char **argv) {
       return lap::cli::trainModel(train, *comm);
     if (*tokenizeCmd)
       return lap::cli::tokenize(tokenize);
+    if (*sweepCmd)
+      return lap::cli::sweep(sweep);
     if (*evalCmd)
       return lap::cli::evaluate(eval);
     if (*sampleCmd)

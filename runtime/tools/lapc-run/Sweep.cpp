@@ -1,0 +1,454 @@
+//===- Sweep.cpp - lapc-run sweep ---------------------------------*- C++ -*-===//
+//
+// Trains every variant of a spec's sweep (docs/spec.md, "sweep"):
+//  1. `lapc SPEC --emit=sweep -o OUT/specs` expands the variants (its spec
+//     errors are lapc's, with the line and a caret);
+//  2. each distinct model is compiled once into OUT/models/: variants that
+//     differ only in train.seed share a library and train with --seed;
+//  3. each variant trains as `lapc-run train` in OUT/runs/<variant>/ (its
+//     output in OUT/runs/<variant>.log), one after the other or --jobs at a
+//     time with the cores split between them; a variant whose summary says
+//     it finished is skipped, any other continues from its checkpoint, so
+//     running the same command again continues an interrupted sweep;
+//  4. OUT/results.csv and a printed table give each metric as mean ± std
+//     over the seeds for every combination of the other axes; OUT/plots/
+//     has each metric against each numeric axis and every variant's loss.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsl/SpecParser.h"
+#include "dsl/SpecPrinter.h"
+#include "runtime/analysis/Plot.h"
+#include "runtime/platform/Files.h"
+#include "runtime/platform/Hash.h"
+#include "runtime/tools/lapc-run/Commands.h"
+#include "runtime/train/RunSignals.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include <csignal>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace lap;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char *kSeedAxis = "train.seed";
+
+struct Variant {
+  std::string name, specFile, group;
+  std::vector<std::string> axes;
+  std::map<std::string, std::string> values;
+  int64_t seed = 0;     ///< train.seed, passed as --seed when it differs
+  bool passSeed = false;
+  nlohmann::json summary; ///< once finished
+};
+
+/// This program's own path, for lapc beside it and for the children.
+std::string selfPath() { return fs::read_symlink("/proc/self/exe").string(); }
+
+/// lapc beside lapc-run (a build or an install), else lapc on PATH.
+std::string lapcPath() {
+  fs::path beside = fs::path(selfPath()).parent_path() / "lapc";
+  return fs::exists(beside) ? beside.string() : std::string("lapc");
+}
+
+/// Runs `argv`, its output to `log` (empty: ours), with extra environment
+/// `env`; returns the pid.
+pid_t spawn(const std::vector<std::string> &argv, const std::string &log,
+            const std::vector<std::string> &env = {}) {
+  pid_t pid = fork();
+  if (pid < 0)
+    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    if (!log.empty()) {
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd < 0)
+        _exit(127);
+      dup2(fd, 1);
+      dup2(fd, 2);
+      ::close(fd);
+    }
+    for (const std::string &e : env)
+      putenv(const_cast<char *>(e.c_str()));
+    std::vector<char *> args;
+    for (const std::string &a : argv)
+      args.push_back(const_cast<char *>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+/// The exit status of `pid` as the shell reports it (128 + a signal).
+int waitFor(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return 127;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::vector<Variant> readIndex(const std::string &dir) {
+  nlohmann::json index = nlohmann::json::parse(
+      platform::readRegularFile(dir + "/sweep.json", 1 << 26));
+  std::vector<Variant> variants;
+  for (const nlohmann::json &v : index.at("variants")) {
+    Variant variant;
+    variant.name = v.at("name");
+    variant.specFile = dir + "/" + v.at("spec").get<std::string>();
+    variant.axes = v.at("axes").get<std::vector<std::string>>();
+    variant.values = v.at("values").get<std::map<std::string, std::string>>();
+    variants.push_back(std::move(variant));
+  }
+  return variants;
+}
+
+/// Groups variants that differ only in train.seed under one model: writes
+/// OUT/models/<group>.yaml (the first member's spec) and sets each
+/// variant's group and seed.
+std::vector<std::string> groupModels(std::vector<Variant> &variants,
+                                     const std::string &modelsDir) {
+  std::map<std::string, std::string> groupOfKey;
+  std::vector<std::string> groups;
+  for (Variant &v : variants) {
+    dsl::Diagnostics diags;
+    std::optional<dsl::Spec> spec = dsl::loadSpec(v.specFile, diags);
+    if (!spec)
+      throw std::runtime_error(v.specFile + ": lapc wrote a spec it cannot "
+                                            "read back");
+    v.seed = spec->train.seed;
+    dsl::Spec key = *spec;
+    key.name.clear();
+    key.train.seed = 0;
+    std::string hash = platform::contentHash(dsl::printSpec(key));
+    auto [it, fresh] = groupOfKey.emplace(hash, "");
+    if (fresh) {
+      std::string name = v.name;
+      if (v.values.count(kSeedAxis))
+        if (size_t at = name.find("-seed=" + v.values[kSeedAxis]);
+            at != std::string::npos)
+          name.erase(at, 6 + v.values[kSeedAxis].size());
+      it->second = name;
+      groups.push_back(name);
+      platform::writeFileAtomically(modelsDir + "/" + name + ".yaml",
+                                    dsl::printSpec(*spec));
+      v.passSeed = false;
+    } else {
+      v.passSeed = true;
+    }
+    v.group = it->second;
+  }
+  // Members train with their own seed unless it is the library's; seed 0
+  // cannot be given as --seed (0 means the spec's there), so the library's
+  // own seed must be the one.
+  std::map<std::string, int64_t> librarySeed;
+  for (const Variant &v : variants)
+    librarySeed.emplace(v.group, v.seed);
+  for (Variant &v : variants) {
+    v.passSeed = v.seed != librarySeed[v.group];
+    if (v.passSeed && v.seed < 1)
+      throw std::runtime_error(
+          v.specFile + ": train.seed 0 cannot share a library with other "
+                       "seeds; sweep seeds from 1");
+  }
+  return groups;
+}
+
+void compileModels(const std::vector<std::string> &groups,
+                   const std::string &modelsDir, int64_t maxBatch) {
+  for (const std::string &group : groups) {
+    std::string spec = modelsDir + "/" + group + ".yaml",
+                library = modelsDir + "/" + group + ".so",
+                stamp = library + ".spec";
+    // Compiled before from the same spec: keep it.
+    if (fs::exists(library) && fs::exists(stamp) &&
+        platform::readRegularFile(stamp, 1 << 24) ==
+            platform::readRegularFile(spec, 1 << 24))
+      continue;
+    fmt::print("compiling {}\n", library);
+    std::fflush(stdout);
+    std::vector<std::string> argv = {lapcPath(), spec, "-o", library};
+    if (maxBatch)
+      argv.insert(argv.end(), {"--max-batch", std::to_string(maxBatch)});
+    if (int status = waitFor(spawn(argv, "")); status != 0)
+      throw std::runtime_error(fmt::format("lapc failed on {} (exit {})", spec,
+                                           status));
+    fs::copy_file(spec, stamp, fs::copy_options::overwrite_existing);
+  }
+}
+
+std::optional<nlohmann::json> finishedSummary(const std::string &runDir) {
+  std::string path = runDir + "/summary.json";
+  if (!fs::exists(path))
+    return std::nullopt;
+  auto summary = nlohmann::json::parse(
+      platform::readRegularFile(path, 1 << 24), nullptr, false);
+  if (summary.is_discarded() || !summary.value("finished", false))
+    return std::nullopt;
+  return summary;
+}
+
+/// The metrics a summary reports: its numbers but the bookkeeping.
+std::vector<std::string> metricsOf(const nlohmann::json &summary) {
+  static const std::set<std::string> bookkeeping = {
+      "steps",  "seconds", "tokens_per_s", "images_per_s",
+      "ranks",  "zero",    "optimizer_state_bytes_per_rank",
+      "unigram_entropy"};
+  std::vector<std::string> metrics;
+  for (auto &[key, value] : summary.items())
+    if (value.is_number() && !bookkeeping.count(key))
+      metrics.push_back(key);
+  return metrics;
+}
+
+struct Cell {
+  std::vector<std::string> values; ///< of the axes but the seed
+  std::map<std::string, std::vector<double>> samples;
+};
+
+std::pair<double, double> meanStd(const std::vector<double> &x) {
+  double mean = 0;
+  for (double v : x)
+    mean += v / double(x.size());
+  double ss = 0;
+  for (double v : x)
+    ss += (v - mean) * (v - mean);
+  return {mean, x.size() > 1 ? std::sqrt(ss / double(x.size() - 1)) : 0.0};
+}
+
+void writeResults(const std::vector<Variant> &variants,
+                  const std::string &out) {
+  std::vector<std::string> axes;
+  for (const std::string &a : variants.front().axes)
+    if (a != kSeedAxis)
+      axes.push_back(a);
+  std::vector<std::string> metrics = metricsOf(variants.front().summary);
+  std::vector<Cell> cells;
+  std::map<std::vector<std::string>, size_t> cellOf;
+  for (const Variant &v : variants) {
+    std::vector<std::string> key;
+    for (const std::string &a : axes)
+      key.push_back(v.values.at(a));
+    auto [it, fresh] = cellOf.emplace(key, cells.size());
+    if (fresh)
+      cells.push_back({key, {}});
+    for (const std::string &m : metrics)
+      if (v.summary.contains(m) && v.summary[m].is_number())
+        cells[it->second].samples[m].push_back(v.summary[m].get<double>());
+  }
+
+  std::string csv;
+  for (const std::string &a : axes)
+    csv += a + ",";
+  csv += "seeds";
+  for (const std::string &m : metrics)
+    csv += "," + m + "_mean," + m + "_std";
+  csv += "\n";
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header = axes;
+  header.push_back("seeds");
+  for (const std::string &m : metrics)
+    header.push_back(m);
+  rows.push_back(header);
+  for (const Cell &c : cells) {
+    std::vector<std::string> row = c.values;
+    size_t n = c.samples.empty() ? 0 : c.samples.begin()->second.size();
+    row.push_back(std::to_string(n));
+    for (const std::string &v : c.values)
+      csv += v + ",";
+    csv += std::to_string(n);
+    for (const std::string &m : metrics) {
+      auto [mean, std] = meanStd(c.samples.at(m));
+      csv += fmt::format(",{:.17g},{:.17g}", mean, std);
+      row.push_back(fmt::format("{:.4f} ± {:.4f}", mean, std));
+    }
+    csv += "\n";
+    rows.push_back(row);
+  }
+  platform::writeFileAtomically(out + "/results.csv", csv);
+
+  std::vector<size_t> width(header.size(), 0);
+  auto displayed = [](const std::string &s) { // "±" is one column
+    size_t n = 0;
+    for (unsigned char c : s)
+      n += (c & 0xC0) != 0x80;
+    return n;
+  };
+  for (const auto &row : rows)
+    for (size_t i = 0; i < row.size(); ++i)
+      width[i] = std::max(width[i], displayed(row[i]));
+  for (const auto &row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i)
+      line += (i ? "  " : "") + row[i] +
+              std::string(width[i] - displayed(row[i]), ' ');
+    fmt::print("{}\n", line.substr(0, line.find_last_not_of(' ') + 1));
+  }
+
+  // Plots: each metric against each numeric axis, one line per value of
+  // the other axes; every variant's training loss.
+  fs::create_directories(out + "/plots");
+  for (size_t a = 0; a < axes.size(); ++a)
+    for (const std::string &m : metrics) {
+      std::map<std::string, analysis::Series> lines;
+      bool numeric = true;
+      for (const Cell &c : cells) {
+        char *end = nullptr;
+        double x = std::strtod(c.values[a].c_str(), &end);
+        numeric &= end && *end == '\0' && !c.values[a].empty();
+        std::string others;
+        for (size_t b = 0; b < axes.size(); ++b)
+          if (b != a)
+            others += (others.empty() ? "" : ", ") + axes[b] + "=" +
+                      c.values[b];
+        analysis::Series &s = lines[others];
+        s.label = others;
+        s.x.push_back(x);
+        s.y.push_back(meanStd(c.samples.at(m)).first);
+      }
+      if (!numeric)
+        continue;
+      std::vector<analysis::Series> series;
+      for (auto &[label, s] : lines)
+        series.push_back(s);
+      analysis::PlotOptions options;
+      options.title = m + " (mean over seeds)";
+      options.xLabel = axes[a];
+      options.yLabel = m;
+      analysis::writeLinePlot(fmt::format("{}/plots/{}-vs-{}.png", out, m,
+                                          axes[a]),
+                              series, options);
+    }
+  std::vector<analysis::Series> losses;
+  for (const Variant &v : variants) {
+    analysis::Series s{v.name, {}, {}};
+    std::ifstream in(out + "/runs/" + v.name + "/metrics.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      auto e = nlohmann::json::parse(line, nullptr, false);
+      if (!e.is_discarded() && e.contains("loss")) {
+        s.x.push_back(e["step"].get<double>());
+        s.y.push_back(e["loss"].get<double>());
+      }
+    }
+    if (!s.x.empty())
+      losses.push_back(s);
+  }
+  if (!losses.empty()) {
+    analysis::PlotOptions options;
+    options.title = "training loss of every variant";
+    options.xLabel = "step";
+    options.yLabel = "loss";
+    analysis::writeLinePlot(out + "/plots/loss.png", losses, options);
+  }
+  fmt::print("wrote {0}/results.csv and {0}/plots/\n", out);
+}
+
+} // namespace
+
+int lap::cli::sweep(const SweepOptions &options) {
+  std::string out = options.out, specs = out + "/specs",
+              models = out + "/models", runs = out + "/runs";
+  fs::create_directories(models);
+  fs::create_directories(runs);
+  std::vector<std::string> expand = {lapcPath(), options.spec, "--emit=sweep",
+                                     "-o", specs};
+  if (int status = waitFor(spawn(expand, "")); status != 0)
+    return status; // lapc has reported the spec's errors
+  std::vector<Variant> variants = readIndex(specs);
+  std::vector<std::string> groups = groupModels(variants, models);
+  fmt::print("{} variants, {} model{} to compile\n", variants.size(),
+             groups.size(), groups.size() == 1 ? "" : "s");
+  compileModels(groups, models, options.maxBatch);
+
+  // Ctrl-C reaches the running variants too (one process group): they
+  // checkpoint and stop; the sweep starts no more and says how to go on.
+  train::RunSignals signals;
+  int64_t jobs = std::max<int64_t>(1, options.jobs);
+  int threads = std::max<int>(
+      1, int(std::thread::hardware_concurrency()) / int(jobs));
+  std::map<pid_t, size_t> running;
+  std::vector<std::string> failures;
+  size_t next = 0, done = 0;
+  auto reap = [&] {
+    int status = 0;
+    pid_t pid = -1;
+    while ((pid = waitpid(-1, &status, 0)) < 0 && errno == EINTR) {
+    }
+    if (pid < 0 || !running.count(pid))
+      return;
+    Variant &v = variants[running[pid]];
+    running.erase(pid);
+    int code =
+        WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (auto summary = finishedSummary(runs + "/" + v.name)) {
+      v.summary = *summary;
+      ++done;
+      fmt::print("done  {} ({:.1f} s)\n", v.name,
+                 summary->value("seconds", 0.0));
+    } else if (code != 0 && code <= 128) {
+      failures.push_back(fmt::format("{} failed (exit {}): see {}/{}.log",
+                                     v.name, code, runs, v.name));
+    }
+    std::fflush(stdout);
+  };
+  for (Variant &v : variants)
+    if (auto summary = finishedSummary(runs + "/" + v.name)) {
+      v.summary = *summary;
+      ++done;
+    }
+  if (done)
+    fmt::print("{} of {} variants already trained\n", done, variants.size());
+  while (true) {
+    while (running.size() < size_t(jobs) && next < variants.size() &&
+           !signals.stop() && failures.empty()) {
+      Variant &v = variants[next++];
+      if (!v.summary.is_null())
+        continue;
+      std::vector<std::string> argv = {
+          selfPath(), "train", models + "/" + v.group + ".so", "--run-dir",
+          runs + "/" + v.name, "--resume-if-any"};
+      if (v.passSeed)
+        argv.insert(argv.end(), {"--seed", std::to_string(v.seed)});
+      if (options.steps)
+        argv.insert(argv.end(), {"--steps", std::to_string(options.steps)});
+      if (options.stopAt)
+        argv.insert(argv.end(), {"--stop-at", std::to_string(options.stopAt)});
+      std::vector<std::string> env;
+      if (jobs > 1)
+        env.push_back("OMP_NUM_THREADS=" + std::to_string(threads));
+      fmt::print("train {} [{}/{}]\n", v.name, next, variants.size());
+      std::fflush(stdout);
+      running[spawn(argv, runs + "/" + v.name + ".log", env)] = next - 1;
+    }
+    if (running.empty())
+      break;
+    reap();
+  }
+  for (const std::string &f : failures)
+    fmt::print(stderr, "lapc-run: error: {}\n", f);
+  if (!failures.empty())
+    return 1;
+  if (done < variants.size()) {
+    fmt::print("{} of {} variants trained; the same command continues the "
+               "sweep\n",
+               done, variants.size());
+    return signals.stop() ? 128 + signals.stop() : 0;
+  }
+  writeResults(variants, out);
+  return 0;
+}
