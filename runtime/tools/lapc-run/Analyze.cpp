@@ -326,6 +326,9 @@ void printTable(const std::vector<ModelGeometry> &models) {
 } // namespace
 
 int lap::cli::analyze(const AnalyzeOptions &options) {
+  if (options.models.size() == 1 &&
+      std::filesystem::exists(options.models[0] + "/specs/sweep.json"))
+    return analyzeSweep(options);
   if (options.runDirs.size() != options.models.size())
     throw std::runtime_error(
         fmt::format("give one --run-dir per model ({} models, {} run "
@@ -350,7 +353,7 @@ int lap::cli::analyze(const AnalyzeOptions &options) {
                            options.samples, options.topTokens)
              : analyzeImages(model, spec, params.as<float>(), workspace,
                              options.samples);
-    g.name = spec.name;
+    g.name = i < options.labels.size() ? options.labels[i] : spec.name;
     g.checkpoint = checkpoint;
     results.push_back(std::move(g));
   }

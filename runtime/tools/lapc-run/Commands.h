@@ -82,9 +82,14 @@ struct AnalyzeOptions {
   std::string out = "analysis";
   int64_t samples = 1000; ///< images, or token windows of a language model
   int64_t topTokens = 20; ///< next-token classes of the language-model collapse
+  std::vector<std::string> labels; ///< names in the table; default: the specs'
 };
 
+/// `lapc-run analyze MODEL... --run-dir DIR...`, or `lapc-run analyze
+/// SWEEP_DIR`: every trained variant of a sweep, each into
+/// SWEEP_DIR/analysis/<variant>/.
 int analyze(const AnalyzeOptions &options);
+int analyzeSweep(const AnalyzeOptions &options);
 
 } // namespace lap::cli
 

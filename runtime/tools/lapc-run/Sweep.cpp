@@ -52,7 +52,7 @@ struct Variant {
   std::string name, specFile, group;
   std::vector<std::string> axes;
   std::map<std::string, std::string> values;
-  int64_t seed = 0;     ///< train.seed, passed as --seed when it differs
+  int64_t seed = 0; ///< train.seed, passed as --seed when it differs
   bool passSeed = false;
   nlohmann::json summary; ///< once finished
 };
@@ -186,8 +186,8 @@ void compileModels(const std::vector<std::string> &groups,
     if (maxBatch)
       argv.insert(argv.end(), {"--max-batch", std::to_string(maxBatch)});
     if (int status = waitFor(spawn(argv, "")); status != 0)
-      throw std::runtime_error(fmt::format("lapc failed on {} (exit {})", spec,
-                                           status));
+      throw std::runtime_error(
+          fmt::format("lapc failed on {} (exit {})", spec, status));
     fs::copy_file(spec, stamp, fs::copy_options::overwrite_existing);
   }
 }
@@ -196,8 +196,8 @@ std::optional<nlohmann::json> finishedSummary(const std::string &runDir) {
   std::string path = runDir + "/summary.json";
   if (!fs::exists(path))
     return std::nullopt;
-  auto summary = nlohmann::json::parse(
-      platform::readRegularFile(path, 1 << 24), nullptr, false);
+  auto summary = nlohmann::json::parse(platform::readRegularFile(path, 1 << 24),
+                                       nullptr, false);
   if (summary.is_discarded() || !summary.value("finished", false))
     return std::nullopt;
   return summary;
@@ -206,8 +206,13 @@ std::optional<nlohmann::json> finishedSummary(const std::string &runDir) {
 /// The metrics a summary reports: its numbers but the bookkeeping.
 std::vector<std::string> metricsOf(const nlohmann::json &summary) {
   static const std::set<std::string> bookkeeping = {
-      "steps",  "seconds", "tokens_per_s", "images_per_s",
-      "ranks",  "zero",    "optimizer_state_bytes_per_rank",
+      "steps",
+      "seconds",
+      "tokens_per_s",
+      "images_per_s",
+      "ranks",
+      "zero",
+      "optimizer_state_bytes_per_rank",
       "unigram_entropy"};
   std::vector<std::string> metrics;
   for (auto &[key, value] : summary.items())
@@ -314,8 +319,8 @@ void writeResults(const std::vector<Variant> &variants,
         std::string others;
         for (size_t b = 0; b < axes.size(); ++b)
           if (b != a)
-            others += (others.empty() ? "" : ", ") + axes[b] + "=" +
-                      c.values[b];
+            others +=
+                (others.empty() ? "" : ", ") + axes[b] + "=" + c.values[b];
         analysis::Series &s = lines[others];
         s.label = others;
         s.x.push_back(x);
@@ -330,9 +335,9 @@ void writeResults(const std::vector<Variant> &variants,
       options.title = m + " (mean over seeds)";
       options.xLabel = axes[a];
       options.yLabel = m;
-      analysis::writeLinePlot(fmt::format("{}/plots/{}-vs-{}.png", out, m,
-                                          axes[a]),
-                              series, options);
+      analysis::writeLinePlot(
+          fmt::format("{}/plots/{}-vs-{}.png", out, m, axes[a]), series,
+          options);
     }
   std::vector<analysis::Series> losses;
   for (const Variant &v : variants) {
@@ -374,13 +379,20 @@ int lap::cli::sweep(const SweepOptions &options) {
   fmt::print("{} variants, {} model{} to compile\n", variants.size(),
              groups.size(), groups.size() == 1 ? "" : "s");
   compileModels(groups, models, options.maxBatch);
+  nlohmann::json libraries = nlohmann::json::array();
+  for (const Variant &v : variants)
+    libraries.push_back({{"name", v.name},
+                         {"library", models + "/" + v.group + ".so"},
+                         {"run", runs + "/" + v.name}});
+  platform::writeFileAtomically(models + "/variants.json",
+                                libraries.dump(2) + "\n");
 
   // Ctrl-C reaches the running variants too (one process group): they
   // checkpoint and stop; the sweep starts no more and says how to go on.
   train::RunSignals signals;
   int64_t jobs = std::max<int64_t>(1, options.jobs);
-  int threads = std::max<int>(
-      1, int(std::thread::hardware_concurrency()) / int(jobs));
+  int threads =
+      std::max<int>(1, int(std::thread::hardware_concurrency()) / int(jobs));
   std::map<pid_t, size_t> running;
   std::vector<std::string> failures;
   size_t next = 0, done = 0;
@@ -393,8 +405,7 @@ int lap::cli::sweep(const SweepOptions &options) {
       return;
     Variant &v = variants[running[pid]];
     running.erase(pid);
-    int code =
-        WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (auto summary = finishedSummary(runs + "/" + v.name)) {
       v.summary = *summary;
       ++done;
@@ -419,9 +430,12 @@ int lap::cli::sweep(const SweepOptions &options) {
       Variant &v = variants[next++];
       if (!v.summary.is_null())
         continue;
-      std::vector<std::string> argv = {
-          selfPath(), "train", models + "/" + v.group + ".so", "--run-dir",
-          runs + "/" + v.name, "--resume-if-any"};
+      std::vector<std::string> argv = {selfPath(),
+                                       "train",
+                                       models + "/" + v.group + ".so",
+                                       "--run-dir",
+                                       runs + "/" + v.name,
+                                       "--resume-if-any"};
       if (v.passSeed)
         argv.insert(argv.end(), {"--seed", std::to_string(v.seed)});
       if (options.steps)
@@ -450,5 +464,35 @@ int lap::cli::sweep(const SweepOptions &options) {
     return signals.stop() ? 128 + signals.stop() : 0;
   }
   writeResults(variants, out);
+  return 0;
+}
+
+int lap::cli::analyzeSweep(const AnalyzeOptions &options) {
+  const std::string &dir = options.models[0];
+  std::string index = dir + "/models/variants.json";
+  if (!fs::exists(index))
+    throw std::runtime_error(dir +
+                             ": no models/variants.json: run lapc-run "
+                             "sweep with --out " +
+                             dir + " first");
+  int analysed = 0;
+  for (const nlohmann::json &v :
+       nlohmann::json::parse(platform::readRegularFile(index, 1 << 26))) {
+    std::string name = v.at("name"), run = v.at("run");
+    if (!finishedSummary(run)) {
+      fmt::print("{}: not trained yet, skipped\n", name);
+      continue;
+    }
+    AnalyzeOptions one = options;
+    one.models = {v.at("library").get<std::string>()};
+    one.runDirs = {run};
+    one.labels = {name};
+    one.out = dir + "/analysis/" + name;
+    fmt::print("== {}\n", name);
+    if (int status = analyze(one); status != 0)
+      return status;
+    ++analysed;
+  }
+  fmt::print("analysed {} variants into {}/analysis/\n", analysed, dir);
   return 0;
 }

@@ -192,14 +192,13 @@ int main(int argc, char **argv) {
       "by side");
   analyzeCmd
       ->add_option("models", analyze.models,
-                   "One or two model.so built by lapc")
+                   "One or two model.so built by lapc, or the directory of a "
+                   "sweep (lapc-run sweep --out)")
       ->required()
       ->expected(1, 2);
-  analyzeCmd
-      ->add_option(
-          "--run-dir", analyze.runDirs,
-          "Each model's training run (its newest checkpoint), in order")
-      ->required();
+  analyzeCmd->add_option(
+      "--run-dir", analyze.runDirs,
+      "Each model's training run (its newest checkpoint), in order");
   analyzeCmd
       ->add_option("--samples", analyze.samples,
                    "Images (or token windows) to analyse, from the test split")
