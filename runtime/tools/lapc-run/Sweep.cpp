@@ -376,7 +376,7 @@ int lap::cli::sweep(const SweepOptions &options) {
     return status; // lapc has reported the spec's errors
   std::vector<Variant> variants = readIndex(specs);
   std::vector<std::string> groups = groupModels(variants, models);
-  fmt::print("{} variants, {} model{} to compile\n", variants.size(),
+  fmt::print("{} variants, {} distinct model{}\n", variants.size(),
              groups.size(), groups.size() == 1 ? "" : "s");
   compileModels(groups, models, options.maxBatch);
   nlohmann::json libraries = nlohmann::json::array();

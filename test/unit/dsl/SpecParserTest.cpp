@@ -109,6 +109,8 @@ TEST(ShippedSpecs, VisionModelsMatchTheirReferences) {
 
 TEST(ShippedSpecs, CanonicalFormReadsBackToItself) {
   for (const auto &entry : std::filesystem::directory_iterator(LAP_SPECS_DIR)) {
+    if (!entry.is_regular_file()) // specs/sweeps/: ShippedSweeps
+      continue;
     Spec spec = load(entry.path().filename().string());
     std::string text = printSpec(spec);
     std::vector<std::string> errors;
@@ -116,6 +118,24 @@ TEST(ShippedSpecs, CanonicalFormReadsBackToItself) {
     ASSERT_TRUE(again) << entry.path() << ": "
                        << (errors.empty() ? "" : errors[0]);
     EXPECT_EQ(printSpec(*again), text) << entry.path();
+  }
+}
+
+TEST(ShippedSweeps, EveryVariantReadsBackToItself) {
+  for (const auto &entry : std::filesystem::directory_iterator(
+           std::string(LAP_SPECS_DIR) + "/sweeps")) {
+    Diagnostics diags;
+    auto variants = loadSweep(entry.path().string(), diags);
+    ASSERT_TRUE(variants) << entry.path() << ": "
+                          << (diags.all().empty() ? ""
+                                                  : diags.all()[0].message);
+    EXPECT_GT(variants->size(), 1u) << entry.path();
+    for (const SpecVariant &v : *variants) {
+      std::string text = printSpec(v.spec);
+      auto again = parse(text, nullptr, entry.path().string());
+      ASSERT_TRUE(again) << v.name;
+      EXPECT_EQ(printSpec(*again), text) << v.name;
+    }
   }
 }
 
