@@ -34,9 +34,11 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include <csignal>
+#include <cstring>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -66,10 +68,28 @@ std::string lapcPath() {
   return fs::exists(beside) ? beside.string() : std::string("lapc");
 }
 
-/// Runs `argv`, its output to `log` (empty: ours), with extra environment
-/// `env`; returns the pid.
+/// Runs `argv`, its output to `log` (empty: ours), with `extra` added to
+/// the environment; returns the pid. Everything the child needs is built
+/// before fork: the parent has threads, so the child only calls
+/// async-signal-safe functions before exec.
 pid_t spawn(const std::vector<std::string> &argv, const std::string &log,
-            const std::vector<std::string> &env = {}) {
+            const std::vector<std::string> &extra = {}) {
+  std::vector<char *> args, envp;
+  for (const std::string &a : argv)
+    args.push_back(const_cast<char *>(a.c_str()));
+  args.push_back(nullptr);
+  for (char **e = environ; *e; ++e) {
+    std::string_view entry(*e);
+    bool replaced = false;
+    for (const std::string &x : extra)
+      replaced |= entry.substr(0, entry.find('=') + 1) ==
+                  std::string_view(x).substr(0, x.find('=') + 1);
+    if (!replaced)
+      envp.push_back(*e);
+  }
+  for (const std::string &x : extra)
+    envp.push_back(const_cast<char *>(x.c_str()));
+  envp.push_back(nullptr);
   pid_t pid = fork();
   if (pid < 0)
     throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
@@ -82,13 +102,7 @@ pid_t spawn(const std::vector<std::string> &argv, const std::string &log,
       dup2(fd, 2);
       ::close(fd);
     }
-    for (const std::string &e : env)
-      putenv(const_cast<char *>(e.c_str()));
-    std::vector<char *> args;
-    for (const std::string &a : argv)
-      args.push_back(const_cast<char *>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
+    execvpe(args[0], args.data(), envp.data());
     _exit(127);
   }
   return pid;
@@ -411,7 +425,7 @@ int lap::cli::sweep(const SweepOptions &options) {
       ++done;
       fmt::print("done  {} ({:.1f} s)\n", v.name,
                  summary->value("seconds", 0.0));
-    } else if (code != 0 && code <= 128) {
+    } else if (code != 0 && !signals.stop()) {
       failures.push_back(fmt::format("{} failed (exit {}): see {}/{}.log",
                                      v.name, code, runs, v.name));
     }
