@@ -161,9 +161,6 @@ std::vector<std::string> groupModels(std::vector<Variant> &variants,
       groups.push_back(name);
       platform::writeFileAtomically(modelsDir + "/" + name + ".yaml",
                                     dsl::printSpec(*spec));
-      v.passSeed = false;
-    } else {
-      v.passSeed = true;
     }
     v.group = it->second;
   }
@@ -189,10 +186,11 @@ void compileModels(const std::vector<std::string> &groups,
     std::string spec = modelsDir + "/" + group + ".yaml",
                 library = modelsDir + "/" + group + ".so",
                 stamp = library + ".spec";
-    // Compiled before from the same spec: keep it.
+    // Compiled before from the same spec and flags: keep it.
+    std::string made = platform::readRegularFile(spec, 1 << 24) +
+                       "# lapc --max-batch " + std::to_string(maxBatch) + "\n";
     if (fs::exists(library) && fs::exists(stamp) &&
-        platform::readRegularFile(stamp, 1 << 24) ==
-            platform::readRegularFile(spec, 1 << 24))
+        platform::readRegularFile(stamp, 1 << 24) == made)
       continue;
     fmt::print("compiling {}\n", library);
     std::fflush(stdout);
@@ -202,7 +200,7 @@ void compileModels(const std::vector<std::string> &groups,
     if (int status = waitFor(spawn(argv, "")); status != 0)
       throw std::runtime_error(
           fmt::format("lapc failed on {} (exit {})", spec, status));
-    fs::copy_file(spec, stamp, fs::copy_options::overwrite_existing);
+    platform::writeFileAtomically(stamp, made);
   }
 }
 
