@@ -5,8 +5,9 @@
 // batch); then the ranks' sums are added:
 //  - plain data parallel: an all-reduce, and every rank applies the same
 //    update to its full copy of the parameters and optimizer state;
-//  - ZeRO-1 (`train.zero: 1`): the tensors are split into contiguous,
-//    equally large shards, one per rank; a reduce-scatter leaves each rank
+//  - ZeRO-1 (`train.zero: 1`): the tensors, in offset order, are split
+//    into contiguous shards of about equal size (whole tensors, so Muon
+//    sees whole matrices), one per rank; a reduce-scatter leaves each rank
 //    the summed gradients of its shard, it updates that shard with the
 //    optimizer state of that shard alone, and an all-gather sends every
 //    shard's parameters to all.
