@@ -97,7 +97,12 @@ private:
       DefinedKind kind{name, 0, 0};
       bool ok = true;
       for (const auto &[k, v] : value.entries)
-        if (k.scalar != "alpha" && k.scalar != "beta") {
+        if (k.scalar == "learnable" || k.scalar == "init") {
+          diags.error(k.loc, inQuotes(where + "." + k.scalar) +
+                                 ": kinds with learned coefficients are not "
+                                 "implemented yet; give 'alpha' and 'beta'");
+          ok = false;
+        } else if (k.scalar != "alpha" && k.scalar != "beta") {
           diags.error(k.loc, "unknown key " + inQuotes(where + "." + k.scalar) +
                                  didYouMean(k.scalar, {"alpha", "beta"}) +
                                  " (a defined kind has 'alpha' and 'beta')");
