@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
+
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -149,4 +151,18 @@ void Progress::note(const std::string &text) {
   }
   fmt::print(out, "{}\n", text);
   std::fflush(out);
+}
+
+Recorded lap::train::readRecords(const std::string &metricsPath,
+                                 const std::string &key) {
+  Recorded out;
+  std::ifstream in(metricsPath);
+  for (std::string line; std::getline(in, line);) {
+    auto entry = nlohmann::json::parse(line, nullptr, false);
+    if (entry.is_discarded() || !entry.contains("step") || !entry.contains(key))
+      continue;
+    out.steps.push_back(entry["step"].get<double>());
+    out.values.push_back(entry[key].get<double>());
+  }
+  return out;
 }

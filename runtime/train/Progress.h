@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace lap::train {
 
@@ -58,6 +59,13 @@ private:
   std::chrono::steady_clock::time_point began;
   int64_t unitsDone = 0, stepsDone = 0;
 };
+
+/// The value of `key` in every record of a metrics.jsonl that has it, with
+/// the record's step; a missing file or unreadable line gives nothing.
+struct Recorded {
+  std::vector<double> steps, values;
+};
+Recorded readRecords(const std::string &metricsPath, const std::string &key);
 
 } // namespace lap::train
 

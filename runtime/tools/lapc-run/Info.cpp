@@ -2,6 +2,7 @@
 
 #include "runtime/model/LoadedModel.h"
 #include "runtime/tools/lapc-run/Commands.h"
+#include "runtime/tools/lapc-run/Units.h"
 
 #include <fmt/format.h>
 
@@ -13,10 +14,6 @@ std::string shapeString(const std::vector<int64_t> &shape) {
     s += (i ? " x " : "") + (shape[i] < 0 ? std::string(i == 0 ? "B" : "T")
                                           : std::to_string(shape[i]));
   return s.empty() ? "scalar" : s;
-}
-
-std::string mib(double bytes) {
-  return fmt::format("{:.2f} MiB", bytes / (1 << 20));
 }
 
 } // namespace
@@ -59,13 +56,13 @@ int lap::cli::info(const std::string &path) {
 
   double params = double(model.parameterElements()) * 4;
   const auto &mem = m["memory"];
-  fmt::print("\nmemory     parameters {}, gradients {}\n", mib(params),
-             mib(params));
+  fmt::print("\nmemory     parameters {}, gradients {}\n", mebibytes(params),
+             mebibytes(params));
   fmt::print("           workspace {} (forward {}, train_step {})\n",
-             mib(model.workspaceBytes()),
-             mib(mem["forward_workspace_bytes"].get<double>()),
-             mib(mem["train_step_workspace_bytes"].get<double>()));
+             mebibytes(model.workspaceBytes()),
+             mebibytes(mem["forward_workspace_bytes"].get<double>()),
+             mebibytes(mem["train_step_workspace_bytes"].get<double>()));
   fmt::print("           a training step needs {} plus the batch\n",
-             mib(2 * params + model.workspaceBytes()));
+             mebibytes(2 * params + model.workspaceBytes()));
   return 0;
 }

@@ -22,6 +22,7 @@
 #include "runtime/platform/Files.h"
 #include "runtime/platform/Hash.h"
 #include "runtime/tools/lapc-run/Commands.h"
+#include "runtime/train/Progress.h"
 #include "runtime/train/RunSignals.h"
 
 #include <fmt/format.h>
@@ -30,7 +31,6 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -248,48 +248,57 @@ std::pair<double, double> meanStd(const std::vector<double> &x) {
   return {mean, x.size() > 1 ? std::sqrt(ss / double(x.size() - 1)) : 0.0};
 }
 
-void writeResults(const std::vector<Variant> &variants,
-                  const std::string &out) {
-  std::vector<std::string> axes;
+/// The table of a finished sweep: a row per combination of the axes but
+/// the seed, each metric's samples over the seeds.
+struct Results {
+  std::vector<std::string> axes, metrics;
+  std::vector<Cell> cells;
+};
+
+Results tabulate(const std::vector<Variant> &variants) {
+  Results r;
   for (const std::string &a : variants.front().axes)
     if (a != kSeedAxis)
-      axes.push_back(a);
-  std::vector<std::string> metrics = metricsOf(variants.front().summary);
-  std::vector<Cell> cells;
+      r.axes.push_back(a);
+  r.metrics = metricsOf(variants.front().summary);
   std::map<std::vector<std::string>, size_t> cellOf;
   for (const Variant &v : variants) {
     std::vector<std::string> key;
-    for (const std::string &a : axes)
+    for (const std::string &a : r.axes)
       key.push_back(v.values.at(a));
-    auto [it, fresh] = cellOf.emplace(key, cells.size());
+    auto [it, fresh] = cellOf.emplace(key, r.cells.size());
     if (fresh)
-      cells.push_back({key, {}});
-    for (const std::string &m : metrics)
+      r.cells.push_back({key, {}});
+    for (const std::string &m : r.metrics)
       if (v.summary.contains(m) && v.summary[m].is_number())
-        cells[it->second].samples[m].push_back(v.summary[m].get<double>());
+        r.cells[it->second].samples[m].push_back(v.summary[m].get<double>());
   }
+  return r;
+}
 
+/// OUT/results.csv, and the same as a printed table.
+void writeTable(const Results &r, const std::string &out) {
   std::string csv;
-  for (const std::string &a : axes)
+  for (const std::string &a : r.axes)
     csv += a + ",";
   csv += "seeds";
-  for (const std::string &m : metrics)
+  for (const std::string &m : r.metrics)
     csv += "," + m + "_mean," + m + "_std";
   csv += "\n";
   std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> header = axes;
+  std::vector<std::string> header = r.axes;
   header.push_back("seeds");
-  for (const std::string &m : metrics)
+  for (const std::string &m : r.metrics)
     header.push_back(m);
   rows.push_back(header);
-  for (const Cell &c : cells) {
+  for (const Cell &c : r.cells) {
     std::vector<std::string> row = c.values;
     size_t n = c.samples.empty() ? 0 : c.samples.begin()->second.size();
     row.push_back(std::to_string(n));
     for (const std::string &v : c.values)
       csv += v + ",";
     csv += std::to_string(n);
-    for (const std::string &m : metrics) {
+    for (const std::string &m : r.metrics) {
       auto [mean, std] = meanStd(c.samples.at(m));
       csv += fmt::format(",{:.17g},{:.17g}", mean, std);
       row.push_back(fmt::format("{:.4f} ± {:.4f}", mean, std));
@@ -316,23 +325,26 @@ void writeResults(const std::vector<Variant> &variants,
               std::string(width[i] - displayed(row[i]), ' ');
     fmt::print("{}\n", line.substr(0, line.find_last_not_of(' ') + 1));
   }
+}
 
-  // Plots: each metric against each numeric axis, one line per value of
-  // the other axes; every variant's training loss.
+/// OUT/plots/: each metric against each numeric axis, one line per value of
+/// the other axes; every variant's training loss.
+void writePlots(const Results &r, const std::vector<Variant> &variants,
+                const std::string &out) {
   fs::create_directories(out + "/plots");
-  for (size_t a = 0; a < axes.size(); ++a)
-    for (const std::string &m : metrics) {
+  for (size_t a = 0; a < r.axes.size(); ++a)
+    for (const std::string &m : r.metrics) {
       std::map<std::string, analysis::Series> lines;
       bool numeric = true;
-      for (const Cell &c : cells) {
+      for (const Cell &c : r.cells) {
         char *end = nullptr;
         double x = std::strtod(c.values[a].c_str(), &end);
         numeric &= end && *end == '\0' && !c.values[a].empty();
         std::string others;
-        for (size_t b = 0; b < axes.size(); ++b)
+        for (size_t b = 0; b < r.axes.size(); ++b)
           if (b != a)
             others +=
-                (others.empty() ? "" : ", ") + axes[b] + "=" + c.values[b];
+                (others.empty() ? "" : ", ") + r.axes[b] + "=" + c.values[b];
         analysis::Series &s = lines[others];
         s.label = others;
         s.x.push_back(x);
@@ -345,25 +357,18 @@ void writeResults(const std::vector<Variant> &variants,
         series.push_back(s);
       analysis::PlotOptions options;
       options.title = m + " (mean over seeds)";
-      options.xLabel = axes[a];
+      options.xLabel = r.axes[a];
       options.yLabel = m;
       analysis::writeLinePlot(
-          fmt::format("{}/plots/{}-vs-{}.png", out, m, axes[a]), series,
+          fmt::format("{}/plots/{}-vs-{}.png", out, m, r.axes[a]), series,
           options);
     }
   std::vector<analysis::Series> losses;
   for (const Variant &v : variants) {
-    analysis::Series s{v.name, {}, {}};
-    std::ifstream in(out + "/runs/" + v.name + "/metrics.jsonl");
-    for (std::string line; std::getline(in, line);) {
-      auto e = nlohmann::json::parse(line, nullptr, false);
-      if (!e.is_discarded() && e.contains("loss")) {
-        s.x.push_back(e["step"].get<double>());
-        s.y.push_back(e["loss"].get<double>());
-      }
-    }
-    if (!s.x.empty())
-      losses.push_back(s);
+    train::Recorded loss =
+        train::readRecords(out + "/runs/" + v.name + "/metrics.jsonl", "loss");
+    if (!loss.steps.empty())
+      losses.push_back({v.name, loss.steps, loss.values});
   }
   if (!losses.empty()) {
     analysis::PlotOptions options;
@@ -372,7 +377,6 @@ void writeResults(const std::vector<Variant> &variants,
     options.yLabel = "loss";
     analysis::writeLinePlot(out + "/plots/loss.png", losses, options);
   }
-  fmt::print("wrote {0}/results.csv and {0}/plots/\n", out);
 }
 
 } // namespace
@@ -475,7 +479,10 @@ int lap::cli::sweep(const SweepOptions &options) {
                done, variants.size());
     return signals.stop() ? 128 + signals.stop() : 0;
   }
-  writeResults(variants, out);
+  Results results = tabulate(variants);
+  writeTable(results, out);
+  writePlots(results, variants, out);
+  fmt::print("wrote {0}/results.csv and {0}/plots/\n", out);
   return 0;
 }
 

@@ -13,8 +13,10 @@
 #include "runtime/model/LoadedModel.h"
 #include "runtime/platform/Files.h"
 #include "runtime/tools/lapc-run/Commands.h"
+#include "runtime/tools/lapc-run/Units.h"
 #include "runtime/train/ImageRegime.h"
 #include "runtime/train/LmRegime.h"
+#include "runtime/train/Progress.h"
 #include "runtime/train/RunLock.h"
 #include "runtime/train/SpecConfig.h"
 #include "runtime/train/Trainer.h"
@@ -23,7 +25,6 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -35,23 +36,11 @@ namespace {
 /// The loss curve of a run from its metrics.jsonl: training loss, and
 /// validation loss where evaluated.
 void plotLossCurve(const std::string &runDir, const std::string &name) {
-  analysis::Series train{"train loss", {}, {}}, val{"validation loss", {}, {}};
-  std::ifstream in(runDir + "/metrics.jsonl");
-  std::string line;
-  while (std::getline(in, line)) {
-    auto entry = nlohmann::json::parse(line, nullptr, false);
-    if (entry.is_discarded() || !entry.contains("step"))
-      continue;
-    double step = entry["step"];
-    if (entry.contains("loss")) {
-      train.x.push_back(step);
-      train.y.push_back(entry["loss"]);
-    }
-    if (entry.contains("val_loss")) {
-      val.x.push_back(step);
-      val.y.push_back(entry["val_loss"]);
-    }
-  }
+  std::string metrics = runDir + "/metrics.jsonl";
+  train::Recorded loss = train::readRecords(metrics, "loss"),
+                  valLoss = train::readRecords(metrics, "val_loss");
+  analysis::Series train{"train loss", loss.steps, loss.values},
+      val{"validation loss", valLoss.steps, valLoss.values};
   std::vector<analysis::Series> series{train};
   if (!val.x.empty())
     series.push_back(val);
@@ -83,10 +72,6 @@ template <typename F> void inTurn(comm::Communicator &comm, F &&prepare) {
   comm.barrier();
   if (!hostLead)
     prepare();
-}
-
-std::string mebibytes(int64_t bytes) {
-  return fmt::format("{:.1f} MiB", double(bytes) / (1 << 20));
 }
 
 } // namespace
@@ -266,10 +251,10 @@ int lap::cli::trainModel(const TrainOptions &options,
   if (ranks > 1 || config.zero)
     fmt::print("memory per rank: parameters {}, gradients {}, optimizer "
                "state {} (the largest shard), workspace {}\n",
-               mebibytes(model.parameterElements() * 4),
-               mebibytes(model.parameterElements() * 8),
-               mebibytes(result.optimizerStateBytes),
-               mebibytes(model.workspaceBytes()));
+               cli::mebibytes(double(model.parameterElements()) * 4),
+               cli::mebibytes(double(model.parameterElements()) * 8),
+               cli::mebibytes(double(result.optimizerStateBytes)),
+               cli::mebibytes(double(model.workspaceBytes())));
   fmt::print("wrote {0}/summary.json, {0}/metrics.jsonl, {0}/loss.png\n",
              config.runDir);
   // The shell's convention for a process a signal ended: 128 + the signal.
