@@ -40,8 +40,8 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
@@ -195,8 +195,6 @@ bool setCodegenOptions(const lap::dsl::Spec &spec,
   return true;
 }
 
-/// Builds the IR for `spec`, runs the passes the requested stage needs and
-/// prints the stage (or, for .so, writes the library).
 /// --emit=sweep: every variant's resolved spec, to stdout as YAML documents,
 /// or with -o DIR as DIR/<variant>.yaml and an index, DIR/sweep.json.
 ExitCode emitSweep(const std::vector<lap::dsl::SpecVariant> &variants) {
@@ -217,43 +215,45 @@ ExitCode emitSweep(const std::vector<lap::dsl::SpecVariant> &variants) {
     errs() << "lapc: " << outputFilename << ": " << ec.message() << "\n";
     return BadInput;
   }
+  auto write = [](const std::string &path, const std::string &text) {
+    std::string error;
+    auto out = mlir::openOutputFile(path, &error);
+    if (!out) {
+      errs() << "lapc: " << error << "\n";
+      return false;
+    }
+    out->os() << text;
+    out->keep();
+    return true;
+  };
   json::Array index;
   for (const lap::dsl::SpecVariant &v : variants) {
     std::string file = v.name + ".yaml";
-    std::string error;
-    auto out = mlir::openOutputFile(outputFilename + "/" + file, &error);
-    if (!out) {
-      errs() << "lapc: " << error << "\n";
+    if (!write(outputFilename + "/" + file,
+               "# " + valuesOf(v) + "\n" + lap::dsl::printSpec(v.spec)))
       return BadInput;
-    }
-    out->os() << "# " << valuesOf(v) << "\n" << lap::dsl::printSpec(v.spec);
-    out->keep();
     json::Object values;
-    for (const auto &[axis, value] : v.values)
-      values[axis] = value;
     json::Array axes;
-    for (const auto &[axis, value] : v.values)
+    for (const auto &[axis, value] : v.values) {
+      values[axis] = value;
       axes.push_back(axis);
+    }
     index.push_back(json::Object{{"name", v.name},
                                  {"spec", file},
                                  {"axes", std::move(axes)},
                                  {"values", std::move(values)}});
   }
-  std::string error;
-  auto out = mlir::openOutputFile(outputFilename + "/sweep.json", &error);
-  if (!out) {
-    errs() << "lapc: " << error << "\n";
+  std::string text = formatv(
+      "{0:2}", json::Value(json::Object{{"variants", std::move(index)}}));
+  if (!write(outputFilename + "/sweep.json", text + "\n"))
     return BadInput;
-  }
-  out->os() << formatv("{0:2}", json::Value(json::Object{
-                                    {"variants", std::move(index)}}))
-            << "\n";
-  out->keep();
   outs() << "wrote " << variants.size() << " variants and sweep.json to "
          << outputFilename << "\n";
   return Success;
 }
 
+/// Builds the IR for `spec`, runs the passes the requested stage needs and
+/// prints the stage (or, for .so, writes the library).
 ExitCode emitModule(const lap::dsl::Spec &spec, const lap::Target &target,
                     mlir::MLIRContext &context, llvm::ToolOutputFile &output,
                     const char *argv0) {
