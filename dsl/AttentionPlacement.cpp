@@ -13,8 +13,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
-#include <limits>
 #include <optional>
 
 using namespace lap::dsl;
@@ -117,8 +115,7 @@ private:
                                      std::string(coefficient) + "'");
           ok = false;
         } else if (v->kind != Node::Kind::Scalar || v->quoted ||
-                   !parseNumber(v->scalar, x) ||
-                   std::abs(x) > std::numeric_limits<float>::max()) {
+                   !parseNumber(v->scalar, x) || !fitsSinglePrecision(x)) {
           diags.error(v->loc, inQuotes(path) +
                                   " must be a finite single-precision number; "
                                   "found " +

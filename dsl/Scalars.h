@@ -68,6 +68,13 @@ inline bool parseNumber(const std::string &s, double &out) {
   return true;
 }
 
+/// Whether `v` survives the conversion to the single precision compiled
+/// models compute in: finite there, and not flushed to zero.
+inline bool fitsSinglePrecision(double v) {
+  float single = float(v);
+  return std::isfinite(single) && (v == 0 || single != 0);
+}
+
 } // namespace lap::dsl
 
 #endif // LAP_DSL_SCALARS_H

@@ -25,7 +25,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
-#include <map>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -306,14 +305,13 @@ private:
   /// Checks `v` against `rule`, and that it survives the conversion to the
   /// single precision the compiled model computes in.
   bool checkRule(const Node &node, const std::string &p, double v, Rule rule) {
-    float single = float(v);
-    if (!std::isfinite(single) || (v != 0 && single == 0)) {
+    if (!fitsSinglePrecision(v)) {
       fail(node, p,
            inQuotes(p) + " is out of single-precision range; found " +
                node.scalar);
       return false;
     }
-    if (rule.admits(v) && rule.admits(double(single)))
+    if (rule.admits(v) && rule.admits(double(float(v))))
       return true;
     return outOfRange(node, p, rule);
   }
@@ -553,7 +551,8 @@ std::optional<Spec> buildSpec(const std::optional<Node> &tree,
 }
 
 /// Runs `load` with the front end's promise kept: nothing escapes.
-template <class F> std::optional<Spec> guarded(Diagnostics &diags, F load) {
+template <class F>
+auto guarded(Diagnostics &diags, F load) -> decltype(load()) {
   try {
     return load();
   } catch (const std::exception &e) {
@@ -596,9 +595,7 @@ std::optional<Spec> lap::dsl::loadSpec(const std::string &path,
 
 std::optional<std::vector<SpecVariant>>
 lap::dsl::loadSweep(const std::string &path, Diagnostics &diags) {
-  std::vector<SpecVariant> variants;
-  bool ok = true;
-  try {
+  return guarded(diags, [&]() -> std::optional<std::vector<SpecVariant>> {
     std::optional<Node> tree = loadTree(path, exclusiveKeys(), diags);
     if (!tree)
       return std::nullopt;
@@ -609,8 +606,7 @@ lap::dsl::loadSweep(const std::string &path, Diagnostics &diags) {
       std::optional<Spec> spec = buildSpec(tree, path, diags);
       if (!spec)
         return std::nullopt;
-      variants.push_back({spec->name, {}, *spec});
-      return variants;
+      return std::vector<SpecVariant>{{spec->name, {}, *spec}};
     }
     Node axes = sweep->second;
     tree->entries.erase(sweep);
@@ -619,7 +615,9 @@ lap::dsl::loadSweep(const std::string &path, Diagnostics &diags) {
       return std::nullopt;
     // A bad value fails every variant that has it: report each error once.
     std::set<std::tuple<std::string, unsigned, unsigned, std::string>> told;
-    std::map<std::string, Loc> names;
+    std::set<std::string> names;
+    std::vector<SpecVariant> variants;
+    bool ok = true;
     for (const SweepPoint &point : *points) {
       Diagnostics own;
       std::optional<Spec> spec = buildSpec(withPoint(*tree, point), path, own);
@@ -633,7 +631,7 @@ lap::dsl::loadSweep(const std::string &path, Diagnostics &diags) {
       SpecVariant v{variantName(spec->name, point), {}, *spec};
       for (const auto &[axis, value] : point)
         v.values.emplace_back(axis, valueText(*value));
-      if (!names.emplace(v.name, point.back().second->loc).second) {
+      if (!names.insert(v.name).second) {
         diags.error(point.back().second->loc,
                     "two variants are both named '" + v.name +
                         "': give the axis values that differ distinct text");
@@ -642,14 +640,11 @@ lap::dsl::loadSweep(const std::string &path, Diagnostics &diags) {
       v.spec.name = v.name;
       variants.push_back(std::move(v));
     }
-  } catch (const std::exception &e) {
-    diags.internalError(e.what());
-    return std::nullopt;
-  }
-  diags.sortByLocation();
-  if (!ok || diags.hasErrors())
-    return std::nullopt;
-  return variants;
+    diags.sortByLocation();
+    if (!ok || diags.hasErrors())
+      return std::nullopt;
+    return variants;
+  });
 }
 
 std::optional<Spec> lap::dsl::parseSpec(std::string_view text,
