@@ -94,18 +94,22 @@ DataParallel::firstNonFinite(const float *reduced) const {
 double DataParallel::clip(float *reduced, double maxNorm) const {
   std::vector<double> partials = squaredNormPartials(reduced, mine);
   if (sharded) {
-    std::vector<int64_t> counts(size_t(communicator.size()), 1);
-    std::vector<int64_t> sizes(counts.size(), 0);
-    sizes[size_t(communicator.rank())] = int64_t(partials.size());
-    communicator.allGather(sizes.data(), counts, comm::DataType::I64);
+    // How many partial sums each shard has is fixed: learn it once.
+    if (partialCounts.empty()) {
+      partialCounts.assign(size_t(communicator.size()), 0);
+      partialCounts[size_t(communicator.rank())] = int64_t(partials.size());
+      communicator.allGather(partialCounts.data(),
+                             std::vector<int64_t>(partialCounts.size(), 1),
+                             comm::DataType::I64);
+    }
     std::vector<double> all;
-    for (size_t r = 0; r < sizes.size(); ++r) {
+    for (size_t r = 0; r < partialCounts.size(); ++r) {
       if (r == size_t(communicator.rank()))
         all.insert(all.end(), partials.begin(), partials.end());
       else
-        all.resize(all.size() + size_t(sizes[r]));
+        all.resize(all.size() + size_t(partialCounts[r]));
     }
-    communicator.allGather(all.data(), sizes, comm::DataType::F64);
+    communicator.allGather(all.data(), partialCounts, comm::DataType::F64);
     partials = std::move(all);
   }
   double norm = normOfPartials(partials);

@@ -76,6 +76,8 @@ private:
   /// the flat buffer), and where this rank's starts.
   std::vector<int64_t> shardElements;
   int64_t shardBegin = 0;
+  /// ZeRO-1: each shard's count of clipping's partial sums (after clip()).
+  mutable std::vector<int64_t> partialCounts;
 };
 
 } // namespace lap::train
