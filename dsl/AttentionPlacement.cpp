@@ -54,7 +54,9 @@ public:
 
 private:
   /// `define: {NAME: {alpha: A, beta: B}, ...}`: finite single-precision
-  /// coefficients, names of their own.
+  /// coefficients, names of their own. `learnable: true` makes them
+  /// parameters, starting from `alpha` and `beta`, or from kind `init`, or
+  /// from `attn`.
   void define(const Node &node) {
     if (node.kind != Node::Kind::Map) {
       diags.error(node.loc, "'attention.define' expects a mapping of kind "
@@ -92,45 +94,112 @@ private:
                                    value.describe());
         continue;
       }
-      DefinedKind kind{name, 0, 0};
-      bool ok = true;
-      for (const auto &[k, v] : value.entries)
-        if (k.scalar == "learnable" || k.scalar == "init") {
-          diags.error(k.loc, inQuotes(where + "." + k.scalar) +
-                                 ": kinds with learned coefficients are not "
-                                 "implemented yet; give 'alpha' and 'beta'");
-          ok = false;
-        } else if (k.scalar != "alpha" && k.scalar != "beta") {
-          diags.error(k.loc, "unknown key " + inQuotes(where + "." + k.scalar) +
-                                 didYouMean(k.scalar, {"alpha", "beta"}) +
-                                 " (a defined kind has 'alpha' and 'beta')");
-          ok = false;
-        }
-      for (const char *coefficient : {"alpha", "beta"}) {
-        const Node *v = value.find(coefficient);
-        std::string path = where + "." + coefficient;
-        double x = 0;
-        if (!v) {
-          diags.error(value.loc, inQuotes(where) + " needs '" +
-                                     std::string(coefficient) + "'");
-          ok = false;
-        } else if (v->kind != Node::Kind::Scalar || v->quoted ||
-                   !parseNumber(v->scalar, x) || !fitsSinglePrecision(x)) {
-          diags.error(v->loc, inQuotes(path) +
-                                  " must be a finite single-precision number; "
-                                  "found " +
-                                  v->describe());
-          ok = false;
-        } else {
-          (coefficient[0] == 'a' ? kind.alpha : kind.beta) = x;
-          spec.locations[path] = v->loc;
-        }
-      }
-      if (ok) {
+      if (auto kind = readDefinition(name, where, value)) {
         spec.locations[where] = key.loc;
-        spec.attention.defined.push_back(kind);
+        spec.attention.defined.push_back(*kind);
       }
     }
+  }
+
+  /// One definition's mapping: {alpha, beta}, or {learnable: true} with
+  /// either {alpha, beta} or {init: KIND} (or neither: from attn).
+  std::optional<DefinedKind> readDefinition(const std::string &name,
+                                            const std::string &where,
+                                            const Node &value) {
+    static const std::vector<std::string_view> keys = {"alpha", "beta",
+                                                       "learnable", "init"};
+    DefinedKind kind{name, 1, 0, false};
+    bool ok = true;
+    for (const auto &[k, v] : value.entries)
+      if (std::find(keys.begin(), keys.end(), k.scalar) == keys.end()) {
+        diags.error(k.loc, "unknown key " + inQuotes(where + "." + k.scalar) +
+                               didYouMean(k.scalar, keys) +
+                               " (a defined kind has 'alpha' and 'beta', or "
+                               "'learnable' and 'init')");
+        ok = false;
+      }
+    if (const Node *learnable = value.find("learnable")) {
+      if (learnable->kind != Node::Kind::Scalar || learnable->quoted ||
+          (learnable->scalar != "true" && learnable->scalar != "false")) {
+        diags.error(learnable->loc, inQuotes(where + ".learnable") +
+                                        " must be true or false; found " +
+                                        learnable->describe());
+        ok = false;
+      }
+      kind.learnable = learnable->scalar == "true";
+      spec.locations[where + ".learnable"] = learnable->loc;
+    }
+    const Node *init = value.find("init");
+    const Node *alpha = value.find("alpha"), *beta = value.find("beta");
+    if (init && !kind.learnable) {
+      diags.error(init->loc, inQuotes(where + ".init") +
+                                 " starts learned coefficients; add "
+                                 "'learnable: true' or give 'alpha' and "
+                                 "'beta'");
+      return std::nullopt;
+    }
+    if (init && (alpha || beta)) {
+      diags.error(init->loc, inQuotes(where) +
+                                 " starts from 'init' or from 'alpha' and "
+                                 "'beta', not both");
+      return std::nullopt;
+    }
+    if (init) {
+      std::optional<HeadKind> from = initKind(where, *init);
+      if (!from)
+        return std::nullopt;
+      kind.alpha = from->alpha;
+      kind.beta = from->beta;
+      spec.locations[where + ".init"] = init->loc;
+      return ok ? std::optional(kind) : std::nullopt;
+    }
+    if (kind.learnable && !alpha && !beta)
+      return ok ? std::optional(kind) : std::nullopt; // from attn
+    for (const char *coefficient : {"alpha", "beta"}) {
+      const Node *v = coefficient[0] == 'a' ? alpha : beta;
+      std::string path = where + "." + coefficient;
+      double x = 0;
+      if (!v) {
+        diags.error(value.loc, inQuotes(where) + " needs '" +
+                                   std::string(coefficient) + "'");
+        ok = false;
+      } else if (v->kind != Node::Kind::Scalar || v->quoted ||
+                 !parseNumber(v->scalar, x) || !fitsSinglePrecision(x)) {
+        diags.error(v->loc, inQuotes(path) +
+                                " must be a finite single-precision number; "
+                                "found " +
+                                v->describe());
+        ok = false;
+      } else {
+        (coefficient[0] == 'a' ? kind.alpha : kind.beta) = x;
+        spec.locations[path] = v->loc;
+      }
+    }
+    return ok ? std::optional(kind) : std::nullopt;
+  }
+
+  /// `init: KIND`: a fixed kind, built in or defined above.
+  std::optional<HeadKind> initKind(const std::string &where,
+                                   const Node &init) {
+    std::vector<std::string_view> fixed;
+    for (const HeadKind &k : spec.attention.kinds())
+      if (!k.learnable)
+        fixed.push_back(k.name);
+    auto id = init.kind == Node::Kind::Scalar && !init.quoted
+                  ? spec.attention.find(init.scalar)
+                  : std::nullopt;
+    if (id && !spec.attention.kind(*id).learnable)
+      return spec.attention.kind(*id);
+    std::string name = init.kind == Node::Kind::Scalar ? init.scalar : "";
+    diags.error(init.loc,
+                inQuotes(where + ".init") + " names the fixed kind the "
+                    "coefficients start from; " +
+                    (id ? inQuotes(name) + " is learnable itself"
+                        : "found " + (name.empty() ? init.describe()
+                                                   : inQuotes(name)) +
+                              didYouMean(name, fixed)) +
+                    " (fixed kinds: " + listChoices(fixed) + ")");
+    return std::nullopt;
   }
 
   void placeLaplacian(const Node &node) {

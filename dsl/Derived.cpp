@@ -122,10 +122,15 @@ DerivedSpec lap::dsl::deriveSpec(const Spec &spec) {
         double(patches) * double(m.patch * m.patch * m.channels * m.width);
     d.flopsUnit = "image";
   }
+  // Learned kinds: (alpha, beta) per head.
+  int64_t coefficients = 0;
+  for (size_t l = 0; l < spec.attention.layers.size(); ++l)
+    coefficients += 2 * int64_t(spec.attention.learnedHeads(l).size());
   const std::pair<const char *, int64_t> groups[] = {
       {"embedding", embedding}, {"positions", positions},
       {"blocks", blocks},       {"norms", norms},
-      {"head", head},           {"dino_head", dinoHead}};
+      {"head", head},           {"dino_head", dinoHead},
+      {"head_coefficients", coefficients}};
   for (const auto &[name, count] : groups) {
     if (count == 0)
       continue;

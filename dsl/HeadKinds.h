@@ -1,9 +1,9 @@
 //===- HeadKinds.h - The table of attention head kinds ----------*- C++ -*-===//
 //
 // Every head computes O = alpha * P V + beta * V with P = softmax(Q K^T /
-// sqrt(d)). A kind is a named (alpha, beta): adding a kind is adding one row to
-// the table in HeadKinds.cpp; the spec language, the compiler and the kernels
-// all read the kinds from here.
+// sqrt(d)). A kind is a named (alpha, beta), fixed or learned per head:
+// adding a kind is adding one row to the table in HeadKinds.cpp; the spec
+// language, the compiler and the kernels all read the kinds from here.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,10 +22,14 @@ struct HeadKind {
   double alpha;             ///< Coefficient of P V.
   double beta;              ///< Coefficient of V (the token's own value).
   std::string_view formula; ///< For documentation and `--emit=spec`.
+  /// Whether (alpha, beta) are parameters of the model, one pair per head,
+  /// trained from the values above.
+  bool learnable = false;
 
   /// beta != 0 reads V at the query's own position, so the attention must be
-  /// square self-attention (queries and keys index the same tokens).
-  bool needsSelfAttention() const { return beta != 0; }
+  /// square self-attention (queries and keys index the same tokens); a
+  /// learned beta may leave 0.
+  bool needsSelfAttention() const { return beta != 0 || learnable; }
 };
 
 /// Index into headKinds(); what resolved specs store per head.

@@ -23,6 +23,8 @@ const char *lap::dsl::initKindName(ParameterInit::Kind kind) {
     return "trunc_normal";
   case ParameterInit::Uniform:
     return "uniform";
+  case ParameterInit::Values:
+    return "values";
   }
   return "constant";
 }
@@ -31,7 +33,8 @@ namespace {
 
 class TableBuilder {
 public:
-  explicit TableBuilder(const Spec &spec) : m(spec.model) {}
+  explicit TableBuilder(const Spec &spec)
+      : m(spec.model), attention(spec.attention) {}
 
   std::vector<Parameter> build() {
     if (m.family == Family::GPT)
@@ -50,6 +53,10 @@ public:
     } else {
       imageHead();
     }
+    // Last, so that adding them leaves every other parameter's index, and
+    // so its initial values, as in the fixed-kind model.
+    for (int64_t l = 0; l < m.layers; ++l)
+      learnedCoefficients(l);
     return std::move(table);
   }
 
@@ -166,7 +173,24 @@ private:
     return m.init.zeroHead ? constant(0) : random(m.init.headStd);
   }
 
+  /// [2, N] (alpha, then beta) of layer l's N learned heads, from their
+  /// kinds' starting values.
+  void learnedCoefficients(int64_t l) {
+    std::vector<int64_t> heads = attention.learnedHeads(size_t(l));
+    if (heads.empty())
+      return;
+    ParameterInit init{ParameterInit::Values, 0, {}};
+    for (int row = 0; row < 2; ++row)
+      for (int64_t h : heads) {
+        HeadKind kind = attention.kind(attention.layers[size_t(l)][size_t(h)]);
+        init.values.push_back(row == 0 ? kind.alpha : kind.beta);
+      }
+    add("blocks." + std::to_string(l) + ".attn.coefficients",
+        {2, int64_t(heads.size())}, init);
+  }
+
   const ModelSpec &m;
+  const AttentionSpec &attention;
   std::vector<Parameter> table;
 };
 

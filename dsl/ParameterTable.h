@@ -2,7 +2,8 @@
 //
 // The parameters a spec declares, in a fixed order, with the names
 // checkpoints use ("blocks.3.attn.qkv.weight") and PyTorch's layouts (a
-// linear weight is [out, in]). The compiler's functions take them in this
+// linear weight is [out, in]); learned head coefficients
+// ("blocks.3.attn.coefficients") come last. The compiler's functions take them in this
 // order; Derived.cpp's parameter count is checked against this table.
 //
 //===----------------------------------------------------------------------===//
@@ -20,12 +21,14 @@ namespace lap::dsl {
 
 /// How a parameter starts (model.init in the spec).
 struct ParameterInit {
-  enum Kind { Constant, Normal, TruncNormal, Uniform };
+  enum Kind { Constant, Normal, TruncNormal, Uniform, Values };
   Kind kind = Constant;
   /// Constant: the value; the distributions: the standard deviation (a
   /// uniform one is U(-a, a) with a = std sqrt 3; a truncated normal is cut
   /// at 2 std, as timm's trunc_normal_).
   double value = 0;
+  /// Values: one per element (learned head coefficients).
+  std::vector<double> values;
 };
 
 /// One parameter tensor.
@@ -37,7 +40,7 @@ struct Parameter {
 };
 
 /// The name of an init kind in manifests: constant, normal, trunc_normal,
-/// uniform.
+/// uniform, values.
 const char *initKindName(ParameterInit::Kind kind);
 
 /// The parameters of `spec`'s model, in declaration order.

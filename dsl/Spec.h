@@ -118,10 +118,12 @@ struct ModelSpec {
 };
 
 /// A kind the spec defines (`attention.define`): a name for
-/// O = alpha P V + beta V with the spec's coefficients.
+/// O = alpha P V + beta V with the spec's coefficients, or, learnable, with
+/// coefficients learned per head from these.
 struct DefinedKind {
   std::string name;
   double alpha = 1, beta = 0;
+  bool learnable = false;
 };
 
 /// `attention`, resolved: the kind of every head.
@@ -136,7 +138,15 @@ struct AttentionSpec {
     if (id < headKinds().size())
       return headKinds()[id];
     const DefinedKind &d = defined[id - headKinds().size()];
-    return {d.name, d.alpha, d.beta, ""};
+    return {d.name, d.alpha, d.beta, "", d.learnable};
+  }
+  /// Heads of layer `layer` whose coefficients are learned, ascending.
+  std::vector<int64_t> learnedHeads(size_t layer) const {
+    std::vector<int64_t> heads;
+    for (size_t h = 0; h < layers[layer].size(); ++h)
+      if (kind(layers[layer][h]).learnable)
+        heads.push_back(int64_t(h));
+    return heads;
   }
   bool isDefined(HeadKindId id) const { return id >= headKinds().size(); }
   /// Every kind a head may have: the built-in ones, then the defined ones.
@@ -168,6 +178,8 @@ struct OptimizerSpec {
   double weightDecayEnd =
       -1; ///< weight_decay_end: cosine-scheduled wd; <0 = constant
   std::vector<std::string> noDecay; ///< no_decay: parameter groups without wd
+  /// head_coefficient_lr: learned head kinds' (alpha, beta), either optimizer
+  double headCoefficientLr = 0.01;
   // muon (nanochat): Muon for block matrices, AdamW for the rest
   double momentum = 0.95;       ///< momentum
   bool nesterov = true;         ///< nesterov

@@ -228,6 +228,7 @@ template <class V, class T> void visitTrain(V &v, T &t) {
     v.field("weight_decay", o.weightDecay, nonNegative);
     v.field("weight_decay_end", o.weightDecayEnd, nonNegative);
     v.strings("no_decay", o.noDecay, parameterGroupNames());
+    v.field("head_coefficient_lr", o.headCoefficientLr, nonNegative);
     v.field("momentum", o.momentum, probability, muonOnly);
     v.field("nesterov", o.nesterov, any, muonOnly);
     v.field("ns_steps", o.nsSteps, positive, muonOnly);

@@ -172,16 +172,26 @@ Value ForwardBuilder::attention(Value h, const std::string &prefix,
     k = b.create<RopeOp>(rope, k, first, base);
   }
   // Built-in kinds by name; a layer with a kind the spec defines by its
-  // heads' coefficients (what --lap-lower-head-kinds makes of names).
+  // heads' coefficients (what --lap-lower-head-kinds makes of names); a
+  // layer with learned kinds by a [2, H] tensor of its fixed and learned
+  // coefficients.
   const dsl::AttentionSpec &a = spec.attention;
   const auto &ids = a.layers[size_t(layer)];
+  std::vector<int64_t> learned = a.learnedHeads(size_t(layer));
+  std::string placement = spec.given("attention.laplacian_heads")
+                              ? "attention.laplacian_heads"
+                          : spec.given("attention.kinds") ? "attention.kinds"
+                                                          : "model.heads";
   ArrayAttr kinds;
   DenseF32ArrayAttr alpha, beta;
-  if (llvm::any_of(ids, [&](dsl::HeadKindId id) { return a.isDefined(id); })) {
+  Value coefficients;
+  if (!learned.empty() ||
+      llvm::any_of(ids, [&](dsl::HeadKindId id) { return a.isDefined(id); })) {
     SmallVector<float> alphas, betas;
     for (dsl::HeadKindId id : ids) {
-      alphas.push_back(float(a.kind(id).alpha));
-      betas.push_back(float(a.kind(id).beta));
+      bool fixed = !a.kind(id).learnable;
+      alphas.push_back(fixed ? float(a.kind(id).alpha) : 0.0f);
+      betas.push_back(fixed ? float(a.kind(id).beta) : 0.0f);
     }
     alpha = b.getDenseF32ArrayAttr(alphas);
     beta = b.getDenseF32ArrayAttr(betas);
@@ -191,19 +201,23 @@ Value ForwardBuilder::attention(Value h, const std::string &prefix,
       names.push_back(a.kind(id).name);
     kinds = b.getStrArrayAttr(names);
   }
-  std::string placement = spec.given("attention.laplacian_heads")
-                              ? "attention.laplacian_heads"
-                          : spec.given("attention.kinds") ? "attention.kinds"
-                                                          : "model.heads";
+  if (!learned.empty()) {
+    coefficients = b.create<HeadCoefficientsOp>(
+        loc(placement, scope), floats({2, heads}),
+        param(scope + ".coefficients"), alpha, beta,
+        b.getDenseI64ArrayAttr(learned));
+    alpha = beta = DenseF32ArrayAttr();
+  }
   FloatAttr scale = b.getF32FloatAttr(float(1.0 / std::sqrt(double(d))));
   Value o =
-      first ? b.create<CachedAttentionOp>(loc(placement, scope), q.getType(), q,
-                                          k, v, caches[size_t(layer)].first,
-                                          caches[size_t(layer)].second, first,
-                                          scale, kinds, alpha, beta)
+      first ? b.create<CachedAttentionOp>(
+                   loc(placement, scope), q.getType(), q, k, v,
+                   caches[size_t(layer)].first, caches[size_t(layer)].second,
+                   first, coefficients, scale, kinds, alpha, beta)
                   .getResult()
             : b.create<AttentionOp>(
-                   loc(placement, scope), q.getType(), q, k, v, scale,
+                   loc(placement, scope), q.getType(), q, k, v, coefficients,
+                   scale,
                    m.family == dsl::Family::GPT ? b.getUnitAttr() : UnitAttr(),
                    UnitAttr(), kinds, alpha, beta)
                   .getResult();

@@ -55,14 +55,17 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
 
   json::Array params;
   std::vector<dsl::Parameter> table = dsl::parameterTable(spec);
-  for (auto [p, offset] : llvm::zip(table, offsets))
-    params.push_back(json::Object{
-        {"name", p.name},
-        {"shape", json::Array(p.shape)},
-        {"offset", offset},
-        {"elements", p.elements()},
-        {"init", json::Object{{"kind", dsl::initKindName(p.init.kind)},
-                              {"value", p.init.value}}}});
+  for (auto [p, offset] : llvm::zip(table, offsets)) {
+    json::Object init{{"kind", dsl::initKindName(p.init.kind)},
+                      {"value", p.init.value}};
+    if (p.init.kind == dsl::ParameterInit::Values)
+      init["values"] = json::Array(p.init.values);
+    params.push_back(json::Object{{"name", p.name},
+                                  {"shape", json::Array(p.shape)},
+                                  {"offset", offset},
+                                  {"elements", p.elements()},
+                                  {"init", std::move(init)}});
+  }
 
   json::Array batch, outputs;
   for (unsigned i = 0; i < forward.getNumArguments(); ++i)

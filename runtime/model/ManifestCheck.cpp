@@ -2,6 +2,7 @@
 
 #include "runtime/model/ManifestCheck.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 
@@ -97,6 +98,14 @@ void checkParameters(const nlohmann::json &m) {
     string(init, path + ".init", "kind");
     if (!at(init, path + ".init", "value").is_number())
       throw Problem(path + ".init.value is not a number");
+    if (init.at("kind") == "values") {
+      const auto &values = array(init, path + ".init", "values");
+      if (int64_t(values.size()) != elements ||
+          !std::all_of(values.begin(), values.end(),
+                       [](const nlohmann::json &v) { return v.is_number(); }))
+        throw Problem(path + ".init.values is not " +
+                      std::to_string(elements) + " numbers");
+    }
   }
 }
 

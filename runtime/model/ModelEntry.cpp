@@ -102,6 +102,8 @@ struct Model {
       spec.elements = p["elements"];
       spec.kind = lap::model::parseInitKind(p["init"]["kind"]);
       spec.value = p["init"]["value"];
+      if (spec.kind == lap::model::InitKind::Values)
+        spec.values = p["init"]["values"].get<std::vector<double>>();
       parameters.push_back(spec);
     }
   }

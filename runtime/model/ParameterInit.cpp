@@ -34,6 +34,8 @@ InitKind lap::model::parseInitKind(const std::string &name) {
     return InitKind::TruncNormal;
   if (name == "uniform")
     return InitKind::Uniform;
+  if (name == "values")
+    return InitKind::Values;
   throw std::runtime_error("unknown init kind '" + name + "'");
 }
 
@@ -61,6 +63,9 @@ void lap::model::initParameter(float *params, const ParameterSpec &p,
     case InitKind::Uniform:
       v = p.value * std::sqrt(3.0) *
           (2 * uniform(splitMix(stream + uint64_t(i))) - 1);
+      break;
+    case InitKind::Values:
+      v = p.values[size_t(i)];
       break;
     }
     out[i] = float(v);

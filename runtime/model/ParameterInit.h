@@ -11,19 +11,21 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace lap::model {
 
-enum class InitKind { Constant, Normal, TruncNormal, Uniform };
+enum class InitKind { Constant, Normal, TruncNormal, Uniform, Values };
 
 /// A parameter of the manifest: where it lives and how it starts.
 struct ParameterSpec {
   int64_t offset = 0, elements = 0;
   InitKind kind = InitKind::Constant;
-  double value = 0; ///< the constant, or the standard deviation
+  double value = 0;           ///< the constant, or the standard deviation
+  std::vector<double> values; ///< Values: one per element
 };
 
-/// The manifest's spelling: constant, normal, trunc_normal, uniform.
+/// The manifest's spelling: constant, normal, trunc_normal, uniform, values.
 InitKind parseInitKind(const std::string &name);
 
 /// Fills params[p.offset ..] for parameter number `index`.

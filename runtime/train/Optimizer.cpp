@@ -180,8 +180,17 @@ std::vector<ParamGroup> assignGroups(const std::vector<TensorInfo> &tensors,
     groups.push_back(exempt);
   }
 
+  // Learned head coefficients: their own lr, no weight decay.
+  const size_t coefficients = groups.size();
+  groups.push_back({"head_coefficients", UpdateRule::AdamW,
+                    c.headCoefficientLr, 0, {}});
+
   for (size_t t = 0; t < tensors.size(); ++t) {
     const TensorInfo &info = tensors[t];
+    if (endsWith(info.name, ".attn.coefficients")) {
+      groups[coefficients].tensors.push_back(t);
+      continue;
+    }
     size_t g = 0;
     if (muon) {
       if (startsWith(info.name, "blocks.") && endsWith(info.name, ".weight") &&

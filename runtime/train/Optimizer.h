@@ -55,6 +55,9 @@ struct OptimizerConfig {
   double embeddingLr = 0.2, unembeddingLr = 0.004, scalarLr = 0.5;
   bool scaleLrByWidth = true; ///< AdamW lrs × (width / 768)^-1/2
   int64_t width = 768;        ///< the model's width, for scaleLrByWidth
+  /// Learned head coefficients ("blocks.*.attn.coefficients"), under
+  /// either optimizer.
+  double headCoefficientLr = 0.01;
   /// nanochat's momentum warmup: momentumStart → momentum over this many
   /// steps; 0 = off (nanochat: 0.85 over 300).
   int64_t momentumWarmupSteps = 0;
@@ -66,7 +69,7 @@ enum class UpdateRule { AdamW, Muon };
 /// Tensors updated alike. Names: under muon "matrix" (Muon), "embedding",
 /// "unembedding", "scalar"; under adamw "decay", "no_decay"; a muon group
 /// with weight decay whose members partly match no_decay is split, the
-/// exempt part named "<group>.no_decay".
+/// exempt part named "<group>.no_decay"; under both, "head_coefficients".
 struct ParamGroup {
   std::string name;
   UpdateRule rule = UpdateRule::AdamW;
@@ -93,7 +96,9 @@ bool matchesParameterGroup(const std::string &name, const std::string &group);
 /// biases, gains, positions, tokens, the patch embedding, heads) →
 /// scalarLr; AdamW lrs × (width/768)^-1/2 with scaleLrByWidth. Under adamw,
 /// every tensor at lr. Weight decay for every tensor not in no_decay (Muon
-/// included, decoupled as in AdamW). Empty groups are left out.
+/// included, decoupled as in AdamW). Learned head coefficients
+/// (".attn.coefficients") → AdamW at headCoefficientLr without weight decay,
+/// under both. Empty groups are left out.
 std::vector<ParamGroup> assignGroups(const std::vector<TensorInfo> &tensors,
                                      const OptimizerConfig &config);
 

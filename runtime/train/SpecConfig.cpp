@@ -60,6 +60,7 @@ OptimizerConfig lap::train::optimizerConfig(const dsl::Spec &spec) {
   c.embeddingLr = o.embeddingLr * scale;
   c.unembeddingLr = o.unembeddingLr * scale;
   c.scalarLr = o.scalarLr * scale;
+  c.headCoefficientLr = o.headCoefficientLr * scale;
   c.scaleLrByWidth = o.scaleLrByWidth;
   c.width = spec.model.width;
   return c;

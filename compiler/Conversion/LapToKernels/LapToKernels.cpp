@@ -233,15 +233,19 @@ private:
     return {b.create<memref::GetGlobalOp>(loc(), type, name)};
   }
 
-  /// The per-head alpha and beta of `attention` as constant arrays.
+  /// The [2, H] coefficients of `attention` (alpha, then beta): its
+  /// operand's buffer, or a constant array for fixed kinds.
   template <typename AttentionLike>
-  std::pair<F32Buffer, F32Buffer> coefficientsOf(AttentionLike attention) {
+  F32Buffer coefficientsOf(AttentionLike attention) {
+    if (Value operand = attention.getCoefficients())
+      return buf(operand);
     SmallVector<float> alpha, beta;
-    for (auto [a, c] : attention.getCoefficients()) {
+    for (auto [a, c] : attention.getFixedCoefficients()) {
       alpha.push_back(a);
       beta.push_back(c);
     }
-    return {coefficients(alpha), coefficients(beta)};
+    alpha.append(beta);
+    return coefficients(alpha);
   }
 
   /// The row logsumexp [B, H, T] of `attention`: the plan puts it right
@@ -280,6 +284,8 @@ private:
   void normalize(Value input, Value output, Value weight, Value bias, float eps,
                  bool centred);
   void copyHeads(Value fused, Value q, Value k, Value v, bool split);
+  void headCoefficients(HeadCoefficientsOp op);
+  void headCoefficientsGrad(HeadCoefficientsGradOp op);
 
   Value addf(Value a, Value c) { return b.create<arith::AddFOp>(loc(), a, c); }
   Value subf(Value a, Value c) { return b.create<arith::SubFOp>(loc(), a, c); }
@@ -443,6 +449,37 @@ void Emitter::copyHeads(Value fused, Value q, Value k, Value v, bool split) {
       });
 }
 
+/// [2, H] from the fixed values and the learned [2, N] columns: 2H stores
+/// (H is a handful).
+void Emitter::headCoefficients(HeadCoefficientsOp op) {
+  Value learned = buffer(op.getLearned()), out = buffer(op.getResult());
+  const int64_t H = int64_t(op.getAlpha().size()),
+                N = int64_t(op.getLearnable().size());
+  ArrayRef<float> fixed[2] = {op.getAlpha(), op.getBeta()};
+  int64_t column = 0;
+  for (int64_t h = 0; h < H; ++h) {
+    bool isLearned = column < N && op.getLearnable()[column] == h;
+    for (int64_t row = 0; row < 2; ++row) {
+      Value v = isLearned ? lb.load(learned, lb.index(row * N + column))
+                          : lb.f32(fixed[row][h]);
+      lb.store(v, out, lb.index(row * H + h));
+    }
+    column += isLearned;
+  }
+}
+
+/// The learned columns of the [2, H] gradient, as [2, N].
+void Emitter::headCoefficientsGrad(HeadCoefficientsGradOp op) {
+  Value grad = buffer(op.getGradOutput()), out = buffer(op.getGradLearned());
+  const int64_t H =
+                    cast<ShapedType>(op.getGradOutput().getType()).getDimSize(1),
+                N = int64_t(op.getLearnable().size());
+  for (auto [column, h] : llvm::enumerate(op.getLearnable()))
+    for (int64_t row = 0; row < 2; ++row)
+      lb.store(lb.load(grad, lb.index(row * H + h)), out,
+               lb.index(row * N + int64_t(column)));
+}
+
 void Emitter::emitReturn(func::ReturnOp ret) {
   for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
     auto slots =
@@ -514,6 +551,10 @@ LogicalResult Emitter::emitOp(Operation *op) {
                });
         return success();
       })
+      .Case([&](HeadCoefficientsOp a) { return headCoefficients(a), success(); })
+      .Case([&](HeadCoefficientsGradOp a) {
+        return headCoefficientsGrad(a), success();
+      })
       .Case([&](SplitHeadsOp a) {
         copyHeads(a.getInput(), a.getQ(), a.getK(), a.getV(), /*split=*/true);
         return success();
@@ -549,22 +590,21 @@ LogicalResult Emitter::emitOp(Operation *op) {
       })
       //--- Kernel library ------------------------------------------------------
       .Case([&](AttentionOp a) -> LogicalResult {
-        auto [alpha, beta] = coefficientsOf(a);
         FailureOr<F32Buffer> lse = logsumexpOf(a);
         if (failed(lse))
           return failure();
         LAP_CALL(attention_forward, buf(a.getResult()), *lse, buf(a.getQ()),
-                 buf(a.getK()), buf(a.getV()), alpha, beta, dimArg(a.getQ(), 0),
+                 buf(a.getK()), buf(a.getV()), coefficientsOf(a),
+                 dimArg(a.getQ(), 0),
                  dimArg(a.getQ(), 1), dimArg(a.getK(), 1), i64(a.getNumHeads()),
                  i64(a.getNumKvHeads()), dimArg(a.getQ(), 3), f32(a.getScale()),
                  i32(a.getCausal()));
         return success();
       })
       .Case([&](CachedAttentionOp a) {
-        auto [alpha, beta] = coefficientsOf(a);
         LAP_CALL(attention_decode, buf(a.getResult()), buf(a.getKCache()),
                  buf(a.getVCache()), buf(a.getQ()), buf(a.getK()),
-                 buf(a.getV()), alpha, beta, dimArg(a.getQ(), 0),
+                 buf(a.getV()), coefficientsOf(a), dimArg(a.getQ(), 0),
                  dimArg(a.getQ(), 1), I64{buffer(a.getFirst())}, i64(maxSeq),
                  i64(a.getNumHeads()), i64(a.getNumKvHeads()),
                  dimArg(a.getQ(), 3), f32(a.getScale()));
@@ -574,14 +614,14 @@ LogicalResult Emitter::emitOp(Operation *op) {
         auto forward = a.getOutput().getDefiningOp<AttentionOp>();
         if (!forward)
           return a.emitError("the output operand must come from lap.attention");
-        auto [alpha, beta] = coefficientsOf(forward);
         FailureOr<F32Buffer> lse = logsumexpOf(forward);
         if (failed(lse))
           return failure();
         LAP_CALL(attention_backward, buf(a.getGradQ()), buf(a.getGradK()),
-                 buf(a.getGradV()), buf(a.getGradOutput()), buf(a.getQ()),
-                 buf(a.getK()), buf(a.getV()), buf(a.getOutput()), *lse, alpha,
-                 beta, dimArg(a.getQ(), 0), dimArg(a.getQ(), 1),
+                 buf(a.getGradV()), optional(a.getGradCoefficients()),
+                 buf(a.getGradOutput()), buf(a.getQ()), buf(a.getK()),
+                 buf(a.getV()), buf(a.getOutput()), *lse, coefficientsOf(forward),
+                 dimArg(a.getQ(), 0), dimArg(a.getQ(), 1),
                  dimArg(a.getK(), 1), i64(forward.getNumHeads()),
                  i64(forward.getNumKvHeads()), dimArg(a.getQ(), 3),
                  f32(a.getScale()), i32(a.getCausal()));

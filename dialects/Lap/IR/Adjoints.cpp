@@ -24,12 +24,24 @@ RankedTensorType vectorType(Value like) {
 
 LogicalResult AttentionOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
                                         SmallVectorImpl<Value> &dOperands) {
+  Value coefficients = getCoefficients();
   auto grad = b.create<AttentionGradOp>(
       getLoc(), getQ().getType(), getK().getType(), getV().getType(),
-      dResults[0], getQ(), getK(), getV(), getResult(), getScaleAttr(),
+      coefficients ? coefficients.getType() : Type(), dResults[0], getQ(),
+      getK(), getV(), getResult(), coefficients, getScaleAttr(),
       getCausalAttr(), getCrossAttr(), getKindsAttr(), getAlphaAttr(),
       getBetaAttr());
   dOperands.append({grad.getGradQ(), grad.getGradK(), grad.getGradV()});
+  if (coefficients)
+    dOperands.push_back(grad.getGradCoefficients());
+  return success();
+}
+
+LogicalResult
+HeadCoefficientsOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
+                                 SmallVectorImpl<Value> &dOperands) {
+  dOperands.push_back(b.create<HeadCoefficientsGradOp>(
+      getLoc(), getLearned().getType(), dResults[0], getLearnableAttr()));
   return success();
 }
 

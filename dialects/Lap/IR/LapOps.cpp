@@ -121,11 +121,12 @@ coefficientsOf(int64_t heads, std::optional<ArrayAttr> kinds,
 
 /// The checks lap.attention and lap.attention_grad share: shapes, head
 /// groups, the kinds or coefficients, and square self-attention for kinds
-/// that add the query's own value.
+/// that add the query's own value (and for coefficients given as a tensor,
+/// which may).
 static LogicalResult verifyAttention(Operation *op, RankedTensorType q,
                                      RankedTensorType k, RankedTensorType v,
-                                     float scale, bool cross,
-                                     std::optional<ArrayAttr> kinds,
+                                     Value coefficients, float scale,
+                                     bool cross, std::optional<ArrayAttr> kinds,
                                      std::optional<ArrayRef<float>> alpha,
                                      std::optional<ArrayRef<float>> beta) {
   if (q.getRank() != 4 || k.getRank() != 4)
@@ -154,6 +155,24 @@ static LogicalResult verifyAttention(Operation *op, RankedTensorType q,
 
   if (kinds && (alpha || beta))
     return op->emitOpError("gives head kinds both by name and as coefficients");
+  if (coefficients) {
+    if (kinds || alpha || beta)
+      return op->emitOpError("gives head kinds both as a coefficients operand "
+                             "and as attributes");
+    auto type = cast<RankedTensorType>(coefficients.getType());
+    if (type.getRank() != 2 || type.getDimSize(0) != 2 ||
+        type.getDimSize(1) != heads)
+      return op->emitOpError("coefficients must be [2, ")
+             << heads << "] (alpha, then beta, per head), got "
+             << shapeString(type);
+    int64_t T = q.getDimSize(1), S = k.getDimSize(1);
+    if (cross || (!ShapedType::isDynamic(T) && !ShapedType::isDynamic(S) &&
+                  T != S))
+      return op->emitOpError("coefficients given as a tensor may add the "
+                             "query's own value and need square "
+                             "self-attention");
+    return success();
+  }
   if (bool(alpha) != bool(beta))
     return op->emitOpError("alpha and beta come together");
   if (kinds) {
@@ -170,6 +189,10 @@ static LogicalResult verifyAttention(Operation *op, RankedTensorType q,
             [&](std::string_view k) { error << "'" << k << "'"; });
         return error << ")";
       }
+      if (dsl::headKinds()[*dsl::findHeadKind(name)].learnable)
+        return op->emitOpError("head kind '")
+               << name << "' is learned: give the layer's coefficients as "
+               << "a tensor operand (lap.head_coefficients)";
     }
   }
   if (alpha &&
@@ -201,17 +224,25 @@ LogicalResult AttentionOp::verify() {
   if (getResult().getType() != getQ().getType())
     return emitOpError("result type must equal the type of q");
   return verifyAttention(*this, getQ().getType(), getK().getType(),
-                         getV().getType(), getScale().convertToFloat(),
-                         getCross(), getKinds(), getAlpha(), getBeta());
+                         getV().getType(), getCoefficients(),
+                         getScale().convertToFloat(), getCross(), getKinds(),
+                         getAlpha(), getBeta());
 }
 
 LogicalResult AttentionGradOp::verify() {
+  if (bool(getCoefficients()) != bool(getGradCoefficients()))
+    return emitOpError("has a coefficients gradient exactly when it has "
+                       "coefficients");
+  if (getCoefficients() &&
+      getCoefficients().getType() != getGradCoefficients().getType())
+    return emitOpError("grad_coefficients must have the coefficients' type");
   return verifyAttention(*this, getQ().getType(), getK().getType(),
-                         getV().getType(), getScale().convertToFloat(),
-                         getCross(), getKinds(), getAlpha(), getBeta());
+                         getV().getType(), getCoefficients(),
+                         getScale().convertToFloat(), getCross(), getKinds(),
+                         getAlpha(), getBeta());
 }
 
-SmallVector<std::pair<float, float>> AttentionOp::getCoefficients() {
+SmallVector<std::pair<float, float>> AttentionOp::getFixedCoefficients() {
   return coefficientsOf(getNumHeads(), getKinds(), getAlpha(), getBeta());
 }
 
@@ -224,12 +255,64 @@ LogicalResult CachedAttentionOp::verify() {
     return emitOpError("caches must be [B, capacity, KV, D] like k ")
            << shapeString(k) << ", got " << shapeString(cache);
   return verifyAttention(*this, getQ().getType(), k, getV().getType(),
-                         getScale().convertToFloat(), /*cross=*/false,
-                         getKinds(), getAlpha(), getBeta());
+                         getCoefficients(), getScale().convertToFloat(),
+                         /*cross=*/false, getKinds(), getAlpha(), getBeta());
 }
 
-SmallVector<std::pair<float, float>> CachedAttentionOp::getCoefficients() {
+SmallVector<std::pair<float, float>> CachedAttentionOp::getFixedCoefficients() {
   return coefficientsOf(getNumHeads(), getKinds(), getAlpha(), getBeta());
+}
+
+/// `learnable`: ascending head indices below `heads`.
+static LogicalResult verifyLearnable(Operation *op, ArrayRef<int64_t> learnable,
+                                     int64_t heads) {
+  for (size_t i = 0; i < learnable.size(); ++i)
+    if (learnable[i] < 0 || learnable[i] >= heads ||
+        (i > 0 && learnable[i] <= learnable[i - 1]))
+      return op->emitOpError("learnable must list ascending heads below ")
+             << heads;
+  return success();
+}
+
+/// `type` is [2, n] with static n; returns n, or -1.
+static int64_t coefficientColumns(RankedTensorType type) {
+  if (type.getRank() != 2 || type.getDimSize(0) != 2 ||
+      ShapedType::isDynamic(type.getDimSize(1)))
+    return -1;
+  return type.getDimSize(1);
+}
+
+LogicalResult HeadCoefficientsOp::verify() {
+  int64_t learned = coefficientColumns(getLearned().getType()),
+          heads = coefficientColumns(getResult().getType());
+  if (learned < 0 || heads < 0)
+    return emitOpError("takes [2, N] learned coefficients to [2, H]");
+  if (learned != int64_t(getLearnable().size()))
+    return emitOpError("learns ")
+           << getLearnable().size() << " heads but has " << learned
+           << " learned columns";
+  if (int64_t(getAlpha().size()) != heads ||
+      int64_t(getBeta().size()) != heads)
+    return emitOpError("alpha and beta must have one entry per head (")
+           << heads << ")";
+  if (failed(verifyLearnable(*this, getLearnable(), heads)))
+    return failure();
+  for (int64_t h : getLearnable())
+    if (getAlpha()[h] != 0 || getBeta()[h] != 0)
+      return emitOpError("head ") << h << " is learned; its fixed entries must be 0";
+  return success();
+}
+
+LogicalResult HeadCoefficientsGradOp::verify() {
+  int64_t heads = coefficientColumns(getGradOutput().getType()),
+          learned = coefficientColumns(getGradLearned().getType());
+  if (learned < 0 || heads < 0)
+    return emitOpError("takes a [2, H] gradient to [2, N]");
+  if (learned != int64_t(getLearnable().size()))
+    return emitOpError("learns ")
+           << getLearnable().size() << " heads but has " << learned
+           << " learned columns";
+  return verifyLearnable(*this, getLearnable(), heads);
 }
 
 //===----------------------------------------------------------------------===//

@@ -34,19 +34,25 @@ def Lap_AttentionOp : Lap_Op<"attention", [Pure, DeclareOpInterfaceMethods<Lap_D
 
     The kinds are given either by name (`kinds`, from the table of head
     kinds: `attn` = (1, 0), `laplacian` = (-1, 1)) or, after
-    `--lap-lower-head-kinds`, as coefficient arrays `alpha` and `beta`. An op
-    with neither is plain softmax attention. A kind with beta != 0 adds the
-    query's own value and so needs square self-attention: it is refused on
-    ops marked `cross` or whose query and key lengths differ.
+    `--lap-lower-head-kinds`, as coefficient arrays `alpha` and `beta`, or,
+    when some are learned, as a tensor operand `coefficients` [2, H] (alpha,
+    then beta; see lap.head_coefficients). An op with none is plain softmax
+    attention. A kind with beta != 0 adds the query's own value and so needs
+    square self-attention: it is refused on ops marked `cross` or whose
+    query and key lengths differ, and so are coefficients given as a tensor.
 
     ```mlir
     %o = lap.attention %q, %k, %v {causal, scale = 0.125 : f32,
            kinds = ["attn", "attn", "laplacian", "laplacian"]}
          : tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>
            -> tensor<?x?x4x64xf32>
+    %l = lap.attention %q, %k, %v coefficients %c {causal, scale = 0.125 : f32}
+         : tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>,
+           tensor<2x4xf32> -> tensor<?x?x4x64xf32>
     ```
   }];
   let arguments = (ins Lap_FloatTensor:$q, Lap_FloatTensor:$k, Lap_FloatTensor:$v,
+                       Optional<Lap_FloatTensor>:$coefficients,
                        F32Attr:$scale,
                        UnitAttr:$causal,
                        UnitAttr:$cross,
@@ -55,7 +61,7 @@ def Lap_AttentionOp : Lap_Op<"attention", [Pure, DeclareOpInterfaceMethods<Lap_D
                        OptionalAttr<DenseF32ArrayAttr>:$beta);
   let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = [{
-    $q `,` $k `,` $v attr-dict `:` type($q) `,` type($k) `,` type($v) `->` type($result)
+    $q `,` $k `,` $v (`coefficients` $coefficients^)? attr-dict `:` type($q) `,` type($k) `,` type($v) (`,` type($coefficients)^)? `->` type($result)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -64,8 +70,9 @@ def Lap_AttentionOp : Lap_Op<"attention", [Pure, DeclareOpInterfaceMethods<Lap_D
     /// Key/value heads KV.
     int64_t getNumKvHeads() { return getK().getType().getDimSize(2); }
     /// Per-head (alpha, beta), from the kinds or the coefficient arrays;
-    /// (1, 0) for every head of plain attention.
-    ::llvm::SmallVector<std::pair<float, float>> getCoefficients();
+    /// (1, 0) for every head of plain attention. Not for an op with a
+    /// coefficients operand.
+    ::llvm::SmallVector<std::pair<float, float>> getFixedCoefficients();
   }];
 }
 
@@ -94,20 +101,59 @@ def Lap_CachedAttentionOp : Lap_Op<"cached_attention", [MemoryEffects<[MemRead, 
   }];
   let arguments = (ins Lap_FloatTensor:$q, Lap_FloatTensor:$k, Lap_FloatTensor:$v,
                        Lap_FloatTensor:$k_cache, Lap_FloatTensor:$v_cache, I64:$first,
+                       Optional<Lap_FloatTensor>:$coefficients,
                        F32Attr:$scale,
                        OptionalAttr<StrArrayAttr>:$kinds,
                        OptionalAttr<DenseF32ArrayAttr>:$alpha,
                        OptionalAttr<DenseF32ArrayAttr>:$beta);
   let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = [{
-    $q `,` $k `,` $v `into` $k_cache `,` $v_cache `at` $first attr-dict `:` type($q) `,` type($k) `,` type($k_cache) `->` type($result)
+    $q `,` $k `,` $v `into` $k_cache `,` $v_cache `at` $first (`coefficients` $coefficients^)? attr-dict `:` type($q) `,` type($k) `,` type($k_cache) (`,` type($coefficients)^)? `->` type($result)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     int64_t getNumHeads() { return getQ().getType().getDimSize(2); }
     int64_t getNumKvHeads() { return getK().getType().getDimSize(2); }
-    ::llvm::SmallVector<std::pair<float, float>> getCoefficients();
+    ::llvm::SmallVector<std::pair<float, float>> getFixedCoefficients();
   }];
+}
+
+def Lap_HeadCoefficientsOp : Lap_Op<"head_coefficients", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+  let summary = "per-head (alpha, beta) of a layer, some of them learned";
+  let description = [{
+    The [2, H] coefficients (alpha, then beta) of a layer's heads for the
+    `coefficients` operand of lap.attention: head `learnable[i]` takes column
+    i of `learned` [2, N] (a parameter), every other head h its fixed
+    (alpha[h], beta[h]). The fixed arrays hold one entry per head; the
+    entries of learned heads are 0. `learnable` is ascending.
+
+    ```mlir
+    %c = lap.head_coefficients %p {alpha = array<f32: 1.0, 0.0>,
+           beta = array<f32: 0.0, 0.0>, learnable = array<i64: 1>}
+         : tensor<2x1xf32> -> tensor<2x2xf32>
+    ```
+  }];
+  let arguments = (ins Lap_FloatTensor:$learned, DenseF32ArrayAttr:$alpha,
+                       DenseF32ArrayAttr:$beta, DenseI64ArrayAttr:$learnable);
+  let results = (outs Lap_FloatTensor:$result);
+  let assemblyFormat = [{
+    $learned attr-dict `:` type($learned) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lap_HeadCoefficientsGradOp : Lap_Op<"head_coefficients_grad", [Pure]> {
+  let summary = "the learned columns of a [2, H] coefficient gradient";
+  let description = [{
+    The gradient of lap.head_coefficients' `learned` operand: column
+    `learnable[i]` of `grad_output` [2, H] is column i of the result [2, N].
+  }];
+  let arguments = (ins Lap_FloatTensor:$grad_output, DenseI64ArrayAttr:$learnable);
+  let results = (outs Lap_FloatTensor:$grad_learned);
+  let assemblyFormat = [{
+    $grad_output attr-dict `:` type($grad_output) `->` type($grad_learned)
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -543,18 +589,22 @@ def Lap_AttentionGradOp : Lap_Op<"attention_grad", [Pure,
     From dO and the forward's q, k, v and output O, the gradients of q, k and
     v for O_h = alpha_h P V_h + beta_h V_h (flash form: dV += alpha P^T dO +
     beta dO; softmax backward on alpha dO with D_i = rowsum(alpha dO_i * (P
-    V)_i)). Carries the forward op's attributes, kinds included.
+    V)_i)). Carries the forward op's attributes, kinds included, and its
+    `coefficients` operand; with it, also their gradient `grad_coefficients`
+    [2, H]: d alpha_h = sum dO_h * P V_h, d beta_h = sum dO_h * V_h.
   }];
   let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$q,
                        Lap_FloatTensor:$k, Lap_FloatTensor:$v, Lap_FloatTensor:$output,
+                       Optional<Lap_FloatTensor>:$coefficients,
                        F32Attr:$scale, UnitAttr:$causal, UnitAttr:$cross,
                        OptionalAttr<StrArrayAttr>:$kinds,
                        OptionalAttr<DenseF32ArrayAttr>:$alpha,
                        OptionalAttr<DenseF32ArrayAttr>:$beta);
   let results = (outs Lap_FloatTensor:$grad_q, Lap_FloatTensor:$grad_k,
-                      Lap_FloatTensor:$grad_v);
+                      Lap_FloatTensor:$grad_v,
+                      Optional<Lap_FloatTensor>:$grad_coefficients);
   let assemblyFormat = [{
-    $grad_output `,` $q `,` $k `,` $v `,` $output attr-dict `:` type($q) `,` type($k)
+    $grad_output `,` $q `,` $k `,` $v `,` $output (`coefficients` $coefficients^)? attr-dict `:` type($q) `,` type($k) (`,` type($coefficients)^ `->` type($grad_coefficients))?
   }];
   let hasVerifier = 1;
 }

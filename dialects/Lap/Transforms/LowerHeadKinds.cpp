@@ -22,7 +22,7 @@ template <typename AttentionLike> void lowerKinds(AttentionLike op) {
     return;
   SmallVector<float> alpha, beta;
   bool plain = true;
-  for (auto [a, b] : op.getCoefficients()) {
+  for (auto [a, b] : op.getFixedCoefficients()) {
     alpha.push_back(a);
     beta.push_back(b);
     plain &= a == 1.0f && b == 0.0f;

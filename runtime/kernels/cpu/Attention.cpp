@@ -520,6 +520,11 @@ struct BackwardArgs {
   const float *dout, *q, *k, *v, *o, *lse, *alpha, *beta;
 };
 
+/// A task's sums for the coefficients' gradients of the G heads of its kv
+/// group, or null when the kinds are fixed: [G] sum P dP (d alpha), then
+/// [G] sum dO V (d beta).
+using CoefficientSums = double *;
+
 int64_t backwardTiles(int64_t Dp) {
   return 2 * Dp * BK + 3 * BK * Dp + 3 * BQ * Dp + 2 * BQ * BK;
 }
@@ -528,11 +533,13 @@ int64_t backwardTiles(int64_t Dp) {
 /// every query head of the group: writes its dk/dv rows and adds the dQ
 /// terms into dqOut (laid out like dq). lse2 and rowDot [G, T] hold the
 /// group's lse * log2 e and D_i. nextS0 is the task's next key block (or
-/// -1), prefetched during the last query block.
+/// -1), prefetched during the last query block. With `sums`, adds each
+/// head's sum of P dP over the block into sums[0 .. G).
 template <int N>
 void backwardKeyBlock(const Shape &s, const BackwardArgs &a, float *dqOut,
                       const float *lse2, const float *rowDot, int64_t b,
-                      int64_t g, int64_t s0, int64_t nextS0, float *ws) {
+                      int64_t g, int64_t s0, int64_t nextS0,
+                      CoefficientSums sums, float *ws) {
   const int64_t D = s.D, Dp = N ? N : s.Dp, ldq = s.H * D, ldk = s.KV * D;
   const int64_t G = s.group(), nk = std::min(s.kStep, s.S - s0);
   const int64_t W = (nk + L - 1) / L * L; // key lanes computed
@@ -560,6 +567,9 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs &a, float *dqOut,
   for (int64_t hg = 0; hg < G; ++hg) {
     const int64_t h = g * G + hg;
     const float al = a.alpha[h];
+    // P dP per key lane, summed over the head's queries (no horizontal
+    // reduction in the row loop).
+    alignas(64) float pdp[BK] = {};
     for (int64_t t0 = firstBlock * s.qStep; t0 < s.T; t0 += s.qStep) {
       const int64_t nq = std::min(s.qStep, s.T - t0);
       const float *qb = a.q + s.qRow(b, t0, h);
@@ -598,11 +608,21 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs &a, float *dqOut,
         const float m = lse2[hg * s.T + t0 + i];
         const float di = rowDot[hg * s.T + t0 + i];
         float *__restrict p = P + i * BK, *__restrict ds = dS + i * BK;
-        for (int64_t j = 0; j < W; ++j) {
-          const float pj = j < lim ? exp2Fast(c2 * p[j] - m) : 0.0f;
-          ds[j] = j < lim ? s.scale * pj * (al * ds[j] - di) : 0.0f;
-          p[j] = al * pj;
-        }
+        // dP = dO V^T is in ds until the softmax backward overwrites it.
+        auto row = [&](auto learned) HWY_ATTR {
+          for (int64_t j = 0; j < W; ++j) {
+            const float pj = j < lim ? exp2Fast(c2 * p[j] - m) : 0.0f;
+            const float dp = j < lim ? ds[j] : 0.0f;
+            if constexpr (decltype(learned)::value)
+              pdp[j] += pj * dp;
+            ds[j] = s.scale * pj * (al * dp - di);
+            p[j] = al * pj;
+          }
+        };
+        if (sums)
+          row(std::true_type());
+        else
+          row(std::false_type());
       }
 
       // dV += (alpha P)^T dO, dK += dS^T Q (key j meets queries
@@ -622,6 +642,9 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs &a, float *dqOut,
         gemm<N, true>(dqb, ldq, dS, BK, 1, Kp, Dp, nq, nk, Dp, queryRows);
       }
     }
+    if (sums)
+      for (int64_t j = 0; j < nk; ++j)
+        sums[hg] += pdp[j];
   }
 
   for (int64_t j = 0; j < nk; ++j) {
@@ -644,16 +667,21 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs &a, float *dqOut,
 
 /// lse2, rowDot [G, T] for the heads of kv head g in batch b: lse * log2 e
 /// and D_i = rowsum(dO_i * (O_i - beta V_i)) = rowsum(dO'_i * (P V)_i).
+/// With `dOV`, adds each head's sum of dO_i * V_i into dOV[0 .. G).
 void backwardRowTerms(const Shape &s, const BackwardArgs &a, float *lse2,
-                      float *rowDot, int64_t b, int64_t g) {
+                      float *rowDot, int64_t b, int64_t g, double *dOV) {
   const int64_t G = s.group();
   for (int64_t hg = 0; hg < G; ++hg) {
     const int64_t h = g * G + hg;
     for (int64_t t = 0; t < s.T; ++t) {
       const float *d = a.dout + s.qRow(b, t, h);
       float sum = dot(d, a.o + s.qRow(b, t, h), s.D);
-      if (a.beta[h] != 0.0f && t < s.S)
-        sum -= a.beta[h] * dot(d, a.v + s.kRow(b, t, g), s.D);
+      if ((a.beta[h] != 0.0f || dOV) && t < s.S) {
+        const float own = dot(d, a.v + s.kRow(b, t, g), s.D);
+        sum -= a.beta[h] * own;
+        if (dOV)
+          dOV[hg] += own;
+      }
       rowDot[hg * s.T + t] = sum;
       lse2[hg * s.T + t] = a.lse[(b * s.H + h) * s.T + t] * kLog2e;
     }
@@ -663,11 +691,11 @@ void backwardRowTerms(const Shape &s, const BackwardArgs &a, float *lse2,
 } // namespace
 
 void attentionForward(float *o, float *lse, const float *q, const float *k,
-                      const float *v, const float *alpha, const float *beta,
-                      int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV,
-                      int64_t D, float scale, int32_t causal) {
+                      const float *v, const float *coefficients, int64_t B,
+                      int64_t T, int64_t S, int64_t H, int64_t KV, int64_t D,
+                      float scale, int32_t causal) {
   const Shape s = makeShape(B, T, S, H, KV, D, scale, causal);
-  const ForwardArgs a{o, lse, q, k, v, alpha, beta};
+  const ForwardArgs a{o, lse, q, k, v, coefficients, coefficients + H};
   const int64_t nqb = (T + s.qStep - 1) / s.qStep, BH = B * H;
   dispatchWidth(s.Dp, [&](auto width) {
     constexpr int N = decltype(width)::value;
@@ -697,11 +725,11 @@ void attentionForward(float *o, float *lse, const float *q, const float *k,
   });
 }
 
-void attentionBackward(float *dq, float *dk, float *dv, const float *dout,
-                       const float *q, const float *k, const float *v,
-                       const float *o, const float *lse, const float *alpha,
-                       const float *beta, int64_t B, int64_t T, int64_t S,
-                       int64_t H, int64_t KV, int64_t D, float scale,
+void attentionBackward(float *dq, float *dk, float *dv, float *dcoefficients,
+                       const float *dout, const float *q, const float *k,
+                       const float *v, const float *o, const float *lse,
+                       const float *coefficients, int64_t B, int64_t T,
+                       int64_t S, int64_t H, int64_t KV, int64_t D, float scale,
                        int32_t causal) {
   const Shape s = makeShape(B, T, S, H, KV, D, scale, causal);
   const int64_t G = s.group(), groups = B * KV;
@@ -720,7 +748,12 @@ void attentionBackward(float *dq, float *dk, float *dv, const float *dout,
   float *partials =
       chunks > 1 ? threadBuffer(1, (chunks - 1) * dqSize) : nullptr;
 
-  const BackwardArgs a{dq, dk, dv, dout, q, k, v, o, lse, alpha, beta};
+  const BackwardArgs a{dq,  dk, dv,           dout,
+                       q,   k,  v,            o,
+                       lse, coefficients, coefficients + H};
+  // Per task [2, G] sums for the coefficients' gradients, added in task
+  // order at the end: the result does not depend on the thread count.
+  std::vector<double> sums(dcoefficients ? size_t(groups * chunks * 2 * G) : 0);
   const int64_t tiles = backwardTiles(s.Dp);
   dispatchWidth(s.Dp, [&](auto width) {
     constexpr int N = decltype(width)::value;
@@ -730,7 +763,10 @@ void attentionBackward(float *dq, float *dk, float *dv, const float *dout,
           const int64_t grp = i / chunks, c = i % chunks;
           const int64_t b = grp / KV, g = grp % KV;
           float *lse2 = ws + tiles, *rowDot = lse2 + G * T;
-          backwardRowTerms(s, a, lse2, rowDot, b, g);
+          CoefficientSums mine = sums.empty() ? nullptr : &sums[i * 2 * G];
+          // Every chunk of the group needs the row terms; one sums dO V.
+          backwardRowTerms(s, a, lse2, rowDot, b, g,
+                           mine && c == 0 ? mine + G : nullptr);
           float *dqOut = c == 0 ? dq : partials + (c - 1) * dqSize;
           for (int64_t t = 0; t < T; ++t)
             std::fill(dqOut + s.qRow(b, t, g * G),
@@ -739,7 +775,7 @@ void attentionBackward(float *dq, float *dk, float *dv, const float *dout,
             const int64_t next =
                 kb + chunks < nkb ? (kb + chunks) * s.kStep : -1;
             backwardKeyBlock<N>(s, a, dqOut, lse2, rowDot, b, g, kb * s.kStep,
-                                next, ws);
+                                next, mine, ws);
           }
         },
         [](int64_t) {});
@@ -753,6 +789,20 @@ void attentionBackward(float *dq, float *dk, float *dv, const float *dout,
           dq[i] += part[i];
       }
     });
+
+  if (dcoefficients)
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t g = h / G, hg = h % G;
+      double dAlpha = 0, dBeta = 0;
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t c = 0; c < chunks; ++c) {
+          const double *task = &sums[((b * KV + g) * chunks + c) * 2 * G];
+          dAlpha += task[hg];
+          dBeta += task[G + hg];
+        }
+      dcoefficients[h] = float(dAlpha);
+      dcoefficients[H + h] = float(dBeta);
+    }
 }
 
 } // namespace lap::cpu::HWY_NAMESPACE
@@ -766,24 +816,24 @@ HWY_EXPORT(attentionBackward);
 
 extern "C" void lap_cpu_attention_forward(float *o, float *lse, const float *q,
                                           const float *k, const float *v,
-                                          const float *alpha, const float *beta,
-                                          int64_t B, int64_t T, int64_t S,
-                                          int64_t H, int64_t KV, int64_t D,
-                                          float scale, int32_t causal) {
+                                          const float *coefficients, int64_t B,
+                                          int64_t T, int64_t S, int64_t H,
+                                          int64_t KV, int64_t D, float scale,
+                                          int32_t causal) {
   useChosenIsa();
   HWY_DYNAMIC_DISPATCH(attentionForward)
-  (o, lse, q, k, v, alpha, beta, B, T, S, H, KV, D, scale, causal);
+  (o, lse, q, k, v, coefficients, B, T, S, H, KV, D, scale, causal);
 }
 
 extern "C" void lap_cpu_attention_backward(
-    float *dq, float *dk, float *dv, const float *dout, const float *q,
-    const float *k, const float *v, const float *o, const float *lse,
-    const float *alpha, const float *beta, int64_t B, int64_t T, int64_t S,
-    int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
+    float *dq, float *dk, float *dv, float *dcoefficients, const float *dout,
+    const float *q, const float *k, const float *v, const float *o,
+    const float *lse, const float *coefficients, int64_t B, int64_t T,
+    int64_t S, int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
   useChosenIsa();
   HWY_DYNAMIC_DISPATCH(attentionBackward)
-  (dq, dk, dv, dout, q, k, v, o, lse, alpha, beta, B, T, S, H, KV, D, scale,
-   causal);
+  (dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B, T, S, H,
+   KV, D, scale, causal);
 }
 
 } // namespace lap::cpu

@@ -19,8 +19,8 @@ using lap::cpu::parallelFor;
 
 extern "C" void lap_cpu_attention_decode(float *o, float *kCache, float *vCache,
                                          const float *q, const float *k,
-                                         const float *v, const float *alpha,
-                                         const float *beta, int64_t B,
+                                         const float *v,
+                                         const float *coefficients, int64_t B,
                                          int64_t T, int64_t first,
                                          int64_t capacity, int64_t H,
                                          int64_t KV, int64_t D, float scale) {
@@ -59,7 +59,7 @@ extern "C" void lap_cpu_attention_decode(float *o, float *kCache, float *vCache,
           sum[i] += p * vr[s * row + i];
       }
       // O = alpha P V + beta V at the query's own position.
-      const float a = alpha[h] / total, be = beta[h];
+      const float a = coefficients[h] / total, be = coefficients[H + h];
       const float *self = vr + (first + t) * row;
       float *out = o + ((b * T + t) * H + h) * D;
       for (int64_t i = 0; i < D; ++i)

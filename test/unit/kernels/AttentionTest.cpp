@@ -48,6 +48,12 @@ struct Shape {
 struct Problem {
   Shape s;
   std::vector<float> q, k, v, alpha, beta, g; // g: the upstream gradient dO
+  /// The kernels' [2, H] coefficients: alpha, then beta.
+  std::vector<float> coefficients() const {
+    std::vector<float> c(alpha);
+    c.insert(c.end(), beta.begin(), beta.end());
+    return c;
+  }
 };
 
 /// Head kinds cycle through attn (1, 0), laplacian (-1, 1) and an arbitrary
@@ -95,8 +101,7 @@ bool visible(const Shape &s, int64_t t, int64_t j) {
 
 /// P [B, H, T, S] (zero where masked), O and lse.
 void referenceForward(const Shape &s, const Vec &q, const Vec &k, const Vec &v,
-                      const std::vector<float> &alpha,
-                      const std::vector<float> &beta, Vec &o, Vec &lse,
+                      const Vec &alpha, const Vec &beta, Vec &o, Vec &lse,
                       Vec *probs = nullptr) {
   o.assign(s.size(s.T, s.H), 0.0);
   lse.assign(s.B * s.H * s.T, 0.0);
@@ -130,7 +135,7 @@ void referenceForward(const Shape &s, const Vec &q, const Vec &k, const Vec &v,
           for (int64_t d = 0; d < s.D; ++d)
             out[d] += alpha[h] * p * v[kIdx(s, b, j, g) + d];
         }
-        if (beta[h] != 0.0f)
+        if (beta[h] != 0.0)
           for (int64_t d = 0; d < s.D; ++d)
             out[d] += beta[h] * v[kIdx(s, b, t, g) + d];
       }
@@ -138,15 +143,19 @@ void referenceForward(const Shape &s, const Vec &q, const Vec &k, const Vec &v,
 }
 
 /// Analytic gradients of L = sum(O * g), by the chain rule through the
-/// materialised P (not the flash recurrences).
-void referenceBackward(const Problem &p, Vec &dq, Vec &dk, Vec &dv) {
+/// materialised P (not the flash recurrences); dcoefficients [2, H]: d alpha
+/// = sum g * P V, d beta = sum g * V.
+void referenceBackward(const Problem &p, Vec &dq, Vec &dk, Vec &dv,
+                       Vec *dcoefficients = nullptr) {
   const Shape &s = p.s;
   Vec q = toDouble(p.q), k = toDouble(p.k), v = toDouble(p.v);
   Vec g = toDouble(p.g), o, lse, P;
-  referenceForward(s, q, k, v, p.alpha, p.beta, o, lse, &P);
+  referenceForward(s, q, k, v, toDouble(p.alpha), toDouble(p.beta), o, lse,
+                   &P);
   dq.assign(q.size(), 0.0);
   dk.assign(k.size(), 0.0);
   dv.assign(v.size(), 0.0);
+  Vec dc(2 * s.H, 0.0);
   Vec dP(s.S);
   for (int64_t b = 0; b < s.B; ++b)
     for (int64_t h = 0; h < s.H; ++h) {
@@ -163,10 +172,13 @@ void referenceBackward(const Problem &p, Vec &dq, Vec &dk, Vec &dv) {
           }
           dP[j] = p.alpha[h] * dot;
           rowDot += prow[j] * dP[j];
+          dc[h] += prow[j] * dot;
         }
-        if (p.beta[h] != 0.0f) // only with S == T
-          for (int64_t d = 0; d < s.D; ++d)
+        if (s.S == s.T) // beta != 0 only then
+          for (int64_t d = 0; d < s.D; ++d) {
             dv[kIdx(s, b, t, kv) + d] += p.beta[h] * go[d];
+            dc[s.H + h] += go[d] * v[kIdx(s, b, t, kv) + d];
+          }
         for (int64_t j = 0; j < s.S; ++j) {
           double dS = prow[j] * (dP[j] - rowDot) * s.scale;
           for (int64_t d = 0; d < s.D; ++d) {
@@ -176,16 +188,20 @@ void referenceBackward(const Problem &p, Vec &dq, Vec &dk, Vec &dv) {
         }
       }
     }
+  if (dcoefficients)
+    *dcoefficients = dc;
 }
 
-/// Central differences of L = sum(O * g) of the reference forward.
-void finiteDifferences(const Problem &p, Vec &dq, Vec &dk, Vec &dv) {
+/// Central differences of L = sum(O * g) of the reference forward, for q,
+/// k, v and the [2, H] coefficients.
+void finiteDifferences(const Problem &p, Vec &dq, Vec &dk, Vec &dv,
+                       Vec &dcoefficients) {
   const Shape &s = p.s;
   Vec q = toDouble(p.q), k = toDouble(p.k), v = toDouble(p.v);
-  Vec g = toDouble(p.g);
+  Vec g = toDouble(p.g), alpha = toDouble(p.alpha), beta = toDouble(p.beta);
   auto loss = [&]() {
     Vec o, lse;
-    referenceForward(s, q, k, v, p.alpha, p.beta, o, lse);
+    referenceForward(s, q, k, v, alpha, beta, o, lse);
     double sum = 0.0;
     for (size_t i = 0; i < o.size(); ++i)
       sum += o[i] * g[i];
@@ -207,6 +223,11 @@ void finiteDifferences(const Problem &p, Vec &dq, Vec &dk, Vec &dv) {
   grad(q, dq);
   grad(k, dk);
   grad(v, dv);
+  Vec dAlpha, dBeta;
+  grad(alpha, dAlpha);
+  grad(beta, dBeta);
+  dcoefficients = dAlpha;
+  dcoefficients.insert(dcoefficients.end(), dBeta.begin(), dBeta.end());
 }
 
 //===----------------------------------------------------------------------===//
@@ -217,7 +238,7 @@ struct Forward {
   std::vector<float> o, lse;
 };
 struct Backward {
-  std::vector<float> dq, dk, dv;
+  std::vector<float> dq, dk, dv, dcoefficients; ///< the last when asked
 };
 
 Forward runForward(const Problem &p) {
@@ -226,20 +247,24 @@ Forward runForward(const Problem &p) {
   Forward f{std::vector<float>(s.size(s.T, s.H), 7.0f),
             std::vector<float>(s.B * s.H * s.T, 7.0f)};
   lap_cpu_attention_forward(f.o.data(), f.lse.data(), p.q.data(), p.k.data(),
-                            p.v.data(), p.alpha.data(), p.beta.data(), s.B, s.T,
-                            s.S, s.H, s.KV, s.D, float(s.scale), s.causal);
+                            p.v.data(), p.coefficients().data(), s.B, s.T, s.S,
+                            s.H, s.KV, s.D, float(s.scale), s.causal);
   return f;
 }
 
-Backward runBackward(const Problem &p, const Forward &f) {
+/// With `learned`, the coefficients' gradients too (learnable kinds).
+Backward runBackward(const Problem &p, const Forward &f, bool learned = false) {
   const Shape &s = p.s;
   Backward g{std::vector<float>(p.q.size(), 7.0f),
              std::vector<float>(p.k.size(), 7.0f),
-             std::vector<float>(p.v.size(), 7.0f)};
+             std::vector<float>(p.v.size(), 7.0f),
+             std::vector<float>(learned ? 2 * s.H : 0, 7.0f)};
   lap_cpu_attention_backward(
-      g.dq.data(), g.dk.data(), g.dv.data(), p.g.data(), p.q.data(), p.k.data(),
-      p.v.data(), f.o.data(), f.lse.data(), p.alpha.data(), p.beta.data(), s.B,
-      s.T, s.S, s.H, s.KV, s.D, float(s.scale), s.causal);
+      g.dq.data(), g.dk.data(), g.dv.data(),
+      learned ? g.dcoefficients.data() : nullptr, p.g.data(), p.q.data(),
+      p.k.data(), p.v.data(), f.o.data(), f.lse.data(),
+      p.coefficients().data(), s.B, s.T, s.S, s.H, s.KV, s.D, float(s.scale),
+      s.causal);
   return g;
 }
 
@@ -269,21 +294,26 @@ void expectClose(const std::vector<T> &got, const Vec &want, double tol,
 void checkForward(const Problem &p, double tol) {
   SCOPED_TRACE(p.s.str());
   Vec o, lse;
-  referenceForward(p.s, toDouble(p.q), toDouble(p.k), toDouble(p.v), p.alpha,
-                   p.beta, o, lse);
+  referenceForward(p.s, toDouble(p.q), toDouble(p.k), toDouble(p.v),
+                   toDouble(p.alpha), toDouble(p.beta), o, lse);
   Forward f = runForward(p);
   expectClose(f.o, o, tol, "O");
   expectClose(f.lse, lse, tol, "lse");
 }
 
+/// The coefficients' gradients are checked on self-attention (what
+/// learnable kinds allow), the others everywhere.
 void checkBackward(const Problem &p, double tol) {
   SCOPED_TRACE(p.s.str());
-  Vec dq, dk, dv;
-  referenceBackward(p, dq, dk, dv);
-  Backward g = runBackward(p, runForward(p));
+  Vec dq, dk, dv, dc;
+  referenceBackward(p, dq, dk, dv, &dc);
+  const bool learned = p.s.S == p.s.T;
+  Backward g = runBackward(p, runForward(p), learned);
   expectClose(g.dq, dq, tol, "dq");
   expectClose(g.dk, dk, tol, "dk");
   expectClose(g.dv, dv, tol, "dv");
+  if (learned)
+    expectClose(g.dcoefficients, dc, tol, "dcoefficients");
 }
 
 Shape selfShape(int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D,
@@ -392,16 +422,21 @@ TEST(AttentionBackward, MatchesFiniteDifferences) {
   for (const Shape &s : shapes) {
     SCOPED_TRACE(s.str());
     Problem p = makeProblem(s, seed++);
-    Vec fdq, fdk, fdv, dq, dk, dv;
-    finiteDifferences(p, fdq, fdk, fdv);
-    referenceBackward(p, dq, dk, dv);
+    Vec fdq, fdk, fdv, fdc, dq, dk, dv, dc;
+    finiteDifferences(p, fdq, fdk, fdv, fdc);
+    referenceBackward(p, dq, dk, dv, &dc);
     expectClose(dq, fdq, 1e-7, "reference dq");
     expectClose(dk, fdk, 1e-7, "reference dk");
     expectClose(dv, fdv, 1e-7, "reference dv");
-    Backward g = runBackward(p, runForward(p));
+    const bool learned = s.S == s.T; // d beta needs square self-attention
+    if (learned)
+      expectClose(dc, fdc, 1e-7, "reference dcoefficients");
+    Backward g = runBackward(p, runForward(p), learned);
     expectClose(g.dq, fdq, kBackwardTol, "dq");
     expectClose(g.dk, fdk, kBackwardTol, "dk");
     expectClose(g.dv, fdv, kBackwardTol, "dv");
+    if (learned)
+      expectClose(g.dcoefficients, fdc, kBackwardTol, "dcoefficients");
   }
 }
 
@@ -460,8 +495,8 @@ TEST(AttentionDecode, MatchesWholeSequenceReference) {
     const Shape &s = p.s;
     SCOPED_TRACE(s.str());
     Vec want, lse;
-    referenceForward(s, toDouble(p.q), toDouble(p.k), toDouble(p.v), p.alpha,
-                     p.beta, want, lse);
+    referenceForward(s, toDouble(p.q), toDouble(p.k), toDouble(p.v),
+                     toDouble(p.alpha), toDouble(p.beta), want, lse);
     const int64_t capacity = 16, qRow = s.H * s.D, kvRow = s.KV * s.D;
     std::vector<float> kCache(s.B * capacity * kvRow, NAN), vCache(kCache),
         got(want.size());
@@ -478,9 +513,9 @@ TEST(AttentionDecode, MatchesWholeSequenceReference) {
       std::vector<float> o(s.B * chunk * qRow, NAN);
       lap_cpu_attention_decode(o.data(), kCache.data(), vCache.data(),
                                rows(p.q, qRow).data(), rows(p.k, kvRow).data(),
-                               rows(p.v, kvRow).data(), p.alpha.data(),
-                               p.beta.data(), s.B, chunk, first, capacity, s.H,
-                               s.KV, s.D, float(s.scale));
+                               rows(p.v, kvRow).data(),
+                               p.coefficients().data(), s.B, chunk, first,
+                               capacity, s.H, s.KV, s.D, float(s.scale));
       for (int64_t b = 0; b < s.B; ++b)
         std::copy(o.begin() + b * chunk * qRow,
                   o.begin() + (b + 1) * chunk * qRow,
@@ -499,15 +534,16 @@ TEST(Attention, ResultsDoNotDependOnThreadCount) {
     SCOPED_TRACE(p.s.str());
     omp_set_num_threads(1);
     Forward f1 = runForward(p);
-    Backward g1 = runBackward(p, f1);
+    Backward g1 = runBackward(p, f1, /*learned=*/true);
     omp_set_num_threads(3);
     Forward f3 = runForward(p);
-    Backward g3 = runBackward(p, f3);
+    Backward g3 = runBackward(p, f3, /*learned=*/true);
     EXPECT_EQ(f1.o, f3.o);
     EXPECT_EQ(f1.lse, f3.lse);
     EXPECT_EQ(g1.dq, g3.dq);
     EXPECT_EQ(g1.dk, g3.dk);
     EXPECT_EQ(g1.dv, g3.dv);
+    EXPECT_EQ(g1.dcoefficients, g3.dcoefficients);
   }
   omp_set_num_threads(saved);
 }
@@ -515,8 +551,10 @@ TEST(Attention, ResultsDoNotDependOnThreadCount) {
 // No queries or no keys: nothing to attend to, and nothing may be read.
 TEST(Attention, EmptySequences) {
   Problem none = makeProblem(Shape{2, 0, 0, 4, 2, 64, true, 0.125}, 1100);
-  Backward g0 = runBackward(none, runForward(none));
+  Backward g0 = runBackward(none, runForward(none), /*learned=*/true);
   EXPECT_TRUE(g0.dq.empty() && g0.dk.empty() && g0.dv.empty());
+  for (float x : g0.dcoefficients) // written, and zero
+    EXPECT_EQ(x, 0.0f);
 
   // Cross attention with S = 0: O = 0, lse = -inf, dq = 0.
   Problem noKeys = makeProblem(Shape{2, 5, 0, 4, 2, 64, false, 0.125}, 1101);

@@ -53,8 +53,10 @@ struct Arch {
   /// `attention` mapping (kinds by default).
   std::vector<std::vector<std::string>> kinds;
   std::string placement;
-  /// Kinds the spec defines: name -> (alpha, beta).
+  /// Kinds the spec defines: name -> (alpha, beta); the learnable ones'
+  /// (alpha, beta) are where they start.
   std::map<std::string, std::pair<double, double>> defined;
+  std::set<std::string> learnable = {"learnable"};
   std::string init;
 
   bool gpt() const { return family == "gpt"; }
@@ -95,8 +97,9 @@ std::string specYaml(const Arch &a) {
   if (!a.defined.empty()) {
     y << "  define:\n";
     for (const auto &[name, ab] : a.defined)
-      y << "    " << name << ": {alpha: " << ab.first << ", beta: " << ab.second
-        << "}\n";
+      y << "    " << name << ": {"
+        << (a.learnable.count(name) ? "learnable: true, " : "")
+        << "alpha: " << ab.first << ", beta: " << ab.second << "}\n";
   }
   if (!a.placement.empty()) {
     y << "  " << a.placement << "\n";
@@ -118,7 +121,8 @@ std::string specYaml(const Arch &a) {
 
 /// Head kind coefficients (alpha, beta): the table in docs/spec.md, or the
 /// architecture's own definitions.
-std::pair<double, double> coefficients(const Arch &a, const std::string &kind) {
+std::pair<double, double> kindCoefficients(const Arch &a,
+                                           const std::string &kind) {
   if (kind == "attn")
     return {1, 0};
   if (kind == "laplacian")
@@ -152,6 +156,21 @@ private:
     auto it = p.find(name);
     return it == p.end() ? nullptr : &it->second;
   }
+  /// (alpha, beta) of head hd of layer l: its kind's, or, learned, column
+  /// i of blocks.l.attn.coefficients [2, N] for the layer's i-th learned
+  /// head.
+  std::pair<double, double> coefficients(int64_t l, int64_t hd) const {
+    const auto &kinds = a.kinds[size_t(l)];
+    if (!a.learnable.count(kinds[size_t(hd)]))
+      return kindCoefficients(a, kinds[size_t(hd)]);
+    int64_t column = 0, N = 0;
+    for (int64_t h = 0; h < int64_t(kinds.size()); ++h)
+      if (a.learnable.count(kinds[size_t(h)]))
+        column += h < hd, ++N;
+    const Vec &c = at("blocks." + std::to_string(l) + ".attn.coefficients");
+    return {c[size_t(column)], c[size_t(N + column)]};
+  }
+
   const Vec &at(const std::string &name) const {
     const Vec *v = get(name);
     if (!v)
@@ -251,7 +270,7 @@ private:
     for (int64_t b = 0; b < B; ++b)
       for (int64_t hd = 0; hd < H; ++hd) {
         int64_t g = hd / (H / KV); // the query head's kv group
-        auto [alpha, beta] = coefficients(a, a.kinds[size_t(l)][size_t(hd)]);
+        auto [alpha, beta] = coefficients(l, hd);
         auto Q = [&](int64_t t, int64_t d) {
           return q[size_t(((b * T + t) * H + hd) * D + d)];
         };
@@ -482,6 +501,41 @@ std::vector<Case> cases() {
     all.push_back({a, 3, 16, 2, 11});
   }
   {
+    // Learned kinds (built in and defined, started off {-1, 0, 1} by the
+    // perturbation in load()) beside fixed ones, one layer without any.
+    Arch a;
+    a.name = "gpt_learned_kinds";
+    a.kvHeads = 2;
+    a.positions = "rope";
+    a.defined = {{"soft_lap", {-1, 1}}, {"half", {0.5, 0.5}}};
+    a.learnable = {"learnable", "soft_lap"};
+    a.kinds = {{"learnable", "attn", "soft_lap", "half"},
+               {"laplacian", "attn", "half", "attn"},
+               {"soft_lap", "learnable", "learnable", "laplacian"}};
+    a.layers = 3;
+    a.init = "{distribution: normal, std: 0.2, embedding_std: 0.5, "
+             "position_std: 0.3, head_std: 0.3, zero_out_proj: false}";
+    all.push_back({a, 3, 16, 2, 11});
+  }
+  {
+    // Learned kinds in a ViT (self-attention without a mask).
+    Arch a;
+    a.name = "vit_learned_kinds";
+    a.family = "vit";
+    a.hidden = 64;
+    a.activation = "gelu";
+    a.layerNorm = true;
+    a.normBias = true;
+    a.bias = true;
+    a.defined = {{"soft_lap", {-1, 1}}};
+    a.learnable = {"learnable", "soft_lap"};
+    a.kinds = {{"attn", "learnable", "laplacian", "soft_lap"},
+               {"soft_lap", "soft_lap", "attn", "learnable"}};
+    a.init = "{distribution: trunc_normal, std: 0.2, embedding_std: 0.3, "
+             "position_std: 0.5, head_std: 0.3, zero_out_proj: false}";
+    all.push_back({a, 3, 5, 2, 5});
+  }
+  {
     // GPT-2-like: learned positions, LayerNorm with weight and bias,
     // GELU(tanh), biases, tied embeddings; head_dim * heads != width, and the
     // placement in the trailing-count shorthand.
@@ -550,8 +604,9 @@ std::vector<Case> cases() {
 class ModelGradientTest : public ::testing::TestWithParam<Case> {
 protected:
   /// The model with the spec's initialisation, then constant-initialised
-  /// tensors (biases, norm weights, LayerScale) moved off their constants so
-  /// that the forward pass depends on every parameter.
+  /// tensors (biases, norm weights, LayerScale, learned head coefficients)
+  /// moved off their constants so that the forward pass depends on every
+  /// parameter.
   std::unique_ptr<ModelRun> load() {
     const Case &c = GetParam();
     auto run = std::make_unique<ModelRun>(
@@ -560,7 +615,7 @@ protected:
     std::mt19937 rng(11);
     std::normal_distribution<float> noise(0.0f, 0.2f);
     for (const ParameterInfo &p : run->model.parameters())
-      if (p.init == "constant")
+      if (p.init == "constant" || p.init == "values")
         for (int64_t i = 0; i < p.elements; ++i)
           run->param()[p.offset + i] += noise(rng);
     return run;
