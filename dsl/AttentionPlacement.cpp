@@ -124,7 +124,7 @@ private:
         diags.error(learnable->loc, inQuotes(where + ".learnable") +
                                         " must be true or false; found " +
                                         learnable->describe());
-        ok = false;
+        return std::nullopt;
       }
       kind.learnable = learnable->scalar == "true";
       spec.locations[where + ".learnable"] = learnable->loc;
@@ -289,9 +289,12 @@ private:
       if (kind.needsSelfAttention())
         diags.error(node.items[h].loc,
                     "head kind '" + std::string(kind.name) +
-                        "' needs square self-attention (it adds the query's "
-                        "own value), but attentive pooling is cross-attention: "
-                        "learned queries over the image's tokens; use 'attn'");
+                        "' needs square self-attention (" +
+                        (kind.learnable ? "its learned beta adds"
+                                        : "it adds") +
+                        " the query's own value), but attentive pooling is "
+                        "cross-attention: learned queries over the image's "
+                        "tokens; use 'attn'");
     }
     spec.attention.pool = *row;
   }

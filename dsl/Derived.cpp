@@ -160,9 +160,11 @@ std::vector<DerivedValue> lap::dsl::derivedValues(const Spec &spec) {
   for (const auto &layer : spec.attention.layers)
     for (HeadKindId id : layer)
       ++census[id];
+  // Every fixed kind; a learned one where heads have it.
   for (size_t k = 0; k < census.size(); ++k)
-    out.push_back(
-        {"head_kinds." + std::string(kinds[k].name), double(census[k]), true});
+    if (!kinds[k].learnable || census[k] > 0)
+      out.push_back({"head_kinds." + std::string(kinds[k].name),
+                     double(census[k]), true});
   std::string unit = std::string("flops_per_") + d.flopsUnit;
   out.push_back({unit + ".sequence_length", double(d.tokens), true});
   out.push_back({unit + ".forward", d.forwardFlops, false});

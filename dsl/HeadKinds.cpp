@@ -8,7 +8,7 @@ const std::vector<HeadKind> &lap::dsl::headKinds() {
   static const std::vector<HeadKind> kinds = {
       {"attn", 1.0, 0.0, "P V"},
       {"laplacian", -1.0, 1.0, "(I - P) V = V - P V"},
-      {"learnable", 1.0, 0.0, "alpha P V + beta V learned, from attn", true},
+      {"learnable", 1.0, 0.0, "alpha P V + beta V, learned from (1, 0)", true},
   };
   return kinds;
 }

@@ -7,8 +7,10 @@
 // sequences, between classes), neural collapse of the sequence means (NC1,
 // distance from a simplex ETF, alignment with the classifier rows at the
 // last layer) and spectral decay. Language models: spectral decay and the
-// collapse of tokens that share a next-token target. Writes analysis.json,
-// geometry.csv, spectrum.csv and one PNG per measure; prints a table.
+// collapse of tokens that share a next-token target. Models with learned
+// head kinds: each learned head's (alpha, beta), against where it started.
+// Writes analysis.json, geometry.csv, spectrum.csv and one PNG per measure;
+// prints a table.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,13 +43,51 @@ struct LayerGeometry {
   analysis::SpectralDecay spectral{NAN, {}};
 };
 
+/// A head whose (alpha, beta) the model learned.
+struct LearnedHead {
+  int64_t layer = 0, head = 0;
+  std::string kind;
+  double alpha = 0, beta = 0, startAlpha = 0, startBeta = 0;
+};
+
 struct ModelGeometry {
   std::string name, checkpoint;
   bool language = false;
   int64_t sequences = 0, tokens = 0;
   nlohmann::json accuracy;
   std::vector<LayerGeometry> layers;
+  std::vector<LearnedHead> learned;
 };
+
+/// The learned heads' coefficients in `params`: column i of
+/// blocks.l.attn.coefficients [2, N] is the layer's i-th learned head.
+std::vector<LearnedHead> learnedHeads(const LoadedModel &model,
+                                      const dsl::Spec &spec,
+                                      const float *params) {
+  std::vector<LearnedHead> out;
+  const dsl::AttentionSpec &a = spec.attention;
+  for (size_t l = 0; l < a.layers.size(); ++l) {
+    std::vector<int64_t> heads = a.learnedHeads(l);
+    std::string name = fmt::format("blocks.{}.attn.coefficients", l);
+    for (const ParameterInfo &p : model.parameters()) {
+      if (p.name != name)
+        continue;
+      if (p.elements != 2 * int64_t(heads.size()))
+        throw std::runtime_error(model.path() + ": " + name + " holds " +
+                                 std::to_string(p.elements) +
+                                 " values for " +
+                                 std::to_string(heads.size()) +
+                                 " learned heads");
+      const float *c = params + p.offset;
+      for (size_t i = 0; i < heads.size(); ++i) {
+        dsl::HeadKind kind = a.kind(a.layers[l][size_t(heads[i])]);
+        out.push_back({int64_t(l), heads[i], std::string(kind.name),
+                       c[i], c[heads.size() + i], kind.alpha, kind.beta});
+      }
+    }
+  }
+  return out;
+}
 
 /// Representations of every layer for a set of sequences: [layers][N, T, C].
 struct Streams {
@@ -260,12 +300,21 @@ void writeOutputs(const std::vector<ModelGeometry> &models,
         spectrum += fmt::format("{},{},{},{:.6g}\n", m.name, l.name, i + 1,
                                 l.spectral.meanSpectrum[i]);
     }
+    nlohmann::json learned = nlohmann::json::array();
+    for (const LearnedHead &h : m.learned)
+      learned.push_back({{"layer", h.layer},
+                         {"head", h.head},
+                         {"kind", h.kind},
+                         {"alpha", h.alpha},
+                         {"beta", h.beta},
+                         {"start", {h.startAlpha, h.startBeta}}});
     doc.push_back({{"model", m.name},
                    {"checkpoint", m.checkpoint},
                    {"sequences", m.sequences},
                    {"tokens_per_sequence", m.tokens},
                    {"evaluation", m.accuracy},
-                   {"layers", layers}});
+                   {"layers", layers},
+                   {"learned_heads", learned}});
   }
   platform::writeFileAtomically(dir + "/geometry.csv", csv);
   platform::writeFileAtomically(dir + "/spectrum.csv", spectrum);
@@ -321,6 +370,17 @@ void printTable(const std::vector<ModelGeometry> &models) {
                            std::max<size_t>(strlen(measure.key), 8));
       fmt::print("{}\n", row);
     }
+  for (const ModelGeometry &m : models) {
+    if (m.learned.empty())
+      continue;
+    fmt::print("\n{}: learned heads, O = alpha P V + beta V\n", m.name);
+    fmt::print("{:>5} {:>4}  {:<12} {:>9} {:>9}   {:>6} {:>6}\n", "layer",
+               "head", "kind", "alpha", "beta", "from a", "b");
+    for (const LearnedHead &h : m.learned)
+      fmt::print("{:>5} {:>4}  {:<12} {:>9.4f} {:>9.4f}   {:>6.3g} {:>6.3g}\n",
+                 h.layer, h.head, h.kind, h.alpha, h.beta, h.startAlpha,
+                 h.startBeta);
+  }
 }
 
 } // namespace
@@ -355,6 +415,7 @@ int lap::cli::analyze(const AnalyzeOptions &options) {
                              options.samples);
     g.name = i < options.labels.size() ? options.labels[i] : spec.name;
     g.checkpoint = checkpoint;
+    g.learned = learnedHeads(model, spec, params.as<float>());
     results.push_back(std::move(g));
   }
   printTable(results);

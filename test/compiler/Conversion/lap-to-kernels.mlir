@@ -45,13 +45,12 @@
 // CHECK-COUNT-3: scf.for %{{.*}} = %c0 to %c8 step %c1 {
 // CHECK: } {lapk.grain = 682 : i64}
 
-// Per-head coefficients are constant globals; the logsumexp [B, H, T] lies
-// right after the output.
+// Per-head coefficients [2, H] of fixed kinds are a constant global (alpha,
+// then beta); the logsumexp [B, H, T] lies right after the output.
 // CHECK: lapk.profile_begin "lap.attention"
-// CHECK: %[[ALPHA:.*]] = memref.get_global @lap_coefficients_0 : memref<2xf32>
-// CHECK: %[[BETA:.*]] = memref.get_global @lap_coefficients_1 : memref<2xf32>
 // CHECK: %[[LSE:.*]] = memref.view %[[WS]][%{{.*}}][] : memref<16384xi8> to memref<128xf32>
-// CHECK: lapk.call "attention_forward"(%{{.*}}, %[[LSE]], %{{.*}}, %{{.*}}, %{{.*}}, %[[ALPHA]], %[[BETA]], %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c2_i64, %c4_i64, %{{.*}}, %c1_i32) : memref<512xf32>, memref<128xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<2xf32>, memref<2xf32>, i64, i64, i64, i64, i64, i64, f32, i32
+// CHECK: %[[COEFFICIENTS:.*]] = memref.get_global @lap_coefficients_0 : memref<4xf32>
+// CHECK: lapk.call "attention_forward"(%{{.*}}, %[[LSE]], %{{.*}}, %{{.*}}, %{{.*}}, %[[COEFFICIENTS]], %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c2_i64, %c4_i64, %{{.*}}, %c1_i32) : memref<512xf32>, memref<128xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<4xf32>, i64, i64, i64, i64, i64, i64, f32, i32
 
 // [B, T, H, D] and [B, T, H D] share a layout: a copy.
 // CHECK: lapk.profile_begin "lap.merge_heads"
@@ -129,7 +128,8 @@
 // CHECK: lapk.call "rms_norm_backward"(%{{.*}}) : memref<512xf32>, memref<8xf32>, memref<512xf32>, memref<512xf32>, memref<8xf32>, i64, i64, f32
 // CHECK: lapk.profile_begin "lap.merge_heads_grad"
 // CHECK-NEXT: lapk.call "copy"
-// CHECK: lapk.call "attention_backward"(%{{.*}}) : memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<128xf32>, memref<2xf32>, memref<2xf32>, i64, i64, i64, i64, i64, i64, f32, i32
+// Fixed kinds: no coefficient gradient (a null buffer).
+// CHECK: lapk.call "attention_backward"(%{{.*}}) : memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<0xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<128xf32>, memref<4xf32>, i64, i64, i64, i64, i64, i64, f32, i32
 // q, k and v copied back into the fused rows.
 // CHECK: lapk.profile_begin "lap.split_heads_grad"
 // CHECK: scf.parallel
@@ -236,10 +236,10 @@ func.func @forward(%pw: tensor<16x49xf32> {lap.name = "pw", lap.parameter},
 // CHECK: lapk.call "linear_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c8_i64, %c16_i64) : memref<1024xf32>, memref<512xf32>, memref<128xf32>, memref<0xf32>, i64, i64, i64
 // CHECK: lapk.call "rope_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c4_i64, %{{.*}}, %c0_i64) : memref<512xf32>, memref<512xf32>, i64, i64, i64, i64, f32, i64
 // CHECK: lapk.call "rope_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64, %c4_i64, %{{.*}}, %c0_i64) : memref<256xf32>, memref<256xf32>, i64, i64, i64, i64, f32, i64
-// CHECK: lapk.call "attention_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c1_i64, %c4_i64, %{{.*}}, %c1_i32) : memref<512xf32>, memref<128xf32>, memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<2xf32>, memref<2xf32>, i64, i64, i64, i64, i64, i64, f32, i32
+// CHECK: lapk.call "attention_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c1_i64, %c4_i64, %{{.*}}, %c1_i32) : memref<512xf32>, memref<128xf32>, memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<4xf32>, i64, i64, i64, i64, i64, i64, f32, i32
 // CHECK: lapk.call "cross_entropy_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c8_i64, %{{.*}}, %{{.*}}) : memref<1xf32>, memref<512xf32>, memref<64xi32>, i64, i64, f32, f32
 // CHECK: lapk.call "cross_entropy_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c8_i64, %{{.*}}, %{{.*}}) : memref<512xf32>, memref<1xf32>, memref<512xf32>, memref<64xi32>, i64, i64, f32, f32
-// CHECK: lapk.call "attention_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c1_i64, %c4_i64, %{{.*}}, %c1_i32) : memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<512xf32>, memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<512xf32>, memref<128xf32>, memref<2xf32>, memref<2xf32>, i64, i64, i64, i64, i64, i64, f32, i32
+// CHECK: lapk.call "attention_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c1_i64, %c4_i64, %{{.*}}, %c1_i32) : memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<0xf32>, memref<512xf32>, memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<512xf32>, memref<128xf32>, memref<4xf32>, i64, i64, i64, i64, i64, i64, f32, i32
 // CHECK: lapk.call "rope_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64, %c4_i64, %{{.*}}, %c0_i64) : memref<256xf32>, memref<256xf32>, i64, i64, i64, i64, f32, i64
 // CHECK: lapk.call "rope_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c4_i64, %{{.*}}, %c0_i64) : memref<512xf32>, memref<512xf32>, i64, i64, i64, i64, f32, i64
 // CHECK: lapk.call "linear_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c8_i64, %c16_i64) : memref<512xf32>, memref<128xf32>, memref<16xf32>, memref<1024xf32>, memref<512xf32>, memref<128xf32>, i64, i64, i64
@@ -250,7 +250,7 @@ func.func @forward(%pw: tensor<16x49xf32> {lap.name = "pw", lap.parameter},
 // CHECK: lapk.call "add_positions_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c16_i64, %c0_i64, %[[FIRST]]) : memref<1024xf32>, memref<1024xf32>, memref<256xf32>, i64, i64, i64, i64, i64
 // CHECK: lapk.call "rope_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c4_i64, %{{.*}}, %[[FIRST]]) : memref<512xf32>, memref<512xf32>, i64, i64, i64, i64, f32, i64
 // CHECK: lapk.call "rope_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64, %c4_i64, %{{.*}}, %[[FIRST]]) : memref<256xf32>, memref<256xf32>, i64, i64, i64, i64, f32, i64
-// CHECK: lapk.call "attention_decode"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[FIRST]], %c16_i64, %c2_i64, %c1_i64, %c4_i64, %{{.*}}) : memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<2xf32>, memref<2xf32>, i64, i64, i64, i64, i64, i64, i64, f32
+// CHECK: lapk.call "attention_decode"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[FIRST]], %c16_i64, %c2_i64, %c1_i64, %c4_i64, %{{.*}}) : memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<4xf32>, i64, i64, i64, i64, i64, i64, i64, f32
 // CHECK-LABEL: func.func @lap_gen_images(
 // CHECK: lapk.call "patchify_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i64, %c28_i64, %c28_i64, %c7_i64) : memref<3136xf32>, memref<3136xf32>, i64, i64, i64, i64, i64
 func.func @forward(%wte: tensor<32x8xf32> {lap.name = "wte", lap.parameter},

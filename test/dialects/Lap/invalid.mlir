@@ -20,9 +20,80 @@ func.func @laplacian_on_non_square(%q: tensor<?x4x2x8xf32>, %kv: tensor<?x6x2x8x
 // -----
 
 func.func @unknown_kind(%q: tensor<?x?x2x8xf32>) {
-  // expected-error @+1 {{unknown head kind 'laplace' (kinds: 'attn', 'laplacian')}}
+  // expected-error @+1 {{unknown head kind 'laplace' (kinds: 'attn', 'laplacian', 'learnable')}}
   %o = lap.attention %q, %q, %q {scale = 0.35 : f32, kinds = ["attn", "laplace"]}
        : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32> -> tensor<?x?x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @learnable_kind_by_name(%q: tensor<?x?x2x8xf32>) {
+  // expected-error @+1 {{head kind 'learnable' is learned: give the layer's coefficients as a tensor operand (lap.head_coefficients)}}
+  %o = lap.attention %q, %q, %q {scale = 0.35 : f32, kinds = ["attn", "learnable"]}
+       : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32> -> tensor<?x?x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @coefficients_and_kinds(%q: tensor<?x?x2x8xf32>, %c: tensor<2x2xf32>) {
+  // expected-error @+1 {{gives head kinds both as a coefficients operand and as attributes}}
+  %o = lap.attention %q, %q, %q coefficients %c {scale = 0.35 : f32, kinds = ["attn", "attn"]}
+       : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<2x2xf32> -> tensor<?x?x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @coefficients_shape(%q: tensor<?x?x2x8xf32>, %c: tensor<2x3xf32>) {
+  // expected-error @+1 {{coefficients must be [2, 2] (alpha, then beta, per head), got [2, 3]}}
+  %o = lap.attention %q, %q, %q coefficients %c {scale = 0.35 : f32}
+       : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<2x3xf32> -> tensor<?x?x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @coefficients_on_cross_attention(%q: tensor<?x1x2x8xf32>, %kv: tensor<?x?x2x8xf32>, %c: tensor<2x2xf32>) {
+  // expected-error @+1 {{coefficients given as a tensor may add the query's own value and need square self-attention}}
+  %o = lap.attention %q, %kv, %kv coefficients %c {cross, scale = 0.35 : f32}
+       : tensor<?x1x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<2x2xf32> -> tensor<?x1x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @head_coefficients_columns(%p: tensor<2x2xf32>) {
+  // expected-error @+1 {{learns 1 heads but has 2 learned columns}}
+  %c = lap.head_coefficients %p {alpha = array<f32: 1.0, 0.0>, beta = array<f32: 0.0, 0.0>, learnable = array<i64: 1>}
+       : tensor<2x2xf32> -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @head_coefficients_order(%p: tensor<2x2xf32>) {
+  // expected-error @+1 {{learnable must list ascending heads below 3}}
+  %c = lap.head_coefficients %p {alpha = array<f32: 0.0, 0.0, 1.0>, beta = array<f32: 0.0, 0.0, 0.0>, learnable = array<i64: 1, 0>}
+       : tensor<2x2xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @head_coefficients_fixed_entry(%p: tensor<2x1xf32>) {
+  // expected-error @+1 {{head 1 is learned; its fixed entries must be 0}}
+  %c = lap.head_coefficients %p {alpha = array<f32: 1.0, -1.0>, beta = array<f32: 0.0, 1.0>, learnable = array<i64: 1>}
+       : tensor<2x1xf32> -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @head_coefficients_grad_columns(%g: tensor<2x4xf32>) {
+  // expected-error @+1 {{learnable must list ascending heads below 4}}
+  %d = lap.head_coefficients_grad %g {learnable = array<i64: 4>} : tensor<2x4xf32> -> tensor<2x1xf32>
   return
 }
 
@@ -618,7 +689,7 @@ func.func @zero_kv_heads(%q: tensor<2x4x2x8xf32>, %kv: tensor<2x4x0x8xf32>) {
 // -----
 
 func.func @attention_grad_kind(%q: tensor<?x?x2x8xf32>) {
-  // expected-error @+1 {{unknown head kind 'bogus' (kinds: 'attn', 'laplacian')}}
+  // expected-error @+1 {{unknown head kind 'bogus' (kinds: 'attn', 'laplacian', 'learnable')}}
   %dq, %dk, %dv = lap.attention_grad %q, %q, %q, %q, %q {scale = 0.35 : f32, kinds = ["attn", "bogus"]} : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>
   return
 }

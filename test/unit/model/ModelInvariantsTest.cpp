@@ -1,9 +1,11 @@
 //===- ModelInvariantsTest.cpp - what head kinds must not change ----------===//
 //
-// The invariants of docs/architecture.md §1, on compiled models: head kinds
-// do not change the parameter table; with zero-initialised output
-// projections a Laplacian model equals its all-attn twin at init; and a
-// Laplacian head on a sequence of identical tokens outputs V - PV = 0.
+// The invariants of docs/architecture.md §1, on compiled models: fixed head
+// kinds do not change the parameter table; with zero-initialised output
+// projections a Laplacian model equals its all-attn twin at init; a
+// Laplacian head on a sequence of identical tokens outputs V - PV = 0; and a
+// model with learned kinds equals, at init, the fixed-kind model it starts
+// from.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,6 +76,14 @@ const Variant kVariants[] = {
     {"vit_attn", kVit, ""},
     {"vit_mixed", kVit,
      "attention:\n  kinds: [attn, laplacian, attn, laplacian]\n"},
+    // Learned kinds starting where gpt_mixed and vit_mixed are fixed.
+    {"gpt_learnable", kGpt,
+     "attention:\n  define:\n    soft_lap: {learnable: true, init: laplacian}\n"
+     "  kinds:\n    - [learnable, soft_lap, laplacian, attn]\n"
+     "    - [soft_lap, attn, learnable, learnable]\n"},
+    {"vit_learnable", kVit,
+     "attention:\n  define:\n    soft_lap: {learnable: true, init: laplacian}\n"
+     "  kinds: [attn, soft_lap, learnable, laplacian]\n"},
 };
 
 constexpr int64_t kMaxBatch = 2, kMaxSeq = 16;
@@ -120,7 +130,9 @@ TEST(ModelInvariantsTest, ParameterTableDoesNotDependOnHeadKinds) {
     EXPECT_LE(end, attn.parameterElements());
     EXPECT_EQ(derivedParameters(attn), sum);
     for (const Variant &v : kVariants) {
-      if (std::string(v.name).rfind(family, 0) != 0 || v.attention[0] == '\0')
+      if (std::string(v.name).rfind(family, 0) != 0 ||
+          v.attention[0] == '\0' ||
+          std::string(v.name).find("learnable") != std::string::npos)
         continue;
       SCOPED_TRACE(v.name);
       LoadedModel other(path(v.name));
@@ -230,6 +242,74 @@ TEST(ModelInvariantsTest, LaplacianHeadsAddNothingOnIdenticalTokens) {
   EXPECT_GT(std::abs(attnLoss - zeroed), 1e-3 * std::abs(zeroed));
   EXPECT_GT(std::abs(variedLoss - variedZeroed), 1e-3 * std::abs(variedZeroed));
   EXPECT_GT(largestGradient(*attn, ".attn."), 1e-2 * otherGrad);
+}
+
+// (d) Learned kinds add one [2, N] tensor per layer with learned heads, at
+// the end of the table, holding the starting (alpha, beta): every other
+// parameter keeps its index, and so its initial values. With the output
+// projections made non-zero (in both), the learnable model then computes
+// exactly what its fixed twin does: the same loss and logits, the same
+// gradients for the shared parameters.
+TEST(ModelInvariantsTest, LearnedKindsAtInitEqualTheFixedKindsTheyStartFrom) {
+  for (auto [fixedName, learnedName] :
+       {std::pair{"gpt_mixed", "gpt_learnable"},
+        std::pair{"vit_mixed", "vit_learnable"}}) {
+    SCOPED_TRACE(learnedName);
+    auto fixed = load(fixedName, 5), learned = load(learnedName, 5);
+    const auto &fixedTable = fixed->model.parameters();
+    const auto &learnedTable = learned->model.parameters();
+    ASSERT_GT(learnedTable.size(), fixedTable.size());
+    for (size_t i = 0; i < fixedTable.size(); ++i) {
+      ASSERT_EQ(fixedTable[i].name, learnedTable[i].name);
+      ASSERT_EQ(fixedTable[i].offset, learnedTable[i].offset);
+      EXPECT_EQ(std::memcmp(fixed->param() + fixedTable[i].offset,
+                            learned->param() + learnedTable[i].offset,
+                            size_t(fixedTable[i].elements) * sizeof(float)),
+                0)
+          << fixedTable[i].name;
+    }
+    int64_t coefficients = 0;
+    for (size_t i = fixedTable.size(); i < learnedTable.size(); ++i) {
+      EXPECT_NE(learnedTable[i].name.find(".attn.coefficients"),
+                std::string::npos);
+      coefficients += learnedTable[i].elements;
+    }
+    EXPECT_EQ(derivedParameters(learned->model),
+              derivedParameters(fixed->model) + coefficients);
+    // gpt: layer 0 learns heads 0 (attn) and 1 (laplacian); vit: heads 1
+    // (laplacian) and 2 (attn) of each layer. Rows: alpha, then beta.
+    const ParameterInfo &first = learnedTable[fixedTable.size()];
+    ASSERT_EQ(first.shape, (std::vector<int64_t>{2, 2}));
+    std::vector<float> start(learned->param() + first.offset,
+                             learned->param() + first.offset + 4);
+    EXPECT_EQ(start, std::string(learnedName) == "gpt_learnable"
+                         ? (std::vector<float>{1, -1, 0, 1})
+                         : (std::vector<float>{-1, 1, 1, 0}));
+
+    std::mt19937 rng(19);
+    std::uniform_real_distribution<float> weight(-0.3f, 0.3f);
+    for (const ParameterInfo &p : fixedTable)
+      if (p.name.find("attn.proj") != std::string::npos)
+        for (int64_t i = 0; i < p.elements; ++i)
+          fixed->param()[p.offset + i] = learned->param()[p.offset + i] =
+              weight(rng);
+    Batch b = std::string(fixedName) == "gpt_mixed"
+                  ? textBatch(2, 13, 64, 21)
+                  : imageBatch(2, 3, 8, 5, 21);
+    std::vector<float> fixedLogits, learnedLogits;
+    EXPECT_EQ(learned->forward(b, &learnedLogits),
+              fixed->forward(b, &fixedLogits));
+    EXPECT_EQ(learnedLogits, fixedLogits);
+    EXPECT_EQ(learned->trainStep(b), fixed->trainStep(b));
+    for (const ParameterInfo &p : fixedTable)
+      EXPECT_EQ(std::memcmp(fixed->grad() + p.offset,
+                            learned->grad() + p.offset,
+                            size_t(p.elements) * sizeof(float)),
+                0)
+          << p.name;
+    // ... and the coefficients do get gradients.
+    EXPECT_GT(largestGradient(*learned, ".attn.coefficients"), 0);
+  }
 }
 
 } // namespace
