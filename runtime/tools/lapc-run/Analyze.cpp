@@ -374,10 +374,10 @@ void printTable(const std::vector<ModelGeometry> &models) {
     if (m.learned.empty())
       continue;
     fmt::print("\n{}: learned heads, O = alpha P V + beta V\n", m.name);
-    fmt::print("{:>5} {:>4}  {:<12} {:>9} {:>9}   {:>6} {:>6}\n", "layer",
-               "head", "kind", "alpha", "beta", "from a", "b");
+    fmt::print("{:>5} {:>4}  {:<12} {:>9} {:>9}  {}\n", "layer", "head",
+               "kind", "alpha", "beta", "start");
     for (const LearnedHead &h : m.learned)
-      fmt::print("{:>5} {:>4}  {:<12} {:>9.4f} {:>9.4f}   {:>6.3g} {:>6.3g}\n",
+      fmt::print("{:>5} {:>4}  {:<12} {:>9.4f} {:>9.4f}  ({:g}, {:g})\n",
                  h.layer, h.head, h.kind, h.alpha, h.beta, h.startAlpha,
                  h.startBeta);
   }

@@ -71,6 +71,9 @@ TEST(ManifestCheck, EachDefectIsNamedByItsKey) {
        "model_hash is missing"},
       {json::json_pointer("/decode"), json::object({{"layers", 0}}),
        "decode.layers is 0"},
+      {json::json_pointer("/parameters/tensors/1/init"),
+       json::object({{"kind", "values"}, {"value", 0}, {"values", {1, 2}}}),
+       "parameters.tensors[1].init.values is not 8 numbers"},
   };
   for (const Case &c : cases) {
     json m = goodManifest();

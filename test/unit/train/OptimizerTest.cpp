@@ -230,6 +230,37 @@ TEST(Groups, VitLikeUnderAdamW) {
                                       "blocks.0.mlp.fc1.weight"}));
 }
 
+// Learned head coefficients: their own group under either optimizer, at
+// their own lr, never decayed (even with weight decay on everything else),
+// and never Muon's although they are 2-D block tensors.
+TEST(Groups, HeadCoefficientsHaveTheirOwnGroup) {
+  auto table = makeTable({{"wte.weight", {16, 8}},
+                          {"blocks.0.attn.qkv.weight", {24, 8}},
+                          {"blocks.0.attn.proj.weight", {8, 8}},
+                          {"lm_head.weight", {16, 8}},
+                          {"blocks.0.attn.coefficients", {2, 3}},
+                          {"blocks.1.attn.coefficients", {2, 1}}});
+  for (OptimizerKind kind : {OptimizerKind::AdamW, OptimizerKind::Muon}) {
+    OptimizerConfig c;
+    c.kind = kind;
+    c.weightDecay = 0.1;
+    c.headCoefficientLr = 0.03;
+    auto groups = assignGroups(table, c);
+    const ParamGroup *coefficients = findGroup(groups, "head_coefficients");
+    ASSERT_TRUE(coefficients);
+    EXPECT_EQ(coefficients->rule, UpdateRule::AdamW);
+    EXPECT_DOUBLE_EQ(coefficients->lr, 0.03);
+    EXPECT_DOUBLE_EQ(coefficients->weightDecay, 0);
+    EXPECT_EQ(names(table, *coefficients),
+              (std::vector<std::string>{"blocks.0.attn.coefficients",
+                                        "blocks.1.attn.coefficients"}));
+    size_t members = 0;
+    for (const ParamGroup &g : groups)
+      members += g.tensors.size();
+    EXPECT_EQ(members, table.size());
+  }
+}
+
 TEST(Groups, NoDecayNames) {
   EXPECT_TRUE(matchesParameterGroup("blocks.1.mlp.fc1.bias", "bias"));
   EXPECT_FALSE(matchesParameterGroup("blocks.1.mlp.fc1.weight", "bias"));
