@@ -179,8 +179,7 @@ private:
   }
 
   /// `init: KIND`: a fixed kind, built in or defined above.
-  std::optional<HeadKind> initKind(const std::string &where,
-                                   const Node &init) {
+  std::optional<HeadKind> initKind(const std::string &where, const Node &init) {
     std::vector<std::string_view> fixed;
     for (const HeadKind &k : spec.attention.kinds())
       if (!k.learnable)
@@ -191,14 +190,15 @@ private:
     if (id && !spec.attention.kind(*id).learnable)
       return spec.attention.kind(*id);
     std::string name = init.kind == Node::Kind::Scalar ? init.scalar : "";
-    diags.error(init.loc,
-                inQuotes(where + ".init") + " names the fixed kind the "
-                    "coefficients start from; " +
-                    (id ? inQuotes(name) + " is learnable itself"
-                        : "found " + (name.empty() ? init.describe()
-                                                   : inQuotes(name)) +
-                              didYouMean(name, fixed)) +
-                    " (fixed kinds: " + listChoices(fixed) + ")");
+    diags.error(
+        init.loc,
+        inQuotes(where + ".init") +
+            " names the fixed kind the "
+            "coefficients start from; " +
+            (id ? inQuotes(name) + " is learnable itself"
+                : "found " + (name.empty() ? init.describe() : inQuotes(name)) +
+                      didYouMean(name, fixed)) +
+            " (fixed kinds: " + listChoices(fixed) + ")");
     return std::nullopt;
   }
 
@@ -290,8 +290,7 @@ private:
         diags.error(node.items[h].loc,
                     "head kind '" + std::string(kind.name) +
                         "' needs square self-attention (" +
-                        (kind.learnable ? "its learned beta adds"
-                                        : "it adds") +
+                        (kind.learnable ? "its learned beta adds" : "it adds") +
                         " the query's own value), but attentive pooling is "
                         "cross-attention: learned queries over the image's "
                         "tokens; use 'attn'");

@@ -127,9 +127,12 @@ DerivedSpec lap::dsl::deriveSpec(const Spec &spec) {
   for (size_t l = 0; l < spec.attention.layers.size(); ++l)
     coefficients += 2 * int64_t(spec.attention.learnedHeads(l).size());
   const std::pair<const char *, int64_t> groups[] = {
-      {"embedding", embedding}, {"positions", positions},
-      {"blocks", blocks},       {"norms", norms},
-      {"head", head},           {"dino_head", dinoHead},
+      {"embedding", embedding},
+      {"positions", positions},
+      {"blocks", blocks},
+      {"norms", norms},
+      {"head", head},
+      {"dino_head", dinoHead},
       {"head_coefficients", coefficients}};
   for (const auto &[name, count] : groups) {
     if (count == 0)

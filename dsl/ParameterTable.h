@@ -3,8 +3,8 @@
 // The parameters a spec declares, in a fixed order, with the names
 // checkpoints use ("blocks.3.attn.qkv.weight") and PyTorch's layouts (a
 // linear weight is [out, in]); learned head coefficients
-// ("blocks.3.attn.coefficients") come last. The compiler's functions take them in this
-// order; Derived.cpp's parameter count is checked against this table.
+// ("blocks.3.attn.coefficients") come last. The compiler's functions take them
+// in this order; Derived.cpp's parameter count is checked against this table.
 //
 //===----------------------------------------------------------------------===//
 

@@ -168,7 +168,8 @@ void printAttention(const Spec &spec, std::ostringstream &os) {
   if (!a.defined.empty()) {
     os << "  define:  # O = alpha P V + beta V\n";
     for (const DefinedKind &k : a.defined)
-      os << "    " << k.name << ": {" << (k.learnable ? "learnable: true, " : "")
+      os << "    " << k.name << ": {"
+         << (k.learnable ? "learnable: true, " : "")
          << "alpha: " << formatNumber(k.alpha)
          << ", beta: " << formatNumber(k.beta) << "}"
          << (k.learnable ? "  # learned per head, from these" : "") << "\n";

@@ -202,25 +202,26 @@ Value ForwardBuilder::attention(Value h, const std::string &prefix,
     kinds = b.getStrArrayAttr(names);
   }
   if (!learned.empty()) {
-    coefficients = b.create<HeadCoefficientsOp>(
-        loc(placement, scope), floats({2, heads}),
-        param(scope + ".coefficients"), alpha, beta,
-        b.getDenseI64ArrayAttr(learned));
+    coefficients =
+        b.create<HeadCoefficientsOp>(loc(placement, scope), floats({2, heads}),
+                                     param(scope + ".coefficients"), alpha,
+                                     beta, b.getDenseI64ArrayAttr(learned));
     alpha = beta = DenseF32ArrayAttr();
   }
   FloatAttr scale = b.getF32FloatAttr(float(1.0 / std::sqrt(double(d))));
   Value o =
-      first ? b.create<CachedAttentionOp>(
-                   loc(placement, scope), q.getType(), q, k, v,
-                   caches[size_t(layer)].first, caches[size_t(layer)].second,
-                   first, coefficients, scale, kinds, alpha, beta)
-                  .getResult()
-            : b.create<AttentionOp>(
-                   loc(placement, scope), q.getType(), q, k, v, coefficients,
-                   scale,
-                   m.family == dsl::Family::GPT ? b.getUnitAttr() : UnitAttr(),
-                   UnitAttr(), kinds, alpha, beta)
-                  .getResult();
+      first
+          ? b.create<CachedAttentionOp>(loc(placement, scope), q.getType(), q,
+                                        k, v, caches[size_t(layer)].first,
+                                        caches[size_t(layer)].second, first,
+                                        coefficients, scale, kinds, alpha, beta)
+                .getResult()
+          : b.create<AttentionOp>(loc(placement, scope), q.getType(), q, k, v,
+                                  coefficients, scale,
+                                  m.family == dsl::Family::GPT ? b.getUnitAttr()
+                                                               : UnitAttr(),
+                                  UnitAttr(), kinds, alpha, beta)
+                .getResult();
   Value merged = b.create<MergeHeadsOp>(where, activations({heads * d}), o);
   return dropout(linear(merged, scope + ".proj", m.width, where), where);
 }

@@ -103,8 +103,8 @@ void checkParameters(const nlohmann::json &m) {
       if (int64_t(values.size()) != elements ||
           !std::all_of(values.begin(), values.end(),
                        [](const nlohmann::json &v) { return v.is_number(); }))
-        throw Problem(path + ".init.values is not " +
-                      std::to_string(elements) + " numbers");
+        throw Problem(path + ".init.values is not " + std::to_string(elements) +
+                      " numbers");
     }
   }
 }

@@ -182,8 +182,8 @@ std::vector<ParamGroup> assignGroups(const std::vector<TensorInfo> &tensors,
 
   // Learned head coefficients: their own lr, no weight decay.
   const size_t coefficients = groups.size();
-  groups.push_back({"head_coefficients", UpdateRule::AdamW,
-                    c.headCoefficientLr, 0, {}});
+  groups.push_back(
+      {"head_coefficients", UpdateRule::AdamW, c.headCoefficientLr, 0, {}});
 
   for (size_t t = 0; t < tensors.size(); ++t) {
     const TensorInfo &info = tensors[t];

@@ -471,9 +471,8 @@ void Emitter::headCoefficients(HeadCoefficientsOp op) {
 /// The learned columns of the [2, H] gradient, as [2, N].
 void Emitter::headCoefficientsGrad(HeadCoefficientsGradOp op) {
   Value grad = buffer(op.getGradOutput()), out = buffer(op.getGradLearned());
-  const int64_t H =
-                    cast<ShapedType>(op.getGradOutput().getType()).getDimSize(1),
-                N = int64_t(op.getLearnable().size());
+  auto type = cast<ShapedType>(op.getGradOutput().getType());
+  const int64_t H = type.getDimSize(1), N = int64_t(op.getLearnable().size());
   for (auto [column, h] : llvm::enumerate(op.getLearnable()))
     for (int64_t row = 0; row < 2; ++row)
       lb.store(lb.load(grad, lb.index(row * H + h)), out,
@@ -551,7 +550,8 @@ LogicalResult Emitter::emitOp(Operation *op) {
                });
         return success();
       })
-      .Case([&](HeadCoefficientsOp a) { return headCoefficients(a), success(); })
+      .Case(
+          [&](HeadCoefficientsOp a) { return headCoefficients(a), success(); })
       .Case([&](HeadCoefficientsGradOp a) {
         return headCoefficientsGrad(a), success();
       })
@@ -595,10 +595,9 @@ LogicalResult Emitter::emitOp(Operation *op) {
           return failure();
         LAP_CALL(attention_forward, buf(a.getResult()), *lse, buf(a.getQ()),
                  buf(a.getK()), buf(a.getV()), coefficientsOf(a),
-                 dimArg(a.getQ(), 0),
-                 dimArg(a.getQ(), 1), dimArg(a.getK(), 1), i64(a.getNumHeads()),
-                 i64(a.getNumKvHeads()), dimArg(a.getQ(), 3), f32(a.getScale()),
-                 i32(a.getCausal()));
+                 dimArg(a.getQ(), 0), dimArg(a.getQ(), 1), dimArg(a.getK(), 1),
+                 i64(a.getNumHeads()), i64(a.getNumKvHeads()),
+                 dimArg(a.getQ(), 3), f32(a.getScale()), i32(a.getCausal()));
         return success();
       })
       .Case([&](CachedAttentionOp a) {
@@ -620,11 +619,11 @@ LogicalResult Emitter::emitOp(Operation *op) {
         LAP_CALL(attention_backward, buf(a.getGradQ()), buf(a.getGradK()),
                  buf(a.getGradV()), optional(a.getGradCoefficients()),
                  buf(a.getGradOutput()), buf(a.getQ()), buf(a.getK()),
-                 buf(a.getV()), buf(a.getOutput()), *lse, coefficientsOf(forward),
-                 dimArg(a.getQ(), 0), dimArg(a.getQ(), 1),
-                 dimArg(a.getK(), 1), i64(forward.getNumHeads()),
-                 i64(forward.getNumKvHeads()), dimArg(a.getQ(), 3),
-                 f32(a.getScale()), i32(a.getCausal()));
+                 buf(a.getV()), buf(a.getOutput()), *lse,
+                 coefficientsOf(forward), dimArg(a.getQ(), 0),
+                 dimArg(a.getQ(), 1), dimArg(a.getK(), 1),
+                 i64(forward.getNumHeads()), i64(forward.getNumKvHeads()),
+                 dimArg(a.getQ(), 3), f32(a.getScale()), i32(a.getCausal()));
         return success();
       })
       .Case([&](LinearOp a) {

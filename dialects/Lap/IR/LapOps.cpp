@@ -166,8 +166,8 @@ static LogicalResult verifyAttention(Operation *op, RankedTensorType q,
              << heads << "] (alpha, then beta, per head), got "
              << shapeString(type);
     int64_t T = q.getDimSize(1), S = k.getDimSize(1);
-    if (cross || (!ShapedType::isDynamic(T) && !ShapedType::isDynamic(S) &&
-                  T != S))
+    if (cross ||
+        (!ShapedType::isDynamic(T) && !ShapedType::isDynamic(S) && T != S))
       return op->emitOpError("coefficients given as a tensor may add the "
                              "query's own value and need square "
                              "self-attention");
@@ -288,18 +288,17 @@ LogicalResult HeadCoefficientsOp::verify() {
   if (learned < 0 || heads < 0)
     return emitOpError("takes [2, N] learned coefficients to [2, H]");
   if (learned != int64_t(getLearnable().size()))
-    return emitOpError("learns ")
-           << getLearnable().size() << " heads but has " << learned
-           << " learned columns";
-  if (int64_t(getAlpha().size()) != heads ||
-      int64_t(getBeta().size()) != heads)
+    return emitOpError("learns ") << getLearnable().size() << " heads but has "
+                                  << learned << " learned columns";
+  if (int64_t(getAlpha().size()) != heads || int64_t(getBeta().size()) != heads)
     return emitOpError("alpha and beta must have one entry per head (")
            << heads << ")";
   if (failed(verifyLearnable(*this, getLearnable(), heads)))
     return failure();
   for (int64_t h : getLearnable())
     if (getAlpha()[h] != 0 || getBeta()[h] != 0)
-      return emitOpError("head ") << h << " is learned; its fixed entries must be 0";
+      return emitOpError("head ")
+             << h << " is learned; its fixed entries must be 0";
   return success();
 }
 
@@ -309,9 +308,8 @@ LogicalResult HeadCoefficientsGradOp::verify() {
   if (learned < 0 || heads < 0)
     return emitOpError("takes a [2, H] gradient to [2, N]");
   if (learned != int64_t(getLearnable().size()))
-    return emitOpError("learns ")
-           << getLearnable().size() << " heads but has " << learned
-           << " learned columns";
+    return emitOpError("learns ") << getLearnable().size() << " heads but has "
+                                  << learned << " learned columns";
   return verifyLearnable(*this, getLearnable(), heads);
 }
 

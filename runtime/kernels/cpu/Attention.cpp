@@ -748,9 +748,8 @@ void attentionBackward(float *dq, float *dk, float *dv, float *dcoefficients,
   float *partials =
       chunks > 1 ? threadBuffer(1, (chunks - 1) * dqSize) : nullptr;
 
-  const BackwardArgs a{dq,  dk, dv,           dout,
-                       q,   k,  v,            o,
-                       lse, coefficients, coefficients + H};
+  const BackwardArgs a{
+      dq, dk, dv, dout, q, k, v, o, lse, coefficients, coefficients + H};
   // Per task [2, G] sums for the coefficients' gradients, added in task
   // order at the end: the result does not depend on the thread count.
   std::vector<double> sums(dcoefficients ? size_t(groups * chunks * 2 * G) : 0);

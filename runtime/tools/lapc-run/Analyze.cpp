@@ -74,15 +74,14 @@ std::vector<LearnedHead> learnedHeads(const LoadedModel &model,
         continue;
       if (p.elements != 2 * int64_t(heads.size()))
         throw std::runtime_error(model.path() + ": " + name + " holds " +
-                                 std::to_string(p.elements) +
-                                 " values for " +
+                                 std::to_string(p.elements) + " values for " +
                                  std::to_string(heads.size()) +
                                  " learned heads");
       const float *c = params + p.offset;
       for (size_t i = 0; i < heads.size(); ++i) {
         dsl::HeadKind kind = a.kind(a.layers[l][size_t(heads[i])]);
-        out.push_back({int64_t(l), heads[i], std::string(kind.name),
-                       c[i], c[heads.size() + i], kind.alpha, kind.beta});
+        out.push_back({int64_t(l), heads[i], std::string(kind.name), c[i],
+                       c[heads.size() + i], kind.alpha, kind.beta});
       }
     }
   }
@@ -374,8 +373,8 @@ void printTable(const std::vector<ModelGeometry> &models) {
     if (m.learned.empty())
       continue;
     fmt::print("\n{}: learned heads, O = alpha P V + beta V\n", m.name);
-    fmt::print("{:>5} {:>4}  {:<12} {:>9} {:>9}  {}\n", "layer", "head",
-               "kind", "alpha", "beta", "start");
+    fmt::print("{:>5} {:>4}  {:<12} {:>9} {:>9}  {}\n", "layer", "head", "kind",
+               "alpha", "beta", "start");
     for (const LearnedHead &h : m.learned)
       fmt::print("{:>5} {:>4}  {:<12} {:>9.4f} {:>9.4f}  ({:g}, {:g})\n",
                  h.layer, h.head, h.kind, h.alpha, h.beta, h.startAlpha,

@@ -150,8 +150,7 @@ void referenceBackward(const Problem &p, Vec &dq, Vec &dk, Vec &dv,
   const Shape &s = p.s;
   Vec q = toDouble(p.q), k = toDouble(p.k), v = toDouble(p.v);
   Vec g = toDouble(p.g), o, lse, P;
-  referenceForward(s, q, k, v, toDouble(p.alpha), toDouble(p.beta), o, lse,
-                   &P);
+  referenceForward(s, q, k, v, toDouble(p.alpha), toDouble(p.beta), o, lse, &P);
   dq.assign(q.size(), 0.0);
   dk.assign(k.size(), 0.0);
   dv.assign(v.size(), 0.0);
@@ -262,9 +261,8 @@ Backward runBackward(const Problem &p, const Forward &f, bool learned = false) {
   lap_cpu_attention_backward(
       g.dq.data(), g.dk.data(), g.dv.data(),
       learned ? g.dcoefficients.data() : nullptr, p.g.data(), p.q.data(),
-      p.k.data(), p.v.data(), f.o.data(), f.lse.data(),
-      p.coefficients().data(), s.B, s.T, s.S, s.H, s.KV, s.D, float(s.scale),
-      s.causal);
+      p.k.data(), p.v.data(), f.o.data(), f.lse.data(), p.coefficients().data(),
+      s.B, s.T, s.S, s.H, s.KV, s.D, float(s.scale), s.causal);
   return g;
 }
 
@@ -513,9 +511,9 @@ TEST(AttentionDecode, MatchesWholeSequenceReference) {
       std::vector<float> o(s.B * chunk * qRow, NAN);
       lap_cpu_attention_decode(o.data(), kCache.data(), vCache.data(),
                                rows(p.q, qRow).data(), rows(p.k, kvRow).data(),
-                               rows(p.v, kvRow).data(),
-                               p.coefficients().data(), s.B, chunk, first,
-                               capacity, s.H, s.KV, s.D, float(s.scale));
+                               rows(p.v, kvRow).data(), p.coefficients().data(),
+                               s.B, chunk, first, capacity, s.H, s.KV, s.D,
+                               float(s.scale));
       for (int64_t b = 0; b < s.B; ++b)
         std::copy(o.begin() + b * chunk * qRow,
                   o.begin() + (b + 1) * chunk * qRow,

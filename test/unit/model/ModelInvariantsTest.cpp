@@ -130,8 +130,7 @@ TEST(ModelInvariantsTest, ParameterTableDoesNotDependOnHeadKinds) {
     EXPECT_LE(end, attn.parameterElements());
     EXPECT_EQ(derivedParameters(attn), sum);
     for (const Variant &v : kVariants) {
-      if (std::string(v.name).rfind(family, 0) != 0 ||
-          v.attention[0] == '\0' ||
+      if (std::string(v.name).rfind(family, 0) != 0 || v.attention[0] == '\0' ||
           std::string(v.name).find("learnable") != std::string::npos)
         continue;
       SCOPED_TRACE(v.name);
