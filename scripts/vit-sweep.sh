@@ -5,6 +5,8 @@
 # print the table of test accuracy and loss, mean ± std over the seeds.
 # Interrupted (Ctrl-C), the same command continues where it stopped.
 #
+#   SWEEP_SPEC   the sweep (default specs/sweeps/vit_tiny.yaml; also
+#                specs/sweeps/vit_tiny_learned.yaml: learned head kinds)
 #   SWEEP_STEPS  optimizer steps per variant (default 150, of 128 images)
 #   SWEEP_DIR    where the sweep goes (default: runs/vit-sweep)
 #   SWEEP_JOBS   variants trained at once (default 1)
@@ -13,6 +15,7 @@ cd "$(dirname "$0")/.."
 scripts/build.sh lapc lapc-run
 steps=${SWEEP_STEPS:-150}
 out=${SWEEP_DIR:-runs/vit-sweep}
-echo "== lapc-run sweep specs/sweeps/vit_tiny.yaml --out $out --steps $steps"
-build/bin/lapc-run sweep specs/sweeps/vit_tiny.yaml --out "$out" --steps "$steps" \
+spec=${SWEEP_SPEC:-specs/sweeps/vit_tiny.yaml}
+echo "== lapc-run sweep $spec --out $out --steps $steps"
+build/bin/lapc-run sweep "$spec" --out "$out" --steps "$steps" \
   --jobs "${SWEEP_JOBS:-1}"
