@@ -807,6 +807,16 @@ LogicalResult Emitter::emitOp(Operation *op) {
                  f32(a.getLabelSmoothing()), f32(a.getSoftcap()));
         return success();
       })
+      .Case([&](LinearCrossEntropyOp a) {
+        auto weight = cast<ShapedType>(a.getWeight().getType());
+        LAP_CALL(linear_cross_entropy, buf(a.getLoss()), buf(a.getGradInput()),
+                 buf(a.getGradWeight()), buf(a.getGradLoss()),
+                 buf(a.getInput()), buf(a.getWeight()), ibuf(a.getTargets()),
+                 rowsArg(a.getInput()), lastArg(a.getInput()),
+                 i64(weight.getDimSize(0)), f32(a.getLabelSmoothing()),
+                 f32(a.getSoftcap()));
+        return success();
+      })
       .Case<SoftCrossEntropyOp, BCEWithLogitsOp, DinoLossOp>([&](Operation *a) {
         lap_row_loss kind = rowLossKind(a->getName().stripDialect());
         auto temperature = a->getAttrOfType<FloatAttr>("temperature");

@@ -641,6 +641,30 @@ LogicalResult CrossEntropyGradOp::verify() {
   return success();
 }
 
+LogicalResult LinearCrossEntropyOp::verify() {
+  RankedTensorType input = getInput().getType(), weight = getWeight().getType(),
+                   targets = getTargets().getType();
+  if (weight.getRank() != 2 || input.getRank() < 1 ||
+      input.isDynamicDim(input.getRank() - 1) ||
+      weight.getDimSize(1) != input.getShape().back())
+    return emitOpError("expects input [..., C] and weight [V, C], got ")
+           << shapeString(input) << " and " << shapeString(weight);
+  if (targets.getRank() != input.getRank() - 1)
+    return emitOpError("targets ")
+           << shapeString(targets) << " must be the input's shape "
+           << shapeString(input) << " without the features";
+  for (int64_t d = 0; d < targets.getRank(); ++d)
+    if (!compatible(input.getDimSize(d), targets.getDimSize(d)))
+      return emitOpError("targets dimension ")
+             << d << " differs from the input's";
+  float smoothing = getLabelSmoothing().convertToFloat();
+  if (smoothing < 0 || smoothing > 1)
+    return emitOpError("label_smoothing must be in [0, 1]");
+  if (getSoftcap().convertToFloat() < 0)
+    return emitOpError("softcap must not be negative");
+  return success();
+}
+
 LogicalResult PatchifyGradOp::verify() {
   RankedTensorType dy = getGradOutput().getType(),
                    images = getGradImages().getType();

@@ -609,6 +609,34 @@ def Lap_AttentionGradOp : Lap_Op<"attention_grad", [Pure,
   let hasVerifier = 1;
 }
 
+def Lap_LinearCrossEntropyOp : Lap_Op<"linear_cross_entropy", [Pure,
+    AllTypesMatch<["grad_loss", "loss"]>, AllTypesMatch<["input", "grad_input"]>,
+    AllTypesMatch<["weight", "grad_weight"]>]> {
+  let summary = "an output layer and its cross-entropy, with their gradients";
+  let description = [{
+    What lap.linear %input, %weight (no bias), lap.cross_entropy of its
+    logits, and their gradients for `grad_loss` compute, in one op
+    (`--lap-fuse` makes it in a training step): the loss, and the gradients
+    of `input` [..., C] and `weight` [V, C]. The kernels make the logits a
+    chunk of rows at a time and never hold [..., V] whole.
+
+    ```mlir
+    %loss, %dx, %dw = lap.linear_cross_entropy %dloss, %x, %w, %targets {softcap = 15.0 : f32}
+         : tensor<f32>, tensor<?x?x64xf32>, tensor<256x64xf32>, tensor<?x?xi32>
+    ```
+  }];
+  let arguments = (ins TensorRankOf<[F32], [0]>:$grad_loss, Lap_FloatTensor:$input,
+                       Lap_FloatTensor:$weight, RankedTensorOf<[I32]>:$targets,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$softcap);
+  let results = (outs 0DTensorOf<[F32]>:$loss, Lap_FloatTensor:$grad_input,
+                      Lap_FloatTensor:$grad_weight);
+  let assemblyFormat = [{
+    $grad_loss `,` $input `,` $weight `,` $targets attr-dict `:` type($grad_loss) `,` type($input) `,` type($weight) `,` type($targets)
+  }];
+  let hasVerifier = 1;
+}
+
 def Lap_LinearGradOp : Lap_Op<"linear_grad", [Pure,
     AllTypesMatch<["input", "grad_input"]>, AllTypesMatch<["weight", "grad_weight"]>]> {
   let summary = "dx = dy W, dW = dy^T x, db = sum dy (over leading dimensions)";

@@ -99,11 +99,60 @@ struct FuseResidualBranch : OpRewritePattern<AddOp> {
   }
 };
 
+/// In a training step, an output layer whose logits feed only a
+/// cross-entropy and its gradient, lap.linear (no bias) -> lap.cross_entropy
+/// with lap.cross_entropy_grad -> lap.linear_grad, becomes one
+/// lap.linear_cross_entropy at the place of the linear_grad, so that the
+/// logits are never whole in memory. The loss must not be read before it.
+struct FuseLinearIntoCrossEntropy : OpRewritePattern<LinearGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(LinearGradOp grad,
+                                PatternRewriter &rewriter) const override {
+    auto lossGrad = grad.getGradOutput().getDefiningOp<CrossEntropyGradOp>();
+    if (!lossGrad || !lossGrad->hasOneUse() || !grad.getGradBias().use_empty())
+      return failure();
+    auto linear = lossGrad.getLogits().getDefiningOp<LinearOp>();
+    if (!linear || linear.getBias() || linear.getInput() != grad.getInput() ||
+        linear.getWeight() != grad.getWeight())
+      return failure();
+    CrossEntropyOp loss;
+    for (Operation *user : linear->getUsers()) {
+      if (user == lossGrad)
+        continue;
+      auto ce = dyn_cast<CrossEntropyOp>(user);
+      if (!ce || loss || ce.getTargets() != lossGrad.getTargets() ||
+          ce.getLabelSmoothing() != lossGrad.getLabelSmoothing() ||
+          ce.getSoftcap() != lossGrad.getSoftcap())
+        return failure();
+      loss = ce;
+    }
+    if (!loss || llvm::any_of(loss->getUsers(), [&](Operation *user) {
+          return !grad->isBeforeInBlock(user);
+        }))
+      return failure();
+    rewriter.setInsertionPoint(grad);
+    auto fused = rewriter.create<LinearCrossEntropyOp>(
+        grad.getLoc(), loss.getLoss().getType(), grad.getGradInput().getType(),
+        grad.getGradWeight().getType(), lossGrad.getGradLoss(),
+        linear.getInput(), linear.getWeight(), loss.getTargets(),
+        loss.getLabelSmoothingAttr(), loss.getSoftcapAttr());
+    rewriter.replaceAllUsesWith(loss.getLoss(), fused.getLoss());
+    rewriter.replaceAllUsesWith(grad.getGradInput(), fused.getGradInput());
+    rewriter.replaceAllUsesWith(grad.getGradWeight(), fused.getGradWeight());
+    rewriter.eraseOp(grad);
+    rewriter.eraseOp(lossGrad);
+    rewriter.eraseOp(loss);
+    rewriter.eraseOp(linear);
+    return success();
+  }
+};
+
 struct Fuse : lap::impl::LapFuseBase<Fuse> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseSoftcapIntoCrossEntropy, FuseResidualBranch>(
-        &getContext());
+    patterns.add<FuseSoftcapIntoCrossEntropy, FuseResidualBranch,
+                 FuseLinearIntoCrossEntropy>(&getContext());
     if (failed(
             applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

@@ -76,6 +76,13 @@ def LapFuse : Pass<"lap-fuse"> {
       never stored (in @train_step, where the logits are not returned; for a
       65,536-token vocabulary that is the largest tensor of the step).
 
+    - In a training step, the output layer whose logits only feed
+      cross-entropy, `lap.linear` (no bias) -> `lap.cross_entropy` with
+      `lap.cross_entropy_grad` -> `lap.linear_grad`, becomes one
+      `lap.linear_cross_entropy` (loss and both gradients) at the place of
+      the linear_grad: its kernel makes the logits a chunk of rows at a
+      time, so neither [B, T, V] logits nor their gradient are stored.
+
     - A residual branch `lap.add(x, lap.drop_path(lap.layer_scale(y, g)))`
       (or with only one of drop path and LayerScale) becomes one
       `lap.residual_add`: one pass over the activations instead of three.

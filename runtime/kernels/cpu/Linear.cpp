@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/kernels/cpu/Gemm.h"
 #include "runtime/kernels/cpu/Kernels.h"
 #include "runtime/kernels/cpu/Parallel.h"
 
@@ -16,29 +17,29 @@
 #include <cstring>
 #include <vector>
 
+using lap::cpu::gemm;
 using lap::cpu::parallelFor;
 
-namespace {
-
-/// C [M, N] = op(A) op(B), row-major. The kernels have no error channel and
-/// a failed GEMM would silently train on garbage, so failure aborts.
-void gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
-          const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
-          int64_t ldc) {
+void lap::cpu::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
+                    const float *A, int64_t lda, const float *B, int64_t ldb,
+                    float beta, float *C, int64_t ldc) {
   if (M <= 0 || N <= 0)
     return;
   if (K <= 0) {
     for (int64_t i = 0; i < M; ++i)
-      std::memset(C + i * ldc, 0, N * sizeof(float));
+      for (int64_t j = 0; j < N; ++j)
+        C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
     return;
   }
   dnnl_status_t status =
-      dnnl_sgemm(transa, transb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
+      dnnl_sgemm(transa, transb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
   if (status != dnnl_success) {
     std::fprintf(stderr, "lap: dnnl_sgemm failed (status %d)\n", int(status));
     std::abort();
   }
 }
+
+namespace {
 
 /// Rows per parallel chunk so that a chunk is worth waking a thread for.
 int64_t rowGrain(int64_t width) {
@@ -78,7 +79,7 @@ void columnSums(float *__restrict db, const float *__restrict dy, int64_t n,
 extern "C" void lap_cpu_linear_forward(float *y, const float *x, const float *w,
                                        const float *b, int64_t n, int64_t in,
                                        int64_t out) {
-  gemm('N', 'T', n, out, in, x, in, w, in, y, out);
+  gemm('N', 'T', n, out, in, x, in, w, in, 0.0f, y, out);
   if (!b)
     return;
   parallelFor(n, rowGrain(out), [&](int64_t begin, int64_t end) {
@@ -96,9 +97,9 @@ extern "C" void lap_cpu_linear_backward(float *dx, float *dw, float *db,
                                         const float *w, int64_t n, int64_t in,
                                         int64_t out) {
   if (dx)
-    gemm('N', 'N', n, in, out, dy, out, w, in, dx, in);
+    gemm('N', 'N', n, in, out, dy, out, w, in, 0.0f, dx, in);
   if (dw)
-    gemm('T', 'N', out, in, n, dy, out, x, in, dw, in);
+    gemm('T', 'N', out, in, n, dy, out, x, in, 0.0f, dw, in);
   if (db)
     columnSums(db, dy, n, out);
 }

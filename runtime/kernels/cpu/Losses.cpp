@@ -5,10 +5,13 @@
 // in L1 (the block's max first, then its exponentials against the running
 // max). exp and tanh are inline polynomials so the element loops vectorise;
 // libm's are calls the vectoriser cannot widen. Row results are summed in row
-// order, so the losses do not depend on the thread count.
+// order, so the losses do not depend on the thread count. The lm_head's
+// cross-entropy also comes fused with its linear layer, forward and
+// backward, a chunk of rows at a time (no [n, V] logits in memory).
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/kernels/cpu/Gemm.h"
 #include "runtime/kernels/cpu/Kernels.h"
 #include "runtime/kernels/cpu/Parallel.h"
 
@@ -19,6 +22,7 @@
 #include <type_traits>
 #include <vector>
 
+using lap::cpu::gemm;
 using lap::cpu::parallelFor;
 
 namespace {
@@ -134,28 +138,59 @@ int64_t rowGrain(int64_t width) {
 /// target outside [0, V), which the runtime rejects before a step.
 bool counted(int32_t target, int64_t V) { return target >= 0 && target < V; }
 
+/// Row i's loss, -sum_k q_k log p_k with q = (1 - s) onehot + s / V.
+template <typename Map>
+double crossEntropyRowLoss(const float *row, int32_t target, int64_t V,
+                           float smoothing, Map map) {
+  RowStats st = rowStats(row, V, map);
+  return double(st.lse) - (1.0 - smoothing) * map(row[target]) -
+         smoothing / double(V) * st.sumZ;
+}
+
+/// d [V] = g (softmax(map(row)) - q), times the cap's derivative with a
+/// softcap, for counted target t. d may be row itself (in place).
+template <typename Map>
+void crossEntropyRowGrad(float *d, const float *row, int32_t t, int64_t V,
+                         float g, float smoothing, Map map) {
+  const float lse = rowStats(row, V, map).lse, uniform = smoothing / float(V);
+  const float own = row[t];
+  if constexpr (std::is_same_v<Map, Softcap>) {
+    // Computes tanh once per element for both the softmax and the slope.
+    for (int64_t j = 0; j < V; ++j) {
+      float th = tanhApprox(row[j] * map.invCap);
+      float p = expApprox(map.cap * th - lse);
+      d[j] = g * (p - uniform) * (1.0f - th * th);
+    }
+    d[t] -= g * (1.0f - smoothing) * map.slope(own);
+  } else {
+    for (int64_t j = 0; j < V; ++j)
+      d[j] = g * (expApprox(map(row[j]) - lse) - uniform);
+    d[t] -= g * (1.0f - smoothing);
+  }
+}
+
+int64_t countedRows(const int32_t *targets, int64_t n, int64_t V) {
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; ++i)
+    count += counted(targets[i], V);
+  return count;
+}
+
 template <typename Map>
 void crossEntropyForward(float *loss, const float *logits,
                          const int32_t *targets, int64_t n, int64_t V,
                          float smoothing, Map map) {
   std::vector<double> rowLoss(n, 0.0);
   parallelFor(n, rowGrain(V), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      if (!counted(targets[i], V))
-        continue;
-      const float *row = logits + i * V;
-      RowStats st = rowStats(row, V, map);
-      // -sum_k q_k log p_k with q = (1 - s) onehot + s / V.
-      rowLoss[i] = double(st.lse) - (1.0 - smoothing) * map(row[targets[i]]) -
-                   smoothing / double(V) * st.sumZ;
-    }
+    for (int64_t i = begin; i < end; ++i)
+      if (counted(targets[i], V))
+        rowLoss[i] =
+            crossEntropyRowLoss(logits + i * V, targets[i], V, smoothing, map);
   });
   double total = 0.0;
-  int64_t count = 0;
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < n; ++i)
     total += rowLoss[i];
-    count += counted(targets[i], V);
-  }
+  int64_t count = countedRows(targets, n, V);
   *loss = count ? float(total / double(count)) : 0.0f;
 }
 
@@ -163,36 +198,74 @@ template <typename Map>
 void crossEntropyBackward(float *dlogits, float dloss, const float *logits,
                           const int32_t *targets, int64_t n, int64_t V,
                           float smoothing, Map map) {
-  int64_t count = 0;
-  for (int64_t i = 0; i < n; ++i)
-    count += counted(targets[i], V);
+  int64_t count = countedRows(targets, n, V);
   float g = count ? dloss / float(count) : 0.0f;
-  float uniform = smoothing / float(V);
   parallelFor(n, rowGrain(V), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      float *__restrict d = dlogits + i * V;
-      const float *__restrict row = logits + i * V;
-      if (!counted(targets[i], V)) {
-        std::memset(d, 0, V * sizeof(float));
-        continue;
-      }
-      float lse = rowStats(row, V, map).lse;
-      int32_t t = targets[i];
-      if constexpr (std::is_same_v<Map, Softcap>) {
-        // Computes tanh once per element for both the softmax and the slope.
-        for (int64_t j = 0; j < V; ++j) {
-          float th = tanhApprox(row[j] * map.invCap);
-          float p = expApprox(map.cap * th - lse);
-          d[j] = g * (p - uniform) * (1.0f - th * th);
-        }
-        d[t] -= g * (1.0f - smoothing) * map.slope(row[t]);
-      } else {
-        for (int64_t j = 0; j < V; ++j)
-          d[j] = g * (expApprox(map(row[j]) - lse) - uniform);
-        d[t] -= g * (1.0f - smoothing);
-      }
+      if (!counted(targets[i], V))
+        std::memset(dlogits + i * V, 0, V * sizeof(float));
+      else
+        crossEntropyRowGrad(dlogits + i * V, logits + i * V, targets[i], V, g,
+                            smoothing, map);
     }
   });
+}
+
+/// The rows of logits computed at a time by the fused lm_head and
+/// cross-entropy: 16 MiB of them, kept between calls (fresh pages would
+/// fault on every call otherwise).
+constexpr int64_t kChunkFloats = int64_t(1) << 22;
+
+float *chunkBuffer(int64_t floats) {
+  thread_local std::vector<float> buffer;
+  if (int64_t(buffer.size()) < floats)
+    buffer.resize(size_t(floats));
+  return buffer.data();
+}
+
+/// By chunks of rows: logits = x W^T, each row's loss and (in place) its
+/// gradient, then dx = dlogits W and dW += dlogits^T x. Row losses are
+/// summed in row order as in crossEntropyForward, so the loss is the
+/// unfused one bit for bit.
+template <typename Map>
+void linearCrossEntropy(float *loss, float *dx, float *dw, float dloss,
+                        const float *x, const float *w, const int32_t *targets,
+                        int64_t n, int64_t C, int64_t V, float smoothing,
+                        Map map) {
+  const int64_t count = countedRows(targets, n, V);
+  const float g = count ? dloss / float(count) : 0.0f;
+  const int64_t rows = std::clamp<int64_t>(
+      kChunkFloats / std::max<int64_t>(V, 1), 1, std::max<int64_t>(n, 1));
+  float *logits = chunkBuffer(rows * V);
+  std::vector<double> rowLoss(static_cast<size_t>(rows));
+  double total = 0.0;
+  if (n == 0 && dw)
+    std::fill(dw, dw + V * C, 0.0f);
+  for (int64_t r0 = 0; r0 < n; r0 += rows) {
+    const int64_t m = std::min(rows, n - r0);
+    const float *xc = x + r0 * C;
+    const int32_t *tc = targets + r0;
+    gemm('N', 'T', m, V, C, xc, C, w, C, 0.0f, logits, V);
+    parallelFor(m, rowGrain(V), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        float *row = logits + i * V;
+        rowLoss[size_t(i)] = 0.0;
+        if (!counted(tc[i], V)) {
+          std::memset(row, 0, V * sizeof(float));
+          continue;
+        }
+        rowLoss[size_t(i)] = crossEntropyRowLoss(row, tc[i], V, smoothing, map);
+        crossEntropyRowGrad(row, row, tc[i], V, g, smoothing, map);
+      }
+    });
+    for (int64_t i = 0; i < m; ++i)
+      total += rowLoss[size_t(i)];
+    if (dx)
+      gemm('N', 'N', m, C, V, logits, V, w, C, 0.0f, dx + r0 * C, C);
+    if (dw)
+      gemm('T', 'N', V, C, m, logits, V, xc, C, r0 == 0 ? 0.0f : 1.0f, dw, C);
+  }
+  *loss = count ? float(total / double(count)) : 0.0f;
 }
 
 /// log(1 + exp(-|l|)) + max(l, 0) - l t: BCE of sigmoid(l) against t,
@@ -227,6 +300,19 @@ lap_cpu_cross_entropy_backward(float *dlogits, const float *dloss,
   else
     crossEntropyBackward(dlogits, *dloss, logits, targets, n, V,
                          label_smoothing, Identity{});
+}
+
+extern "C" void
+lap_cpu_linear_cross_entropy(float *loss, float *dx, float *dw,
+                             const float *dloss, const float *x, const float *w,
+                             const int32_t *targets, int64_t n, int64_t C,
+                             int64_t V, float label_smoothing, float softcap) {
+  if (softcap > 0.0f)
+    linearCrossEntropy(loss, dx, dw, *dloss, x, w, targets, n, C, V,
+                       label_smoothing, Softcap{softcap, 1.0f / softcap});
+  else
+    linearCrossEntropy(loss, dx, dw, *dloss, x, w, targets, n, C, V,
+                       label_smoothing, Identity{});
 }
 
 // Kinds 0 and 2 are the same loss at temperature 1 and T: with z = l / T,

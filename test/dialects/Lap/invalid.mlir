@@ -753,3 +753,19 @@ func.func @f16(%a: tensor<?x8xf16>) -> tensor<?x8xf16> {
   %c = lap.relu2 %a : tensor<?x8xf16>
   return %c : tensor<?x8xf16>
 }
+
+// -----
+
+func.func @linear_cross_entropy_widths(%one: tensor<f32>, %x: tensor<?x?x8xf32>, %w: tensor<64x4xf32>, %t: tensor<?x?xi32>) {
+  // expected-error @+1 {{expects input [..., C] and weight [V, C], got [?, ?, 8] and [64, 4]}}
+  %loss, %dx, %dw = lap.linear_cross_entropy %one, %x, %w, %t : tensor<f32>, tensor<?x?x8xf32>, tensor<64x4xf32>, tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @linear_cross_entropy_targets(%one: tensor<f32>, %x: tensor<?x?x8xf32>, %w: tensor<64x8xf32>, %t: tensor<?xi32>) {
+  // expected-error @+1 {{targets [?] must be the input's shape [?, ?, 8] without the features}}
+  %loss, %dx, %dw = lap.linear_cross_entropy %one, %x, %w, %t : tensor<f32>, tensor<?x?x8xf32>, tensor<64x8xf32>, tensor<?xi32>
+  return
+}

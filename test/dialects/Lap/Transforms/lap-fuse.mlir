@@ -103,3 +103,53 @@ func.func @plain_add(%x: tensor<?x?x64xf32>, %y: tensor<?x?x64xf32>) -> tensor<?
   %r = lap.add %x, %y : tensor<?x?x64xf32>
   return %r : tensor<?x?x64xf32>
 }
+
+// -----
+
+// A training step's output layer: linear, softcapped cross-entropy and
+// their gradients become one lap.linear_cross_entropy where the
+// linear_grad was; nothing of [B, T, V] is left.
+// CHECK-LABEL: func @output_layer_into_cross_entropy
+// CHECK-SAME: (%[[X:.*]]: tensor<?x?x8xf32>, %[[W:.*]]: tensor<64x8xf32>, %[[T:.*]]: tensor<?x?xi32>, %[[ONE:.*]]: tensor<f32>)
+// CHECK-NEXT: %[[LOSS:.*]], %[[DX:.*]], %[[DW:.*]] = lap.linear_cross_entropy %[[ONE]], %[[X]], %[[W]], %[[T]] {label_smoothing = 1.000000e-01 : f32, softcap = 1.500000e+01 : f32} : tensor<f32>, tensor<?x?x8xf32>, tensor<64x8xf32>, tensor<?x?xi32>
+// CHECK-NEXT: return %[[LOSS]], %[[DX]], %[[DW]]
+func.func @output_layer_into_cross_entropy(%x: tensor<?x?x8xf32>, %w: tensor<64x8xf32>, %t: tensor<?x?xi32>, %one: tensor<f32>)
+    -> (tensor<f32>, tensor<?x?x8xf32>, tensor<64x8xf32>) {
+  %l = lap.linear %x, %w : (tensor<?x?x8xf32>, tensor<64x8xf32>) -> tensor<?x?x64xf32>
+  %c = lap.softcap %l {cap = 15.0 : f32} : tensor<?x?x64xf32>
+  %loss = lap.cross_entropy %c, %t {label_smoothing = 0.1 : f32} : tensor<?x?x64xf32>, tensor<?x?xi32> -> tensor<f32>
+  %dc = lap.cross_entropy_grad %one, %c, %t {label_smoothing = 0.1 : f32} : tensor<f32>, tensor<?x?x64xf32>, tensor<?x?xi32>
+  %dl = lap.softcap_grad %dc, %l {cap = 15.0 : f32} : tensor<?x?x64xf32>
+  %dx, %dw, %db = lap.linear_grad %dl, %x, %w : tensor<?x?x64xf32>, tensor<?x?x8xf32>, tensor<64x8xf32> -> tensor<64xf32>
+  return %loss, %dx, %dw : tensor<f32>, tensor<?x?x8xf32>, tensor<64x8xf32>
+}
+
+// -----
+
+// Logits that are also returned, or read before the gradient, stay.
+// CHECK-LABEL: func @output_layer_logits_returned
+// CHECK: lap.linear %
+// CHECK: lap.linear_grad
+// CHECK-NOT: lap.linear_cross_entropy
+func.func @output_layer_logits_returned(%x: tensor<?x?x8xf32>, %w: tensor<64x8xf32>, %t: tensor<?x?xi32>, %one: tensor<f32>)
+    -> (tensor<f32>, tensor<?x?x64xf32>, tensor<?x?x8xf32>) {
+  %l = lap.linear %x, %w : (tensor<?x?x8xf32>, tensor<64x8xf32>) -> tensor<?x?x64xf32>
+  %loss = lap.cross_entropy %l, %t : tensor<?x?x64xf32>, tensor<?x?xi32> -> tensor<f32>
+  %dl = lap.cross_entropy_grad %one, %l, %t {label_smoothing = 0.0 : f32} : tensor<f32>, tensor<?x?x64xf32>, tensor<?x?xi32>
+  %dx, %dw, %db = lap.linear_grad %dl, %x, %w : tensor<?x?x64xf32>, tensor<?x?x8xf32>, tensor<64x8xf32> -> tensor<64xf32>
+  return %loss, %l, %dx : tensor<f32>, tensor<?x?x64xf32>, tensor<?x?x8xf32>
+}
+
+// -----
+
+// An output layer with a bias (its gradient would be lost) stays.
+// CHECK-LABEL: func @output_layer_with_bias
+// CHECK-NOT: lap.linear_cross_entropy
+func.func @output_layer_with_bias(%x: tensor<?x?x8xf32>, %w: tensor<64x8xf32>, %b: tensor<64xf32>, %t: tensor<?x?xi32>, %one: tensor<f32>)
+    -> (tensor<f32>, tensor<?x?x8xf32>, tensor<64xf32>) {
+  %l = lap.linear %x, %w, %b : (tensor<?x?x8xf32>, tensor<64x8xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  %loss = lap.cross_entropy %l, %t : tensor<?x?x64xf32>, tensor<?x?xi32> -> tensor<f32>
+  %dl = lap.cross_entropy_grad %one, %l, %t {label_smoothing = 0.0 : f32} : tensor<f32>, tensor<?x?x64xf32>, tensor<?x?xi32>
+  %dx, %dw, %db = lap.linear_grad %dl, %x, %w : tensor<?x?x64xf32>, tensor<?x?x8xf32>, tensor<64x8xf32> -> tensor<64xf32>
+  return %loss, %dx, %db : tensor<f32>, tensor<?x?x8xf32>, tensor<64xf32>
+}
