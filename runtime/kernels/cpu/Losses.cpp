@@ -138,22 +138,22 @@ int64_t rowGrain(int64_t width) {
 /// target outside [0, V), which the runtime rejects before a step.
 bool counted(int32_t target, int64_t V) { return target >= 0 && target < V; }
 
-/// Row i's loss, -sum_k q_k log p_k with q = (1 - s) onehot + s / V.
+/// A row's loss from its statistics, -sum_k q_k log p_k with
+/// q = (1 - s) onehot + s / V.
 template <typename Map>
-double crossEntropyRowLoss(const float *row, int32_t target, int64_t V,
-                           float smoothing, Map map) {
-  RowStats st = rowStats(row, V, map);
+double crossEntropyRowLoss(const float *row, const RowStats &st, int32_t target,
+                           int64_t V, float smoothing, Map map) {
   return double(st.lse) - (1.0 - smoothing) * map(row[target]) -
          smoothing / double(V) * st.sumZ;
 }
 
 /// d [V] = g (softmax(map(row)) - q), times the cap's derivative with a
-/// softcap, for counted target t. d may be row itself (in place).
+/// softcap, for counted target t; lse is the row's. d may be row itself (in
+/// place).
 template <typename Map>
-void crossEntropyRowGrad(float *d, const float *row, int32_t t, int64_t V,
-                         float g, float smoothing, Map map) {
-  const float lse = rowStats(row, V, map).lse, uniform = smoothing / float(V);
-  const float own = row[t];
+void crossEntropyRowGrad(float *d, const float *row, float lse, int32_t t,
+                         int64_t V, float g, float smoothing, Map map) {
+  const float uniform = smoothing / float(V), own = row[t];
   if constexpr (std::is_same_v<Map, Softcap>) {
     // Computes tanh once per element for both the softmax and the slope.
     for (int64_t j = 0; j < V; ++j) {
@@ -182,10 +182,12 @@ void crossEntropyForward(float *loss, const float *logits,
                          float smoothing, Map map) {
   std::vector<double> rowLoss(n, 0.0);
   parallelFor(n, rowGrain(V), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
+    for (int64_t i = begin; i < end; ++i) {
+      const float *row = logits + i * V;
       if (counted(targets[i], V))
-        rowLoss[i] =
-            crossEntropyRowLoss(logits + i * V, targets[i], V, smoothing, map);
+        rowLoss[i] = crossEntropyRowLoss(row, rowStats(row, V, map), targets[i],
+                                         V, smoothing, map);
+    }
   });
   double total = 0.0;
   for (int64_t i = 0; i < n; ++i)
@@ -205,8 +207,9 @@ void crossEntropyBackward(float *dlogits, float dloss, const float *logits,
       if (!counted(targets[i], V))
         std::memset(dlogits + i * V, 0, V * sizeof(float));
       else
-        crossEntropyRowGrad(dlogits + i * V, logits + i * V, targets[i], V, g,
-                            smoothing, map);
+        crossEntropyRowGrad(dlogits + i * V, logits + i * V,
+                            rowStats(logits + i * V, V, map).lse, targets[i], V,
+                            g, smoothing, map);
     }
   });
 }
@@ -254,8 +257,10 @@ void linearCrossEntropy(float *loss, float *dx, float *dw, float dloss,
           std::memset(row, 0, V * sizeof(float));
           continue;
         }
-        rowLoss[size_t(i)] = crossEntropyRowLoss(row, tc[i], V, smoothing, map);
-        crossEntropyRowGrad(row, row, tc[i], V, g, smoothing, map);
+        const RowStats st = rowStats(row, V, map);
+        rowLoss[size_t(i)] =
+            crossEntropyRowLoss(row, st, tc[i], V, smoothing, map);
+        crossEntropyRowGrad(row, row, st.lse, tc[i], V, g, smoothing, map);
       }
     });
     for (int64_t i = 0; i < m; ++i)
