@@ -5,7 +5,10 @@
 // lowest offset that does not overlap a placed value whose interval meets
 // theirs (greedy by size, as TFLite's arena planner does): near the lower
 // bound, the largest set of simultaneously live bytes, for transformer
-// steps, where big activations dominate.
+// steps, where big activations dominate. A result that only reinterprets
+// its operand's layout (lap.merge_heads: [B, T, H, D] as [B, T, H D]; and
+// dropout outside training) shares the operand's bytes: one interval for
+// both, no copy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,6 +75,16 @@ struct Interval {
   int64_t bytes, begin, end, offset = 0;
 };
 
+/// The operand whose bytes `op`'s result can be, unchanged: layout-only
+/// ops, and dropout and drop path outside a training step (they copy
+/// there).
+Value layoutSource(Operation *op, bool training) {
+  if (isa<MergeHeadsOp, MergeHeadsGradOp>(op) ||
+      (!training && isa<DropoutOp, DropPathOp>(op)))
+    return op->getOperand(0);
+  return Value();
+}
+
 /// Plans one function; returns the workspace size, or a failure (with an
 /// error on the op) for a tensor beyond kMaxPlannedBytes.
 FailureOr<int64_t> planFunction(func::FuncOp func, int64_t maxBatch,
@@ -88,7 +101,23 @@ FailureOr<int64_t> planFunction(func::FuncOp func, int64_t maxBatch,
     if (v.getDefiningOp() && returnCounts[v] == 1)
       outputs[v] = outputSlot(k);
 
+  // Layout-only results join their source's interval when both live in
+  // the workspace (not a batch argument, not an output).
+  const bool training = func.getName() == "train_step";
+  DenseMap<Value, Value> aliasOf;
+  auto rootOf = [&](Value v) {
+    while (aliasOf.count(v))
+      v = aliasOf.lookup(v);
+    return v;
+  };
+  for (Operation &op : body)
+    if (Value source = layoutSource(&op, training);
+        source && source.getDefiningOp() && !outputs.count(source) &&
+        !outputs.count(op.getResult(0)))
+      aliasOf[op.getResult(0)] = rootOf(source);
+
   std::vector<Interval> intervals;
+  DenseMap<Value, size_t> intervalOf;
   for (Operation &op : body) {
     for (Value result : op.getResults()) {
       auto type = dyn_cast<ShapedType>(result.getType());
@@ -105,6 +134,15 @@ FailureOr<int64_t> planFunction(func::FuncOp func, int64_t maxBatch,
           (result.use_empty() &&
            mayDropResult(&op, cast<OpResult>(result).getResultNumber())))
         continue;
+      if (auto root = aliasOf.find(result); root != aliasOf.end()) {
+        if (auto it = intervalOf.find(root->second); it != intervalOf.end()) {
+          Interval &shared = intervals[it->second];
+          shared.end = std::max(shared.end, lastUse(result, index));
+          continue;
+        }
+        aliasOf.erase(root); // its source has no workspace bytes
+      }
+      intervalOf[result] = intervals.size();
       intervals.push_back(
           {result, alignTo(bytes), index[&op], lastUse(result, index)});
     }
@@ -142,6 +180,9 @@ FailureOr<int64_t> planFunction(func::FuncOp func, int64_t maxBatch,
   DenseMap<Value, int64_t> offsets;
   for (Interval &i : intervals)
     offsets[i.value] = i.offset;
+  for (auto [alias, root] : aliasOf)
+    if (auto it = offsets.find(root); it != offsets.end())
+      offsets[alias] = it->second;
   Builder builder(func.getContext());
   for (Operation &op : body) {
     if (op.getNumResults() == 0)

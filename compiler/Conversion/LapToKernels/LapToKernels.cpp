@@ -179,6 +179,15 @@ private:
   void copy(Value to, Value from) {
     LAP_CALL(copy, F32Buffer{to}, buf(from), numelArg(from));
   }
+  /// Copies `from` into result `to`, unless the memory plan gave both the
+  /// same workspace bytes (a layout-only op).
+  void copyUnlessShared(Value to, Value from) {
+    auto slot = offsetsOf.find(from);
+    if (slot != offsetsOf.end() && slot->second >= 0 &&
+        slot->second == offsetsOf.lookup(to))
+      return;
+    copy(buffer(to), from);
+  }
 
   //--- Kernel arguments ----------------------------------------------------
   F32Buffer buf(Value v) { return {buffer(v)}; }
@@ -565,13 +574,14 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case<MergeHeadsOp, MergeHeadsGradOp>([&](Operation *a) {
-        // [B, T, H, D] and [B, T, H D] share one layout.
-        copy(buffer(a->getResult(0)), a->getOperand(0));
+        // [B, T, H, D] and [B, T, H D] share one layout: usually the plan
+        // gives both the same bytes.
+        copyUnlessShared(a->getResult(0), a->getOperand(0));
         return success();
       })
       .Case([&](DropoutOp a) {
         if (!training)
-          copy(buffer(a.getResult()), a.getInput());
+          copyUnlessShared(a.getResult(), a.getInput());
         else
           LAP_CALL(dropout, buf(a.getResult()), buf(a.getInput()),
                    numelArg(a.getInput()), f32(a.getRate()), seedArg(),
@@ -580,7 +590,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
       })
       .Case([&](DropPathOp a) {
         if (!training)
-          copy(buffer(a.getResult()), a.getInput());
+          copyUnlessShared(a.getResult(), a.getInput());
         else
           LAP_CALL(drop_path, buf(a.getResult()), buf(a.getInput()),
                    dimArg(a.getInput(), 0),

@@ -32,3 +32,40 @@ func.func @scratch(%q: tensor<?x?x2x4xf32>, %dy: tensor<?x?x2x4xf32>) -> tensor<
   %r = lap.add %dx, %o : tensor<?x?x2x4xf32>
   return %r : tensor<?x?x2x4xf32>
 }
+
+// -----
+
+// Layout-only results share their operand's bytes: merge_heads, and
+// dropout outside a training step; the shared bytes stay live until the
+// last use of any of them (the add reads %d), so the gelu in between gets
+// other bytes. A merge_heads of an argument, returned, goes to its output.
+// CHECK-LABEL: func @layout_only
+// CHECK-SAME: lap.workspace_bytes = 1024
+// CHECK: lap.relu2 {{.*}}lap.offsets = array<i64: 0>
+// CHECK: lap.merge_heads {{.*}}lap.offsets = array<i64: 0>
+// CHECK: lap.dropout {{.*}}lap.offsets = array<i64: 0>
+// CHECK: lap.gelu {{.*}}lap.offsets = array<i64: 512>
+// CHECK: lap.add {{.*}}lap.offsets = array<i64: -2>
+// CHECK: lap.merge_heads {{.*}}lap.offsets = array<i64: -3>
+func.func @layout_only(%x: tensor<?x?x2x4xf32>) -> (tensor<?x?x8xf32>, tensor<?x?x8xf32>) {
+  %o = lap.relu2 %x : tensor<?x?x2x4xf32>
+  %m = lap.merge_heads %o : tensor<?x?x2x4xf32> -> tensor<?x?x8xf32>
+  %d = lap.dropout %m {rate = 0.1 : f32, key = 0} : tensor<?x?x8xf32>
+  %g = lap.gelu %d : tensor<?x?x8xf32>
+  %r = lap.add %g, %d : tensor<?x?x8xf32>
+  %out = lap.merge_heads %x : tensor<?x?x2x4xf32> -> tensor<?x?x8xf32>
+  return %r, %out : tensor<?x?x8xf32>, tensor<?x?x8xf32>
+}
+
+// -----
+
+// In a training step dropout draws a mask: its own bytes.
+// CHECK-LABEL: func @train_step
+// CHECK: lap.relu2 {{.*}}lap.offsets = array<i64: 0>
+// CHECK: lap.dropout {{.*}}lap.offsets = array<i64: 512>
+func.func @train_step(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+  %o = lap.relu2 %x : tensor<?x?x8xf32>
+  %d = lap.dropout %o {rate = 0.1 : f32, key = 0} : tensor<?x?x8xf32>
+  %r = lap.add %d, %o : tensor<?x?x8xf32>
+  return %r : tensor<?x?x8xf32>
+}
