@@ -154,8 +154,12 @@ template <typename Map>
 void crossEntropyRowGrad(float *d, const float *row, float lse, int32_t t,
                          int64_t V, float g, float smoothing, Map map) {
   const float uniform = smoothing / float(V), own = row[t];
+  // In place, d[j] is written after row[j] is read and nothing else of the
+  // row: safe to vectorise (the alias check would otherwise fall back to
+  // scalar code when d == row).
   if constexpr (std::is_same_v<Map, Softcap>) {
     // Computes tanh once per element for both the softmax and the slope.
+#pragma clang loop vectorize(assume_safety)
     for (int64_t j = 0; j < V; ++j) {
       float th = tanhApprox(row[j] * map.invCap);
       float p = expApprox(map.cap * th - lse);
@@ -163,6 +167,7 @@ void crossEntropyRowGrad(float *d, const float *row, float lse, int32_t t,
     }
     d[t] -= g * (1.0f - smoothing) * map.slope(own);
   } else {
+#pragma clang loop vectorize(assume_safety)
     for (int64_t j = 0; j < V; ++j)
       d[j] = g * (expApprox(map(row[j]) - lse) - uniform);
     d[t] -= g * (1.0f - smoothing);
