@@ -8,7 +8,8 @@
 # runs (AVX-512, AVX2), then the same model's forward + backward in
 # PyTorch (Debian's python3-torch at its best: see BENCHMARKS below), and
 # print one JSON document with both, the speed-ups, the cost of the
-# Laplacian heads over the all-attn model, the CPU and its measured peak.
+# Laplacian heads over the all-attn model, the CPU and its measured peak,
+# and each model's per-op profile shares of lap's train_step.
 #
 # With OPTIMIZER (adamw or muon) both sides time a full training step
 # instead: forward, backward, clipping and the optimizer's update.
@@ -70,11 +71,28 @@ for model in gpt-bench gpt-bench-attn vit-bench vit-bench-attn; do
       --batch "${batch[$family]}" ${seq[$family]} --threads 2 --iters "$iters" $optimizer \
       > "$out/$model.torch.$round.json"
   done
+  # Where lap's step goes: the per-op profile of a library built with
+  # --profile (generated code and kernels; the optimizer is not in it), on
+  # the first instruction set, timed apart from the runs above.
+  target=${targets[0]}
+  build/bin/lapc "bench/specs/$model.yaml" -o "$out/$model.profile.so" \
+    --max-batch "${batch[$family]}" --cpu "${target#*:}" --profile
+  LAP_CPU_ISA=${target%%:*} OMP_NUM_THREADS=2 build/bin/lap-step-bench \
+    "$out/$model.profile.so" --batch "${batch[$family]}" ${seq[$family]} \
+    --iters 5 > /dev/null 2> "$out/$model.profile.txt"
 done
 
 python3 - "$out" ${targets[@]%%:*} <<'PY'
-import json, sys, glob
+import json, sys, glob, re
 out, isas = sys.argv[1], sys.argv[2:]
+def profile(model):
+    """{op: share of the profiled time} from the --profile table."""
+    shares = {}
+    for line in open(f"{out}/{model}.profile.txt"):
+        m = re.match(r"\s+(\S+)\s+[0-9.]+\s+([0-9.]+)%\s+\d+$", line)
+        if m and float(m.group(2)) > 0:
+            shares[m.group(1)] = float(m.group(2)) / 100
+    return shares
 def best(model, framework):
     runs = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{model}.{framework}.*.json"))]
     return min(runs, key=lambda r: r["ms_per_step"]["median"])
@@ -85,6 +103,7 @@ for model in models:
     lap = {isa: best(model, f"lap-{isa}") for isa in isas}
     results[model] = {
         "lap": lap, "pytorch": torch,
+        "lap_profile": {"isa": isas[0], "train_step_op_shares": profile(model)},
         "speedup_over_pytorch": {
             isa: torch["ms_per_step"]["median"] / r["ms_per_step"]["median"]
             for isa, r in lap.items()},
