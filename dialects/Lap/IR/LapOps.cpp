@@ -532,23 +532,34 @@ LogicalResult SoftcapOp::verify() {
 // Losses
 //===----------------------------------------------------------------------===//
 
-LogicalResult CrossEntropyOp::verify() {
-  RankedTensorType logits = getLogits().getType(),
-                   targets = getTargets().getType();
-  if (logits.getRank() != targets.getRank() + 1)
-    return emitOpError("targets ")
-           << shapeString(targets) << " must be the logits' shape "
-           << shapeString(logits) << " without the classes";
+/// The checks of a cross-entropy over the rows of `rows` [..., K] (`name`,
+/// e.g. "logits'", whose last dimension is the `last`): targets [...] of
+/// the same leading shape, label smoothing in [0, 1], a softcap >= 0.
+static LogicalResult verifyCrossEntropy(Operation *op, RankedTensorType rows,
+                                        RankedTensorType targets,
+                                        StringRef name, StringRef last,
+                                        FloatAttr smoothing,
+                                        FloatAttr softcap) {
+  if (rows.getRank() != targets.getRank() + 1)
+    return op->emitOpError("targets ")
+           << shapeString(targets) << " must be the " << name << " shape "
+           << shapeString(rows) << " without the " << last;
   for (int64_t d = 0; d < targets.getRank(); ++d)
-    if (!compatible(logits.getDimSize(d), targets.getDimSize(d)))
-      return emitOpError("targets dimension ")
-             << d << " differs from the logits'";
-  float smoothing = getLabelSmoothing().convertToFloat();
-  if (smoothing < 0 || smoothing > 1)
-    return emitOpError("label_smoothing must be in [0, 1]");
-  if (getSoftcap().convertToFloat() < 0)
-    return emitOpError("softcap must not be negative");
+    if (!compatible(rows.getDimSize(d), targets.getDimSize(d)))
+      return op->emitOpError("targets dimension ")
+             << d << " differs from the " << name;
+  float s = smoothing.getValueAsDouble();
+  if (s < 0 || s > 1)
+    return op->emitOpError("label_smoothing must be in [0, 1]");
+  if (softcap.getValueAsDouble() < 0)
+    return op->emitOpError("softcap must not be negative");
   return success();
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  return verifyCrossEntropy(*this, getLogits().getType(),
+                            getTargets().getType(), "logits'", "classes",
+                            getLabelSmoothingAttr(), getSoftcapAttr());
 }
 
 //===----------------------------------------------------------------------===//
@@ -649,20 +660,8 @@ LogicalResult LinearCrossEntropyOp::verify() {
       weight.getDimSize(1) != input.getShape().back())
     return emitOpError("expects input [..., C] and weight [V, C], got ")
            << shapeString(input) << " and " << shapeString(weight);
-  if (targets.getRank() != input.getRank() - 1)
-    return emitOpError("targets ")
-           << shapeString(targets) << " must be the input's shape "
-           << shapeString(input) << " without the features";
-  for (int64_t d = 0; d < targets.getRank(); ++d)
-    if (!compatible(input.getDimSize(d), targets.getDimSize(d)))
-      return emitOpError("targets dimension ")
-             << d << " differs from the input's";
-  float smoothing = getLabelSmoothing().convertToFloat();
-  if (smoothing < 0 || smoothing > 1)
-    return emitOpError("label_smoothing must be in [0, 1]");
-  if (getSoftcap().convertToFloat() < 0)
-    return emitOpError("softcap must not be negative");
-  return success();
+  return verifyCrossEntropy(*this, input, targets, "input's", "features",
+                            getLabelSmoothingAttr(), getSoftcapAttr());
 }
 
 LogicalResult PatchifyGradOp::verify() {
