@@ -17,6 +17,8 @@ void lap::buildLapPipeline(mlir::OpPassManager &pm,
   pm.addPass(createLapFuse());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
+  // After CSE, which would merge the copies back.
+  pm.addPass(createLapRematerialize());
 }
 
 void lap::buildMemoryPlanPipeline(mlir::OpPassManager &pm,

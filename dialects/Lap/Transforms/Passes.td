@@ -107,4 +107,38 @@ def LapFuse : Pass<"lap-fuse"> {
   }];
 }
 
+def LapRematerialize : Pass<"lap-rematerialize"> {
+  let summary = "Recompute cheap values for their late readers instead of keeping them";
+  let description = [{
+    A training step keeps every activation its backward reads, from the
+    forward to the gradient op far behind. For values that are cheap to
+    compute again from operands kept anyway — activations (`lap.relu2`,
+    `lap.gelu`, `lap.gelu_tanh`) and norms (`lap.rms_norm`,
+    `lap.layer_norm`) — each reader after the first gets its own copy of
+    the op right before it, when every operand is still live there (a
+    function argument, or read again later). The forward's value then dies
+    at its first reader: the memory plan reuses its bytes, at the cost of
+    one more elementwise pass per copy. The copies compute the same bits.
+    Run last (after CSE, which would merge the copies back).
+
+    Before:
+    ```mlir
+    %a = lap.relu2 %h : tensor<?x?x128xf32>
+    %y = lap.linear %a, %w : ...
+    ...
+    %dx, %dw, %db = lap.linear_grad %dy, %a, %w : ...
+    %dh = lap.activation_grad %dx, %h {activation = "relu2"} : ...
+    ```
+    After:
+    ```mlir
+    %a = lap.relu2 %h : tensor<?x?x128xf32>
+    %y = lap.linear %a, %w : ...
+    ...
+    %a2 = lap.relu2 %h : tensor<?x?x128xf32>
+    %dx, %dw, %db = lap.linear_grad %dy, %a2, %w : ...
+    %dh = lap.activation_grad %dx, %h {activation = "relu2"} : ...
+    ```
+  }];
+}
+
 #endif // LAP_TRANSFORMS_PASSES

@@ -98,7 +98,7 @@
 // Training: gradients are written straight into the output buffers (the
 // loss, then grad.w [192] and grad.g [8]).
 // CHECK-LABEL: func.func @lap_gen_train_step(
-// CHECK-SAME: %{{[a-z0-9]+}}: memref<832xi8>, %{{[a-z0-9]+}}: memref<30784xi8>, %{{[a-z0-9]+}}: memref<512xf32>, %{{[a-z0-9]+}}: memref<64xi32>, %{{[a-z0-9]+}}: memref<1xf32>, %[[DW:[a-z0-9]+]]: memref<192xf32>, %{{[a-z0-9]+}}: memref<8xf32>, %{{[a-z0-9]+}}: index, %{{[a-z0-9]+}}: index, %[[SEED:[a-z0-9]+]]: i64, %{{[a-z0-9]+}}: i64)
+// CHECK-SAME: %{{[a-z0-9]+}}: memref<832xi8>, %{{[a-z0-9]+}}: memref<24640xi8>, %{{[a-z0-9]+}}: memref<512xf32>, %{{[a-z0-9]+}}: memref<64xi32>, %{{[a-z0-9]+}}: memref<1xf32>, %[[DW:[a-z0-9]+]]: memref<192xf32>, %{{[a-z0-9]+}}: memref<8xf32>, %{{[a-z0-9]+}}: index, %{{[a-z0-9]+}}: index, %[[SEED:[a-z0-9]+]]: i64, %{{[a-z0-9]+}}: i64)
 // A splat constant fills its buffer (here one element: the loss's seed
 // gradient).
 // CHECK: lapk.profile_begin "arith.constant"
