@@ -263,9 +263,13 @@ SmallVector<std::pair<float, float>> CachedAttentionOp::getFixedCoefficients() {
   return coefficientsOf(getNumHeads(), getKinds(), getAlpha(), getBeta());
 }
 
-/// `learnable`: ascending head indices below `heads`.
+/// `learnable`: one head index per learned column, ascending, below
+/// `heads`.
 static LogicalResult verifyLearnable(Operation *op, ArrayRef<int64_t> learnable,
-                                     int64_t heads) {
+                                     int64_t columns, int64_t heads) {
+  if (columns != int64_t(learnable.size()))
+    return op->emitOpError("learns ") << learnable.size() << " heads but has "
+                                      << columns << " learned columns";
   for (size_t i = 0; i < learnable.size(); ++i)
     if (learnable[i] < 0 || learnable[i] >= heads ||
         (i > 0 && learnable[i] <= learnable[i - 1]))
@@ -287,14 +291,11 @@ LogicalResult HeadCoefficientsOp::verify() {
           heads = coefficientColumns(getResult().getType());
   if (learned < 0 || heads < 0)
     return emitOpError("takes [2, N] learned coefficients to [2, H]");
-  if (learned != int64_t(getLearnable().size()))
-    return emitOpError("learns ") << getLearnable().size() << " heads but has "
-                                  << learned << " learned columns";
+  if (failed(verifyLearnable(*this, getLearnable(), learned, heads)))
+    return failure();
   if (int64_t(getAlpha().size()) != heads || int64_t(getBeta().size()) != heads)
     return emitOpError("alpha and beta must have one entry per head (")
            << heads << ")";
-  if (failed(verifyLearnable(*this, getLearnable(), heads)))
-    return failure();
   for (int64_t h : getLearnable())
     if (getAlpha()[h] != 0 || getBeta()[h] != 0)
       return emitOpError("head ")
@@ -307,10 +308,7 @@ LogicalResult HeadCoefficientsGradOp::verify() {
           learned = coefficientColumns(getGradLearned().getType());
   if (learned < 0 || heads < 0)
     return emitOpError("takes a [2, H] gradient to [2, N]");
-  if (learned != int64_t(getLearnable().size()))
-    return emitOpError("learns ") << getLearnable().size() << " heads but has "
-                                  << learned << " learned columns";
-  return verifyLearnable(*this, getLearnable(), heads);
+  return verifyLearnable(*this, getLearnable(), learned, heads);
 }
 
 //===----------------------------------------------------------------------===//
