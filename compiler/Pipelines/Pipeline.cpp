@@ -11,7 +11,7 @@
 #include "mlir/Transforms/Passes.h"
 
 void lap::buildLapPipeline(mlir::OpPassManager &pm,
-                           const LapPipelineOptions &) {
+                           const LapPipelineOptions &options) {
   pm.addPass(createLapLowerHeadKinds());
   pm.addPass(createLapAutodiff());
   pm.addPass(createLapFuse());
@@ -19,6 +19,8 @@ void lap::buildLapPipeline(mlir::OpPassManager &pm,
   pm.addPass(mlir::createCSEPass());
   // After CSE, which would merge the copies back.
   pm.addPass(createLapRematerialize());
+  if (options.fuseLoops)
+    pm.addPass(createLapFuseLoops());
 }
 
 void lap::buildMemoryPlanPipeline(mlir::OpPassManager &pm,

@@ -16,8 +16,14 @@
 
 namespace lap {
 
-/// Options of the pipeline (none yet beyond the defaults).
-struct LapPipelineOptions : mlir::PassPipelineOptions<LapPipelineOptions> {};
+/// Options of the pipeline.
+struct LapPipelineOptions : mlir::PassPipelineOptions<LapPipelineOptions> {
+  Option<bool> fuseLoops{
+      *this, "fuse-loops",
+      llvm::cl::desc("Fuse elementwise ops and the norms they feed into one "
+                     "loop nest (--lap-fuse-loops)"),
+      llvm::cl::init(true)};
+};
 
 /// Adds lap's passes, in order, to `pm`.
 void buildLapPipeline(mlir::OpPassManager &pm,

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Conversion/LapToKernels/FusedLoops.h"
 #include "compiler/Conversion/LapToKernels/Loops.h"
 #include "compiler/Conversion/Passes.h"
 #include "compiler/Memory/Layout.h"
@@ -49,13 +50,6 @@ using F32 = Arg<KernelArg::F32>;
 /// Elements per chunk of an elementwise loop: below twice this, one thread.
 constexpr int64_t kElementGrain = 1 << 14;
 
-/// Rows per chunk for rows of `value`'s last (static) dimension.
-int64_t rowGrain(Value value) {
-  auto type = cast<ShapedType>(value.getType());
-  return std::max<int64_t>(1,
-                           kElementGrain / type.getDimSize(type.getRank() - 1));
-}
-
 int64_t headsWidth(Value v) {
   auto type = cast<ShapedType>(v.getType());
   return type.getDimSize(2) * type.getDimSize(3);
@@ -69,9 +63,6 @@ lap_row_loss rowLossKind(StringRef loss) {
     return LAP_ROW_LOSS_BCE_WITH_LOGITS;
   return LAP_ROW_LOSS_DINO;
 }
-
-// gelu_tanh(x) = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
-constexpr float kSqrt2OverPi = 0.7978845608028654f, kGeluCubic = 0.044715f;
 
 class Emitter {
 public:
@@ -284,25 +275,12 @@ private:
   //--- Ops -------------------------------------------------------------------
   LogicalResult emitOp(Operation *op);
   void emitReturn(func::ReturnOp ret);
-  void unary(Value in, Value out, const std::function<Value(Value)> &f);
-  void binary(Value a, Value c, Value out,
-              const std::function<Value(Value, Value)> &f);
-  Value activation(StringRef name, Value x);
-  Value activationDerivative(StringRef name, Value x);
-  void residualAdd(ResidualAddOp op);
-  void normalize(Value input, Value output, Value weight, Value bias, float eps,
-                 bool centred);
+  void loopNest(ArrayRef<Operation *> ops, Value rowShaped, LoopNest &nest);
+  void fusion(FusionOp op);
   void copyHeads(Value fused, Value q, Value k, Value v, bool split);
   void headCoefficients(HeadCoefficientsOp op);
   void headCoefficientsGrad(HeadCoefficientsGradOp op);
 
-  Value addf(Value a, Value c) { return b.create<arith::AddFOp>(loc(), a, c); }
-  Value subf(Value a, Value c) { return b.create<arith::SubFOp>(loc(), a, c); }
-  Value mulf(Value a, Value c) { return b.create<arith::MulFOp>(loc(), a, c); }
-  Value maxf(Value a, Value c) {
-    return b.create<arith::MaximumFOp>(loc(), a, c);
-  }
-  Value tanh(Value a) { return b.create<math::TanhOp>(loc(), a); }
   Location loc() { return source.getLoc(); }
 
   func::FuncOp source;
@@ -319,118 +297,40 @@ private:
   DenseMap<Value, int64_t> offsetsOf;
 };
 
-void Emitter::unary(Value in, Value out,
-                    const std::function<Value(Value)> &fn) {
-  Value x = buffer(in), y = buffer(out);
-  lb.parallel(numel(in), kElementGrain,
-              [&](Value i) { lb.store(fn(lb.load(x, i)), y, i); });
+/// The loop nest of `ops` (loop-fusible, in order), whose rows have
+/// `rowShaped`'s shape; `nest` has their buffers. Tensors without a static
+/// last dimension (scalars, [B, T]) are one column of elements.
+void Emitter::loopNest(ArrayRef<Operation *> ops, Value rowShaped,
+                       LoopNest &nest) {
+  nest.ops = ops;
+  auto type = cast<ShapedType>(rowShaped.getType());
+  unsigned r = type.getRank();
+  bool hasRows = r > 0 && !type.isDynamicDim(r - 1);
+  int64_t width = hasRows ? type.getDimSize(r - 1) : 1;
+  LoopNestShape shape{hasRows ? rows(rowShaped) : numel(rowShaped),
+                      width,
+                      r > 1 ? product(rowShaped, 1, r - 1) : lb.index(1),
+                      std::max<int64_t>(1, kElementGrain / width),
+                      kElementGrain,
+                      seed,
+                      training};
+  emitLoopNest(lb, nest, shape);
 }
 
-void Emitter::binary(Value a, Value c, Value out,
-                     const std::function<Value(Value, Value)> &fn) {
-  Value x = buffer(a), z = buffer(c), y = buffer(out);
-  lb.parallel(numel(a), kElementGrain, [&](Value i) {
-    lb.store(fn(lb.load(x, i), lb.load(z, i)), y, i);
-  });
-}
-
-Value Emitter::activation(StringRef name, Value x) {
-  if (name == "relu2") {
-    Value r = maxf(x, lb.f32(0));
-    return mulf(r, r);
-  }
-  if (name == "gelu_tanh") {
-    Value u = mulf(lb.f32(kSqrt2OverPi),
-                   addf(x, mulf(lb.f32(kGeluCubic), mulf(x, mulf(x, x)))));
-    return mulf(mulf(lb.f32(0.5f), x), addf(lb.f32(1), tanh(u)));
-  }
-  // gelu(x) = 0.5 x (1 + erf(x / sqrt 2))
-  Value e = b.create<math::ErfOp>(loc(), mulf(x, lb.f32(0.7071067811865476f)));
-  return mulf(mulf(lb.f32(0.5f), x), addf(lb.f32(1), e));
-}
-
-Value Emitter::activationDerivative(StringRef name, Value x) {
-  if (name == "relu2")
-    return mulf(lb.f32(2), maxf(x, lb.f32(0)));
-  if (name == "gelu_tanh") {
-    Value x2 = mulf(x, x);
-    Value u = mulf(lb.f32(kSqrt2OverPi),
-                   addf(x, mulf(lb.f32(kGeluCubic), mulf(x2, x))));
-    Value t = tanh(u);
-    Value du = mulf(lb.f32(kSqrt2OverPi),
-                    addf(lb.f32(1), mulf(lb.f32(3 * kGeluCubic), x2)));
-    Value sech2 = subf(lb.f32(1), mulf(t, t));
-    return addf(mulf(lb.f32(0.5f), addf(lb.f32(1), t)),
-                mulf(mulf(lb.f32(0.5f), x), mulf(sech2, du)));
-  }
-  // gelu'(x) = Phi(x) + x phi(x)
-  Value cdf = mulf(
-      lb.f32(0.5f),
-      addf(lb.f32(1),
-           b.create<math::ErfOp>(loc(), mulf(x, lb.f32(0.7071067811865476f)))));
-  Value pdf =
-      mulf(lb.f32(0.3989422804014327f),
-           b.create<math::ExpOp>(loc(), mulf(lb.f32(-0.5f), mulf(x, x))));
-  return addf(cdf, mulf(x, pdf));
-}
-
-void Emitter::residualAdd(ResidualAddOp op) {
-  float rate = op.getDropRate().convertToFloat();
-  bool drop = training && rate > 0;
-  Value width = last(op.getInput());
-  Value rowsPerSample = product(op.getInput(), 1, rank(op.getInput()) - 1);
-  Value x = buffer(op.getInput()), branch = buffer(op.getBranch()),
-        y = buffer(op.getResult());
-  Value gamma = op.getGamma() ? buffer(op.getGamma()) : Value();
-  lb.parallel(rows(op.getInput()), rowGrain(op.getInput()), [&](Value r) {
-    // One drop-path draw per sample, as lap.drop_path.
-    Value factor =
-        drop ? lb.keepFactor(seed, op.getKey(), lb.divU(r, rowsPerSample), rate)
-             : lb.f32(1);
-    Value base = lb.mul(r, width);
-    lb.loop(width, [&](Value j) {
-      Value i = lb.add(base, j);
-      Value v = lb.load(branch, i);
-      if (gamma)
-        v = mulf(v, lb.load(gamma, j));
-      if (drop)
-        v = mulf(v, factor);
-      lb.store(addf(lb.load(x, i), v), y, i);
-    });
-  });
-}
-
-/// LayerNorm (centred) or RMSNorm over the last dimension, one row per
-/// iteration: statistics by two vectorised reductions, then one pass that
-/// normalises, scales and shifts.
-void Emitter::normalize(Value input, Value output, Value weight, Value bias,
-                        float eps, bool centred) {
-  int64_t width = cast<ShapedType>(input.getType()).getShape().back();
-  Value x = buffer(input), y = buffer(output);
-  Value w = weight ? buffer(weight) : Value(),
-        c = bias ? buffer(bias) : Value();
-  lb.parallel(rows(input), rowGrain(input), [&](Value r) {
-    Value n = lb.index(width);
-    Value base = lb.mul(r, n);
-    Value inverseWidth = lb.f32(1.0f / float(width));
-    auto at = [&](Value j) { return lb.load(x, lb.add(base, j)); };
-    Value mean = centred ? mulf(lb.sum(n, at), inverseWidth) : lb.f32(0);
-    Value variance = mulf(lb.sum(n,
-                                 [&](Value j) {
-                                   Value d = subf(at(j), mean);
-                                   return mulf(d, d);
-                                 }),
-                          inverseWidth);
-    Value rstd = b.create<math::RsqrtOp>(loc(), addf(variance, lb.f32(eps)));
-    lb.loop(n, [&](Value j) {
-      Value v = mulf(subf(at(j), mean), rstd);
-      if (w)
-        v = mulf(v, lb.load(w, j));
-      if (c)
-        v = addf(v, lb.load(c, j));
-      lb.store(v, y, lb.add(base, j));
-    });
-  });
+/// A lap.fusion: its body's arguments read the operands' buffers, the
+/// values it yields go to its results' buffers.
+void Emitter::fusion(FusionOp op) {
+  LoopNest nest;
+  Block &body = op.getBody().front();
+  for (auto [arg, input] : llvm::zip(body.getArguments(), op.getInputs()))
+    nest.inputs[arg] = buffer(input);
+  for (auto [value, result] : llvm::zip(
+           cast<YieldOp>(body.getTerminator()).getValues(), op.getResults()))
+    nest.outputs.push_back({value, buffer(result)});
+  SmallVector<Operation *> ops;
+  for (Operation &inner : body.without_terminator())
+    ops.push_back(&inner);
+  loopNest(ops, op.getResult(0), nest);
 }
 
 /// [N, (H + 2 KV) D] <-> q [N, H D], k [N, KV D], v [N, KV D]: one row at a
@@ -501,6 +401,13 @@ void Emitter::emitReturn(func::ReturnOp ret) {
 }
 
 LogicalResult Emitter::emitOp(Operation *op) {
+  if (isLoopFusible(op)) {
+    LoopNest nest;
+    for (Value operand : op->getOperands())
+      nest.inputs[operand] = buffer(operand);
+    nest.outputs.push_back({op->getResult(0), buffer(op->getResult(0))});
+    return loopNest(op, op->getResult(0), nest), success();
+  }
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       //--- Generated -----------------------------------------------------------
       .Case([&](arith::ConstantOp c) -> LogicalResult {
@@ -512,53 +419,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
         lb.loop(numel(c.getResult()), [&](Value i) { lb.store(v, y, i); });
         return success();
       })
-      .Case([&](AddOp a) {
-        binary(a.getLhs(), a.getRhs(), a.getResult(),
-               [&](Value x, Value y) { return addf(x, y); });
-        return success();
-      })
-      .Case([&](ResidualAddOp a) { return residualAdd(a), success(); })
-      .Case([&](LayerScaleOp a) {
-        Value width = last(a.getInput());
-        Value x = buffer(a.getInput()), gamma = buffer(a.getGamma()),
-              y = buffer(a.getResult());
-        lb.parallel(rows(a.getInput()), rowGrain(a.getInput()), [&](Value r) {
-          lb.loop(width, [&](Value j) {
-            Value i = lb.add(lb.mul(r, width), j);
-            lb.store(mulf(lb.load(x, i), lb.load(gamma, j)), y, i);
-          });
-        });
-        return success();
-      })
-      .Case<GeluTanhOp, GeluOp, ReLU2Op>([&](Operation *a) {
-        StringRef name = a->getName().stripDialect();
-        unary(a->getOperand(0), a->getResult(0),
-              [&](Value x) { return activation(name, x); });
-        return success();
-      })
-      .Case([&](ActivationGradOp a) {
-        binary(a.getGradOutput(), a.getInput(), a.getGradInput(),
-               [&](Value dy, Value x) {
-                 return mulf(dy, activationDerivative(a.getActivation(), x));
-               });
-        return success();
-      })
-      .Case([&](SoftcapOp a) {
-        float cap = a.getCap().convertToFloat();
-        unary(a.getInput(), a.getResult(), [&](Value x) {
-          return mulf(lb.f32(cap), tanh(mulf(x, lb.f32(1 / cap))));
-        });
-        return success();
-      })
-      .Case([&](SoftcapGradOp a) {
-        float cap = a.getCap().convertToFloat();
-        binary(a.getGradOutput(), a.getInput(), a.getGradInput(),
-               [&](Value dy, Value x) {
-                 Value t = tanh(mulf(x, lb.f32(1 / cap)));
-                 return mulf(dy, subf(lb.f32(1), mulf(t, t)));
-               });
-        return success();
-      })
+      .Case([&](FusionOp a) { return fusion(a), success(); })
       .Case(
           [&](HeadCoefficientsOp a) { return headCoefficients(a), success(); })
       .Case([&](HeadCoefficientsGradOp a) {
@@ -680,22 +541,12 @@ LogicalResult Emitter::emitOp(Operation *op) {
                  i64(a.getOffset()), i64(table.getDimSize(0)));
         return success();
       })
-      .Case([&](LayerNormOp a) {
-        normalize(a.getInput(), a.getResult(), a.getWeight(), a.getBias(),
-                  a.getEps().convertToFloat(), /*centred=*/true);
-        return success();
-      })
       .Case([&](LayerNormGradOp a) {
         LAP_CALL(layer_norm_backward, buf(a.getGradInput()),
                  buf(a.getGradWeight()), buf(a.getGradBias()),
                  buf(a.getGradOutput()), buf(a.getInput()),
                  optional(a.getWeight()), rowsArg(a.getInput()),
                  lastArg(a.getInput()), f32(a.getEps()));
-        return success();
-      })
-      .Case([&](RMSNormOp a) {
-        normalize(a.getInput(), a.getResult(), a.getWeight(), Value(),
-                  a.getEps().convertToFloat(), /*centred=*/false);
         return success();
       })
       .Case([&](RMSNormGradOp a) {

@@ -123,6 +123,12 @@ cl::opt<bool> profile(
     cl::desc("Time every op of the generated code; the process prints a "
              "profile when it exits"),
     cl::init(false), cl::cat(lapcCategory));
+cl::opt<bool> fuseLoops(
+    "fuse-loops",
+    cl::desc("Compute chains of elementwise ops and the norms they feed as "
+             "one loop nest (default on; --fuse-loops=false keeps one loop "
+             "per op)"),
+    cl::init(true), cl::cat(lapcCategory));
 cl::opt<bool> verifyDiagnostics(
     "verify-diagnostics",
     cl::desc("Check errors against 'expected-error' comments in the spec"),
@@ -277,8 +283,11 @@ ExitCode emitModule(const lap::dsl::Spec &spec, const lap::Target &target,
       [&](mlir::OpPassManager &pm) {
         if (emitAction == Emit::Train)
           pm.addPass(lap::createLapAutodiff());
-        else
-          lap::buildLapPipeline(pm, lap::LapPipelineOptions());
+        else {
+          lap::LapPipelineOptions pipeline;
+          pipeline.fuseLoops = fuseLoops.getValue();
+          lap::buildLapPipeline(pm, pipeline);
+        }
       },
       InternalError);
   if (code != Success)

@@ -366,6 +366,57 @@ LogicalResult RMSNormOp::verify() {
                     getEpsAttr());
 }
 
+bool lap::isLoopFusible(Operation *op) {
+  return isa<AddOp, ResidualAddOp, LayerScaleOp, GeluTanhOp, GeluOp, ReLU2Op,
+             ActivationGradOp, SoftcapOp, SoftcapGradOp>(op) ||
+         isRowReduction(op);
+}
+
+bool lap::isRowReduction(Operation *op) {
+  return isa<LayerNormOp, RMSNormOp>(op);
+}
+
+LogicalResult FusionOp::verify() {
+  Block &body = getBody().front();
+  if (body.getArgumentTypes() != getInputs().getTypes())
+    return emitOpError("needs one body argument of the same type per input");
+  if (getNumResults() == 0)
+    return emitOpError("must yield at least one value");
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield || yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("must end in a lap.yield of its result types");
+  RankedTensorType rows = getRowType();
+  if (rows.getRank() < 2 || rows.isDynamicDim(rows.getRank() - 1))
+    return emitOpError("computes rows [..., C] with a static C, got ")
+           << shapeString(rows);
+  int64_t width = rows.getShape().back();
+  auto fits = [&](Type type) {
+    auto tensor = cast<RankedTensorType>(type);
+    return type == rows ||
+           (tensor.getRank() == 1 && tensor.getDimSize(0) == width);
+  };
+  for (Type type : getInputs().getTypes())
+    if (!fits(type))
+      return emitOpError("reads ")
+             << shapeString(cast<RankedTensorType>(type)) << "; its values are "
+             << shapeString(rows) << " or [" << width << "] per column";
+  for (Operation &op : body.without_terminator()) {
+    if (!isLoopFusible(&op))
+      return emitOpError("cannot compute '") << op.getName() << "' in its loop";
+    if (op.getResult(0).getType() != rows)
+      return emitOpError("holds an op whose result is not ")
+             << shapeString(rows);
+    for (Type type : op.getOperandTypes())
+      if (!fits(type))
+        return emitOpError("holds an op with an operand of shape ")
+               << shapeString(cast<RankedTensorType>(type));
+  }
+  for (Type type : getResultTypes())
+    if (type != rows)
+      return emitOpError("yields a value that is not ") << shapeString(rows);
+  return success();
+}
+
 LogicalResult RopeOp::verify() {
   RankedTensorType type = getInput().getType();
   if (type.getRank() != 4 || type.isDynamicDim(3) ||

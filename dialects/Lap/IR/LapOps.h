@@ -16,4 +16,18 @@
 #define GET_OP_CLASSES
 #include "dialects/Lap/IR/LapOps.h.inc"
 
+namespace lap {
+
+/// Whether `op` may be part of a lap.fusion: an op whose result element
+/// (row r, column j) needs only element (r, j) of its row-shaped operands,
+/// column j of its [C] operands and, for the forward norms, statistics of
+/// its input row. Dropout and drop path are not (outside a training step
+/// they are free aliases, inside one they call the kernel library).
+bool isLoopFusible(mlir::Operation *op);
+
+/// Whether the loop-fusible `op` needs whole rows (a norm's statistics).
+bool isRowReduction(mlir::Operation *op);
+
+} // namespace lap
+
 #endif // LAP_DIALECTS_LAP_IR_LAPOPS_H

@@ -829,4 +829,47 @@ def Lap_RowLossGradOp : Lap_Op<"row_loss_grad", [Pure,
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Fusion
+//===----------------------------------------------------------------------===//
+
+def Lap_FusionOp : Lap_Op<"fusion", [IsolatedFromAbove, RecursiveMemoryEffects, SingleBlock]> {
+  let summary = "elementwise ops and the norms they feed, computed as one loop nest";
+  let description = [{
+    Made by `--lap-fuse-loops`. The body holds loop-fusible ops (elementwise
+    ops and forward norms, see `isLoopFusible`) on tensors of one shape
+    [..., C], and [C] operands read per column (LayerScale, norm weights).
+    Code generation evaluates the body one row at a time: values the body
+    yields are written out, the others stay in registers, and a norm's
+    statistics are computed from its input row while it is still in cache.
+    Only the yielded values get memory in the plan.
+
+    ```mlir
+    %h, %n = lap.fusion %x, %p : (tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
+    ^bb0(%a: tensor<?x?x64xf32>, %b: tensor<?x?x64xf32>):
+      %s = lap.add %a, %b : tensor<?x?x64xf32>
+      %r = lap.rms_norm %s {eps = 1.0e-06 : f32} : (tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+      lap.yield %s, %r : tensor<?x?x64xf32>, tensor<?x?x64xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Lap_FloatTensor>:$inputs);
+  let results = (outs Variadic<Lap_FloatTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, results) $body";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The shape every row-wise value of the body has: [..., C].
+    ::mlir::RankedTensorType getRowType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getResult(0).getType());
+    }
+  }];
+}
+
+def Lap_YieldOp : Lap_Op<"yield", [Pure, Terminator, HasParent<"FusionOp">]> {
+  let summary = "the values a lap.fusion writes out";
+  let arguments = (ins Variadic<Lap_FloatTensor>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+}
+
 #endif // LAP_OPS

@@ -141,4 +141,44 @@ def LapRematerialize : Pass<"lap-rematerialize"> {
   }];
 }
 
+def LapFuseLoops : Pass<"lap-fuse-loops"> {
+  let summary = "Group elementwise ops and the norms they feed into one loop nest";
+  let description = [{
+    Producer-consumer fusion of the ops code generation turns into loops
+    (elementwise ops, and the forward norms: `isLoopFusible`): walking the
+    function in order, each such op joins the group of every operand's
+    producer of the same shape, when the group can move to the consumer's
+    place (nothing else reads its values before, and its inputs are live
+    there anyway, so no value lives longer). A norm takes in only cheap
+    producers (adds, LayerScale, ReLU²): their values are computed again
+    in each pass the norm makes over a row. Each group of two or more ops
+    becomes one `lap.fusion`, yielding the values read outside it; the
+    rest never reach memory. Run after `--lap-rematerialize`, before the
+    memory plan.
+
+    Before:
+    ```mlir
+    %h = lap.add %x, %p : tensor<?x?x64xf32>
+    %n = lap.rms_norm %h {eps = 1.0e-06 : f32} : (tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+    %s1 = lap.add %d1, %d2 : tensor<?x?x64xf32>
+    %s2 = lap.add %s1, %d3 : tensor<?x?x64xf32>
+    ```
+    After:
+    ```mlir
+    %h2, %n2 = lap.fusion %x, %p : (...) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
+    ^bb0(%a: tensor<?x?x64xf32>, %b: tensor<?x?x64xf32>):
+      %h = lap.add %a, %b : tensor<?x?x64xf32>
+      %n = lap.rms_norm %h {eps = 1.0e-06 : f32} : (tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+      lap.yield %h, %n : tensor<?x?x64xf32>, tensor<?x?x64xf32>
+    }
+    %s = lap.fusion %d1, %d2, %d3 : (...) -> tensor<?x?x64xf32> {
+    ^bb0(%a: tensor<?x?x64xf32>, %b: tensor<?x?x64xf32>, %c: tensor<?x?x64xf32>):
+      %s1 = lap.add %a, %b : tensor<?x?x64xf32>
+      %s2 = lap.add %s1, %c : tensor<?x?x64xf32>
+      lap.yield %s2 : tensor<?x?x64xf32>
+    }
+    ```
+  }];
+}
+
 #endif // LAP_TRANSFORMS_PASSES

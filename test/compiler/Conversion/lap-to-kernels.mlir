@@ -1,6 +1,7 @@
-// RUN: lap-opt %s --split-input-file --lap-pipeline --lap-kernels="max-batch=4 max-seq=16 profile=1" | FileCheck %s
+// RUN: lap-opt %s --split-input-file --lap-pipeline="fuse-loops=0" --lap-kernels="max-batch=4 max-seq=16 profile=1" | FileCheck %s
 
-// The kernel form of every op, each between its profile markers. A planned
+// The kernel form of every op, each between its profile markers (ops
+// alone: lap-to-kernels-fused.mlir has the fused loops). A planned
 // function becomes @lap_gen_<name> on flat buffers of static size: the
 // parameter and workspace bytes, one buffer per batch tensor and output,
 // then B, T (index), seed and first (i64); lapk.entry counts the batch

@@ -769,3 +769,48 @@ func.func @linear_cross_entropy_targets(%one: tensor<f32>, %x: tensor<?x?x8xf32>
   %loss, %dx, %dw = lap.linear_cross_entropy %one, %x, %w, %t : tensor<f32>, tensor<?x?x8xf32>, tensor<64x8xf32>, tensor<?xi32>
   return
 }
+
+// -----
+
+func.func @fusion_of_a_kernel(%x: tensor<?x?x2x8xf32>) {
+  // expected-error @+1 {{cannot compute 'lap.rope' in its loop}}
+  %y = lap.fusion %x : (tensor<?x?x2x8xf32>) -> tensor<?x?x2x8xf32> {
+  ^bb0(%a: tensor<?x?x2x8xf32>):
+    %r = lap.rope %a {base = 10000.0 : f32} : tensor<?x?x2x8xf32>
+    lap.yield %r : tensor<?x?x2x8xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @fusion_of_two_shapes(%x: tensor<?x?x8xf32>, %y: tensor<?x4x8xf32>) {
+  // expected-error @+1 {{reads [?, 4, 8]; its values are [?, ?, 8] or [8] per column}}
+  %s = lap.fusion %x, %y : (tensor<?x?x8xf32>, tensor<?x4x8xf32>) -> tensor<?x?x8xf32> {
+  ^bb0(%a: tensor<?x?x8xf32>, %b: tensor<?x4x8xf32>):
+    lap.yield %a : tensor<?x?x8xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @fusion_argument_types(%x: tensor<?x?x8xf32>) {
+  // expected-error @+1 {{needs one body argument of the same type per input}}
+  %s = lap.fusion %x : (tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+  ^bb0(%a: tensor<?x?x8xf32>, %b: tensor<?x?x8xf32>):
+    lap.yield %a : tensor<?x?x8xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @fusion_yields_nothing(%x: tensor<?x?x8xf32>) {
+  // expected-error @+1 {{must yield at least one value}}
+  lap.fusion %x : (tensor<?x?x8xf32>) -> () {
+  ^bb0(%a: tensor<?x?x8xf32>):
+    lap.yield
+  }
+  return
+}

@@ -138,3 +138,17 @@ func.func @bf16_block(%x: tensor<?x?x64xbf16>, %w: tensor<128x64xbf16>, %t: tens
   %loss = lap.cross_entropy %h, %t : tensor<?x?x128xbf16>, tensor<?x?xi32> -> tensor<f32>
   return %loss : tensor<f32>
 }
+
+// CHECK-LABEL: func @fusion
+func.func @fusion(%x: tensor<?x?x64xf32>, %p: tensor<?x?x64xf32>, %w: tensor<64xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
+  // CHECK: %{{.*}}:2 = lap.fusion %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
+  // CHECK: lap.rms_norm %{{.*}} weight
+  // CHECK: lap.yield %{{.*}}, %{{.*}} : tensor<?x?x64xf32>, tensor<?x?x64xf32>
+  %h, %n = lap.fusion %x, %p, %w : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
+  ^bb0(%a: tensor<?x?x64xf32>, %b: tensor<?x?x64xf32>, %g: tensor<64xf32>):
+    %s = lap.add %a, %b : tensor<?x?x64xf32>
+    %r = lap.rms_norm %s weight %g {eps = 1.0e-06 : f32} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+    lap.yield %s, %r : tensor<?x?x64xf32>, tensor<?x?x64xf32>
+  }
+  return %h, %n : tensor<?x?x64xf32>, tensor<?x?x64xf32>
+}

@@ -44,18 +44,19 @@ inline int runCommand(const std::string &command, std::string &output) {
 }
 
 /// Writes `yaml` to DIR/NAME.yaml and compiles it to DIR/NAME.so with lapc
-/// (maxSeq 0: the spec's own, as an image model's must be); throws with
-/// lapc's output when that fails.
+/// (maxSeq 0: the spec's own, as an image model's must be; `flags` more
+/// options); throws with lapc's output when that fails.
 inline std::string compileSpec(const TempDir &dir, const std::string &name,
                                const std::string &yaml, int64_t maxBatch,
-                               int64_t maxSeq) {
+                               int64_t maxSeq, const std::string &flags = "") {
   std::string spec = dir.file(name + ".yaml"), so = dir.file(name + ".so");
   std::ofstream(spec) << yaml;
   std::string output;
   std::string command =
       std::string("'") + LAP_LAPC + "' '" + spec + "' -o '" + so +
       "' --max-batch " + std::to_string(maxBatch) +
-      (maxSeq > 0 ? " --max-seq " + std::to_string(maxSeq) : "");
+      (maxSeq > 0 ? " --max-seq " + std::to_string(maxSeq) : "") + " " +
+      flags;
   int status = runCommand(command, output);
   if (status != 0)
     throw std::runtime_error("lapc failed (exit " + std::to_string(status) +
@@ -69,13 +70,14 @@ inline std::string compileSpec(const TempDir &dir, const std::string &name,
 /// Names are global to the test executable.
 inline const std::string &compiled(const std::string &name,
                                    const std::string &yaml, int64_t maxBatch,
-                                   int64_t maxSeq) {
+                                   int64_t maxSeq,
+                                   const std::string &flags = "") {
   static TempDir dir;
   static std::map<std::string, std::string> paths;
   auto it = paths.find(name);
   if (it != paths.end())
     return it->second;
-  return paths[name] = compileSpec(dir, name, yaml, maxBatch, maxSeq);
+  return paths[name] = compileSpec(dir, name, yaml, maxBatch, maxSeq, flags);
 }
 
 /// A batch that owns its tensors, in manifest "batch" order: tokens and

@@ -1,0 +1,170 @@
+//===- FuseLoops.cpp - Producer-consumer fusion of generated loops -*- C++ -*-===//
+//
+// Groups chains of loop-fusible ops (elementwise ops and the norms they
+// feed) into lap.fusion ops, which code generation computes as one loop
+// nest: a residual add and the norm after it, the sums of gradients, an
+// activation and what follows it. Greedy, in program order: each op joins
+// the groups of its operands' producers when the fused op can take the
+// consumer's place.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Lap/IR/LapOps.h"
+#include "dialects/Lap/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+#include "llvm/ADT/SetVector.h"
+
+#include <list>
+
+namespace lap {
+#define GEN_PASS_DEF_LAPFUSELOOPS
+#include "dialects/Lap/Transforms/Passes.h.inc"
+} // namespace lap
+
+using namespace mlir;
+using namespace lap;
+
+namespace {
+
+/// Ops cheap enough to compute again in each pass a norm makes over its
+/// input row, rather than keeping their result.
+bool cheapForNorms(Operation *op) {
+  return isa<AddOp, ResidualAddOp, LayerScaleOp, ReLU2Op>(op);
+}
+
+class LoopFusion {
+public:
+  explicit LoopFusion(Block &body) {
+    for (Operation &op : body)
+      position[&op] = position.size();
+  }
+
+  void run(Block &body) {
+    for (Operation &op : body)
+      if (isLoopFusible(&op) && rowShaped(op.getResult(0)))
+        join(&op);
+    for (Group &group : groups)
+      if (group.size() > 1)
+        fuse(group);
+  }
+
+private:
+  using Group = SmallVector<Operation *>; ///< members in program order
+
+  static bool rowShaped(Value v) {
+    auto type = cast<RankedTensorType>(v.getType());
+    return type.getRank() >= 2 && !type.isDynamicDim(type.getRank() - 1);
+  }
+
+  bool inGroup(Operation *op, Group *group) {
+    return op && groupOf.lookup(op) == group;
+  }
+
+  /// `op` gets a group of its own, then takes in its producers' groups.
+  void join(Operation *op) {
+    Group *group = &groups.emplace_back(Group{op});
+    groupOf[op] = group;
+    for (Value operand : op->getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      Group *from = producer ? groupOf.lookup(producer) : nullptr;
+      if (!from || from == group ||
+          producer->getResult(0).getType() != op->getResult(0).getType() ||
+          (isRowReduction(op) && !cheapForNorms(producer)) ||
+          !canMove(*from, group, op))
+        continue;
+      for (Operation *member : *from)
+        groupOf[member] = group;
+      group->append(from->begin(), from->end());
+      llvm::sort(*group, [&](Operation *a, Operation *b) {
+        return position.lookup(a) < position.lookup(b);
+      });
+      from->clear();
+    }
+  }
+
+  /// Whether group `from` can be computed at `consumer`, in `into`: nothing
+  /// outside the two reads its results before, and its inputs live until
+  /// `consumer` anyway (or nothing runs in between), so fusing never
+  /// lengthens a value's life.
+  bool canMove(Group &from, Group *into, Operation *consumer) {
+    int64_t at = position.lookup(consumer);
+    int64_t last = position.lookup(from.back());
+    for (Operation *member : from) {
+      for (Operation *user : member->getResult(0).getUsers())
+        if (!inGroup(user, &from) &&
+            !inGroup(user, into) && position.lookup(user) < at)
+          return false;
+      for (Value input : member->getOperands()) {
+        if (isa<BlockArgument>(input) ||
+            inGroup(input.getDefiningOp(), &from) ||
+            at - last <= 1)
+          continue;
+        bool readLater = llvm::any_of(input.getUsers(), [&](Operation *user) {
+          return position.lookup(user) >= at;
+        });
+        if (!readLater)
+          return false;
+      }
+    }
+    return true;
+  }
+
+  /// Replaces the members of `group` by one lap.fusion at the last one's
+  /// place, yielding the values read outside the group.
+  void fuse(const Group &group) {
+    DenseSet<Operation *> members(group.begin(), group.end());
+    llvm::SetVector<Value> inputs;
+    SmallVector<Value> escaping;
+    SmallVector<Location> locations;
+    for (Operation *op : group) {
+      locations.push_back(op->getLoc());
+      for (Value v : op->getOperands())
+        if (!members.contains(v.getDefiningOp()))
+          inputs.insert(v);
+      Value result = op->getResult(0);
+      if (llvm::any_of(result.getUsers(), [&](Operation *user) {
+            return !members.contains(user);
+          }))
+        escaping.push_back(result);
+    }
+    OpBuilder b(group.back());
+    Location loc = b.getFusedLoc(locations);
+    auto fusion = b.create<FusionOp>(loc, ValueRange(escaping).getTypes(),
+                                     inputs.getArrayRef());
+    Block *body = b.createBlock(&fusion.getBody());
+    IRMapping mapping;
+    for (Value input : inputs)
+      mapping.map(input, body->addArgument(input.getType(), input.getLoc()));
+    for (Operation *op : group)
+      b.clone(*op, mapping);
+    SmallVector<Value> yielded;
+    for (Value v : escaping)
+      yielded.push_back(mapping.lookup(v));
+    b.create<YieldOp>(loc, yielded);
+    for (auto [value, result] : llvm::zip(escaping, fusion.getResults()))
+      value.replaceUsesWithIf(result, [&](OpOperand &use) {
+        return !members.contains(use.getOwner());
+      });
+    for (Operation *op : llvm::reverse(group))
+      op->erase();
+  }
+
+  DenseMap<Operation *, int64_t> position;
+  DenseMap<Operation *, Group *> groupOf;
+  std::list<Group> groups; ///< stable addresses
+};
+
+struct FuseLoops : lap::impl::LapFuseLoopsBase<FuseLoops> {
+  void runOnOperation() override {
+    getOperation()->walk([](func::FuncOp func) {
+      if (func.getBody().hasOneBlock())
+        LoopFusion(func.getBody().front()).run(func.getBody().front());
+    });
+  }
+};
+
+} // namespace
