@@ -8,7 +8,8 @@
 // steps, where big activations dominate. A result that only reinterprets
 // its operand's layout (lap.merge_heads: [B, T, H, D] as [B, T, H D]; and
 // dropout outside training) shares the operand's bytes: one interval for
-// both, no copy.
+// both, no copy. So does the last output of a generated loop nest and an
+// input of its shape that dies there: it is written in place.
 //
 //===----------------------------------------------------------------------===//
 
@@ -85,6 +86,26 @@ Value layoutSource(Operation *op, bool training) {
   return Value();
 }
 
+/// For a generated loop nest (a loop-fusible op, or a lap.fusion), the
+/// result it writes last: the nest reads every element its inputs have at
+/// an index before it writes that index of its last output, so that output
+/// may overwrite an input of its type that dies there.
+Value writtenLast(Operation *op) {
+  if (isLoopFusible(op))
+    return op->getResult(0);
+  auto fusion = dyn_cast<FusionOp>(op);
+  if (!fusion)
+    return Value();
+  Block &body = fusion.getBody().front();
+  DenseMap<Operation *, int64_t> order = positions(body);
+  auto yield = cast<YieldOp>(body.getTerminator());
+  auto values = yield.getValues();
+  auto last = llvm::max_element(values, [&](Value a, Value b) {
+    return order.lookup(a.getDefiningOp()) < order.lookup(b.getDefiningOp());
+  });
+  return fusion.getResult(std::distance(values.begin(), last));
+}
+
 /// Plans one function; returns the workspace size, or a failure (with an
 /// error on the op) for a tensor beyond kMaxPlannedBytes.
 FailureOr<int64_t> planFunction(func::FuncOp func, int64_t maxBatch,
@@ -102,19 +123,49 @@ FailureOr<int64_t> planFunction(func::FuncOp func, int64_t maxBatch,
       outputs[v] = outputSlot(k);
 
   // Layout-only results join their source's interval when both live in
-  // the workspace (not a batch argument, not an output).
+  // the workspace (not a batch argument, not an output); so does the last
+  // output of a loop nest and an input it overwrites, when no value that
+  // shares the input's bytes is read after the nest.
   const bool training = func.getName() == "train_step";
   DenseMap<Value, Value> aliasOf;
+  DenseMap<Value, int64_t> sharedUntil; ///< by root: the last read of any
   auto rootOf = [&](Value v) {
     while (aliasOf.count(v))
       v = aliasOf.lookup(v);
     return v;
   };
-  for (Operation &op : body)
+  auto share = [&](Value result, Value source) {
+    Value root = rootOf(source);
+    aliasOf[result] = root;
+    int64_t &until = sharedUntil.try_emplace(root, lastUse(root, index))
+                         .first->second;
+    until = std::max({until, lastUse(source, index), lastUse(result, index)});
+  };
+  auto inWorkspace = [&](Value v) {
+    return v.getDefiningOp() && !outputs.count(v);
+  };
+  for (Operation &op : body) {
     if (Value source = layoutSource(&op, training);
-        source && source.getDefiningOp() && !outputs.count(source) &&
-        !outputs.count(op.getResult(0)))
-      aliasOf[op.getResult(0)] = rootOf(source);
+        source && inWorkspace(source) && inWorkspace(op.getResult(0))) {
+      share(op.getResult(0), source);
+      continue;
+    }
+    Value result = writtenLast(&op);
+    if (!result || !inWorkspace(result))
+      continue;
+    for (Value input : op.getOperands()) {
+      if (input.getType() != result.getType() || !inWorkspace(input) ||
+          isa<AttentionOp>(rootOf(input).getDefiningOp()))
+        continue;
+      Value root = rootOf(input);
+      int64_t until = sharedUntil.count(root) ? sharedUntil.lookup(root)
+                                              : lastUse(root, index);
+      if (until == index.lookup(&op)) {
+        share(result, input);
+        break;
+      }
+    }
+  }
 
   std::vector<Interval> intervals;
   DenseMap<Value, size_t> intervalOf;

@@ -32,8 +32,8 @@ public:
     if (rowWise)
       lb.parallel(shape.rows, shape.rowGrain, [&](Value r) { row(r); });
     else
-      lb.parallel(lb.mul(shape.rows, lb.index(shape.width)),
-                  shape.elementGrain, [&](Value i) { element(i); });
+      lb.parallel(lb.mul(shape.rows, lb.index(shape.width)), shape.elementGrain,
+                  [&](Value i) { element(i); });
   }
 
 private:
@@ -142,7 +142,8 @@ private:
 
   Value compute(Operation *op, Value j) {
     return llvm::TypeSwitch<Operation *, Value>(op)
-        .Case([&](AddOp a) { return addf(at(a.getLhs(), j), at(a.getRhs(), j)); })
+        .Case(
+            [&](AddOp a) { return addf(at(a.getLhs(), j), at(a.getRhs(), j)); })
         .Case([&](ResidualAddOp a) {
           Value v = at(a.getBranch(), j);
           if (a.getGamma())
@@ -159,9 +160,9 @@ private:
                             at(a->getOperand(0), j));
         })
         .Case([&](ActivationGradOp a) {
-          return mulf(at(a.getGradOutput(), j),
-                      activationDerivative(a.getActivation(),
-                                           at(a.getInput(), j)));
+          return mulf(
+              at(a.getGradOutput(), j),
+              activationDerivative(a.getActivation(), at(a.getInput(), j)));
         })
         .Case([&](SoftcapOp a) {
           float cap = a.getCap().convertToFloat();

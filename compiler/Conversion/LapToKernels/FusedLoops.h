@@ -34,13 +34,13 @@ struct LoopNest {
 /// Where the nest runs: its row shape at run time, and the step's random
 /// stream for drop path.
 struct LoopNestShape {
-  mlir::Value rows;           ///< product of the leading dimensions (index)
-  int64_t width;              ///< the last dimension, C
-  mlir::Value rowsPerSample;  ///< rows of one batch element (index)
-  int64_t rowGrain;           ///< rows worth a thread
-  int64_t elementGrain;       ///< elements worth a thread
-  mlir::Value seed;           ///< the step's seed (i64)
-  bool training;              ///< drop path draws only in a training step
+  mlir::Value rows;          ///< product of the leading dimensions (index)
+  int64_t width;             ///< the last dimension, C
+  mlir::Value rowsPerSample; ///< rows of one batch element (index)
+  int64_t rowGrain;          ///< rows worth a thread
+  int64_t elementGrain;      ///< elements worth a thread
+  mlir::Value seed;          ///< the step's seed (i64)
+  bool training;             ///< drop path draws only in a training step
 };
 
 /// Emits the loop nest at `lb`'s insertion point.

@@ -95,13 +95,12 @@ private:
     int64_t last = position.lookup(from.back());
     for (Operation *member : from) {
       for (Operation *user : member->getResult(0).getUsers())
-        if (!inGroup(user, &from) &&
-            !inGroup(user, into) && position.lookup(user) < at)
+        if (!inGroup(user, &from) && !inGroup(user, into) &&
+            position.lookup(user) < at)
           return false;
       for (Value input : member->getOperands()) {
         if (isa<BlockArgument>(input) ||
-            inGroup(input.getDefiningOp(), &from) ||
-            at - last <= 1)
+            inGroup(input.getDefiningOp(), &from) || at - last <= 1)
           continue;
         bool readLater = llvm::any_of(input.getUsers(), [&](Operation *user) {
           return position.lookup(user) >= at;

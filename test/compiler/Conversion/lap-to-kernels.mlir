@@ -8,7 +8,7 @@
 // tensors. Parameters and intermediates are views at their offsets.
 
 // CHECK-LABEL: func.func @lap_gen_forward(
-// CHECK-SAME: %[[PARAMS:[a-z0-9]+]]: memref<832xi8>, %[[WS:[a-z0-9]+]]: memref<16384xi8>, %[[X:[a-z0-9]+]]: memref<512xf32>, %[[T:[a-z0-9]+]]: memref<64xi32>, %[[LOSS:[a-z0-9]+]]: memref<1xf32>, %[[B:[a-z0-9]+]]: index, %[[S:[a-z0-9]+]]: index, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64)
+// CHECK-SAME: %[[PARAMS:[a-z0-9]+]]: memref<832xi8>, %[[WS:[a-z0-9]+]]: memref<12288xi8>, %[[X:[a-z0-9]+]]: memref<512xf32>, %[[T:[a-z0-9]+]]: memref<64xi32>, %[[LOSS:[a-z0-9]+]]: memref<1xf32>, %[[B:[a-z0-9]+]]: index, %[[S:[a-z0-9]+]]: index, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64)
 // CHECK-SAME: lapk.entry = 2 : i64
 // CHECK-DAG: %[[W:.*]] = memref.view %[[PARAMS]][%c0][] : memref<832xi8> to memref<192xf32>
 // CHECK-DAG: %[[G:.*]] = memref.view %[[PARAMS]][%c768][] : memref<832xi8> to memref<8xf32>
@@ -49,7 +49,7 @@
 // Per-head coefficients [2, H] of fixed kinds are a constant global (alpha,
 // then beta); the logsumexp [B, H, T] lies right after the output.
 // CHECK: lapk.profile_begin "lap.attention"
-// CHECK: %[[LSE:.*]] = memref.view %[[WS]][%{{.*}}][] : memref<16384xi8> to memref<128xf32>
+// CHECK: %[[LSE:.*]] = memref.view %[[WS]][%{{.*}}][] : memref<12288xi8> to memref<128xf32>
 // CHECK: %[[COEFFICIENTS:.*]] = memref.get_global @lap_coefficients_0 : memref<4xf32>
 // CHECK: lapk.call "attention_forward"(%{{.*}}, %[[LSE]], %{{.*}}, %{{.*}}, %{{.*}}, %[[COEFFICIENTS]], %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c2_i64, %c4_i64, %{{.*}}, %c1_i32) : memref<512xf32>, memref<128xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<4xf32>, i64, i64, i64, i64, i64, i64, f32, i32
 

@@ -1,12 +1,14 @@
 // RUN: lap-opt %s --lap-plan-memory="max-batch=2 max-seq=8" --split-input-file --verify-diagnostics | FileCheck %s
 
-// Offsets by liveness, at B=2, T=8 (512 bytes each): %a is dead once %b
-// is computed, so %c reuses its bytes; an operand and the result of one op
-// never share. The returned value goes straight to output 0 (-2).
+// Offsets by liveness, at B=2, T=8 (512 bytes each). A generated loop
+// writes each element after reading it, so a result takes the bytes of an
+// operand of its shape that dies there: %a dies at the gelu, %b at the
+// relu2, all in one buffer. The returned value goes straight to output 0
+// (-2).
 // CHECK-LABEL: func @chain
-// CHECK-SAME: lap.max_batch = 2 : i64, lap.max_seq = 8 : i64, lap.workspace_bytes = 1024 : i64
+// CHECK-SAME: lap.max_batch = 2 : i64, lap.max_seq = 8 : i64, lap.workspace_bytes = 512 : i64
 // CHECK: lap.relu2 {{.*}}lap.offsets = array<i64: 0>
-// CHECK: lap.gelu {{.*}}lap.offsets = array<i64: 512>
+// CHECK: lap.gelu {{.*}}lap.offsets = array<i64: 0>
 // CHECK: lap.relu2 {{.*}}lap.offsets = array<i64: 0>
 // CHECK: lap.add {{.*}}lap.offsets = array<i64: -2>
 func.func @chain(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
@@ -15,6 +17,37 @@ func.func @chain(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
   %c = lap.relu2 %b : tensor<?x?x8xf32>
   %d = lap.add %c, %x : tensor<?x?x8xf32>
   return %d : tensor<?x?x8xf32>
+}
+
+// -----
+
+// Kernel calls never write over their operands (the linear), and a loop
+// only over an operand that no later op reads: the gelu gets other bytes
+// than %y, which the add reads after it; the add writes over %g. Of a
+// lap.fusion, the output written last (%n: the norm comes after the add)
+// takes the bytes of the input that dies there (%p); the other output
+// gets its own.
+// CHECK-LABEL: func @not_in_place
+// CHECK-SAME: lap.workspace_bytes = 1024
+// CHECK: lap.relu2 {{.*}}lap.offsets = array<i64: 0>
+// CHECK: lap.linear {{.*}}lap.offsets = array<i64: 512>
+// CHECK: lap.gelu {{.*}}lap.offsets = array<i64: 0>
+// CHECK: lap.add {{.*}}lap.offsets = array<i64: 0>
+// CHECK: lap.fusion {{.*}}lap.offsets = array<i64: 512, 0>
+// CHECK: lap.add {{.*}}lap.offsets = array<i64: -2>
+func.func @not_in_place(%x: tensor<?x?x8xf32>, %w: tensor<8x8xf32>) -> tensor<?x?x8xf32> {
+  %a = lap.relu2 %x : tensor<?x?x8xf32>
+  %y = lap.linear %a, %w : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  %g = lap.gelu %y : tensor<?x?x8xf32>
+  %p = lap.add %g, %y : tensor<?x?x8xf32>
+  %h, %n = lap.fusion %x, %p : (tensor<?x?x8xf32>, tensor<?x?x8xf32>) -> (tensor<?x?x8xf32>, tensor<?x?x8xf32>) {
+  ^bb0(%u: tensor<?x?x8xf32>, %v: tensor<?x?x8xf32>):
+    %s = lap.add %u, %v : tensor<?x?x8xf32>
+    %r = lap.rms_norm %s {eps = 1.0e-6 : f32} : (tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
+    lap.yield %s, %r : tensor<?x?x8xf32>, tensor<?x?x8xf32>
+  }
+  %out = lap.add %h, %n : tensor<?x?x8xf32>
+  return %out : tensor<?x?x8xf32>
 }
 
 // -----

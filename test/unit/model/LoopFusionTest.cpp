@@ -85,8 +85,9 @@ struct Case {
   bool image;
 };
 
-const Case kCases[] = {
-    {"gpt2", kGpt2, false}, {"nanochat", kNanochat, false}, {"vit", kVit, true}};
+const Case kCases[] = {{"gpt2", kGpt2, false},
+                       {"nanochat", kNanochat, false},
+                       {"vit", kVit, true}};
 
 constexpr int64_t kMaxBatch = 3, kMaxSeq = 16;
 

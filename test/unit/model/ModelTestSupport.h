@@ -55,8 +55,7 @@ inline std::string compileSpec(const TempDir &dir, const std::string &name,
   std::string command =
       std::string("'") + LAP_LAPC + "' '" + spec + "' -o '" + so +
       "' --max-batch " + std::to_string(maxBatch) +
-      (maxSeq > 0 ? " --max-seq " + std::to_string(maxSeq) : "") + " " +
-      flags;
+      (maxSeq > 0 ? " --max-seq " + std::to_string(maxSeq) : "") + " " + flags;
   int status = runCommand(command, output);
   if (status != 0)
     throw std::runtime_error("lapc failed (exit " + std::to_string(status) +
