@@ -137,8 +137,8 @@ FailureOr<int64_t> planFunction(func::FuncOp func, int64_t maxBatch,
   auto share = [&](Value result, Value source) {
     Value root = rootOf(source);
     aliasOf[result] = root;
-    int64_t &until = sharedUntil.try_emplace(root, lastUse(root, index))
-                         .first->second;
+    int64_t &until =
+        sharedUntil.try_emplace(root, lastUse(root, index)).first->second;
     until = std::max({until, lastUse(source, index), lastUse(result, index)});
   };
   auto inWorkspace = [&](Value v) {
