@@ -152,6 +152,9 @@ private:
             v = mulf(v, rowValues[a][0]);
           return addf(at(a.getInput(), j), v);
         })
+        .Case([&](AddBiasOp a) {
+          return addf(at(a.getInput(), j), at(a.getBias(), j));
+        })
         .Case([&](LayerScaleOp a) {
           return mulf(at(a.getInput(), j), at(a.getGamma(), j));
         })

@@ -367,8 +367,8 @@ LogicalResult RMSNormOp::verify() {
 }
 
 bool lap::isLoopFusible(Operation *op) {
-  return isa<AddOp, ResidualAddOp, LayerScaleOp, GeluTanhOp, GeluOp, ReLU2Op,
-             ActivationGradOp, SoftcapOp, SoftcapGradOp>(op) ||
+  return isa<AddOp, AddBiasOp, ResidualAddOp, LayerScaleOp, GeluTanhOp, GeluOp,
+             ReLU2Op, ActivationGradOp, SoftcapOp, SoftcapGradOp>(op) ||
          isRowReduction(op);
 }
 
@@ -529,6 +529,10 @@ LogicalResult PrependTokensOp::verify() {
 
 LogicalResult LayerScaleOp::verify() {
   return verifyFeatureVector(*this, getGamma(), "gamma", getInput().getType());
+}
+
+LogicalResult AddBiasOp::verify() {
+  return verifyFeatureVector(*this, getBias(), "bias", getInput().getType());
 }
 
 /// [B, T, C] -> [B, C] with `first` tokens before the ones read.

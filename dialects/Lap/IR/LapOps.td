@@ -355,6 +355,25 @@ def Lap_LayerScaleOp : Lap_Op<"layer_scale",
   let hasVerifier = 1;
 }
 
+def Lap_AddBiasOp : Lap_Op<"add_bias", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "x + b per channel: a linear layer's bias, added after its GEMM";
+  let description = [{
+    Made by `--lap-fuse-loops` from a `lap.linear` with a bias whose result
+    feeds generated loops: the GEMM runs without the bias, and the bias is
+    added in the loop nest that reads the GEMM's output (with the
+    activation, residual add or norm that follows), not in a pass of its
+    own.
+
+    ```mlir
+    %y = lap.add_bias %x, %b : tensor<?x50x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Lap_FloatTensor:$input, Lap_FloatTensor:$bias);
+  let results = (outs Lap_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $bias attr-dict `:` type($input) `,` type($bias)";
+  let hasVerifier = 1;
+}
+
 def Lap_TakeTokenOp : Lap_Op<"take_token", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "[B, T, C] -> [B, C]: the token at `index` (CLS pooling)";
   let description = [{

@@ -3,9 +3,9 @@
 // Groups chains of loop-fusible ops (elementwise ops and the norms they
 // feed) into lap.fusion ops, which code generation computes as one loop
 // nest: a residual add and the norm after it, the sums of gradients, an
-// activation and what follows it. Greedy, in program order: each op joins
-// the groups of its operands' producers when the fused op can take the
-// consumer's place.
+// activation and what follows it, a linear layer's bias and what reads the
+// layer's output. Greedy, in program order: each op joins the groups of its
+// operands' producers when the fused op can take the consumer's place.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,7 +33,32 @@ namespace {
 /// Ops cheap enough to compute again in each pass a norm makes over its
 /// input row, rather than keeping their result.
 bool cheapForNorms(Operation *op) {
-  return isa<AddOp, ResidualAddOp, LayerScaleOp, ReLU2Op>(op);
+  return isa<AddOp, AddBiasOp, ResidualAddOp, LayerScaleOp, ReLU2Op>(op);
+}
+
+/// A linear layer with a bias whose output a generated loop reads runs its
+/// GEMM without the bias; a lap.add_bias right before its first reader
+/// adds it, and joins that loop.
+void splitBiases(Block &body) {
+  SmallVector<LinearOp> linears;
+  for (LinearOp linear : body.getOps<LinearOp>())
+    if (linear.getBias() && llvm::any_of(linear->getUsers(), isLoopFusible))
+      linears.push_back(linear);
+  for (LinearOp linear : linears) {
+    Operation *first =
+        *llvm::min_element(linear->getUsers(), [](Operation *a, Operation *b) {
+          return a->isBeforeInBlock(b);
+        });
+    OpBuilder b(linear);
+    auto bare =
+        b.create<LinearOp>(linear.getLoc(), linear.getType(), linear.getInput(),
+                           linear.getWeight(), Value());
+    b.setInsertionPoint(first);
+    auto biased = b.create<AddBiasOp>(linear.getLoc(), linear.getType(), bare,
+                                      linear.getBias());
+    linear.replaceAllUsesWith(biased.getResult());
+    linear.erase();
+  }
 }
 
 class LoopFusion {
@@ -160,8 +185,11 @@ private:
 struct FuseLoops : lap::impl::LapFuseLoopsBase<FuseLoops> {
   void runOnOperation() override {
     getOperation()->walk([](func::FuncOp func) {
-      if (func.getBody().hasOneBlock())
-        LoopFusion(func.getBody().front()).run(func.getBody().front());
+      if (!func.getBody().hasOneBlock())
+        return;
+      Block &body = func.getBody().front();
+      splitBiases(body);
+      LoopFusion(body).run(body);
     });
   }
 };

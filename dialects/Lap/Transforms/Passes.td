@@ -153,8 +153,12 @@ def LapFuseLoops : Pass<"lap-fuse-loops"> {
     producers (adds, LayerScale, ReLU²): their values are computed again
     in each pass the norm makes over a row. Each group of two or more ops
     becomes one `lap.fusion`, yielding the values read outside it; the
-    rest never reach memory. Run after `--lap-rematerialize`, before the
-    memory plan.
+    rest never reach memory. First, a `lap.linear` with a bias whose
+    output such an op reads loses its bias to a `lap.add_bias` placed
+    before its first reader: the bias is then added in the loop that reads
+    the GEMM's output anyway (a GEMM epilogue in generated code), not in a
+    pass of its own. Run after `--lap-rematerialize`, before the memory
+    plan.
 
     Before:
     ```mlir
@@ -162,6 +166,8 @@ def LapFuseLoops : Pass<"lap-fuse-loops"> {
     %n = lap.rms_norm %h {eps = 1.0e-06 : f32} : (tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
     %s1 = lap.add %d1, %d2 : tensor<?x?x64xf32>
     %s2 = lap.add %s1, %d3 : tensor<?x?x64xf32>
+    %u = lap.linear %z, %w, %b : (tensor<?x?x64xf32>, tensor<256x64xf32>, tensor<256xf32>) -> tensor<?x?x256xf32>
+    %a = lap.gelu %u : tensor<?x?x256xf32>
     ```
     After:
     ```mlir
@@ -176,6 +182,13 @@ def LapFuseLoops : Pass<"lap-fuse-loops"> {
       %s1 = lap.add %a, %b : tensor<?x?x64xf32>
       %s2 = lap.add %s1, %c : tensor<?x?x64xf32>
       lap.yield %s2 : tensor<?x?x64xf32>
+    }
+    %v = lap.linear %z, %w : (tensor<?x?x64xf32>, tensor<256x64xf32>) -> tensor<?x?x256xf32>
+    %a2 = lap.fusion %v, %b : (...) -> tensor<?x?x256xf32> {
+    ^bb0(%p: tensor<?x?x256xf32>, %q: tensor<256xf32>):
+      %u = lap.add_bias %p, %q : tensor<?x?x256xf32>, tensor<256xf32>
+      %a = lap.gelu %u : tensor<?x?x256xf32>
+      lap.yield %a : tensor<?x?x256xf32>
     }
     ```
   }];

@@ -814,3 +814,11 @@ func.func @fusion_yields_nothing(%x: tensor<?x?x8xf32>) {
   }
   return
 }
+
+// -----
+
+func.func @add_bias_width(%x: tensor<?x17x16xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{bias must be [16], got [8]}}
+  %y = lap.add_bias %x, %b : tensor<?x17x16xf32>, tensor<8xf32>
+  return
+}

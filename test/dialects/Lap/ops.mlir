@@ -152,3 +152,10 @@ func.func @fusion(%x: tensor<?x?x64xf32>, %p: tensor<?x?x64xf32>, %w: tensor<64x
   }
   return %h, %n : tensor<?x?x64xf32>, tensor<?x?x64xf32>
 }
+
+// CHECK-LABEL: func @add_bias
+func.func @add_bias(%x: tensor<?x50x64xf32>, %b: tensor<64xf32>) -> tensor<?x50x64xf32> {
+  // CHECK: lap.add_bias %{{.*}}, %{{.*}} : tensor<?x50x64xf32>, tensor<64xf32>
+  %y = lap.add_bias %x, %b : tensor<?x50x64xf32>, tensor<64xf32>
+  return %y : tensor<?x50x64xf32>
+}

@@ -100,3 +100,45 @@ func.func @would_lengthen_lives(%a: tensor<?x?x8xf32>, %w: tensor<8x8xf32>, %v: 
   %r = lap.relu2 %v : tensor<?x?x4xf32>
   return %n, %r : tensor<?x?x8xf32>, tensor<?x?x4xf32>
 }
+
+// -----
+
+// A linear layer's bias moves out of the GEMM into the loop that reads
+// its output: here with the GELU after it (the pre-activation is read by
+// the backward, so both are yielded), and with a residual add and the
+// norm after that.
+// CHECK-LABEL: func @bias_epilogues
+// CHECK-SAME: (%[[X:.*]]: tensor<?x?x8xf32>, %[[W1:.*]]: tensor<32x8xf32>, %[[B1:.*]]: tensor<32xf32>, %[[W2:.*]]: tensor<8x32xf32>, %[[B2:.*]]: tensor<8xf32>)
+// CHECK: %[[U:.*]] = lap.linear %[[X]], %[[W1]] : (tensor<?x?x8xf32>, tensor<32x8xf32>) -> tensor<?x?x32xf32>
+// CHECK: %[[F:.*]]:2 = lap.fusion %[[U]], %[[B1]]
+// CHECK-NEXT: ^bb0(%[[P:.*]]: tensor<?x?x32xf32>, %[[Q:.*]]: tensor<32xf32>):
+// CHECK-NEXT: %[[V:.*]] = lap.add_bias %[[P]], %[[Q]]
+// CHECK-NEXT: %[[A:.*]] = lap.gelu %[[V]]
+// CHECK-NEXT: lap.yield %[[V]], %[[A]]
+// CHECK: %[[Y:.*]] = lap.linear %[[F]]#1, %[[W2]] : (tensor<?x?x32xf32>, tensor<8x32xf32>) -> tensor<?x?x8xf32>
+// CHECK: lap.fusion %[[Y]], %[[B2]], %[[X]]
+// CHECK: lap.add_bias
+// CHECK-NEXT: lap.residual_add
+// CHECK-NEXT: lap.layer_norm
+// CHECK: return
+func.func @bias_epilogues(%x: tensor<?x?x8xf32>, %w1: tensor<32x8xf32>, %b1: tensor<32xf32>, %w2: tensor<8x32xf32>, %b2: tensor<8xf32>)
+    -> (tensor<?x?x32xf32>, tensor<?x?x8xf32>) {
+  %u = lap.linear %x, %w1, %b1 : (tensor<?x?x8xf32>, tensor<32x8xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  %a = lap.gelu %u : tensor<?x?x32xf32>
+  %y = lap.linear %a, %w2, %b2 : (tensor<?x?x32xf32>, tensor<8x32xf32>, tensor<8xf32>) -> tensor<?x?x8xf32>
+  %h = lap.residual_add %x, %y {drop_rate = 0.0 : f32, key = 0 : i64} : tensor<?x?x8xf32>
+  %n = lap.layer_norm %h {eps = 1.0e-6 : f32} : (tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
+  return %u, %n : tensor<?x?x32xf32>, tensor<?x?x8xf32>
+}
+
+// -----
+
+// A bias stays in the GEMM when nothing generated reads the output.
+// CHECK-LABEL: func @bias_stays
+// CHECK: lap.linear %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8xf32>)
+// CHECK-NOT: lap.add_bias
+func.func @bias_stays(%x: tensor<?x?x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) -> tensor<?x?x8xf32> {
+  %y = lap.linear %x, %w, %b : (tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<?x?x8xf32>
+  %z = lap.linear %y, %w : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  return %z : tensor<?x?x8xf32>
+}
