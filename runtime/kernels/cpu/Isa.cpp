@@ -3,9 +3,9 @@
 // The kernels with hand-written SIMD are compiled once per Highway target
 // (Targets.h: AVX-512, AVX2 and generic on x86-64) and dispatched at
 // their first call to the best target this CPU has. LAP_CPU_ISA names
-// another one, so that every path can be exercised on one machine; a name
-// that is not compiled in, or that this CPU lacks, is an error, never a
-// SIGILL.
+// another one, so that every path can be exercised on one machine (below
+// the best one, oneDNN's GEMMs are limited to AVX2 as well); a name that is
+// not compiled in, or that this CPU lacks, is an error, never a SIGILL.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +16,7 @@
 
 #include <hwy/highway.h>
 #include <hwy/targets.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -57,6 +58,22 @@ std::string namesOf(int64_t mask) {
   return names;
 }
 
+/// Below the best target, oneDNN's GEMMs keep to AVX2 too (the kernels'
+/// baseline), so that a forced AVX2 run is the whole library as an
+/// AVX2-only CPU runs it, not AVX2 kernels next to AVX-512 GEMMs. Called
+/// before any GEMM: hosts check the choice before a model computes.
+void limitGemms(int64_t chosen, int64_t usable) {
+#if HWY_ARCH_X86
+  if (chosen != (usable & -usable) &&
+      dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2) != dnnl_success)
+    std::fprintf(stderr, "lap: oneDNN is already in use; its GEMMs keep to "
+                         "the best instruction set of this CPU\n");
+#else
+  (void)chosen;
+  (void)usable;
+#endif
+}
+
 /// The targets compiled in that this CPU can run (Highway reads cpuid).
 int64_t runnable() { return hwy::SupportedTargets() & HWY_TARGETS; }
 
@@ -95,6 +112,7 @@ Choice choose() {
       c.target = t.bit;
       // Dispatch picks the best enabled target: disable the better ones.
       hwy::DisableTargets(HWY_TARGETS & (t.bit - 1));
+      limitGemms(t.bit, usable);
     }
     return c;
   }
