@@ -43,7 +43,7 @@ namespace {
 
 /// Whether the kernel of `op` skips result `i` when given no buffer.
 bool mayDropResult(Operation *op, unsigned i) {
-  return isa<LinearGradOp>(op) ||
+  return isa<LinearGradOp, LinearHeadsGradOp>(op) ||
          (isa<LayerNormGradOp, RMSNormGradOp>(op) && i > 0) ||
          (isa<PrependTokensGradOp, LayerScaleGradOp>(op) && i == 0);
 }

@@ -511,6 +511,23 @@ LogicalResult Emitter::emitOp(Operation *op) {
                  lastArg(a.getInput()), lastArg(a.getGradOutput()));
         return success();
       })
+      .Case([&](LinearHeadsOp a) {
+        LAP_CALL(linear_heads_forward, buf(a.getQ()), buf(a.getK()),
+                 buf(a.getV()), buf(a.getInput()), buf(a.getWeight()),
+                 optional(a.getBias()), rowsArg(a.getInput()),
+                 lastArg(a.getInput()), i64(headsWidth(a.getQ())),
+                 i64(headsWidth(a.getK())));
+        return success();
+      })
+      .Case([&](LinearHeadsGradOp a) {
+        LAP_CALL(linear_heads_backward, buf(a.getGradInput()),
+                 buf(a.getGradWeight()), buf(a.getGradBias()),
+                 buf(a.getGradQ()), buf(a.getGradK()), buf(a.getGradV()),
+                 buf(a.getInput()), buf(a.getWeight()), rowsArg(a.getInput()),
+                 lastArg(a.getInput()), i64(headsWidth(a.getGradQ())),
+                 i64(headsWidth(a.getGradK())));
+        return success();
+      })
       .Case([&](EmbeddingOp a) {
         auto table = cast<ShapedType>(a.getTable().getType());
         LAP_CALL(embedding_forward, buf(a.getResult()), buf(a.getTable()),

@@ -428,23 +428,86 @@ LogicalResult RopeOp::verify() {
   return success();
 }
 
-LogicalResult SplitHeadsOp::verify() {
-  RankedTensorType input = getInput().getType(), q = getQ().getType(),
-                   k = getK().getType();
-  if (q.getRank() != 4 || k.getRank() != 4 || k != getV().getType())
-    return emitOpError("results must be q [B, T, H, D] and k, v [B, T, KV, D]");
+/// The width (H + 2 KV) D of the fused projection that q [B, T, H, D] and
+/// k, v [B, T, KV, D] come from.
+static FailureOr<int64_t> headsWidth(Operation *op, RankedTensorType q,
+                                     RankedTensorType k, RankedTensorType v) {
+  if (q.getRank() != 4 || k.getRank() != 4 || k != v)
+    return op->emitOpError(
+        "heads must be q [B, T, H, D] and k, v [B, T, KV, D]");
   if (q.isDynamicDim(2) || q.isDynamicDim(3) || k.isDynamicDim(2) ||
       q.getDimSize(3) != k.getDimSize(3))
-    return emitOpError("head counts and head_dim must be static and agree");
-  int64_t width = (q.getDimSize(2) + 2 * k.getDimSize(2)) * q.getDimSize(3);
-  if (input.getRank() != 3 || input.getShape().back() != width)
-    return emitOpError("input must be [B, T, (H + 2 KV) D] = [?, ?, ")
-           << width << "], got " << shapeString(input);
+    return op->emitOpError("head counts and head_dim must be static and agree");
+  return (q.getDimSize(2) + 2 * k.getDimSize(2)) * q.getDimSize(3);
+}
+
+/// Rows [B, T, C] and heads with the same batch and sequence.
+static LogicalResult verifyHeadsRows(Operation *op, RankedTensorType rows,
+                                     int64_t width, RankedTensorType q,
+                                     RankedTensorType k, StringRef what) {
+  if (rows.getRank() != 3 || rows.isDynamicDim(2) ||
+      (width >= 0 && rows.getShape().back() != width))
+    return op->emitOpError()
+           << what << " must be [B, T, "
+           << (width >= 0 ? "(H + 2 KV) D] = [?, ?, " + std::to_string(width)
+                          : std::string("C"))
+           << "], got " << shapeString(rows);
   for (int64_t d = 0; d < 2; ++d)
-    if (!compatible(input.getDimSize(d), q.getDimSize(d)) ||
-        !compatible(input.getDimSize(d), k.getDimSize(d)))
-      return emitOpError("results must keep the input's batch and sequence");
+    if (!compatible(rows.getDimSize(d), q.getDimSize(d)) ||
+        !compatible(rows.getDimSize(d), k.getDimSize(d)))
+      return op->emitOpError("heads must keep the ")
+             << what << "'s batch and sequence";
   return success();
+}
+
+/// The fused projection's weight [(H + 2 KV) D, C] for rows of width C.
+static LogicalResult verifyHeadsWeight(Operation *op, RankedTensorType weight,
+                                       int64_t width, RankedTensorType rows) {
+  if (weight.getRank() != 2 || weight.getDimSize(0) != width ||
+      weight.getDimSize(1) != rows.getShape().back())
+    return op->emitOpError("weight must be [(H + 2 KV) D, C] = [")
+           << width << ", " << rows.getShape().back() << "], got "
+           << shapeString(weight);
+  return success();
+}
+
+LogicalResult SplitHeadsOp::verify() {
+  FailureOr<int64_t> width =
+      headsWidth(*this, getQ().getType(), getK().getType(), getV().getType());
+  if (failed(width))
+    return failure();
+  return verifyHeadsRows(*this, getInput().getType(), *width, getQ().getType(),
+                         getK().getType(), "input");
+}
+
+LogicalResult LinearHeadsOp::verify() {
+  RankedTensorType input = getInput().getType();
+  FailureOr<int64_t> width =
+      headsWidth(*this, getQ().getType(), getK().getType(), getV().getType());
+  if (failed(width) ||
+      failed(verifyHeadsRows(*this, input, -1, getQ().getType(),
+                             getK().getType(), "input")) ||
+      failed(verifyHeadsWeight(*this, getWeight().getType(), *width, input)))
+    return failure();
+  if (getBias())
+    return verifyFeatureVector(
+        *this, getBias(), "bias",
+        RankedTensorType::get({*width}, input.getElementType()));
+  return success();
+}
+
+LogicalResult LinearHeadsGradOp::verify() {
+  RankedTensorType input = getInput().getType();
+  FailureOr<int64_t> width = headsWidth(
+      *this, getGradQ().getType(), getGradK().getType(), getGradV().getType());
+  if (failed(width) ||
+      failed(verifyHeadsRows(*this, input, -1, getGradQ().getType(),
+                             getGradK().getType(), "input")) ||
+      failed(verifyHeadsWeight(*this, getWeight().getType(), *width, input)))
+    return failure();
+  return verifyFeatureVector(
+      *this, getGradBias(), "grad_bias",
+      RankedTensorType::get({*width}, input.getElementType()));
 }
 
 LogicalResult MergeHeadsOp::verify() {

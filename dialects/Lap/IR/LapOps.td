@@ -179,6 +179,27 @@ def Lap_LinearOp : Lap_Op<"linear", [Pure, DeclareOpInterfaceMethods<Lap_Differe
   let hasVerifier = 1;
 }
 
+def Lap_LinearHeadsOp : Lap_Op<"linear_heads", [Pure, AllTypesMatch<["k", "v"]>]> {
+  let summary = "the fused query/key/value projection, straight into heads";
+  let description = [{
+    `lap.split_heads(lap.linear(x, W, b))` as one op, made by `--lap-fuse`:
+    `weight` [(H + 2 KV) D, C] is read as its three row blocks, so q
+    [B, T, H, D], k and v [B, T, KV, D] are each a GEMM's output and the
+    [B, T, (H + 2 KV) D] projection is never stored or copied.
+
+    ```mlir
+    %q, %k, %v = lap.linear_heads %x, %w, %b : (tensor<?x?x64xf32>, tensor<192x64xf32>, tensor<192xf32>) -> (tensor<?x?x4x16xf32>, tensor<?x?x4x16xf32>, tensor<?x?x4x16xf32>)
+    ```
+  }];
+  let arguments = (ins Lap_FloatTensor:$input, Lap_FloatTensor:$weight,
+                       Optional<Lap_FloatTensor>:$bias);
+  let results = (outs Lap_FloatTensor:$q, Lap_FloatTensor:$k, Lap_FloatTensor:$v);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Lap_EmbeddingOp : Lap_Op<"embedding", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "rows of a table by index";
   let description = [{
@@ -665,6 +686,26 @@ def Lap_LinearGradOp : Lap_Op<"linear_grad", [Pure,
                       Lap_FloatTensor:$grad_bias);
   let assemblyFormat = [{
     $grad_output `,` $input `,` $weight attr-dict `:` type($grad_output) `,` type($input) `,` type($weight) `->` type($grad_bias)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lap_LinearHeadsGradOp : Lap_Op<"linear_heads_grad", [Pure,
+    AllTypesMatch<["input", "grad_input"]>, AllTypesMatch<["weight", "grad_weight"]>,
+    AllTypesMatch<["grad_k", "grad_v"]>]> {
+  let summary = "the gradients of lap.linear_heads from dq, dk, dv";
+  let description = [{
+    `lap.linear_grad(lap.split_heads_grad(dq, dk, dv), x, W)` as one op,
+    made by `--lap-fuse`: dx = dq Wq + dk Wk + dv Wv, and dW and db by row
+    blocks, without the [B, T, (H + 2 KV) D] gradient of the projection.
+  }];
+  let arguments = (ins Lap_FloatTensor:$grad_q, Lap_FloatTensor:$grad_k,
+                       Lap_FloatTensor:$grad_v, Lap_FloatTensor:$input,
+                       Lap_FloatTensor:$weight);
+  let results = (outs Lap_FloatTensor:$grad_input, Lap_FloatTensor:$grad_weight,
+                      Lap_FloatTensor:$grad_bias);
+  let assemblyFormat = [{
+    $grad_q `,` $grad_k `,` $grad_v `,` $input `,` $weight attr-dict `:` type($grad_q) `,` type($grad_k) `,` type($input) `,` type($weight) `->` type($grad_bias)
   }];
   let hasVerifier = 1;
 }

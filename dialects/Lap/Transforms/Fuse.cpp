@@ -148,11 +148,50 @@ struct FuseLinearIntoCrossEntropy : OpRewritePattern<LinearGradOp> {
   }
 };
 
+/// The fused query/key/value projection split into heads,
+/// lap.split_heads(lap.linear(x, W, b)), becomes one lap.linear_heads whose
+/// GEMMs write the heads: no [B, T, (H + 2 KV) D] tensor, no copy.
+struct FuseLinearIntoSplitHeads : OpRewritePattern<SplitHeadsOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(SplitHeadsOp split,
+                                PatternRewriter &rewriter) const override {
+    auto linear = split.getInput().getDefiningOp<LinearOp>();
+    if (!linear || !linear->hasOneUse())
+      return failure();
+    rewriter.setInsertionPoint(split);
+    rewriter.replaceOpWithNewOp<LinearHeadsOp>(
+        split, split.getResultTypes(), linear.getInput(), linear.getWeight(),
+        linear.getBias());
+    rewriter.eraseOp(linear);
+    return success();
+  }
+};
+
+/// Its gradient, lap.linear_grad(lap.split_heads_grad(dq, dk, dv), x, W),
+/// becomes one lap.linear_heads_grad.
+struct FuseSplitHeadsGradIntoLinearGrad : OpRewritePattern<LinearGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(LinearGradOp grad,
+                                PatternRewriter &rewriter) const override {
+    auto merge = grad.getGradOutput().getDefiningOp<SplitHeadsGradOp>();
+    if (!merge || !merge->hasOneUse())
+      return failure();
+    rewriter.replaceOpWithNewOp<LinearHeadsGradOp>(
+        grad, grad.getResultTypes(), merge.getGradQ(), merge.getGradK(),
+        merge.getGradV(), grad.getInput(), grad.getWeight());
+    rewriter.eraseOp(merge);
+    return success();
+  }
+};
+
 struct Fuse : lap::impl::LapFuseBase<Fuse> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<FuseSoftcapIntoCrossEntropy, FuseResidualBranch,
-                 FuseLinearIntoCrossEntropy>(&getContext());
+                 FuseLinearIntoCrossEntropy, FuseLinearIntoSplitHeads,
+                 FuseSplitHeadsGradIntoLinearGrad>(&getContext());
     if (failed(
             applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

@@ -83,6 +83,14 @@ def LapFuse : Pass<"lap-fuse"> {
       the linear_grad: its kernel makes the logits a chunk of rows at a
       time, so neither [B, T, V] logits nor their gradient are stored.
 
+    - The fused query/key/value projection and its split into heads,
+      `lap.split_heads(lap.linear(x, W, b))`, becomes one
+      `lap.linear_heads` whose GEMMs write q, k and v (W read as its three
+      row blocks), and its gradient,
+      `lap.linear_grad(lap.split_heads_grad(dq, dk, dv), x, W)`, one
+      `lap.linear_heads_grad`: the [B, T, (H + 2 KV) D] projection and its
+      gradient are neither stored nor copied.
+
     - A residual branch `lap.add(x, lap.drop_path(lap.layer_scale(y, g)))`
       (or with only one of drop path and LayerScale) becomes one
       `lap.residual_add`: one pass over the activations instead of three.

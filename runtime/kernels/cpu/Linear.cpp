@@ -103,3 +103,35 @@ extern "C" void lap_cpu_linear_backward(float *dx, float *dw, float *db,
   if (db)
     columnSums(db, dy, n, out);
 }
+
+extern "C" void lap_cpu_linear_heads_forward(float *q, float *k, float *v,
+                                             const float *x, const float *w,
+                                             const float *b, int64_t n,
+                                             int64_t in, int64_t hq,
+                                             int64_t hkv) {
+  lap_cpu_linear_forward(q, x, w, b, n, in, hq);
+  lap_cpu_linear_forward(k, x, w + hq * in, b ? b + hq : nullptr, n, in, hkv);
+  lap_cpu_linear_forward(v, x, w + (hq + hkv) * in, b ? b + hq + hkv : nullptr,
+                         n, in, hkv);
+}
+
+extern "C" void lap_cpu_linear_heads_backward(float *dx, float *dw, float *db,
+                                              const float *dq, const float *dk,
+                                              const float *dv, const float *x,
+                                              const float *w, int64_t n,
+                                              int64_t in, int64_t hq,
+                                              int64_t hkv) {
+  const float *blocks[3] = {dq, dk, dv};
+  const int64_t widths[3] = {hq, hkv, hkv}, starts[3] = {0, hq, hq + hkv};
+  for (int i = 0; i < 3; ++i) {
+    // dx sums the three blocks' contributions in block order.
+    if (dx)
+      gemm('N', 'N', n, in, widths[i], blocks[i], widths[i], w + starts[i] * in,
+           in, i == 0 ? 0.0f : 1.0f, dx, in);
+    if (dw)
+      gemm('T', 'N', widths[i], in, n, blocks[i], widths[i], x, in, 0.0f,
+           dw + starts[i] * in, in);
+    if (db)
+      columnSums(db + starts[i], blocks[i], n, widths[i]);
+  }
+}

@@ -233,7 +233,8 @@ func.func @forward(%pw: tensor<16x49xf32> {lap.name = "pw", lap.parameter},
 // CHECK-LABEL: func.func @lap_gen_train_step(
 // CHECK: lapk.call "embedding_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c32_i64, %c8_i64) : memref<512xf32>, memref<256xf32>, memref<64xi32>, i64, i64, i64
 // CHECK: lapk.call "add_positions_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c8_i64, %c0_i64, %c0_i64) : memref<512xf32>, memref<512xf32>, memref<128xf32>, i64, i64, i64, i64, i64
-// CHECK: lapk.call "linear_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c8_i64, %c16_i64) : memref<1024xf32>, memref<512xf32>, memref<128xf32>, memref<0xf32>, i64, i64, i64
+// The projection and split_heads are one op: its GEMMs write q, k and v.
+// CHECK: lapk.call "linear_heads_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c8_i64, %c8_i64, %c4_i64) : memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<512xf32>, memref<128xf32>, memref<0xf32>, i64, i64, i64, i64
 // CHECK: lapk.call "rope_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c4_i64, %{{.*}}, %c0_i64) : memref<512xf32>, memref<512xf32>, i64, i64, i64, i64, f32, i64
 // CHECK: lapk.call "rope_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64, %c4_i64, %{{.*}}, %c0_i64) : memref<256xf32>, memref<256xf32>, i64, i64, i64, i64, f32, i64
 // CHECK: lapk.call "attention_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c1_i64, %c4_i64, %{{.*}}, %c1_i32) : memref<512xf32>, memref<128xf32>, memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<4xf32>, i64, i64, i64, i64, i64, i64, f32, i32
@@ -242,7 +243,7 @@ func.func @forward(%pw: tensor<16x49xf32> {lap.name = "pw", lap.parameter},
 // CHECK: lapk.call "attention_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c1_i64, %c4_i64, %{{.*}}, %c1_i32) : memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<0xf32>, memref<512xf32>, memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<512xf32>, memref<128xf32>, memref<4xf32>, i64, i64, i64, i64, i64, i64, f32, i32
 // CHECK: lapk.call "rope_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64, %c4_i64, %{{.*}}, %c0_i64) : memref<256xf32>, memref<256xf32>, i64, i64, i64, i64, f32, i64
 // CHECK: lapk.call "rope_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c4_i64, %{{.*}}, %c0_i64) : memref<512xf32>, memref<512xf32>, i64, i64, i64, i64, f32, i64
-// CHECK: lapk.call "linear_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c8_i64, %c16_i64) : memref<512xf32>, memref<128xf32>, memref<16xf32>, memref<1024xf32>, memref<512xf32>, memref<128xf32>, i64, i64, i64
+// CHECK: lapk.call "linear_heads_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c8_i64, %c8_i64, %c4_i64) : memref<512xf32>, memref<128xf32>, memref<16xf32>, memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<512xf32>, memref<128xf32>, i64, i64, i64, i64
 // CHECK: lapk.call "add_positions_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c8_i64, %c0_i64, %c16_i64) : memref<128xf32>, memref<512xf32>, i64, i64, i64, i64, i64
 // CHECK: lapk.call "embedding_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c32_i64, %c8_i64) : memref<256xf32>, memref<512xf32>, memref<64xi32>, i64, i64, i64
 // CHECK-LABEL: func.func @lap_gen_decode(

@@ -368,7 +368,7 @@ func.func @split_width(%x: tensor<?x?x100xf32>) {
 // -----
 
 func.func @split_kv(%x: tensor<?x?x128xf32>) {
-  // expected-error @+1 {{results must be q [B, T, H, D] and k, v [B, T, KV, D]}}
+  // expected-error @+1 {{heads must be q [B, T, H, D] and k, v [B, T, KV, D]}}
   %q, %k, %v = lap.split_heads %x : tensor<?x?x128xf32> -> tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x1x16xf32>
   return
 }
@@ -384,7 +384,7 @@ func.func @split_head_dim(%x: tensor<?x?x128xf32>) {
 // -----
 
 func.func @split_batch(%x: tensor<2x?x128xf32>) {
-  // expected-error @+1 {{results must keep the input's batch and sequence}}
+  // expected-error @+1 {{heads must keep the input's batch and sequence}}
   %q, %k, %v = lap.split_heads %x : tensor<2x?x128xf32> -> tensor<3x?x4x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>
   return
 }
@@ -820,5 +820,29 @@ func.func @fusion_yields_nothing(%x: tensor<?x?x8xf32>) {
 func.func @add_bias_width(%x: tensor<?x17x16xf32>, %b: tensor<8xf32>) {
   // expected-error @+1 {{bias must be [16], got [8]}}
   %y = lap.add_bias %x, %b : tensor<?x17x16xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_heads_weight(%x: tensor<?x?x8xf32>, %w: tensor<24x4xf32>) {
+  // expected-error @+1 {{weight must be [(H + 2 KV) D, C] = [24, 8], got [24, 4]}}
+  %q, %k, %v = lap.linear_heads %x, %w : (tensor<?x?x8xf32>, tensor<24x4xf32>) -> (tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @linear_heads_bias(%x: tensor<?x?x8xf32>, %w: tensor<24x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{bias must be [24], got [8]}}
+  %q, %k, %v = lap.linear_heads %x, %w, %b : (tensor<?x?x8xf32>, tensor<24x8xf32>, tensor<8xf32>) -> (tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @linear_heads_grad_rows(%dq: tensor<?x?x2x4xf32>, %x: tensor<?x8xf32>, %w: tensor<24x8xf32>) {
+  // expected-error @+1 {{input must be [B, T, C], got [?, 8]}}
+  %dx, %dw, %db = lap.linear_heads_grad %dq, %dq, %dq, %x, %w : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x8xf32>, tensor<24x8xf32> -> tensor<24xf32>
   return
 }

@@ -159,3 +159,12 @@ func.func @add_bias(%x: tensor<?x50x64xf32>, %b: tensor<64xf32>) -> tensor<?x50x
   %y = lap.add_bias %x, %b : tensor<?x50x64xf32>, tensor<64xf32>
   return %y : tensor<?x50x64xf32>
 }
+
+// CHECK-LABEL: func @linear_heads
+func.func @linear_heads(%x: tensor<?x?x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> (tensor<?x?x2x4xf32>, tensor<?x?x8xf32>) {
+  // CHECK: lap.linear_heads %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x?x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> (tensor<?x?x2x4xf32>, tensor<?x?x1x4xf32>, tensor<?x?x1x4xf32>)
+  %q, %k, %v = lap.linear_heads %x, %w, %b : (tensor<?x?x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> (tensor<?x?x2x4xf32>, tensor<?x?x1x4xf32>, tensor<?x?x1x4xf32>)
+  // CHECK: lap.linear_heads_grad %{{.*}} : tensor<?x?x2x4xf32>, tensor<?x?x1x4xf32>, tensor<?x?x8xf32>, tensor<16x8xf32> -> tensor<16xf32>
+  %dx, %dw, %db = lap.linear_heads_grad %q, %k, %v, %x, %w : tensor<?x?x2x4xf32>, tensor<?x?x1x4xf32>, tensor<?x?x8xf32>, tensor<16x8xf32> -> tensor<16xf32>
+  return %q, %dx : tensor<?x?x2x4xf32>, tensor<?x?x8xf32>
+}

@@ -10,9 +10,11 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <random>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -151,6 +153,64 @@ TEST(Linear, EmptyBatch) {
                           w.data(), 0, 2, 3);
   EXPECT_EQ(dw, std::vector<float>(6, 0.0f));
   EXPECT_EQ(db, std::vector<float>(3, 0.0f));
+}
+
+// The heads' projection: q, k, v are the row blocks of one linear layer's
+// output (reference: the double triple loop on the whole weight, split by
+// columns), and its gradients are those of the whole layer, against central
+// differences of L = sum(q Gq) + sum(k Gk) + sum(v Gv).
+TEST(Linear, HeadsAreTheRowBlocksOfOneProjection) {
+  std::mt19937 rng(5);
+  for (auto [n, in, hq, hkv] : {std::array<int64_t, 4>{3, 5, 4, 2},
+                                std::array<int64_t, 4>{300, 48, 64, 32}}) {
+    Shape s{n, in, hq + 2 * hkv};
+    auto x = randomVector(rng, s.n * s.in), w = randomVector(rng, s.out * s.in),
+         b = randomVector(rng, s.out), g = randomVector(rng, s.n * s.out);
+    auto q = nanVector(n * hq), k = nanVector(n * hkv), v = nanVector(n * hkv);
+    lap_cpu_linear_heads_forward(q.data(), k.data(), v.data(), x.data(),
+                                 w.data(), b.data(), n, in, hq, hkv);
+    auto xd = toDouble(x), wd = toDouble(w), bd = toDouble(b), gd = toDouble(g);
+    std::vector<double> y = referenceForward(xd, wd, bd, s);
+    // Columns [start, start + width) of y's rows.
+    auto columns = [&](const std::vector<double> &m, int64_t start,
+                       int64_t width) {
+      std::vector<double> part;
+      for (int64_t i = 0; i < n; ++i)
+        part.insert(part.end(), m.begin() + i * s.out + start,
+                    m.begin() + i * s.out + start + width);
+      return part;
+    };
+    expectNear(q, columns(y, 0, hq), 1e-4);
+    expectNear(k, columns(y, hq, hkv), 1e-4);
+    expectNear(v, columns(y, hq + hkv, hkv), 1e-4);
+
+    std::vector<float> gq, gk, gv;
+    for (auto [part, start, width] :
+         {std::tuple{&gq, int64_t(0), hq}, std::tuple{&gk, hq, hkv},
+          std::tuple{&gv, hq + hkv, hkv}})
+      for (double d : columns(gd, start, width))
+        part->push_back(float(d));
+    auto dx = nanVector(x.size()), dw = nanVector(w.size()),
+         db = nanVector(b.size());
+    lap_cpu_linear_heads_backward(dx.data(), dw.data(), db.data(), gq.data(),
+                                  gk.data(), gv.data(), x.data(), w.data(), n,
+                                  in, hq, hkv);
+    if (n > 10) {
+      // The whole layer's kernel on the joined gradient: the same sums.
+      auto wantDx = nanVector(dx.size()), wantDw = nanVector(dw.size()),
+           wantDb = nanVector(db.size());
+      lap_cpu_linear_backward(wantDx.data(), wantDw.data(), wantDb.data(),
+                              g.data(), x.data(), w.data(), n, in, s.out);
+      // Sums of <= 300 products of size <= 1, in fp32 in either order.
+      expectNear(dx, toDouble(wantDx), 1e-4);
+      expectNear(dw, toDouble(wantDw), 1e-3);
+      expectNear(db, toDouble(wantDb), 1e-3);
+      continue;
+    }
+    expectNear(dx, finiteDifferences(xd, xd, wd, bd, gd, s), 1e-5);
+    expectNear(dw, finiteDifferences(wd, xd, wd, bd, gd, s), 1e-5);
+    expectNear(db, finiteDifferences(bd, xd, wd, bd, gd, s), 1e-5);
+  }
 }
 
 } // namespace

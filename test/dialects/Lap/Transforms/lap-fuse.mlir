@@ -153,3 +153,36 @@ func.func @output_layer_with_bias(%x: tensor<?x?x8xf32>, %w: tensor<64x8xf32>, %
   %dx, %dw, %db = lap.linear_grad %dl, %x, %w : tensor<?x?x64xf32>, tensor<?x?x8xf32>, tensor<64x8xf32> -> tensor<64xf32>
   return %loss, %dx, %db : tensor<f32>, tensor<?x?x8xf32>, tensor<64xf32>
 }
+
+// -----
+
+// The QKV projection writes the heads itself, and its gradient takes the
+// heads' gradients: no [B, T, (H + 2 KV) D] tensor either way.
+// CHECK-LABEL: func @projection_into_heads
+// CHECK-SAME: (%[[X:.*]]: tensor<?x?x8xf32>, %[[W:.*]]: tensor<16x8xf32>, %[[B:.*]]: tensor<16xf32>, %[[DQ:.*]]: tensor<?x?x2x4xf32>, %[[DK:.*]]: tensor<?x?x1x4xf32>)
+// CHECK: %[[Q:.*]], %[[K:.*]], %[[V:.*]] = lap.linear_heads %[[X]], %[[W]], %[[B]]
+// CHECK-NOT: lap.split_heads
+// CHECK: %[[DX:.*]], %[[DW:.*]], %[[DB:.*]] = lap.linear_heads_grad %[[DQ]], %[[DK]], %[[DK]], %[[X]], %[[W]]
+// CHECK-NOT: lap.linear_grad
+// CHECK: return %[[Q]], %[[K]], %[[V]], %[[DX]], %[[DW]], %[[DB]]
+func.func @projection_into_heads(%x: tensor<?x?x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>, %dq: tensor<?x?x2x4xf32>, %dk: tensor<?x?x1x4xf32>)
+    -> (tensor<?x?x2x4xf32>, tensor<?x?x1x4xf32>, tensor<?x?x1x4xf32>, tensor<?x?x8xf32>, tensor<16x8xf32>, tensor<16xf32>) {
+  %qkv = lap.linear %x, %w, %b : (tensor<?x?x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  %q, %k, %v = lap.split_heads %qkv : tensor<?x?x16xf32> -> tensor<?x?x2x4xf32>, tensor<?x?x1x4xf32>, tensor<?x?x1x4xf32>
+  %d = lap.split_heads_grad %dq, %dk, %dk : tensor<?x?x2x4xf32>, tensor<?x?x1x4xf32> -> tensor<?x?x16xf32>
+  %dx, %dw, %db = lap.linear_grad %d, %x, %w : tensor<?x?x16xf32>, tensor<?x?x8xf32>, tensor<16x8xf32> -> tensor<16xf32>
+  return %q, %k, %v, %dx, %dw, %db : tensor<?x?x2x4xf32>, tensor<?x?x1x4xf32>, tensor<?x?x1x4xf32>, tensor<?x?x8xf32>, tensor<16x8xf32>, tensor<16xf32>
+}
+
+// -----
+
+// A projection read by anything else keeps its split.
+// CHECK-LABEL: func @projection_read_twice
+// CHECK: lap.linear
+// CHECK: lap.split_heads
+func.func @projection_read_twice(%x: tensor<?x?x8xf32>, %w: tensor<16x8xf32>)
+    -> (tensor<?x?x2x4xf32>, tensor<?x?x16xf32>) {
+  %qkv = lap.linear %x, %w : (tensor<?x?x8xf32>, tensor<16x8xf32>) -> tensor<?x?x16xf32>
+  %q, %k, %v = lap.split_heads %qkv : tensor<?x?x16xf32> -> tensor<?x?x2x4xf32>, tensor<?x?x1x4xf32>, tensor<?x?x1x4xf32>
+  return %q, %qkv : tensor<?x?x2x4xf32>, tensor<?x?x16xf32>
+}
