@@ -155,6 +155,8 @@ private:
           }))
         escaping.push_back(result);
     }
+    if (escaping.empty()) // dead code: not this pass's to remove
+      return;
     OpBuilder b(group.back());
     Location loc = b.getFusedLoc(locations);
     auto fusion = b.create<FusionOp>(loc, ValueRange(escaping).getTypes(),
