@@ -29,14 +29,21 @@ namespace lap {
 using namespace mlir;
 using namespace lap;
 
-int64_t lap::attentionScratchBytes(Operation *op, int64_t maxBatch,
-                                   int64_t maxSeq) {
-  auto attention = dyn_cast<AttentionOp>(op);
-  if (!attention)
-    return 0;
-  auto q = cast<ShapedType>(attention.getQ().getType());
-  return maxDimSize(q, 0, maxBatch, maxSeq) * attention.getNumHeads() *
-         maxDimSize(q, 1, maxBatch, maxSeq) * 4;
+int64_t lap::scratchBytes(Value result, int64_t maxBatch, int64_t maxSeq) {
+  Operation *op = result.getDefiningOp();
+  if (auto attention = dyn_cast_or_null<AttentionOp>(op)) {
+    auto q = cast<ShapedType>(attention.getQ().getType());
+    return maxDimSize(q, 0, maxBatch, maxSeq) * attention.getNumHeads() *
+           maxDimSize(q, 1, maxBatch, maxSeq) * 4;
+  }
+  if (auto fusion = dyn_cast_or_null<FusionOp>(op))
+    op = cast<YieldOp>(fusion.getBody().front().getTerminator())
+             .getValues()[cast<OpResult>(result).getResultNumber()]
+             .getDefiningOp();
+  if (isa_and_nonnull<ColumnSumOp>(op))
+    return kColumnSumChunks * cast<ShapedType>(result.getType()).getDimSize(0) *
+           4;
+  return 0;
 }
 
 namespace {
@@ -64,11 +71,11 @@ int64_t lastUse(Value result, const DenseMap<Operation *, int64_t> &index) {
   return last;
 }
 
-/// Bytes of `result` at the largest batch and sequence, with the logsumexp
-/// an attention result carries.
+/// Bytes of `result` at the largest batch and sequence, with the scratch
+/// it carries (scratchBytes).
 int64_t resultBytes(Value result, int64_t maxBatch, int64_t maxSeq) {
   return maxBytes(cast<ShapedType>(result.getType()), maxBatch, maxSeq) +
-         attentionScratchBytes(result.getDefiningOp(), maxBatch, maxSeq);
+         scratchBytes(result, maxBatch, maxSeq);
 }
 
 struct Interval {
@@ -113,13 +120,16 @@ FailureOr<int64_t> planFunction(func::FuncOp func, int64_t maxBatch,
   Block &body = func.getBody().front();
   DenseMap<Operation *, int64_t> index = positions(body);
 
-  // Results returned once go straight to the caller's output buffers.
+  // Results returned once go straight to the caller's output buffers,
+  // but for those with scratch beside them (a column sum's partial sums),
+  // which are copied there.
   DenseMap<Value, int64_t> outputs, returnCounts;
   Operation *ret = body.getTerminator();
   for (Value v : ret->getOperands())
     ++returnCounts[v];
   for (auto [k, v] : llvm::enumerate(ret->getOperands()))
-    if (v.getDefiningOp() && returnCounts[v] == 1)
+    if (v.getDefiningOp() && returnCounts[v] == 1 &&
+        scratchBytes(v, maxBatch, maxSeq) == 0)
       outputs[v] = outputSlot(k);
 
   // Layout-only results join their source's interval when both live in

@@ -8,10 +8,15 @@
 
 namespace lap {
 
-/// Bytes a `lap.attention` result needs beyond its output: the row
-/// logsumexp [B, H, T] the backward reads.
-int64_t attentionScratchBytes(mlir::Operation *attention, int64_t maxBatch,
-                              int64_t maxSeq);
+/// Row chunks of a column sum: its partial sums [kColumnSumChunks, C] lie
+/// after it in its slot.
+constexpr int64_t kColumnSumChunks = 64;
+
+/// Bytes a result needs in its slot beyond its own: the row logsumexp
+/// [B, H, T] of a `lap.attention` output, which the backward reads; the
+/// per-chunk partial sums of a column sum (a `lap.column_sum`, or a
+/// `lap.fusion` result it yields).
+int64_t scratchBytes(mlir::Value result, int64_t maxBatch, int64_t maxSeq);
 
 /// Prints the plan of every planned function (after --lap-plan-memory):
 /// each intermediate's offset, size and live range, the workspace size, and

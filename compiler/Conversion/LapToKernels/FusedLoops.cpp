@@ -1,6 +1,7 @@
 //===- FusedLoops.cpp - One loop nest for loop-fusible ops ------*- C++ -*-===//
 
 #include "compiler/Conversion/LapToKernels/FusedLoops.h"
+#include "compiler/Memory/MemoryPlan.h"
 #include "dialects/Lap/IR/LapOps.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -23,6 +24,8 @@ public:
       : lb(lb), b(lb.builder()), nest(nest), shape(shape) {}
 
   void emit() {
+    if (!nest.partials.empty())
+      return chunks();
     bool rowWise = llvm::any_of(nest.ops, [&](Operation *op) {
       return isRowReduction(op) || needsRowFactor(op) ||
              llvm::any_of(op->getOperands(), [](Value v) {
@@ -46,13 +49,62 @@ private:
         lb.store(at(op->getResult(0), i), buffer, i);
   }
 
+  /// Rows in chunks, for column sums: chunks = clamp(rows C / 2^15, 1,
+  /// kColumnSumChunks) but at most the rows, as the kernels' own column
+  /// sums (Linear.cpp) cut them. Each chunk zeroes its partial sums, then
+  /// runs its rows in order; the chunks' sums are then added in order.
+  void chunks() {
+    Value width = lb.index(shape.width);
+    Value count = lb.minU(
+        lb.maxU(lb.minU(lb.divU(lb.mul(shape.rows, width), lb.index(1 << 15)),
+                        lb.index(kColumnSumChunks)),
+                lb.index(1)),
+        lb.maxU(shape.rows, lb.index(1)));
+    Value perChunk =
+        lb.divU(lb.add(shape.rows, lb.sub(count, lb.index(1))), count);
+    lb.parallel(count, 1, [&](Value c) {
+      chunk = c;
+      for (auto [sum, partial] : nest.partials)
+        lb.loop(width, [&](Value j) {
+          lb.store(lb.f32(0), partial, lb.add(lb.mul(c, width), j));
+        });
+      Value begin = lb.mul(c, perChunk);
+      Value end = lb.minU(shape.rows, lb.add(begin, perChunk));
+      lb.loop(begin, end, [&](Value r) { row(r); });
+    });
+    chunk = Value();
+    for (auto [sum, partial] : nest.partials) {
+      Value out = outputBuffer(sum);
+      lb.loop(width, [&](Value j) {
+        lb.store(lb.sumInOrder(count,
+                               [&](Value c) {
+                                 return lb.load(partial,
+                                                lb.add(lb.mul(c, width), j));
+                               }),
+                 out, j);
+      });
+    }
+  }
+
   /// One row: per op, its row statistics, then, when it is written out, a
-  /// pass that stores it; later passes read it back.
+  /// pass that stores it (a column sum: that adds it to the chunk's partial
+  /// sums); later passes read it back.
   void row(Value r) {
     base = lb.mul(r, lb.index(shape.width));
     rowValues.clear();
     written.clear();
     for (Operation *op : nest.ops) {
+      if (auto sum = dyn_cast<ColumnSumOp>(op)) {
+        Value partial = nest.partials.lookup(sum.getResult());
+        Value first = lb.mul(chunk, lb.index(shape.width));
+        lb.loop(lb.index(shape.width), [&](Value j) {
+          Scope scope(memo);
+          Value i = lb.add(first, j);
+          lb.store(addf(lb.load(partial, i), at(sum.getInput(), j)), partial,
+                   i);
+        });
+        continue;
+      }
       rowStatistics(op, r);
       Value result = op->getResult(0);
       if (Value buffer = outputBuffer(result)) {
@@ -245,7 +297,8 @@ private:
   OpBuilder &b;
   const LoopNest &nest;
   const LoopNestShape &shape;
-  Value base; ///< the row's first element; none without rows
+  Value base;  ///< the row's first element; none without rows
+  Value chunk; ///< the chunk of rows being summed, with column sums
   DenseMap<Value, Value> memo;
   DenseSet<Value> written;
   DenseMap<Operation *, SmallVector<Value, 2>> rowValues;

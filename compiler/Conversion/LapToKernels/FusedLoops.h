@@ -7,6 +7,10 @@
 // only where the nest says so; a later pass over the same row reads them
 // back from cache, and the values never written are computed again where
 // they are read (only cheap ones are, --lap-fuse-loops sees to that).
+// A nest with a column sum runs over chunks of rows fixed by the shape
+// alone: each chunk sums its rows in order into its own partial sums,
+// which are then added in chunk order, so the sums do not depend on the
+// number of threads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +33,8 @@ struct LoopNest {
   llvm::DenseMap<mlir::Value, mlir::Value> inputs;
   /// Results written out, with their flat buffers.
   llvm::SmallVector<std::pair<mlir::Value, mlir::Value>> outputs;
+  /// For each column sum written out, its partial sums [chunks, C].
+  llvm::DenseMap<mlir::Value, mlir::Value> partials;
 };
 
 /// Where the nest runs: its row shape at run time, and the step's random

@@ -15,6 +15,7 @@
 #include "compiler/Conversion/LapToKernels/Loops.h"
 #include "compiler/Conversion/Passes.h"
 #include "compiler/Memory/Layout.h"
+#include "compiler/Memory/MemoryPlan.h"
 #include "dialects/Lap/IR/LapOps.h"
 #include "dialects/Lapk/IR/KernelTable.h"
 #include "dialects/Lapk/IR/LapkOps.h"
@@ -251,17 +252,26 @@ private:
   /// The row logsumexp [B, H, T] of `attention`: the plan puts it right
   /// after the output, sized for the largest batch and sequence.
   FailureOr<F32Buffer> logsumexpOf(AttentionOp attention) {
-    int64_t slot = offsetsOf.lookup(attention.getResult());
+    FailureOr<Value> lse = scratchOf(attention.getResult());
+    if (failed(lse))
+      return failure();
+    return F32Buffer{*lse};
+  }
+
+  /// The scratch the plan puts after `result` in its slot (scratchBytes):
+  /// an attention's logsumexp, a column sum's partial sums.
+  FailureOr<Value> scratchOf(Value result) {
+    int64_t slot = offsetsOf.lookup(result);
     if (slot < 0)
-      return attention.emitError("the memory plan gave this attention no "
-                                 "workspace for its logsumexp");
-    auto type = cast<ShapedType>(attention.getResult().getType());
-    auto q = cast<ShapedType>(attention.getQ().getType());
-    int64_t rows = maxDimSize(q, 0, maxBatch, maxSeq) *
-                   attention.getNumHeads() * maxDimSize(q, 1, maxBatch, maxSeq);
-    return F32Buffer{b.create<memref::ViewOp>(
-        loc(), MemRefType::get({rows}, b.getF32Type()), workspace,
-        lb.index(slot + maxBytes(type, maxBatch, maxSeq)), ValueRange{})};
+      return emitError(result.getLoc(), "the memory plan gave this result "
+                                        "no workspace for its scratch");
+    auto type = cast<ShapedType>(result.getType());
+    return Value(b.create<memref::ViewOp>(
+        loc(),
+        MemRefType::get({scratchBytes(result, maxBatch, maxSeq) / 4},
+                        b.getF32Type()),
+        workspace, lb.index(slot + maxBytes(type, maxBatch, maxSeq)),
+        ValueRange{}));
   }
 
   /// "lap.linear blocks.0.attn", for the profiler.
@@ -276,7 +286,7 @@ private:
   LogicalResult emitOp(Operation *op);
   void emitReturn(func::ReturnOp ret);
   void loopNest(ArrayRef<Operation *> ops, Value rowShaped, LoopNest &nest);
-  void fusion(FusionOp op);
+  LogicalResult fusion(FusionOp op);
   void copyHeads(Value fused, Value q, Value k, Value v, bool split);
   void headCoefficients(HeadCoefficientsOp op);
   void headCoefficientsGrad(HeadCoefficientsGradOp op);
@@ -318,19 +328,28 @@ void Emitter::loopNest(ArrayRef<Operation *> ops, Value rowShaped,
 }
 
 /// A lap.fusion: its body's arguments read the operands' buffers, the
-/// values it yields go to its results' buffers.
-void Emitter::fusion(FusionOp op) {
+/// values it yields go to its results' buffers (column sums with their
+/// partial sums).
+LogicalResult Emitter::fusion(FusionOp op) {
   LoopNest nest;
   Block &body = op.getBody().front();
   for (auto [arg, input] : llvm::zip(body.getArguments(), op.getInputs()))
     nest.inputs[arg] = buffer(input);
   for (auto [value, result] : llvm::zip(
-           cast<YieldOp>(body.getTerminator()).getValues(), op.getResults()))
+           cast<YieldOp>(body.getTerminator()).getValues(), op.getResults())) {
     nest.outputs.push_back({value, buffer(result)});
+    if (value.getDefiningOp<ColumnSumOp>()) {
+      FailureOr<Value> partials = scratchOf(result);
+      if (failed(partials))
+        return failure();
+      nest.partials[value] = *partials;
+    }
+  }
   SmallVector<Operation *> ops;
   for (Operation &inner : body.without_terminator())
     ops.push_back(&inner);
-  loopNest(ops, op.getResult(0), nest);
+  loopNest(ops, rowsOf(ops.front()), nest);
+  return success();
 }
 
 /// [N, (H + 2 KV) D] <-> q [N, H D], k [N, KV D], v [N, KV D]: one row at a
@@ -405,8 +424,15 @@ LogicalResult Emitter::emitOp(Operation *op) {
     LoopNest nest;
     for (Value operand : op->getOperands())
       nest.inputs[operand] = buffer(operand);
-    nest.outputs.push_back({op->getResult(0), buffer(op->getResult(0))});
-    return loopNest(op, op->getResult(0), nest), success();
+    Value result = op->getResult(0);
+    nest.outputs.push_back({result, buffer(result)});
+    if (isa<ColumnSumOp>(op)) {
+      FailureOr<Value> partials = scratchOf(result);
+      if (failed(partials))
+        return failure();
+      nest.partials[result] = *partials;
+    }
+    return loopNest(op, rowsOf(op), nest), success();
   }
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       //--- Generated -----------------------------------------------------------
@@ -419,7 +445,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
         lb.loop(numel(c.getResult()), [&](Value i) { lb.store(v, y, i); });
         return success();
       })
-      .Case([&](FusionOp a) { return fusion(a), success(); })
+      .Case([&](FusionOp a) { return fusion(a); })
       .Case(
           [&](HeadCoefficientsOp a) { return headCoefficients(a), success(); })
       .Case([&](HeadCoefficientsGradOp a) {

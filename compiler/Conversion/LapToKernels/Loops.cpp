@@ -33,8 +33,17 @@ Value LoopBuilder::add(Value a, Value c) {
 Value LoopBuilder::mul(Value a, Value c) {
   return b.create<arith::MulIOp>(loc, a, c);
 }
+Value LoopBuilder::sub(Value a, Value c) {
+  return b.create<arith::SubIOp>(loc, a, c);
+}
 Value LoopBuilder::divU(Value a, Value c) {
   return b.create<arith::DivUIOp>(loc, a, c);
+}
+Value LoopBuilder::minU(Value a, Value c) {
+  return b.create<arith::MinUIOp>(loc, a, c);
+}
+Value LoopBuilder::maxU(Value a, Value c) {
+  return b.create<arith::MaxUIOp>(loc, a, c);
 }
 
 Value LoopBuilder::load(Value buffer, Value i) {
@@ -45,7 +54,12 @@ void LoopBuilder::store(Value value, Value buffer, Value i) {
 }
 
 void LoopBuilder::loop(Value n, const std::function<void(Value)> &body) {
-  b.create<scf::ForOp>(loc, index(0), n, index(1), ValueRange{},
+  loop(index(0), n, body);
+}
+
+void LoopBuilder::loop(Value begin, Value end,
+                       const std::function<void(Value)> &body) {
+  b.create<scf::ForOp>(loc, begin, end, index(1), ValueRange{},
                        [&](OpBuilder &nested, Location, Value i, ValueRange) {
                          OpBuilder::InsertionGuard guard(b);
                          b.setInsertionPoint(nested.getInsertionBlock(),
@@ -69,15 +83,24 @@ void LoopBuilder::parallel(Value n, int64_t grain,
 }
 
 Value LoopBuilder::sum(Value n, const std::function<Value(Value)> &term) {
+  return sum(n, term,
+             arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
+}
+
+Value LoopBuilder::sumInOrder(Value n,
+                              const std::function<Value(Value)> &term) {
+  return sum(n, term, arith::FastMathFlags::none);
+}
+
+Value LoopBuilder::sum(Value n, const std::function<Value(Value)> &term,
+                       arith::FastMathFlags flags) {
   auto loop = b.create<scf::ForOp>(
       loc, index(0), n, index(1), ValueRange{f32(0)},
       [&](OpBuilder &nested, Location, Value i, ValueRange acc) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(nested.getInsertionBlock(),
                             nested.getInsertionPoint());
-        Value total = b.create<arith::AddFOp>(
-            loc, acc[0], term(i),
-            arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
+        Value total = b.create<arith::AddFOp>(loc, acc[0], term(i), flags);
         b.create<scf::YieldOp>(loc, total);
       });
   return loop.getResult(0);

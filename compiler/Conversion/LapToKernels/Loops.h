@@ -32,13 +32,19 @@ public:
 
   mlir::Value add(mlir::Value a, mlir::Value c);
   mlir::Value mul(mlir::Value a, mlir::Value c);
+  mlir::Value sub(mlir::Value a, mlir::Value c);
   mlir::Value divU(mlir::Value a, mlir::Value c); ///< unsigned division
+  mlir::Value minU(mlir::Value a, mlir::Value c); ///< unsigned minimum
+  mlir::Value maxU(mlir::Value a, mlir::Value c); ///< unsigned maximum
 
   mlir::Value load(mlir::Value buffer, mlir::Value index);
   void store(mlir::Value value, mlir::Value buffer, mlir::Value index);
 
   /// for (i = 0; i < n; ++i) body(i)
   void loop(mlir::Value n, const std::function<void(mlir::Value)> &body);
+  /// for (i = begin; i < end; ++i) body(i)
+  void loop(mlir::Value begin, mlir::Value end,
+            const std::function<void(mlir::Value)> &body);
   /// body(i) for i in [0, n), iterations independent: split across threads
   /// (or blocks) in chunks of at least `grain`.
   void parallel(mlir::Value n, int64_t grain,
@@ -48,6 +54,9 @@ public:
   /// vectorises.
   mlir::Value sum(mlir::Value n,
                   const std::function<mlir::Value(mlir::Value)> &term);
+  /// The f32 sum of term(i) over [0, n), added in order of i.
+  mlir::Value sumInOrder(mlir::Value n,
+                         const std::function<mlir::Value(mlir::Value)> &term);
 
   /// The dropout keep decision of Kernels.h's lap_cpu_keep, as an f32
   /// factor: 1 / (1 - rate) when element `index` survives, else 0.
@@ -59,6 +68,9 @@ public:
 
 private:
   mlir::Value mix(mlir::Value z);
+  mlir::Value sum(mlir::Value n,
+                  const std::function<mlir::Value(mlir::Value)> &term,
+                  mlir::arith::FastMathFlags flags);
   mlir::OpBuilder &b;
   mlir::Location loc;
 };

@@ -368,12 +368,34 @@ LogicalResult RMSNormOp::verify() {
 
 bool lap::isLoopFusible(Operation *op) {
   return isa<AddOp, AddBiasOp, ResidualAddOp, LayerScaleOp, GeluTanhOp, GeluOp,
-             ReLU2Op, ActivationGradOp, SoftcapOp, SoftcapGradOp>(op) ||
+             ReLU2Op, ActivationGradOp, SoftcapOp, SoftcapGradOp,
+             ColumnSumOp>(op) ||
          isRowReduction(op);
 }
 
 bool lap::isRowReduction(Operation *op) {
   return isa<LayerNormOp, RMSNormOp>(op);
+}
+
+Value lap::rowsOf(Operation *op) {
+  return isa<ColumnSumOp>(op) ? op->getOperand(0) : op->getResult(0);
+}
+
+RankedTensorType FusionOp::getRowType() {
+  Block &body = getBody().front();
+  Operation *first = &body.front();
+  return cast<RankedTensorType>(first == body.getTerminator()
+                                    ? getResult(0).getType()
+                                    : rowsOf(first).getType());
+}
+
+LogicalResult ColumnSumOp::verify() {
+  RankedTensorType input = getInput().getType(), result = getResult().getType();
+  if (input.getRank() < 1 || input.isDynamicDim(input.getRank() - 1) ||
+      result.getRank() != 1 || result.getDimSize(0) != input.getShape().back())
+    return emitOpError("sums [..., C] to [C], got ")
+           << shapeString(input) << " -> " << shapeString(result);
+  return success();
 }
 
 LogicalResult FusionOp::verify() {
@@ -385,6 +407,8 @@ LogicalResult FusionOp::verify() {
   auto yield = dyn_cast<YieldOp>(body.getTerminator());
   if (!yield || yield.getValues().getTypes() != getResultTypes())
     return emitOpError("must end in a lap.yield of its result types");
+  if (body.without_terminator().empty())
+    return emitOpError("computes nothing");
   RankedTensorType rows = getRowType();
   if (rows.getRank() < 2 || rows.isDynamicDim(rows.getRank() - 1))
     return emitOpError("computes rows [..., C] with a static C, got ")
@@ -403,17 +427,18 @@ LogicalResult FusionOp::verify() {
   for (Operation &op : body.without_terminator()) {
     if (!isLoopFusible(&op))
       return emitOpError("cannot compute '") << op.getName() << "' in its loop";
-    if (op.getResult(0).getType() != rows)
-      return emitOpError("holds an op whose result is not ")
+    if (rowsOf(&op).getType() != rows)
+      return emitOpError("holds an op on rows that are not ")
              << shapeString(rows);
     for (Type type : op.getOperandTypes())
       if (!fits(type))
         return emitOpError("holds an op with an operand of shape ")
                << shapeString(cast<RankedTensorType>(type));
   }
-  for (Type type : getResultTypes())
-    if (type != rows)
-      return emitOpError("yields a value that is not ") << shapeString(rows);
+  for (Value value : yield.getValues())
+    if (value.getType() != rows && !value.getDefiningOp<ColumnSumOp>())
+      return emitOpError("yields a value that is neither ")
+             << shapeString(rows) << " nor a column sum";
   return success();
 }
 

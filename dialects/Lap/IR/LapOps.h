@@ -28,6 +28,10 @@ bool isLoopFusible(mlir::Operation *op);
 /// Whether the loop-fusible `op` needs whole rows (a norm's statistics).
 bool isRowReduction(mlir::Operation *op);
 
+/// The value whose rows [..., C] a loop-fusible op works on: its result,
+/// or a column sum's operand.
+mlir::Value rowsOf(mlir::Operation *op);
+
 } // namespace lap
 
 #endif // LAP_DIALECTS_LAP_IR_LAPOPS_H

@@ -395,6 +395,25 @@ def Lap_AddBiasOp : Lap_Op<"add_bias", [Pure, AllTypesMatch<["input", "result"]>
   let hasVerifier = 1;
 }
 
+def Lap_ColumnSumOp : Lap_Op<"column_sum", [Pure]> {
+  let summary = "[..., C] -> [C]: the sum over every leading index (a bias gradient)";
+  let description = [{
+    Made by `--lap-fuse-loops` for the bias gradient of a linear layer whose
+    output gradient a generated loop makes, so that the gradient is summed
+    in that loop rather than read again by the GEMM kernel. Rows are summed
+    in chunks fixed by the shape alone, and the chunks' sums added in order,
+    so the result does not depend on the number of threads.
+
+    ```mlir
+    %db = lap.column_sum %dy : tensor<?x?x64xf32> -> tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Lap_FloatTensor:$input);
+  let results = (outs Lap_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Lap_TakeTokenOp : Lap_Op<"take_token", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "[B, T, C] -> [B, C]: the token at `index` (CLS pooling)";
   let description = [{
@@ -898,7 +917,8 @@ def Lap_FusionOp : Lap_Op<"fusion", [IsolatedFromAbove, RecursiveMemoryEffects, 
   let description = [{
     Made by `--lap-fuse-loops`. The body holds loop-fusible ops (elementwise
     ops and forward norms, see `isLoopFusible`) on tensors of one shape
-    [..., C], and [C] operands read per column (LayerScale, norm weights).
+    [..., C], and [C] operands read per column (LayerScale, norm weights);
+    a `lap.column_sum` in it yields a [C] sum over the rows.
     Code generation evaluates the body one row at a time: values the body
     yields are written out, the others stay in registers, and a norm's
     statistics are computed from its input row while it is still in cache.
@@ -920,9 +940,7 @@ def Lap_FusionOp : Lap_Op<"fusion", [IsolatedFromAbove, RecursiveMemoryEffects, 
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The shape every row-wise value of the body has: [..., C].
-    ::mlir::RankedTensorType getRowType() {
-      return ::llvm::cast<::mlir::RankedTensorType>(getResult(0).getType());
-    }
+    ::mlir::RankedTensorType getRowType();
   }];
 }
 

@@ -30,6 +30,12 @@ using namespace lap;
 
 namespace {
 
+/// Whether `v` is [..., C] rows with a static C.
+bool rowShaped(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return type.getRank() >= 2 && !type.isDynamicDim(type.getRank() - 1);
+}
+
 /// Ops cheap enough to compute again in each pass a norm makes over its
 /// input row, rather than keeping their result.
 bool cheapForNorms(Operation *op) {
@@ -61,6 +67,27 @@ void splitBiases(Block &body) {
   }
 }
 
+/// A linear layer's bias gradient, when a generated loop makes the layer's
+/// output gradient dY: a lap.column_sum of dY right after that loop's op,
+/// which joins it, instead of a pass of the GEMM kernel over dY.
+void splitBiasGradients(Block &body) {
+  SmallVector<LinearGradOp> grads;
+  for (LinearGradOp grad : body.getOps<LinearGradOp>()) {
+    Operation *producer = grad.getGradOutput().getDefiningOp();
+    if (!grad.getGradBias().use_empty() && producer &&
+        isLoopFusible(producer) && !isa<ColumnSumOp>(producer) &&
+        rowShaped(grad.getGradOutput()))
+      grads.push_back(grad);
+  }
+  for (LinearGradOp grad : grads) {
+    OpBuilder b(grad.getContext());
+    b.setInsertionPointAfterValue(grad.getGradOutput());
+    auto sum = b.create<ColumnSumOp>(grad.getLoc(), grad.getGradBias().getType(),
+                                     grad.getGradOutput());
+    grad.getGradBias().replaceAllUsesWith(sum.getResult());
+  }
+}
+
 class LoopFusion {
 public:
   explicit LoopFusion(Block &body) {
@@ -70,7 +97,7 @@ public:
 
   void run(Block &body) {
     for (Operation &op : body)
-      if (isLoopFusible(&op) && rowShaped(op.getResult(0)))
+      if (isLoopFusible(&op) && rowShaped(rowsOf(&op)))
         join(&op);
     for (Group &group : groups)
       if (group.size() > 1)
@@ -79,11 +106,6 @@ public:
 
 private:
   using Group = SmallVector<Operation *>; ///< members in program order
-
-  static bool rowShaped(Value v) {
-    auto type = cast<RankedTensorType>(v.getType());
-    return type.getRank() >= 2 && !type.isDynamicDim(type.getRank() - 1);
-  }
 
   bool inGroup(Operation *op, Group *group) {
     return op && groupOf.lookup(op) == group;
@@ -95,9 +117,12 @@ private:
     groupOf[op] = group;
     for (Value operand : op->getOperands()) {
       Operation *producer = operand.getDefiningOp();
-      Group *from = producer ? groupOf.lookup(producer) : nullptr;
+      // A column sum is whole only after the nest: nothing in it reads one.
+      Group *from = producer && !isa<ColumnSumOp>(producer)
+                        ? groupOf.lookup(producer)
+                        : nullptr;
       if (!from || from == group ||
-          producer->getResult(0).getType() != op->getResult(0).getType() ||
+          rowsOf(producer).getType() != rowsOf(op).getType() ||
           (isRowReduction(op) && !cheapForNorms(producer)) ||
           !canMove(*from, group, op))
         continue;
@@ -191,6 +216,7 @@ struct FuseLoops : lap::impl::LapFuseLoopsBase<FuseLoops> {
         return;
       Block &body = func.getBody().front();
       splitBiases(body);
+      splitBiasGradients(body);
       LoopFusion(body).run(body);
     });
   }

@@ -1,4 +1,4 @@
-// RUN: lap-opt %s --lap-pipeline --lap-kernels="max-batch=4 max-seq=16 profile=1" | FileCheck %s
+// RUN: lap-opt %s --split-input-file --lap-pipeline --lap-kernels="max-batch=4 max-seq=16 profile=1" | FileCheck %s
 
 // lap.fusion in the kernel form: one parallel loop nest per fusion.
 
@@ -66,5 +66,49 @@ func.func @forward(%w: tensor<8x8xf32> {lap.name = "w", lap.parameter},
   %a = lap.gelu_tanh %q : tensor<?x?x8xf32>
   %b = lap.add %a, %h : tensor<?x?x8xf32>
   %loss = lap.cross_entropy %b, %t : tensor<?x?x8xf32>, tensor<?x?xi32> -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// A bias gradient summed in the loop that makes dY (an activation
+// gradient): chunks of rows fixed by the shape (rows * C / 2^15, clamped to
+// [1, 64] and to the rows), one parallel iteration per chunk that zeroes
+// its partial sums and adds its rows to them in order, then the chunks'
+// sums added in order (no reassociation) into the bias gradient, which is
+// copied to its output at the end. The GEMM kernel gets no bias gradient.
+// CHECK-LABEL: func.func @lap_gen_train_step(
+// CHECK-SAME: %[[DW:[a-z0-9]+]]: memref<64xf32>, %[[DB:[a-z0-9]+]]: memref<8xf32>, %{{[a-z0-9]+}}: index
+// CHECK: lapk.call "cross_entropy_backward"
+// CHECK: %[[SUM:.*]] = memref.view %{{.*}} to memref<8xf32>
+// CHECK: lapk.profile_begin "lap.fusion"
+// CHECK-NEXT: %[[PARTIAL:.*]] = memref.view %{{.*}} to memref<512xf32>
+// CHECK: arith.minui %{{.*}}, %c64 : index
+// CHECK: %[[CHUNKS:.*]] = arith.minui
+// CHECK: scf.parallel (%[[C:.*]]) = (%c0) to (%[[CHUNKS]]) step (%c1) {
+// CHECK: memref.store %{{.*}}, %[[PARTIAL]]
+// CHECK: scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step %c1 {
+// CHECK: math.erf
+// CHECK: math.exp
+// CHECK: memref.store
+// CHECK: %[[P:.*]] = memref.load %[[PARTIAL]]
+// CHECK: %[[G:.*]] = memref.load
+// CHECK: %[[A:.*]] = arith.addf %[[P]], %[[G]] : f32
+// CHECK: memref.store %[[A]], %[[PARTIAL]]
+// CHECK: } {lapk.grain = 1 : i64}
+// CHECK: scf.for
+// CHECK: scf.for %{{.*}} = %c0 to %[[CHUNKS]] step %c1 iter_args
+// CHECK: arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK: memref.store %{{.*}}, %[[SUM]]
+// CHECK: lapk.profile_end "lap.fusion"
+// CHECK: %[[NONE:.*]] = lapk.null : memref<8xf32>
+// CHECK: lapk.call "linear_backward"(%{{.*}}, %[[DW]], %[[NONE]],
+// CHECK: lapk.call "copy"(%[[DB]], %[[SUM]], %c8_i64)
+func.func @forward(%w: tensor<8x8xf32> {lap.name = "w", lap.parameter},
+                   %b: tensor<8xf32> {lap.name = "b", lap.parameter},
+                   %x: tensor<?x?x8xf32>, %t: tensor<?x?xi32>) -> tensor<f32> {
+  %u = lap.linear %x, %w, %b : (tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<?x?x8xf32>
+  %a = lap.gelu %u : tensor<?x?x8xf32>
+  %loss = lap.cross_entropy %a, %t : tensor<?x?x8xf32>, tensor<?x?xi32> -> tensor<f32>
   return %loss : tensor<f32>
 }

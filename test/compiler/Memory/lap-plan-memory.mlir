@@ -102,3 +102,18 @@ func.func @train_step(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
   %r = lap.add %d, %o : tensor<?x?x8xf32>
   return %r : tensor<?x?x8xf32>
 }
+
+// -----
+
+// A column sum carries its partial sums [64, C] after it in its slot
+// (32 + 2048 bytes, aligned to 2112), so even returned it lives in the
+// workspace, to be copied to its output.
+// CHECK-LABEL: func @column_sum_scratch
+// CHECK-SAME: lap.workspace_bytes = 2624
+// CHECK: lap.relu2 {{.*}}lap.offsets = array<i64: 2112>
+// CHECK: lap.column_sum {{.*}}lap.offsets = array<i64: 0>
+func.func @column_sum_scratch(%x: tensor<?x?x8xf32>) -> tensor<8xf32> {
+  %a = lap.relu2 %x : tensor<?x?x8xf32>
+  %s = lap.column_sum %a : tensor<?x?x8xf32> -> tensor<8xf32>
+  return %s : tensor<8xf32>
+}

@@ -788,7 +788,8 @@ func.func @fusion_of_two_shapes(%x: tensor<?x?x8xf32>, %y: tensor<?x4x8xf32>) {
   // expected-error @+1 {{reads [?, 4, 8]; its values are [?, ?, 8] or [8] per column}}
   %s = lap.fusion %x, %y : (tensor<?x?x8xf32>, tensor<?x4x8xf32>) -> tensor<?x?x8xf32> {
   ^bb0(%a: tensor<?x?x8xf32>, %b: tensor<?x4x8xf32>):
-    lap.yield %a : tensor<?x?x8xf32>
+    %r = lap.relu2 %a : tensor<?x?x8xf32>
+    lap.yield %r : tensor<?x?x8xf32>
   }
   return
 }
@@ -844,5 +845,25 @@ func.func @linear_heads_bias(%x: tensor<?x?x8xf32>, %w: tensor<24x8xf32>, %b: te
 func.func @linear_heads_grad_rows(%dq: tensor<?x?x2x4xf32>, %x: tensor<?x8xf32>, %w: tensor<24x8xf32>) {
   // expected-error @+1 {{input must be [B, T, C], got [?, 8]}}
   %dx, %dw, %db = lap.linear_heads_grad %dq, %dq, %dq, %x, %w : tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x8xf32>, tensor<24x8xf32> -> tensor<24xf32>
+  return
+}
+
+// -----
+
+func.func @column_sum_width(%x: tensor<?x?x8xf32>) {
+  // expected-error @+1 {{sums [..., C] to [C], got [?, ?, 8] -> [4]}}
+  %s = lap.column_sum %x : tensor<?x?x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @fusion_yields_a_column(%x: tensor<?x?x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{yields a value that is neither [?, ?, 8] nor a column sum}}
+  %s = lap.fusion %x, %g : (tensor<?x?x8xf32>, tensor<8xf32>) -> tensor<8xf32> {
+  ^bb0(%a: tensor<?x?x8xf32>, %b: tensor<8xf32>):
+    %r = lap.relu2 %a : tensor<?x?x8xf32>
+    lap.yield %b : tensor<8xf32>
+  }
   return
 }

@@ -168,3 +168,10 @@ func.func @linear_heads(%x: tensor<?x?x8xf32>, %w: tensor<16x8xf32>, %b: tensor<
   %dx, %dw, %db = lap.linear_heads_grad %q, %k, %v, %x, %w : tensor<?x?x2x4xf32>, tensor<?x?x1x4xf32>, tensor<?x?x8xf32>, tensor<16x8xf32> -> tensor<16xf32>
   return %q, %dx : tensor<?x?x2x4xf32>, tensor<?x?x8xf32>
 }
+
+// CHECK-LABEL: func @column_sum
+func.func @column_sum(%x: tensor<?x?x64xf32>) -> tensor<64xf32> {
+  // CHECK: lap.column_sum %{{.*}} : tensor<?x?x64xf32> -> tensor<64xf32>
+  %s = lap.column_sum %x : tensor<?x?x64xf32> -> tensor<64xf32>
+  return %s : tensor<64xf32>
+}

@@ -142,3 +142,23 @@ func.func @bias_stays(%x: tensor<?x?x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf
   %z = lap.linear %y, %w : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
   return %z : tensor<?x?x8xf32>
 }
+
+// -----
+
+// A bias gradient is summed in the loop that makes the layer's output
+// gradient: lap.column_sum joins the activation gradient, and the GEMM
+// kernel's own sum (the linear_grad's third result) is left unused.
+// CHECK-LABEL: func @bias_gradient
+// CHECK-SAME: (%[[DA:.*]]: tensor<?x?x32xf32>, %[[U:.*]]: tensor<?x?x32xf32>, %[[X:.*]]: tensor<?x?x8xf32>, %[[W:.*]]: tensor<32x8xf32>)
+// CHECK: %[[F:.*]]:2 = lap.fusion %[[DA]], %[[U]]
+// CHECK: %[[DU:.*]] = lap.activation_grad
+// CHECK-NEXT: %[[DB:.*]] = lap.column_sum %[[DU]] : tensor<?x?x32xf32> -> tensor<32xf32>
+// CHECK-NEXT: lap.yield %[[DU]], %[[DB]]
+// CHECK: %[[DX:.*]], %[[DW:.*]], %{{.*}} = lap.linear_grad %[[F]]#0, %[[X]], %[[W]]
+// CHECK: return %[[DX]], %[[DW]], %[[F]]#1
+func.func @bias_gradient(%da: tensor<?x?x32xf32>, %u: tensor<?x?x32xf32>, %x: tensor<?x?x8xf32>, %w: tensor<32x8xf32>)
+    -> (tensor<?x?x8xf32>, tensor<32x8xf32>, tensor<32xf32>) {
+  %du = lap.activation_grad %da, %u {activation = "gelu"} : tensor<?x?x32xf32>
+  %dx, %dw, %db = lap.linear_grad %du, %x, %w : tensor<?x?x32xf32>, tensor<?x?x8xf32>, tensor<32x8xf32> -> tensor<32xf32>
+  return %dx, %dw, %db : tensor<?x?x8xf32>, tensor<32x8xf32>, tensor<32xf32>
+}
