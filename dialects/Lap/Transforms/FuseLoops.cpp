@@ -4,8 +4,9 @@
 // feed) into lap.fusion ops, which code generation computes as one loop
 // nest: a residual add and the norm after it, the sums of gradients, an
 // activation and what follows it, a linear layer's bias and what reads the
-// layer's output. Greedy, in program order: each op joins the groups of its
-// operands' producers when the fused op can take the consumer's place.
+// layer's output, a bias gradient and the op that makes its dY. Greedy, in
+// program order: each op joins the groups of its operands' producers when the
+// fused op can take the consumer's place.
 //
 //===----------------------------------------------------------------------===//
 
@@ -82,8 +83,8 @@ void splitBiasGradients(Block &body) {
   for (LinearGradOp grad : grads) {
     OpBuilder b(grad.getContext());
     b.setInsertionPointAfterValue(grad.getGradOutput());
-    auto sum = b.create<ColumnSumOp>(grad.getLoc(), grad.getGradBias().getType(),
-                                     grad.getGradOutput());
+    auto sum = b.create<ColumnSumOp>(
+        grad.getLoc(), grad.getGradBias().getType(), grad.getGradOutput());
     grad.getGradBias().replaceAllUsesWith(sum.getResult());
   }
 }

@@ -165,7 +165,10 @@ def LapFuseLoops : Pass<"lap-fuse-loops"> {
     output such an op reads loses its bias to a `lap.add_bias` placed
     before its first reader: the bias is then added in the loop that reads
     the GEMM's output anyway (a GEMM epilogue in generated code), not in a
-    pass of its own. Run after `--lap-rematerialize`, before the memory
+    pass of its own; and a `lap.linear_grad` whose dY a loop-fusible op
+    makes gets its bias gradient from a `lap.column_sum` of dY placed
+    right after that op, which joins its loop (the kernel's own sum is
+    left unused). Run after `--lap-rematerialize`, before the memory
     plan.
 
     Before:
