@@ -368,9 +368,8 @@ LogicalResult RMSNormOp::verify() {
 
 bool lap::isLoopFusible(Operation *op) {
   return isa<AddOp, AddBiasOp, ResidualAddOp, LayerScaleOp, GeluTanhOp, GeluOp,
-             ReLU2Op, ActivationGradOp, SoftcapOp, SoftcapGradOp, ColumnSumOp>(
-             op) ||
-         isRowReduction(op);
+             ReLU2Op, ActivationGradOp, SoftcapOp, SoftcapGradOp>(op) ||
+         isa<ColumnSumOp>(op) || isRowReduction(op);
 }
 
 bool lap::isRowReduction(Operation *op) {
