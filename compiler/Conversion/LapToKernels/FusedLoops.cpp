@@ -64,17 +64,21 @@ private:
         lb.divU(lb.add(shape.rows, lb.sub(count, lb.index(1))), count);
     lb.parallel(count, 1, [&](Value c) {
       chunk = c;
-      for (auto [sum, partial] : nest.partials)
-        lb.loop(width, [&](Value j) {
-          lb.store(lb.f32(0), partial, lb.add(lb.mul(c, width), j));
-        });
+      for (auto [sum, out] : nest.outputs)
+        if (Value partial = nest.partials.lookup(sum))
+          lb.loop(width, [&](Value j) {
+            lb.store(lb.f32(0), partial, lb.add(lb.mul(c, width), j));
+          });
       Value begin = lb.mul(c, perChunk);
       Value end = lb.minU(shape.rows, lb.add(begin, perChunk));
       lb.loop(begin, end, [&](Value r) { row(r); });
     });
     chunk = Value();
-    for (auto [sum, partial] : nest.partials) {
-      Value out = outputBuffer(sum);
+    // In the outputs' order, as everything here: the same code every time.
+    for (auto [sum, out] : nest.outputs) {
+      Value partial = nest.partials.lookup(sum);
+      if (!partial)
+        continue;
       lb.loop(width, [&](Value j) {
         lb.store(lb.sumInOrder(count,
                                [&](Value c) {
