@@ -144,11 +144,13 @@ FailureOr<int64_t> planFunction(func::FuncOp func, int64_t maxBatch,
       v = aliasOf.lookup(v);
     return v;
   };
+  auto readUntil = [&](Value root) -> int64_t & {
+    return sharedUntil.try_emplace(root, lastUse(root, index)).first->second;
+  };
   auto share = [&](Value result, Value source) {
     Value root = rootOf(source);
     aliasOf[result] = root;
-    int64_t &until =
-        sharedUntil.try_emplace(root, lastUse(root, index)).first->second;
+    int64_t &until = readUntil(root);
     until = std::max({until, lastUse(source, index), lastUse(result, index)});
   };
   auto inWorkspace = [&](Value v) {
@@ -164,13 +166,11 @@ FailureOr<int64_t> planFunction(func::FuncOp func, int64_t maxBatch,
     if (!result || !inWorkspace(result))
       continue;
     for (Value input : op.getOperands()) {
-      if (input.getType() != result.getType() || !inWorkspace(input) ||
-          isa<AttentionOp>(rootOf(input).getDefiningOp()))
+      if (input.getType() != result.getType() || !inWorkspace(input))
         continue;
       Value root = rootOf(input);
-      int64_t until = sharedUntil.count(root) ? sharedUntil.lookup(root)
-                                              : lastUse(root, index);
-      if (until == index.lookup(&op)) {
+      if (!isa<AttentionOp>(root.getDefiningOp()) &&
+          readUntil(root) == index.lookup(&op)) {
         share(result, input);
         break;
       }

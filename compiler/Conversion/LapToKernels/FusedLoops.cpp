@@ -33,7 +33,9 @@ public:
              });
     });
     if (rowWise)
-      lb.parallel(shape.rows, shape.rowGrain, [&](Value r) { row(r); });
+      lb.parallel(shape.rows,
+                  std::max<int64_t>(1, shape.elementGrain / shape.width),
+                  [&](Value r) { row(r); });
     else
       lb.parallel(lb.mul(shape.rows, lb.index(shape.width)), shape.elementGrain,
                   [&](Value i) { element(i); });

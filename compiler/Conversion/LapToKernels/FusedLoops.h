@@ -43,8 +43,7 @@ struct LoopNestShape {
   mlir::Value rows;          ///< product of the leading dimensions (index)
   int64_t width;             ///< the last dimension, C
   mlir::Value rowsPerSample; ///< rows of one batch element (index)
-  int64_t rowGrain;          ///< rows worth a thread
-  int64_t elementGrain;      ///< elements worth a thread
+  int64_t elementGrain;      ///< elements worth a thread (rows: their share)
   mlir::Value seed;          ///< the step's seed (i64)
   bool training;             ///< drop path draws only in a training step
 };

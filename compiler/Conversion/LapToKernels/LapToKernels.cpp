@@ -286,6 +286,7 @@ private:
   LogicalResult emitOp(Operation *op);
   void emitReturn(func::ReturnOp ret);
   void loopNest(ArrayRef<Operation *> ops, Value rowShaped, LoopNest &nest);
+  LogicalResult writeOut(LoopNest &nest, Value value, Value result);
   LogicalResult fusion(FusionOp op);
   void copyHeads(Value fused, Value q, Value k, Value v, bool split);
   void headCoefficients(HeadCoefficientsOp op);
@@ -320,31 +321,36 @@ void Emitter::loopNest(ArrayRef<Operation *> ops, Value rowShaped,
   LoopNestShape shape{hasRows ? rows(rowShaped) : numel(rowShaped),
                       width,
                       r > 1 ? product(rowShaped, 1, r - 1) : lb.index(1),
-                      std::max<int64_t>(1, kElementGrain / width),
                       kElementGrain,
                       seed,
                       training};
   emitLoopNest(lb, nest, shape);
 }
 
+/// Nest value `value` is written to the buffer of op result `result` (a
+/// column sum with its partial sums, the scratch beside it).
+LogicalResult Emitter::writeOut(LoopNest &nest, Value value, Value result) {
+  nest.outputs.push_back({value, buffer(result)});
+  if (!value.getDefiningOp<ColumnSumOp>())
+    return success();
+  FailureOr<Value> partials = scratchOf(result);
+  if (failed(partials))
+    return failure();
+  nest.partials[value] = *partials;
+  return success();
+}
+
 /// A lap.fusion: its body's arguments read the operands' buffers, the
-/// values it yields go to its results' buffers (column sums with their
-/// partial sums).
+/// values it yields go to its results' buffers.
 LogicalResult Emitter::fusion(FusionOp op) {
   LoopNest nest;
   Block &body = op.getBody().front();
   for (auto [arg, input] : llvm::zip(body.getArguments(), op.getInputs()))
     nest.inputs[arg] = buffer(input);
   for (auto [value, result] : llvm::zip(
-           cast<YieldOp>(body.getTerminator()).getValues(), op.getResults())) {
-    nest.outputs.push_back({value, buffer(result)});
-    if (value.getDefiningOp<ColumnSumOp>()) {
-      FailureOr<Value> partials = scratchOf(result);
-      if (failed(partials))
-        return failure();
-      nest.partials[value] = *partials;
-    }
-  }
+           cast<YieldOp>(body.getTerminator()).getValues(), op.getResults()))
+    if (failed(writeOut(nest, value, result)))
+      return failure();
   SmallVector<Operation *> ops;
   for (Operation &inner : body.without_terminator())
     ops.push_back(&inner);
@@ -424,14 +430,8 @@ LogicalResult Emitter::emitOp(Operation *op) {
     LoopNest nest;
     for (Value operand : op->getOperands())
       nest.inputs[operand] = buffer(operand);
-    Value result = op->getResult(0);
-    nest.outputs.push_back({result, buffer(result)});
-    if (isa<ColumnSumOp>(op)) {
-      FailureOr<Value> partials = scratchOf(result);
-      if (failed(partials))
-        return failure();
-      nest.partials[result] = *partials;
-    }
+    if (failed(writeOut(nest, op->getResult(0), op->getResult(0))))
+      return failure();
     return loopNest(op, rowsOf(op), nest), success();
   }
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
