@@ -212,11 +212,16 @@ private:
       error("train.dino.local_crop_size",
             "local_crop_size " + std::to_string(d.localCropSize) +
                 " is not divisible by patch " + std::to_string(m.patch));
+    if (d.localCrops > 0 && d.localCropSize > d.globalCropSize)
+      error("train.dino.local_crop_size",
+            "local crops are smaller views: local_crop_size " +
+                std::to_string(d.localCropSize) +
+                " is larger than global_crop_size " +
+                std::to_string(d.globalCropSize));
     if (d.teacherMomentumEnd < d.teacherMomentum)
       error("train.dino.teacher_momentum_end",
-            "teacher momentum rises during training: teacher_momentum_end must "
-            "be "
-            "at least teacher_momentum");
+            "teacher momentum rises during training: teacher_momentum_end "
+            "must be at least teacher_momentum");
   }
 
   const Spec &spec;

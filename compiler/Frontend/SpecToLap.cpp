@@ -8,7 +8,10 @@
 // attention against a key/value cache and no loss. Every model gets
 // @features: the walk up to the last block, returning the residual stream
 // after the embedding and after each block (what the geometry analyses
-// measure).
+// measure). Image models get @embed: the pooled, normalised backbone
+// features (what k-NN and linear probes read). A DINO model trained on
+// local crops gets @forward_local too: the same walk on images of the local
+// crop size, its learned positions interpolated to the smaller patch grid.
 //
 //===----------------------------------------------------------------------===//
 
@@ -96,6 +99,8 @@ private:
   /// Final norm, lm_head and softcap: the logits.
   Value gptHead(Value x);
   std::pair<Value, Value> imageForward(Block *body);
+  /// Blocks, final norm and pooling: [B, width].
+  Value imageFeatures(Block *body);
   /// Patch embedding, learned tokens and positions: [B, T, width].
   Value imageTokens(Value images);
 
@@ -121,6 +126,9 @@ private:
   std::vector<Value> *streams = nullptr;
   /// T: dynamic for text, static for images of the compiled size.
   int64_t sequence = kDynamic;
+  /// The side of the images of the function being built: image_size, or
+  /// the local crop size in @forward_local.
+  int64_t imageSize = 0;
   /// The next random-mask key of a dropout or drop-path op.
   int64_t nextKey = 0;
 };
@@ -304,9 +312,10 @@ Value ForwardBuilder::gptHead(Value x) {
 
 Value ForwardBuilder::inputs(Block *body) {
   if (m.family != dsl::Family::GPT) {
-    sequence = spec.derived.tokens;
+    int64_t side = imageSize / m.patch, compiled = m.imageSize / m.patch;
+    sequence = spec.derived.tokens + side * side - compiled * compiled;
     auto images = RankedTensorType::get(
-        {kDynamic, m.channels, m.imageSize, m.imageSize}, element());
+        {kDynamic, m.channels, imageSize, imageSize}, element());
     Value input = body->addArgument(images, loc("model.image_size", "images"));
     bool dino = m.family == dsl::Family::DINO;
     int64_t outputs = dino ? m.dinoHead.prototypes : m.classes;
@@ -354,7 +363,7 @@ Value ForwardBuilder::gptDecode(Block *body) {
 }
 
 Value ForwardBuilder::imageTokens(Value images) {
-  int64_t side = m.imageSize / m.patch, patches = side * side;
+  int64_t side = imageSize / m.patch, patches = side * side;
   Location embed = loc("model.patch", "patch_embed");
   Value x = b.create<PatchifyOp>(
       embed, floats({kDynamic, patches, m.channels * m.patch * m.patch}),
@@ -364,6 +373,14 @@ Value ForwardBuilder::imageTokens(Value images) {
   // unless they are patches-only (DeiT-3). Registers never get positions.
   Value pos = param("pos_embed");
   Location positions = loc("model.positions", "pos_embed");
+  if (pos && imageSize != m.imageSize) {
+    // DINO's interpolate_pos_encoding: the CLS position stays, the patch
+    // grid's are resampled to this image's grid.
+    int64_t keep = !m.positions.patchesOnly && m.clsToken ? 1 : 0;
+    pos = b.create<InterpolatePositionsOp>(
+        loc("train.dino.local_crop_size", "pos_embed"),
+        floats({keep + patches, m.width}), pos, b.getI64IntegerAttr(keep));
+  }
   auto prepend = [&](Value tokens, const char *path, const char *name) {
     auto type = cast<RankedTensorType>(x.getType());
     int64_t k = cast<RankedTensorType>(tokens.getType()).getDimSize(0);
@@ -385,10 +402,8 @@ Value ForwardBuilder::imageTokens(Value images) {
   return m.embeddingNorm ? norm(x, "embedding_norm") : x;
 }
 
-std::pair<Value, Value> ForwardBuilder::imageForward(Block *body) {
+Value ForwardBuilder::imageFeatures(Block *body) {
   Value x = blocks(inputs(body));
-  Value targets = body->getArguments().back();
-  bool dino = m.family == dsl::Family::DINO;
   if (m.finalNorm)
     x = norm(x, "norm");
   Location pool = loc("model.pool", "pool");
@@ -402,6 +417,13 @@ std::pair<Value, Value> ForwardBuilder::imageForward(Block *body) {
                  pool, rowType, x,
                  b.getI64IntegerAttr(m.registers + (m.clsToken ? 1 : 0)))
                 .getResult();
+  return features;
+}
+
+std::pair<Value, Value> ForwardBuilder::imageForward(Block *body) {
+  Value features = imageFeatures(body);
+  Value targets = body->getArguments().back();
+  bool dino = m.family == dsl::Family::DINO;
   auto scalar = RankedTensorType::get({}, b.getF32Type());
   if (!dino) {
     Location head = loc("model.classes", "head");
@@ -489,12 +511,27 @@ OwningOpRef<ModuleOp> ForwardBuilder::build() {
   OwningOpRef<ModuleOp> module = ModuleOp::create(top, spec.name);
   b.setInsertionPointToEnd(module->getBody());
   table = dsl::parameterTable(spec);
+  imageSize = m.imageSize;
 
   func::FuncOp forward = beginFunction("forward", top);
   Block *body = &forward.getBody().front();
   auto [loss, logits] =
       m.family == dsl::Family::GPT ? gptForward(body) : imageForward(body);
   endFunction(forward, {loss, logits}, batchNames, {"loss", "logits"});
+
+  const dsl::DinoSpec &dino = spec.train.dino;
+  if (m.family == dsl::Family::DINO && spec.hasTrain &&
+      spec.train.regime == dsl::Regime::DINO && dino.localCrops > 0 &&
+      dino.localCropSize != m.imageSize) {
+    imageSize = dino.localCropSize;
+    func::FuncOp local =
+        beginFunction("forward_local", loc("train.dino.local_crop_size"));
+    auto [localLoss, localLogits] =
+        imageForward(&local.getBody().front());
+    endFunction(local, {localLoss, localLogits}, batchNames,
+                {"loss", "logits"});
+    imageSize = m.imageSize;
+  }
 
   // The residual streams of every layer, for the geometry analyses.
   func::FuncOp features = beginFunction("features", top);
@@ -507,6 +544,12 @@ OwningOpRef<ModuleOp> ForwardBuilder::build() {
     layerNames.push_back(i == 0 ? "embedding"
                                 : "block." + std::to_string(i - 1));
   endFunction(features, layers, batchNames, layerNames);
+
+  if (m.family != dsl::Family::GPT) {
+    func::FuncOp embed = beginFunction("embed", top);
+    Value pooled = imageFeatures(&embed.getBody().front());
+    endFunction(embed, {pooled}, batchNames, {"embedding"});
+  }
 
   if (m.family == dsl::Family::GPT) {
     func::FuncOp decode = beginFunction("decode", top);

@@ -136,7 +136,7 @@ FailureOr<int64_t> planFunction(func::FuncOp func, int64_t maxBatch,
   // the workspace (not a batch argument, not an output); so does the last
   // output of a loop nest and an input it overwrites, when no value that
   // shares the input's bytes is read after the nest.
-  const bool training = func.getName() == "train_step";
+  const bool training = isTrainStep(func.getName());
   DenseMap<Value, Value> aliasOf;
   DenseMap<Value, int64_t> sharedUntil; ///< by root: the last read of any
   auto rootOf = [&](Value v) {
@@ -363,7 +363,7 @@ void lap::printMemoryPlan(ModuleOp module, raw_ostream &os) {
       }
     }
     int64_t params = paramFloats * 4;
-    bool training = func.getName() == "train_step";
+    bool training = isTrainStep(func.getName());
     int64_t peak =
         params + (training ? params : outputs) + inputs + workspace.getInt();
     os << "workspace: " << workspace.getInt() << " bytes ("

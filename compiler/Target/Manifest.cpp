@@ -3,6 +3,7 @@
 #include "compiler/Target/Manifest.h"
 
 #include "compiler/Memory/Layout.h"
+#include "dialects/Lap/IR/LapOps.h"
 #include "dsl/Derived.h"
 #include "dsl/ParameterTable.h"
 #include "dsl/Scalars.h"
@@ -47,7 +48,6 @@ StringRef nameOf(DictionaryAttr attrs, StringRef fallback) {
 std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
                                json::Object target) {
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
-  auto train = module.lookupSymbol<func::FuncOp>("train_step");
   auto decode = module.lookupSymbol<func::FuncOp>("decode");
   auto features = module.lookupSymbol<func::FuncOp>("features");
   int64_t total = 0;
@@ -78,8 +78,8 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
 
   json::Object memory;
   int64_t workspace = 0, maxBatch = 0, maxSeq = 0;
-  for (func::FuncOp f : {forward, train, features, decode}) {
-    if (!f)
+  for (func::FuncOp f : module.getOps<func::FuncOp>()) {
+    if (!f->hasAttr(kWorkspaceAttr))
       continue;
     int64_t bytes = f->getAttrOfType<IntegerAttr>(kWorkspaceAttr).getInt();
     memory[(f.getName() + "_workspace_bytes").str()] = bytes;
@@ -109,6 +109,24 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
                              2 * m.layers * maxSeq * m.kvHeads * m.headDim}};
   }
 
+  // Image models: the image sizes they run (model.h: lap_batch.seq picks
+  // one by its token count).
+  json::Value images = nullptr;
+  if (spec.model.family != dsl::Family::GPT) {
+    const dsl::ModelSpec &m = spec.model;
+    int64_t grid = m.imageSize / m.patch;
+    json::Array sizes, tokens;
+    for (StringRef name : kForwardFunctions)
+      if (auto f = module.lookupSymbol<func::FuncOp>(name)) {
+        auto images = cast<ShapedType>(f.getArgumentTypes()[table.size()]);
+        int64_t size = images.getDimSize(3), side = size / m.patch;
+        sizes.push_back(size);
+        tokens.push_back(spec.derived.tokens + side * side - grid * grid);
+      }
+    images = json::Object{{"sizes", std::move(sizes)},
+                          {"tokens", std::move(tokens)}};
+  }
+
   // The spec's derived values (FLOPs per token or image, ...), flat.
   json::Object derived;
   for (const dsl::DerivedValue &v : dsl::derivedValues(spec))
@@ -133,6 +151,7 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
       {"memory", std::move(memory)},
       {"features", std::move(streams)},
       {"decode", std::move(decoding)},
+      {"images", std::move(images)},
       {"spec", dsl::printSpec(spec)},
       {"model_hash", platform::contentHash(dsl::printArchitecture(spec))},
   };

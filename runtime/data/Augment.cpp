@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
@@ -412,48 +413,196 @@ void lap::data::threeAugment(Image &image, std::mt19937_64 &rng) {
   }
 }
 
+namespace {
+
+/// The colour steps without their checks, for the jitters that check once.
+void brightnessStep(Image &image, double f) {
+  for (float &p : image.pixels)
+    p = clampUnit(f * p);
+}
+
+/// Luma of pixel i of a 1- or 3-channel image (the pixel for 1 channel).
+double lumaAt(const Image &image, int64_t i) {
+  int64_t plane = image.height * image.width;
+  const float *px = image.pixels.data();
+  return image.channels == 1 ? double(px[i])
+                             : luma(px[i], px[plane + i], px[2 * plane + i]);
+}
+
+void contrastStep(Image &image, double f) {
+  int64_t plane = image.height * image.width;
+  double mean = 0;
+  for (int64_t i = 0; i < plane; ++i)
+    mean += lumaAt(image, i);
+  mean /= double(plane);
+  for (float &p : image.pixels)
+    p = clampUnit(f * p + (1 - f) * mean);
+}
+
+void saturationStep(Image &image, double f) {
+  if (image.channels != 3)
+    return;
+  int64_t plane = image.height * image.width;
+  for (int64_t i = 0; i < plane; ++i) {
+    double l = lumaAt(image, i);
+    for (int64_t c = 0; c < 3; ++c) {
+      float &p = image.pixels[size_t(c * plane + i)];
+      p = clampUnit(f * p + (1 - f) * l);
+    }
+  }
+}
+
+/// torchvision's _rgb2hsv, hue shift and _hsv2rgb, one pixel at a time.
+void hueStep(Image &image, double shift) {
+  if (image.channels != 3)
+    return;
+  int64_t plane = image.height * image.width;
+  float *red = image.pixels.data(), *green = red + plane, *blue = green + plane;
+  for (int64_t i = 0; i < plane; ++i) {
+    double r = red[i], g = green[i], b = blue[i];
+    double maxc = std::max({r, g, b}), minc = std::min({r, g, b});
+    bool grey = maxc == minc;
+    double range = maxc - minc;
+    double s = range / (grey ? 1 : maxc);
+    double divisor = grey ? 1 : range;
+    double rc = (maxc - r) / divisor, gc = (maxc - g) / divisor,
+           bc = (maxc - b) / divisor;
+    double h = maxc == r ? bc - gc : maxc == g ? 2 + rc - bc : 4 + gc - rc;
+    h = std::fmod(h / 6 + 1, 1.0);
+    h += shift;
+    h -= std::floor(h); // Python's % 1.0: into [0, 1] (1 only by rounding)
+
+    double v = maxc, sector = std::floor(h * 6), f = h * 6 - sector;
+    double p = std::clamp(v * (1 - s), 0.0, 1.0);
+    double q = std::clamp(v * (1 - s * f), 0.0, 1.0);
+    double t = std::clamp(v * (1 - s * (1 - f)), 0.0, 1.0);
+    double out[3];
+    switch (int64_t(sector) % 6) {
+    case 0:
+      out[0] = v, out[1] = t, out[2] = p;
+      break;
+    case 1:
+      out[0] = q, out[1] = v, out[2] = p;
+      break;
+    case 2:
+      out[0] = p, out[1] = v, out[2] = t;
+      break;
+    case 3:
+      out[0] = p, out[1] = q, out[2] = v;
+      break;
+    case 4:
+      out[0] = t, out[1] = p, out[2] = v;
+      break;
+    default:
+      out[0] = v, out[1] = p, out[2] = q;
+      break;
+    }
+    red[i] = float(out[0]);
+    green[i] = float(out[1]);
+    blue[i] = float(out[2]);
+  }
+}
+
+void checkFactor(const char *function, double factor) {
+  if (!(factor >= 0 && std::isfinite(factor)))
+    refuse(function, "factor " + str(factor) + " is not finite and >= 0");
+}
+
+void checkStrengths(const char *function, std::initializer_list<float> all) {
+  for (float v : all)
+    if (!(v >= 0 && std::isfinite(v)))
+      refuse(function, "strength " + str(v) + " is not finite and >= 0");
+}
+
+/// uniform(max(0, 1 - v), 1 + v) for v > 0; 1 without a draw otherwise.
+double jitterFactor(std::mt19937_64 &rng, double v) {
+  return v > 0 ? uniform(rng, std::max(0.0, 1 - v), 1 + v) : 1.0;
+}
+
+} // namespace
+
+void lap::data::adjustBrightness(Image &image, double factor) {
+  checkImage("adjustBrightness", image);
+  checkFactor("adjustBrightness", factor);
+  brightnessStep(image, factor);
+}
+
+void lap::data::adjustContrast(Image &image, double factor) {
+  checkImage("adjustContrast", image);
+  checkLumaChannels("adjustContrast", image);
+  checkFactor("adjustContrast", factor);
+  contrastStep(image, factor);
+}
+
+void lap::data::adjustSaturation(Image &image, double factor) {
+  checkImage("adjustSaturation", image);
+  checkLumaChannels("adjustSaturation", image);
+  checkFactor("adjustSaturation", factor);
+  saturationStep(image, factor);
+}
+
+void lap::data::adjustHue(Image &image, double shift) {
+  checkImage("adjustHue", image);
+  checkLumaChannels("adjustHue", image);
+  if (!(shift >= -0.5 && shift <= 0.5))
+    refuse("adjustHue", "shift " + str(shift) + " is outside [-0.5, 0.5]");
+  hueStep(image, shift);
+}
+
 void lap::data::colorJitter(Image &image, float brightness, float contrast,
                             float saturation, std::mt19937_64 &rng) {
   const char *function = "colorJitter";
   checkImage(function, image);
   checkLumaChannels(function, image);
-  for (float v : {brightness, contrast, saturation})
-    if (!(v >= 0 && std::isfinite(v)))
-      refuse(function, "strength " + str(v) + " is not finite and >= 0");
+  checkStrengths(function, {brightness, contrast, saturation});
 
-  auto factor = [&](double v) {
-    return v > 0 ? uniform(rng, std::max(0.0, 1 - v), 1 + v) : 1.0;
-  };
-  double fb = factor(brightness), fc = factor(contrast),
-         fs = factor(saturation);
-
+  double fb = jitterFactor(rng, brightness), fc = jitterFactor(rng, contrast),
+         fs = jitterFactor(rng, saturation);
   if (brightness > 0)
-    for (float &p : image.pixels)
-      p = clampUnit(fb * p);
+    brightnessStep(image, fb);
+  if (contrast > 0)
+    contrastStep(image, fc);
+  if (saturation > 0)
+    saturationStep(image, fs);
+}
 
-  int64_t plane = image.height * image.width;
-  const float *px = image.pixels.data();
-  auto lumaAt = [&](int64_t i) {
-    return image.channels == 1 ? double(px[i])
-                               : luma(px[i], px[plane + i], px[2 * plane + i]);
-  };
+void lap::data::colorJitterRandomOrder(Image &image, float brightness,
+                                       float contrast, float saturation,
+                                       float hue, std::mt19937_64 &rng) {
+  const char *function = "colorJitterRandomOrder";
+  checkImage(function, image);
+  checkLumaChannels(function, image);
+  checkStrengths(function, {brightness, contrast, saturation, hue});
+  if (hue > 0.5f)
+    refuse(function, "hue " + str(hue) + " is above 0.5");
+  if (brightness == 0 && contrast == 0 && saturation == 0 && hue == 0)
+    return;
 
-  if (contrast > 0) {
-    double mean = 0;
-    for (int64_t i = 0; i < plane; ++i)
-      mean += lumaAt(i);
-    mean /= double(plane);
-    for (float &p : image.pixels)
-      p = clampUnit(fc * p + (1 - fc) * mean);
-  }
+  int order[4] = {0, 1, 2, 3};
+  for (int i = 3; i >= 1; --i)
+    std::swap(order[i], order[uniformIndex(rng, i + 1)]);
+  double fb = jitterFactor(rng, brightness), fc = jitterFactor(rng, contrast),
+         fs = jitterFactor(rng, saturation);
+  double shift = hue > 0 ? uniform(rng, -double(hue), double(hue)) : 0.0;
 
-  if (saturation > 0 && image.channels == 3)
-    for (int64_t i = 0; i < plane; ++i) {
-      double l = lumaAt(i);
-      for (int64_t c = 0; c < 3; ++c) {
-        float &p = image.pixels[size_t(c * plane + i)];
-        p = clampUnit(fs * p + (1 - fs) * l);
-      }
+  for (int step : order)
+    switch (step) {
+    case 0:
+      if (brightness > 0)
+        brightnessStep(image, fb);
+      break;
+    case 1:
+      if (contrast > 0)
+        contrastStep(image, fc);
+      break;
+    case 2:
+      if (saturation > 0)
+        saturationStep(image, fs);
+      break;
+    default:
+      if (hue > 0)
+        hueStep(image, shift);
+      break;
     }
 }
 

@@ -121,6 +121,7 @@ LoadedModel::LoadedModel(const std::string &path) : path_(path) {
         symbol<decltype(trainStep_)>(handle_, "lap_model_train_step", path);
     features_ =
         symbol<decltype(features_)>(handle_, "lap_model_features", path);
+    embed_ = symbol<decltype(embed_)>(handle_, "lap_model_embed", path);
     decode_ = symbol<decltype(decode_)>(handle_, "lap_model_decode", path);
     lastError_ =
         symbol<decltype(lastError_)>(handle_, "lap_model_last_error", path);

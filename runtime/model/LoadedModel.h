@@ -63,6 +63,10 @@ public:
                       void *workspace, float *out) const {
     return features_(params, batch, workspace, out);
   }
+  lap_status embed(const float *params, const lap_batch *batch,
+                   void *workspace, float *out) const {
+    return embed_(params, batch, workspace, out);
+  }
   lap_status decode(const float *params, const int32_t *tokens, int64_t batch,
                     int64_t count, int64_t first, float *cache, void *workspace,
                     float *logits) const {
@@ -85,6 +89,7 @@ private:
   decltype(&lap_model_forward) forward_ = nullptr;
   decltype(&lap_model_train_step) trainStep_ = nullptr;
   decltype(&lap_model_features) features_ = nullptr;
+  decltype(&lap_model_embed) embed_ = nullptr;
   decltype(&lap_model_decode) decode_ = nullptr;
   decltype(&lap_model_last_error) lastError_ = nullptr;
   decltype(&lap_model_kernel_isa) kernelIsa_ = nullptr;

@@ -119,6 +119,23 @@ void checkTensorList(const nlohmann::json &m, const char *key) {
   }
 }
 
+/// `images`: the sizes an image model runs, the compiled one first, and
+/// the tokens of each.
+void checkImageSizes(const nlohmann::json &images) {
+  const nlohmann::json &sizes = array(images, "images", "sizes"),
+                       &tokens = array(images, "images", "tokens");
+  if (sizes.empty() || sizes.size() != tokens.size())
+    throw Problem("images.sizes and images.tokens are not lists of the same "
+                  "length");
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    std::string index = "[" + std::to_string(i) + "]";
+    integer(nlohmann::json{{"sizes" + index, sizes[i]}}, "images",
+            ("sizes" + index).c_str(), 1, kMaxLimit);
+    integer(nlohmann::json{{"tokens" + index, tokens[i]}}, "images",
+            ("tokens" + index).c_str(), 1, kMaxLimit);
+  }
+}
+
 } // namespace
 
 std::string manifestProblem(const nlohmann::json &m) {
@@ -156,6 +173,8 @@ std::string manifestProblem(const nlohmann::json &m) {
     if (const nlohmann::json &d = at(m, "", "decode"); !d.is_null())
       for (const char *key : {"layers", "kv_heads", "head_dim", "capacity"})
         integer(d, "decode", key, 1, kMaxLimit);
+    if (const nlohmann::json &i = at(m, "", "images"); !i.is_null())
+      checkImageSizes(i);
   } catch (const Problem &p) {
     return p.what();
   }

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -32,6 +33,21 @@ void lap_gen_train_step(const void *params, const void *const *batch,
 void lap_gen_features(const void *params, const void *const *batch,
                       void *const *outputs, void *workspace, int64_t B,
                       int64_t T, uint64_t seed, int64_t first);
+// Generated for image models only: their pooled features, and the steps at
+// the local crop size of a model trained on local crops.
+__attribute__((weak)) void lap_gen_embed(const void *params,
+                                         const void *const *batch,
+                                         void *const *outputs, void *workspace,
+                                         int64_t B, int64_t T, uint64_t seed,
+                                         int64_t first);
+__attribute__((weak)) void
+lap_gen_forward_local(const void *params, const void *const *batch,
+                      void *const *outputs, void *workspace, int64_t B,
+                      int64_t T, uint64_t seed, int64_t first);
+__attribute__((weak)) void
+lap_gen_train_step_local(const void *params, const void *const *batch,
+                         void *const *outputs, void *workspace, int64_t B,
+                         int64_t T, uint64_t seed, int64_t first);
 // Generated for language models only.
 __attribute__((weak)) void lap_gen_decode(const void *params,
                                           const void *const *batch,
@@ -66,6 +82,8 @@ const char *manifestError() {
 struct Model {
   int64_t maxBatch = 0, maxSeq = 0, vocab = 0;
   bool fixedSeq = true; ///< images: the sequence is fixed at compile time
+  /// Images: the tokens of each image size, the compiled one first.
+  std::vector<int64_t> imageTokens;
   std::vector<std::string> batchNames;
   std::vector<bool> batchIsIndex; ///< int32 token or target tensors
   std::vector<lap::model::ParameterSpec> parameters;
@@ -89,6 +107,8 @@ struct Model {
       if (t["shape"].size() > 1 && t["shape"][1] == -1)
         fixedSeq = false;
     }
+    if (auto &i = m["images"]; !i.is_null())
+      imageTokens = i["tokens"].get<std::vector<int64_t>>();
     featureLayers = m["features"]["layers"];
     width = m["features"]["width"];
     if (auto &d = m["decode"]; !d.is_null()) {
@@ -106,6 +126,18 @@ struct Model {
         spec.values = p["init"]["values"].get<std::vector<double>>();
       parameters.push_back(spec);
     }
+  }
+
+  std::string tokenList() const {
+    std::string text;
+    for (int64_t t : imageTokens)
+      text += (text.empty() ? "" : ", ") + std::to_string(t);
+    return text;
+  }
+
+  /// Whether an image batch of `seq` tokens is of the local crop size.
+  bool local(int64_t seq) const {
+    return fixedSeq && imageTokens.size() > 1 && seq == imageTokens[1];
   }
 
   /// Every id in [0, vocab), or an error naming tensor `name`.
@@ -151,6 +183,14 @@ struct Model {
     if (lap_status s = checkBatchSize(b->batch))
       return s;
     seq = fixedSeq ? maxSeq : b->seq;
+    if (fixedSeq && b->seq != 0 &&
+        std::find(imageTokens.begin(), imageTokens.end(), b->seq) ==
+            imageTokens.end())
+      return fail("sequence length " + std::to_string(b->seq) +
+                  " is not the tokens of an image size of this model (" +
+                  tokenList() + "; 0 is the compiled size)");
+    if (fixedSeq && b->seq != 0)
+      seq = b->seq;
     if (!fixedSeq && (seq < 1 || seq > maxSeq))
       return fail("sequence length " + std::to_string(seq) +
                   " is outside the compiled range 1.." +
@@ -212,8 +252,8 @@ lap_status lap_model_forward(const float *params, const lap_batch *batch,
   if (!params || !workspace || !out_loss || !out_logits)
     return fail("params, workspace, out_loss and out_logits must not be null");
   void *outputs[] = {out_loss, out_logits};
-  lap_gen_forward(params, batch->tensors, outputs, workspace, batch->batch, seq,
-                  0, 0);
+  (model().local(seq) ? lap_gen_forward_local : lap_gen_forward)(
+      params, batch->tensors, outputs, workspace, batch->batch, seq, 0, 0);
   return LAP_OK;
 }
 
@@ -229,8 +269,9 @@ lap_status lap_model_train_step(const float *params, float *grads,
   std::vector<void *> outputs{out_loss};
   for (const auto &p : m.parameters)
     outputs.push_back(grads + p.offset);
-  lap_gen_train_step(params, batch->tensors, outputs.data(), workspace,
-                     batch->batch, seq, seed, 0);
+  (m.local(seq) ? lap_gen_train_step_local : lap_gen_train_step)(
+      params, batch->tensors, outputs.data(), workspace, batch->batch, seq,
+      seed, 0);
   return LAP_OK;
 }
 
@@ -240,6 +281,9 @@ lap_status lap_model_features(const float *params, const lap_batch *batch,
   const Model &m = model();
   if (lap_status s = m.check(batch, seq))
     return s;
+  if (m.local(seq))
+    return fail("features runs images of the compiled size (sequence 0 or " +
+                std::to_string(m.imageTokens[0]) + ")");
   if (!params || !workspace || !out_features)
     return fail("params, workspace and out_features must not be null");
   std::vector<void *> outputs;
@@ -247,6 +291,25 @@ lap_status lap_model_features(const float *params, const lap_batch *batch,
     outputs.push_back(out_features + l * batch->batch * seq * m.width);
   lap_gen_features(params, batch->tensors, outputs.data(), workspace,
                    batch->batch, seq, 0, 0);
+  return LAP_OK;
+}
+
+lap_status lap_model_embed(const float *params, const lap_batch *batch,
+                           void *workspace, float *out_embedding) {
+  int64_t seq = 0;
+  const Model &m = model();
+  if (lap_status s = m.check(batch, seq))
+    return s;
+  if (!lap_gen_embed)
+    return fail("this model has no embed function (only image models have)");
+  if (m.local(seq))
+    return fail("embed runs images of the compiled size (sequence 0 or " +
+                std::to_string(m.imageTokens[0]) + ")");
+  if (!params || !workspace || !out_embedding)
+    return fail("params, workspace and out_embedding must not be null");
+  void *outputs[] = {out_embedding};
+  lap_gen_embed(params, batch->tensors, outputs, workspace, batch->batch, seq,
+                0, 0);
   return LAP_OK;
 }
 

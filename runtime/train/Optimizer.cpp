@@ -300,7 +300,11 @@ void Optimizer::step(float *params, const float *grads, double lrMultiplier,
                      double weightDecayMultiplier) {
   double momentum = currentMomentum(); // nanochat: of the step's index
   ++steps;                             // PyTorch: step += 1 before the update
-  for (const ParamGroup &g : groupList) {
+  for (ParamGroup g : groupList) {
+    if (!frozenTensors.empty())
+      g.tensors.erase(std::remove_if(g.tensors.begin(), g.tensors.end(),
+                                     [&](size_t t) { return frozenTensors[t]; }),
+                      g.tensors.end());
     double lr = g.lr * lrMultiplier, wd = g.weightDecay * weightDecayMultiplier;
     if (g.rule == UpdateRule::AdamW)
       adamwStep(g, params, grads, lr, wd);
@@ -415,6 +419,16 @@ void clipToNorm(float *grads, const std::vector<TensorInfo> &tensors,
     for (int64_t i = chunks[k].begin; i < chunks[k].end; ++i)
       g[i] *= coef;
   });
+}
+
+void clipEachTensor(float *grads, const std::vector<TensorInfo> &tensors,
+                    double maxNorm) {
+  if (maxNorm <= 0)
+    return;
+  for (const TensorInfo &t : tensors) {
+    std::vector<TensorInfo> one{t};
+    clipGradients(grads, one, maxNorm);
+  }
 }
 
 double clipGradients(float *grads, const std::vector<TensorInfo> &tensors,

@@ -120,6 +120,11 @@ public:
   void step(float *params, const float *grads, double lrMultiplier = 1,
             double weightDecayMultiplier = 1);
 
+  /// Tensors (by index into tensors()) the next steps leave alone: no
+  /// update, no weight decay, no change of their state (as PyTorch skips a
+  /// parameter without a gradient). Empty: none.
+  void setFrozen(std::vector<bool> frozen) { frozenTensors = std::move(frozen); }
+
   /// Steps taken; AdamW's bias correction and Muon's momentum warmup use it.
   int64_t stepCount() const { return steps; }
   void setStepCount(int64_t s) { steps = s; }
@@ -150,6 +155,7 @@ private:
   // Per tensor; empty where the rule does not use it.
   std::vector<std::vector<float>> expAvg, expAvgSq, momentumBuffer;
   std::vector<float> work; ///< Muon's scratch, sized for the largest matrix
+  std::vector<bool> frozenTensors;
   int64_t steps = 0;
 };
 
@@ -160,6 +166,11 @@ private:
 /// clipping.
 double clipGradients(float *grads, const std::vector<TensorInfo> &tensors,
                      double maxNorm);
+
+/// DINO's clip_gradients: each tensor's gradient whose L2 norm (fp64) exceeds
+/// maxNorm (> 0) is scaled by maxNorm / (norm + 1e-6), alone.
+void clipEachTensor(float *grads, const std::vector<TensorInfo> &tensors,
+                    double maxNorm);
 
 /// clipGradients in parts, for gradients split over ranks: the fp64 sums
 /// of squares of fixed chunks of each tensor in table order (a table's

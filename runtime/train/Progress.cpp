@@ -112,7 +112,8 @@ void Progress::advance(int64_t units) {
   ++stepsDone;
 }
 
-void Progress::step(int64_t step, double loss, double lr, double gradNorm) {
+void Progress::step(int64_t step, double loss, double lr, double gradNorm,
+                    const nlohmann::json &extra) {
   std::string line =
       fmt::format("step {:>{}}/{}  loss {:.4f}  lr {:.3e}  {:.0f} {}/s  ETA {}",
                   step, std::to_string(total).size(), total, loss, lr,
@@ -127,11 +128,13 @@ void Progress::step(int64_t step, double loss, double lr, double gradNorm) {
   } else {
     fmt::print(out, "{}\n", line);
   }
-  record({{"step", step},
-          {"loss", loss},
-          {"lr", lr},
-          {"grad_norm", gradNorm},
-          {"units_per_s", unitsPerSecond()}});
+  nlohmann::json entry{{"step", step},
+                       {"loss", loss},
+                       {"lr", lr},
+                       {"grad_norm", gradNorm},
+                       {"units_per_s", unitsPerSecond()}};
+  entry.update(extra);
+  record(std::move(entry));
 }
 
 void Progress::eval(int64_t step, const nlohmann::json &values) {

@@ -35,8 +35,10 @@ public:
 
   /// A finished step's tokens (or samples), for the throughput.
   void advance(int64_t units);
-  /// Shows and records a step: its mean loss, learning rate, gradient norm.
-  void step(int64_t step, double loss, double lr, double gradNorm);
+  /// Shows and records a step: its mean loss, learning rate, gradient norm;
+  /// `extra` values (the regime's) go to the record alone.
+  void step(int64_t step, double loss, double lr, double gradNorm,
+            const nlohmann::json &extra = nlohmann::json::object());
   /// An evaluation's values (e.g. {"val_loss": 3.2, "val_bpb": 1.4}).
   void eval(int64_t step, const nlohmann::json &values);
   /// A plain message line (checkpoint written, ...), not disturbing the bar.

@@ -30,11 +30,12 @@ std::string modelHashOf(const LoadedModel &model) {
 void save(const std::string &dir, int64_t step, const LoadedModel &model,
           const AlignedBuffer &params, Optimizer &optimizer,
           const std::vector<std::pair<std::string, std::vector<float>>> &others,
-          const TrainerConfig &config, uint64_t position, Progress &progress) {
+          const TrainerConfig &config, const Regime &regime,
+          Progress &progress) {
   CheckpointData data;
   data.state.step = step;
   data.state.seed = config.seed;
-  data.state.dataPosition = int64_t(position);
+  data.state.dataPosition = int64_t(regime.position());
   data.state.specName = model.manifest()["name"];
   data.state.manifestHash = modelHashOf(model);
   data.state.schedule = scheduleOf(config);
@@ -48,6 +49,9 @@ void save(const std::string &dir, int64_t step, const LoadedModel &model,
   for (auto &[name, values] : others)
     data.optimizer.push_back(
         TensorRef(name, {int64_t(values.size())}, values.data()));
+  if (regime.state)
+    for (TensorRef &t : regime.state())
+      data.optimizer.push_back(std::move(t));
   std::string path = saveCheckpoint(dir, data);
   pruneCheckpoints(dir, size_t(config.keep));
   progress.note("checkpoint " + path);
@@ -214,6 +218,8 @@ int64_t resumeRun(const LoadedModel &model, const TrainerConfig &config,
   comm.broadcast(params, model.parameterElements() * 4, 0);
   if (resumed[1]) {
     parallel.distributeState(optimizer, ckpt ? &*ckpt : nullptr);
+    if (regime.restore && ckpt)
+      regime.restore(*ckpt);
     optimizer.setStepCount(resumed[0]);
     regime.seek(uint64_t(resumed[2]));
   }
@@ -276,16 +282,20 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
     double loss = 0;
     int64_t units = 0;
     for (int64_t micro = 0; micro < perRank; ++micro) {
-      lap_batch batch{};
-      units += regime.next(batch);
       float microLoss = 0;
       // Of the micro-batch's place in the global batch, as one process has it.
       int64_t index = comm.rank() * perRank + micro;
       uint64_t dropoutSeed =
           config.seed * 1000003 + uint64_t(step * config.accumulation + index);
-      if (model.trainStep(p, grads.as<float>(), &batch, dropoutSeed,
-                          workspace.data, &microLoss) != LAP_OK)
-        throw std::runtime_error(model.path() + ": " + model.lastError());
+      if (regime.trainStep) {
+        units += regime.trainStep(p, grads.as<float>(), dropoutSeed, microLoss);
+      } else {
+        lap_batch batch{};
+        units += regime.next(batch);
+        if (model.trainStep(p, grads.as<float>(), &batch, dropoutSeed,
+                            workspace.data, &microLoss) != LAP_OK)
+          throw std::runtime_error(model.path() + ": " + model.lastError());
+      }
       accumulate(acc, grads.as<float>(), 1.0f / float(config.accumulation),
                  model.parameterElements(), micro == 0);
       loss += microLoss / double(config.accumulation);
@@ -307,7 +317,16 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
       throw std::runtime_error(
           fmt::format("step {}: {} (training stopped)", step + 1, what));
     }
-    double norm = parallel.clip(reduced, config.gradClip); // 0: measure only
+    double norm = parallel.clip(
+        reduced, config.clipEachTensor ? 0 : config.gradClip); // 0: measure
+    if (config.clipEachTensor)
+      clipEachTensor(reduced, optimizer.tensors(), config.gradClip);
+    if (regime.frozen) {
+      std::vector<bool> frozen;
+      for (const TensorInfo &t : optimizer.tensors())
+        frozen.push_back(regime.frozen(t.name, step));
+      optimizer.setFrozen(std::move(frozen));
+    }
     double multiplier =
         learningRateMultiplier(step, config.steps, config.schedule);
     optimizer.step(p, reduced, multiplier,
@@ -315,12 +334,16 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
                                          config.optimizer.weightDecay,
                                          config.optimizer.weightDecayEnd));
     parallel.gatherParameters(p);
+    if (regime.afterUpdate)
+      regime.afterUpdate(p, step);
     result.lastLoss = loss;
     if (progress) {
       progress->advance(units * ranks);
       if ((step + 1) % config.logEvery == 0 || step + 1 == config.steps ||
           step == start)
-        progress->step(step + 1, loss, config.optimizer.lr * multiplier, norm);
+        progress->step(step + 1, loss, config.optimizer.lr * multiplier, norm,
+                       regime.stepMetrics ? regime.stepMetrics()
+                                          : nlohmann::json::object());
     }
     bool last = step + 1 == config.steps;
     if (config.evalEvery > 0 && ((step + 1) % config.evalEvery == 0 || last)) {
@@ -339,7 +362,7 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
       auto others = parallel.collectState(optimizer);
       if (lead)
         save(checkpoints, step + 1, model, params, optimizer, others, config,
-             regime.position(), *progress);
+             regime, *progress);
       waitForRankZero(comm);
     }
     if (stopsHere && !stop)

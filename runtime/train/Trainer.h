@@ -46,6 +46,9 @@ struct TrainerConfig {
   int64_t accumulation = 1; ///< micro-batches per optimizer step
   uint64_t seed = 0;
   double gradClip = 0; ///< max global norm; 0 = off
+  /// Clip each tensor's gradient to gradClip alone (DINO's clip_gradients)
+  /// instead of their global norm.
+  bool clipEachTensor = false;
   int64_t logEvery = 10, evalEvery = 0, checkpointEvery = 0, keep = 3;
   std::string runDir; ///< checkpoints/, metrics.jsonl
   std::string unit =
@@ -72,6 +75,24 @@ struct Regime {
   /// Evaluation values ({"val_loss": ..., "val_bpb": ...}); empty when the
   /// regime has nothing to evaluate on.
   std::function<nlohmann::json()> evaluate;
+
+  // Regimes that train more than the model's own step (dino: a teacher and
+  // several views of each image) set these too.
+  /// Replaces next + the model's train step: the gradients of one
+  /// micro-batch into `grads` (overwritten) and its loss; returns its units.
+  std::function<int64_t(const float *params, float *grads, uint64_t seed,
+                        float &loss)>
+      trainStep;
+  /// Whether the optimizer leaves parameter `name` alone at `step`.
+  std::function<bool(const std::string &name, int64_t step)> frozen;
+  /// After the update of `step` (0-based), with the new parameters.
+  std::function<void(const float *params, int64_t step)> afterUpdate;
+  /// The regime's values of the last step, for metrics.jsonl.
+  std::function<nlohmann::json()> stepMetrics;
+  /// State checkpointed beside the optimizer's (in optimizer.safetensors),
+  /// and its restoring from a loaded checkpoint.
+  std::function<std::vector<TensorRef>()> state;
+  std::function<void(const LoadedCheckpoint &)> restore;
 };
 
 /// The result of a run, for the summary.

@@ -73,7 +73,7 @@ public:
           Constants &constants, bool profile)
       : source(source), module(module), constants(constants),
         b(target.getBody()), lb(b, source.getLoc()),
-        training(source.getName() == "train_step"), profile(profile) {
+        training(isTrainStep(source.getName())), profile(profile) {
     maxBatch = source->getAttrOfType<IntegerAttr>(kMaxBatchAttr).getInt();
     maxSeq = source->getAttrOfType<IntegerAttr>(kMaxSeqAttr).getInt();
     Block &entry = target.getBody().front();
@@ -582,6 +582,22 @@ LogicalResult Emitter::emitOp(Operation *op) {
                  buf(a.getGradOutput()), dimArg(a.getGradOutput(), 0),
                  dimArg(a.getGradOutput(), 1), lastArg(a.getGradOutput()),
                  i64(a.getOffset()), i64(table.getDimSize(0)));
+        return success();
+      })
+      .Case([&](InterpolatePositionsOp a) {
+        LAP_CALL(interpolate_positions_forward, buf(a.getResult()),
+                 buf(a.getInput()), i64(a.getKeep()),
+                 i64(positionGridSide(a.getInput().getType(), a.getKeep())),
+                 i64(positionGridSide(a.getResult().getType(), a.getKeep())),
+                 lastArg(a.getInput()));
+        return success();
+      })
+      .Case([&](InterpolatePositionsGradOp a) {
+        LAP_CALL(interpolate_positions_backward, buf(a.getGradInput()),
+                 buf(a.getGradOutput()), i64(a.getKeep()),
+                 i64(positionGridSide(a.getGradInput().getType(), a.getKeep())),
+                 i64(positionGridSide(a.getGradOutput().getType(), a.getKeep())),
+                 lastArg(a.getGradOutput()));
         return success();
       })
       .Case([&](LayerNormGradOp a) {

@@ -76,6 +76,13 @@ LogicalResult AddPositionsOp::buildAdjoint(OpBuilder &b,
   return success();
 }
 
+LogicalResult InterpolatePositionsOp::buildAdjoint(
+    OpBuilder &b, ArrayRef<Value> dResults, SmallVectorImpl<Value> &dOperands) {
+  dOperands.push_back(b.create<InterpolatePositionsGradOp>(
+      getLoc(), getInput().getType(), dResults[0], getKeepAttr()));
+  return success();
+}
+
 LogicalResult LayerNormOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
                                         SmallVectorImpl<Value> &dOperands) {
   auto grad = b.create<LayerNormGradOp>(getLoc(), getInput().getType(),

@@ -7,6 +7,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace lap;
 
@@ -728,6 +730,38 @@ LogicalResult EmbeddingGradOp::verify() {
                        "table [V, C], got ")
            << shapeString(dy) << " and " << shapeString(table);
   return success();
+}
+
+int64_t lap::positionGridSide(Type table, int64_t keep) {
+  auto t = dyn_cast<RankedTensorType>(table);
+  if (!t || t.getRank() != 2 || !t.hasStaticShape() || t.getDimSize(0) <= keep)
+    return 0;
+  auto side = int64_t(std::lround(std::sqrt(double(t.getDimSize(0) - keep))));
+  return side * side == t.getDimSize(0) - keep ? side : 0;
+}
+
+/// Position tables of two square patch grids: from [keep + G*G, C] to
+/// [keep + g*g, C], both static.
+static LogicalResult verifyPositionGrids(Operation *op, RankedTensorType from,
+                                         RankedTensorType to, int64_t keep) {
+  if (keep < 0)
+    return op->emitOpError("keep must not be negative");
+  if (!positionGridSide(from, keep) || !positionGridSide(to, keep) ||
+      from.getDimSize(1) != to.getDimSize(1))
+    return op->emitOpError("expects static tables [")
+           << keep << " + G*G, C] and [" << keep << " + g*g, C], got "
+           << shapeString(from) << " and " << shapeString(to);
+  return success();
+}
+
+LogicalResult InterpolatePositionsOp::verify() {
+  return verifyPositionGrids(*this, getInput().getType(), getResult().getType(),
+                             getKeep());
+}
+
+LogicalResult InterpolatePositionsGradOp::verify() {
+  return verifyPositionGrids(*this, getGradInput().getType(),
+                             getGradOutput().getType(), getKeep());
 }
 
 LogicalResult AddPositionsGradOp::verify() {

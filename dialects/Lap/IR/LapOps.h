@@ -32,6 +32,25 @@ bool isRowReduction(mlir::Operation *op);
 /// or a column sum's operand.
 mlir::Value rowsOf(mlir::Operation *op);
 
+/// The entry points lapc builds: @forward (and its gradient @train_step) at
+/// the compiled image size, and for a model trained on smaller crops too
+/// (DINO's local views) @forward_local and @train_step_local.
+inline constexpr llvm::StringLiteral kForwardFunctions[] = {"forward",
+                                                            "forward_local"};
+/// The gradient function autodiff derives from forward function `forward`.
+inline std::string trainStepOf(llvm::StringRef forward) {
+  return ("train_step" + forward.drop_front(llvm::StringRef("forward").size()))
+      .str();
+}
+/// Whether the function named `name` is a training step.
+inline bool isTrainStep(llvm::StringRef name) {
+  return name == "train_step" || name == "train_step_local";
+}
+
+/// The side G of the patch grid of a static position table [keep + G*G, C];
+/// 0 when the type is not one.
+int64_t positionGridSide(mlir::Type table, int64_t keep);
+
 } // namespace lap
 
 #endif // LAP_DIALECTS_LAP_IR_LAPOPS_H

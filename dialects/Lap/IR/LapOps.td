@@ -324,6 +324,29 @@ def Lap_AddPositionsOp : Lap_Op<"add_positions",
   let hasVerifier = 1;
 }
 
+def Lap_InterpolatePositionsOp : Lap_Op<"interpolate_positions",
+    [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+  let summary = "learned patch positions of a G x G grid resampled to g x g (bicubic)";
+  let description = [{
+    A table [keep + G*G, C] of positions for a G x G patch grid (after
+    `keep` rows that are copied unchanged: the CLS token's position) becomes
+    one for a g x g grid, [keep + g*g, C], so that one model runs images of
+    several sizes. Each channel is resampled as DINO's
+    interpolate_pos_encoding does it: PyTorch's bicubic interpolation
+    (A = -0.75, align_corners = False, border rows repeated) with scale
+    factor (g + 0.1) / G, i.e. output pixel i reads source coordinate
+    (i + 0.5) * G / (g + 0.1) - 0.5 along each axis.
+
+    ```mlir
+    %p = lap.interpolate_positions %pos {keep = 1 : i64} : tensor<50x64xf32> -> tensor<17x64xf32>
+    ```
+  }];
+  let arguments = (ins Lap_FloatTensor:$input, I64Attr:$keep);
+  let results = (outs Lap_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Images and tokens
 //===----------------------------------------------------------------------===//
@@ -744,6 +767,14 @@ def Lap_AddPositionsGradOp : Lap_Op<"add_positions_grad", [Pure]> {
   let arguments = (ins Lap_FloatTensor:$grad_output, I64Attr:$offset);
   let results = (outs Lap_FloatTensor:$grad_table);
   let assemblyFormat = "$grad_output attr-dict `:` type($grad_output) `->` type($grad_table)";
+  let hasVerifier = 1;
+}
+
+def Lap_InterpolatePositionsGradOp : Lap_Op<"interpolate_positions_grad", [Pure]> {
+  let summary = "gradient of lap.interpolate_positions: its transpose";
+  let arguments = (ins Lap_FloatTensor:$grad_output, I64Attr:$keep);
+  let results = (outs Lap_FloatTensor:$grad_input);
+  let assemblyFormat = "$grad_output attr-dict `:` type($grad_output) `->` type($grad_input)";
   let hasVerifier = 1;
 }
 

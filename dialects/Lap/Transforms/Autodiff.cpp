@@ -1,9 +1,9 @@
 //===- Autodiff.cpp - @train_step from @forward -----------------*- C++ -*-===//
 //
-// Reverse mode over one basic block: @forward is cloned as @train_step, then
-// the ops are visited in reverse and each builds its adjoint (the
-// DifferentiableOp interface) before the terminator. Gradients of values
-// with several uses are summed with lap.add.
+// Reverse mode over one basic block: @forward is cloned as @train_step (and
+// @forward_local as @train_step_local), then the ops are visited in reverse
+// and each builds its adjoint (the DifferentiableOp interface) before the
+// terminator. Gradients of values with several uses are summed with lap.add.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,16 +41,20 @@ DictionaryAttr named(OpBuilder &b, const std::string &name) {
 struct Autodiff : lap::impl::LapAutodiffBase<Autodiff> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto forward = module.lookupSymbol<func::FuncOp>("forward");
-    if (!forward) {
+    if (!module.lookupSymbol<func::FuncOp>("forward")) {
       module.emitError(
           "lap-autodiff differentiates func @forward; there is none");
       return signalPassFailure();
     }
-    if (auto old = module.lookupSymbol<func::FuncOp>("train_step"))
-      old.erase();
-    if (failed(differentiate(forward)))
-      signalPassFailure();
+    for (StringRef name : kForwardFunctions) {
+      auto forward = module.lookupSymbol<func::FuncOp>(name);
+      if (!forward)
+        continue;
+      if (auto old = module.lookupSymbol<func::FuncOp>(trainStepOf(name)))
+        old.erase();
+      if (failed(differentiate(forward)))
+        return signalPassFailure();
+    }
   }
 
   LogicalResult differentiate(func::FuncOp forward) {
@@ -62,7 +66,7 @@ struct Autodiff : lap::impl::LapAutodiffBase<Autodiff> {
     OpBuilder b(forward);
     b.setInsertionPointAfter(forward);
     auto train = cast<func::FuncOp>(b.clone(*forward));
-    train.setSymName("train_step");
+    train.setSymName(trainStepOf(forward.getName()));
     Block &body = train.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     b.setInsertionPoint(ret);

@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 /* Bumped on any change to the functions, structs or manifest keys below. */
-#define LAP_MODEL_ABI_VERSION 4u
+#define LAP_MODEL_ABI_VERSION 5u
 
 typedef enum lap_status {
   LAP_OK = 0,
@@ -39,7 +39,10 @@ typedef enum lap_status {
 
 /* One batch: `count` pointers in manifest "batch" order (gpt: tokens and
  * targets, int32 [batch, seq]; vit: images float [batch, C, H, W] and targets
- * float [batch, classes]). seq is ignored by models of fixed length. */
+ * float [batch, classes]; dino: images and teacher float [batch, prototypes]).
+ * Image models run the image sizes of manifest "images": seq picks one by
+ * its token count ("images.tokens"; 0 is the compiled size, the first), and
+ * H = W is that size. */
 typedef struct lap_batch {
   int64_t batch;
   int64_t seq;
@@ -97,6 +100,13 @@ lap_status lap_model_train_step(const float *params, float *grads,
  * x width floats, layer-major. */
 lap_status lap_model_features(const float *params, const lap_batch *batch,
                               void *workspace, float *out_features);
+
+/* Image models: the backbone's features as downstream evaluations read them
+ * (k-NN, linear probes): the final norm's output pooled as the model pools
+ * (CLS token or mean of the patch tokens), [batch, width] (manifest
+ * "features.width"), evaluation mode, images of the compiled size. */
+lap_status lap_model_embed(const float *params, const lap_batch *batch,
+                           void *workspace, float *out_embedding);
 
 /* Incremental decoding, for language models (manifest "decode" is null for
  * the others): the logits of `count` new tokens of each of `batch` sequences

@@ -10,6 +10,7 @@
 #include "runtime/kernels/cpu/Parallel.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -26,6 +27,31 @@ void addRow(float *__restrict acc, const float *__restrict row, int64_t c) {
   for (int64_t j = 0; j < c; ++j)
     acc[j] += row[j];
 }
+
+/// The four source rows (clamped to the grid) and weights of each output
+/// row of a bicubic resampling from `from` to `to` rows: PyTorch's
+/// upsample_bicubic2d (A = -0.75, align_corners = False) with the scale
+/// factor (to + 0.1) / from that DINO's interpolate_pos_encoding passes.
+struct CubicTaps {
+  std::vector<int64_t> index; ///< [to, 4]
+  std::vector<float> weight;  ///< [to, 4]
+
+  CubicTaps(int64_t from, int64_t to) : index(4 * to), weight(4 * to) {
+    const double a = -0.75, scale = double(from) / (double(to) + 0.1);
+    auto near = [&](double x) { return ((a + 2) * x - (a + 3)) * x * x + 1; };
+    auto far = [&](double x) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; };
+    for (int64_t i = 0; i < to; ++i) {
+      double source = (double(i) + 0.5) * scale - 0.5;
+      double floor = std::floor(source), t = source - floor;
+      double w[4] = {far(t + 1), near(t), near(1 - t), far(2 - t)};
+      for (int64_t k = 0; k < 4; ++k) {
+        index[4 * i + k] =
+            std::clamp<int64_t>(int64_t(floor) - 1 + k, 0, from - 1);
+        weight[4 * i + k] = float(w[k]);
+      }
+    }
+  }
+};
 
 } // namespace
 
@@ -110,6 +136,55 @@ extern "C" void lap_cpu_add_positions_backward(float *dtable, const float *dy,
       std::memcpy(row, dy + t * c, c * sizeof(float));
       for (int64_t b = 1; b < B; ++b)
         addRow(row, dy + (b * T + t) * c, c);
+    }
+  });
+}
+
+extern "C" void lap_cpu_interpolate_positions_forward(float *y, const float *x,
+                                                     int64_t keep, int64_t from,
+                                                     int64_t to, int64_t c) {
+  std::memcpy(y, x, size_t(keep * c) * sizeof(float));
+  CubicTaps taps(from, to);
+  const float *grid = x + keep * c;
+  parallelFor(to * to, rowGrain(16 * c), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t oy = r / to, ox = r % to;
+      float *__restrict out = y + (keep + r) * c;
+      std::fill(out, out + c, 0.0f);
+      for (int64_t i = 0; i < 4; ++i)
+        for (int64_t j = 0; j < 4; ++j) {
+          float w = taps.weight[4 * oy + i] * taps.weight[4 * ox + j];
+          const float *__restrict in =
+              grid + (taps.index[4 * oy + i] * from + taps.index[4 * ox + j]) * c;
+          for (int64_t k = 0; k < c; ++k)
+            out[k] += w * in[k];
+        }
+    }
+  });
+}
+
+extern "C" void lap_cpu_interpolate_positions_backward(float *dx,
+                                                      const float *dy,
+                                                      int64_t keep, int64_t from,
+                                                      int64_t to, int64_t c) {
+  std::memcpy(dx, dy, size_t(keep * c) * sizeof(float));
+  CubicTaps taps(from, to);
+  float *grid = dx + keep * c;
+  std::memset(grid, 0, size_t(from * from * c) * sizeof(float));
+  // Threads own channel ranges and add the outputs in order: race-free and
+  // the same sums for every thread count.
+  parallelFor(c, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t r = 0; r < to * to; ++r) {
+      int64_t oy = r / to, ox = r % to;
+      const float *__restrict d = dy + (keep + r) * c;
+      for (int64_t i = 0; i < 4; ++i)
+        for (int64_t j = 0; j < 4; ++j) {
+          float w = taps.weight[4 * oy + i] * taps.weight[4 * ox + j];
+          float *__restrict in =
+              grid + (taps.index[4 * oy + i] * from + taps.index[4 * ox + j]) * c;
+          for (int64_t k = begin; k < end; ++k)
+            in[k] += w * d[k];
+        }
     }
   });
 }
