@@ -1,4 +1,4 @@
-//===- Probe.cpp - k-NN and linear evaluation of frozen features -*- C++ -*-===//
+//===- Probe.cpp - k-NN and linear probes of frozen features ----*- C++ -*-===//
 
 #include "runtime/analysis/Probe.h"
 
@@ -82,6 +82,7 @@ void requireProblem(const char *function, const float *train,
 /// tail. dots<R> forms a[r] . b for R rows at once, loading b once for all of
 /// them, and gives each exactly the value dots<1> would.
 constexpr int64_t kLanes = 8;
+static_assert(kLanes == 8, "dots combines exactly eight partial sums");
 
 template <int R>
 void dots(const float *const *a, const float *b, int64_t d, float *out) {
@@ -136,8 +137,12 @@ std::vector<float> normalizedRows(const float *x, int64_t rows, int64_t d) {
 }
 
 /// Test rows whose similarities knnClassifier computes together: 64 rows of
-/// 384 floats stay in L2 while the train rows stream past.
+/// 384 floats stay in L2 while the train rows stream past. Fewer (not below
+/// 4) when the block's similarities would pass kSimilarityFloats, so an
+/// ImageNet-sized train set does not need gigabytes. The block size changes
+/// no result.
 constexpr int64_t kQueryBlock = 64;
+constexpr int64_t kSimilarityFloats = int64_t(1) << 22;
 
 /// The class with the largest score, ties going to the lowest class.
 int32_t argmax(const double *scores, int64_t classes) {
@@ -172,13 +177,15 @@ KnnResult lap::analysis::knnClassifier(const float *train,
   // Similarities of a block of test rows to every train row: each train row
   // is read once per block rather than once per test row, which keeps the
   // scan out of main memory.
-  std::vector<float> similarities(kQueryBlock * n), column(kQueryBlock);
-  std::vector<const float *> queries(kQueryBlock);
+  const int64_t queryBlock =
+      std::clamp(kSimilarityFloats / n, int64_t(4), kQueryBlock);
+  std::vector<float> similarities(queryBlock * n), column(queryBlock);
+  std::vector<const float *> queries(queryBlock);
   std::vector<int64_t> order(n);
   std::vector<double> scores(classes);
   int64_t top1 = 0, top5 = 0;
-  for (int64_t first = 0; first < m; first += kQueryBlock) {
-    const int64_t block = std::min(kQueryBlock, m - first);
+  for (int64_t first = 0; first < m; first += queryBlock) {
+    const int64_t block = std::min(queryBlock, m - first);
     for (int64_t q = 0; q < block; ++q)
       queries[q] = &testUnit[(first + q) * d];
     for (int64_t j = 0; j < n; ++j) {

@@ -47,9 +47,9 @@ struct KnnResult {
 /// cosine (0 for a zero row). Each test row takes the k train rows most
 /// similar to it, ties going to the lower train index; k larger than n takes
 /// them all. Neighbour j votes exp(s_j / temperature) for its label, computed
-/// as exp((s_j - s_max) / temperature): the same ranking, with no overflow
-/// for a small temperature. The prediction is the class with the largest sum
-/// of votes, ties going to the lowest class.
+/// as exp((s_j - s_max) / temperature): every vote scaled by one factor, so
+/// the same ranking, with no overflow for a small temperature. The prediction
+/// is the class with the largest sum of votes, ties going to the lowest class.
 KnnResult knnClassifier(const float *train, const int32_t *trainLabels,
                         int64_t n, const float *test, const int32_t *testLabels,
                         int64_t m, int64_t d, int64_t classes,

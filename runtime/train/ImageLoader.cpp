@@ -116,6 +116,23 @@ ImageLoader::ImageLoader(const data::ImageDataset &set,
   start();
 }
 
+ImageLoader::ImageLoader(const data::ImageDataset &set,
+                         data::MultiCropConfig multiCrop, int64_t channels,
+                         int64_t batch, uint64_t seed, int64_t workers,
+                         DataShard shard)
+    : set(set), multiCrop(std::move(multiCrop)), batch(batch), classes(0),
+      seed(seed), workers(std::clamp<int64_t>(workers, 1, kMaxWorkers)),
+      shard(shard) {
+  transform.channels = channels;
+  if (batch < 1)
+    throw std::runtime_error("the image batch size must be positive");
+  if (batchesPerEpoch() < 1)
+    throw std::runtime_error(set.description() +
+                             ": fewer images than one batch of " +
+                             std::to_string(batch));
+  start();
+}
+
 ImageLoader::~ImageLoader() { stop(); }
 
 void ImageLoader::start() {
@@ -178,6 +195,24 @@ ImageBatch ImageLoader::make(uint64_t index) const {
   std::vector<int64_t> samples = samplesOf(index / perEpoch, index % perEpoch);
   ImageBatch b;
   b.batch = batch;
+  if (multiCrop) {
+    b.labels.resize(size_t(batch));
+    for (int64_t i = 0; i < batch; ++i) {
+      std::mt19937_64 rng = generator(seed, index, uint64_t(i));
+      std::vector<data::Image> views = data::multiCropViews(
+          toChannels(set.image(samples[size_t(i)]), transform.channels),
+          *multiCrop, rng);
+      b.views.resize(views.size());
+      for (size_t v = 0; v < views.size(); ++v) {
+        size_t pixels = views[v].pixels.size();
+        b.views[v].resize(size_t(batch) * pixels);
+        std::copy(views[v].pixels.begin(), views[v].pixels.end(),
+                  b.views[v].begin() + i * int64_t(pixels));
+      }
+      b.labels[size_t(i)] = set.label(samples[size_t(i)]);
+    }
+    return b;
+  }
   int64_t pixels = transform.channels * transform.size * transform.size;
   b.images.resize(size_t(batch * pixels));
   b.labels.resize(size_t(batch));

@@ -16,6 +16,7 @@
 #include "dsl/Spec.h"
 #include "runtime/data/Augment.h"
 #include "runtime/data/ImageDatasets.h"
+#include "runtime/data/MultiCrop.h"
 #include "runtime/train/DataShard.h"
 
 #include <condition_variable>
@@ -24,17 +25,23 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 namespace lap::train {
 
 /// One batch as the model takes it: images [B, C, H, W], target
-/// distributions [B, classes], and the labels behind them.
+/// distributions [B, classes], and the labels behind them; or, for
+/// self-distillation, the multi-crop views of each image instead of images
+/// and targets.
 struct ImageBatch {
   int64_t batch = 0;
   std::vector<float> images, targets;
   std::vector<int32_t> labels;
+  /// Multi-crop: view v of every image, [B, C, S_v, S_v] (global views
+  /// first, then local ones).
+  std::vector<std::vector<float>> views;
 };
 
 /// The transform of one image into the model's input: the training
@@ -64,6 +71,11 @@ public:
   ImageLoader(const data::ImageDataset &set, ImageTransform transform,
               data::MixConfig mix, int64_t batch, int64_t classes,
               uint64_t seed, int64_t workers, DataShard shard = {});
+  /// Batches of the multi-crop views of `batch` images of `set` (in the
+  /// model's `channels`), otherwise as above.
+  ImageLoader(const data::ImageDataset &set, data::MultiCropConfig multiCrop,
+              int64_t channels, int64_t batch, uint64_t seed, int64_t workers,
+              DataShard shard = {});
   ~ImageLoader();
   ImageLoader(const ImageLoader &) = delete;
   ImageLoader &operator=(const ImageLoader &) = delete;
@@ -87,6 +99,7 @@ private:
   const data::ImageDataset &set;
   ImageTransform transform;
   data::MixConfig mix;
+  std::optional<data::MultiCropConfig> multiCrop;
   int64_t batch, classes;
   uint64_t seed;
   int64_t workers;

@@ -14,6 +14,7 @@
 #include "runtime/platform/Files.h"
 #include "runtime/tools/lapc-run/Commands.h"
 #include "runtime/tools/lapc-run/Units.h"
+#include "runtime/train/DinoRegime.h"
 #include "runtime/train/ImageRegime.h"
 #include "runtime/train/LmRegime.h"
 #include "runtime/train/Progress.h"
@@ -84,12 +85,13 @@ int lap::cli::trainModel(const TrainOptions &options,
   LoadedModel model(options.model);
   dsl::Spec spec = train::specOf(model);
   const dsl::TrainSpec &t = spec.train;
-  bool lmRegime = t.regime == dsl::Regime::LM;
-  if (!lmRegime && t.regime != dsl::Regime::Supervised)
+  bool lmRegime = t.regime == dsl::Regime::LM,
+       dinoRegime = t.regime == dsl::Regime::DINO;
+  if (dinoRegime && ranks > 1)
     throw std::runtime_error(options.model +
-                             ": lapc-run train runs the lm and supervised "
-                             "regimes; '" +
-                             spec.name + "' trains with dino");
+                             ": the dino regime trains in one process (its "
+                             "teacher's centre is not shared between ranks "
+                             "yet); run it without mpirun");
 
   int64_t micro = train::microBatchSize(spec),
           seq = lmRegime ? train::sequenceLength(spec) : 0;
@@ -111,6 +113,7 @@ int lap::cli::trainModel(const TrainOptions &options,
         config.accumulation));
   config.seed = options.seed ? options.seed : uint64_t(t.seed);
   config.gradClip = t.gradClip;
+  config.clipEachTensor = dinoRegime; // DINO's clip_gradients
   config.logEvery =
       std::max<int64_t>(1, options.logEvery ? options.logEvery : t.logEvery);
   config.keep = t.checkpoint.keep;
@@ -151,6 +154,7 @@ int lap::cli::trainModel(const TrainOptions &options,
   AlignedBuffer workspace(size_t(model.workspaceBytes()));
   std::unique_ptr<train::LmRegime> lm;
   std::unique_ptr<train::ImageRegime> images;
+  std::unique_ptr<train::DinoRegime> dino;
   train::Regime regime;
   int64_t stepsPerEpoch = 0;
   int64_t perRank = config.accumulation / ranks * micro;
@@ -163,6 +167,13 @@ int lap::cli::trainModel(const TrainOptions &options,
                                              seq, log, shard);
       regime = lm->regime();
       stepsPerEpoch = lm->stepsPerEpoch(config.accumulation);
+    } else if (dinoRegime) {
+      dino = std::make_unique<train::DinoRegime>(spec, model, params.as<float>(),
+                                                 workspace, micro, config.seed,
+                                                 log, shard);
+      regime = dino->regime();
+      stepsPerEpoch = dino->stepsPerEpoch(config.accumulation);
+      config.unit = "img";
     } else {
       images = std::make_unique<train::ImageRegime>(
           spec, model, params.as<float>(), workspace, micro, config.seed, log,
@@ -192,6 +203,18 @@ int lap::cli::trainModel(const TrainOptions &options,
     throw std::runtime_error(spec.name +
                              ": the spec gives neither steps nor epochs "
                              "(or pass --steps)");
+  nlohmann::json initial;
+  if (dino) {
+    dino->setSchedule(config.steps, stepsPerEpoch);
+    // What training must beat: the features of the initial model.
+    if (resumeFrom.empty() && regime.evaluate && lead) {
+      initial = regime.evaluate();
+      fmt::print(log, "eval at initialisation:");
+      for (auto &[k, v] : initial.items())
+        fmt::print(log, "  {} {:.4f}", k, v.get<double>());
+      fmt::print(log, "\n");
+    }
+  }
 
   fmt::print(log,
              "training {} for {} steps: {} {} x {} micro-batches per step, "
@@ -236,6 +259,8 @@ int lap::cli::trainModel(const TrainOptions &options,
   if (lm)
     summary["unigram_entropy"] = lm->unigramEntropy();
   summary.update(final);
+  for (auto &[k, v] : initial.items())
+    summary["init_" + k] = v;
   platform::writeFileAtomically(config.runDir + "/summary.json",
                                 summary.dump(2) + "\n");
   plotLossCurve(config.runDir, spec.name);

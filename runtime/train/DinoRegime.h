@@ -1,0 +1,95 @@
+//===- DinoRegime.h - DINO self-distillation --------------------*- C++ -*-===//
+//
+// facebookresearch/dino's training around one model library: the student
+// is the trained parameters, the teacher a second copy of them that only
+// runs forward (on the global views) and follows the student by an
+// exponential moving average. Each micro-batch: multi-crop views of every
+// image, the teacher's centred and sharpened probabilities of its global
+// views, and one student train step per view against the mean of the
+// teacher's other global views, weighted so that the sum is DINO's loss
+// over every (teacher view, other student view) pair (Dino.h). Local views
+// run the library's @train_step_local. The last layer is frozen for the
+// first epochs, its magnitude always under norm_last_layer; gradients are
+// clipped per tensor, as DINO's clip_gradients.
+//
+// Evaluation reads the teacher's backbone features (lap_model_embed) of a
+// labelled split: DINO's weighted k-NN and a linear probe.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_RUNTIME_TRAIN_DINOREGIME_H
+#define LAP_RUNTIME_TRAIN_DINOREGIME_H
+
+#include "dsl/Spec.h"
+#include "runtime/train/ImageLoader.h"
+#include "runtime/train/ImageRegime.h"
+#include "runtime/train/Trainer.h"
+
+#include <memory>
+
+namespace lap::train {
+
+/// k-NN (k = 20, T = 0.07) and linear-probe accuracy of `model`'s embedding
+/// (parameters `params`): the bank (and the probe's training set) is up to
+/// `bankImages` images of `bank`, the queries up to `queryImages` of
+/// `queries`, spread evenly over each set (0: all).
+nlohmann::json evaluateEmbeddings(const LoadedModel &model, const float *params,
+                                  AlignedBuffer &workspace,
+                                  const data::ImageDataset &bank,
+                                  const data::ImageDataset &queries,
+                                  const ImageTransform &transform,
+                                  int64_t batch, int64_t bankImages,
+                                  int64_t queryImages);
+
+class DinoRegime {
+public:
+  /// Opens the spec's data; the teacher starts as a copy of `params`.
+  DinoRegime(const dsl::Spec &spec, const LoadedModel &model,
+             const float *params, AlignedBuffer &workspace, int64_t batch,
+             uint64_t seed, std::FILE *log, DataShard shard = {});
+
+  /// The run's length, for the momentum, temperature and freezing
+  /// schedules; before regime() is used.
+  void setSchedule(int64_t steps, int64_t stepsPerEpoch);
+  Regime regime();
+  int64_t stepsPerEpoch(int64_t accumulation) const;
+  /// k-NN and linear probe of the teacher's features (or, `student`, of the
+  /// trained parameters').
+  nlohmann::json evaluate(bool student = false);
+
+private:
+  int64_t trainStep(const float *params, float *grads, uint64_t seed,
+                    float &loss);
+  void afterUpdate(const float *params, int64_t step);
+
+  const dsl::Spec &spec;
+  const dsl::DinoSpec &dino;
+  const LoadedModel &model;
+  const float *params;
+  AlignedBuffer &workspace;
+  std::FILE *log;
+  int64_t batch, globalViews, views, prototypes, localTokens = 0;
+  int64_t steps = 0, epochSteps = 1, freezeSteps = 0;
+  ImageSplits splits;
+  std::unique_ptr<ImageLoader> loader;
+  AlignedBuffer teacher, viewGrads;
+
+  std::vector<float> center; ///< [prototypes]
+  // Per step: the teacher's logits summed by column, their rows, and the
+  // monitors, reset after each update.
+  std::vector<double> centerSums;
+  int64_t centerRows = 0, microBatches = 0;
+  double entropySum = 0, klSum = 0;
+  nlohmann::json lastMetrics = nlohmann::json::object();
+  bool collapsed = false;
+  int64_t currentStep = 0; ///< the step trainStep's micro-batches belong to
+
+  // Buffers of one micro-batch.
+  ImageBatch current;
+  std::vector<std::vector<float>> teacherProbabilities;
+  std::vector<float> logits, zeros, target;
+};
+
+} // namespace lap::train
+
+#endif // LAP_RUNTIME_TRAIN_DINOREGIME_H
