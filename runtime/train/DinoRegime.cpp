@@ -51,7 +51,29 @@ void embed(const LoadedModel &model, const float *params,
   }
 }
 
+/// A tensor of a checkpoint's optimizer file the dino regime wrote.
+const std::vector<float> &dinoState(const LoadedCheckpoint &checkpoint,
+                                    const std::string &name, int64_t elements) {
+  auto it = checkpoint.optimizer.tensors.find(name);
+  if (it == checkpoint.optimizer.tensors.end() ||
+      int64_t(it->second.f32.size()) != elements)
+    throw std::runtime_error(checkpoint.path +
+                             "/optimizer.safetensors: no DINO state '" + name +
+                             "' of " + std::to_string(elements) +
+                             " values (not a checkpoint of a dino run?)");
+  return it->second.f32;
+}
+
 } // namespace
+
+void restoreTeacher(const LoadedModel &model, const LoadedCheckpoint &checkpoint,
+                    float *teacher) {
+  for (const ParameterInfo &p : model.parameters()) {
+    const std::vector<float> &values =
+        dinoState(checkpoint, kTeacher + p.name, p.elements);
+    std::copy(values.begin(), values.end(), teacher + p.offset);
+  }
+}
 
 nlohmann::json evaluateEmbeddings(const LoadedModel &model, const float *params,
                                   AlignedBuffer &workspace,
@@ -272,23 +294,8 @@ Regime DinoRegime::regime() {
     return state;
   };
   r.restore = [this](const LoadedCheckpoint &checkpoint) {
-    auto tensor = [&](const std::string &name,
-                      int64_t elements) -> const std::vector<float> & {
-      auto it = checkpoint.optimizer.tensors.find(name);
-      if (it == checkpoint.optimizer.tensors.end() ||
-          int64_t(it->second.f32.size()) != elements)
-        throw std::runtime_error(checkpoint.path +
-                                 "/optimizer.safetensors: no DINO state '" +
-                                 name + "' of " + std::to_string(elements) +
-                                 " values (not a checkpoint of a dino run?)");
-      return it->second.f32;
-    };
-    float *t = teacher.as<float>();
-    for (const ParameterInfo &p : model.parameters()) {
-      const std::vector<float> &values = tensor(kTeacher + p.name, p.elements);
-      std::copy(values.begin(), values.end(), t + p.offset);
-    }
-    center = tensor(kCenter, prototypes);
+    restoreTeacher(model, checkpoint, teacher.as<float>());
+    center = dinoState(checkpoint, kCenter, prototypes);
     currentStep = checkpoint.state.step;
   };
   return r;

@@ -41,6 +41,11 @@ nlohmann::json evaluateEmbeddings(const LoadedModel &model, const float *params,
                                   int64_t batch, int64_t bankImages,
                                   int64_t queryImages);
 
+/// The teacher's parameters of a dino run's checkpoint into `teacher`;
+/// throws naming the file when it has none (a checkpoint of another regime).
+void restoreTeacher(const LoadedModel &model, const LoadedCheckpoint &checkpoint,
+                    float *teacher);
+
 class DinoRegime {
 public:
   /// Opens the spec's data; the teacher starts as a copy of `params`.

@@ -9,15 +9,20 @@
 // last layer) and spectral decay. Language models: spectral decay and the
 // collapse of tokens that share a next-token target. Models with learned
 // head kinds: each learned head's (alpha, beta), against where it started.
-// Writes analysis.json, geometry.csv, spectrum.csv and one PNG per measure;
-// prints a table.
+// DINO models: the teacher's features, k-NN and linear-probe accuracy for
+// classification. Image models also get PCA pictures: the first three
+// principal components of the last layer's patch tokens of a few images as
+// RGB, one row per model (pca.png). Writes analysis.json, geometry.csv,
+// spectrum.csv and one PNG per measure; prints a table.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/analysis/Geometry.h"
+#include "runtime/analysis/PatchPca.h"
 #include "runtime/analysis/Plot.h"
 #include "runtime/platform/Files.h"
 #include "runtime/tools/lapc-run/Commands.h"
+#include "runtime/train/DinoRegime.h"
 #include "runtime/train/ImageRegime.h"
 #include "runtime/train/LmRegime.h"
 #include "runtime/train/SpecConfig.h"
@@ -29,6 +34,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 
 using namespace lap;
@@ -57,7 +63,14 @@ struct ModelGeometry {
   nlohmann::json accuracy;
   std::vector<LayerGeometry> layers;
   std::vector<LearnedHead> learned;
+  /// Image models: the last layer's patch tokens of the first images, as
+  /// PCA colours, and those images.
+  std::optional<analysis::PatchPca> pca;
+  std::vector<data::Image> pcaImages;
 };
+
+/// Images of the PCA pictures.
+constexpr int64_t kPcaImages = 6;
 
 /// The learned heads' coefficients in `params`: column i of
 /// blocks.l.attn.coefficients [2, N] is the layer's i-th learned head.
@@ -116,15 +129,28 @@ ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec,
   std::unique_ptr<data::ImageDataset> opened =
       train::openAnalysisSplit(spec.train.data);
   const data::ImageDataset &set = *opened;
-  const int64_t batch = model.maxBatch(), classes = spec.model.classes;
+  const bool dino = spec.model.family == dsl::Family::DINO;
+  // The batch's second tensor: targets [B, classes], or the teacher's
+  // probabilities [B, prototypes] (unused by the features).
+  const int64_t batch = model.maxBatch(),
+                outputs = model.manifest()["outputs"][1]["shape"].back(),
+                classes = dino ? set.numClasses() : spec.model.classes;
   const std::vector<int64_t> chosen =
       train::evaluationImages(set.size(), samples);
   const int64_t count = int64_t(chosen.size());
   train::ImageTransform transform = train::evaluationTransform(spec.model);
 
   ModelGeometry g;
-  g.accuracy = train::evaluateImages(model, params, workspace, set, transform,
-                                     batch, samples);
+  if (dino) {
+    std::unique_ptr<data::ImageDataset> bank =
+        train::openImageSplits(spec.train.data).train;
+    g.accuracy = train::evaluateEmbeddings(model, params, workspace, *bank, set,
+                                           transform, batch, 10 * samples,
+                                           samples);
+  } else {
+    g.accuracy = train::evaluateImages(model, params, workspace, set,
+                                       transform, batch, samples);
+  }
   const nlohmann::json &f = model.manifest()["features"];
   Streams s;
   s.t = model.maxSeq();
@@ -132,7 +158,7 @@ ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec,
   s.layers.resize(f["layers"].get<size_t>());
   int64_t pixels = transform.channels * transform.size * transform.size;
   std::vector<float> images(size_t(batch * pixels)),
-      targets(size_t(batch * classes)),
+      targets(size_t(batch * outputs)),
       out(s.layers.size() * size_t(batch * s.t * s.c));
   std::vector<int32_t> labels;
   for (int64_t begin = 0; begin < count; begin += batch) {
@@ -177,6 +203,21 @@ ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec,
   }
   g.sequences = s.n;
   g.tokens = s.t;
+
+  // PCA pictures: the patch tokens (after registers and CLS) of the last
+  // layer's first images.
+  const int64_t grid = spec.model.imageSize / spec.model.patch,
+                skip = s.t - grid * grid,
+                shown = std::min(kPcaImages, s.n);
+  std::vector<float> patches;
+  const std::vector<float> &last = s.layers.back();
+  for (int64_t i = 0; i < shown; ++i) {
+    const float *first = last.data() + (i * s.t + skip) * s.c;
+    patches.insert(patches.end(), first, first + grid * grid * s.c);
+    g.pcaImages.push_back(set.image(chosen[size_t(i)]));
+  }
+  if (shown > 0)
+    g.pca = analysis::patchPca(patches.data(), shown, grid, s.c);
   return g;
 }
 
@@ -400,7 +441,11 @@ int lap::cli::analyze(const AnalyzeOptions &options) {
     const std::string &runDir = options.runDirs[i];
     std::string checkpoint = train::checkpointOf(runDir);
     AlignedBuffer params(size_t(model.parameterElements()) * 4);
-    train::restoreParameters(model, checkpoint, params.as<float>());
+    LoadedCheckpoint loaded =
+        train::restoreParameters(model, checkpoint, params.as<float>());
+    // DINO's features are the teacher's (what its evaluations read).
+    if (spec.model.family == dsl::Family::DINO)
+      train::restoreTeacher(model, loaded, params.as<float>());
     AlignedBuffer workspace(size_t(model.workspaceBytes()));
     bool text = spec.model.family == dsl::Family::GPT;
     if (!results.empty() && results[0].language != text)
@@ -419,6 +464,18 @@ int lap::cli::analyze(const AnalyzeOptions &options) {
   }
   printTable(results);
   writeOutputs(results, options.out);
+  if (std::all_of(results.begin(), results.end(),
+                  [](const ModelGeometry &g) { return g.pca.has_value(); })) {
+    std::vector<analysis::PatchPca> rows;
+    for (const ModelGeometry &g : results)
+      rows.push_back(*g.pca);
+    analysis::writePcaPictures(options.out + "/pca.png", rows,
+                               &results[0].pcaImages, 8);
+    fmt::print("PCA pictures (first three components of the last layer's "
+               "patch tokens; one row per model, in the order given): "
+               "{}/pca.png\n",
+               options.out);
+  }
   fmt::print("\nwrote {0}/analysis.json, {0}/geometry.csv, {0}/spectrum.csv "
              "and a PNG per "
              "measure\n",

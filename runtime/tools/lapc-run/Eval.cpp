@@ -1,11 +1,14 @@
 //===- Eval.cpp - lapc-run eval -----------------------------------*- C++ -*-===//
 //
 // Evaluates a trained model: validation loss and bits per byte on the run's
-// validation split, and multiple-choice accuracy on ARC/MMLU-style JSONL.
+// validation split, and multiple-choice accuracy on ARC/MMLU-style JSONL;
+// for a dino run, k-NN and linear-probe accuracy of the teacher's and the
+// student's features on the labelled test split.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/tools/lapc-run/Commands.h"
+#include "runtime/train/DinoRegime.h"
 #include "runtime/train/LmRegime.h"
 #include "runtime/train/MultipleChoice.h"
 #include "runtime/train/SpecConfig.h"
@@ -17,12 +20,53 @@
 
 using namespace lap;
 
+namespace {
+
+/// DINO's evaluations (k-NN, linear probe) of a dino run's teacher and
+/// student: bank and probe training set from the training split, queries
+/// from the test split.
+int evaluateDino(const LoadedModel &model, const dsl::Spec &spec,
+                 const cli::EvalOptions &options) {
+  std::string checkpoint =
+      train::checkpointOf(options.runDir, options.checkpoint);
+  AlignedBuffer student(size_t(model.parameterElements()) * 4),
+      teacher(size_t(model.parameterElements()) * 4);
+  LoadedCheckpoint loaded =
+      train::restoreParameters(model, checkpoint, student.as<float>());
+  train::restoreTeacher(model, loaded, teacher.as<float>());
+  fmt::print("model {} at step {} ({})\n", spec.name, loaded.state.step,
+             checkpoint);
+  train::ImageSplits splits = train::openImageSplits(spec.train.data);
+  if (!splits.val)
+    throw std::runtime_error(options.model +
+                             ": the spec names no test split (data.val) to "
+                             "evaluate on");
+  AlignedBuffer workspace(size_t(model.workspaceBytes()));
+  int64_t batch = std::min(train::microBatchSize(spec), model.maxBatch());
+  int64_t batches = options.batches ? options.batches : spec.train.eval.batches;
+  for (auto [name, params] : {std::pair{"teacher", teacher.as<float>()},
+                              std::pair{"student", student.as<float>()}}) {
+    nlohmann::json values = train::evaluateEmbeddings(
+        model, params, workspace, *splits.train, *splits.val,
+        train::evaluationTransform(spec.model), batch, 10 * batches * batch,
+        batches * batch);
+    for (auto &[k, v] : values.items())
+      fmt::print("{} {:<12} {:.4f}\n", name, k, v.get<double>());
+  }
+  return 0;
+}
+
+} // namespace
+
 int lap::cli::evaluate(const EvalOptions &options) {
   LoadedModel model(options.model);
   dsl::Spec spec = train::specOf(model);
+  if (spec.train.regime == dsl::Regime::DINO)
+    return evaluateDino(model, spec, options);
   if (spec.train.regime != dsl::Regime::LM)
     throw std::runtime_error(options.model +
-                             ": lapc-run eval evaluates language models");
+                             ": lapc-run eval evaluates language models and "
+                             "dino runs");
 
   std::string checkpoint =
       train::checkpointOf(options.runDir, options.checkpoint);

@@ -35,6 +35,15 @@ int lap::cli::info(const std::string &path) {
              model.kernelIsa(), model.kernelIsas());
   fmt::print("limits     batch <= {}, sequence <= {}\n", model.maxBatch(),
              model.maxSeq());
+  if (const auto &images = m["images"]; !images.is_null()) {
+    std::string sizes;
+    for (size_t i = 0; i < images["sizes"].size(); ++i)
+      sizes += fmt::format("{}{} x {} ({} tokens)", i ? ", " : "",
+                           images["sizes"][i].get<int64_t>(),
+                           images["sizes"][i].get<int64_t>(),
+                           images["tokens"][i].get<int64_t>());
+    fmt::print("images     {}\n", sizes);
+  }
   for (auto &t : m["batch"])
     fmt::print("input      {} {} [{}]\n", t["name"].get<std::string>(),
                t["dtype"].get<std::string>(),

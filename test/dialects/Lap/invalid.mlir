@@ -867,3 +867,35 @@ func.func @fusion_yields_a_column(%x: tensor<?x?x8xf32>, %g: tensor<8xf32>) {
   }
   return
 }
+
+// -----
+
+func.func @interpolate_not_a_grid(%pos: tensor<50x32xf32>) {
+  // expected-error @+1 {{expects static tables [1 + G*G, C] and [1 + g*g, C], got [50, 32] and [11, 32]}}
+  %p = lap.interpolate_positions %pos {keep = 1} : tensor<50x32xf32> -> tensor<11x32xf32>
+  return
+}
+
+// -----
+
+func.func @interpolate_width(%pos: tensor<49x32xf32>) {
+  // expected-error @+1 {{expects static tables [0 + G*G, C] and [0 + g*g, C], got [49, 32] and [9, 16]}}
+  %p = lap.interpolate_positions %pos {keep = 0} : tensor<49x32xf32> -> tensor<9x16xf32>
+  return
+}
+
+// -----
+
+func.func @interpolate_keep(%pos: tensor<49x32xf32>) {
+  // expected-error @+1 {{keep must not be negative}}
+  %p = lap.interpolate_positions %pos {keep = -1} : tensor<49x32xf32> -> tensor<9x32xf32>
+  return
+}
+
+// -----
+
+func.func @interpolate_grad_dynamic(%d: tensor<?x32xf32>) {
+  // expected-error @+1 {{expects static tables [1 + G*G, C] and [1 + g*g, C], got [50, 32] and [?, 32]}}
+  %g = lap.interpolate_positions_grad %d {keep = 1} : tensor<?x32xf32> -> tensor<50x32xf32>
+  return
+}

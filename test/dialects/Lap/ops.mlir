@@ -175,3 +175,12 @@ func.func @column_sum(%x: tensor<?x?x64xf32>) -> tensor<64xf32> {
   %s = lap.column_sum %x : tensor<?x?x64xf32> -> tensor<64xf32>
   return %s : tensor<64xf32>
 }
+
+// CHECK-LABEL: func @interpolated_positions
+func.func @interpolated_positions(%pos: tensor<50x32xf32>, %d: tensor<10x32xf32>) -> (tensor<10x32xf32>, tensor<50x32xf32>) {
+  // CHECK: lap.interpolate_positions %{{.*}} {keep = 1 : i64} : tensor<50x32xf32> -> tensor<10x32xf32>
+  %p = lap.interpolate_positions %pos {keep = 1} : tensor<50x32xf32> -> tensor<10x32xf32>
+  // CHECK: lap.interpolate_positions_grad %{{.*}} {keep = 1 : i64} : tensor<10x32xf32> -> tensor<50x32xf32>
+  %g = lap.interpolate_positions_grad %d {keep = 1} : tensor<10x32xf32> -> tensor<50x32xf32>
+  return %p, %g : tensor<10x32xf32>, tensor<50x32xf32>
+}

@@ -1,7 +1,9 @@
 //===- EmbeddingTest.cpp - embeddings and learned positions ---------------===//
 //
 // Naive double references; table gradients against central differences of
-// L = sum(y * G) for a random G.
+// L = sum(y * G) for a random G. Resampled position grids against a dense
+// double-precision resampling matrix built from the definition of PyTorch's
+// bicubic interpolation.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <random>
 #include <vector>
@@ -155,6 +159,198 @@ TEST(AddPositions, NoOffset) {
              referencePositions({x.begin(), x.end()},
                                 {table.begin(), table.end()}, B, T, c, 0),
              1e-6);
+}
+
+//--- Resampled position grids
+//--------------------------------------------------------------
+
+/// PyTorch's cubic convolution kernel (A = -0.75) at distance d.
+double cubicKernel(double d) {
+  const double a = -0.75;
+  d = std::fabs(d);
+  if (d <= 1)
+    return (a + 2) * d * d * d - (a + 3) * d * d + 1;
+  if (d < 2)
+    return a * d * d * d - 5 * a * d * d + 8 * a * d - 4 * a;
+  return 0;
+}
+
+/// Where output i of `to` reads the `from` source axis: bicubic with
+/// align_corners = False and scale factor (to + 0.1) / from.
+double sourceCoordinate(int64_t i, int64_t from, int64_t to) {
+  return (double(i) + 0.5) * double(from) / (double(to) + 0.1) - 0.5;
+}
+
+/// The dense [to, from] matrix of one axis: output i takes the four source
+/// taps floor(s) - 1 .. floor(s) + 2 around s = sourceCoordinate(i), each
+/// weighted by the kernel at its distance from s, and taps beyond the grid
+/// read its border (their weights add up there).
+std::vector<double> cubicMatrix(int64_t from, int64_t to) {
+  std::vector<double> m(to * from, 0.0);
+  for (int64_t i = 0; i < to; ++i) {
+    double s = sourceCoordinate(i, from, to);
+    int64_t base = int64_t(std::floor(s));
+    for (int64_t n = base - 1; n <= base + 2; ++n)
+      m[i * from + std::clamp<int64_t>(n, 0, from - 1)] +=
+          cubicKernel(s - double(n));
+  }
+  return m;
+}
+
+/// y [keep + to^2, c] from x [keep + from^2, c]: the first keep rows
+/// copied, then y[oy, ox] = sum over (iy, ix) of M[oy, iy] M[ox, ix]
+/// x[iy, ix] (separable in y and x).
+std::vector<double> referenceInterpolate(const std::vector<double> &x,
+                                         int64_t keep, int64_t from, int64_t to,
+                                         int64_t c) {
+  std::vector<double> y((keep + to * to) * c, 0.0);
+  std::copy(x.begin(), x.begin() + keep * c, y.begin());
+  auto m = cubicMatrix(from, to);
+  for (int64_t oy = 0; oy < to; ++oy)
+    for (int64_t ox = 0; ox < to; ++ox)
+      for (int64_t iy = 0; iy < from; ++iy)
+        for (int64_t ix = 0; ix < from; ++ix) {
+          double w = m[oy * from + iy] * m[ox * from + ix];
+          if (w == 0)
+            continue;
+          for (int64_t j = 0; j < c; ++j)
+            y[(keep + oy * to + ox) * c + j] +=
+                w * x[(keep + iy * from + ix) * c + j];
+        }
+  return y;
+}
+
+double largestMagnitude(const std::vector<double> &v) {
+  double m = 0;
+  for (double x : v)
+    m = std::max(m, std::fabs(x));
+  return m;
+}
+
+struct Grids {
+  int64_t keep, from, to, c;
+};
+
+// Downsampling with a CLS row, upsampling without, a grid resampled to a
+// single patch, and wide rows (c = 64) over many output rows (threads).
+const Grids kGrids[] = {
+    {1, 7, 3, 5}, {0, 4, 6, 5}, {1, 2, 1, 3}, {1, 14, 16, 64}, {0, 5, 2, 64}};
+
+TEST(InterpolatePositions, ForwardMatchesReference) {
+  std::mt19937 rng(8);
+  for (Grids g : kGrids) {
+    auto x = randomVector(rng, (g.keep + g.from * g.from) * g.c);
+    auto y = nanVector((g.keep + g.to * g.to) * g.c);
+    lap_cpu_interpolate_positions_forward(y.data(), x.data(), g.keep, g.from,
+                                          g.to, g.c);
+    auto want = referenceInterpolate(toDouble(x), g.keep, g.from, g.to, g.c);
+    // 16 fp32 products with weights of magnitude <= ~1.1 per element: within
+    // a few ulp of the largest value, so 1e-5 of it.
+    expectNear(y, want, 1e-5 * largestMagnitude(want));
+    for (int64_t j = 0; j < g.keep * g.c; ++j)
+      EXPECT_EQ(y[j], x[j]) << "kept row at " << j; // a copy: exact
+  }
+}
+
+TEST(InterpolatePositions, ConstantGridStaysConstant) {
+  // The kernel's weights sum to 1 along each axis (with the border taps
+  // folded in), so a constant grid resamples to the same constant.
+  for (Grids g : kGrids) {
+    std::vector<float> x((g.keep + g.from * g.from) * g.c, 0.75f);
+    for (int64_t j = 0; j < g.keep * g.c; ++j)
+      x[j] = -2.0f;
+    auto y = nanVector((g.keep + g.to * g.to) * g.c);
+    lap_cpu_interpolate_positions_forward(y.data(), x.data(), g.keep, g.from,
+                                          g.to, g.c);
+    for (int64_t r = 0; r < g.keep + g.to * g.to; ++r)
+      for (int64_t j = 0; j < g.c; ++j)
+        // 16 fp32 products summing to 0.75: a few ulp.
+        EXPECT_NEAR(y[r * g.c + j], r < g.keep ? -2.0f : 0.75f, 1e-6)
+            << "row " << r << " channel " << j;
+  }
+}
+
+TEST(InterpolatePositions, RampAlongXKnownValues) {
+  // x[iy, ix] = ix: the y weights sum to 1, so every output row of the grid
+  // is the same, and away from the border output ox is sum_k k W(s - k)
+  // over the four taps, s its source coordinate. A = -0.75 reproduces
+  // linear functions only up to a cubic in t = s - floor(s):
+  // s - 2 (A + 0.5) t (1 - t) (1 - 2 t) = s + t (1 - t) (1 - 2 t) / 2.
+  const int64_t from = 12, to = 9, c = 3;
+  std::vector<float> x(from * from * c);
+  for (int64_t iy = 0; iy < from; ++iy)
+    for (int64_t ix = 0; ix < from; ++ix)
+      for (int64_t j = 0; j < c; ++j)
+        x[(iy * from + ix) * c + j] = float(ix);
+  auto y = nanVector(to * to * c);
+  lap_cpu_interpolate_positions_forward(y.data(), x.data(), 0, from, to, c);
+  int64_t interior = 0;
+  for (int64_t ox = 0; ox < to; ++ox) {
+    double s = sourceCoordinate(ox, from, to), t = s - std::floor(s);
+    bool clamped = std::floor(s) - 1 < 0 || std::floor(s) + 2 > from - 1;
+    for (int64_t oy = 0; oy < to; ++oy)
+      for (int64_t j = 0; j < c; ++j) {
+        // Values up to 11: fp32 sums of 16 products within ~1e-5.
+        EXPECT_NEAR(y[(oy * to + ox) * c + j], y[ox * c + j], 1e-5)
+            << "output (" << oy << ", " << ox << ")";
+        if (!clamped)
+          EXPECT_NEAR(y[(oy * to + ox) * c + j],
+                      s + t * (1 - t) * (1 - 2 * t) / 2, 2e-5)
+              << "output (" << oy << ", " << ox << ") at s = " << s;
+      }
+    interior += !clamped;
+  }
+  EXPECT_GE(interior, 5); // most outputs have all four taps inside
+}
+
+TEST(InterpolatePositions, BackwardMatchesFiniteDifferences) {
+  // L = sum(y * w) for a random w: dL/dx from the kernel given dy = w
+  // against central differences of the double reference. L is linear in x,
+  // so the differences are exact up to rounding (~1e-10); the kernel sums
+  // up to ~16 (to / from)^2 fp32 products per element.
+  std::mt19937 rng(9);
+  const Grids small[] = {
+      {1, 7, 3, 5}, {0, 4, 6, 5}, {1, 2, 1, 3}, {1, 3, 5, 64}};
+  for (Grids g : small) {
+    auto x = randomVector(rng, (g.keep + g.from * g.from) * g.c);
+    auto w = randomVector(rng, (g.keep + g.to * g.to) * g.c);
+    auto dx = randomVector(rng, x.size(), 1e3f, 1e4f); // overwritten
+    lap_cpu_interpolate_positions_backward(dx.data(), w.data(), g.keep, g.from,
+                                           g.to, g.c);
+    auto xd = toDouble(x);
+    auto want = centralDifferences(xd, [&](const std::vector<double> &p) {
+      return weightedSum(referenceInterpolate(p, g.keep, g.from, g.to, g.c), w);
+    });
+    expectNear(dx, want, 1e-5);
+    for (int64_t j = 0; j < g.keep * g.c; ++j)
+      EXPECT_EQ(dx[j], w[j]) << "kept row at " << j; // a copy: exact
+  }
+}
+
+TEST(InterpolatePositions, BackwardIsTheTranspose) {
+  // Larger grids, where differences would be slow: dx = (M x M)^T dy with
+  // the reference matrices, summed in double. Sources take up to
+  // ~16 (to / from)^2 products of size <= ~1; fp32 within 1e-5.
+  std::mt19937 rng(10);
+  for (Grids g : kGrids) {
+    auto dy = randomVector(rng, (g.keep + g.to * g.to) * g.c);
+    auto dx = nanVector((g.keep + g.from * g.from) * g.c);
+    lap_cpu_interpolate_positions_backward(dx.data(), dy.data(), g.keep, g.from,
+                                           g.to, g.c);
+    std::vector<double> want(dx.size(), 0.0);
+    std::copy(dy.begin(), dy.begin() + g.keep * g.c, want.begin());
+    auto m = cubicMatrix(g.from, g.to);
+    for (int64_t oy = 0; oy < g.to; ++oy)
+      for (int64_t ox = 0; ox < g.to; ++ox)
+        for (int64_t iy = 0; iy < g.from; ++iy)
+          for (int64_t ix = 0; ix < g.from; ++ix) {
+            double w = m[oy * g.from + iy] * m[ox * g.from + ix];
+            for (int64_t j = 0; w != 0 && j < g.c; ++j)
+              want[(g.keep + iy * g.from + ix) * g.c + j] +=
+                  w * dy[(g.keep + oy * g.to + ox) * g.c + j];
+          }
+    expectNear(dx, want, 1e-5 * std::max(1.0, largestMagnitude(want)));
+  }
 }
 
 } // namespace

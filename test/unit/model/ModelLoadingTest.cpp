@@ -256,7 +256,7 @@ TEST(ModelLoadingTest, NullPointers) {
   EXPECT_NE(run.model.lastError().find("params is null"), std::string::npos);
 }
 
-TEST(ModelLoadingTest, ImageModelChecksBatchButNotSequence) {
+TEST(ModelLoadingTest, ImageModelChecksBatchAndImageSize) {
   ModelRun run(path("vit"));
   ASSERT_EQ(run.model.initParams(run.param(), 1), LAP_OK);
   Batch b = imageBatch(kMaxBatch + 1, 3, 8, 5, 3);
@@ -265,14 +265,21 @@ TEST(ModelLoadingTest, ImageModelChecksBatchButNotSequence) {
   expectRefused(run, &v, {"batch size 4", "1..3"});
   v.batch = 0;
   expectRefused(run, &v, {"batch size 0"});
-  // Images have a fixed length: seq is ignored (lap/model.h).
+  // seq picks an image size by its tokens (lap/model.h): 0 or the compiled
+  // size's; this model has no other.
+  const int64_t tokens = run.model.manifest()["images"]["tokens"][0];
   v.batch = 2, v.seq = 1000;
+  expectRefused(run, &v,
+                {"sequence length 1000", std::to_string(tokens), "0 is the"});
   float loss = 0;
   std::vector<float> logits(size_t(2 * 5));
-  EXPECT_EQ(run.model.forward(run.param(), &v, run.workspace.data, &loss,
-                              logits.data()),
-            LAP_OK)
-      << run.model.lastError();
+  for (int64_t seq : {int64_t(0), tokens}) {
+    v.seq = seq;
+    EXPECT_EQ(run.model.forward(run.param(), &v, run.workspace.data, &loss,
+                                logits.data()),
+              LAP_OK)
+        << run.model.lastError();
+  }
 }
 
 //===----------------------------------------------------------------------===//
