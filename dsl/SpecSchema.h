@@ -251,9 +251,9 @@ template <class V, class T> void visitTrain(V &v, T &t) {
     v.field("format", d.format);
     v.field("train", d.train);
     v.field("val", d.val);
-    v.field("val_fraction", d.valFraction, probability);
+    v.field("val_fraction", d.valFraction, probability, lmOnly);
     v.field("tokenizer", d.tokenizer, any, lmOnly);
-    v.field("workers", d.workers, nonNegative);
+    v.field("workers", d.workers, nonNegative, imageRegimes);
   });
   v.section("eval", always, [&] {
     v.field("every_steps", t.eval.everySteps, nonNegative);
@@ -266,7 +266,7 @@ template <class V, class T> void visitTrain(V &v, T &t) {
     v.field("dir", t.checkpoint.dir);
     v.field("keep", t.checkpoint.keep, positive);
   });
-  v.section("augment", imageRegimes, [&] {
+  v.section("augment", supervisedOnly, [&] {
     auto &a = t.augment;
     v.field("crop", a.crop);
     v.range("crop_scale", a.scaleMin, a.scaleMax, fraction);

@@ -142,6 +142,12 @@ DinoRegime::DinoRegime(const dsl::Spec &spec, const LoadedModel &model,
   crops.localSize = dino.localCropSize;
   crops.localMinScale = dino.localScaleMin;
   crops.localMaxScale = dino.localScaleMax;
+  // DINO's blur radii are pixels of 224-pixel global (96-pixel local)
+  // crops: smaller crops get them in proportion, so that a blur removes as
+  // much of the image as DINO's does.
+  double pixels = double(dino.globalCropSize) / 224.0;
+  crops.minSigma *= pixels;
+  crops.maxSigma *= pixels;
   defaultNormalization(spec.model.channels, crops.mean, crops.stddev);
   int64_t workers = spec.train.data.workers > 0
                         ? spec.train.data.workers

@@ -1,12 +1,13 @@
 //===- ModelGradientTest.cpp - whole models against a naive reference -----===//
 //
-// Tiny gpt and vit specs with mixed head kinds are compiled with lapc and
-// compared with a reference written here from the spec language's
+// Tiny gpt, vit and dino specs with mixed head kinds are compiled with lapc
+// and compared with a reference written here from the spec language's
 // definitions (docs/spec.md, the lap ops' documentation): double precision,
 // plain loops, full attention matrices, nothing shared with the compiler or
 // the kernels. The forward loss and logits must match the reference, and
 // train_step's gradients must match central finite differences of the
-// reference loss.
+// reference loss; a DINO model at both of its image sizes (the compiled one,
+// and the local crops' with the learned positions resampled to their grid).
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,6 +50,11 @@ struct Arch {
   bool cls = true;
   double layerScale = 0;
   bool meanPool = false;
+  // dino: the projection head, and train.dino's local crops (0: none) and
+  // student temperature
+  int64_t headLayers = 2, headHidden = 24, bottleneck = 8, prototypes = 12,
+          localCrop = 0;
+  double studentTemp = 0.1;
   /// Head kinds per layer, for the reference; `placement` is the spec's
   /// `attention` mapping (kinds by default).
   std::vector<std::vector<std::string>> kinds;
@@ -60,6 +66,7 @@ struct Arch {
   std::string init;
 
   bool gpt() const { return family == "gpt"; }
+  bool dino() const { return family == "dino"; }
 };
 
 std::string specYaml(const Arch &a) {
@@ -93,6 +100,10 @@ std::string specYaml(const Arch &a) {
       << "\n  layer_scale: " << a.layerScale
       << "\n  drop_path: 0\n  pool: " << (a.meanPool ? "mean" : "cls") << "\n";
   }
+  if (a.dino())
+    y << "  dino_head: {layers: " << a.headLayers
+      << ", hidden: " << a.headHidden << ", bottleneck: " << a.bottleneck
+      << ", prototypes: " << a.prototypes << "}\n";
   y << "  init: " << a.init << "\nattention:\n";
   if (!a.defined.empty()) {
     y << "  define:\n";
@@ -112,6 +123,15 @@ std::string specYaml(const Arch &a) {
       y << "]\n";
     }
   }
+  // DINO's local crops are a training setting: the spec's train section
+  // gives them (and the student temperature of the loss).
+  if (a.dino())
+    y << "train:\n  regime: dino\n  batch_size: 2\n  steps: 1\n"
+      << "  data: {format: idx, train: unused}\n"
+      << "  dino: {global_crop_size: " << a.image
+      << ", local_crops: " << (a.localCrop ? 2 : 0)
+      << ", local_crop_size: " << (a.localCrop ? a.localCrop : a.image)
+      << ", student_temp: " << a.studentTemp << "}\n";
   return y.str();
 }
 
@@ -136,8 +156,9 @@ class Reference {
 public:
   Reference(const Arch &a, const Params &p) : a(a), p(p) {}
 
-  /// The mean loss; `logits` gets [B, T, vocab] or [B, classes], and
-  /// `streams` the residual stream after the embedding and each block.
+  /// The mean loss; `logits` gets [B, T, vocab], [B, classes] or [B,
+  /// prototypes], and `streams` the residual stream after the embedding and
+  /// each block. Images are of the size their tensor's length says.
   double loss(const Batch &batch, Vec *logits = nullptr,
               std::vector<Vec> *streams = nullptr) const {
     recorded = streams;
@@ -369,9 +390,92 @@ private:
     return count ? total / double(count) : 0;
   }
 
+  /// PyTorch's cubic convolution kernel (A = -0.75) at distance d.
+  static double cubic(double d) {
+    const double A = -0.75;
+    d = std::abs(d);
+    if (d <= 1)
+      return ((A + 2) * d - (A + 3)) * d * d + 1;
+    if (d < 2)
+      return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A;
+    return 0;
+  }
+
+  /// DINO's interpolate_pos_encoding: the positions of a G x G patch grid
+  /// (after `keep` rows copied as they are) resampled bicubically to g x g.
+  /// Output i of an axis reads source coordinate s = (i + 0.5) G / (g + 0.1)
+  /// - 0.5 through the taps floor(s) - 1 .. floor(s) + 2, those outside the
+  /// grid reading its border; the same along y and x.
+  Vec interpolatePositions(const Vec &pos, int64_t keep, int64_t G,
+                           int64_t g) const {
+    const int64_t C = a.width;
+    std::vector<std::vector<std::pair<int64_t, double>>> taps(
+        static_cast<size_t>(g));
+    for (int64_t i = 0; i < g; ++i) {
+      double s = (double(i) + 0.5) * double(G) / (double(g) + 0.1) - 0.5;
+      int64_t first = int64_t(std::floor(s)) - 1;
+      for (int64_t j = first; j < first + 4; ++j)
+        taps[size_t(i)].push_back(
+            {std::clamp<int64_t>(j, 0, G - 1), cubic(s - double(j))});
+    }
+    Vec out(size_t((keep + g * g) * C), 0.0);
+    std::copy(pos.begin(), pos.begin() + keep * C, out.begin());
+    for (int64_t y = 0; y < g; ++y)
+      for (int64_t x = 0; x < g; ++x)
+        for (auto [sy, wy] : taps[size_t(y)])
+          for (auto [sx, wx] : taps[size_t(x)])
+            for (int64_t c = 0; c < C; ++c)
+              out[size_t((keep + y * g + x) * C + c)] +=
+                  wy * wx * pos[size_t((keep + sy * G + sx) * C + c)];
+    return out;
+  }
+
+  /// DINO's head on the pooled features [B, width]: linears with exact GELU
+  /// between them down to the bottleneck, L2 normalisation, then the
+  /// weight-normed last layer (row k of W is g_k v_k / ||v_k||, no bias):
+  /// logits [B, prototypes].
+  Vec dinoHead(const Vec &pooled) const {
+    Vec z = pooled;
+    int64_t in = a.width;
+    for (int64_t i = 0; i < a.headLayers; ++i) {
+      bool last = i + 1 == a.headLayers;
+      int64_t out = last ? a.bottleneck : a.headHidden;
+      z = linear(z, in, out, "dino_head.mlp." + std::to_string(i));
+      if (!last)
+        for (double &e : z)
+          e = 0.5 * e * (1 + std::erf(e / std::sqrt(2.0)));
+      in = out;
+    }
+    for (size_t r = 0; r < z.size() / size_t(in); ++r) {
+      double sq = 0;
+      for (int64_t i = 0; i < in; ++i)
+        sq += z[r * size_t(in) + size_t(i)] * z[r * size_t(in) + size_t(i)];
+      double length = std::max(std::sqrt(sq), 1e-12);
+      for (int64_t i = 0; i < in; ++i)
+        z[r * size_t(in) + size_t(i)] /= length;
+    }
+    const Vec &v = at("dino_head.last_layer.weight_v"),
+              &g = at("dino_head.last_layer.weight_g");
+    Vec w(v.size());
+    for (int64_t k = 0; k < a.prototypes; ++k) {
+      double sq = 0;
+      for (int64_t i = 0; i < in; ++i)
+        sq += v[size_t(k * in + i)] * v[size_t(k * in + i)];
+      for (int64_t i = 0; i < in; ++i)
+        w[size_t(k * in + i)] =
+            g[size_t(k)] * v[size_t(k * in + i)] / std::sqrt(sq);
+    }
+    return linear(z, in, a.prototypes, "dino_head.last_layer", &w);
+  }
+
   double vitLoss(const Batch &batch, Vec *logitsOut) const {
     const int64_t B = batch.batch, C = a.width, Ch = a.channels, p = a.patch;
-    const int64_t side = a.image / p, N = side * side, F = Ch * p * p;
+    const int64_t size = int64_t(
+        std::lround(std::sqrt(double(batch.images.size()) / double(B * Ch))));
+    if (size != a.image && (!a.localCrop || size != a.localCrop))
+      throw std::runtime_error("images of " + std::to_string(size) +
+                               " pixels are of no size of the model");
+    const int64_t side = size / p, N = side * side, F = Ch * p * p;
     // Patches in row-major order, each flattened channel-major (c, dy, dx).
     Vec patches(size_t(B * N * F));
     for (int64_t b = 0; b < B; ++b)
@@ -382,11 +486,19 @@ private:
               for (int64_t dx = 0; dx < p; ++dx)
                 patches[size_t(((b * N + py * side + px) * F) +
                                (c * p + dy) * p + dx)] =
-                    batch.images[size_t(((b * Ch + c) * a.image + py * p + dy) *
-                                            a.image +
+                    batch.images[size_t(((b * Ch + c) * size + py * p + dy) *
+                                            size +
                                         px * p + dx)];
     Vec e = linear(patches, F, C, "patch_embed");
     const Vec *pos = get("pos_embed");
+    // Images other than the compiled size (DINO's local crops) get the
+    // positions resampled to their grid; a CLS position stays as it is.
+    Vec resampled;
+    if (pos && size != a.image) {
+      resampled = interpolatePositions(*pos, a.cls && !a.patchesOnly ? 1 : 0,
+                                       a.image / p, side);
+      pos = &resampled;
+    }
     // Tokens: [registers, CLS, patches]; positions on CLS and patches, or
     // on patches only.
     const int64_t lead = a.registers + (a.cls ? 1 : 0), T = lead + N;
@@ -430,16 +542,24 @@ private:
           pooled[size_t(b * C + c)] +=
               x[size_t((b * T + t) * C + c)] / double(T - lead);
       }
-    Vec logits = linear(pooled, C, a.classes, "head");
+    // The classifier and soft cross-entropy against the target
+    // distributions, or DINO's head and cross-entropy against the teacher's
+    // distributions of softmax(logits / student_temp).
+    const int64_t K = a.dino() ? a.prototypes : a.classes;
+    const double temperature = a.dino() ? a.studentTemp : 1;
+    Vec logits =
+        a.dino() ? dinoHead(pooled) : linear(pooled, C, a.classes, "head");
     double total = 0;
     for (int64_t b = 0; b < B; ++b) {
-      const double *z = &logits[size_t(b * a.classes)];
-      double top = *std::max_element(z, z + a.classes), sum = 0;
-      for (int64_t k = 0; k < a.classes; ++k)
-        sum += std::exp(z[k] - top);
-      for (int64_t k = 0; k < a.classes; ++k)
-        total -= batch.distributions[size_t(b * a.classes + k)] *
-                 (z[k] - top - std::log(sum));
+      Vec z(&logits[size_t(b * K)], &logits[size_t((b + 1) * K)]);
+      for (double &e : z)
+        e /= temperature;
+      double top = *std::max_element(z.begin(), z.end()), sum = 0;
+      for (int64_t k = 0; k < K; ++k)
+        sum += std::exp(z[size_t(k)] - top);
+      for (int64_t k = 0; k < K; ++k)
+        total -= batch.distributions[size_t(b * K + k)] *
+                 (z[size_t(k)] - top - std::log(sum));
     }
     if (logitsOut)
       *logitsOut = std::move(logits);
@@ -598,6 +718,62 @@ std::vector<Case> cases() {
              "head_std: 0.3, zero_out_proj: false}";
     all.push_back({a, 3, 6, 2, 6});
   }
+  {
+    // DINO (ViT-S-like backbone): CLS token with a position, LayerNorm,
+    // exact GELU, CLS pooling, the projection head; local crops of 8
+    // pixels, whose 2 x 2 grid reads the positions of the compiled 3 x 3
+    // one (the CLS position copied).
+    Arch a;
+    a.name = "dino";
+    a.family = "dino";
+    a.width = 16;
+    a.headDim = 4;
+    a.hidden = 32;
+    a.activation = "gelu";
+    a.layerNorm = true;
+    a.normBias = true;
+    a.eps = 1e-6;
+    a.bias = true;
+    a.image = 12;
+    a.classes = 0;
+    a.localCrop = 8;
+    a.kinds = {{"attn", "laplacian", "laplacian", "attn"},
+               {"laplacian", "attn", "attn", "attn"}};
+    a.init = "{distribution: trunc_normal, std: 0.2, embedding_std: 0.3, "
+             "position_std: 0.5, head_std: 0.3, zero_out_proj: false}";
+    all.push_back({a, 3, 10, 2, 10});
+  }
+  {
+    // DINO with positions on the patches only (none kept as they are),
+    // a register, LayerScale, GQA, a three-layer head and another student
+    // temperature; local crops of 12 pixels: a 4 x 4 grid resampled to
+    // 3 x 3.
+    Arch a;
+    a.name = "dino_patches_only";
+    a.family = "dino";
+    a.width = 24;
+    a.headDim = 6;
+    a.kvHeads = 2;
+    a.hidden = 48;
+    a.activation = "gelu";
+    a.layerNorm = true;
+    a.normBias = true;
+    a.eps = 1e-6;
+    a.bias = true;
+    a.patchesOnly = true;
+    a.registers = 1;
+    a.layerScale = 0.5;
+    a.image = 16;
+    a.classes = 0;
+    a.headLayers = 3;
+    a.localCrop = 12;
+    a.studentTemp = 0.2;
+    a.kinds = {{"laplacian", "attn", "attn", "laplacian"},
+               {"attn", "attn", "laplacian", "attn"}};
+    a.init = "{distribution: trunc_normal, std: 0.2, embedding_std: 0.3, "
+             "position_std: 0.5, head_std: 0.3, zero_out_proj: false}";
+    all.push_back({a, 3, 18, 2, 18});
+  }
   return all;
 }
 
@@ -621,16 +797,45 @@ protected:
     return run;
   }
 
+  /// The image sizes the case's model runs: the compiled one (false), then
+  /// the local crops' (true) for DINO with local crops.
+  std::vector<bool> imageSizes() const {
+    if (GetParam().arch.localCrop > 0)
+      return {false, true};
+    return {false};
+  }
+
+  /// Images with their target distributions (DINO: the teacher's, rows of
+  /// probabilities); gpt: tokens with two targets ignored.
   Batch batch(int64_t B, int64_t T, uint32_t seed) const {
     const Arch &a = GetParam().arch;
     if (!a.gpt())
-      return imageBatch(B, a.channels, a.image, a.classes, seed);
+      return imageBatch(B, a.channels, a.image,
+                        a.dino() ? a.prototypes : a.classes, seed);
     Batch b = textBatch(B, T, a.vocab, seed);
     // Two ignored targets: the loss is the mean over the others.
     b.targets[1] = -1;
     b.targets[size_t(B * T - 2)] = -1;
     return b;
   }
+
+  /// A batch of DINO's local crops, of the model's second image size: its
+  /// pixels and tokens as the manifest gives them, lap_batch.seq the
+  /// tokens (which selects @forward_local and @train_step_local).
+  Batch localBatch(const ModelRun &run, int64_t B, uint32_t seed) const {
+    const Arch &a = GetParam().arch;
+    const nlohmann::json &images = run.model.manifest()["images"];
+    EXPECT_EQ(images["sizes"].size(), 2u);
+    int64_t size = images["sizes"][1], tokens = images["tokens"][1];
+    int64_t side = a.localCrop / a.patch;
+    EXPECT_EQ(size, a.localCrop);
+    EXPECT_EQ(tokens, a.registers + (a.cls ? 1 : 0) + side * side);
+    Batch b = imageBatch(B, a.channels, size, a.prototypes, seed);
+    b.seq = tokens;
+    return b;
+  }
+
+  void expectGradients(ModelRun &run, Batch &b);
 
   static Params doubles(ModelRun &run) {
     Params p;
@@ -644,35 +849,38 @@ protected:
 // The kernels compute in float32 and the reference in double, so they agree
 // to float32 rounding accumulated over a few layers: the loss to 1e-5
 // relative and the logits to 1e-5 of the largest logit (observed: below
-// 1e-7 and 1e-6).
+// 1e-7 and 1e-6). DINO at both image sizes: @forward on the compiled one,
+// @forward_local on the local crops'.
 TEST_P(ModelGradientTest, ForwardMatchesReference) {
   const Case &c = GetParam();
   auto run = load();
   Params p = doubles(*run);
   Reference ref(c.arch, p);
   // At the run-time sizes below the maxima, then at the maxima themselves.
-  for (auto [B, T] :
-       {std::pair{c.batch, c.seq}, std::pair{c.maxBatch, c.maxSeq}}) {
-    SCOPED_TRACE("batch " + std::to_string(B) + ", seq " + std::to_string(T));
-    Batch b = batch(B, T, 3);
-    std::vector<float> logits;
-    float loss = run->forward(b, &logits);
-    Vec expected;
-    double expectedLoss = ref.loss(b, &expected);
-    EXPECT_NEAR(loss, expectedLoss, 1e-5 * std::abs(expectedLoss));
-    ASSERT_EQ(logits.size(), expected.size());
-    double largest = 0, worst = 0;
-    size_t at = 0;
-    for (size_t i = 0; i < expected.size(); ++i) {
-      largest = std::max(largest, std::abs(expected[i]));
-      if (std::abs(logits[i] - expected[i]) > worst)
-        worst = std::abs(logits[i] - expected[i]), at = i;
+  for (bool local : imageSizes())
+    for (auto [B, T] :
+         {std::pair{c.batch, c.seq}, std::pair{c.maxBatch, c.maxSeq}}) {
+      SCOPED_TRACE("batch " + std::to_string(B) + ", seq " + std::to_string(T) +
+                   (local ? ", local crops" : ""));
+      Batch b = local ? localBatch(*run, B, 3) : batch(B, T, 3);
+      std::vector<float> logits;
+      float loss = run->forward(b, &logits);
+      Vec expected;
+      double expectedLoss = ref.loss(b, &expected);
+      EXPECT_NEAR(loss, expectedLoss, 1e-5 * std::abs(expectedLoss));
+      ASSERT_EQ(logits.size(), expected.size());
+      double largest = 0, worst = 0;
+      size_t at = 0;
+      for (size_t i = 0; i < expected.size(); ++i) {
+        largest = std::max(largest, std::abs(expected[i]));
+        if (std::abs(logits[i] - expected[i]) > worst)
+          worst = std::abs(logits[i] - expected[i]), at = i;
+      }
+      EXPECT_LE(worst, 1e-5 * largest)
+          << "logit " << at << ": " << logits[at] << " vs " << expected[at];
+      // train_step's loss is the forward's (no dropout in these specs).
+      EXPECT_NEAR(run->trainStep(b), loss, 1e-6 * std::abs(loss));
     }
-    EXPECT_LE(worst, 1e-5 * largest)
-        << "logit " << at << ": " << logits[at] << " vs " << expected[at];
-    // train_step's loss is the forward's (no dropout in these specs).
-    EXPECT_NEAR(run->trainStep(b), loss, 1e-6 * std::abs(loss));
-  }
 }
 
 // The residual streams lap_model_features returns, layer by layer, against
@@ -790,36 +998,36 @@ TEST_P(ModelGradientTest, DecodeMatchesReference) {
 // the kernels' float32 arithmetic. That error is relative to the size of the
 // sums that make each gradient, so the bound is 1e-3 of the entry plus 1e-4
 // of the largest gradient of the tensor (a wrong kernel is off by O(1) of
-// the entry), plus 1e-7 for tensors whose gradient is all but zero.
-TEST_P(ModelGradientTest, TrainStepMatchesFiniteDifferences) {
-  const Case &c = GetParam();
-  auto run = load();
-  Batch b = batch(c.batch, c.seq, 5);
+// the entry), plus 1e-7 for tensors whose gradient is all but zero. `b`'s
+// image size selects the entry point (@train_step or @train_step_local).
+void ModelGradientTest::expectGradients(ModelRun &run, Batch &b) {
   // Every gradient is written: a NaN left over would fail below.
-  std::fill(run->grad(), run->grad() + run->elements(),
+  std::fill(run.grad(), run.grad() + run.elements(),
             std::numeric_limits<float>::quiet_NaN());
-  run->trainStep(b);
+  run.trainStep(b);
   bool written = true;
-  for (const ParameterInfo &info : run->model.parameters()) {
+  for (const ParameterInfo &info : run.model.parameters()) {
     int64_t unwritten = 0;
     for (int64_t i = 0; i < info.elements; ++i)
-      unwritten += !std::isfinite(run->grad()[info.offset + i]);
+      unwritten += !std::isfinite(run.grad()[info.offset + i]);
     EXPECT_EQ(unwritten, 0) << "of " << info.elements << " gradient entries of "
                             << info.name << " are not written";
     written &= unwritten == 0;
   }
   ASSERT_TRUE(written);
 
-  Params p = doubles(*run);
-  Reference ref(c.arch, p);
+  Params p = doubles(run);
+  Reference ref(GetParam().arch, p);
   std::set<int32_t> used(b.tokens.begin(), b.tokens.end());
   std::mt19937 rng(13);
-  for (const ParameterInfo &info : run->model.parameters()) {
+  for (const ParameterInfo &info : run.model.parameters()) {
     SCOPED_TRACE(info.name);
-    // Every entry of small tensors; 24 seeded entries of the others (for
-    // the token table, rows of tokens in the batch, plus 4 anywhere).
+    // Every entry of small tensors and of the learned image positions (each
+    // output of the resampling mixes several); 24 seeded entries of the
+    // others (for the token table, rows of tokens in the batch, plus 4
+    // anywhere).
     std::vector<int64_t> entries;
-    if (info.elements <= 64) {
+    if (info.elements <= 64 || info.name == "pos_embed") {
       for (int64_t i = 0; i < info.elements; ++i)
         entries.push_back(i);
     } else {
@@ -844,7 +1052,7 @@ TEST_P(ModelGradientTest, TrainStepMatchesFiniteDifferences) {
       double down = ref.loss(b);
       w[size_t(i)] = saved;
       double fd = (up - down) / (2 * h);
-      pairs.push_back({run->grad()[info.offset + i], fd});
+      pairs.push_back({run.grad()[info.offset + i], fd});
       largest = std::max(largest, std::abs(fd));
     }
     for (size_t j = 0; j < entries.size(); ++j) {
@@ -852,6 +1060,20 @@ TEST_P(ModelGradientTest, TrainStepMatchesFiniteDifferences) {
       EXPECT_NEAR(g, fd, 1e-3 * std::abs(fd) + 1e-4 * largest + 1e-7)
           << "entry " << entries[j] << " (largest " << largest << ")";
     }
+  }
+}
+
+// Every model's train_step; DINO's also at the local crops' size, where
+// pos_embed's gradient comes back through the resampling to their grid.
+TEST_P(ModelGradientTest, TrainStepMatchesFiniteDifferences) {
+  const Case &c = GetParam();
+  auto run = load();
+  for (bool local : imageSizes()) {
+    SCOPED_TRACE(local ? "train_step_local" : "train_step");
+    Batch b = local ? localBatch(*run, c.batch, 5) : batch(c.batch, c.seq, 5);
+    expectGradients(*run, b);
+    if (HasFatalFailure())
+      return;
   }
 }
 

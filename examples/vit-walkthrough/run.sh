@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# vit-walkthrough.sh - the README's second walkthrough: install, build,
+# run.sh - the second walkthrough: install, build,
 # compile the tiny ViT as a baseline and as a Laplacian variant (half of its
 # heads Laplacian), train both on Fashion-MNIST (Debian's
 # dataset-fashion-mnist) on the CPU, then analyse both side by side:
@@ -9,7 +9,7 @@
 #              a step; the specs' own run is 3 epochs)
 #   VIT_DIR    where the models, runs and analysis go (default: runs/vit)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 scripts/build.sh lapc lapc-run
 lapc=build/bin/lapc
 run=build/bin/lapc-run
