@@ -4,7 +4,6 @@
 
 #include "runtime/analysis/Probe.h"
 #include "runtime/kernels/cpu/Parallel.h"
-#include "runtime/train/Dino.h"
 
 #include <fmt/format.h>
 
@@ -114,6 +113,7 @@ DinoRegime::DinoRegime(const dsl::Spec &spec, const LoadedModel &model,
       splits(openImageSplits(spec.train.data)),
       teacher(size_t(model.parameterElements()) * 4),
       viewGrads(size_t(model.parameterElements()) * 4),
+      terms(dino::viewTerms(globalViews, views)),
       center(size_t(prototypes), 0.0f), centerSums(size_t(prototypes), 0.0) {
   const nlohmann::json &images = model.manifest()["images"];
   if (dino.localCrops > 0) {
@@ -199,7 +199,6 @@ int64_t DinoRegime::trainStep(const float *student, float *grads,
   loss = 0;
   double kl = 0;
   bool first = true;
-  std::vector<dino::ViewTerm> terms = dino::viewTerms(globalViews, views);
   for (int64_t v = 0; v < views; ++v) {
     const dino::ViewTerm &term = terms[size_t(v)];
     if (term.teachers.empty())

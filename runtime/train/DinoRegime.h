@@ -21,6 +21,7 @@
 #define LAP_RUNTIME_TRAIN_DINOREGIME_H
 
 #include "dsl/Spec.h"
+#include "runtime/train/Dino.h"
 #include "runtime/train/ImageLoader.h"
 #include "runtime/train/ImageRegime.h"
 #include "runtime/train/Trainer.h"
@@ -78,6 +79,8 @@ private:
   ImageSplits splits;
   std::unique_ptr<ImageLoader> loader;
   AlignedBuffer teacher, viewGrads;
+  /// Per student view: its teachers and its weight in the loss.
+  std::vector<dino::ViewTerm> terms;
 
   std::vector<float> center; ///< [prototypes]
   // Per step: the teacher's logits summed by column, their rows, and the

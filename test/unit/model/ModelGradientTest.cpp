@@ -860,9 +860,10 @@ TEST_P(ModelGradientTest, ForwardMatchesReference) {
   for (bool local : imageSizes())
     for (auto [B, T] :
          {std::pair{c.batch, c.seq}, std::pair{c.maxBatch, c.maxSeq}}) {
-      SCOPED_TRACE("batch " + std::to_string(B) + ", seq " + std::to_string(T) +
-                   (local ? ", local crops" : ""));
       Batch b = local ? localBatch(*run, B, 3) : batch(B, T, 3);
+      SCOPED_TRACE("batch " + std::to_string(B) + ", seq " +
+                   std::to_string(local ? b.seq : T) +
+                   (local ? " (local crops)" : ""));
       std::vector<float> logits;
       float loss = run->forward(b, &logits);
       Vec expected;
@@ -878,7 +879,6 @@ TEST_P(ModelGradientTest, ForwardMatchesReference) {
       }
       EXPECT_LE(worst, 1e-5 * largest)
           << "logit " << at << ": " << logits[at] << " vs " << expected[at];
-      fprintf(stderr, "FWD %s local=%d B=%ld loss %.6g relerr %.3g logits relerr %.3g largest %.3g\n", c.arch.name.c_str(), int(local), long(B), expectedLoss, std::abs(loss-expectedLoss)/std::abs(expectedLoss), worst/largest, largest);
       // train_step's loss is the forward's (no dropout in these specs).
       EXPECT_NEAR(run->trainStep(b), loss, 1e-6 * std::abs(loss));
     }
@@ -1056,9 +1056,6 @@ void ModelGradientTest::expectGradients(ModelRun &run, Batch &b) {
       pairs.push_back({run.grad()[info.offset + i], fd});
       largest = std::max(largest, std::abs(fd));
     }
-    double ratio = 0, absworst = 0;
-    for (auto [g, fd] : pairs) { ratio = std::max(ratio, std::abs(g - fd) / (1e-3 * std::abs(fd) + 1e-4 * largest + 1e-7)); absworst = std::max(absworst, std::abs(g-fd)); }
-    fprintf(stderr, "GRAD %s seq=%ld %-34s n=%3zu largest %.3g worst |g-fd| %.3g  of bound %.3f\n", GetParam().arch.name.c_str(), long(b.seq), info.name.c_str(), entries.size(), largest, absworst, ratio);
     for (size_t j = 0; j < entries.size(); ++j) {
       auto [g, fd] = pairs[j];
       EXPECT_NEAR(g, fd, 1e-3 * std::abs(fd) + 1e-4 * largest + 1e-7)
