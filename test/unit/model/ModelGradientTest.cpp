@@ -159,6 +159,15 @@ public:
   /// The mean loss; `logits` gets [B, T, vocab], [B, classes] or [B,
   /// prototypes], and `streams` the residual stream after the embedding and
   /// each block. Images are of the size their tensor's length says.
+  /// Image models: the pooled, normed features (lap_model_embed).
+  Vec embedding(const Batch &batch) const {
+    Vec out;
+    embedded = &out;
+    loss(batch);
+    embedded = nullptr;
+    return out;
+  }
+
   double loss(const Batch &batch, Vec *logits = nullptr,
               std::vector<Vec> *streams = nullptr) const {
     recorded = streams;
@@ -542,6 +551,8 @@ private:
           pooled[size_t(b * C + c)] +=
               x[size_t((b * T + t) * C + c)] / double(T - lead);
       }
+    if (embedded)
+      *embedded = pooled;
     // The classifier and soft cross-entropy against the target
     // distributions, or DINO's head and cross-entropy against the teacher's
     // distributions of softmax(logits / student_temp).
@@ -569,6 +580,8 @@ private:
   const Arch &a;
   const Params &p;
   mutable std::vector<Vec> *recorded = nullptr;
+  /// Where embedding() wants the pooled features.
+  mutable Vec *embedded = nullptr;
 };
 
 //===----------------------------------------------------------------------===//
@@ -914,6 +927,40 @@ TEST_P(ModelGradientTest, FeaturesMatchReference) {
     }
     EXPECT_LE(worst, 1e-5 * largest) << "layer " << l;
   }
+}
+
+// Image models' embedding (lap_model_embed): the final norm's output,
+// pooled, as the reference computes it before the head; language models
+// have none and say so.
+TEST_P(ModelGradientTest, EmbedMatchesReference) {
+  const Case &c = GetParam();
+  auto run = load();
+  Batch b = batch(c.batch, c.seq, 10);
+  lap_batch view = b.view();
+  std::vector<float> got(size_t(c.batch * c.arch.width), NAN);
+  if (c.arch.gpt()) {
+    EXPECT_EQ(
+        run->model.embed(run->param(), &view, run->workspace.data, got.data()),
+        LAP_INVALID_ARGUMENT);
+    EXPECT_NE(run->model.lastError().find("no embed function"),
+              std::string::npos)
+        << run->model.lastError();
+    return;
+  }
+  Params p = doubles(*run);
+  Reference ref(c.arch, p);
+  Vec expected = ref.embedding(b);
+  ASSERT_EQ(expected.size(), got.size());
+  ASSERT_EQ(
+      run->model.embed(run->param(), &view, run->workspace.data, got.data()),
+      LAP_OK)
+      << run->model.lastError();
+  double largest = 0, worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    largest = std::max(largest, std::abs(expected[i]));
+    worst = std::max(worst, std::abs(got[i] - expected[i]));
+  }
+  EXPECT_LE(worst, 1e-5 * largest);
 }
 
 // Decoding: the sequence fed through lap_model_decode in chunks (a prompt,
