@@ -443,6 +443,48 @@ TEST(Clip, GlobalNorm) {
   EXPECT_EQ(h[0], 3.0f);
 }
 
+// DINO's clip_gradients: each tensor alone, the others untouched.
+TEST(Clip, EachTensorAlone) {
+  auto table = makeTable({{"a", {2}}, {"b", {2}}, {"c", {1}}});
+  std::vector<float> g = {3, 4, 0.3f, 0.4f, -6}; // norms 5, 0.5, 6
+  clipEachTensor(g.data(), table, 1.0);
+  EXPECT_NEAR(g[0], 3 / (5 + 1e-6), 1e-6);
+  EXPECT_NEAR(g[1], 4 / (5 + 1e-6), 1e-6);
+  EXPECT_EQ(g[2], 0.3f); // under the threshold
+  EXPECT_EQ(g[3], 0.4f);
+  EXPECT_NEAR(g[4], -6 / (6 + 1e-6), 1e-6);
+  std::vector<float> h = {3, 4, 0, 0, 9};
+  clipEachTensor(h.data(), table, 0); // off
+  EXPECT_EQ(h[4], 9.0f);
+}
+
+// A frozen tensor is left alone as PyTorch leaves a parameter without a
+// gradient: no update, no weight decay, no change of its moments; the
+// others step as if it were not there.
+TEST(AdamW, FrozenTensorsAreLeftAlone) {
+  auto table = makeTable({{"a.weight", {3}}, {"b.weight", {2}}});
+  OptimizerConfig c;
+  c.lr = 0.1;
+  c.weightDecay = 0.5;
+  std::vector<float> p = {1, 2, 3, 4, 5}, g = {1, 1, 1, 1, 1};
+  Optimizer frozen(table, c), free(table, c);
+  std::vector<float> q = p;
+  frozen.setFrozen({false, true});
+  frozen.step(p.data(), g.data());
+  free.step(q.data(), g.data());
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(p[size_t(i)], q[size_t(i)]);
+  EXPECT_EQ(p[3], 4.0f);
+  EXPECT_EQ(p[4], 5.0f);
+  for (auto &[name, values] : frozen.state())
+    if (name.rfind("b.", 0) == 0)
+      for (float v : *values)
+        EXPECT_EQ(v, 0.0f) << name;
+  frozen.setFrozen({});
+  frozen.step(p.data(), g.data());
+  EXPECT_NE(p[3], 4.0f);
+}
+
 TEST(Clip, NonFiniteNamesTheFirstTensor) {
   auto table = makeTable({{"a", {4}}, {"b", {3}}, {"c", {2}}});
   std::vector<float> g(9, 1.0f);
