@@ -33,7 +33,8 @@ json goodManifest() {
                "train_step_workspace_bytes": 4096,
                "features_workspace_bytes": 1024},
     "features": {"layers": 2, "width": 4, "names": ["embedding", "block.0"]},
-    "decode": null
+    "decode": null,
+    "images": {"sizes": [28, 12], "tokens": [50, 10]}
   })");
 }
 
@@ -71,6 +72,12 @@ TEST(ManifestCheck, EachDefectIsNamedByItsKey) {
        "model_hash is missing"},
       {json::json_pointer("/decode"), json::object({{"layers", 0}}),
        "decode.layers is 0"},
+      {json::json_pointer("/images"), json(json::value_t::discarded),
+       "images is missing"},
+      {json::json_pointer("/images/tokens"), json::array({50}),
+       "images.sizes and images.tokens are not lists of the same length"},
+      {json::json_pointer("/images/sizes/1"), 0,
+       "images.sizes[1] is 0, not an integer in 1..1073741824"},
       {json::json_pointer("/parameters/tensors/1/init"),
        json::object({{"kind", "values"}, {"value", 0}, {"values", {1, 2}}}),
        "parameters.tensors[1].init.values is not 8 numbers"},
