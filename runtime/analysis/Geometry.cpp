@@ -1,6 +1,7 @@
 //===- Geometry.cpp - Geometry of token representations ---------*- C++ -*-===//
 
 #include "runtime/analysis/Geometry.h"
+#include "runtime/analysis/InputChecks.h"
 
 #include <lapacke.h>
 
@@ -17,33 +18,9 @@ using namespace lap::analysis;
 
 namespace {
 
+using namespace checks;
+
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-[[noreturn]] void refuse(const char *function, const std::string &why) {
-  throw std::runtime_error(std::string(function) + ": " + why);
-}
-
-void requirePositive(const char *function, const char *name, int64_t value) {
-  if (value <= 0)
-    refuse(function, std::string(name) + " is " + std::to_string(value) +
-                         ", must be positive");
-}
-
-void requireData(const char *function, const char *name, const void *data) {
-  if (!data)
-    refuse(function, std::string(name) + " is null");
-}
-
-/// NaN or infinity would only surface as NaN results or a failed
-/// eigendecomposition; name the first offending entry instead.
-template <typename Real>
-void requireFinite(const char *function, const char *name, const Real *data,
-                   int64_t count) {
-  for (int64_t i = 0; i < count; ++i)
-    if (!std::isfinite(data[i]))
-      refuse(function,
-             std::string(name) + "[" + std::to_string(i) + "] is not finite");
-}
 
 void checkLabels(const char *function, const int32_t *labels, int64_t n,
                  int64_t K) {

@@ -1,6 +1,7 @@
 //===- PatchPca.cpp - PCA pictures of ViT patch features --------*- C++ -*-===//
 
 #include "runtime/analysis/PatchPca.h"
+#include "runtime/analysis/InputChecks.h"
 
 #include <lapacke.h>
 #include <png.h>
@@ -18,15 +19,7 @@ using namespace lap::analysis;
 
 namespace {
 
-[[noreturn]] void refuse(const char *function, const std::string &why) {
-  throw std::runtime_error(std::string(function) + ": " + why);
-}
-
-void requirePositive(const char *function, const char *name, int64_t value) {
-  if (value <= 0)
-    refuse(function, std::string(name) + " is " + std::to_string(value) +
-                         ", must be positive");
-}
+using namespace checks;
 
 /// a * b, or a refusal when it would overflow int64_t (both positive).
 int64_t product(const char *function, int64_t a, int64_t b) {

@@ -1,6 +1,7 @@
 //===- Probe.cpp - k-NN and linear probes of frozen features ----*- C++ -*-===//
 
 #include "runtime/analysis/Probe.h"
+#include "runtime/analysis/InputChecks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,35 +17,12 @@ using namespace lap::analysis;
 
 namespace {
 
+using namespace checks;
+
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 /// torch.nn.functional.normalize's default eps.
 constexpr double kNormalizeEps = 1e-12;
-
-[[noreturn]] void refuse(const char *function, const std::string &why) {
-  throw std::runtime_error(std::string(function) + ": " + why);
-}
-
-void requirePositive(const char *function, const char *name, int64_t value) {
-  if (value <= 0)
-    refuse(function, std::string(name) + " is " + std::to_string(value) +
-                         ", must be positive");
-}
-
-void requireData(const char *function, const char *name, const void *data) {
-  if (!data)
-    refuse(function, std::string(name) + " is null");
-}
-
-/// NaN or infinity would silently poison every similarity or gradient it
-/// touches; name the first offending entry instead.
-void requireFinite(const char *function, const char *name, const float *data,
-                   int64_t count) {
-  for (int64_t i = 0; i < count; ++i)
-    if (!std::isfinite(data[i]))
-      refuse(function,
-             std::string(name) + "[" + std::to_string(i) + "] is not finite");
-}
 
 void requireLabels(const char *function, const char *name,
                    const int32_t *labels, int64_t count, int64_t classes) {
