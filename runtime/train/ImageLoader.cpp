@@ -104,26 +104,25 @@ ImageLoader::ImageLoader(const data::ImageDataset &set,
                          ImageTransform transform, data::MixConfig mix,
                          int64_t batch, int64_t classes, uint64_t seed,
                          int64_t workers, DataShard shard)
-    : set(set), transform(std::move(transform)), mix(mix), batch(batch),
-      classes(classes), seed(seed),
-      workers(std::clamp<int64_t>(workers, 1, kMaxWorkers)), shard(shard) {
-  if (batch < 1)
-    throw std::runtime_error("the image batch size must be positive");
-  if (batchesPerEpoch() < 1)
-    throw std::runtime_error(set.description() +
-                             ": fewer images than one batch of " +
-                             std::to_string(batch));
-  start();
-}
+    : ImageLoader(set, std::move(transform), mix, std::nullopt, batch, classes,
+                  seed, workers, shard) {}
 
 ImageLoader::ImageLoader(const data::ImageDataset &set,
                          data::MultiCropConfig multiCrop, int64_t channels,
                          int64_t batch, uint64_t seed, int64_t workers,
                          DataShard shard)
-    : set(set), multiCrop(std::move(multiCrop)), batch(batch), classes(0),
+    : ImageLoader(set, ImageTransform{0, channels, nullptr, {}, {}}, {},
+                  std::move(multiCrop), batch, 0, seed, workers, shard) {}
+
+ImageLoader::ImageLoader(const data::ImageDataset &set,
+                         ImageTransform transform, data::MixConfig mix,
+                         std::optional<data::MultiCropConfig> multiCrop,
+                         int64_t batch, int64_t classes, uint64_t seed,
+                         int64_t workers, DataShard shard)
+    : set(set), transform(std::move(transform)), mix(mix),
+      multiCrop(std::move(multiCrop)), batch(batch), classes(classes),
       seed(seed), workers(std::clamp<int64_t>(workers, 1, kMaxWorkers)),
       shard(shard) {
-  transform.channels = channels;
   if (batch < 1)
     throw std::runtime_error("the image batch size must be positive");
   if (batchesPerEpoch() < 1)

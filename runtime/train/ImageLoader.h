@@ -89,6 +89,10 @@ public:
   int64_t batchesPerEpoch() const { return int64_t(set.size()) / batch; }
 
 private:
+  ImageLoader(const data::ImageDataset &set, ImageTransform transform,
+              data::MixConfig mix,
+              std::optional<data::MultiCropConfig> multiCrop, int64_t batch,
+              int64_t classes, uint64_t seed, int64_t workers, DataShard shard);
   void work();
   ImageBatch make(uint64_t index) const;
   /// The images of batch `index` of `epoch`, by the epoch's keyed shuffle.
