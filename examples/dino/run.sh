@@ -6,8 +6,8 @@
 # analyse both side by side: the geometry and spectral decay of their token
 # representations, and PCA pictures of their patch features.
 #
-#   DINO_STEPS  optimizer steps per model (default: the specs' 1,000 of 64
-#               images, about 6 minutes each on 2 cores)
+#   DINO_STEPS  optimizer steps per model (default: the specs' 1,500 of 64
+#               images, about 8 minutes each on 2 cores)
 #   DINO_DIR    where the models, runs and analysis go (default: runs/dino)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
