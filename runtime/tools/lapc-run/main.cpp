@@ -12,11 +12,12 @@
 #include "runtime/train/RunSignals.h"
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
-#include <iostream>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -296,13 +297,18 @@ int main(int argc, char **argv) {
       return lap::cli::analyze(analyze);
     return lap::cli::check(check);
   } catch (const std::exception &e) {
-    if (comm->size() == 1) {
-      std::cerr << "lapc-run: error: " << e.what() << "\n";
+    // One write per message: ranks failing together share stderr, and
+    // pieces written one by one would interleave with theirs.
+    std::string line =
+        comm->size() == 1
+            ? fmt::format("lapc-run: error: {}\n", e.what())
+            : fmt::format("lapc-run: error: rank {} of {}: {}\n", comm->rank(),
+                          comm->size(), e.what());
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    std::fflush(stderr);
+    if (comm->size() == 1)
       return 2;
-    }
     // One rank's error ends every rank: the others would wait for it.
-    std::cerr << "lapc-run: error: rank " << comm->rank() << " of "
-              << comm->size() << ": " << e.what() << std::endl;
     comm->abort(2);
   }
 }
