@@ -526,8 +526,7 @@ OwningOpRef<ModuleOp> ForwardBuilder::build() {
     imageSize = dino.localCropSize;
     func::FuncOp local =
         beginFunction("forward_local", loc("train.dino.local_crop_size"));
-    auto [localLoss, localLogits] =
-        imageForward(&local.getBody().front());
+    auto [localLoss, localLogits] = imageForward(&local.getBody().front());
     endFunction(local, {localLoss, localLogits}, batchNames,
                 {"loss", "logits"});
     imageSize = m.imageSize;

@@ -63,8 +63,8 @@ public:
                       void *workspace, float *out) const {
     return features_(params, batch, workspace, out);
   }
-  lap_status embed(const float *params, const lap_batch *batch,
-                   void *workspace, float *out) const {
+  lap_status embed(const float *params, const lap_batch *batch, void *workspace,
+                   float *out) const {
     return embed_(params, batch, workspace, out);
   }
   lap_status decode(const float *params, const int32_t *tokens, int64_t batch,

@@ -269,9 +269,9 @@ lap_status lap_model_train_step(const float *params, float *grads,
   std::vector<void *> outputs{out_loss};
   for (const auto &p : m.parameters)
     outputs.push_back(grads + p.offset);
-  (m.local(seq) ? lap_gen_train_step_local : lap_gen_train_step)(
-      params, batch->tensors, outputs.data(), workspace, batch->batch, seq,
-      seed, 0);
+  (m.local(seq) ? lap_gen_train_step_local
+                : lap_gen_train_step)(params, batch->tensors, outputs.data(),
+                                      workspace, batch->batch, seq, seed, 0);
   return LAP_OK;
 }
 

@@ -10,8 +10,8 @@ namespace lap::train::dino {
 
 double teacherMomentum(int64_t step, int64_t steps, double base, double end) {
   const double pi = std::acos(-1.0);
-  return end + 0.5 * (base - end) *
-                   (1 + std::cos(pi * double(step) / double(steps)));
+  return end +
+         0.5 * (base - end) * (1 + std::cos(pi * double(step) / double(steps)));
 }
 
 double teacherTemperature(int64_t epoch, double warmup, double final,
@@ -20,12 +20,11 @@ double teacherTemperature(int64_t epoch, double warmup, double final,
     return final;
   if (warmupEpochs == 1)
     return warmup;
-  return warmup +
-         (final - warmup) * double(epoch) / double(warmupEpochs - 1);
+  return warmup + (final - warmup) * double(epoch) / double(warmupEpochs - 1);
 }
 
-void sharpen(const float *logits, const float *center, int64_t rows,
-             int64_t k, double temperature, float *probabilities) {
+void sharpen(const float *logits, const float *center, int64_t rows, int64_t k,
+             double temperature, float *probabilities) {
   std::vector<double> z(static_cast<size_t>(k));
   for (int64_t r = 0; r < rows; ++r) {
     const float *l = logits + r * k;

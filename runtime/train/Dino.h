@@ -28,8 +28,8 @@ double teacherTemperature(int64_t epoch, double warmup, double final,
 
 /// The teacher's targets: softmax((logits - center) / temperature) per row
 /// of `rows` x `k` (computed in double, written as float).
-void sharpen(const float *logits, const float *center, int64_t rows,
-             int64_t k, double temperature, float *probabilities);
+void sharpen(const float *logits, const float *center, int64_t rows, int64_t k,
+             double temperature, float *probabilities);
 
 /// The mean over rows of -sum_k p_k log p_k (nats; 0 log 0 = 0).
 double meanEntropy(const float *probabilities, int64_t rows, int64_t k);

@@ -65,8 +65,8 @@ const std::vector<float> &dinoState(const LoadedCheckpoint &checkpoint,
 
 } // namespace
 
-void restoreTeacher(const LoadedModel &model, const LoadedCheckpoint &checkpoint,
-                    float *teacher) {
+void restoreTeacher(const LoadedModel &model,
+                    const LoadedCheckpoint &checkpoint, float *teacher) {
   for (const ParameterInfo &p : model.parameters()) {
     const std::vector<float> &values =
         dinoState(checkpoint, kTeacher + p.name, p.elements);
@@ -152,9 +152,8 @@ DinoRegime::DinoRegime(const dsl::Spec &spec, const LoadedModel &model,
   int64_t workers = spec.train.data.workers > 0
                         ? spec.train.data.workers
                         : std::max<int64_t>(1, omp_get_max_threads());
-  loader = std::make_unique<ImageLoader>(*splits.train, crops,
-                                         spec.model.channels, batch, seed,
-                                         workers, shard);
+  loader = std::make_unique<ImageLoader>(
+      *splits.train, crops, spec.model.channels, batch, seed, workers, shard);
   teacherProbabilities.resize(size_t(globalViews));
   zeros.assign(size_t(batch * prototypes), 0.0f);
   logits.resize(size_t(batch * prototypes));
@@ -170,8 +169,8 @@ int64_t DinoRegime::stepsPerEpoch(int64_t accumulation) const {
   return std::max<int64_t>(1, loader->batchesPerEpoch() / accumulation);
 }
 
-int64_t DinoRegime::trainStep(const float *student, float *grads,
-                              uint64_t seed, float &loss) {
+int64_t DinoRegime::trainStep(const float *student, float *grads, uint64_t seed,
+                              float &loss) {
   loader->next(current);
   const int64_t b = current.batch, k = prototypes;
   const double temperature = dino::teacherTemperature(
@@ -247,9 +246,9 @@ void DinoRegime::afterUpdate(const float *student, int64_t step) {
        dino::teacherTemperature(step / epochSteps, dino.warmupTeacherTemp,
                                 dino.teacherTemp,
                                 std::llround(dino.warmupTeacherTempEpochs))},
-      {"teacher_momentum", dino::teacherMomentum(step, steps,
-                                                 dino.teacherMomentum,
-                                                 dino.teacherMomentumEnd)}};
+      {"teacher_momentum",
+       dino::teacherMomentum(step, steps, dino.teacherMomentum,
+                             dino.teacherMomentumEnd)}};
   // Collapse: one prototype for every image, or the teacher uniform and
   // the student matching it (after the first epoch, when both start near
   // uniform).

@@ -44,8 +44,8 @@ nlohmann::json evaluateEmbeddings(const LoadedModel &model, const float *params,
 
 /// The teacher's parameters of a dino run's checkpoint into `teacher`;
 /// throws naming the file when it has none (a checkpoint of another regime).
-void restoreTeacher(const LoadedModel &model, const LoadedCheckpoint &checkpoint,
-                    float *teacher);
+void restoreTeacher(const LoadedModel &model,
+                    const LoadedCheckpoint &checkpoint, float *teacher);
 
 class DinoRegime {
 public:

@@ -302,9 +302,10 @@ void Optimizer::step(float *params, const float *grads, double lrMultiplier,
   ++steps;                             // PyTorch: step += 1 before the update
   for (ParamGroup g : groupList) {
     if (!frozenTensors.empty())
-      g.tensors.erase(std::remove_if(g.tensors.begin(), g.tensors.end(),
-                                     [&](size_t t) { return frozenTensors[t]; }),
-                      g.tensors.end());
+      g.tensors.erase(
+          std::remove_if(g.tensors.begin(), g.tensors.end(),
+                         [&](size_t t) { return frozenTensors[t]; }),
+          g.tensors.end());
     double lr = g.lr * lrMultiplier, wd = g.weightDecay * weightDecayMultiplier;
     if (g.rule == UpdateRule::AdamW)
       adamwStep(g, params, grads, lr, wd);

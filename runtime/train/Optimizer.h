@@ -123,7 +123,9 @@ public:
   /// Tensors (by index into tensors()) the next steps leave alone: no
   /// update, no weight decay, no change of their state (as PyTorch skips a
   /// parameter without a gradient). Empty: none.
-  void setFrozen(std::vector<bool> frozen) { frozenTensors = std::move(frozen); }
+  void setFrozen(std::vector<bool> frozen) {
+    frozenTensors = std::move(frozen);
+  }
 
   /// Steps taken; AdamW's bias correction and Muon's momentum warmup use it.
   int64_t stepCount() const { return steps; }

@@ -76,8 +76,9 @@ LogicalResult AddPositionsOp::buildAdjoint(OpBuilder &b,
   return success();
 }
 
-LogicalResult InterpolatePositionsOp::buildAdjoint(
-    OpBuilder &b, ArrayRef<Value> dResults, SmallVectorImpl<Value> &dOperands) {
+LogicalResult
+InterpolatePositionsOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
+                                     SmallVectorImpl<Value> &dOperands) {
   dOperands.push_back(b.create<InterpolatePositionsGradOp>(
       getLoc(), getInput().getType(), dResults[0], getKeepAttr()));
   return success();

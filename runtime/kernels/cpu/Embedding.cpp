@@ -39,7 +39,9 @@ struct CubicTaps {
   CubicTaps(int64_t from, int64_t to) : index(4 * to), weight(4 * to) {
     const double a = -0.75, scale = double(from) / (double(to) + 0.1);
     auto near = [&](double x) { return ((a + 2) * x - (a + 3)) * x * x + 1; };
-    auto far = [&](double x) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; };
+    auto far = [&](double x) {
+      return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+    };
     for (int64_t i = 0; i < to; ++i) {
       double source = (double(i) + 0.5) * scale - 0.5;
       double floor = std::floor(source), t = source - floor;
@@ -141,8 +143,9 @@ extern "C" void lap_cpu_add_positions_backward(float *dtable, const float *dy,
 }
 
 extern "C" void lap_cpu_interpolate_positions_forward(float *y, const float *x,
-                                                     int64_t keep, int64_t from,
-                                                     int64_t to, int64_t c) {
+                                                      int64_t keep,
+                                                      int64_t from, int64_t to,
+                                                      int64_t c) {
   std::memcpy(y, x, size_t(keep * c) * sizeof(float));
   CubicTaps taps(from, to);
   const float *grid = x + keep * c;
@@ -155,7 +158,8 @@ extern "C" void lap_cpu_interpolate_positions_forward(float *y, const float *x,
         for (int64_t j = 0; j < 4; ++j) {
           float w = taps.weight[4 * oy + i] * taps.weight[4 * ox + j];
           const float *__restrict in =
-              grid + (taps.index[4 * oy + i] * from + taps.index[4 * ox + j]) * c;
+              grid +
+              (taps.index[4 * oy + i] * from + taps.index[4 * ox + j]) * c;
           for (int64_t k = 0; k < c; ++k)
             out[k] += w * in[k];
         }
@@ -163,10 +167,9 @@ extern "C" void lap_cpu_interpolate_positions_forward(float *y, const float *x,
   });
 }
 
-extern "C" void lap_cpu_interpolate_positions_backward(float *dx,
-                                                      const float *dy,
-                                                      int64_t keep, int64_t from,
-                                                      int64_t to, int64_t c) {
+extern "C" void
+lap_cpu_interpolate_positions_backward(float *dx, const float *dy, int64_t keep,
+                                       int64_t from, int64_t to, int64_t c) {
   std::memcpy(dx, dy, size_t(keep * c) * sizeof(float));
   CubicTaps taps(from, to);
   float *grid = dx + keep * c;
@@ -181,7 +184,8 @@ extern "C" void lap_cpu_interpolate_positions_backward(float *dx,
         for (int64_t j = 0; j < 4; ++j) {
           float w = taps.weight[4 * oy + i] * taps.weight[4 * ox + j];
           float *__restrict in =
-              grid + (taps.index[4 * oy + i] * from + taps.index[4 * ox + j]) * c;
+              grid +
+              (taps.index[4 * oy + i] * from + taps.index[4 * ox + j]) * c;
           for (int64_t k = begin; k < end; ++k)
             in[k] += w * d[k];
         }

@@ -144,12 +144,12 @@ ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec,
   if (dino) {
     std::unique_ptr<data::ImageDataset> bank =
         train::openImageSplits(spec.train.data).train;
-    g.accuracy = train::evaluateEmbeddings(model, params, workspace, *bank, set,
-                                           transform, batch, 10 * samples,
-                                           samples);
+    g.accuracy =
+        train::evaluateEmbeddings(model, params, workspace, *bank, set,
+                                  transform, batch, 10 * samples, samples);
   } else {
-    g.accuracy = train::evaluateImages(model, params, workspace, set,
-                                       transform, batch, samples);
+    g.accuracy = train::evaluateImages(model, params, workspace, set, transform,
+                                       batch, samples);
   }
   const nlohmann::json &f = model.manifest()["features"];
   Streams s;
@@ -207,8 +207,7 @@ ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec,
   // PCA pictures: the patch tokens (after registers and CLS) of the last
   // layer's first images.
   const int64_t grid = spec.model.imageSize / spec.model.patch,
-                skip = s.t - grid * grid,
-                shown = std::min(kPcaImages, s.n);
+                skip = s.t - grid * grid, shown = std::min(kPcaImages, s.n);
   std::vector<float> patches;
   const std::vector<float> &last = s.layers.back();
   for (int64_t i = 0; i < shown; ++i) {

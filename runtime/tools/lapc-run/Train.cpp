@@ -168,9 +168,9 @@ int lap::cli::trainModel(const TrainOptions &options,
       regime = lm->regime();
       stepsPerEpoch = lm->stepsPerEpoch(config.accumulation);
     } else if (dinoRegime) {
-      dino = std::make_unique<train::DinoRegime>(spec, model, params.as<float>(),
-                                                 workspace, micro, config.seed,
-                                                 log, shard);
+      dino = std::make_unique<train::DinoRegime>(
+          spec, model, params.as<float>(), workspace, micro, config.seed, log,
+          shard);
       regime = dino->regime();
       stepsPerEpoch = dino->stepsPerEpoch(config.accumulation);
       config.unit = "img";

@@ -299,11 +299,10 @@ int main(int argc, char **argv) {
   } catch (const std::exception &e) {
     // One write per message: ranks failing together share stderr, and
     // pieces written one by one would interleave with theirs.
-    std::string line =
-        comm->size() == 1
-            ? fmt::format("lapc-run: error: {}\n", e.what())
-            : fmt::format("lapc-run: error: rank {} of {}: {}\n", comm->rank(),
-                          comm->size(), e.what());
+    std::string line = comm->size() == 1
+                           ? fmt::format("lapc-run: error: {}\n", e.what())
+                           : fmt::format("lapc-run: error: rank {} of {}: {}\n",
+                                         comm->rank(), comm->size(), e.what());
     std::fwrite(line.data(), 1, line.size(), stderr);
     std::fflush(stderr);
     if (comm->size() == 1)
