@@ -79,14 +79,14 @@ nlohmann::json evaluateEmbeddings(const LoadedModel &model, const float *params,
                                   const data::ImageDataset &bank,
                                   const data::ImageDataset &queries,
                                   const ImageTransform &transform,
-                                  int64_t batch, int64_t bankImages,
-                                  int64_t queryImages) {
+                                  int64_t batch, int64_t queryImages) {
   const int64_t width = model.manifest()["features"]["width"];
   const int64_t classes = std::max(bank.numClasses(), queries.numClasses());
   std::vector<float> bankFeatures, queryFeatures;
   std::vector<int32_t> bankLabels, queryLabels;
   embed(model, params, workspace, bank, transform, batch,
-        evaluationImages(bank.size(), bankImages), bankFeatures, bankLabels);
+        evaluationImages(bank.size(), kBankPerQuery * queryImages),
+        bankFeatures, bankLabels);
   embed(model, params, workspace, queries, transform, batch,
         evaluationImages(queries.size(), queryImages), queryFeatures,
         queryLabels);
@@ -173,9 +173,7 @@ int64_t DinoRegime::trainStep(const float *student, float *grads, uint64_t seed,
                               float &loss) {
   loader->next(current);
   const int64_t b = current.batch, k = prototypes;
-  const double temperature = dino::teacherTemperature(
-      currentStep / epochSteps, dino.warmupTeacherTemp, dino.teacherTemp,
-      std::llround(dino.warmupTeacherTempEpochs));
+  const double temperature = teacherTemperature(currentStep);
   // The teacher: logits of the global views, their column sums for the
   // centre, then its centred and sharpened probabilities.
   for (int64_t g = 0; g < globalViews; ++g) {
@@ -232,23 +230,24 @@ int64_t DinoRegime::trainStep(const float *student, float *grads, uint64_t seed,
   return b;
 }
 
+double DinoRegime::teacherTemperature(int64_t step) const {
+  return dino::teacherTemperature(step / epochSteps, dino.warmupTeacherTemp,
+                                  dino.teacherTemp,
+                                  std::llround(dino.warmupTeacherTempEpochs));
+}
+
 void DinoRegime::afterUpdate(const float *student, int64_t step) {
+  const double momentum = dino::teacherMomentum(
+      step, steps, dino.teacherMomentum, dino.teacherMomentumEnd);
   dino::movingAverage(teacher.as<float>(), student, model.parameterElements(),
-                      dino::teacherMomentum(step, steps, dino.teacherMomentum,
-                                            dino.teacherMomentumEnd));
+                      momentum);
   dino::updateCenter(center, centerSums, centerRows, dino.centerMomentum);
   double entropy = entropySum / double(microBatches),
          kl = klSum / double(microBatches);
-  lastMetrics = {
-      {"teacher_entropy", entropy},
-      {"teacher_student_kl", kl},
-      {"teacher_temp",
-       dino::teacherTemperature(step / epochSteps, dino.warmupTeacherTemp,
-                                dino.teacherTemp,
-                                std::llround(dino.warmupTeacherTempEpochs))},
-      {"teacher_momentum",
-       dino::teacherMomentum(step, steps, dino.teacherMomentum,
-                             dino.teacherMomentumEnd)}};
+  lastMetrics = {{"teacher_entropy", entropy},
+                 {"teacher_student_kl", kl},
+                 {"teacher_temp", teacherTemperature(step)},
+                 {"teacher_momentum", momentum}};
   // Collapse: one prototype for every image, or the teacher uniform and
   // the student matching it (after the first epoch, when both start near
   // uniform).
@@ -312,8 +311,7 @@ nlohmann::json DinoRegime::evaluate(bool student) {
   int64_t queries = spec.train.eval.batches * batch;
   return evaluateEmbeddings(model, student ? params : teacher.as<float>(),
                             workspace, *splits.train, *splits.val,
-                            evaluationTransform(spec.model), batch,
-                            10 * queries, queries);
+                            evaluationTransform(spec.model), batch, queries);
 }
 
 } // namespace lap::train

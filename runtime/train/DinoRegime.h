@@ -30,17 +30,19 @@
 
 namespace lap::train {
 
+/// Bank images per query image of evaluateEmbeddings.
+constexpr int64_t kBankPerQuery = 10;
+
 /// k-NN (k = 20, T = 0.07) and linear-probe accuracy of `model`'s embedding
-/// (parameters `params`): the bank (and the probe's training set) is up to
-/// `bankImages` images of `bank`, the queries up to `queryImages` of
-/// `queries`, spread evenly over each set (0: all).
+/// (parameters `params`): the queries are up to `queryImages` images of
+/// `queries`, the bank (and the probe's training set) kBankPerQuery times as
+/// many of `bank`, spread evenly over each set (0: all).
 nlohmann::json evaluateEmbeddings(const LoadedModel &model, const float *params,
                                   AlignedBuffer &workspace,
                                   const data::ImageDataset &bank,
                                   const data::ImageDataset &queries,
                                   const ImageTransform &transform,
-                                  int64_t batch, int64_t bankImages,
-                                  int64_t queryImages);
+                                  int64_t batch, int64_t queryImages);
 
 /// The teacher's parameters of a dino run's checkpoint into `teacher`;
 /// throws naming the file when it has none (a checkpoint of another regime).
@@ -67,6 +69,8 @@ private:
   int64_t trainStep(const float *params, float *grads, uint64_t seed,
                     float &loss);
   void afterUpdate(const float *params, int64_t step);
+  /// The teacher's temperature in the epoch of (0-based) `step`.
+  double teacherTemperature(int64_t step) const;
 
   const dsl::Spec &spec;
   const dsl::DinoSpec &dino;

@@ -144,9 +144,8 @@ ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec,
   if (dino) {
     std::unique_ptr<data::ImageDataset> bank =
         train::openImageSplits(spec.train.data).train;
-    g.accuracy =
-        train::evaluateEmbeddings(model, params, workspace, *bank, set,
-                                  transform, batch, 10 * samples, samples);
+    g.accuracy = train::evaluateEmbeddings(model, params, workspace, *bank, set,
+                                           transform, batch, samples);
   } else {
     g.accuracy = train::evaluateImages(model, params, workspace, set, transform,
                                        batch, samples);

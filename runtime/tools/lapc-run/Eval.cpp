@@ -48,8 +48,7 @@ int evaluateDino(const LoadedModel &model, const dsl::Spec &spec,
                               std::pair{"student", student.as<float>()}}) {
     nlohmann::json values = train::evaluateEmbeddings(
         model, params, workspace, *splits.train, *splits.val,
-        train::evaluationTransform(spec.model), batch, 10 * batches * batch,
-        batches * batch);
+        train::evaluationTransform(spec.model), batch, batches * batch);
     for (auto &[k, v] : values.items())
       fmt::print("{} {:<12} {:.4f}\n", name, k, v.get<double>());
   }
