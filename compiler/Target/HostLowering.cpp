@@ -4,10 +4,23 @@
 #include "dialects/Lapk/IR/KernelTable.h"
 
 #include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
+#include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 using namespace lap;
+
+void lap::buildHostToLLVMPipeline(OpPassManager &pm) {
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertSCFToCFPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
 
 HostLowering::HostLowering(ModuleOp module)
     : module(module), context(module.getContext()), converter(context),
@@ -114,7 +127,8 @@ void HostLowering::exposeEntry(func::FuncOp f) {
   for (int64_t k = 0; k < inputs + outputs; ++k) {
     Value array = k < inputs ? arg(1) : arg(2);
     Value pointer = b.create<LLVM::LoadOp>(
-        loc, ptrType, slot(b, loc, array, ptrType, k < inputs ? k : k - inputs));
+        loc, ptrType,
+        slot(b, loc, array, ptrType, k < inputs ? k : k - inputs));
     buffers.push_back(bufferAt(b, loc, typeOf(2 + k), pointer));
   }
   for (unsigned i = 0; i < 2; ++i)

@@ -20,10 +20,15 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <string>
 
 namespace lap {
+
+/// What remains of host code after a target's lowering (scf, arith, math,
+/// memref, func) to the LLVM dialect: MLIR's conversions.
+void buildHostToLLVMPipeline(mlir::OpPassManager &pm);
 
 class HostLowering {
 public:

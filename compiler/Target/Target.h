@@ -14,6 +14,7 @@
 #include "dsl/Spec.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/LogicalResult.h"
 #include "llvm/Support/JSON.h"
@@ -40,6 +41,8 @@ public:
   virtual ~Target() = default;
   /// Whether the target implements `precision` (train.precision).
   virtual bool supports(dsl::Precision precision) const = 0;
+  /// Adds what the target's passes need registered in a context.
+  virtual void registerDialects(mlir::DialectRegistry &registry) const {}
   /// The passes from the kernel form to this target's code in MLIR.
   virtual void buildLowering(mlir::OpPassManager &pm) const = 0;
   /// The manifest's `target` object: the device and what the code needs.

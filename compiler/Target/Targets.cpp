@@ -5,6 +5,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Target/CPU/CPUTarget.h"
+#include "compiler/Target/CUDA/CUDATarget.h"
 #include "compiler/Target/Target.h"
 
-void lap::registerAllTargets() { registerCPUTarget(); }
+void lap::registerAllTargets() {
+  registerCPUTarget();
+  registerCUDATarget();
+}

@@ -94,7 +94,8 @@ void checkCpu(const std::string &path, const nlohmann::json &target) {
 
 } // namespace
 
-LoadedModel::LoadedModel(const std::string &path) : path_(path) {
+LoadedModel::LoadedModel(const std::string &path, Devices devices)
+    : path_(path) {
   // A FIFO or a device would block or never end; a directory is no library.
   checkElf(path, platform::regularFileSize(path));
   // dlopen needs a path with a slash to not search the library path.
@@ -141,6 +142,12 @@ LoadedModel::LoadedModel(const std::string &path) : path_(path) {
         !problem.empty())
       refuse(path, "a corrupt model library: in its manifest, " + problem);
     checkCpu(path, manifest_.at("target"));
+    if (devices == Devices::CPU && device() != "cpu")
+      refuse(path, "a library for " + device() + " (" +
+                       manifest_["target"]["arch"].get<std::string>() +
+                       "); lapc-run runs CPU libraries only so far (`lapc-run "
+                       "info` describes this one; `lapc SPEC -o model.so` "
+                       "compiles one for the CPU)");
     for (auto &p : manifest_.at("parameters").at("tensors"))
       parameters_.push_back(
           {p.at("name"), p.at("shape").get<std::vector<int64_t>>(),

@@ -32,8 +32,13 @@ struct ParameterInfo {
 
 class LoadedModel {
 public:
-  /// Opens `path`; throws std::runtime_error with a message naming the file.
-  explicit LoadedModel(const std::string &path);
+  /// Which libraries a host can run: CPU ones only, or any (to describe
+  /// them: lapc-run info).
+  enum class Devices { CPU, Any };
+
+  /// Opens `path`; throws std::runtime_error with a message naming the file
+  /// (also for a library of a device `devices` excludes).
+  explicit LoadedModel(const std::string &path, Devices devices = Devices::CPU);
   ~LoadedModel();
   LoadedModel(const LoadedModel &) = delete;
   LoadedModel &operator=(const LoadedModel &) = delete;
@@ -45,6 +50,8 @@ public:
   int64_t workspaceBytes() const { return workspaceBytes_; }
   int64_t maxBatch() const { return manifest_["limits"]["batch"]; }
   int64_t maxSeq() const { return manifest_["limits"]["seq"]; }
+  /// The device the library's code runs on: "cpu" or "cuda".
+  std::string device() const { return manifest_["target"]["device"]; }
 
   // The ABI's functions; errors come back as status codes (see lap/model.h).
   lap_status initParams(float *params, uint64_t seed) const {

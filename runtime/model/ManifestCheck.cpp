@@ -153,6 +153,12 @@ std::string manifestProblem(const nlohmann::json &m) {
     const nlohmann::json &target = at(m, "", "target");
     for (const char *key : {"device", "cpu", "kernel_cpu"})
       string(target, "target", key);
+    const std::string device = target.at("device");
+    if (device != "cpu" && device != "cuda")
+      throw Problem("target.device is \"" + device +
+                    "\", not \"cpu\" or \"cuda\"");
+    if (device == "cuda")
+      string(target, "target", "arch");
     strings(target, "target", "features");
     strings(target, "target", "kernel_features");
     checkParameters(m);

@@ -3,14 +3,15 @@
 // Linked into every model.so. Checks each call's arguments against the
 // manifest (limits, batch layout, token ranges), so that bad input is an
 // error status and never an out-of-bounds access in generated code, then
-// calls the functions lapc generated. The manifest itself is trusted only
-// once it matches the checksum lapc compiled into the code: an edited limit
-// would otherwise let a call run past the code's static buffers.
+// calls the functions lapc generated. What depends on the device (the CPU
+// or a GPU) is behind runtime/model/Device.h. The manifest itself is trusted
+// only once it matches the checksum lapc compiled into the code: an edited
+// limit would otherwise let a call run past the code's static buffers.
 //
 //===----------------------------------------------------------------------===//
 
 #include "lap/model.h"
-#include "runtime/kernels/cpu/Kernels.h"
+#include "runtime/model/Device.h"
 #include "runtime/model/ParameterInit.h"
 #include "runtime/platform/Hash.h"
 
@@ -65,6 +66,15 @@ lap_status fail(std::string message) {
   return LAP_INVALID_ARGUMENT;
 }
 
+/// After generated code: the failure a kernel recorded, if any.
+lap_status finish() {
+  std::string error;
+  lap_status status = lap::model::device::finish(error);
+  if (status != LAP_OK)
+    lastError = std::move(error);
+  return status;
+}
+
 /// Why the embedded manifest cannot be trusted, or null.
 const char *manifestError() {
   static const char *error =
@@ -87,6 +97,7 @@ struct Model {
   std::vector<std::string> batchNames;
   std::vector<bool> batchIsIndex; ///< int32 token or target tensors
   std::vector<lap::model::ParameterSpec> parameters;
+  int64_t parameterElements = 0;
   std::vector<int64_t> gradOffsets;
   /// Residual streams returned by lap_model_features, and their width.
   int64_t featureLayers = 0, width = 0;
@@ -109,6 +120,7 @@ struct Model {
     }
     if (auto &i = m["images"]; !i.is_null())
       imageTokens = i["tokens"].get<std::vector<int64_t>>();
+    parameterElements = m["parameters"]["elements"];
     featureLayers = m["features"]["layers"];
     width = m["features"]["width"];
     if (auto &d = m["decode"]; !d.is_null()) {
@@ -161,12 +173,12 @@ struct Model {
     return LAP_OK;
   }
 
-  /// LAP_OK when the manifest is trusted and the kernels can run on this
-  /// CPU (LAP_CPU_ISA).
+  /// LAP_OK when the manifest is trusted and the kernels can run here (the
+  /// CPU: LAP_CPU_ISA; CUDA: a GPU that runs them).
   static lap_status checkKernels() {
     if (const char *error = manifestError())
       return fail(error);
-    if (const char *error = lap_cpu_isa_error())
+    if (const char *error = lap::model::device::kernelError())
       return fail(error);
     return LAP_OK;
   }
@@ -199,7 +211,7 @@ struct Model {
     for (size_t i = 0; i < batchNames.size(); ++i) {
       if (!b->tensors[i])
         return fail("batch tensor '" + batchNames[i] + "' is null");
-      if (!batchIsIndex[i] || vocab == 0)
+      if (!batchIsIndex[i] || vocab == 0 || !lap::model::device::readsBatches())
         continue;
       // Tokens index the embedding; targets may also be -1 (ignored).
       if (lap_status s = checkIds(
@@ -228,19 +240,31 @@ const char *lap_model_manifest_error(void) { return manifestError(); }
 
 const char *lap_model_last_error(void) { return lastError.c_str(); }
 
-const char *lap_model_kernel_isa(void) { return lap_cpu_isa(); }
+const char *lap_model_kernel_isa(void) {
+  return lap::model::device::kernelIsa();
+}
 
-const char *lap_model_kernel_isas(void) { return lap_cpu_isas(); }
+const char *lap_model_kernel_isas(void) {
+  return lap::model::device::kernelIsas();
+}
+
+lap_status lap_model_set_stream(void *stream) {
+  if (lap::model::device::setStream(stream) != LAP_OK)
+    return fail("a CPU library runs on no stream: pass null");
+  return LAP_OK;
+}
 
 lap_status lap_model_init_params(float *params, uint64_t seed) {
-  if (const char *error = manifestError())
-    return fail(error);
+  if (lap_status s = Model::checkKernels())
+    return s;
   if (!params)
     return fail("params is null");
   const Model &m = model();
-  for (size_t i = 0; i < m.parameters.size(); ++i)
-    lap::model::initParameter(params, m.parameters[i], seed, i);
-  return LAP_OK;
+  lap::model::device::initialise(params, m.parameterElements, [&](float *host) {
+    for (size_t i = 0; i < m.parameters.size(); ++i)
+      lap::model::initParameter(host, m.parameters[i], seed, i);
+  });
+  return finish();
 }
 
 lap_status lap_model_forward(const float *params, const lap_batch *batch,
@@ -254,7 +278,7 @@ lap_status lap_model_forward(const float *params, const lap_batch *batch,
   void *outputs[] = {out_loss, out_logits};
   (model().local(seq) ? lap_gen_forward_local : lap_gen_forward)(
       params, batch->tensors, outputs, workspace, batch->batch, seq, 0, 0);
-  return LAP_OK;
+  return finish();
 }
 
 lap_status lap_model_train_step(const float *params, float *grads,
@@ -272,7 +296,7 @@ lap_status lap_model_train_step(const float *params, float *grads,
   (m.local(seq) ? lap_gen_train_step_local
                 : lap_gen_train_step)(params, batch->tensors, outputs.data(),
                                       workspace, batch->batch, seq, seed, 0);
-  return LAP_OK;
+  return finish();
 }
 
 lap_status lap_model_features(const float *params, const lap_batch *batch,
@@ -291,7 +315,7 @@ lap_status lap_model_features(const float *params, const lap_batch *batch,
     outputs.push_back(out_features + l * batch->batch * seq * m.width);
   lap_gen_features(params, batch->tensors, outputs.data(), workspace,
                    batch->batch, seq, 0, 0);
-  return LAP_OK;
+  return finish();
 }
 
 lap_status lap_model_embed(const float *params, const lap_batch *batch,
@@ -310,7 +334,7 @@ lap_status lap_model_embed(const float *params, const lap_batch *batch,
   void *outputs[] = {out_embedding};
   lap_gen_embed(params, batch->tensors, outputs, workspace, batch->batch, seq,
                 0, 0);
-  return LAP_OK;
+  return finish();
 }
 
 lap_status lap_model_decode(const float *params, const int32_t *tokens,
@@ -341,7 +365,7 @@ lap_status lap_model_decode(const float *params, const int32_t *tokens,
   void *outputs[] = {out_logits};
   lap_gen_decode(params, inputs.data(), outputs, workspace, batch, count, 0,
                  first);
-  return LAP_OK;
+  return finish();
 }
 
 } // extern "C"

@@ -3,24 +3,16 @@
 #include "compiler/Target/CPU/CPUTarget.h"
 #include "compiler/Target/CPU/ModelLibrary.h"
 #include "compiler/Target/CPU/Passes.h"
+#include "compiler/Target/HostLowering.h"
 #include "compiler/Target/Target.h"
 
-#include "mlir/Conversion/Passes.h"
-#include "mlir/Transforms/Passes.h"
 #include "llvm/IR/Module.h"
 
 using namespace mlir;
 
 void lap::buildCPULoweringPipeline(OpPassManager &pm) {
   pm.addPass(createLapkToCPU());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createConvertSCFToCFPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
+  lap::buildHostToLLVMPipeline(pm);
 }
 
 namespace {
@@ -56,7 +48,8 @@ public:
 
   LogicalResult link(llvm::Module &module, const std::string &path,
                      const char *argv0) const override {
-    return lap::linkModelLibrary(module, cpu, path, argv0);
+    return lap::linkModelLibrary(module, cpu, lap::RuntimeLibraries(), path,
+                                 argv0);
   }
 
 private:

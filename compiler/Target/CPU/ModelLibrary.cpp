@@ -190,6 +190,7 @@ LogicalResult lap::emitObject(llvm::Module &module, const CPUTarget &target,
 
 LogicalResult lap::linkModelLibrary(llvm::Module &module,
                                     const CPUTarget &target,
+                                    const RuntimeLibraries &libraries,
                                     const std::string &outputPath,
                                     const char *argv0) {
   std::string exe = llvm::sys::fs::getMainExecutable(
@@ -198,8 +199,8 @@ LogicalResult lap::linkModelLibrary(llvm::Module &module,
       llvm::sys::path::parent_path(llvm::sys::path::parent_path(exe)));
   llvm::sys::path::append(libDir, "lib");
   llvm::SmallString<256> entry(libDir), kernels(libDir);
-  llvm::sys::path::append(entry, "libLapModelEntry.a");
-  llvm::sys::path::append(kernels, "libLapKernelsCPU.a");
+  llvm::sys::path::append(entry, libraries.entry);
+  llvm::sys::path::append(kernels, libraries.kernels);
   for (StringRef lib : {entry.str(), kernels.str()})
     if (!llvm::sys::fs::exists(lib)) {
       llvm::errs()
@@ -231,9 +232,18 @@ LogicalResult lap::linkModelLibrary(llvm::Module &module,
     return failure();
   }
   std::string versionScript = ("-Wl,--version-script=" + exports).str();
-  return success(run(*driver, {*driver, "-shared", "-fuse-ld=lld", "-o",
-                               outputPath, object, "-Wl,--whole-archive", entry,
-                               "-Wl,--no-whole-archive", kernels, "-ldnnl",
-                               "-lhwy", "-lgomp", "-Wl,-z,defs",
-                               "-Wl,--as-needed", versionScript}));
+  SmallVector<StringRef> args = {*driver,
+                                 "-shared",
+                                 "-fuse-ld=lld",
+                                 "-o",
+                                 outputPath,
+                                 object,
+                                 "-Wl,--whole-archive",
+                                 entry,
+                                 "-Wl,--no-whole-archive",
+                                 kernels};
+  for (const std::string &flag : libraries.system)
+    args.push_back(flag);
+  args.append({"-Wl,-z,defs", "-Wl,--as-needed", versionScript});
+  return success(run(*driver, args));
 }

@@ -58,10 +58,20 @@ translateToOptimizedLLVMIR(mlir::ModuleOp module, const std::string &manifest,
 mlir::LogicalResult emitObject(llvm::Module &module, const CPUTarget &target,
                                llvm::raw_ostream &os);
 
-/// Links `module` into the shared library `outputPath` with the runtime's
-/// libraries (found next to lapc: ../lib). Errors go to llvm::errs().
+/// What a model library links besides the generated code: the runtime's
+/// archives (in lapc's ../lib), the ABI's entry points and a kernel
+/// library, and the system libraries those need.
+struct RuntimeLibraries {
+  std::string entry = "libLapModelEntry.a";
+  std::string kernels = "libLapKernelsCPU.a";
+  std::vector<std::string> system = {"-ldnnl", "-lhwy", "-lgomp"};
+};
+
+/// Links `module` (host code for `target`) into the shared library
+/// `outputPath` with `libraries`. Errors go to llvm::errs().
 mlir::LogicalResult linkModelLibrary(llvm::Module &module,
                                      const CPUTarget &target,
+                                     const RuntimeLibraries &libraries,
                                      const std::string &outputPath,
                                      const char *argv0);
 

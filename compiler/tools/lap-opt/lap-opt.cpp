@@ -9,6 +9,8 @@
 #include "compiler/Memory/Passes.h"
 #include "compiler/Pipelines/Pipeline.h"
 #include "compiler/Target/CPU/Passes.h"
+#include "compiler/Target/CUDA/CUDATarget.h"
+#include "compiler/Target/CUDA/Passes.h"
 #include "dialects/Lap/IR/LapDialect.h"
 #include "dialects/Lap/Transforms/Passes.h"
 #include "dialects/Lapk/IR/LapkDialect.h"
@@ -25,6 +27,7 @@ int main(int argc, char **argv) {
   lap::registerLapMemoryPasses();
   lap::registerLapConversionPasses();
   lap::registerLapTargetCPUPasses();
+  lap::registerLapTargetCUDAPasses();
   lap::registerLapPipeline();
   mlir::DialectRegistry registry;
   registry.insert<lap::LapDialect, lap::lapk::LapkDialect,
@@ -32,6 +35,7 @@ int main(int argc, char **argv) {
                   mlir::arith::ArithDialect, mlir::tensor::TensorDialect,
                   mlir::LLVM::LLVMDialect, mlir::scf::SCFDialect,
                   mlir::math::MathDialect>();
+  lap::registerCUDADialects(registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "lap optimizer driver\n", registry));
 }

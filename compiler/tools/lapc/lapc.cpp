@@ -1,6 +1,7 @@
 //===- lapc.cpp - The lap compiler driver -----------------------*- C++ -*-===//
 //
-// lapc SPEC [--emit=spec|mlir|train|lowered|memory-plan|kernels|target|llvm|so]
+// lapc SPEC [--emit=spec|mlir|train|lowered|memory-plan|kernels|target|gpu|
+//             ptx|llvm|so]
 //      [-o FILE] [--target NAME] [--max-batch N] [--max-seq N] [--cpu NAME]
 //      [MLIR pass-manager flags]
 //
@@ -19,6 +20,8 @@
 #include "compiler/Memory/MemoryPlan.h"
 #include "compiler/Pipelines/Pipeline.h"
 #include "compiler/Target/CPU/ModelLibrary.h"
+#include "compiler/Target/CUDA/CUDATarget.h"
+#include "compiler/Target/CUDA/Passes.h"
 #include "compiler/Target/Manifest.h"
 #include "compiler/Target/Target.h"
 #include "dialects/Lap/Transforms/Passes.h"
@@ -62,6 +65,8 @@ enum class Emit {
   Kernels,
   TargetMLIR,
   CPUMLIR,
+  GPU,
+  PTX,
   LLVM,
   SO
 };
@@ -95,6 +100,10 @@ cl::opt<Emit> emitAction(
         clEnumValN(Emit::TargetMLIR, "target",
                    "the target's code in MLIR (the CPU's: the LLVM dialect)"),
         clEnumValN(Emit::CPUMLIR, "cpu", "--emit=target for --target=cpu"),
+        clEnumValN(Emit::GPU, "gpu",
+                   "--target=cuda: loops as GPU kernels (gpu.func) and the "
+                   "host code that launches them"),
+        clEnumValN(Emit::PTX, "ptx", "--target=cuda: the kernels' PTX"),
         clEnumValN(Emit::LLVM, "llvm",
                    "optimised LLVM IR for the target (the CPU --cpu names)"),
         clEnumValN(Emit::SO, "so",
@@ -322,6 +331,23 @@ ExitCode emitModule(const lap::dsl::Spec &spec, const lap::Target &target,
     module->print(os);
     return Success;
   }
+  if (emitAction == Emit::GPU || emitAction == Emit::PTX) {
+    code = runPasses(
+        *module,
+        [&](mlir::OpPassManager &pm) {
+          pm.addPass(lap::createLapkToCUDA());
+          if (emitAction == Emit::PTX)
+            lap::buildGpuModulePipeline(pm, lap::GpuBinaryFormat::PTX);
+        },
+        InternalError);
+    if (code != Success)
+      return code;
+    if (emitAction == Emit::GPU)
+      module->print(os);
+    else if (mlir::failed(lap::printPTX(*module, os)))
+      return InternalError;
+    return Success;
+  }
   code = runPasses(
       *module, [&](mlir::OpPassManager &pm) { target.buildLowering(pm); },
       InternalError);
@@ -399,6 +425,17 @@ int main(int argc, char **argv) {
               "--emit=target\n";
     return BadInput;
   }
+  if ((emitAction == Emit::GPU || emitAction == Emit::PTX) &&
+      targetInfo->name != "cuda") {
+    errs() << "lapc: error: --emit="
+           << (emitAction == Emit::GPU ? "gpu" : "ptx")
+           << " is a stage of the CUDA target: add --target=cuda\n";
+    return BadInput;
+  }
+  if (profile && targetInfo->name != "cpu") {
+    errs() << "lapc: error: --profile times the CPU target's code only\n";
+    return BadInput;
+  }
   lap::TargetOptions targetOptions;
   targetOptions.cpu = targetCPU;
   std::unique_ptr<lap::Target> target = targetInfo->create(targetOptions);
@@ -413,7 +450,9 @@ int main(int argc, char **argv) {
   else
     spec = lap::dsl::loadSpec(inputFilename, diags);
 
-  mlir::MLIRContext context;
+  mlir::DialectRegistry registry;
+  target->registerDialects(registry);
+  mlir::MLIRContext context(registry);
   SourceMgr sourceMgr;
   // The spec's text, for the lines of diagnostics: only a regular file of a
   // spec's size (the loader has refused anything else, and a FIFO or a

@@ -14,8 +14,22 @@
  *
  * Every fallible call returns a lap_status; on error, lap_model_last_error()
  * describes it. Functions are thread-compatible: concurrent calls need
- * distinct workspaces and output buffers. Kernels run on the process's GNU
- * OpenMP thread pool (OMP_NUM_THREADS).
+ * distinct workspaces and output buffers.
+ *
+ * The device is the library's (manifest "target.device"):
+ *   - "cpu": every pointer is host memory; kernels run on the process's GNU
+ *     OpenMP thread pool (OMP_NUM_THREADS) and a call returns when its
+ *     results are written.
+ *   - "cuda": every pointer (params, grads, workspace, batch tensors,
+ *     outputs, the decode cache) is device memory of the current CUDA
+ *     device; a call enqueues its work on the thread's stream
+ *     (lap_model_set_stream) and returns without waiting, so results are
+ *     ready once the stream has run it, and a host may capture a call in a
+ *     CUDA graph (after one call outside the capture: the first loads the
+ *     kernels and allocates scratch). Token ids are not checked on the host:
+ *     the kernels give zero rows for ids outside the vocabulary and ignore
+ *     such targets. A failure of the enqueued work is reported by a later
+ *     call, or seen by the host when it synchronises.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -29,7 +43,7 @@ extern "C" {
 #endif
 
 /* Bumped on any change to the functions, structs or manifest keys below. */
-#define LAP_MODEL_ABI_VERSION 5u
+#define LAP_MODEL_ABI_VERSION 6u
 
 typedef enum lap_status {
   LAP_OK = 0,
@@ -67,14 +81,22 @@ const char *lap_model_manifest_error(void);
 /* A description of the last error on this thread; never null. */
 const char *lap_model_last_error(void);
 
-/* The instruction set the library's kernels run with on this CPU ("avx2",
- * "avx512"): the best one compiled in that the CPU has, or the one the
- * environment variable LAP_CPU_ISA names. "none" when LAP_CPU_ISA names one
- * that is unknown or that this CPU lacks: every call that computes then
- * fails, saying so. Those compiled in that this CPU runs, best first and
- * separated by spaces, come from lap_model_kernel_isas(). */
+/* CPU libraries: the instruction set the library's kernels run with on
+ * this CPU ("avx2", "avx512"): the best one compiled in that the CPU has,
+ * or the one the environment variable LAP_CPU_ISA names. "none" when
+ * LAP_CPU_ISA names one that is unknown or that this CPU lacks: every call
+ * that computes then fails, saying so. Those compiled in that this CPU
+ * runs, best first and separated by spaces, come from
+ * lap_model_kernel_isas(). CUDA libraries: the GPU architecture compiled
+ * for ("sm_90"), and those of the visible GPUs that run it ("" when none
+ * does: every call that computes then fails, saying so). */
 const char *lap_model_kernel_isa(void);
 const char *lap_model_kernel_isas(void);
+
+/* CUDA libraries: the cudaStream_t this thread's later calls enqueue on
+ * (null: the legacy default stream). CPU libraries run on no stream: only
+ * null is accepted. */
+lap_status lap_model_set_stream(void *stream);
 
 /* Fills params with the spec's initialisation; the same seed gives the same
  * values on every machine. */

@@ -13,9 +13,17 @@
 
 #include <cstdint>
 
+// The CUDA kernels compute the same masks on the device (runtime/kernels/
+// cuda/Dropout.cu), so the hash compiles for both sides under nvcc.
+#ifdef __CUDACC__
+#define LAP_HOST_DEVICE __host__ __device__
+#else
+#define LAP_HOST_DEVICE
+#endif
+
 namespace lap {
 
-inline uint64_t splitMix(uint64_t z) {
+LAP_HOST_DEVICE inline uint64_t splitMix(uint64_t z) {
   z += 0x9E3779B97F4A7C15ull;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;

@@ -19,20 +19,29 @@ std::string shapeString(const std::vector<int64_t> &shape) {
 } // namespace
 
 int lap::cli::info(const std::string &path) {
-  LoadedModel model(path);
+  LoadedModel model(path, LoadedModel::Devices::Any);
   const auto &m = model.manifest();
   const auto &target = m["target"];
+  bool cuda = model.device() == "cuda";
   fmt::print("model      {} ({}), ABI {}, compiled for {} ({})\n",
              m["name"].get<std::string>(), m["family"].get<std::string>(),
-             m["abi_version"].get<int>(), target["device"].get<std::string>(),
-             target["cpu"].get<std::string>());
+             m["abi_version"].get<int>(), model.device(),
+             cuda ? target["arch"].get<std::string>() + ", host code for " +
+                        target["cpu"].get<std::string>()
+                  : target["cpu"].get<std::string>());
   std::string features;
   for (const auto &f : target["features"])
     features += (features.empty() ? "" : " ") + f.get<std::string>();
   fmt::print("needs      {}\n",
              features.empty() ? "no CPU features lap can check" : features);
-  fmt::print("kernels    {} (this CPU runs: {}; LAP_CPU_ISA picks one)\n",
-             model.kernelIsa(), model.kernelIsas());
+  if (cuda) {
+    std::string gpus = model.kernelIsas();
+    fmt::print("kernels    {} (GPUs here that run them: {})\n",
+               model.kernelIsa(), gpus.empty() ? "none" : gpus);
+  } else {
+    fmt::print("kernels    {} (this CPU runs: {}; LAP_CPU_ISA picks one)\n",
+               model.kernelIsa(), model.kernelIsas());
+  }
   fmt::print("limits     batch <= {}, sequence <= {}\n", model.maxBatch(),
              model.maxSeq());
   if (const auto &images = m["images"]; !images.is_null()) {

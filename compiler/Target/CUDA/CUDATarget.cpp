@@ -1,0 +1,127 @@
+//===- CUDATarget.cpp - The CUDA target -------------------------*- C++ -*-===//
+
+#include "compiler/Target/CUDA/CUDATarget.h"
+#include "compiler/Target/CPU/ModelLibrary.h"
+#include "compiler/Target/CUDA/Passes.h"
+#include "compiler/Target/HostLowering.h"
+#include "compiler/Target/Target.h"
+
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/IR/Module.h"
+
+using namespace mlir;
+
+void lap::buildGpuModulePipeline(OpPassManager &pm, GpuBinaryFormat format) {
+  GpuNVVMAttachTargetOptions target;
+  target.chip = kCudaArch;
+  target.features = kCudaPtxFeatures;
+  target.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createConvertSCFToCFPass());
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  // Kernels take their buffers as plain pointers, as the host passes them.
+  nvvm.useBarePtrCallConv = true;
+  nvvm.indexBitwidth = 64;
+  kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+  GpuModuleToBinaryPassOptions binary;
+  // libdevice (sqrt, rsqrt) and ptxas come from the toolkit lapc was built
+  // with; without one, PTX can still be printed (its libdevice calls then
+  // stay external).
+  binary.toolkitPath = LAP_CUDA_TOOLKIT;
+  binary.compilationTarget = format == GpuBinaryFormat::PTX ? "isa" : "bin";
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
+void lap::buildCUDALoweringPipeline(OpPassManager &pm) {
+  pm.addPass(createLapkToCUDA());
+  buildGpuModulePipeline(pm, GpuBinaryFormat::Cubin);
+  pm.addPass(createLapEmbedGpuBinary());
+  buildHostToLLVMPipeline(pm);
+}
+
+void lap::registerCUDADialects(DialectRegistry &registry) {
+  registry.insert<gpu::GPUDialect, NVVM::NVVMDialect>();
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+}
+
+namespace {
+
+class CUDA : public lap::Target {
+public:
+  // bf16 needs the bf16 kernels and generated loops: not yet.
+  bool supports(lap::dsl::Precision precision) const override {
+    return precision == lap::dsl::Precision::FP32;
+  }
+
+  void registerDialects(DialectRegistry &registry) const override {
+    lap::registerCUDADialects(registry);
+  }
+
+  void buildLowering(OpPassManager &pm) const override {
+    lap::buildCUDALoweringPipeline(pm);
+  }
+
+  // The host code runs on any CPU lap's kernels run on.
+  llvm::json::Object describe() const override {
+    lap::CPUTarget host = lap::CPUTarget::kernelBaseline();
+    std::vector<std::string> features = host.checkableFeatures();
+    return llvm::json::Object{{"device", "cuda"},
+                              {"arch", lap::kCudaArch},
+                              {"cpu", host.cpu},
+                              {"features", llvm::json::Array(features)},
+                              {"kernel_cpu", host.cpu},
+                              {"kernel_features", llvm::json::Array(features)}};
+  }
+
+  std::unique_ptr<llvm::Module>
+  translate(ModuleOp lowered, const std::string &manifest,
+            llvm::LLVMContext &context) const override {
+    return lap::translateToOptimizedLLVMIR(
+        lowered, manifest, lap::CPUTarget::kernelBaseline(), context);
+  }
+
+  LogicalResult link(llvm::Module &module, const std::string &path,
+                     const char *argv0) const override {
+    if (!*LAP_CUDA_LIBRARY_DIR) {
+      llvm::errs() << "lapc: error: this lapc was built without CUDA, so it "
+                      "cannot link a CUDA library (--emit=gpu and --emit=ptx "
+                      "work without it)\n";
+      return failure();
+    }
+    lap::RuntimeLibraries libraries;
+    libraries.entry = "libLapModelEntryCUDA.a";
+    libraries.kernels = "libLapKernelsCUDA.a";
+    libraries.system = {std::string("-L") + LAP_CUDA_LIBRARY_DIR,
+                        std::string("-Wl,-rpath,") + LAP_CUDA_LIBRARY_DIR,
+                        "-lcublasLt", "-lcudart"};
+    return lap::linkModelLibrary(module, lap::CPUTarget::kernelBaseline(),
+                                 libraries, path, argv0);
+  }
+};
+
+} // namespace
+
+void lap::registerCUDATarget() {
+  registerTarget({"cuda",
+                  std::string("NVIDIA GPUs (") + kCudaArch +
+                      ": Hopper); the host code runs on any x86-64-v3 CPU",
+                  [](const TargetOptions &) -> std::unique_ptr<Target> {
+                    return std::make_unique<CUDA>();
+                  }});
+}

@@ -1,0 +1,46 @@
+//===- CUDATarget.h - The CUDA target ---------------------------*- C++ -*-===//
+//
+// `lapc --target=cuda`: the kernel form lowered by --lapk-to-cuda, its
+// loops as GPU kernels through the gpu dialect, NVVM and PTX to a cubin
+// (ptxas, at compile time), embedded in host code that calls the CUDA
+// kernel library (runtime/kernels/cuda) and is linked into model.so.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_COMPILER_TARGET_CUDA_CUDATARGET_H
+#define LAP_COMPILER_TARGET_CUDA_CUDATARGET_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace lap {
+
+/// The GPU the kernels are compiled for, and the PTX version they use.
+inline constexpr const char *kCudaArch = "sm_90";
+inline constexpr const char *kCudaPtxFeatures = "+ptx80";
+
+/// The form of the GPU module's binary: PTX text or a cubin.
+enum class GpuBinaryFormat { PTX, Cubin };
+
+/// After --lapk-to-cuda: the GPU module to NVVM and a binary of `format`.
+void buildGpuModulePipeline(mlir::OpPassManager &pm, GpuBinaryFormat format);
+/// The whole lowering of the kernel form: --lapk-to-cuda, the GPU module
+/// to a cubin embedded in the host code, the host code to the LLVM dialect.
+void buildCUDALoweringPipeline(mlir::OpPassManager &pm);
+
+/// Prints the PTX of every GPU binary of `module` (after
+/// buildGpuModulePipeline with GpuBinaryFormat::PTX).
+mlir::LogicalResult printPTX(mlir::ModuleOp module, llvm::raw_ostream &os);
+
+/// What the lowering needs registered in a context: the NVVM target and
+/// the translations of the GPU module to LLVM IR.
+void registerCUDADialects(mlir::DialectRegistry &registry);
+
+/// Registers the target as `cuda`.
+void registerCUDATarget();
+
+} // namespace lap
+
+#endif // LAP_COMPILER_TARGET_CUDA_CUDATARGET_H

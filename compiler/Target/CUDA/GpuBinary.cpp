@@ -1,0 +1,64 @@
+//===- GpuBinary.cpp - The GPU module's binary in the host code -*- C++ -*-===//
+//
+// gpu-module-to-binary leaves `gpu.binary @lap_kernels` with one object:
+// the cubin (the library) or the PTX (lapc --emit=ptx). The cubin becomes
+// a global of the host code, which the runtime loads; the PTX is printed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Target/CUDA/CUDATarget.h"
+#include "compiler/Target/CUDA/Passes.h"
+
+namespace lap {
+#define GEN_PASS_DEF_LAPEMBEDGPUBINARY
+#include "compiler/Target/CUDA/Passes.h.inc"
+} // namespace lap
+
+using namespace mlir;
+
+namespace {
+
+/// The bytes of `binary`'s one object; null with an error otherwise.
+FailureOr<StringRef> objectOf(gpu::BinaryOp binary) {
+  if (binary.getObjects().size() != 1)
+    return binary.emitError("expected one object in the GPU binary");
+  return cast<gpu::ObjectAttr>(binary.getObjects()[0]).getObject().getValue();
+}
+
+struct LapEmbedGpuBinaryPass
+    : lap::impl::LapEmbedGpuBinaryBase<LapEmbedGpuBinaryPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    for (auto binary :
+         llvm::make_early_inc_range(module.getOps<gpu::BinaryOp>())) {
+      FailureOr<StringRef> bytes = objectOf(binary);
+      if (failed(bytes))
+        return signalPassFailure();
+      OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+      Location loc = binary.getLoc();
+      auto image = LLVM::LLVMArrayType::get(b.getI8Type(), bytes->size());
+      b.create<LLVM::GlobalOp>(loc, image, /*isConstant=*/true,
+                               LLVM::Linkage::External, "lap_gen_cuda_image",
+                               b.getStringAttr(*bytes));
+      b.create<LLVM::GlobalOp>(loc, b.getI64Type(), /*isConstant=*/true,
+                               LLVM::Linkage::External,
+                               "lap_gen_cuda_image_size",
+                               b.getI64IntegerAttr(int64_t(bytes->size())));
+      binary.erase();
+    }
+    module->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
+  }
+};
+
+} // namespace
+
+LogicalResult lap::printPTX(ModuleOp module, llvm::raw_ostream &os) {
+  for (auto binary : module.getOps<gpu::BinaryOp>()) {
+    FailureOr<StringRef> ptx = objectOf(binary);
+    if (failed(ptx))
+      return failure();
+    // MLIR 19 counts the PTX's terminating NUL as part of the text.
+    os << ptx->rtrim(StringRef("\0", 1));
+  }
+  return success();
+}

@@ -1,0 +1,230 @@
+//===- KernelsToCUDA.cpp - The kernel form to CUDA code ---------*- C++ -*-===//
+//
+// The CUDA target's decisions, and only those: generated loops become GPU
+// kernels (gpu.func in one gpu.module) that the host enqueues through
+// lap_cuda_launch, constants live on the device, kernels of the library are
+// `lap_cuda_` symbols. What every target's host code shares (the ABI's
+// signature, buffers and pointers, frames) is HostLowering's.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Target/CUDA/Passes.h"
+#include "compiler/Target/HostLowering.h"
+#include "dialects/Lapk/IR/LapkOps.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+namespace lap {
+#define GEN_PASS_DEF_LAPKTOCUDA
+#include "compiler/Target/CUDA/Passes.h.inc"
+} // namespace lap
+
+using namespace mlir;
+using namespace lap;
+
+namespace {
+
+constexpr llvm::StringLiteral kGpuModule = "lap_kernels";
+
+class CUDALowering : HostLowering {
+public:
+  using HostLowering::HostLowering;
+
+  LogicalResult run() {
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(context));
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    kernels = b.create<gpu::GPUModuleOp>(module.getLoc(), kGpuModule);
+    moveConstantsToDevice();
+
+    SmallVector<func::FuncOp> functions = entries();
+    for (func::FuncOp f : functions) {
+      if (failed(wrapHostStores(f)))
+        return failure();
+      SmallVector<scf::ParallelOp> loops;
+      for (auto loop : f.getBody().getOps<scf::ParallelOp>())
+        loops.push_back(loop);
+      int count = 0;
+      for (scf::ParallelOp loop : loops)
+        if (failed(outline(loop, f.getName(), count++)))
+          return failure();
+      passConstantsByDeviceAddress(f);
+    }
+    SmallVector<lapk::CallOp> calls;
+    module.walk([&](lapk::CallOp call) { calls.push_back(call); });
+    for (lapk::CallOp call : calls)
+      lowerCall(call, "lap_cuda_");
+    WalkResult profiled = module.walk([](Operation *op) {
+      if (!isa<lapk::ProfileBeginOp, lapk::ProfileEndOp>(op))
+        return WalkResult::advance();
+      op->emitError("the CUDA target does not time ops (--profile)");
+      return WalkResult::interrupt();
+    });
+    if (profiled.wasInterrupted())
+      return failure();
+    eraseUnusedNulls();
+    for (func::FuncOp f : functions)
+      exposeEntry(f);
+    return success();
+  }
+
+private:
+  //--- Constants ---------------------------------------------------------------
+  /// The module's constants (head coefficients, ...) move into the GPU
+  /// module, public so that the runtime finds them by name.
+  void moveConstantsToDevice() {
+    for (auto global :
+         llvm::make_early_inc_range(module.getOps<memref::GlobalOp>())) {
+      global->moveBefore(kernels.getBody(), kernels.getBody()->begin());
+      global.setPublic();
+    }
+  }
+
+  /// A constant the host hands to a kernel of the library goes at its
+  /// device address; loops clone theirs into the kernel.
+  void passConstantsByDeviceAddress(func::FuncOp f) {
+    for (auto get : llvm::make_early_inc_range(
+             f.getBody().getOps<memref::GetGlobalOp>())) {
+      OpBuilder b(get);
+      Location loc = get.getLoc();
+      StringRef name = get.getName();
+      Value address =
+          b.create<func::CallOp>(
+               loc,
+               declare("lap_cuda_symbol",
+                       FunctionType::get(context, {ptrType}, {ptrType})),
+               ValueRange{cString(b, loc, ("lap_symbol_" + name).str(), name)})
+              .getResult(0);
+      get.replaceAllUsesWith(bufferAt(b, loc, get.getType(), address));
+      get.erase();
+    }
+  }
+
+  //--- Kernels ---------------------------------------------------------------
+  /// A store outside any loop (the kernel form's seed of the loss
+  /// gradient) becomes a loop of one iteration, and so a kernel. Nothing
+  /// else outside loops may touch memory.
+  LogicalResult wrapHostStores(func::FuncOp f) {
+    for (Operation &op : llvm::make_early_inc_range(f.getBody().getOps())) {
+      if (isa<memref::LoadOp>(op))
+        return op.emitError("the CUDA target reads no device memory on the "
+                            "host");
+      auto store = dyn_cast<memref::StoreOp>(op);
+      if (!store)
+        continue;
+      OpBuilder b(store);
+      Location loc = store.getLoc();
+      Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
+      Value one = b.create<arith::ConstantIndexOp>(loc, 1);
+      auto loop = b.create<scf::ParallelOp>(loc, ValueRange{zero},
+                                            ValueRange{one}, ValueRange{one});
+      store->moveBefore(loop.getBody()->getTerminator());
+    }
+    return success();
+  }
+
+  /// `loop` as kernel @<parent>_loop_<k>(values..., n): thread i of the
+  /// grid runs iteration i < n. Constants are cloned into it; the values
+  /// it uses from above are its parameters (indices as i64), passed by the
+  /// host in a frame.
+  LogicalResult outline(scf::ParallelOp loop, StringRef parent, int k) {
+    Location loc = loop.getLoc();
+    if (loop.getNumLoops() != 1 || loop.getNumResults() != 0)
+      return loop.emitError("a parallel loop of the kernel form has one "
+                            "dimension and no results");
+    SetVector<Value> used, captures;
+    SmallVector<Operation *> cloned;
+    getUsedValuesDefinedAbove(loop.getRegion(), used);
+    for (Value v : used) {
+      Operation *def = v.getDefiningOp();
+      if (def && (def->hasTrait<OpTrait::ConstantLike>() ||
+                  isa<memref::GetGlobalOp>(def)))
+        cloned.push_back(def);
+      else
+        captures.insert(v);
+    }
+    SmallVector<Type> parameters;
+    for (Value v : captures)
+      parameters.push_back(v.getType().isIndex() ? i64 : v.getType());
+    parameters.push_back(i64);
+
+    std::string name = (parent + "_loop_" + Twine(k)).str();
+    OpBuilder b = OpBuilder::atBlockTerminator(kernels.getBody());
+    auto kernel = b.create<gpu::GPUFuncOp>(
+        loc, name, FunctionType::get(context, parameters, {}));
+    kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                    UnitAttr::get(context));
+    Block *entry = &kernel.getBody().front();
+    OpBuilder in = OpBuilder::atBlockBegin(entry);
+    IRMapping map;
+    for (Operation *def : cloned)
+      map.map(def->getResult(0), in.clone(*def)->getResult(0));
+    for (auto [i, v] : llvm::enumerate(captures)) {
+      Value arg = entry->getArgument(i);
+      map.map(v, v.getType().isIndex() ? in.create<arith::IndexCastOp>(
+                                             loc, in.getIndexType(), arg)
+                                       : arg);
+    }
+    Value block = in.create<gpu::BlockIdOp>(loc, gpu::Dimension::x);
+    Value width = in.create<gpu::BlockDimOp>(loc, gpu::Dimension::x);
+    Value thread = in.create<gpu::ThreadIdOp>(loc, gpu::Dimension::x);
+    Value i = in.create<arith::AddIOp>(
+        loc, in.create<arith::MulIOp>(loc, block, width), thread);
+    Value n = in.create<arith::IndexCastOp>(loc, in.getIndexType(),
+                                            entry->getArguments().back());
+    auto inRange = in.create<scf::IfOp>(
+        loc, in.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, i, n),
+        /*withElseRegion=*/false);
+    in.create<gpu::ReturnOp>(loc);
+    map.map(loop.getInductionVars()[0], i);
+    OpBuilder then = inRange.getThenBodyBuilder();
+    for (Operation &op : loop.getBody()->without_terminator())
+      then.clone(op, map);
+
+    OpBuilder host(loop);
+    SmallVector<Value> values(captures.begin(), captures.end());
+    Value count =
+        host.create<arith::IndexCastOp>(loc, i64, loop.getUpperBound()[0]);
+    values.push_back(count);
+    Value frame = storeFrame(host, loc, values);
+    auto launchType =
+        FunctionType::get(context, {ptrType, i64, ptrType, i64}, {});
+    host.create<func::CallOp>(
+        loc, declare("lap_cuda_launch", launchType),
+        ValueRange{cString(host, loc, "lap_kernel_" + name, name), count, frame,
+                   constant(host, loc, int64_t(values.size()))});
+    loop.erase();
+    return success();
+  }
+
+  gpu::GPUModuleOp kernels;
+};
+
+struct LapkToCUDAPass : lap::impl::LapkToCUDABase<LapkToCUDAPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (failed(CUDALowering(module).run()))
+      return signalPassFailure();
+    // The CPU's polynomials for tanh, erf, exp and log (KernelsToCPU.cpp):
+    // both targets compute the same functions, and no libdevice call is
+    // left for them.
+    RewritePatternSet patterns(&getContext());
+    populateMathPolynomialApproximationPatterns(patterns);
+    if (failed(applyPatternsAndFoldGreedily(module, std::move(patterns))))
+      return signalPassFailure();
+    // The polynomials' fused multiply-adds as LLVM's intrinsic, which NVPTX
+    // emits as fma.rn (MLIR 19's GPU-to-NVVM conversion has no math.fma).
+    module.walk([](math::FmaOp fma) {
+      OpBuilder b(fma);
+      fma.replaceAllUsesWith(b.create<LLVM::FMAOp>(fma.getLoc(), fma.getA(),
+                                                   fma.getB(), fma.getC())
+                                 .getResult());
+      fma.erase();
+    });
+  }
+};
+
+} // namespace

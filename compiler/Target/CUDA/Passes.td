@@ -1,0 +1,52 @@
+//===- Passes.td - The CUDA target --------------------------*- tablegen -*-===//
+
+#ifndef LAP_TARGET_CUDA_PASSES
+#define LAP_TARGET_CUDA_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def LapkToCUDA : Pass<"lapk-to-cuda", "::mlir::ModuleOp"> {
+  let summary = "Lower the kernel form to CUDA: generated loops as GPU kernels, lap_cuda_* calls";
+  let description = [{
+    The CUDA target's part of code generation, after `--lap-to-kernels`:
+
+    - each `scf.parallel` is outlined into a kernel, `gpu.func
+      @lap_gen_f_loop_N(values..., n) kernel` in `gpu.module @lap_kernels`,
+      one thread per iteration (iterations past n do nothing); the host
+      enqueues it on the call's stream through `lap_cuda_launch(name, n,
+      frame, slots)`, the values it uses in an on-stack frame of 8-byte
+      slots, as kernel parameters. A store the kernel form makes outside a
+      loop (the loss gradient's seed) becomes a kernel of one iteration:
+      the host touches no device memory.
+    - constants (`memref.global`) live in the GPU module; the host passes
+      them to kernels at their device address (`lap_cuda_symbol`).
+    - `lapk.call "k"` becomes a call of `lap_cuda_k` (runtime/kernels/cuda/
+      Kernels.h), declared from Kernels.def.
+    - each entry gets the ABI signature of runtime/include/lap/model.h, as
+      on the CPU; its pointers are device memory.
+    - tanh, erf and exp become the same polynomials as on the CPU, so that
+      the two targets compute the same function.
+
+    `--lap-cuda-kernels` lowers the GPU module to NVVM and a binary (PTX
+    or cubin); `--lap-embed-gpu-binary` makes the binary a global of the
+    host code (`lap_gen_cuda_image`).
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect", "::mlir::scf::SCFDialect",
+    "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::gpu::GPUDialect",
+  ];
+}
+
+def LapEmbedGpuBinary : Pass<"lap-embed-gpu-binary", "::mlir::ModuleOp"> {
+  let summary = "Make the GPU module's binary a global of the host code";
+  let description = [{
+    Replaces `gpu.binary @lap_kernels` (one object: the cubin ptxas made)
+    by the LLVM globals `lap_gen_cuda_image` (its bytes) and
+    `lap_gen_cuda_image_size`, which the runtime loads
+    (runtime/model/CudaLaunch.cpp).
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+#endif // LAP_TARGET_CUDA_PASSES

@@ -1,0 +1,346 @@
+//===- Gemm.cu - cuBLASLt GEMMs and deterministic column sums ---*- CUDA -*-===//
+//
+// cuBLASLt is column-major: a row-major [M, N] matrix with leading dimension
+// ld is the column-major [N, M] one with the same ld, so row-major
+// C = op(A) op(B) is computed as the column-major C^T = op(B)^T op(A)^T:
+// operands swapped, each keeping its own transpose flag. The descriptors and
+// the heuristic's algorithm are built once per shape (and per pointer
+// alignment, which the algorithms depend on) and kept per thread, like the
+// cuBLASLt handle.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/kernels/cuda/Gemm.h"
+
+#include "runtime/kernels/cuda/Context.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
+
+using lap::cuda::check;
+using lap::cuda::checkLaunch;
+using lap::cuda::Epilogue;
+using lap::cuda::stream;
+
+namespace {
+
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+
+/// The largest power of two dividing p's address, at most 256 (cuBLASLt's
+/// default assumption, which a pointer into the middle of a tensor breaks).
+uint32_t alignmentOf(const void *p) {
+  uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  uintptr_t low = a & (~a + 1);
+  return uint32_t(a == 0 || low > 256 ? 256 : low);
+}
+
+/// The column-major problem cuBLASLt solves, D [m, n] = opA(A) opB(B) +
+/// beta D, for the row-major one: m = N, n = M, A = B, B = A.
+struct Problem {
+  cublasOperation_t opA, opB;
+  uint64_t m, n, k;
+  int64_t lda, ldb, ldc;
+  const float *A, *B;
+  float *C;
+  const void *bias;
+};
+
+/// One shape's descriptors and algorithm. fused is false where no
+/// algorithm has the epilogue: the GEMM runs without, a kernel adds it.
+struct Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  bool fused = false;
+};
+
+void destroy(Plan &p) {
+  if (p.desc)
+    cublasLtMatmulDescDestroy(p.desc);
+  for (cublasLtMatrixLayout_t l : {p.a, p.b, p.c})
+    if (l)
+      cublasLtMatrixLayoutDestroy(l);
+  p = {};
+}
+
+/// transa, transb, M, N, K, lda, ldb, ldc, epilogue, and the alignments of
+/// A, B, C and the bias.
+using PlanKey =
+    std::tuple<char, char, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+               int, uint32_t, uint32_t, uint32_t, uint32_t>;
+
+struct Plans {
+  std::map<PlanKey, Plan> byKey;
+  ~Plans() {
+    for (auto &entry : byKey)
+      destroy(entry.second);
+  }
+};
+
+/// The heuristic's best algorithm for p as it stands; false if none.
+bool bestAlgorithm(cublasLtHandle_t lt, Plan &p,
+                   cublasLtMatmulPreference_t pref) {
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+      lt, p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
+  if (status != CUBLAS_STATUS_SUCCESS || found == 0 ||
+      result.state != CUBLAS_STATUS_SUCCESS)
+    return false;
+  p.algo = result.algo;
+  return true;
+}
+
+/// Builds the plan for q with `epilogue` (CUBLASLT_EPILOGUE_DEFAULT for
+/// none), falling back to none where no algorithm fuses it. False, with the
+/// failure recorded, when not even the plain GEMM has an algorithm.
+bool build(cublasLtHandle_t lt, Plan &p, const Problem &q,
+           cublasLtEpilogue_t epilogue) {
+  const int32_t opA = q.opA, opB = q.opB;
+  const bool nA = q.opA == CUBLAS_OP_N, nB = q.opB == CUBLAS_OP_N;
+  bool ok =
+      check(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+            "cublasLtMatmulDescCreate") &&
+      check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA,
+                                           &opA, sizeof opA),
+            "cublasLtMatmulDescSetAttribute") &&
+      check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB,
+                                           &opB, sizeof opB),
+            "cublasLtMatmulDescSetAttribute") &&
+      check(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, nA ? q.m : q.k,
+                                       nA ? q.k : q.m, q.lda),
+            "cublasLtMatrixLayoutCreate") &&
+      check(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, nB ? q.k : q.n,
+                                       nB ? q.n : q.k, q.ldb),
+            "cublasLtMatrixLayoutCreate") &&
+      check(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, q.m, q.n, q.ldc),
+            "cublasLtMatrixLayoutCreate");
+  cublasLtMatmulPreference_t pref = nullptr;
+  const uint64_t workspace = kWorkspaceBytes;
+  const uint32_t alignA = alignmentOf(q.A), alignB = alignmentOf(q.B),
+                 alignC = alignmentOf(q.C);
+  ok = ok &&
+       check(cublasLtMatmulPreferenceCreate(&pref),
+             "cublasLtMatmulPreferenceCreate") &&
+       check(cublasLtMatmulPreferenceSetAttribute(
+                 pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+                 sizeof workspace),
+             "cublasLtMatmulPreferenceSetAttribute") &&
+       check(cublasLtMatmulPreferenceSetAttribute(
+                 pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignA,
+                 sizeof alignA),
+             "cublasLtMatmulPreferenceSetAttribute") &&
+       check(cublasLtMatmulPreferenceSetAttribute(
+                 pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignB,
+                 sizeof alignB),
+             "cublasLtMatmulPreferenceSetAttribute") &&
+       check(cublasLtMatmulPreferenceSetAttribute(
+                 pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignC,
+                 sizeof alignC),
+             "cublasLtMatmulPreferenceSetAttribute") &&
+       check(cublasLtMatmulPreferenceSetAttribute(
+                 pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignC,
+                 sizeof alignC),
+             "cublasLtMatmulPreferenceSetAttribute");
+  if (ok && epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+    // The heuristic reads the bias pointer's alignment from the descriptor.
+    const uint32_t e = epilogue;
+    ok = check(cublasLtMatmulDescSetAttribute(
+                   p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e),
+               "cublasLtMatmulDescSetAttribute") &&
+         check(cublasLtMatmulDescSetAttribute(p.desc,
+                                              CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                              &q.bias, sizeof q.bias),
+               "cublasLtMatmulDescSetAttribute");
+    p.fused = ok && bestAlgorithm(lt, p, pref);
+    if (ok && !p.fused) {
+      const uint32_t none = CUBLASLT_EPILOGUE_DEFAULT;
+      ok = check(cublasLtMatmulDescSetAttribute(
+                     p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &none, sizeof none),
+                 "cublasLtMatmulDescSetAttribute");
+    }
+  }
+  if (ok && !p.fused && !bestAlgorithm(lt, p, pref)) {
+    lap::cuda::fail("cublasLt: no fp32 GEMM algorithm for m " +
+                    std::to_string(q.m) + ", n " + std::to_string(q.n) +
+                    ", k " + std::to_string(q.k));
+    ok = false;
+  }
+  if (pref)
+    cublasLtMatmulPreferenceDestroy(pref);
+  return ok;
+}
+
+/// C [M, N] (leading dimension ldc) = beta C + bias (bias [N] nullable;
+/// beta 0 does not read C, which may hold NaN).
+__global__ void scaleAddBias(float *C, int64_t ldc, int64_t M, int64_t N,
+                             float beta, const float *bias) {
+  int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= M * N)
+    return;
+  int64_t i = e / N, j = e % N;
+  float *c = C + i * ldc + j;
+  float v = beta == 0.0f ? 0.0f : beta * *c;
+  *c = bias ? v + bias[j] : v;
+}
+
+/// Column sums: a block covers 32 columns of one row chunk, its 8 row lanes
+/// striding the chunk's rows; lanes are then added in lane order.
+constexpr int kTileColumns = 32, kTileRows = 8;
+
+/// Row chunks of a column sum: a function of n alone, so the summation
+/// order is fixed by the shape.
+int64_t columnChunks(int64_t n) {
+  return std::clamp<int64_t>((n + 63) / 64, 1, 256);
+}
+
+/// partials [chunks, c]: chunk blockIdx.y's sums of t's terms.
+__global__ void columnPartials(float *partials, lap::cuda::ColumnTerms t,
+                               int64_t n, int64_t c, int64_t rowsPerChunk) {
+  __shared__ float lanes[kTileRows][kTileColumns + 1];
+  const int64_t j = int64_t(blockIdx.x) * kTileColumns + threadIdx.x;
+  const int64_t begin = int64_t(blockIdx.y) * rowsPerChunk;
+  const int64_t end = std::min(n, begin + rowsPerChunk);
+  float acc = 0.0f;
+  if (j < c)
+    for (int64_t i = begin + threadIdx.y; i < end; i += kTileRows) {
+      float v = t.a[i * c + j];
+      if (t.b) {
+        float f = t.b[i * c + j];
+        if (t.shift)
+          f -= t.shift[i];
+        v *= f;
+      }
+      if (t.scale)
+        v *= t.scale[i];
+      acc += v;
+    }
+  lanes[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && j < c) {
+    float s = lanes[0][threadIdx.x];
+    for (int r = 1; r < kTileRows; ++r)
+      s += lanes[r][threadIdx.x];
+    partials[blockIdx.y * c + j] = s;
+  }
+}
+
+/// out [c] = sum of partials [chunks, c] in chunk order.
+__global__ void sumChunks(float *out, const float *partials, int64_t chunks,
+                          int64_t c) {
+  int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= c)
+    return;
+  float s = partials[j];
+  for (int64_t k = 1; k < chunks; ++k)
+    s += partials[k * c + j];
+  out[j] = s;
+}
+
+} // namespace
+
+int64_t lap::cuda::columnSumsScratch(int64_t n, int64_t c) {
+  return columnChunks(n) * c;
+}
+
+void lap::cuda::columnSums(float *out, const ColumnTerms &terms, int64_t n,
+                           int64_t c, float *partials) {
+  if (c <= 0)
+    return;
+  const int64_t chunks = columnChunks(n);
+  const int64_t rowsPerChunk = (n + chunks - 1) / chunks;
+  // One chunk's partial is the sum itself.
+  if (chunks == 1)
+    partials = out;
+  else if (!partials)
+    partials = static_cast<float *>(
+        scratch(kReductionPartials, size_t(chunks * c) * sizeof(float)));
+  if (!partials)
+    return;
+  dim3 grid(blocksFor(c, kTileColumns), unsigned(chunks));
+  columnPartials<<<grid, dim3(kTileColumns, kTileRows), 0, stream()>>>(
+      partials, terms, n, c, rowsPerChunk);
+  checkLaunch("columnPartials");
+  if (chunks == 1)
+    return;
+  sumChunks<<<blocksFor(c), kBlock, 0, stream()>>>(out, partials, chunks, c);
+  checkLaunch("sumChunks");
+}
+
+void lap::cuda::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
+                     const float *A, int64_t lda, const float *B, int64_t ldb,
+                     float beta, float *C, int64_t ldc, Epilogue epilogue,
+                     float *bias) {
+  if (M <= 0)
+    return;
+  if (epilogue == Epilogue::kBiasGradA && (transa != 'T' || lda != M)) {
+    fail("gemm: a bias gradient of A needs transa 'T' and lda == M");
+    return;
+  }
+  // An empty C still has A's bias gradient.
+  if (N <= 0) {
+    if (epilogue == Epilogue::kBiasGradA)
+      columnSums(bias, {A}, K, M);
+    return;
+  }
+  const float *addBias = epilogue == Epilogue::kBias ? bias : nullptr;
+  if (K <= 0) {
+    if (beta != 1.0f || addBias) {
+      scaleAddBias<<<blocksFor(M * N), kBlock, 0, stream()>>>(C, ldc, M, N,
+                                                              beta, addBias);
+      checkLaunch("gemm (K = 0)");
+    }
+    if (epilogue == Epilogue::kBiasGradA)
+      check(cudaMemsetAsync(bias, 0, size_t(M) * sizeof(float), stream()),
+            "cudaMemsetAsync");
+    return;
+  }
+  cublasLtHandle_t handle = lt();
+  void *workspace = handle ? scratch(kGemmWorkspace, kWorkspaceBytes) : nullptr;
+  if (!workspace)
+    return;
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
+  const cublasOperation_t opB = transa == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t opA = transb == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const Problem q{opA, opB, uint64_t(N), uint64_t(M), uint64_t(K), ldb,
+                  lda, ldc, B,           A,           C,           bias};
+  const cublasLtEpilogue_t fused =
+      epilogue == Epilogue::kBias        ? CUBLASLT_EPILOGUE_BIAS
+      : epilogue == Epilogue::kBiasGradA ? CUBLASLT_EPILOGUE_BGRADB
+                                         : CUBLASLT_EPILOGUE_DEFAULT;
+  const PlanKey key(transa, transb, M, N, K, lda, ldb, ldc, int(epilogue),
+                    alignmentOf(A), alignmentOf(B), alignmentOf(C),
+                    alignmentOf(bias));
+  thread_local Plans plans;
+  auto found = plans.byKey.find(key);
+  if (found == plans.byKey.end()) {
+    Plan p;
+    if (!build(handle, p, q, fused)) {
+      destroy(p);
+      return;
+    }
+    found = plans.byKey.emplace(key, p).first;
+  }
+  Plan &p = found->second;
+  if (p.fused &&
+      !check(cublasLtMatmulDescSetAttribute(
+                 p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+             "cublasLtMatmulDescSetAttribute"))
+    return;
+  const float alpha = 1.0f;
+  if (!check(cublasLtMatmul(handle, p.desc, &alpha, q.A, p.a, q.B, p.b, &beta,
+                            C, p.c, C, p.c, &p.algo, workspace, kWorkspaceBytes,
+                            stream()),
+             "cublasLtMatmul") ||
+      p.fused)
+    return;
+  if (addBias) {
+    scaleAddBias<<<blocksFor(M * N), kBlock, 0, stream()>>>(C, ldc, M, N, 1.0f,
+                                                            addBias);
+    checkLaunch("gemm (bias)");
+  } else if (epilogue == Epilogue::kBiasGradA) {
+    columnSums(bias, {A}, K, M);
+  }
+}

@@ -1,0 +1,57 @@
+//===- Gemm.h - The CUDA kernels' one GEMM entry, and column sums -*- C++ -*-===//
+//
+// Row-major C [M, N] = op(A) op(B) + beta C, the CPU's lap::cpu::gemm, through
+// cuBLASLt in fp32 with fp32 accumulation (CUBLAS_COMPUTE_32F: no TF32), on
+// the calling thread's stream, optionally with a bias epilogue. And the
+// library's deterministic column sums, which bias and norm-weight gradients
+// are: fixed row chunks whose partials are added in chunk order.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_RUNTIME_KERNELS_CUDA_GEMM_H
+#define LAP_RUNTIME_KERNELS_CUDA_GEMM_H
+
+#include <cstdint>
+
+namespace lap::cuda {
+
+/// What the GEMM does besides C = op(A) op(B) + beta C.
+enum class Epilogue {
+  kNone,
+  /// C[i, j] += bias[j]; bias [N] is read.
+  kBias,
+  /// bias[i] = sum_k op(A)[i, k], the bias gradient when op(A) is dy^T;
+  /// bias [M] is written. Needs transa 'T' and lda == M (A is dy [K, M]).
+  kBiasGradA,
+};
+
+/// op(X) is X for 'N', X^T for 'T'. K = 0 sets C to beta C (plus the bias;
+/// a bias gradient is then 0); M = 0 or N = 0 leaves C alone (a bias
+/// gradient is still made). Failures are recorded (Context.h).
+void gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
+          const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+          float *C, int64_t ldc, Epilogue epilogue = Epilogue::kNone,
+          float *bias = nullptr);
+
+/// The terms of a column sum over rows i of [n, c] tensors: a[i, j], times
+/// (b[i, j] - shift[i]) * scale[i] where each is given (b [n, c]; shift,
+/// scale [n]).
+struct ColumnTerms {
+  const float *a;
+  const float *b = nullptr;
+  const float *shift = nullptr;
+  const float *scale = nullptr;
+};
+
+/// Floats of device scratch columnSums needs for n rows of c.
+int64_t columnSumsScratch(int64_t n, int64_t c);
+
+/// out [c] = the column sums of the terms over n rows (0 when n = 0), in an
+/// order fixed by the shape. partials: columnSumsScratch(n, c) floats of
+/// device memory for the call, or null for scratch(kReductionPartials).
+void columnSums(float *out, const ColumnTerms &terms, int64_t n, int64_t c,
+                float *partials = nullptr);
+
+} // namespace lap::cuda
+
+#endif // LAP_RUNTIME_KERNELS_CUDA_GEMM_H

@@ -1,0 +1,78 @@
+//===- Linear.cu - y = x W^T + b and its gradients --------------*- CUDA -*-===//
+//
+// Every product is one cuBLASLt GEMM (Gemm.h); the bias rides on the
+// forward GEMM's epilogue and its gradient on dW's (cuBLASLt's BIAS and
+// BGRADB epilogues), so neither costs a pass of its own.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/kernels/cuda/Kernels.h"
+
+#include "runtime/kernels/cuda/Gemm.h"
+
+using lap::cuda::columnSums;
+using lap::cuda::Epilogue;
+using lap::cuda::gemm;
+
+namespace {
+
+/// dw [out, in] = dy^T x and db [out] = column sums of dy [n, out] (each
+/// nullable): db comes with dw's GEMM where there is one.
+void weightGrads(float *dw, float *db, const float *dy, const float *x,
+                 int64_t n, int64_t in, int64_t out) {
+  if (dw)
+    gemm('T', 'N', out, in, n, dy, out, x, in, 0.0f, dw, in,
+         db ? Epilogue::kBiasGradA : Epilogue::kNone, db);
+  else if (db)
+    columnSums(db, {dy}, n, out);
+}
+
+} // namespace
+
+extern "C" void lap_cuda_linear_forward(float *y, const float *x,
+                                        const float *w, const float *b,
+                                        int64_t n, int64_t in, int64_t out) {
+  // y [n, out] = x [n, in] w^T (w [out, in]) + b; kBias only reads b.
+  gemm('N', 'T', n, out, in, x, in, w, in, 0.0f, y, out,
+       b ? Epilogue::kBias : Epilogue::kNone, const_cast<float *>(b));
+}
+
+extern "C" void lap_cuda_linear_backward(float *dx, float *dw, float *db,
+                                         const float *dy, const float *x,
+                                         const float *w, int64_t n, int64_t in,
+                                         int64_t out) {
+  // dx [n, in] = dy [n, out] w [out, in].
+  if (dx)
+    gemm('N', 'N', n, in, out, dy, out, w, in, 0.0f, dx, in);
+  weightGrads(dw, db, dy, x, n, in, out);
+}
+
+extern "C" void lap_cuda_linear_heads_forward(float *q, float *k, float *v,
+                                              const float *x, const float *w,
+                                              const float *b, int64_t n,
+                                              int64_t in, int64_t hq,
+                                              int64_t hkv) {
+  lap_cuda_linear_forward(q, x, w, b, n, in, hq);
+  lap_cuda_linear_forward(k, x, w + hq * in, b ? b + hq : nullptr, n, in, hkv);
+  lap_cuda_linear_forward(v, x, w + (hq + hkv) * in, b ? b + hq + hkv : nullptr,
+                          n, in, hkv);
+}
+
+extern "C" void lap_cuda_linear_heads_backward(float *dx, float *dw, float *db,
+                                               const float *dq, const float *dk,
+                                               const float *dv, const float *x,
+                                               const float *w, int64_t n,
+                                               int64_t in, int64_t hq,
+                                               int64_t hkv) {
+  const float *blocks[3] = {dq, dk, dv};
+  const int64_t widths[3] = {hq, hkv, hkv}, starts[3] = {0, hq, hq + hkv};
+  for (int i = 0; i < 3; ++i) {
+    // dx [n, in] sums the blocks' contributions in block order (beta 1
+    // after the first).
+    if (dx)
+      gemm('N', 'N', n, in, widths[i], blocks[i], widths[i], w + starts[i] * in,
+           in, i == 0 ? 0.0f : 1.0f, dx, in);
+    weightGrads(dw ? dw + starts[i] * in : nullptr,
+                db ? db + starts[i] : nullptr, blocks[i], x, n, in, widths[i]);
+  }
+}

@@ -1,0 +1,72 @@
+//===- CudaDevice.cpp - Model code on a CUDA GPU ----------------*- C++ -*-===//
+//
+// Calls enqueue on the thread's stream (lap_model_set_stream) and return:
+// results are ready when the stream has run them, so a host may capture a
+// whole step in a CUDA graph. A kernel that fails records why; the call
+// that enqueued it reports the first failure.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/Device.h"
+#include "runtime/kernels/cuda/Context.h"
+#include "runtime/model/Device.h"
+
+#include <vector>
+
+namespace device = lap::model::device;
+
+namespace {
+
+/// The GPUs here that run the library's sm_90 code, and why none does.
+struct Gpus {
+  std::string isas, error;
+  Gpus() {
+    std::string why;
+    for (const lap::cuda::DeviceInfo &d : lap::cuda::visibleDevices(&why))
+      if (d.major >= 9)
+        isas += (isas.empty() ? "sm_" : " sm_") + std::to_string(d.major) +
+                std::to_string(d.minor);
+    if (isas.empty())
+      error = "this library runs on NVIDIA GPUs of compute capability 9.0 "
+              "(sm_90) or later, and this machine has none (" +
+              (why.empty() ? std::string("only older GPUs") : why) + ")";
+  }
+};
+
+const Gpus &gpus() {
+  static const Gpus g;
+  return g;
+}
+
+} // namespace
+
+const char *device::kernelError() {
+  return gpus().error.empty() ? nullptr : gpus().error.c_str();
+}
+const char *device::kernelIsa() { return "sm_90"; }
+const char *device::kernelIsas() { return gpus().isas.c_str(); }
+
+bool device::readsBatches() { return false; }
+
+void device::initialise(float *params, int64_t elements,
+                        const std::function<void(float *)> &fill) {
+  std::vector<float> host(elements);
+  fill(host.data());
+  lap::cuda::check(cudaMemcpyAsync(params, host.data(),
+                                   elements * sizeof(float),
+                                   cudaMemcpyHostToDevice, lap::cuda::stream()),
+                   "copying the initial parameters to the GPU");
+  // `host` is freed on return: the copy must be done by then.
+  lap::cuda::check(cudaStreamSynchronize(lap::cuda::stream()),
+                   "copying the initial parameters to the GPU");
+}
+
+lap_status device::setStream(void *stream) {
+  lap::cuda::setStream(static_cast<cudaStream_t>(stream));
+  return LAP_OK;
+}
+
+lap_status device::finish(std::string &error) {
+  error = lap::cuda::takeFailure();
+  return error.empty() ? LAP_OK : LAP_INTERNAL;
+}

@@ -1,0 +1,48 @@
+//===- Device.h - Where a model library's code runs -------------*- C++ -*-===//
+//
+// ModelEntry.cpp, the C ABI over the generated code, is the same for every
+// target; what depends on the device is here, implemented once for the
+// CPU (CpuDevice.cpp, in libLapModelEntry.a) and once for CUDA GPUs
+// (CudaDevice.cpp, in libLapModelEntryCUDA.a). lapc links one of them
+// into model.so with its target's kernel library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_RUNTIME_MODEL_DEVICE_H
+#define LAP_RUNTIME_MODEL_DEVICE_H
+
+#include "lap/model.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace lap::model::device {
+
+/// Null when the library's kernels can run here; otherwise why not (the
+/// CPU: LAP_CPU_ISA names what this CPU lacks; CUDA: no suitable GPU).
+const char *kernelError();
+/// lap_model_kernel_isa and lap_model_kernel_isas.
+const char *kernelIsa();
+const char *kernelIsas();
+
+/// Whether the entry points can read batch tensors to check their ids
+/// (host memory); on a GPU the kernels bound them instead.
+bool readsBatches();
+
+/// Lets `fill` write `elements` floats of parameters in host memory, then
+/// puts them at `params` (device memory on a GPU; a failure is reported by
+/// finish).
+void initialise(float *params, int64_t elements,
+                const std::function<void(float *)> &fill);
+
+/// lap_model_set_stream: the stream this thread's later calls enqueue on.
+lap_status setStream(void *stream);
+
+/// After the generated code has run (or been enqueued): LAP_OK, or the
+/// failure a kernel recorded, in `error`.
+lap_status finish(std::string &error);
+
+} // namespace lap::model::device
+
+#endif // LAP_RUNTIME_MODEL_DEVICE_H

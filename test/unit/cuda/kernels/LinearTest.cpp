@@ -1,0 +1,185 @@
+//===- LinearTest.cpp - lap_cuda_linear_* against the CPU's ----------------===//
+//
+// Each kernel and its CPU twin run on the same seeded inputs; outputs start
+// as NaN, so one the kernel skips or accumulates into fails. Shapes are odd
+// (not multiples of 32) and the heads' blocks start at addresses only 4-byte
+// aligned, which cuBLASLt's default algorithms assume away.
+//
+// Tolerance: 1e-4 of the output's largest magnitude. cuBLASLt and oneDNN
+// add the K products of a dot in different orders (fp32 throughout, no
+// TF32); for K <= 600 terms of size <= 1 the rounding differences stay
+// near 1e-6 of the result's scale, and a bias gradient sums <= 600 rows.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/kernels/cpu/Kernels.h"
+#include "runtime/kernels/cuda/Kernels.h"
+#include "test/unit/cuda/RequireGpu.h"
+#include "test/unit/cuda/kernels/DeviceBuffer.h"
+#include "test/unit/kernels/KernelTestSupport.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace {
+
+using namespace lap::test;
+
+constexpr double kTolerance = 1e-4;
+
+/// |got - want| <= tol * max |want| everywhere (NaN fails).
+void expectClose(const std::vector<float> &got, const std::vector<float> &want,
+                 double tol, const char *what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double scale = 0.0;
+  for (float v : want)
+    scale = std::max(scale, std::fabs(double(v)));
+  double worst = 0.0;
+  size_t at = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double d = std::fabs(double(got[i]) - double(want[i]));
+    if (!(d <= worst)) {
+      worst = std::isnan(d) ? INFINITY : d;
+      at = i;
+    }
+  }
+  EXPECT_LE(worst, tol * scale)
+      << what << ": worst at " << at << ", " << got[at] << " vs " << want[at]
+      << " (largest magnitude " << scale << ")";
+}
+
+struct Shape {
+  int64_t n, in, out;
+};
+
+// K = in = 0 makes y the bias alone (the GEMM's K = 0 path).
+const Shape kShapes[] = {{5, 7, 3},      {1, 1, 1},       {37, 45, 29},
+                         {300, 96, 130}, {513, 257, 129}, {6, 0, 5}};
+
+TEST(CudaLinear, ForwardMatchesCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(1);
+  for (Shape s : kShapes) {
+    auto x = randomVector(rng, s.n * s.in), w = randomVector(rng, s.out * s.in),
+         b = randomVector(rng, s.out);
+    DeviceBuffer<float> dX(x), dW(w), dB(b);
+    for (bool bias : {true, false}) {
+      std::vector<float> want(s.n * s.out);
+      lap_cpu_linear_forward(want.data(), x.data(), w.data(),
+                             bias ? b.data() : nullptr, s.n, s.in, s.out);
+      DeviceBuffer<float> y(nanVector(s.n * s.out));
+      lap_cuda_linear_forward(y, dX, dW, bias ? dB.get() : nullptr, s.n, s.in,
+                              s.out);
+      expectClose(y.host(), want, kTolerance, bias ? "y (bias)" : "y");
+    }
+  }
+}
+
+TEST(CudaLinear, BackwardMatchesCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(2);
+  for (Shape s : kShapes) {
+    auto x = randomVector(rng, s.n * s.in), w = randomVector(rng, s.out * s.in),
+         dy = randomVector(rng, s.n * s.out);
+    DeviceBuffer<float> dX(x), dW(w), dDy(dy);
+    std::vector<float> wantDx(s.n * s.in), wantDw(s.out * s.in), wantDb(s.out);
+    lap_cpu_linear_backward(wantDx.data(), wantDw.data(), wantDb.data(),
+                            dy.data(), x.data(), w.data(), s.n, s.in, s.out);
+    // All outputs (db from dW's GEMM epilogue), then each one alone: db
+    // without dW takes the column-sum kernel instead.
+    for (int mask : {7, 1, 2, 4, 6}) {
+      DeviceBuffer<float> gx(nanVector(wantDx.size())),
+          gw(nanVector(wantDw.size())), gb(nanVector(wantDb.size()));
+      lap_cuda_linear_backward(
+          mask & 1 ? gx.get() : nullptr, mask & 2 ? gw.get() : nullptr,
+          mask & 4 ? gb.get() : nullptr, dDy, dX, dW, s.n, s.in, s.out);
+      if (mask & 1)
+        expectClose(gx.host(), wantDx, kTolerance, "dx");
+      if (mask & 2)
+        expectClose(gw.host(), wantDw, kTolerance, "dw");
+      if (mask & 4)
+        expectClose(gb.host(), wantDb, kTolerance, "db");
+    }
+  }
+}
+
+TEST(CudaLinear, BackwardWithNoRowsZeroesParameterGradients) {
+  REQUIRE_GPU();
+  // n = 0: dW's GEMM has K = 0, so dW and its bias gradient are 0.
+  std::mt19937 rng(3);
+  const int64_t in = 9, out = 5;
+  DeviceBuffer<float> x(0), dy(0), w(randomVector(rng, out * in));
+  DeviceBuffer<float> gw(nanVector(out * in)), gb(nanVector(out));
+  lap_cuda_linear_backward(nullptr, gw, gb, dy, x, w, 0, in, out);
+  expectClose(gw.host(), std::vector<float>(out * in, 0.0f), 0.0, "dw");
+  expectClose(gb.host(), std::vector<float>(out, 0.0f), 0.0, "db");
+}
+
+struct HeadsShape {
+  int64_t n, in, hq, hkv;
+};
+
+// hq odd: the k and v blocks of w and b start 4-byte aligned.
+const HeadsShape kHeadsShapes[] = {{37, 45, 21, 7}, {130, 64, 64, 32}};
+
+TEST(CudaLinear, HeadsForwardMatchesCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(4);
+  for (HeadsShape s : kHeadsShapes) {
+    const int64_t rows = s.hq + 2 * s.hkv;
+    auto x = randomVector(rng, s.n * s.in), w = randomVector(rng, rows * s.in),
+         b = randomVector(rng, rows);
+    DeviceBuffer<float> dX(x), dW(w), dB(b);
+    for (bool bias : {true, false}) {
+      std::vector<float> q(s.n * s.hq), k(s.n * s.hkv), v(s.n * s.hkv);
+      lap_cpu_linear_heads_forward(q.data(), k.data(), v.data(), x.data(),
+                                   w.data(), bias ? b.data() : nullptr, s.n,
+                                   s.in, s.hq, s.hkv);
+      DeviceBuffer<float> gq(nanVector(q.size())), gk(nanVector(k.size())),
+          gv(nanVector(v.size()));
+      lap_cuda_linear_heads_forward(gq, gk, gv, dX, dW,
+                                    bias ? dB.get() : nullptr, s.n, s.in, s.hq,
+                                    s.hkv);
+      expectClose(gq.host(), q, kTolerance, "q");
+      expectClose(gk.host(), k, kTolerance, "k");
+      expectClose(gv.host(), v, kTolerance, "v");
+    }
+  }
+}
+
+TEST(CudaLinear, HeadsBackwardMatchesCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(5);
+  for (HeadsShape s : kHeadsShapes) {
+    const int64_t rows = s.hq + 2 * s.hkv;
+    auto x = randomVector(rng, s.n * s.in), w = randomVector(rng, rows * s.in),
+         dq = randomVector(rng, s.n * s.hq),
+         dk = randomVector(rng, s.n * s.hkv),
+         dv = randomVector(rng, s.n * s.hkv);
+    DeviceBuffer<float> dX(x), dW(w), dDq(dq), dDk(dk), dDv(dv);
+    std::vector<float> wantDx(s.n * s.in), wantDw(rows * s.in), wantDb(rows);
+    lap_cpu_linear_heads_backward(wantDx.data(), wantDw.data(), wantDb.data(),
+                                  dq.data(), dk.data(), dv.data(), x.data(),
+                                  w.data(), s.n, s.in, s.hq, s.hkv);
+    for (int mask : {7, 1, 2, 4}) {
+      DeviceBuffer<float> gx(nanVector(wantDx.size())),
+          gw(nanVector(wantDw.size())), gb(nanVector(wantDb.size()));
+      lap_cuda_linear_heads_backward(mask & 1 ? gx.get() : nullptr,
+                                     mask & 2 ? gw.get() : nullptr,
+                                     mask & 4 ? gb.get() : nullptr, dDq, dDk,
+                                     dDv, dX, dW, s.n, s.in, s.hq, s.hkv);
+      if (mask & 1)
+        expectClose(gx.host(), wantDx, kTolerance, "dx");
+      if (mask & 2)
+        expectClose(gw.host(), wantDw, kTolerance, "dw");
+      if (mask & 4)
+        expectClose(gb.host(), wantDb, kTolerance, "db");
+    }
+  }
+}
+
+} // namespace

@@ -1,0 +1,214 @@
+//===- LossesTest.cpp - lap_cuda_ losses against the CPU's ------------------===//
+//
+// Each kernel and its CPU twin run on the same seeded inputs; outputs start
+// as NaN, so one the kernel skips fails. Targets mix counted rows with
+// ignored ones (-1, and one out of range, which both sides ignore too).
+//
+// Tolerances, relative to the output's largest magnitude:
+//  - 1e-5 for dlogits: elementwise given the row's logsumexp, which both
+//    sides sum in fp32 in different orders (and the CPU's exp and tanh are
+//    polynomials within a few ulp of libm's);
+//  - 1e-4 for losses (sums over rows of sums over a row) and for
+//    linear_cross_entropy's dx and dw (GEMMs over V = 40000 and n rows).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/kernels/cpu/Kernels.h"
+#include "runtime/kernels/cuda/Kernels.h"
+#include "test/unit/cuda/RequireGpu.h"
+#include "test/unit/cuda/kernels/DeviceBuffer.h"
+#include "test/unit/kernels/KernelTestSupport.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace {
+
+using namespace lap::test;
+
+constexpr double kElementwise = 1e-5, kReduction = 1e-4;
+
+/// |got - want| <= tol * max |want| everywhere (NaN fails).
+void expectClose(const std::vector<float> &got, const std::vector<float> &want,
+                 double tol, const char *what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double scale = 0.0;
+  for (float v : want)
+    scale = std::max(scale, std::fabs(double(v)));
+  double worst = 0.0;
+  size_t at = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double d = std::fabs(double(got[i]) - double(want[i]));
+    if (!(d <= worst)) {
+      worst = std::isnan(d) ? INFINITY : d;
+      at = i;
+    }
+  }
+  EXPECT_LE(worst, tol * scale)
+      << what << ": worst at " << at << ", " << got[at] << " vs " << want[at]
+      << " (largest magnitude " << scale << ")";
+}
+
+/// Targets in [0, V), every fifth row ignored (-1) and row 3 out of range.
+std::vector<int32_t> randomTargets(std::mt19937 &rng, int64_t n, int64_t V) {
+  std::uniform_int_distribution<int32_t> pick(0, int32_t(V) - 1);
+  std::vector<int32_t> t(n);
+  for (int64_t i = 0; i < n; ++i)
+    t[i] = i % 5 == 4 ? -1 : pick(rng);
+  if (n > 3)
+    t[3] = int32_t(V) + 2;
+  return t;
+}
+
+struct Options {
+  float smoothing, softcap;
+};
+
+const Options kOptions[] = {
+    {0.0f, 0.0f}, {0.1f, 0.0f}, {0.0f, 5.0f}, {0.1f, 5.0f}};
+
+TEST(CudaLosses, CrossEntropyMatchesCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(1);
+  struct Shape {
+    int64_t n, V;
+  };
+  // V = 3 leaves most of a row's warp idle; V = 1000 strides 512 threads.
+  for (Shape s : {Shape{37, 1000}, Shape{6, 3}, Shape{64, 50}}) {
+    // Logits beyond the cap of 5, so that it bends them.
+    auto logits = randomVector(rng, s.n * s.V, -8.0f, 8.0f);
+    auto targets = randomTargets(rng, s.n, s.V);
+    const float dloss = 0.7f;
+    DeviceBuffer<float> dLogits(logits), dDloss(std::vector<float>{dloss});
+    DeviceBuffer<int32_t> dTargets(targets);
+    for (Options o : kOptions) {
+      std::vector<float> loss(1), dlogits(logits.size());
+      lap_cpu_cross_entropy_forward(loss.data(), logits.data(), targets.data(),
+                                    s.n, s.V, o.smoothing, o.softcap);
+      lap_cpu_cross_entropy_backward(dlogits.data(), &dloss, logits.data(),
+                                     targets.data(), s.n, s.V, o.smoothing,
+                                     o.softcap);
+      DeviceBuffer<float> gLoss(nanVector(1)), gDlogits(nanVector(s.n * s.V));
+      lap_cuda_cross_entropy_forward(gLoss, dLogits, dTargets, s.n, s.V,
+                                     o.smoothing, o.softcap);
+      lap_cuda_cross_entropy_backward(gDlogits, dDloss, dLogits, dTargets, s.n,
+                                      s.V, o.smoothing, o.softcap);
+      expectClose(gLoss.host(), loss, kReduction, "loss");
+      expectClose(gDlogits.host(), dlogits, kElementwise, "dlogits");
+    }
+  }
+}
+
+TEST(CudaLosses, CrossEntropyWithoutCountedRowsIsZero) {
+  REQUIRE_GPU();
+  std::mt19937 rng(2);
+  const int64_t n = 4, V = 7;
+  DeviceBuffer<float> logits(randomVector(rng, n * V)),
+      dloss(std::vector<float>{1.0f});
+  DeviceBuffer<int32_t> ignored(std::vector<int32_t>(n, -1));
+  DeviceBuffer<float> loss(nanVector(1)), dlogits(nanVector(n * V));
+  lap_cuda_cross_entropy_forward(loss, logits, ignored, n, V, 0.1f, 0.0f);
+  lap_cuda_cross_entropy_backward(dlogits, dloss, logits, ignored, n, V, 0.1f,
+                                  0.0f);
+  expectClose(loss.host(), {0.0f}, 0.0, "loss");
+  expectClose(dlogits.host(), std::vector<float>(n * V, 0.0f), 0.0, "dlogits");
+  // No rows at all.
+  DeviceBuffer<float> empty(nanVector(1));
+  lap_cuda_cross_entropy_forward(empty, logits, ignored, 0, V, 0.0f, 0.0f);
+  expectClose(empty.host(), {0.0f}, 0.0, "loss of no rows");
+}
+
+TEST(CudaLosses, LinearCrossEntropyMatchesCpuAcrossChunks) {
+  REQUIRE_GPU();
+  std::mt19937 rng(3);
+  // A chunk is 2^22 / V = 104 rows of logits: n = 220 makes chunks of 104,
+  // 104 and 12 rows, so dw accumulates across chunks.
+  const int64_t n = 220, C = 48, V = 40000;
+  auto x = randomVector(rng, n * C), w = randomVector(rng, V * C);
+  auto targets = randomTargets(rng, n, V);
+  const float dloss = 1.3f;
+  DeviceBuffer<float> dX(x), dW(w), dDloss(std::vector<float>{dloss});
+  DeviceBuffer<int32_t> dTargets(targets);
+  // Logits have a standard deviation of sqrt(C / 9) = 2.3: a cap of 4
+  // bends them.
+  for (Options o : {Options{0.0f, 0.0f}, Options{0.1f, 4.0f}}) {
+    std::vector<float> loss(1), dx(n * C), dw(V * C);
+    lap_cpu_linear_cross_entropy(loss.data(), dx.data(), dw.data(), &dloss,
+                                 x.data(), w.data(), targets.data(), n, C, V,
+                                 o.smoothing, o.softcap);
+    // Both gradients, each alone, and the loss alone.
+    for (int mask : {3, 1, 2, 0}) {
+      DeviceBuffer<float> gLoss(nanVector(1)), gDx(nanVector(n * C)),
+          gDw(nanVector(V * C));
+      lap_cuda_linear_cross_entropy(
+          gLoss, mask & 1 ? gDx.get() : nullptr, mask & 2 ? gDw.get() : nullptr,
+          dDloss, dX, dW, dTargets, n, C, V, o.smoothing, o.softcap);
+      expectClose(gLoss.host(), loss, kReduction, "loss");
+      if (mask & 1)
+        expectClose(gDx.host(), dx, kReduction, "dx");
+      if (mask & 2)
+        expectClose(gDw.host(), dw, kReduction, "dw");
+    }
+  }
+}
+
+TEST(CudaLosses, RowLossesMatchCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(4);
+  struct Shape {
+    int64_t n, K;
+  };
+  for (Shape s : {Shape{37, 300}, Shape{5, 5}, Shape{3, 1500}}) {
+    auto logits = randomVector(rng, s.n * s.K, -3.0f, 3.0f);
+    // Rows summing to 1 (distributions) and rows that do not, where the
+    // gradients' sum(t) factor shows.
+    auto raw = randomVector(rng, s.n * s.K, 0.0f, 1.0f);
+    auto normalised = raw;
+    for (int64_t i = 0; i < s.n; ++i) {
+      float sum = 0.0f;
+      for (int64_t k = 0; k < s.K; ++k)
+        sum += raw[i * s.K + k];
+      for (int64_t k = 0; k < s.K; ++k)
+        normalised[i * s.K + k] /= sum;
+    }
+    const float dloss = 0.9f;
+    DeviceBuffer<float> dLogits(logits), dDloss(std::vector<float>{dloss});
+    for (lap_row_loss kind : {LAP_ROW_LOSS_SOFT_CROSS_ENTROPY,
+                              LAP_ROW_LOSS_BCE_WITH_LOGITS, LAP_ROW_LOSS_DINO})
+      for (const std::vector<float> *targets : {&normalised, &raw}) {
+        const float temperature = 0.1f;
+        std::vector<float> loss(1), dlogits(logits.size());
+        lap_cpu_row_loss_forward(loss.data(), logits.data(), targets->data(),
+                                 s.n, s.K, kind, temperature);
+        lap_cpu_row_loss_backward(dlogits.data(), &dloss, logits.data(),
+                                  targets->data(), s.n, s.K, kind, temperature);
+        DeviceBuffer<float> dTargets(*targets), gLoss(nanVector(1)),
+            gDlogits(nanVector(logits.size()));
+        lap_cuda_row_loss_forward(gLoss, dLogits, dTargets, s.n, s.K, kind,
+                                  temperature);
+        lap_cuda_row_loss_backward(gDlogits, dDloss, dLogits, dTargets, s.n,
+                                   s.K, kind, temperature);
+        SCOPED_TRACE(testing::Message()
+                     << "kind " << int(kind) << ", n " << s.n << ", K " << s.K);
+        expectClose(gLoss.host(), loss, kReduction, "loss");
+        expectClose(gDlogits.host(), dlogits, kElementwise, "dlogits");
+      }
+  }
+}
+
+TEST(CudaLosses, RowLossOfNoRowsIsZero) {
+  REQUIRE_GPU();
+  DeviceBuffer<float> logits(1), targets(1);
+  for (lap_row_loss kind : {LAP_ROW_LOSS_SOFT_CROSS_ENTROPY,
+                            LAP_ROW_LOSS_BCE_WITH_LOGITS, LAP_ROW_LOSS_DINO}) {
+    DeviceBuffer<float> loss(nanVector(1));
+    lap_cuda_row_loss_forward(loss, logits, targets, 0, 8, kind, 0.1f);
+    expectClose(loss.host(), {0.0f}, 0.0, "loss");
+  }
+}
+
+} // namespace

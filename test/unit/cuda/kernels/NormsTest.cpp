@@ -1,0 +1,211 @@
+//===- NormsTest.cpp - lap_cuda_ norms against the CPU's --------------------===//
+//
+// Each kernel and its CPU twin run on the same seeded inputs; outputs start
+// as NaN, so one the kernel skips or accumulates into fails. Nullable
+// outputs are passed null in turn; widths are odd and n = 300 spans several
+// of the column sums' row chunks.
+//
+// Tolerances, relative to the output's largest magnitude:
+//  - 1e-5 for row outputs (dx, y, w, dv, dg): elementwise given the row's
+//    sums, which both sides add in fp32 in different orders;
+//  - 1e-4 for parameter gradients (dw, db, dgamma): column sums over up to
+//    300 rows, chunked differently on the two sides.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/kernels/cpu/Kernels.h"
+#include "runtime/kernels/cuda/Kernels.h"
+#include "test/unit/cuda/RequireGpu.h"
+#include "test/unit/cuda/kernels/DeviceBuffer.h"
+#include "test/unit/kernels/KernelTestSupport.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace {
+
+using namespace lap::test;
+
+constexpr double kElementwise = 1e-5, kReduction = 1e-4;
+
+/// |got - want| <= tol * max |want| everywhere (NaN fails).
+void expectClose(const std::vector<float> &got, const std::vector<float> &want,
+                 double tol, const char *what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double scale = 0.0;
+  for (float v : want)
+    scale = std::max(scale, std::fabs(double(v)));
+  double worst = 0.0;
+  size_t at = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double d = std::fabs(double(got[i]) - double(want[i]));
+    if (!(d <= worst)) {
+      worst = std::isnan(d) ? INFINITY : d;
+      at = i;
+    }
+  }
+  EXPECT_LE(worst, tol * scale)
+      << what << ": worst at " << at << ", " << got[at] << " vs " << want[at]
+      << " (largest magnitude " << scale << ")";
+}
+
+struct Shape {
+  int64_t n, c;
+};
+
+const Shape kShapes[] = {{37, 45}, {300, 96}, {3, 1000}, {130, 1}};
+
+TEST(CudaNorms, LayerNormBackwardMatchesCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(1);
+  const float eps = 1e-5f;
+  for (Shape s : kShapes) {
+    auto x = randomVector(rng, s.n * s.c, -2.0f, 2.0f),
+         dy = randomVector(rng, s.n * s.c), w = randomVector(rng, s.c);
+    DeviceBuffer<float> dX(x), dDy(dy), dW(w);
+    for (bool weighted : {true, false}) {
+      std::vector<float> dx(x.size()), dw(s.c), db(s.c);
+      lap_cpu_layer_norm_backward(dx.data(), dw.data(), db.data(), dy.data(),
+                                  x.data(), weighted ? w.data() : nullptr, s.n,
+                                  s.c, eps);
+      // dw and db each present or null (dx is not nullable).
+      for (int mask : {3, 1, 2, 0}) {
+        DeviceBuffer<float> gx(nanVector(dx.size())), gw(nanVector(s.c)),
+            gb(nanVector(s.c));
+        lap_cuda_layer_norm_backward(
+            gx, mask & 1 ? gw.get() : nullptr, mask & 2 ? gb.get() : nullptr,
+            dDy, dX, weighted ? dW.get() : nullptr, s.n, s.c, eps);
+        expectClose(gx.host(), dx, kElementwise, "dx");
+        if (mask & 1)
+          expectClose(gw.host(), dw, kReduction, "dw");
+        if (mask & 2)
+          expectClose(gb.host(), db, kReduction, "db");
+      }
+    }
+  }
+}
+
+TEST(CudaNorms, ParameterGradientsOfNoRowsAreZero) {
+  REQUIRE_GPU();
+  const int64_t c = 7;
+  DeviceBuffer<float> none(1), w(std::vector<float>(c, 1.0f));
+  DeviceBuffer<float> dw(nanVector(c)), db(nanVector(c)), dr(nanVector(c)),
+      dgamma(nanVector(c));
+  lap_cuda_layer_norm_backward(none, dw, db, none, none, w, 0, c, 1e-5f);
+  lap_cuda_rms_norm_backward(nullptr, dr, none, none, w, 0, c, 1e-5f);
+  lap_cuda_layer_scale_backward(nullptr, dgamma, none, none, w, 0, c);
+  const std::vector<float> zeros(c, 0.0f);
+  expectClose(dw.host(), zeros, 0.0, "layer norm dw");
+  expectClose(db.host(), zeros, 0.0, "layer norm db");
+  expectClose(dr.host(), zeros, 0.0, "rms norm dw");
+  expectClose(dgamma.host(), zeros, 0.0, "dgamma");
+}
+
+TEST(CudaNorms, RmsNormBackwardMatchesCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(2);
+  const float eps = 1e-6f;
+  for (Shape s : kShapes) {
+    auto x = randomVector(rng, s.n * s.c, -2.0f, 2.0f),
+         dy = randomVector(rng, s.n * s.c), w = randomVector(rng, s.c);
+    DeviceBuffer<float> dX(x), dDy(dy), dW(w);
+    for (bool weighted : {true, false}) {
+      std::vector<float> dx(x.size()), dw(s.c);
+      lap_cpu_rms_norm_backward(dx.data(), dw.data(), dy.data(), x.data(),
+                                weighted ? w.data() : nullptr, s.n, s.c, eps);
+      for (int mask : {3, 1, 2}) {
+        DeviceBuffer<float> gx(nanVector(dx.size())), gw(nanVector(s.c));
+        lap_cuda_rms_norm_backward(
+            mask & 1 ? gx.get() : nullptr, mask & 2 ? gw.get() : nullptr, dDy,
+            dX, weighted ? dW.get() : nullptr, s.n, s.c, eps);
+        if (mask & 1)
+          expectClose(gx.host(), dx, kElementwise, "dx");
+        if (mask & 2)
+          expectClose(gw.host(), dw, kReduction, "dw");
+      }
+    }
+  }
+}
+
+TEST(CudaNorms, L2NormalizeMatchesCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(3);
+  // Rows of x have norms near sqrt(c / 3) >= 3.8; row 2, scaled down, falls
+  // under eps, where the clamp holds (forward and backward).
+  const float eps = 0.5f;
+  for (Shape s : {Shape{37, 45}, Shape{8, 300}}) {
+    auto x = randomVector(rng, s.n * s.c), dy = randomVector(rng, s.n * s.c);
+    for (int64_t j = 0; j < s.c; ++j)
+      x[2 * s.c + j] *= 0.01f;
+    DeviceBuffer<float> dX(x), dDy(dy);
+    std::vector<float> y(x.size()), dx(x.size());
+    lap_cpu_l2_normalize_forward(y.data(), x.data(), s.n, s.c, eps);
+    lap_cpu_l2_normalize_backward(dx.data(), dy.data(), x.data(), s.n, s.c,
+                                  eps);
+    DeviceBuffer<float> gy(nanVector(y.size())), gx(nanVector(dx.size()));
+    lap_cuda_l2_normalize_forward(gy, dX, s.n, s.c, eps);
+    lap_cuda_l2_normalize_backward(gx, dDy, dX, s.n, s.c, eps);
+    expectClose(gy.host(), y, kElementwise, "y");
+    expectClose(gx.host(), dx, kElementwise, "dx");
+  }
+}
+
+TEST(CudaNorms, WeightNormMatchesCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(4);
+  struct Rows {
+    int64_t k, d;
+  };
+  for (Rows s : {Rows{37, 45}, Rows{5, 700}}) {
+    auto v = randomVector(rng, s.k * s.d),
+         g = randomVector(rng, s.k, 0.5f, 2.0f),
+         dw = randomVector(rng, s.k * s.d);
+    DeviceBuffer<float> dV(v), dG(g), dDw(dw);
+    std::vector<float> w(v.size()), dv(v.size()), dg(s.k);
+    lap_cpu_weight_norm_forward(w.data(), v.data(), g.data(), s.k, s.d);
+    lap_cpu_weight_norm_backward(dv.data(), dg.data(), dw.data(), v.data(),
+                                 g.data(), s.k, s.d);
+    DeviceBuffer<float> gw(nanVector(w.size()));
+    lap_cuda_weight_norm_forward(gw, dV, dG, s.k, s.d);
+    expectClose(gw.host(), w, kElementwise, "w");
+    for (int mask : {3, 1, 2}) {
+      DeviceBuffer<float> gv(nanVector(dv.size())), gg(nanVector(s.k));
+      lap_cuda_weight_norm_backward(mask & 1 ? gv.get() : nullptr,
+                                    mask & 2 ? gg.get() : nullptr, dDw, dV, dG,
+                                    s.k, s.d);
+      if (mask & 1)
+        expectClose(gv.host(), dv, kElementwise, "dv");
+      if (mask & 2)
+        expectClose(gg.host(), dg, kElementwise, "dg");
+    }
+  }
+}
+
+TEST(CudaNorms, LayerScaleBackwardMatchesCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(5);
+  for (Shape s : kShapes) {
+    auto x = randomVector(rng, s.n * s.c), dy = randomVector(rng, s.n * s.c),
+         gamma = randomVector(rng, s.c);
+    DeviceBuffer<float> dX(x), dDy(dy), dGamma(gamma);
+    std::vector<float> dx(x.size()), dgamma(s.c);
+    lap_cpu_layer_scale_backward(dx.data(), dgamma.data(), dy.data(), x.data(),
+                                 gamma.data(), s.n, s.c);
+    for (int mask : {3, 1, 2}) {
+      DeviceBuffer<float> gx(nanVector(dx.size())), gg(nanVector(s.c));
+      lap_cuda_layer_scale_backward(mask & 1 ? gx.get() : nullptr,
+                                    mask & 2 ? gg.get() : nullptr, dDy, dX,
+                                    dGamma, s.n, s.c);
+      if (mask & 1)
+        expectClose(gx.host(), dx, kElementwise, "dx");
+      if (mask & 2)
+        expectClose(gg.host(), dgamma, kReduction, "dgamma");
+    }
+  }
+}
+
+} // namespace
