@@ -18,6 +18,11 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["lapc", "lap-opt", "lapc-run", "lap-comm-tests"],
                                   [config.lap_tools_dir])
 
+# Tests that build CUDA libraries need the toolkit (ptxas, the CUDA
+# libraries); those that only print GPU code run everywhere.
+if config.lap_have_cuda:
+    config.available_features.add("cuda")
+
 # Data-parallel tests run ranks on this machine: more ranks than cores is
 # fine (--oversubscribe), CI runs as root, and after mpirun's SIGTERM on
 # Ctrl-C the ranks get 10 s to write their checkpoint before SIGKILL.
