@@ -22,6 +22,10 @@ Usage (Debian's PyTorch 1.13 lives in /usr/bin/python3):
         /usr/bin/python3 bench/torch_step.py --spec /tmp/gpt-bench.yaml \\
         --batch 8 --seq 256 --threads 2 --warmup 3 --iters 20 [--optimizer adamw]
 
+On a GPU (bench/gpu/run.sh): --device cuda, fp32 without TF32 as lap
+computes, PyTorch 2's scaled_dot_product_attention; --compile times
+torch.compile(model), compiled during the warm-up.
+
 --batch defaults to train.micro_batch_size and --seq to train.seq_len; an
 image model's sequence is fixed by its image size. The script sets the
 environment variables that torch's speed depends on itself (see below), so a
@@ -253,10 +257,15 @@ class Attention(nn.Module):
         if self.kv != self.h:  # grouped-query: query head h reads kv head h // (H / KV)
             k = k.repeat_interleave(self.h // self.kv, dim=1)
             v = v.repeat_interleave(self.h // self.kv, dim=1)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.d))
-        if mask is not None:
-            att = att.masked_fill(mask, float("-inf"))
-        o = F.softmax(att, dim=-1) @ v
+        if hasattr(F, "scaled_dot_product_attention"):
+            # PyTorch 2's fused attention (flash, memory-efficient or cuDNN)
+            # where it exists: PyTorch at its best. The mask is causal.
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=mask is not None)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.d))
+            if mask is not None:
+                att = att.masked_fill(mask, float("-inf"))
+            o = F.softmax(att, dim=-1) @ v
         if self.mixed:
             o = self.alpha * o + self.beta * v
         o = o.transpose(1, 2).reshape(B, T, self.h * self.d)
@@ -585,6 +594,9 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--compile", action="store_true",
+                        help="time torch.compile(model) (compiled during the warm-up)")
     parser.add_argument("--optimizer", choices=("none", "adamw", "muon"), default="none",
                         help="none: time forward and backward only; adamw or muon: the full "
                              "step (zero grads, forward, backward, clipping, optimizer step)")
@@ -593,7 +605,12 @@ def main():
     with open(args.spec) as f:
         spec = yaml.safe_load(f)
     check_spec(spec)
-    blas = blas_library()
+    cuda = args.device == "cuda"
+    blas = "cublas" if cuda else blas_library()
+    if cuda:
+        # lap computes in fp32 without TF32: so does this baseline.
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
     m, train = spec["model"], spec.get("train") or {}
     kinds = spec["attention"]["kinds"]
     torch.set_num_threads(args.threads)
@@ -621,25 +638,30 @@ def main():
               f"{spec['derived']['parameters']}", file=sys.stderr)
         sys.exit(1)
 
+    model.to(args.device)
     optimizers = [] if args.optimizer == "none" else make_optimizer(args.optimizer, model, spec)
     grad_clip = train.get("grad_clip", 0.0) if optimizers else 0.0
 
-    inputs, targets = make_batch(m, train, batch, seq)
+    inputs, targets = (t.to(args.device) for t in make_batch(m, train, batch, seq))
+    step = torch.compile(model) if args.compile else model
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     times = []
     for i in range(args.warmup + args.iters):
         if not optimizers:
             model.zero_grad(set_to_none=True)
+        sync()
         start = time.perf_counter()
         if optimizers:  # lap's training loop: the whole step is timed
             for opt in optimizers:
                 opt.zero_grad(set_to_none=True)
-        loss = model(inputs, targets)
+        loss = step(inputs, targets)
         loss.backward()
         if optimizers:
             if grad_clip > 0:
                 nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
             for opt in optimizers:
                 opt.step()
+        sync()
         elapsed = time.perf_counter() - start
         if not math.isfinite(loss.item()):
             sys.exit(f"torch_step: loss is {loss.item()}")
@@ -649,6 +671,8 @@ def main():
     print(json.dumps({
         "framework": "pytorch",
         "torch": torch.__version__,
+        "device": torch.cuda.get_device_name() if cuda else "cpu",
+        "compiled": args.compile,
         "threads": torch.get_num_threads(),
         "blas": blas,
         "allocator": allocator(),
@@ -661,6 +685,7 @@ def main():
                         "min": round(min(times), 3), "max": round(max(times), 3)},
         # ru_maxrss is in KiB on Linux.
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "peak_device_bytes": torch.cuda.max_memory_allocated() if cuda else 0,
     }))
 
 

@@ -116,6 +116,8 @@ LoadedModel::LoadedModel(const std::string &path, Devices devices)
                        "; recompile it with this lapc");
     auto manifest = symbol<decltype(&lap_model_manifest)>(
         handle_, "lap_model_manifest", path);
+    setStream_ =
+        symbol<decltype(setStream_)>(handle_, "lap_model_set_stream", path);
     init_ = symbol<decltype(init_)>(handle_, "lap_model_init_params", path);
     forward_ = symbol<decltype(forward_)>(handle_, "lap_model_forward", path);
     trainStep_ =

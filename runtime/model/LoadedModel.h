@@ -54,6 +54,7 @@ public:
   std::string device() const { return manifest_["target"]["device"]; }
 
   // The ABI's functions; errors come back as status codes (see lap/model.h).
+  lap_status setStream(void *stream) const { return setStream_(stream); }
   lap_status initParams(float *params, uint64_t seed) const {
     return init_(params, seed);
   }
@@ -93,6 +94,7 @@ private:
   std::vector<ParameterInfo> parameters_;
   int64_t parameterElements_ = 0, workspaceBytes_ = 0;
   decltype(&lap_model_init_params) init_ = nullptr;
+  decltype(&lap_model_set_stream) setStream_ = nullptr;
   decltype(&lap_model_forward) forward_ = nullptr;
   decltype(&lap_model_train_step) trainStep_ = nullptr;
   decltype(&lap_model_features) features_ = nullptr;

@@ -127,16 +127,36 @@ void expectClose(const float *got, const float *want, size_t n,
     ASSERT_NEAR(got[i], want[i], tolerance * scale) << what << " [" << i << "]";
 }
 
+/// The case's library for `target` ("cpu", "cuda"). CPU libraries are
+/// built for any x86-64-v3 CPU: a GPU machine's CPU need not be this one.
+const std::string &library(const Case &c, const std::string &target) {
+  return compiled(std::string(c.name) + "_" + target, c.yaml, kMaxBatch,
+                  c.image ? 0 : kMaxSeq,
+                  "--target=" + target +
+                      (target == "cpu" ? " --cpu=x86-64-v3" : ""));
+}
+
+// Without a GPU too: the CUDA libraries build and describe the CPU
+// library's parameters. (With LAP_PREBUILT_MODELS=DIR this also leaves
+// both libraries in DIR for a machine without lapc.)
+TEST(ModelOnGpuTest, CudaLibrariesBuildWithTheCpuLibrariesParameters) {
+  for (const Case &c : kCases) {
+    SCOPED_TRACE(c.name);
+    LoadedModel cpu(library(c, "cpu"));
+    LoadedModel gpu(library(c, "cuda"), LoadedModel::Devices::Any);
+    EXPECT_EQ(gpu.device(), "cuda");
+    EXPECT_EQ(gpu.manifest()["target"]["arch"], "sm_90");
+    EXPECT_EQ(gpu.manifest()["parameters"], cpu.manifest()["parameters"]);
+    EXPECT_EQ(gpu.manifest()["model_hash"], cpu.manifest()["model_hash"]);
+  }
+}
+
 TEST(ModelOnGpuTest, CudaLibraryComputesWhatTheCpuLibraryComputes) {
   REQUIRE_GPU();
   for (const Case &c : kCases) {
     SCOPED_TRACE(c.name);
-    int64_t seq = c.image ? 0 : kMaxSeq;
-    ModelRun cpu(
-        compiled(std::string(c.name) + "_cpu", c.yaml, kMaxBatch, seq));
-    LoadedModel gpu(compiled(std::string(c.name) + "_cuda", c.yaml, kMaxBatch,
-                             seq, "--target=cuda"),
-                    LoadedModel::Devices::Any);
+    ModelRun cpu(library(c, "cpu"));
+    LoadedModel gpu(library(c, "cuda"), LoadedModel::Devices::Any);
     ASSERT_EQ(gpu.device(), "cuda");
     ASSERT_EQ(gpu.parameterElements(), cpu.elements());
     size_t paramBytes = size_t(cpu.elements()) * sizeof(float);

@@ -46,10 +46,12 @@ inline int runCommand(const std::string &command, std::string &output) {
 /// Writes `yaml` to DIR/NAME.yaml and compiles it to DIR/NAME.so with lapc
 /// (maxSeq 0: the spec's own, as an image model's must be; `flags` more
 /// options); throws with lapc's output when that fails.
-inline std::string compileSpec(const TempDir &dir, const std::string &name,
-                               const std::string &yaml, int64_t maxBatch,
-                               int64_t maxSeq, const std::string &flags = "") {
-  std::string spec = dir.file(name + ".yaml"), so = dir.file(name + ".so");
+inline std::string compileSpec(const std::filesystem::path &dir,
+                               const std::string &name, const std::string &yaml,
+                               int64_t maxBatch, int64_t maxSeq,
+                               const std::string &flags = "") {
+  std::string spec = (dir / (name + ".yaml")).string(),
+              so = (dir / (name + ".so")).string();
   std::ofstream(spec) << yaml;
   std::string output;
   std::string command =
@@ -66,17 +68,28 @@ inline std::string compileSpec(const TempDir &dir, const std::string &name,
 /// The library of spec `name`, compiled on first use and kept for the rest
 /// of the process in a temporary directory removed at exit: ctest runs each
 /// test in a process of its own, so a test compiles only what it uses.
-/// Names are global to the test executable.
+/// Names are global to the test executable. With LAP_PREBUILT_MODELS=DIR,
+/// DIR/NAME.so is used when it exists and compiled there when not, so the
+/// libraries can be built here and the tests run where lapc is not (a GPU
+/// machine: bench/gpu/prepare.sh).
 inline const std::string &compiled(const std::string &name,
                                    const std::string &yaml, int64_t maxBatch,
                                    int64_t maxSeq,
                                    const std::string &flags = "") {
-  static TempDir dir;
+  static TempDir temporary;
   static std::map<std::string, std::string> paths;
   auto it = paths.find(name);
   if (it != paths.end())
     return it->second;
-  return paths[name] = compileSpec(dir, name, yaml, maxBatch, maxSeq, flags);
+  if (const char *prebuilt = std::getenv("LAP_PREBUILT_MODELS")) {
+    std::filesystem::path dir(prebuilt);
+    if (std::filesystem::exists(dir / (name + ".so")))
+      return paths[name] = (dir / (name + ".so")).string();
+    std::filesystem::create_directories(dir);
+    return paths[name] = compileSpec(dir, name, yaml, maxBatch, maxSeq, flags);
+  }
+  return paths[name] =
+             compileSpec(temporary.path(), name, yaml, maxBatch, maxSeq, flags);
 }
 
 /// A batch that owns its tensors, in manifest "batch" order: tokens and

@@ -1,0 +1,222 @@
+//===- GpuStepBench.cpp - Time a CUDA library's training step ---*- C++ -*-===//
+//
+// lap-gpu-step-bench MODEL.so [--batch N] [--seq N] [--warmup N] [--iters N]
+//
+// Loads a library built with `lapc --target=cuda`, puts parameters,
+// gradients, workspace and one random batch on the GPU and times
+// lap_model_train_step (forward and backward, as bench/torch_step.py's
+// default): each step enqueued on one stream and timed with CUDA events,
+// and the same step captured once in a CUDA graph and replayed. The
+// ceiling is measured in the same run: an fp32 GEMM of 8192^3 through the
+// kernel library's cuBLASLt wrapper (the library computes in fp32 without
+// TF32). Prints one JSON object.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/kernels/cuda/Context.h"
+#include "runtime/kernels/cuda/Gemm.h"
+#include "runtime/model/LoadedModel.h"
+#include "runtime/model/RandomBatch.h"
+
+#include <cuda_runtime.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using namespace lap;
+
+namespace {
+
+void check(cudaError_t status, const char *what) {
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string(what) + ": " +
+                             cudaGetErrorString(status));
+}
+
+int64_t flag(int argc, char **argv, const std::string &name, int64_t fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (argv[i] == name)
+      return std::atoll(argv[i + 1]);
+  return fallback;
+}
+
+/// A device allocation, freed on destruction.
+struct Device {
+  explicit Device(size_t bytes) {
+    check(cudaMalloc(&data, std::max<size_t>(bytes, 1)), "cudaMalloc");
+  }
+  ~Device() { cudaFree(data); }
+  template <typename T> T *as() const { return static_cast<T *>(data); }
+  void *data = nullptr;
+};
+
+/// Milliseconds of each of `iters` runs of `body` after `warmup`, by events.
+template <typename F>
+std::vector<double> timeRuns(cudaStream_t stream, int64_t warmup, int64_t iters,
+                             F body) {
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  std::vector<double> ms;
+  for (int64_t i = 0; i < warmup + iters; ++i) {
+    check(cudaEventRecord(start, stream), "cudaEventRecord");
+    body(i);
+    check(cudaEventRecord(stop, stream), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "a timed step");
+    float t = 0;
+    check(cudaEventElapsedTime(&t, start, stop), "cudaEventElapsedTime");
+    if (i >= warmup)
+      ms.push_back(t);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(ms.begin(), ms.end());
+  return ms;
+}
+
+nlohmann::json summary(const std::vector<double> &ms) {
+  return {
+      {"median", ms[ms.size() / 2]}, {"min", ms.front()}, {"max", ms.back()}};
+}
+
+/// TFLOP/s of an fp32 8192^3 GEMM through the library's cuBLASLt wrapper.
+double gemmCeiling(cudaStream_t stream) {
+  const int64_t n = 8192;
+  Device a(n * n * 4), b(n * n * 4), c(n * n * 4);
+  // Random operands: a product of zeros runs faster than real data.
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  std::vector<float> host(size_t(n * n));
+  for (Device *d : {&a, &b}) {
+    for (float &x : host)
+      x = value(rng);
+    check(cudaMemcpy(d->data, host.data(), n * n * 4, cudaMemcpyHostToDevice),
+          "cudaMemcpy");
+  }
+  lap::cuda::setStream(stream);
+  std::vector<double> ms = timeRuns(stream, 2, 5, [&](int64_t) {
+    lap::cuda::gemm('N', 'T', n, n, n, a.as<float>(), n, b.as<float>(), n, 0.0f,
+                    c.as<float>(), n);
+  });
+  if (std::string failure = lap::cuda::takeFailure(); !failure.empty())
+    throw std::runtime_error(failure);
+  return 2.0 * n * n * n / (ms[ms.size() / 2] * 1e-3) / 1e12;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::cerr << "usage: lap-gpu-step-bench MODEL.so [--batch N] [--seq N] "
+                 "[--warmup N] [--iters N]\n";
+    return 2;
+  }
+  try {
+    LoadedModel model(argv[1], LoadedModel::Devices::Any);
+    if (model.device() != "cuda")
+      throw std::runtime_error(std::string(argv[1]) +
+                               " is not a CUDA library (lapc --target=cuda)");
+    const auto &m = model.manifest();
+    int64_t batch = flag(argc, argv, "--batch", model.maxBatch());
+    int64_t seq = flag(argc, argv, "--seq", model.maxSeq());
+    int64_t warmup = flag(argc, argv, "--warmup", 3);
+    int64_t iters = flag(argc, argv, "--iters", 20);
+
+    cudaStream_t stream;
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+          "cudaStreamCreate");
+    cudaDeviceProp prop;
+    check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+    double ceiling = gemmCeiling(stream);
+
+    auto ok = [&](lap_status s) {
+      if (s != LAP_OK)
+        throw std::runtime_error(model.lastError());
+    };
+    ok(model.setStream(stream));
+    Device params(model.parameterElements() * 4),
+        grads(model.parameterElements() * 4), workspace(model.workspaceBytes()),
+        loss(4);
+    ok(model.initParams(params.as<float>(), 1));
+
+    // The batch on the device, in manifest order.
+    RandomBatch host(m, batch, seq, 1);
+    std::vector<std::unique_ptr<Device>> tensors;
+    std::vector<const void *> pointers;
+    for (size_t i = 0; i < host.buffers.size(); ++i) {
+      size_t bytes = host.buffers[i]->bytes;
+      tensors.push_back(std::make_unique<Device>(bytes));
+      check(cudaMemcpy(tensors.back()->data, host.pointers[i], bytes,
+                       cudaMemcpyHostToDevice),
+            "copying the batch");
+      pointers.push_back(tensors.back()->data);
+    }
+    lap_batch view = host.view;
+    view.tensors = pointers.data();
+
+    auto step = [&](int64_t i) {
+      ok(model.trainStep(params.as<float>(), grads.as<float>(), &view,
+                         uint64_t(i), workspace.data, loss.as<float>()));
+    };
+    std::vector<double> eager = timeRuns(stream, warmup, iters, step);
+
+    // One step captured, replayed: the launches' host cost gone.
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+          "cudaStreamBeginCapture");
+    step(0);
+    check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+    check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+    std::vector<double> replay = timeRuns(stream, warmup, iters, [&](int64_t) {
+      check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+    });
+    float lossValue = 0;
+    check(cudaMemcpy(&lossValue, loss.data, 4, cudaMemcpyDeviceToHost),
+          "reading the loss");
+
+    const auto &derived = m["derived"];
+    bool text = derived.contains("flops_per_token.train_step");
+    double flopsPerSample =
+        text ? double(derived["flops_per_token.train_step"]) * double(seq)
+             : double(derived["flops_per_image.train_step"]);
+    double median = replay[replay.size() / 2];
+    double tflops = flopsPerSample * double(batch) / (median * 1e-3) / 1e12;
+    size_t freeBytes = 0, totalBytes = 0;
+    cudaMemGetInfo(&freeBytes, &totalBytes);
+
+    nlohmann::json out{
+        {"framework", "lap"},
+        {"device", prop.name},
+        {"model", m["name"]},
+        {"precision", "fp32"},
+        {"batch", batch},
+        {"seq", seq},
+        {"parameters", model.parameterElements()},
+        {"loss", lossValue},
+        {"ms_per_step", summary(replay)},
+        {"ms_per_step_without_graph", summary(eager)},
+        {"samples_per_s", double(batch) / (median * 1e-3)},
+        {"tokens_per_s", text ? double(batch * seq) / (median * 1e-3) : 0.0},
+        {"tflops", tflops},
+        {"fp32_gemm_tflops", ceiling},
+        {"fraction_of_fp32_gemm", tflops / ceiling},
+        {"planned_bytes", 2 * model.parameterElements() * 4 +
+                              model.workspaceBytes() + host.bytes()},
+        {"device_bytes_in_use", int64_t(totalBytes - freeBytes)},
+    };
+    std::cout << out.dump() << "\n";
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    return 0;
+  } catch (const std::exception &e) {
+    std::cerr << "lap-gpu-step-bench: error: " << e.what() << "\n";
+    return 2;
+  }
+}

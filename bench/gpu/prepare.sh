@@ -1,0 +1,45 @@
+#!/bin/bash
+# Builds here what bench/gpu/run.sh runs on a machine with a GPU, which has
+# CUDA, cmake and PyTorch but no MLIR (so no lapc): the CUDA test and
+# benchmark binaries, the shared libraries they need beyond glibc,
+# libstdc++ and CUDA's own (oneDNN, Highway, libgomp: the CPU twins the
+# tests compare with), the model libraries they load (CPU and CUDA
+# libraries of the whole-model test's specs; CUDA libraries of the
+# benchmark specs) and the resolved specs of the PyTorch baseline.
+# Writes build/gpu-prebuilt.tar.xz: carry it with the run.
+#
+#   bench/gpu/prepare.sh && <on the GPU machine> bench/gpu/run.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+# The benchmark models and the micro-batch each is timed at on the GPU.
+source bench/gpu/models.sh
+
+ninja -C build lapc lap-cuda-kernel-tests lap-cuda-model-tests \
+  lap-gpu-step-bench >/dev/null
+out=build/gpu-prebuilt
+rm -rf "$out" && mkdir -p "$out"/{bin,lib,models,specs}
+cp build/bin/{lap-cuda-kernel-tests,lap-cuda-model-tests,lap-gpu-step-bench} \
+  "$out/bin/"
+
+# The whole-model test's libraries, built by the test itself.
+LAP_PREBUILT_MODELS="$PWD/$out/models" build/bin/lap-cuda-model-tests \
+  --gtest_filter='*Build*' >/dev/null
+
+for entry in "${GPU_BENCH_MODELS[@]}"; do
+  read -r name batch <<<"$entry"
+  build/bin/lapc "bench/specs/$name.yaml" --target=cuda --max-batch "$batch" \
+    -o "$out/models/$name.cuda.so"
+  build/bin/lapc "bench/specs/$name.yaml" --emit=spec >"$out/specs/$name.yaml"
+done
+
+# Every library the binaries and models load that a CUDA image may lack.
+for file in "$out"/bin/* "$out"/models/*.so; do
+  ldd "$file" | awk '/=> \// {print $3}'
+done | sort -u | grep -v -E \
+  '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s)\.so|libcuda|libcublas|libnccl' |
+  while read -r lib; do cp -L "$lib" "$out/lib/"; done
+
+strip "$out"/bin/*
+tar -C build -cJf build/gpu-prebuilt.tar.xz gpu-prebuilt
+ls -l build/gpu-prebuilt.tar.xz

@@ -1,0 +1,72 @@
+#!/bin/bash
+# On a machine with an NVIDIA GPU: the CUDA tests, then one training step
+# (forward and backward) of each benchmark model, lap against PyTorch eager
+# and torch.compile on the same GPU in the same run. Takes what
+# bench/gpu/prepare.sh built here (build/gpu-prebuilt.tar.xz: that machine
+# has no MLIR, so no lapc); needs nvidia-smi, python3 with torch and
+# pyyaml. About 6 minutes on an H200. JSON and logs go to $OUT (or
+# build/gpu-results); a table is printed last.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+source bench/gpu/models.sh
+out=${OUT:-build/gpu-results}
+mkdir -p "$out"
+tar -C build -xJf build/gpu-prebuilt.tar.xz || exit 1
+pre=$PWD/build/gpu-prebuilt
+export LD_LIBRARY_PATH=$pre/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm \
+  --format=csv,noheader | tee "$out/gpu.txt"
+for binary in "$pre"/bin/*; do
+  if ldd "$binary" | grep -q 'not found'; then
+    echo "$binary: missing libraries:"; ldd "$binary" | grep 'not found'
+  fi
+done
+
+# Tests: every CUDA kernel against its CPU twin, whole models against the
+# CPU library of the same spec.
+timeout 240 "$pre/bin/lap-cuda-kernel-tests" \
+  --gtest_output="json:$out/kernel-tests.json" >"$out/kernel-tests.log" 2>&1
+echo "kernel tests: exit $?"
+grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/kernel-tests.log" | head -40
+LAP_PREBUILT_MODELS=$pre/models timeout 120 "$pre/bin/lap-cuda-model-tests" \
+  --gtest_output="json:$out/model-tests.json" >"$out/model-tests.log" 2>&1
+echo "model tests: exit $?"
+grep -E '^\[  (PASSED|FAILED|SKIPPED) |Failure|error' "$out/model-tests.log" | head -20
+
+# A training step: lap (graph replay and plain), PyTorch eager, compiled.
+for entry in "${GPU_BENCH_MODELS[@]}"; do
+  read -r name batch <<<"$entry"
+  timeout 90 "$pre/bin/lap-gpu-step-bench" "$pre/models/$name.cuda.so" \
+    --batch "$batch" --warmup 3 --iters 20 >"$out/$name.lap.json" \
+    2>"$out/$name.lap.err" || cat "$out/$name.lap.err"
+  timeout 90 python3 bench/torch_step.py --spec "$pre/specs/$name.yaml" \
+    --device cuda --batch "$batch" --warmup 3 --iters 20 \
+    >"$out/$name.torch.json" 2>"$out/$name.torch.err" || tail -3 "$out/$name.torch.err"
+  timeout 200 python3 bench/torch_step.py --spec "$pre/specs/$name.yaml" \
+    --device cuda --compile --batch "$batch" --warmup 5 --iters 20 \
+    >"$out/$name.torch-compile.json" 2>"$out/$name.torch-compile.err" ||
+    tail -3 "$out/$name.torch-compile.err"
+done
+
+python3 - "$out" "${GPU_BENCH_MODELS[@]}" <<'PY'
+import json, sys
+out, models = sys.argv[1], [m.split()[0] for m in sys.argv[2:]]
+def load(path):
+    try:
+        return json.load(open(path))
+    except (OSError, ValueError):
+        return None
+print(f"\n{'model':<11} {'lap ms':>8} {'(no graph)':>10} {'TFLOP/s':>8} "
+      f"{'of fp32 GEMM':>12} {'torch ms':>9} {'compiled':>9} {'speed-up':>9}")
+for m in models:
+    lap, eager, compiled = (load(f"{out}/{m}.{k}.json")
+                            for k in ("lap", "torch", "torch-compile"))
+    ms = lambda r: r["ms_per_step"]["median"] if r else float("nan")
+    best = min(ms(eager), ms(compiled))
+    print(f"{m:<11} {ms(lap):8.2f} "
+          f"{lap['ms_per_step_without_graph']['median'] if lap else float('nan'):10.2f} "
+          f"{lap['tflops'] if lap else float('nan'):8.1f} "
+          f"{lap['fraction_of_fp32_gemm'] if lap else float('nan'):12.2f} "
+          f"{ms(eager):9.2f} {ms(compiled):9.2f} {best / ms(lap):8.2f}x")
+PY
