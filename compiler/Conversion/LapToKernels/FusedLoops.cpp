@@ -77,11 +77,13 @@ private:
     });
     chunk = Value();
     // In the outputs' order, as everything here: the same code every time.
+    // Columns are independent (a target may run them at once); on the CPU
+    // one chunk of them, as the sum is short.
     for (auto [sum, out] : nest.outputs) {
       Value partial = nest.partials.lookup(sum);
       if (!partial)
         continue;
-      lb.loop(width, [&](Value j) {
+      lb.parallel(width, shape.width, [&](Value j) {
         lb.store(lb.sumInOrder(count,
                                [&](Value c) {
                                  return lb.load(partial,

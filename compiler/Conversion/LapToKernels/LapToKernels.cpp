@@ -442,7 +442,8 @@ LogicalResult Emitter::emitOp(Operation *op) {
           return c.emitError("only splat f32 tensor constants are supported");
         Value y = buffer(c.getResult());
         Value v = lb.f32(dense.getSplatValue<float>());
-        lb.loop(numel(c.getResult()), [&](Value i) { lb.store(v, y, i); });
+        lb.parallel(numel(c.getResult()), kElementGrain,
+                    [&](Value i) { lb.store(v, y, i); });
         return success();
       })
       .Case([&](FusionOp a) { return fusion(a); })
@@ -593,11 +594,12 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](InterpolatePositionsGradOp a) {
-        LAP_CALL(interpolate_positions_backward, buf(a.getGradInput()),
-                 buf(a.getGradOutput()), i64(a.getKeep()),
-                 i64(positionGridSide(a.getGradInput().getType(), a.getKeep())),
-                 i64(positionGridSide(a.getGradOutput().getType(), a.getKeep())),
-                 lastArg(a.getGradOutput()));
+        LAP_CALL(
+            interpolate_positions_backward, buf(a.getGradInput()),
+            buf(a.getGradOutput()), i64(a.getKeep()),
+            i64(positionGridSide(a.getGradInput().getType(), a.getKeep())),
+            i64(positionGridSide(a.getGradOutput().getType(), a.getKeep())),
+            lastArg(a.getGradOutput()));
         return success();
       })
       .Case([&](LayerNormGradOp a) {

@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/RegionUtils.h"
 
@@ -42,7 +43,7 @@ public:
 
     SmallVector<func::FuncOp> functions = entries();
     for (func::FuncOp f : functions) {
-      if (failed(wrapHostStores(f)))
+      if (failed(wrapHostMemoryCode(f)))
         return failure();
       SmallVector<scf::ParallelOp> loops;
       for (auto loop : f.getBody().getOps<scf::ParallelOp>())
@@ -104,26 +105,63 @@ private:
   }
 
   //--- Kernels ---------------------------------------------------------------
-  /// A store outside any loop (the kernel form's seed of the loss
-  /// gradient) becomes a loop of one iteration, and so a kernel. Nothing
-  /// else outside loops may touch memory.
-  LogicalResult wrapHostStores(func::FuncOp f) {
-    for (Operation &op : llvm::make_early_inc_range(f.getBody().getOps())) {
-      if (isa<memref::LoadOp>(op))
-        return op.emitError("the CUDA target reads no device memory on the "
-                            "host");
-      auto store = dyn_cast<memref::StoreOp>(op);
-      if (!store)
-        continue;
-      OpBuilder b(store);
-      Location loc = store.getLoc();
+  /// Whether `op` reads or writes memory (a load, a store, a loop of them).
+  static bool touchesMemory(Operation *op) {
+    if (isa<lapk::CallOp, scf::ParallelOp, memref::ViewOp, memref::GetGlobalOp,
+            lapk::NullOp>(op))
+      return false;
+    return !isMemoryEffectFree(op);
+  }
+
+  /// What the kernel form does with memory outside its parallel loops (the
+  /// loss gradient's seed, a layer's learned head coefficients: a few
+  /// stores; sequential loops) runs as a kernel of one iteration: the host
+  /// touches no device memory. Each run of such ops, with the pure ops
+  /// only they use, moves into one loop; a value read from memory and used
+  /// after the run would have to come back to the host, and is refused.
+  LogicalResult wrapHostMemoryCode(func::FuncOp f) {
+    Block &body = f.getBody().front();
+    SmallVector<Operation *> run;
+    auto flush = [&]() -> LogicalResult {
+      if (run.empty())
+        return success();
+      llvm::SetVector<Operation *> moved;
+      for (Operation *op : llvm::reverse(run)) {
+        bool usedOnlyInside = llvm::all_of(op->getUsers(), [&](Operation *u) {
+          return moved.contains(f.getBody().findAncestorOpInRegion(*u));
+        });
+        if (touchesMemory(op) || (!op->use_empty() && usedOnlyInside))
+          moved.insert(op);
+      }
+      for (Operation *op : moved)
+        for (Operation *user : op->getUsers())
+          if (!moved.contains(f.getBody().findAncestorOpInRegion(*user)))
+            return op->emitError("the CUDA target reads no device memory "
+                                 "on the host");
+      OpBuilder b(run.back()->getBlock(), ++run.back()->getIterator());
+      Location loc = run.front()->getLoc();
       Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
       Value one = b.create<arith::ConstantIndexOp>(loc, 1);
       auto loop = b.create<scf::ParallelOp>(loc, ValueRange{zero},
                                             ValueRange{one}, ValueRange{one});
-      store->moveBefore(loop.getBody()->getTerminator());
+      for (Operation *op : run)
+        if (moved.contains(op))
+          op->moveBefore(loop.getBody()->getTerminator());
+      run.clear();
+      return success();
+    };
+    for (Operation &op : llvm::make_early_inc_range(body)) {
+      if (touchesMemory(&op) ||
+          (!run.empty() && isMemoryEffectFree(&op) &&
+           !isa<scf::ParallelOp, memref::ViewOp, memref::GetGlobalOp>(op) &&
+           !op.hasTrait<OpTrait::IsTerminator>())) {
+        run.push_back(&op);
+        continue;
+      }
+      if (failed(flush()))
+        return failure();
     }
-    return success();
+    return flush();
   }
 
   /// `loop` as kernel @<parent>_loop_<k>(values..., n): thread i of the

@@ -15,9 +15,11 @@ def LapkToCUDA : Pass<"lapk-to-cuda", "::mlir::ModuleOp"> {
       one thread per iteration (iterations past n do nothing); the host
       enqueues it on the call's stream through `lap_cuda_launch(name, n,
       frame, slots)`, the values it uses in an on-stack frame of 8-byte
-      slots, as kernel parameters. A store the kernel form makes outside a
-      loop (the loss gradient's seed) becomes a kernel of one iteration:
-      the host touches no device memory.
+      slots, as kernel parameters. What the kernel form does with memory
+      outside its loops (the loss gradient's seed, learned head
+      coefficients) becomes a kernel of one iteration: the host touches no
+      device memory, and a value read from it that the host would need is
+      an error.
     - constants (`memref.global`) live in the GPU module; the host passes
       them to kernels at their device address (`lap_cuda_symbol`).
     - `lapk.call "k"` becomes a call of `lap_cuda_k` (runtime/kernels/cuda/

@@ -96,10 +96,13 @@ func.func @forward(%w: tensor<8x8xf32> {lap.name = "w", lap.parameter},
 // CHECK: %[[A:.*]] = arith.addf %[[P]], %[[G]] : f32
 // CHECK: memref.store %[[A]], %[[PARTIAL]]
 // CHECK: } {lapk.grain = 1 : i64}
-// CHECK: scf.for
+// The chunks' partial sums, added in chunk order: the columns are
+// independent (one chunk of them on the CPU, a thread each on a GPU).
+// CHECK: scf.parallel (%{{.*}}) = (%c0) to (%c8) step (%c1) {
 // CHECK: scf.for %{{.*}} = %c0 to %[[CHUNKS]] step %c1 iter_args
 // CHECK: arith.addf %{{.*}}, %{{.*}} : f32
 // CHECK: memref.store %{{.*}}, %[[SUM]]
+// CHECK: } {lapk.grain = 8 : i64}
 // CHECK: lapk.profile_end "lap.fusion"
 // CHECK: %[[NONE:.*]] = lapk.null : memref<8xf32>
 // CHECK: lapk.call "linear_backward"(%{{.*}}, %[[DW]], %[[NONE]],

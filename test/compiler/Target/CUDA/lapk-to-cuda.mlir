@@ -26,6 +26,14 @@ memref.global "private" constant @lap_coefficients_0 : memref<2xf32> = dense<[1.
 // CHECK: call @lap_cuda_launch(
 // CHECK-NOT: memref.store
 // CHECK: return
+// Memory code outside loops (a layer's learned head coefficients: loads
+// and stores) runs as one kernel of one iteration, the pure ops only it
+// uses moved along.
+// CHECK-LABEL: func.func @lap_gen_coefficients(
+// CHECK-NOT: memref.load
+// CHECK: call @lap_cuda_launch(
+// CHECK-NOT: memref.store
+// CHECK: return
 
 // The GPU module holds the constants (public: the runtime finds them by
 // name) and one kernel per loop, one thread per iteration.
@@ -40,6 +48,11 @@ memref.global "private" constant @lap_coefficients_0 : memref<2xf32> = dense<[1.
 // CHECK-NOT: math.tanh
 // CHECK: gpu.return
 // CHECK: gpu.func @lap_gen_step_loop_1(%{{.*}}: memref<1xf32>, %{{.*}}: i64) kernel
+// CHECK: memref.store
+// CHECK: gpu.func @lap_gen_coefficients_loop_0(%{{.*}}: memref<4xf32>, %{{.*}}: memref<4xf32>, %{{.*}}: i64) kernel
+// CHECK: memref.load
+// CHECK: arith.negf
+// CHECK: memref.store
 // CHECK: memref.store
 // Kernels are declared from Kernels.def.
 // CHECK-DAG: func.func private @lap_cuda_linear_forward(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64)
@@ -77,5 +90,19 @@ func.func @lap_gen_step(%params: memref<768xi8>, %ws: memref<4096xi8>,
     scf.reduce
   } {lapk.grain = 512 : i64}
   memref.store %one, %seed_buffer[%c0] : memref<1xf32>
+  return
+}
+
+func.func @lap_gen_coefficients(%params: memref<16xi8>, %ws: memref<16xi8>,
+                                %B: index, %T: index, %seed: i64, %first: i64)
+    attributes {lapk.entry = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %learned = memref.view %params[%c0][] : memref<16xi8> to memref<4xf32>
+  %out = memref.view %ws[%c0][] : memref<16xi8> to memref<4xf32>
+  %a = memref.load %learned[%c0] : memref<4xf32>
+  %minus = arith.negf %a : f32
+  memref.store %a, %out[%c0] : memref<4xf32>
+  memref.store %minus, %out[%c1] : memref<4xf32>
   return
 }
