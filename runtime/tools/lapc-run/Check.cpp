@@ -2,10 +2,12 @@
 //
 // Runs the model once on random data: a smoke test of a compiled library
 // that prints what a user wants to see first (the loss at init is near
-// log(classes); every gradient is finite).
+// log(classes); every gradient is finite). On the library's device: a CUDA
+// library runs on the GPU, its buffers in GPU memory.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/model/DeviceMemory.h"
 #include "runtime/model/LoadedModel.h"
 #include "runtime/model/RandomBatch.h"
 #include "runtime/tools/lapc-run/Commands.h"
@@ -30,7 +32,7 @@ double seconds(std::chrono::steady_clock::time_point since) {
 } // namespace
 
 int lap::cli::check(const CheckOptions &options) {
-  LoadedModel model(options.model);
+  LoadedModel model(options.model, LoadedModel::Devices::Any);
   const auto &m = model.manifest();
   int64_t batch = options.batch ? options.batch : model.maxBatch();
   int64_t seq = options.seq ? options.seq : model.maxSeq();
@@ -47,34 +49,61 @@ int lap::cli::check(const CheckOptions &options) {
         "--max-seq sets the maximum)",
         options.model, seq, model.maxSeq()));
 
-  AlignedBuffer params(model.parameterElements() * 4);
-  AlignedBuffer grads(model.parameterElements() * 4);
-  AlignedBuffer workspace(model.workspaceBytes());
   auto status = [&](lap_status s) {
     if (s != LAP_OK)
       throw std::runtime_error(options.model + ": " + model.lastError());
   };
+  if (model.device() == "cuda" && model.kernelIsas().empty())
+    throw std::runtime_error(options.model + ": no GPU here runs its " +
+                             model.kernelIsa() + " code (lapc-run info " +
+                             options.model + " describes it)");
+  DeviceMemory memory(model);
+  using Buffer = DeviceMemory::Buffer;
+  size_t parameterBytes = size_t(model.parameterElements()) * 4;
+  Buffer params(memory, parameterBytes), grads(memory, parameterBytes),
+      workspace(memory, model.workspaceBytes()), loss(memory, 4);
   status(model.initParams(params.as<float>(), options.seed));
   RandomBatch data(m, batch, seq, options.seed);
+  std::vector<std::unique_ptr<Buffer>> tensors;
+  std::vector<const void *> pointers;
+  for (size_t i = 0; i < data.buffers.size(); ++i) {
+    tensors.push_back(std::make_unique<Buffer>(memory, data.buffers[i]->bytes));
+    memory.upload(tensors.back()->data, data.pointers[i],
+                  tensors.back()->bytes);
+    pointers.push_back(tensors.back()->data);
+  }
+  lap_batch view = data.view;
+  view.tensors = pointers.data();
 
   int64_t logits = elementsAt(
       m["outputs"][1]["shape"].get<std::vector<int64_t>>(), batch, seq);
-  AlignedBuffer logitBuffer(size_t(logits) * 4);
+  Buffer logitBuffer(memory, size_t(logits) * 4);
 
+  // Each time ends when the result is on the host (a GPU's call returns
+  // once its work is queued).
   float forwardLoss = 0, trainLoss = 0;
   auto start = std::chrono::steady_clock::now();
-  status(model.forward(params.as<float>(), &data.view, workspace.data,
-                       &forwardLoss, logitBuffer.as<float>()));
+  status(model.forward(params.as<float>(), &view, workspace.data,
+                       loss.as<float>(), logitBuffer.as<float>()));
+  memory.download(&forwardLoss, loss.data, 4);
   double forwardTime = seconds(start);
   start = std::chrono::steady_clock::now();
-  status(model.trainStep(params.as<float>(), grads.as<float>(), &data.view,
-                         options.seed, workspace.data, &trainLoss));
+  status(model.trainStep(params.as<float>(), grads.as<float>(), &view,
+                         options.seed, workspace.data, loss.as<float>()));
+  memory.download(&trainLoss, loss.data, 4);
   double trainTime = seconds(start);
+  std::vector<float> hostParams(model.parameterElements()),
+      hostGrads(model.parameterElements());
+  memory.download(hostParams.data(), params.data, parameterBytes);
+  memory.download(hostGrads.data(), grads.data, parameterBytes);
 
   fmt::print(
       "model {}: batch {}, sequence {}, seed {}; code for {}, kernels {}\n",
       m["name"].get<std::string>(), batch, seq, options.seed,
-      m["target"]["cpu"].get<std::string>(), model.kernelIsa());
+      model.device() == "cuda"
+          ? "cuda " + m["target"]["arch"].get<std::string>()
+          : m["target"]["cpu"].get<std::string>(),
+      model.kernelIsa());
   fmt::print("forward     loss {:.6f}  ({:.1f} ms)\n", forwardLoss,
              forwardTime * 1e3);
   fmt::print("train_step  loss {:.6f}  ({:.1f} ms)\n", trainLoss,
@@ -85,8 +114,7 @@ int lap::cli::check(const CheckOptions &options) {
   for (const ParameterInfo &p : model.parameters()) {
     double g = 0, w = 0;
     for (int64_t i = 0; i < p.elements; ++i) {
-      double gi = grads.as<float>()[p.offset + i],
-             wi = params.as<float>()[p.offset + i];
+      double gi = hostGrads[p.offset + i], wi = hostParams[p.offset + i];
       g += gi * gi;
       w += wi * wi;
     }
@@ -106,8 +134,9 @@ int lap::cli::check(const CheckOptions &options) {
       double(data.bytes());
   fmt::print(
       "\nmemory      planned {:.1f} MiB (parameters, gradients, workspace, "
-      "batch, logits); peak RSS {:.1f} MiB\n",
-      planned / (1 << 20), double(usage.ru_maxrss) / 1024);
+      "batch, logits{}); peak RSS {:.1f} MiB\n",
+      planned / (1 << 20), model.device() == "cuda" ? ", on the GPU" : "",
+      double(usage.ru_maxrss) / 1024);
   if (!finite) {
     fmt::print(stderr,
                "lapc-run: check failed: a loss or gradient is not finite\n");
