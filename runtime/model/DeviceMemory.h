@@ -39,6 +39,9 @@ public:
     const DeviceMemory &memory;
   };
 
+  /// Whether the device's memory is the host's (a CPU library).
+  bool onHost() const { return !cuda; }
+
   /// Copies `bytes` from the host to the device.
   void upload(void *to, const void *from, size_t bytes) const;
   /// Copies `bytes` from the device to the host, after the work queued on

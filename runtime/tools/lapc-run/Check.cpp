@@ -64,13 +64,14 @@ int lap::cli::check(const CheckOptions &options) {
       workspace(memory, model.workspaceBytes()), loss(memory, 4);
   status(model.initParams(params.as<float>(), options.seed));
   RandomBatch data(m, batch, seq, options.seed);
+  // A GPU's batch is a copy on the device.
   std::vector<std::unique_ptr<Buffer>> tensors;
-  std::vector<const void *> pointers;
-  for (size_t i = 0; i < data.buffers.size(); ++i) {
+  std::vector<const void *> pointers = data.pointers;
+  for (size_t i = 0; i < data.buffers.size() && !memory.onHost(); ++i) {
     tensors.push_back(std::make_unique<Buffer>(memory, data.buffers[i]->bytes));
     memory.upload(tensors.back()->data, data.pointers[i],
                   tensors.back()->bytes);
-    pointers.push_back(tensors.back()->data);
+    pointers[i] = tensors.back()->data;
   }
   lap_batch view = data.view;
   view.tensors = pointers.data();
@@ -92,10 +93,17 @@ int lap::cli::check(const CheckOptions &options) {
                          options.seed, workspace.data, loss.as<float>()));
   memory.download(&trainLoss, loss.data, 4);
   double trainTime = seconds(start);
-  std::vector<float> hostParams(model.parameterElements()),
-      hostGrads(model.parameterElements());
-  memory.download(hostParams.data(), params.data, parameterBytes);
-  memory.download(hostGrads.data(), grads.data, parameterBytes);
+  // Parameters and gradients where the host reads them.
+  const float *hostParams = params.as<float>(), *hostGrads = grads.as<float>();
+  std::vector<float> copies;
+  if (!memory.onHost()) {
+    copies.resize(2 * size_t(model.parameterElements()));
+    memory.download(copies.data(), params.data, parameterBytes);
+    memory.download(copies.data() + model.parameterElements(), grads.data,
+                    parameterBytes);
+    hostParams = copies.data();
+    hostGrads = copies.data() + model.parameterElements();
+  }
 
   fmt::print(
       "model {}: batch {}, sequence {}, seed {}; code for {}, kernels {}\n",
