@@ -89,6 +89,10 @@ private:
   void passConstantsByDeviceAddress(func::FuncOp f) {
     for (auto get : llvm::make_early_inc_range(
              f.getBody().getOps<memref::GetGlobalOp>())) {
+      if (get->use_empty()) {
+        get.erase();
+        continue;
+      }
       OpBuilder b(get);
       Location loc = get.getLoc();
       StringRef name = get.getName();

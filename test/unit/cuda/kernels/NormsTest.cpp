@@ -108,8 +108,11 @@ TEST(CudaNorms, ParameterGradientsOfNoRowsAreZero) {
 TEST(CudaNorms, RmsNormBackwardMatchesCpu) {
   REQUIRE_GPU();
   std::mt19937 rng(2);
-  const float eps = 1e-6f;
   for (Shape s : kShapes) {
+    // One column makes dx = g r (1 - x^2 r^2) a difference of nearly equal
+    // terms when eps is small: rounding, not the kernel, would decide the
+    // comparison. A large eps keeps that case well conditioned.
+    const float eps = s.c == 1 ? 0.5f : 1e-6f;
     auto x = randomVector(rng, s.n * s.c, -2.0f, 2.0f),
          dy = randomVector(rng, s.n * s.c), w = randomVector(rng, s.c);
     DeviceBuffer<float> dX(x), dDy(dy), dW(w);
