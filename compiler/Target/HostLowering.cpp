@@ -6,7 +6,9 @@
 #include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Transforms/Passes.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 using namespace mlir;
 using namespace lap;
@@ -92,6 +94,21 @@ Value HostLowering::cString(OpBuilder &b, Location loc, StringRef symbol,
                              b.getStringAttr(bytes));
   }
   return b.create<LLVM::AddressOfOp>(loc, ptrType, symbol);
+}
+
+void HostLowering::valuesUsedBy(scf::ParallelOp loop,
+                                SmallVectorImpl<Operation *> &cloned,
+                                SetVector<Value> &captures) {
+  SetVector<Value> used;
+  getUsedValuesDefinedAbove(loop.getRegion(), used);
+  for (Value v : used) {
+    Operation *def = v.getDefiningOp();
+    if (def && (def->hasTrait<OpTrait::ConstantLike>() ||
+                isa<memref::GetGlobalOp>(def)))
+      cloned.push_back(def);
+    else
+      captures.insert(v);
+  }
 }
 
 func::FuncOp HostLowering::declare(StringRef name, FunctionType type) {

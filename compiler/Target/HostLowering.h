@@ -18,9 +18,12 @@
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
+
+#include "llvm/ADT/SetVector.h"
 
 #include <string>
 
@@ -55,6 +58,12 @@ protected:
   /// A pointer to `text` as a C string in an internal global `symbol`.
   mlir::Value cString(mlir::OpBuilder &b, mlir::Location loc,
                       llvm::StringRef symbol, llvm::StringRef text);
+  /// The values `loop`'s body uses from above: constants and globals, which
+  /// code running the body clones (they fold there: a trip count, a
+  /// coefficient), and the others, which it must be passed.
+  static void valuesUsedBy(mlir::scf::ParallelOp loop,
+                           llvm::SmallVectorImpl<mlir::Operation *> &cloned,
+                           llvm::SetVector<mlir::Value> &captures);
   /// Declares `name` (private) with `type` unless the module has it.
   mlir::func::FuncOp declare(llvm::StringRef name, mlir::FunctionType type);
 

@@ -68,19 +68,11 @@ private:
     if (loop.getNumLoops() != 1 || loop.getNumResults() != 0)
       return loop.emitError("a parallel loop of the kernel form has one "
                             "dimension and no results");
-    // Constants are cloned into the body, where they fold (a loop's trip
-    // count, a coefficient); the other values it uses travel in the frame.
-    SetVector<Value> used, captures;
+    // Constants are cloned into the body; the other values it uses travel
+    // in the frame.
+    SetVector<Value> captures;
     SmallVector<Operation *> cloned;
-    getUsedValuesDefinedAbove(loop.getRegion(), used);
-    for (Value v : used) {
-      Operation *def = v.getDefiningOp();
-      if (def && (def->hasTrait<OpTrait::ConstantLike>() ||
-                  isa<memref::GetGlobalOp>(def)))
-        cloned.push_back(def);
-      else
-        captures.insert(v);
-    }
+    valuesUsedBy(loop, cloned, captures);
 
     OpBuilder b(loop);
     Value frame = storeFrame(b, loc, captures.getArrayRef());

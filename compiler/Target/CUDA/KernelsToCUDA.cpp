@@ -177,17 +177,9 @@ private:
     if (loop.getNumLoops() != 1 || loop.getNumResults() != 0)
       return loop.emitError("a parallel loop of the kernel form has one "
                             "dimension and no results");
-    SetVector<Value> used, captures;
+    SetVector<Value> captures;
     SmallVector<Operation *> cloned;
-    getUsedValuesDefinedAbove(loop.getRegion(), used);
-    for (Value v : used) {
-      Operation *def = v.getDefiningOp();
-      if (def && (def->hasTrait<OpTrait::ConstantLike>() ||
-                  isa<memref::GetGlobalOp>(def)))
-        cloned.push_back(def);
-      else
-        captures.insert(v);
-    }
+    valuesUsedBy(loop, cloned, captures);
     SmallVector<Type> parameters;
     for (Value v : captures)
       parameters.push_back(v.getType().isIndex() ? i64 : v.getType());

@@ -5,15 +5,14 @@
 // parameters must equal the CPU's bit for bit (one generator, run on the
 // host), its loss, logits and every gradient agree within 1e-4 of each
 // tensor's largest magnitude (fp32 on both; GEMMs, attention and
-// reductions sum in other orders on the GPU). Models: GPT-2-style
-// (learned positions, LayerNorm with bias, GELU, dropout), nanochat-style
-// (RMSNorm, ReLU², softcap, GQA, QK-norm) and a DeiT-3-style ViT (LayerScale,
-// drop path), each with mixed head kinds; dropout and drop path draw the
-// same masks on both. Skipped, saying so, without a GPU.
+// reductions sum in other orders on the GPU). Models: the whole-model
+// tests' three with mixed head kinds (MixedKindModels.h); dropout and drop
+// path draw the same masks on both. Skipped, saying so, without a GPU.
 //
 //===----------------------------------------------------------------------===//
 
 #include "test/unit/cuda/RequireGpu.h"
+#include "test/unit/model/MixedKindModels.h"
 #include "test/unit/model/ModelTestSupport.h"
 
 #include <cuda_runtime.h>
@@ -23,78 +22,9 @@
 
 using namespace lap;
 using namespace lap::test;
+using namespace lap::test::mixed;
 
 namespace {
-
-const char *kGpt2 = R"(model:
-  family: gpt
-  layers: 2
-  width: 64
-  heads: 4
-  activation: gelu_tanh
-  norm: {type: layernorm, bias: true}
-  positions: {type: learned}
-  bias: true
-  tied_embeddings: true
-  vocab: 96
-  context: 32
-  dropout: 0.1
-  init: {distribution: normal, std: 0.2}
-attention:
-  kinds: [attn, laplacian, attn, laplacian]
-)";
-
-const char *kNanochat = R"(model:
-  family: gpt
-  layers: 2
-  width: 64
-  heads: 4
-  kv_heads: 2
-  activation: relu2
-  norm: {type: rmsnorm, weight: false}
-  embedding_norm: true
-  positions: {type: rope}
-  qk_norm: true
-  bias: false
-  logit_softcap: 15
-  vocab: 96
-  context: 32
-  init: {distribution: uniform, std: fan_in, embedding_std: 1.0, head_std: 0.3}
-attention:
-  laplacian_heads: 2
-)";
-
-const char *kVit = R"(model:
-  family: vit
-  layers: 2
-  width: 64
-  heads: 4
-  mlp_ratio: 2
-  activation: gelu
-  norm: {type: layernorm, eps: 1.0e-6}
-  qk_norm: true
-  positions: {type: learned, patches_only: true}
-  image_size: 16
-  patch: 4
-  channels: 3
-  classes: 5
-  layer_scale: 0.1
-  drop_path: 0.3
-  init: {distribution: trunc_normal, std: 0.2, head_std: 0.3}
-attention:
-  kinds: [attn, laplacian, attn, laplacian]
-)";
-
-struct Case {
-  const char *name, *yaml;
-  bool image;
-};
-
-const Case kCases[] = {{"gpt2", kGpt2, false},
-                       {"nanochat", kNanochat, false},
-                       {"vit", kVit, true}};
-
-constexpr int64_t kMaxBatch = 3, kMaxSeq = 32;
 
 /// A device copy of `bytes` at `host` (null for none), freed on destruction.
 struct DeviceCopy {
@@ -169,7 +99,9 @@ TEST(ModelOnGpuTest, CudaLibraryComputesWhatTheCpuLibraryComputes) {
     std::vector<float> initial = params.read<float>();
     ASSERT_EQ(0, std::memcmp(initial.data(), cpu.param(), paramBytes));
 
-    Batch b = c.image ? imageBatch(3, 3, 16, 5, 5) : textBatch(3, 29, 96, 5);
+    Batch b = c.image
+                  ? imageBatch(kMaxBatch, kChannels, kImageSide, kClasses, 5)
+                  : textBatch(kMaxBatch, 13, kVocab, 5);
     std::vector<float> wantLogits;
     float wantLoss = cpu.forward(b, &wantLogits);
     float wantTrainLoss = cpu.trainStep(b);

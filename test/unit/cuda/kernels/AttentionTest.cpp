@@ -68,8 +68,9 @@ std::vector<float> coefficientsFor(const Case &c) {
 /// magnitude (at least 1); infinite entries (lse of a row without keys)
 /// must match exactly. Reports the count and the worst entry, not every
 /// one.
-void expectClose(const std::vector<float> &got, const std::vector<float> &want,
-                 double tol, const char *what) {
+void expectAttentionClose(const std::vector<float> &got,
+                          const std::vector<float> &want, double tol,
+                          const char *what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   double largest = 1.0;
   for (float w : want)
@@ -130,8 +131,8 @@ void check(const Case &c, uint32_t seed) {
   DeviceBuffer<float> go(nanVector(nq)), glse(nanVector(nl));
   lap_cuda_attention_forward(go, glse, gq, gk, gv, gcoefficients, c.B, c.T, c.S,
                              c.H, c.KV, c.D, scale, causal);
-  expectClose(go.host(), o, kForwardTolerance, "o");
-  expectClose(glse.host(), lse, kForwardTolerance, "lse");
+  expectAttentionClose(go.host(), o, kForwardTolerance, "o");
+  expectAttentionClose(glse.host(), lse, kForwardTolerance, "lse");
 
   DeviceBuffer<float> cpuO(o), cpuLse(lse);
   DeviceBuffer<float> gdq(nanVector(nq)), gdk(nanVector(nk)),
@@ -140,12 +141,12 @@ void check(const Case &c, uint32_t seed) {
                               c.learned ? gdcoefficients.get() : nullptr, gdout,
                               gq, gk, gv, cpuO, cpuLse, gcoefficients, c.B, c.T,
                               c.S, c.H, c.KV, c.D, scale, causal);
-  expectClose(gdq.host(), dq, kBackwardTolerance, "dq");
-  expectClose(gdk.host(), dk, kBackwardTolerance, "dk");
-  expectClose(gdv.host(), dv, kBackwardTolerance, "dv");
+  expectAttentionClose(gdq.host(), dq, kBackwardTolerance, "dq");
+  expectAttentionClose(gdk.host(), dk, kBackwardTolerance, "dk");
+  expectAttentionClose(gdv.host(), dv, kBackwardTolerance, "dv");
   if (c.learned) {
-    expectClose(gdcoefficients.host(), dcoefficients, kBackwardTolerance,
-                "dcoefficients");
+    expectAttentionClose(gdcoefficients.host(), dcoefficients,
+                         kBackwardTolerance, "dcoefficients");
   } else { // null: nothing written, so the NaN stay
     for (float x : gdcoefficients.host())
       EXPECT_TRUE(std::isnan(x)) << "dcoefficients written though null";

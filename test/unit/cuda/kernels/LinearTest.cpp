@@ -31,27 +31,6 @@ using namespace lap::test;
 
 constexpr double kTolerance = 1e-4;
 
-/// |got - want| <= tol * max |want| everywhere (NaN fails).
-void expectClose(const std::vector<float> &got, const std::vector<float> &want,
-                 double tol, const char *what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  double scale = 0.0;
-  for (float v : want)
-    scale = std::max(scale, std::fabs(double(v)));
-  double worst = 0.0;
-  size_t at = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    double d = std::fabs(double(got[i]) - double(want[i]));
-    if (!(d <= worst)) {
-      worst = std::isnan(d) ? INFINITY : d;
-      at = i;
-    }
-  }
-  EXPECT_LE(worst, tol * scale)
-      << what << ": worst at " << at << ", " << got[at] << " vs " << want[at]
-      << " (largest magnitude " << scale << ")";
-}
-
 struct Shape {
   int64_t n, in, out;
 };

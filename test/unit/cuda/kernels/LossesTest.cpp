@@ -32,27 +32,6 @@ using namespace lap::test;
 
 constexpr double kElementwise = 1e-5, kReduction = 1e-4;
 
-/// |got - want| <= tol * max |want| everywhere (NaN fails).
-void expectClose(const std::vector<float> &got, const std::vector<float> &want,
-                 double tol, const char *what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  double scale = 0.0;
-  for (float v : want)
-    scale = std::max(scale, std::fabs(double(v)));
-  double worst = 0.0;
-  size_t at = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    double d = std::fabs(double(got[i]) - double(want[i]));
-    if (!(d <= worst)) {
-      worst = std::isnan(d) ? INFINITY : d;
-      at = i;
-    }
-  }
-  EXPECT_LE(worst, tol * scale)
-      << what << ": worst at " << at << ", " << got[at] << " vs " << want[at]
-      << " (largest magnitude " << scale << ")";
-}
-
 /// Targets in [0, V), every fifth row ignored (-1) and row 3 out of range.
 std::vector<int32_t> randomTargets(std::mt19937 &rng, int64_t n, int64_t V) {
   std::uniform_int_distribution<int32_t> pick(0, int32_t(V) - 1);
