@@ -1,14 +1,12 @@
 //===- Dropout.cu - counter-based dropout masks -----------------*- C++ -*-===//
 //
-// The masks are the CPU's bit for bit: the same splitMix (SplitMix.h, shared
-// with the device), the same per-(seed, key) stream and the same integer
-// threshold. maskStream (the CPU's `stream`), survivalThreshold and
-// survivorScale repeat the host arithmetic of runtime/kernels/cpu/
-// Dropout.cpp, whose helpers are private to that file: change both together.
+// The masks are the CPU's bit for bit: the same splitMix (SplitMix.h, host
+// and device code) and the same stream, threshold and scale
+// (runtime/kernels/DropoutMask.h).
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/kernels/cpu/SplitMix.h"
+#include "runtime/kernels/DropoutMask.h"
 #include "runtime/kernels/cuda/Context.h"
 #include "runtime/kernels/cuda/Kernels.h"
 
@@ -18,28 +16,11 @@
 using lap::splitMix;
 using lap::cuda::blocksFor;
 using lap::cuda::kBlock;
+using lap::dropout::maskStream;
+using lap::dropout::survivalThreshold;
+using lap::dropout::survivorScale;
 
 namespace {
-
-/// The per-(seed, key) stream; element i hashes splitMix(stream + i).
-uint64_t maskStream(uint64_t seed, int64_t key) {
-  return splitMix(seed ^ (uint64_t(key) * 0xD1B54A32D192ED03ull));
-}
-
-/// The smallest 24-bit draw (u >> 40) that survives: ceil(rate * 2^24),
-/// clamped to [0, 2^24]; NaN drops everything.
-uint64_t survivalThreshold(float rate) {
-  constexpr double kOne = 16777216.0; // 2^24
-  if (std::isnan(rate))
-    return uint64_t(kOne);
-  double t = std::ceil(double(rate) * kOne);
-  return t <= 0.0 ? 0 : uint64_t(std::min(t, kOne));
-}
-
-/// 1 / (1 - rate), or 0 when nothing survives (avoids 0 * inf).
-float survivorScale(float rate) {
-  return rate < 1.0f ? 1.0f / (1.0f - rate) : 0.0f;
-}
 
 // x, y [n]; y may be x: each element is read, then written, by one thread.
 __global__ void dropoutKernel(float *y, const float *x, int64_t n,
