@@ -6,12 +6,20 @@
 #include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 using namespace mlir;
 using namespace lap;
+
+LogicalResult lap::approximateMath(ModuleOp module) {
+  RewritePatternSet patterns(module.getContext());
+  populateMathPolynomialApproximationPatterns(patterns);
+  return applyPatternsAndFoldGreedily(module, std::move(patterns));
+}
 
 void lap::buildHostToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());

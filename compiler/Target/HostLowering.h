@@ -29,6 +29,11 @@
 
 namespace lap {
 
+/// tanh, erf, exp and log as MLIR's polynomials, on every target: the
+/// targets compute the same functions (vectorisable on the CPU, no libm or
+/// libdevice calls).
+mlir::LogicalResult approximateMath(mlir::ModuleOp module);
+
 /// What remains of host code after a target's lowering (scf, arith, math,
 /// memref, func) to the LLVM dialect: MLIR's conversions.
 void buildHostToLLVMPipeline(mlir::OpPassManager &pm);

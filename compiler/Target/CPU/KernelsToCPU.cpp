@@ -14,10 +14,6 @@
 #include "compiler/Target/HostLowering.h"
 #include "dialects/Lapk/IR/LapkOps.h"
 
-#include "mlir/Dialect/Math/Transforms/Passes.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
-#include "mlir/Transforms/RegionUtils.h"
-
 namespace lap {
 #define GEN_PASS_DEF_LAPKTOCPU
 #include "compiler/Target/CPU/Passes.h.inc"
@@ -165,10 +161,7 @@ struct LapkToCPUPass : lap::impl::LapkToCPUBase<LapkToCPUPass> {
     ModuleOp module = getOperation();
     if (failed(CPULowering(module).run()))
       return signalPassFailure();
-    // tanh and erf as polynomials: vectorisable, no libm calls.
-    RewritePatternSet patterns(&getContext());
-    populateMathPolynomialApproximationPatterns(patterns);
-    if (failed(applyPatternsAndFoldGreedily(module, std::move(patterns))))
+    if (failed(approximateMath(module)))
       return signalPassFailure();
   }
 };

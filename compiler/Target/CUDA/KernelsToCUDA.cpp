@@ -13,10 +13,7 @@
 #include "dialects/Lapk/IR/LapkOps.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
-#include "mlir/Transforms/RegionUtils.h"
 
 namespace lap {
 #define GEN_PASS_DEF_LAPKTOCUDA
@@ -242,12 +239,7 @@ struct LapkToCUDAPass : lap::impl::LapkToCUDABase<LapkToCUDAPass> {
     ModuleOp module = getOperation();
     if (failed(CUDALowering(module).run()))
       return signalPassFailure();
-    // The CPU's polynomials for tanh, erf, exp and log (KernelsToCPU.cpp):
-    // both targets compute the same functions, and no libdevice call is
-    // left for them.
-    RewritePatternSet patterns(&getContext());
-    populateMathPolynomialApproximationPatterns(patterns);
-    if (failed(applyPatternsAndFoldGreedily(module, std::move(patterns))))
+    if (failed(approximateMath(module)))
       return signalPassFailure();
     // The polynomials' fused multiply-adds as LLVM's intrinsic, which NVPTX
     // emits as fma.rn (MLIR 19's GPU-to-NVVM conversion has no math.fma).
