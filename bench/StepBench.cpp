@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bench/FmaPeak.h"
+#include "bench/StepArgs.h"
 #include "runtime/kernels/cpu/Parallel.h"
 #include "runtime/model/LoadedModel.h"
 #include "runtime/model/RandomBatch.h"
@@ -34,15 +35,10 @@
 #include <string>
 
 using namespace lap;
+using lap::bench::flag;
+using lap::bench::option;
 
 namespace {
-
-std::string option(int argc, char **argv, const std::string &name) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (argv[i] == name)
-      return argv[i + 1];
-  return "";
-}
 
 /// The optimizer of the model's spec, as `type` ("adamw" or "muon").
 std::unique_ptr<lap::train::Optimizer> makeOptimizer(const LoadedModel &model,
@@ -58,13 +54,6 @@ std::unique_ptr<lap::train::Optimizer> makeOptimizer(const LoadedModel &model,
   gradClip = spec.train.gradClip;
   return std::make_unique<lap::train::Optimizer>(lap::train::tensorsOf(model),
                                                  config);
-}
-
-int64_t flag(int argc, char **argv, const std::string &name, int64_t fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (argv[i] == name)
-      return std::atoll(argv[i + 1]);
-  return fallback;
 }
 
 } // namespace
@@ -123,14 +112,8 @@ int main(int argc, char **argv) {
     std::sort(ms.begin(), ms.end());
     double median = ms[ms.size() / 2];
 
-    // FLOPs of a step: per token (gpt, at the spec's sequence length) or per
-    // image, from the spec's derived values.
-    const auto &derived = m["derived"];
-    bool text = derived.contains("flops_per_token.train_step");
-    double flopsPerSample =
-        text ? double(derived["flops_per_token.train_step"]) * double(seq)
-             : double(derived["flops_per_image.train_step"]);
-    double gflops = flopsPerSample * double(batch) / (median * 1e-3) / 1e9;
+    double gflops =
+        bench::trainStepFlops(m, batch, seq) / (median * 1e-3) / 1e9;
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
     int64_t planned =

@@ -13,8 +13,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "bench/StepArgs.h"
 #include "runtime/kernels/cuda/Context.h"
 #include "runtime/kernels/cuda/Gemm.h"
+#include "runtime/model/DeviceMemory.h"
 #include "runtime/model/LoadedModel.h"
 #include "runtime/model/RandomBatch.h"
 
@@ -30,6 +32,7 @@
 #include <vector>
 
 using namespace lap;
+using lap::bench::flag;
 
 namespace {
 
@@ -39,14 +42,7 @@ void check(cudaError_t status, const char *what) {
                              cudaGetErrorString(status));
 }
 
-int64_t flag(int argc, char **argv, const std::string &name, int64_t fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (argv[i] == name)
-      return std::atoll(argv[i + 1]);
-  return fallback;
-}
-
-/// A device allocation, freed on destruction.
+/// A device allocation, freed on destruction (the ceiling's operands).
 struct Device {
   explicit Device(size_t bytes) {
     check(cudaMalloc(&data, std::max<size_t>(bytes, 1)), "cudaMalloc");
@@ -140,25 +136,15 @@ int main(int argc, char **argv) {
         throw std::runtime_error(model.lastError());
     };
     ok(model.setStream(stream));
-    Device params(model.parameterElements() * 4),
-        grads(model.parameterElements() * 4), workspace(model.workspaceBytes()),
-        loss(4);
+    DeviceMemory memory(model);
+    using Buffer = DeviceMemory::Buffer;
+    Buffer params(memory, model.parameterElements() * 4),
+        grads(memory, model.parameterElements() * 4),
+        workspace(memory, model.workspaceBytes()), loss(memory, 4);
     ok(model.initParams(params.as<float>(), 1));
-
-    // The batch on the device, in manifest order.
     RandomBatch host(m, batch, seq, 1);
-    std::vector<std::unique_ptr<Device>> tensors;
-    std::vector<const void *> pointers;
-    for (size_t i = 0; i < host.buffers.size(); ++i) {
-      size_t bytes = host.buffers[i]->bytes;
-      tensors.push_back(std::make_unique<Device>(bytes));
-      check(cudaMemcpy(tensors.back()->data, host.pointers[i], bytes,
-                       cudaMemcpyHostToDevice),
-            "copying the batch");
-      pointers.push_back(tensors.back()->data);
-    }
-    lap_batch view = host.view;
-    view.tensors = pointers.data();
+    DeviceBatch onDevice(memory, host);
+    const lap_batch &view = onDevice.view;
 
     auto step = [&](int64_t i) {
       ok(model.trainStep(params.as<float>(), grads.as<float>(), &view,
@@ -178,16 +164,12 @@ int main(int argc, char **argv) {
       check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
     });
     float lossValue = 0;
-    check(cudaMemcpy(&lossValue, loss.data, 4, cudaMemcpyDeviceToHost),
-          "reading the loss");
+    memory.download(&lossValue, loss.data, 4);
 
-    const auto &derived = m["derived"];
-    bool text = derived.contains("flops_per_token.train_step");
-    double flopsPerSample =
-        text ? double(derived["flops_per_token.train_step"]) * double(seq)
-             : double(derived["flops_per_image.train_step"]);
+    bool text = m["family"] == "gpt";
     double median = replay[replay.size() / 2];
-    double tflops = flopsPerSample * double(batch) / (median * 1e-3) / 1e12;
+    double tflops =
+        bench::trainStepFlops(m, batch, seq) / (median * 1e-3) / 1e12;
     size_t freeBytes = 0, totalBytes = 0;
     cudaMemGetInfo(&freeBytes, &totalBytes);
 

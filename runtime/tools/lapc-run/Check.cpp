@@ -64,17 +64,8 @@ int lap::cli::check(const CheckOptions &options) {
       workspace(memory, model.workspaceBytes()), loss(memory, 4);
   status(model.initParams(params.as<float>(), options.seed));
   RandomBatch data(m, batch, seq, options.seed);
-  // A GPU's batch is a copy on the device.
-  std::vector<std::unique_ptr<Buffer>> tensors;
-  std::vector<const void *> pointers = data.pointers;
-  for (size_t i = 0; i < data.buffers.size() && !memory.onHost(); ++i) {
-    tensors.push_back(std::make_unique<Buffer>(memory, data.buffers[i]->bytes));
-    memory.upload(tensors.back()->data, data.pointers[i],
-                  tensors.back()->bytes);
-    pointers[i] = tensors.back()->data;
-  }
-  lap_batch view = data.view;
-  view.tensors = pointers.data();
+  DeviceBatch onDevice(memory, data);
+  const lap_batch &view = onDevice.view;
 
   int64_t logits = elementsAt(
       m["outputs"][1]["shape"].get<std::vector<int64_t>>(), batch, seq);

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/model/DeviceMemory.h"
 #include "test/unit/cuda/RequireGpu.h"
 #include "test/unit/model/MixedKindModels.h"
 #include "test/unit/model/ModelTestSupport.h"
@@ -26,26 +27,24 @@ using namespace lap::test::mixed;
 
 namespace {
 
-/// A device copy of `bytes` at `host` (null for none), freed on destruction.
-struct DeviceCopy {
-  DeviceCopy(const void *host, size_t bytes) : bytes(bytes) {
-    EXPECT_EQ(cudaMalloc(&data, std::max<size_t>(bytes, 1)), cudaSuccess);
-    if (host)
-      cudaMemcpy(data, host, bytes, cudaMemcpyHostToDevice);
-    else
-      cudaMemset(data, 0, bytes);
-  }
-  ~DeviceCopy() { cudaFree(data); }
-  template <typename T> std::vector<T> read() const {
-    std::vector<T> out(bytes / sizeof(T));
-    EXPECT_EQ(cudaMemcpy(out.data(), data, bytes, cudaMemcpyDeviceToHost),
-              cudaSuccess);
-    return out;
-  }
-  template <typename T> T *as() const { return static_cast<T *>(data); }
-  void *data = nullptr;
-  size_t bytes;
-};
+using Buffer = DeviceMemory::Buffer;
+
+/// A device copy of `host`.
+template <typename T>
+std::unique_ptr<Buffer> copyOf(const DeviceMemory &memory,
+                               const std::vector<T> &host) {
+  auto buffer = std::make_unique<Buffer>(memory, host.size() * sizeof(T));
+  memory.upload(buffer->data, host.data(), buffer->bytes);
+  return buffer;
+}
+
+/// The contents of `buffer`, once the device's queued work has run.
+template <typename T>
+std::vector<T> read(const DeviceMemory &memory, const Buffer &buffer) {
+  std::vector<T> out(buffer.bytes / sizeof(T));
+  memory.download(out.data(), buffer.data, buffer.bytes);
+  return out;
+}
 
 /// Within `tolerance` of the tensor's largest magnitude, element by element.
 void expectClose(const float *got, const float *want, size_t n,
@@ -93,10 +92,11 @@ TEST(ModelOnGpuTest, CudaLibraryComputesWhatTheCpuLibraryComputes) {
 
     // Initialisation: the same values, put on the device.
     ASSERT_EQ(cpu.model.initParams(cpu.param(), 7), LAP_OK);
-    DeviceCopy params(nullptr, paramBytes), grads(nullptr, paramBytes),
-        workspace(nullptr, size_t(gpu.workspaceBytes()));
+    DeviceMemory memory(gpu);
+    Buffer params(memory, paramBytes), grads(memory, paramBytes),
+        workspace(memory, size_t(gpu.workspaceBytes()));
     ASSERT_EQ(gpu.initParams(params.as<float>(), 7), LAP_OK) << gpu.lastError();
-    std::vector<float> initial = params.read<float>();
+    std::vector<float> initial = read<float>(memory, params);
     ASSERT_EQ(0, std::memcmp(initial.data(), cpu.param(), paramBytes));
 
     Batch b = c.image
@@ -107,30 +107,27 @@ TEST(ModelOnGpuTest, CudaLibraryComputesWhatTheCpuLibraryComputes) {
     float wantTrainLoss = cpu.trainStep(b);
 
     // The batch on the device, in manifest order.
-    std::vector<std::unique_ptr<DeviceCopy>> tensors;
+    std::unique_ptr<Buffer> tensors[2];
     if (c.image) {
-      tensors.push_back(std::make_unique<DeviceCopy>(
-          b.images.data(), b.images.size() * sizeof(float)));
-      tensors.push_back(std::make_unique<DeviceCopy>(
-          b.distributions.data(), b.distributions.size() * sizeof(float)));
+      tensors[0] = copyOf(memory, b.images);
+      tensors[1] = copyOf(memory, b.distributions);
     } else {
-      tensors.push_back(std::make_unique<DeviceCopy>(
-          b.tokens.data(), b.tokens.size() * sizeof(int32_t)));
-      tensors.push_back(std::make_unique<DeviceCopy>(
-          b.targets.data(), b.targets.size() * sizeof(int32_t)));
+      tensors[0] = copyOf(memory, b.tokens);
+      tensors[1] = copyOf(memory, b.targets);
     }
     std::vector<const void *> pointers = {tensors[0]->data, tensors[1]->data};
     lap_batch view{b.batch, b.seq, 2, pointers.data()};
-    DeviceCopy loss(nullptr, sizeof(float)),
-        logits(nullptr, wantLogits.size() * sizeof(float));
+    Buffer loss(memory, sizeof(float)),
+        logits(memory, wantLogits.size() * sizeof(float));
 
     ASSERT_EQ(gpu.forward(params.as<float>(), &view, workspace.data,
                           loss.as<float>(), logits.as<float>()),
               LAP_OK)
         << gpu.lastError();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_NEAR(loss.read<float>()[0], wantLoss, 1e-4f * std::abs(wantLoss));
-    expectClose(logits.read<float>().data(), wantLogits.data(),
+    EXPECT_NEAR(read<float>(memory, loss)[0], wantLoss,
+                1e-4f * std::abs(wantLoss));
+    expectClose(read<float>(memory, logits).data(), wantLogits.data(),
                 wantLogits.size(), "logits");
 
     ASSERT_EQ(gpu.trainStep(params.as<float>(), grads.as<float>(), &view, 0,
@@ -138,9 +135,9 @@ TEST(ModelOnGpuTest, CudaLibraryComputesWhatTheCpuLibraryComputes) {
               LAP_OK)
         << gpu.lastError();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_NEAR(loss.read<float>()[0], wantTrainLoss,
+    EXPECT_NEAR(read<float>(memory, loss)[0], wantTrainLoss,
                 1e-4f * std::abs(wantTrainLoss));
-    std::vector<float> got = grads.read<float>();
+    std::vector<float> got = read<float>(memory, grads);
     for (const ParameterInfo &p : gpu.parameters())
       expectClose(got.data() + p.offset, cpu.grad() + p.offset,
                   size_t(p.elements), "gradient of " + p.name);
