@@ -43,6 +43,9 @@ public:
   virtual bool supports(dsl::Precision precision) const = 0;
   /// Adds what the target's passes need registered in a context.
   virtual void registerDialects(mlir::DialectRegistry &registry) const {}
+  /// Whether this lapc can make the target's code (--emit=target and
+  /// beyond); false with an error printed when it cannot.
+  virtual bool canGenerateCode() const { return true; }
   /// The passes from the kernel form to this target's code in MLIR.
   virtual void buildLowering(mlir::OpPassManager &pm) const = 0;
   /// The manifest's `target` object: the device and what the code needs.

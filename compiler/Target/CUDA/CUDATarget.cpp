@@ -73,6 +73,16 @@ public:
     lap::registerCUDADialects(registry);
   }
 
+  // The cubin needs ptxas and libdevice, the library CUDA's libraries.
+  bool canGenerateCode() const override {
+    if (*LAP_CUDA_TOOLKIT)
+      return true;
+    llvm::errs() << "lapc: error: this lapc was built without CUDA, so it "
+                    "cannot build CUDA code (--emit=gpu and --emit=ptx work "
+                    "without it)\n";
+    return false;
+  }
+
   void buildLowering(OpPassManager &pm) const override {
     lap::buildCUDALoweringPipeline(pm);
   }
@@ -98,12 +108,6 @@ public:
 
   LogicalResult link(llvm::Module &module, const std::string &path,
                      const char *argv0) const override {
-    if (!*LAP_CUDA_LIBRARY_DIR) {
-      llvm::errs() << "lapc: error: this lapc was built without CUDA, so it "
-                      "cannot link a CUDA library (--emit=gpu and --emit=ptx "
-                      "work without it)\n";
-      return failure();
-    }
     lap::RuntimeLibraries libraries;
     libraries.entry = "libLapModelEntryCUDA.a";
     libraries.kernels = "libLapKernelsCUDA.a";

@@ -348,6 +348,8 @@ ExitCode emitModule(const lap::dsl::Spec &spec, const lap::Target &target,
       return InternalError;
     return Success;
   }
+  if (!target.canGenerateCode())
+    return BadInput;
   code = runPasses(
       *module, [&](mlir::OpPassManager &pm) { target.buildLowering(pm); },
       InternalError);
