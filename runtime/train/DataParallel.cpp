@@ -32,9 +32,9 @@ std::string receiveText(comm::Communicator &comm, int from) {
 
 DataParallel::DataParallel(comm::Communicator &comm,
                            std::vector<TensorInfo> tensors, int64_t elements,
-                           bool zero)
-    : communicator(comm), table(std::move(tensors)), elements(elements),
-      sharded(zero) {
+                           bool zero, TrainDevice &device)
+    : communicator(comm), device(device), table(std::move(tensors)),
+      elements(elements), sharded(zero) {
   std::sort(table.begin(), table.end(),
             [](const TensorInfo &a, const TensorInfo &b) {
               return a.offset < b.offset;
@@ -80,7 +80,8 @@ float *DataParallel::reduce(float *accumulated, float *scratch) {
 
 std::optional<std::string>
 DataParallel::firstNonFinite(const float *reduced) const {
-  std::optional<size_t> bad = firstNonFiniteTensor(reduced, mine);
+  std::optional<size_t> bad =
+      firstNonFiniteTensor(squaredNormPartials(reduced, mine, device), mine);
   if (!sharded)
     return bad ? std::optional<std::string>(table[*bad].name) : std::nullopt;
   // The smallest index of the whole table: the largest of size - index.
@@ -92,7 +93,7 @@ DataParallel::firstNonFinite(const float *reduced) const {
 }
 
 double DataParallel::clip(float *reduced, double maxNorm) const {
-  std::vector<double> partials = squaredNormPartials(reduced, mine);
+  std::vector<double> partials = squaredNormPartials(reduced, mine, device);
   if (sharded) {
     // How many partial sums each shard has is fixed: learn it once.
     if (partialCounts.empty()) {
@@ -113,7 +114,7 @@ double DataParallel::clip(float *reduced, double maxNorm) const {
     partials = std::move(all);
   }
   double norm = normOfPartials(partials);
-  clipToNorm(reduced, mine, norm, maxNorm);
+  clipToNorm(reduced, mine, norm, maxNorm, device);
   return norm;
 }
 
@@ -131,10 +132,10 @@ void announceState(comm::Communicator &comm, Optimizer &optimizer,
                    Move &&move) {
   auto state = optimizer.state();
   sendValue(comm, int64_t(state.size()), 0);
-  for (auto &[name, values] : state) {
-    sendText(comm, name, 0);
-    sendValue(comm, int64_t(values->size()), 0);
-    move(values->data(), int64_t(values->size()) * 4);
+  for (const StateTensor &t : state) {
+    sendText(comm, t.name, 0);
+    sendValue(comm, t.size, 0);
+    move(t.data, t.size * 4);
   }
 }
 
@@ -185,8 +186,8 @@ void DataParallel::distributeState(Optimizer &optimizer,
                                "' of " + std::to_string(size) + " values");
     return &it->second.f32;
   };
-  for (auto &[name, values] : optimizer.state())
-    *values = *stateOf(name, values->size());
+  for (const StateTensor &t : optimizer.state())
+    device.upload(t.data, stateOf(t.name, size_t(t.size))->data(), t.size);
   hearStates(communicator, [&](int to, const std::string &name, size_t size) {
     communicator.send(stateOf(name, size)->data(), int64_t(size) * 4, to);
   });

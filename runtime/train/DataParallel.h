@@ -38,7 +38,8 @@ public:
   /// The ranks of `comm` training the parameters `tensors` (a flat buffer
   /// of `elements` floats); `zero` shards the optimizer state.
   DataParallel(comm::Communicator &comm, std::vector<TensorInfo> tensors,
-               int64_t elements, bool zero);
+               int64_t elements, bool zero,
+               TrainDevice &device = hostTrainDevice());
 
   comm::Communicator &comm() const { return communicator; }
   bool zero() const { return sharded; }
@@ -68,6 +69,7 @@ public:
 
 private:
   comm::Communicator &communicator;
+  TrainDevice &device; ///< where the gradients and parameters live
   std::vector<TensorInfo> table, mine;
   int64_t elements;
   bool sharded;

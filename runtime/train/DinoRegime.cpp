@@ -25,11 +25,10 @@ const char *const kTeacher = "teacher.";
 constexpr double kCollapseFraction = 0.02;
 
 /// The embeddings of `indices` of `set`, [n, width], and their labels.
-void embed(const LoadedModel &model, const float *params,
-           AlignedBuffer &workspace, const data::ImageDataset &set,
-           const ImageTransform &transform, int64_t batch,
-           const std::vector<int64_t> &indices, std::vector<float> &out,
-           std::vector<int32_t> &labels) {
+void embed(const LoadedModel &model, const float *params, void *workspace,
+           const data::ImageDataset &set, const ImageTransform &transform,
+           int64_t batch, const std::vector<int64_t> &indices,
+           std::vector<float> &out, std::vector<int32_t> &labels) {
   const int64_t width = model.manifest()["features"]["width"];
   const int64_t pixels = transform.channels * transform.size * transform.size;
   const int64_t k = model.manifest()["outputs"][1]["shape"].back();
@@ -44,8 +43,8 @@ void embed(const LoadedModel &model, const float *params,
                labels);
     const void *tensors[] = {images.data(), teacher.data()};
     lap_batch view{n, 0, 2, tensors};
-    if (model.embed(params, &view, workspace.data,
-                    out.data() + begin * width) != LAP_OK)
+    if (model.embed(params, &view, workspace, out.data() + begin * width) !=
+        LAP_OK)
       throw std::runtime_error(model.path() + ": " + model.lastError());
   }
 }
@@ -75,7 +74,7 @@ void restoreTeacher(const LoadedModel &model,
 }
 
 nlohmann::json evaluateEmbeddings(const LoadedModel &model, const float *params,
-                                  AlignedBuffer &workspace,
+                                  void *workspace,
                                   const data::ImageDataset &bank,
                                   const data::ImageDataset &queries,
                                   const ImageTransform &transform,
@@ -103,9 +102,8 @@ nlohmann::json evaluateEmbeddings(const LoadedModel &model, const float *params,
 }
 
 DinoRegime::DinoRegime(const dsl::Spec &spec, const LoadedModel &model,
-                       const float *params, AlignedBuffer &workspace,
-                       int64_t batch, uint64_t seed, std::FILE *log,
-                       DataShard shard)
+                       const float *params, void *workspace, int64_t batch,
+                       uint64_t seed, std::FILE *log, DataShard shard)
     : spec(spec), dino(spec.train.dino), model(model), params(params),
       workspace(workspace), log(log), batch(batch),
       globalViews(dino.globalCrops), views(dino.globalCrops + dino.localCrops),
@@ -180,7 +178,7 @@ int64_t DinoRegime::trainStep(const float *student, float *grads, uint64_t seed,
     const void *tensors[] = {current.views[size_t(g)].data(), zeros.data()};
     lap_batch view{b, 0, 2, tensors};
     float unused = 0;
-    if (model.forward(teacher.as<float>(), &view, workspace.data, &unused,
+    if (model.forward(teacher.as<float>(), &view, workspace, &unused,
                       logits.data()) != LAP_OK)
       throw std::runtime_error(model.path() + ": " + model.lastError());
     for (int64_t r = 0; r < b; ++r)
@@ -206,8 +204,8 @@ int64_t DinoRegime::trainStep(const float *student, float *grads, uint64_t seed,
     float viewLoss = 0;
     uint64_t viewSeed = seed + uint64_t(v) * 0x9E3779B97F4A7C15ull;
     float *out = first ? grads : viewGrads.as<float>();
-    if (model.trainStep(student, out, &view, viewSeed, workspace.data,
-                        &viewLoss) != LAP_OK)
+    if (model.trainStep(student, out, &view, viewSeed, workspace, &viewLoss) !=
+        LAP_OK)
       throw std::runtime_error(model.path() + ": " + model.lastError());
     float w = float(term.weight);
     const float *g = viewGrads.as<float>();

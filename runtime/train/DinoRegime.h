@@ -38,7 +38,7 @@ constexpr int64_t kBankPerQuery = 10;
 /// `queries`, the bank (and the probe's training set) kBankPerQuery times as
 /// many of `bank`, spread evenly over each set (0: all).
 nlohmann::json evaluateEmbeddings(const LoadedModel &model, const float *params,
-                                  AlignedBuffer &workspace,
+                                  void *workspace,
                                   const data::ImageDataset &bank,
                                   const data::ImageDataset &queries,
                                   const ImageTransform &transform,
@@ -53,8 +53,8 @@ class DinoRegime {
 public:
   /// Opens the spec's data; the teacher starts as a copy of `params`.
   DinoRegime(const dsl::Spec &spec, const LoadedModel &model,
-             const float *params, AlignedBuffer &workspace, int64_t batch,
-             uint64_t seed, std::FILE *log, DataShard shard = {});
+             const float *params, void *workspace, int64_t batch, uint64_t seed,
+             std::FILE *log, DataShard shard = {});
 
   /// The run's length, for the momentum, temperature and freezing
   /// schedules; before regime() is used.
@@ -76,7 +76,7 @@ private:
   const dsl::DinoSpec &dino;
   const LoadedModel &model;
   const float *params;
-  AlignedBuffer &workspace;
+  void *workspace;
   std::FILE *log;
   int64_t batch, globalViews, views, prototypes, localTokens = 0;
   int64_t steps = 0, epochSteps = 1, freezeSteps = 0;

@@ -116,14 +116,13 @@ void loadImages(const data::ImageDataset &set, const ImageTransform &transform,
   }
 }
 
-nlohmann::json evaluateImages(const LoadedModel &model, const float *params,
-                              AlignedBuffer &workspace,
+nlohmann::json evaluateImages(ModelOnDevice &calls, const float *params,
                               const data::ImageDataset &set,
                               const ImageTransform &transform, int64_t batch,
                               int64_t limit) {
   // Targets and logits have the model's classes (the data may have fewer).
   const int64_t classes =
-      model.manifest()["outputs"][1]["shape"].back().get<int64_t>();
+      calls.model().manifest()["outputs"][1]["shape"].back().get<int64_t>();
   const int64_t pixels = transform.channels * transform.size * transform.size;
   const std::vector<int64_t> chosen = evaluationImages(set.size(), limit);
   const int64_t total = int64_t(chosen.size());
@@ -140,10 +139,7 @@ nlohmann::json evaluateImages(const LoadedModel &model, const float *params,
       targets[size_t(i * classes + labels[size_t(i)])] = 1.0f;
     const void *tensors[] = {images.data(), targets.data()};
     lap_batch view{n, 0, 2, tensors};
-    float loss = 0;
-    if (model.forward(params, &view, workspace.data, &loss, logits.data()) !=
-        LAP_OK)
-      throw std::runtime_error(model.path() + ": " + model.lastError());
+    float loss = calls.forward(params, view, logits.data());
     nats += double(loss) * double(n);
     for (int64_t i = 0; i < n; ++i) {
       const float *row = logits.data() + i * classes;
@@ -166,12 +162,11 @@ nlohmann::json evaluateImages(const LoadedModel &model, const float *params,
           {"val_loss", nats / double(total)}};
 }
 
-ImageRegime::ImageRegime(const dsl::Spec &spec, const LoadedModel &model,
-                         const float *params, AlignedBuffer &workspace,
-                         int64_t batch, uint64_t seed, std::FILE *log,
-                         DataShard shard)
-    : spec(spec), model(model), params(params), workspace(workspace),
-      batch(batch), splits(openImageSplits(spec.train.data)) {
+ImageRegime::ImageRegime(const dsl::Spec &spec, ModelOnDevice &calls,
+                         const float *params, int64_t batch, uint64_t seed,
+                         std::FILE *log, DataShard shard)
+    : spec(spec), calls(calls), params(params), batch(batch),
+      splits(openImageSplits(spec.train.data)) {
   const dsl::ModelSpec &m = spec.model;
   for (const auto *set : {splits.train.get(), splits.val.get()})
     if (set && set->numClasses() > m.classes)
@@ -224,7 +219,7 @@ nlohmann::json ImageRegime::evaluate(int64_t batches) {
   if (!splits.val)
     throw std::runtime_error(
         "the spec names no test split (data.val) to evaluate on");
-  return evaluateImages(model, params, workspace, *splits.val,
+  return evaluateImages(calls, params, *splits.val,
                         evaluationTransform(spec.model), batch,
                         batches * batch);
 }

@@ -51,8 +51,7 @@ void loadImages(const data::ImageDataset &set, const ImageTransform &transform,
 
 /// Top-1 and top-5 accuracy and mean clean cross-entropy of `model` over
 /// evaluationImages(set.size(), limit), in batches of `batch`.
-nlohmann::json evaluateImages(const LoadedModel &model, const float *params,
-                              AlignedBuffer &workspace,
+nlohmann::json evaluateImages(ModelOnDevice &calls, const float *params,
                               const data::ImageDataset &set,
                               const ImageTransform &transform, int64_t batch,
                               int64_t limit);
@@ -60,10 +59,11 @@ nlohmann::json evaluateImages(const LoadedModel &model, const float *params,
 class ImageRegime {
 public:
   /// Opens the spec's data; batches of `batch` images of `shard` (this
-  /// rank's share); evaluation runs in `workspace`, the one training uses.
-  ImageRegime(const dsl::Spec &spec, const LoadedModel &model,
-              const float *params, AlignedBuffer &workspace, int64_t batch,
-              uint64_t seed, std::FILE *log, DataShard shard = {});
+  /// rank's share); evaluation runs through `calls`, in the workspace
+  /// training uses, with the parameters `params` (its device's memory).
+  ImageRegime(const dsl::Spec &spec, ModelOnDevice &calls, const float *params,
+              int64_t batch, uint64_t seed, std::FILE *log,
+              DataShard shard = {});
 
   Regime regime();
   /// Optimizer steps in one epoch with `accumulation` micro-batches a step.
@@ -72,9 +72,8 @@ public:
 
 private:
   const dsl::Spec &spec;
-  const LoadedModel &model;
+  ModelOnDevice &calls;
   const float *params;
-  AlignedBuffer &workspace;
   int64_t batch;
   ImageSplits splits;
   std::unique_ptr<ImageLoader> loader;

@@ -88,12 +88,11 @@ lap::train::runTokenizer(const dsl::Spec &spec, const std::string &runDir) {
   return std::nullopt;
 }
 
-LmRegime::LmRegime(const dsl::Spec &spec, const LoadedModel &model,
-                   const float *params, AlignedBuffer &workspace,
-                   const std::string &runDir, int64_t batch, int64_t seq,
-                   std::FILE *log, DataShard shard)
-    : spec(spec), model(model), params(params), batch(batch), seq(seq),
-      shard(shard), workspace(workspace),
+LmRegime::LmRegime(const dsl::Spec &spec, ModelOnDevice &calls,
+                   const float *params, const std::string &runDir,
+                   int64_t batch, int64_t seq, std::FILE *log, DataShard shard)
+    : spec(spec), calls(calls), model(calls.model()), params(params),
+      batch(batch), seq(seq), shard(shard),
       logits(size_t(batch * seq * spec.model.vocab) * 4) {
   const dsl::DataSpec &data = spec.train.data;
   uint32_t vocab = uint32_t(spec.model.vocab);
@@ -198,10 +197,7 @@ nlohmann::json LmRegime::evaluate(int64_t batches) {
   while (it.next(b)) {
     std::vector<const void *> ptrs = {b.inputs.data(), b.targets.data()};
     lap_batch view{b.batch, b.seq, 2, ptrs.data()};
-    float loss = 0;
-    if (model.forward(params, &view, workspace.data, &loss,
-                      logits.as<float>()) != LAP_OK)
-      throw std::runtime_error(model.path() + ": " + model.lastError());
+    float loss = calls.forward(params, view, logits.as<float>());
     nats += double(loss) * double(b.batch * b.seq);
     tokens += double(b.batch * b.seq);
     // Bits per byte count the bytes the targets stand for (specials: none),

@@ -34,11 +34,12 @@ class LmRegime {
 public:
   /// Prepares data for `spec`'s train section under `runDir` (tokenizer,
   /// shards) with micro-batches of `batch` x `seq` of `shard` (this rank's
-  /// share of the stream). Evaluation runs in `workspace`, the one training
-  /// uses (the two never run at once).
-  LmRegime(const dsl::Spec &spec, const LoadedModel &model, const float *params,
-           AlignedBuffer &workspace, const std::string &runDir, int64_t batch,
-           int64_t seq, std::FILE *log, DataShard shard = {});
+  /// share of the stream). Evaluation runs through `calls`, in the
+  /// workspace training uses (the two never run at once), with the
+  /// parameters `params` (its device's memory).
+  LmRegime(const dsl::Spec &spec, ModelOnDevice &calls, const float *params,
+           const std::string &runDir, int64_t batch, int64_t seq,
+           std::FILE *log, DataShard shard = {});
 
   /// The callbacks the trainer drives.
   Regime regime();
@@ -59,6 +60,7 @@ public:
 
 private:
   const dsl::Spec &spec;
+  ModelOnDevice &calls;
   const LoadedModel &model;
   const float *params;
   int64_t batch, seq;
@@ -68,7 +70,6 @@ private:
   std::unique_ptr<LmLoader> train, val;
   LmBatch current;
   std::vector<const void *> pointers;
-  AlignedBuffer &workspace;
   AlignedBuffer logits;
 };
 

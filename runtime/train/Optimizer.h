@@ -9,14 +9,15 @@
 //    (momentum, Nesterov, Newton-Schulz orthogonalisation), everything else
 //    by AdamW at its own lr (embedding, unembedding, scalars).
 //
-// Results do not depend on the number of threads: elementwise work is split
-// into fixed chunks, reductions add fixed-size partial sums in order, and
-// Muon's GEMMs are fixed row blocks, each one sequential oneDNN call.
+// The arithmetic runs on the parameters' device (TrainDevice.h); on the
+// host, results do not depend on the number of threads.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef LAP_RUNTIME_TRAIN_OPTIMIZER_H
 #define LAP_RUNTIME_TRAIN_OPTIMIZER_H
+
+#include "runtime/train/TrainDevice.h"
 
 #include <cstdint>
 #include <optional>
@@ -111,9 +112,19 @@ std::vector<ParamGroup> assignGroups(const std::vector<TensorInfo> &tensors,
 void orthogonalize(const float *g, float *out, int64_t rows, int64_t cols,
                    int64_t steps);
 
+/// One array of the optimizer's state, on its device.
+struct StateTensor {
+  std::string name; ///< "blocks.0.mlp.fc1.weight.momentum_buffer"
+  float *data;
+  int64_t size;
+};
+
 class Optimizer {
 public:
-  Optimizer(std::vector<TensorInfo> tensors, OptimizerConfig config);
+  /// Updates the tensors' slices of parameter buffers on `device`, keeping
+  /// its state there.
+  Optimizer(std::vector<TensorInfo> tensors, OptimizerConfig config,
+            TrainDevice &device = hostTrainDevice());
 
   /// One update of `params` from `grads` at lr × lrMultiplier and weight
   /// decay × weightDecayMultiplier (for a scheduled weight decay).
@@ -133,9 +144,11 @@ public:
 
   /// The state to checkpoint, by name: "<tensor>.exp_avg" and
   /// "<tensor>.exp_avg_sq" (AdamW, PyTorch's names), "<tensor>.momentum_buffer"
-  /// (Muon). Restoring = writing into these arrays (sizes are fixed) and
-  /// calling setStepCount.
-  std::vector<std::pair<std::string, std::vector<float> *>> state();
+  /// (Muon), in the device's memory. Restoring = writing into these arrays
+  /// (sizes are fixed) and calling setStepCount.
+  std::vector<StateTensor> state() const;
+  /// The state's bytes.
+  int64_t stateBytes() const;
 
   /// Muon's momentum for the next step (after the warmup, config.momentum).
   double currentMomentum() const;
@@ -143,53 +156,68 @@ public:
   const std::vector<ParamGroup> &groups() const { return groupList; }
   const std::vector<TensorInfo> &tensors() const { return table; }
   const OptimizerConfig &config() const { return cfg; }
+  TrainDevice &device() const { return dev; }
 
 private:
-  void adamwStep(const ParamGroup &group, float *params, const float *grads,
-                 double lr, double wd);
+  void adamwStep(const std::vector<Span> &spans, float *params,
+                 const float *grads, double lr, double wd);
   void muonStep(const ParamGroup &group, float *params, const float *grads,
                 double lr, double wd, double momentum);
 
   std::vector<TensorInfo> table;
   OptimizerConfig cfg;
+  TrainDevice &dev;
   std::vector<ParamGroup> groupList;
   std::vector<UpdateRule> rules; ///< per tensor
-  // Per tensor; empty where the rule does not use it.
-  std::vector<std::vector<float>> expAvg, expAvgSq, momentumBuffer;
-  std::vector<float> work; ///< Muon's scratch, sized for the largest matrix
+  /// Where each tensor's state starts in its rule's arrays.
+  std::vector<int64_t> stateOffset;
+  /// The AdamW spans of each group (empty for Muon's), while none is frozen.
+  std::vector<std::vector<Span>> adamwSpans;
+  DeviceArray expAvg, expAvgSq; ///< AdamW's tensors, one after the other
+  DeviceArray momentumBuffer;   ///< Muon's tensors, one after the other
+  DeviceArray work;             ///< Muon's update, sized for the largest matrix
   std::vector<bool> frozenTensors;
   int64_t steps = 0;
 };
+
+/// The spans (each at most kSpan) covering `tensors`, in table order, with
+/// no state.
+std::vector<Span> spansOf(const std::vector<TensorInfo> &tensors);
 
 /// The global L2 norm of `grads` over the tensors (fp64 partial sums in a
 /// fixed order). When it exceeds maxNorm (> 0), scales every gradient by
 /// maxNorm / (norm + 1e-6) like torch.nn.utils.clip_grad_norm_; a
 /// non-finite norm leaves the gradients alone. Returns the norm before
-/// clipping.
+/// clipping. `grads` is `device`'s memory.
 double clipGradients(float *grads, const std::vector<TensorInfo> &tensors,
-                     double maxNorm);
+                     double maxNorm, TrainDevice &device = hostTrainDevice());
 
 /// DINO's clip_gradients: each tensor's gradient whose L2 norm (fp64) exceeds
 /// maxNorm (> 0) is scaled by maxNorm / (norm + 1e-6), alone.
 void clipEachTensor(float *grads, const std::vector<TensorInfo> &tensors,
-                    double maxNorm);
+                    double maxNorm, TrainDevice &device = hostTrainDevice());
 
-/// clipGradients in parts, for gradients split over ranks: the fp64 sums
-/// of squares of fixed chunks of each tensor in table order (a table's
-/// partials are its parts' partials one after the other), their norm, and
-/// the scaling of `tensors` by a norm computed over all of them.
-std::vector<double> squaredNormPartials(const float *grads,
-                                        const std::vector<TensorInfo> &tensors);
+/// clipGradients in parts, for gradients split over ranks: the fp64 sums of
+/// squares of spansOf(tensors) (a table's partials are its parts' partials
+/// one after the other), their norm, and the scaling of `tensors` by a norm
+/// computed over all of them.
+std::vector<double>
+squaredNormPartials(const float *grads, const std::vector<TensorInfo> &tensors,
+                    TrainDevice &device = hostTrainDevice());
 double normOfPartials(const std::vector<double> &partials);
 void clipToNorm(float *grads, const std::vector<TensorInfo> &tensors,
-                double norm, double maxNorm);
+                double norm, double maxNorm,
+                TrainDevice &device = hostTrainDevice());
 
-/// The first tensor (in table order) holding a NaN or an infinity: its
-/// index, or its name; nothing when all are finite.
+/// The first tensor (in table order) whose partials (squaredNormPartials of
+/// the same tensors) are not finite: it holds a NaN or an infinity.
 std::optional<size_t>
-firstNonFiniteTensor(const float *data, const std::vector<TensorInfo> &tensors);
+firstNonFiniteTensor(const std::vector<double> &partials,
+                     const std::vector<TensorInfo> &tensors);
+/// The name of the first tensor of `data` holding a NaN or an infinity.
 std::optional<std::string>
-firstNonFinite(const float *data, const std::vector<TensorInfo> &tensors);
+firstNonFinite(const float *data, const std::vector<TensorInfo> &tensors,
+               TrainDevice &device = hostTrainDevice());
 
 } // namespace lap::train
 

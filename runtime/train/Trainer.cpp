@@ -2,7 +2,6 @@
 
 #include "runtime/train/Trainer.h"
 
-#include "runtime/kernels/cpu/Parallel.h"
 #include "runtime/train/DataParallel.h"
 #include "runtime/train/Progress.h"
 #include "runtime/train/RunSignals.h"
@@ -11,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -25,10 +25,21 @@ std::string modelHashOf(const LoadedModel &model) {
   return model.manifest().value("model_hash", "");
 }
 
+/// `n` floats of `device` memory at `data` where the host reads them: there
+/// on the host, else a copy kept in `copies`.
+const float *hostView(TrainDevice &device, const float *data, int64_t n,
+                      std::deque<std::vector<float>> &copies) {
+  if (device.onHost())
+    return data;
+  copies.emplace_back(size_t(n));
+  device.download(copies.back().data(), data, n);
+  return copies.back().data();
+}
+
 /// Rank 0 writes the checkpoint: its parameters, its optimizer state and
 /// `others`, the state of the other ranks' shards (ZeRO-1).
 void save(const std::string &dir, int64_t step, const LoadedModel &model,
-          const AlignedBuffer &params, Optimizer &optimizer,
+          const float *params, Optimizer &optimizer,
           const std::vector<std::pair<std::string, std::vector<float>>> &others,
           const TrainerConfig &config, const Regime &regime,
           Progress &progress) {
@@ -39,13 +50,14 @@ void save(const std::string &dir, int64_t step, const LoadedModel &model,
   data.state.specName = model.manifest()["name"];
   data.state.manifestHash = modelHashOf(model);
   data.state.schedule = scheduleOf(config);
-  const float *p = static_cast<const float *>(params.data);
+  std::deque<std::vector<float>> copies;
+  TrainDevice &device = optimizer.device();
+  const float *p = hostView(device, params, model.parameterElements(), copies);
   for (const ParameterInfo &t : model.parameters())
     data.parameters.push_back(TensorRef(t.name, t.shape, p + t.offset));
-  auto state = optimizer.state();
-  for (auto &[name, values] : state)
+  for (const StateTensor &t : optimizer.state())
     data.optimizer.push_back(
-        TensorRef(name, {int64_t(values->size())}, values->data()));
+        TensorRef(t.name, {t.size}, hostView(device, t.data, t.size, copies)));
   for (auto &[name, values] : others)
     data.optimizer.push_back(
         TensorRef(name, {int64_t(values.size())}, values.data()));
@@ -55,20 +67,6 @@ void save(const std::string &dir, int64_t step, const LoadedModel &model,
   std::string path = saveCheckpoint(dir, data);
   pruneCheckpoints(dir, size_t(config.keep));
   progress.note("checkpoint " + path);
-}
-
-/// acc += g × scale (acc = 0 + g × scale for the first micro-batch), on the
-/// shared pool: elementwise, so every thread count gives the same sums.
-void accumulate(float *acc, const float *g, float scale, int64_t n,
-                bool first) {
-  cpu::parallelFor(n, int64_t(1) << 15, [&](int64_t begin, int64_t end) {
-    if (first)
-      for (int64_t i = begin; i < end; ++i)
-        acc[i] = 0.0f + g[i] * scale;
-    else
-      for (int64_t i = begin; i < end; ++i)
-        acc[i] += g[i] * scale;
-  });
 }
 
 /// "steps 6 -> 12, lr 0.001 -> 0.002": the settings two schedules differ in.
@@ -173,13 +171,6 @@ void waitForRankZero(comm::Communicator &comm) {
   comm.setTimeout(timeout);
 }
 
-int64_t stateBytes(Optimizer &optimizer) {
-  int64_t bytes = 0;
-  for (auto &entry : optimizer.state())
-    bytes += int64_t(entry.second->size()) * 4;
-  return bytes;
-}
-
 /// Rank 0 loads and checks the checkpoint `dir` ("": a fresh run), and every
 /// rank continues from its parameters, optimizer state, step and data
 /// position (a fresh run: from rank 0's initial parameters). Returns the
@@ -190,8 +181,14 @@ int64_t resumeRun(const LoadedModel &model, const TrainerConfig &config,
   comm::Communicator &comm = parallel.comm();
   int64_t resumed[3] = {0, 0, 0}; // step, resuming, data position
   std::optional<LoadedCheckpoint> ckpt;
+  TrainDevice &device = optimizer.device();
   if (comm.rank() == 0 && !dir.empty()) {
-    ckpt = restoreParameters(model, dir, params, config.resumeFromOtherModel);
+    std::vector<float> staged(device.onHost() ? 0 : model.parameterElements());
+    ckpt =
+        restoreParameters(model, dir, device.onHost() ? params : staged.data(),
+                          config.resumeFromOtherModel);
+    if (!device.onHost())
+      device.upload(params, staged.data(), model.parameterElements());
     std::string state = dir + "/state.json";
     int64_t step = ckpt->state.step;
     if (std::string changed =
@@ -228,10 +225,10 @@ int64_t resumeRun(const LoadedModel &model, const TrainerConfig &config,
 
 } // namespace
 
-TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
-                              AlignedBuffer &workspace,
-                              const TrainerConfig &config, Regime &regime,
-                              const std::string &resumeFrom) {
+TrainResult lap::train::train(ModelOnDevice &calls, TrainDevice &device,
+                              float *params, const TrainerConfig &config,
+                              Regime &regime, const std::string &resumeFrom) {
+  const LoadedModel &model = calls.model();
   std::unique_ptr<comm::Communicator> oneProcess;
   if (!config.comm)
     oneProcess = comm::singleProcess();
@@ -242,17 +239,24 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
     throw std::runtime_error(fmt::format(
         "a step's {} micro-batches cannot be shared by {} ranks equally",
         config.accumulation, ranks));
+  if (!device.onHost() && (ranks > 1 || config.zero || regime.trainStep))
+    throw std::runtime_error(
+        model.path() + ": " +
+        (regime.trainStep ? "this regime trains"
+                          : "data-parallel training (ranks, ZeRO-1) runs") +
+        " on the CPU only so far");
   const int64_t perRank = config.accumulation / ranks;
   std::vector<TensorInfo> tensors = tensorsOf(model);
-  DataParallel parallel(comm, tensors, model.parameterElements(), config.zero);
-  Optimizer optimizer(parallel.updated(), config.optimizer);
+  DataParallel parallel(comm, tensors, model.parameterElements(), config.zero,
+                        device);
+  Optimizer optimizer(parallel.updated(), config.optimizer, device);
   std::string checkpoints = config.runDir + "/checkpoints";
-  float *p = params.as<float>();
+  float *p = params;
 
   const int64_t start =
       resumeRun(model, config, resumeFrom, p, optimizer, parallel, regime);
   TrainResult result;
-  result.optimizerStateBytes = stateBytes(optimizer);
+  result.optimizerStateBytes = optimizer.stateBytes();
   comm.allReduceMax(&result.optimizerStateBytes, 1);
   if (start == config.steps) {
     result.steps = start;
@@ -260,8 +264,8 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
     return result;
   }
 
-  AlignedBuffer grads(size_t(model.parameterElements()) * 4);
-  AlignedBuffer accumulated(size_t(model.parameterElements()) * 4);
+  DeviceArray grads(device, model.parameterElements());
+  DeviceArray accumulated(device, model.parameterElements());
   std::optional<Progress> progress;
   if (lead)
     progress.emplace(config.steps, start, config.runDir + "/metrics.jsonl",
@@ -278,7 +282,7 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
       config.stopAt > 0 ? std::min(config.stopAt, config.steps) : config.steps;
   int64_t step = start;
   for (; step < end; ++step) {
-    float *acc = accumulated.as<float>();
+    float *acc = accumulated.data();
     double loss = 0;
     int64_t units = 0;
     for (int64_t micro = 0; micro < perRank; ++micro) {
@@ -288,19 +292,17 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
       uint64_t dropoutSeed =
           config.seed * 1000003 + uint64_t(step * config.accumulation + index);
       if (regime.trainStep) {
-        units += regime.trainStep(p, grads.as<float>(), dropoutSeed, microLoss);
+        units += regime.trainStep(p, grads.data(), dropoutSeed, microLoss);
       } else {
         lap_batch batch{};
         units += regime.next(batch);
-        if (model.trainStep(p, grads.as<float>(), &batch, dropoutSeed,
-                            workspace.data, &microLoss) != LAP_OK)
-          throw std::runtime_error(model.path() + ": " + model.lastError());
+        microLoss = calls.trainStep(p, grads.data(), batch, dropoutSeed);
       }
-      accumulate(acc, grads.as<float>(), 1.0f / float(config.accumulation),
-                 model.parameterElements(), micro == 0);
+      device.accumulate(acc, grads.data(), 1.0f / float(config.accumulation),
+                        model.parameterElements(), micro == 0);
       loss += microLoss / double(config.accumulation);
     }
-    float *reduced = parallel.reduce(acc, grads.as<float>());
+    float *reduced = parallel.reduce(acc, grads.data());
     comm.allReduceSum(&loss, 1);
     // Every rank stops (or checkpoints) at the same step, whichever got the
     // signal.
@@ -320,7 +322,7 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
     double norm = parallel.clip(
         reduced, config.clipEachTensor ? 0 : config.gradClip); // 0: measure
     if (config.clipEachTensor)
-      clipEachTensor(reduced, optimizer.tensors(), config.gradClip);
+      clipEachTensor(reduced, optimizer.tensors(), config.gradClip, device);
     if (regime.frozen) {
       std::vector<bool> frozen;
       for (const TensorInfo &t : optimizer.tensors())
@@ -361,8 +363,8 @@ TrainResult lap::train::train(const LoadedModel &model, AlignedBuffer &params,
     if (checkpoint || last || stop || asked || stopsHere) {
       auto others = parallel.collectState(optimizer);
       if (lead)
-        save(checkpoints, step + 1, model, params, optimizer, others, config,
-             regime, *progress);
+        save(checkpoints, step + 1, model, p, optimizer, others, config, regime,
+             *progress);
       waitForRankZero(comm);
     }
     if (stopsHere && !stop)

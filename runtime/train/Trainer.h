@@ -21,9 +21,11 @@
 
 #include "runtime/comm/Communicator.h"
 #include "runtime/model/LoadedModel.h"
+#include "runtime/model/ModelOnDevice.h"
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/Optimizer.h"
 #include "runtime/train/Schedule.h"
+#include "runtime/train/TrainDevice.h"
 
 #include <nlohmann/json.hpp>
 
@@ -130,12 +132,14 @@ LoadedCheckpoint restoreParameters(const LoadedModel &model,
 std::string checkpointOf(const std::string &runDir,
                          const std::string &given = "");
 
-/// Trains `model` (parameters in `params`, initialised, or restored from
-/// `resumeFrom` when not empty; intermediates in `workspace`, of the
-/// manifest's workspace size).
-TrainResult train(const LoadedModel &model, AlignedBuffer &params,
-                  AlignedBuffer &workspace, const TrainerConfig &config,
-                  Regime &regime, const std::string &resumeFrom);
+/// Trains the model `calls` makes (parameters in `params`, initialised, or
+/// restored from `resumeFrom` when not empty), its gradients, their sums and
+/// the optimizer state on `device`, where `params` lives too: the host for
+/// a CPU library, its GPU for a CUDA one (one process, the lm and
+/// supervised regimes so far).
+TrainResult train(ModelOnDevice &calls, TrainDevice &device, float *params,
+                  const TrainerConfig &config, Regime &regime,
+                  const std::string &resumeFrom);
 
 } // namespace lap::train
 

@@ -54,6 +54,7 @@ enum ScratchSlot : int {
   kCrossEntropyChunk, ///< linear_cross_entropy's logits chunk
   kReductionPartials, ///< deterministic column sums' partial sums
   kAttentionScratch,  ///< attention backward's per-row terms
+  kNewtonSchulz,      ///< Muon's orthogonalisation (Update.h)
   kScratchSlots
 };
 

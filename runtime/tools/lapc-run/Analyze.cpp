@@ -144,11 +144,13 @@ ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec,
   if (dino) {
     std::unique_ptr<data::ImageDataset> bank =
         train::openImageSplits(spec.train.data).train;
-    g.accuracy = train::evaluateEmbeddings(model, params, workspace, *bank, set,
-                                           transform, batch, samples);
+    g.accuracy = train::evaluateEmbeddings(model, params, workspace.data, *bank,
+                                           set, transform, batch, samples);
   } else {
-    g.accuracy = train::evaluateImages(model, params, workspace, set, transform,
-                                       batch, samples);
+    DeviceMemory memory(model);
+    ModelOnDevice calls(model, memory, workspace.data);
+    g.accuracy =
+        train::evaluateImages(calls, params, set, transform, batch, samples);
   }
   const nlohmann::json &f = model.manifest()["features"];
   Streams s;
@@ -225,8 +227,9 @@ ModelGeometry analyzeText(const LoadedModel &model, const dsl::Spec &spec,
                           int64_t topTokens) {
   const int64_t batch = model.maxBatch();
   const int64_t seq = std::min(train::sequenceLength(spec), model.maxSeq());
-  train::LmRegime lm(spec, model, params, workspace, runDir, batch, seq,
-                     stdout);
+  DeviceMemory memory(model);
+  ModelOnDevice calls(model, memory, workspace.data);
+  train::LmRegime lm(spec, calls, params, runDir, batch, seq, stdout);
   ModelGeometry g;
   g.language = true;
   g.accuracy = lm.evaluate(spec.train.eval.batches);

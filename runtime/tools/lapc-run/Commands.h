@@ -34,6 +34,7 @@ struct TrainOptions {
   bool resumeFromOtherModel = false, allowScheduleChange = false;
   int64_t zero = -1;        ///< -1: the spec's train.zero
   double commTimeout = 300; ///< seconds
+  std::string device;       ///< cpu, cuda or cuda:N; "": the library's
 };
 /// `lapc-run train MODEL`: the training loop with the spec's train settings,
 /// on the ranks of `comm` (one process, or an MPI job).

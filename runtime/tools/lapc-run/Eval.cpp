@@ -47,7 +47,7 @@ int evaluateDino(const LoadedModel &model, const dsl::Spec &spec,
   for (auto [name, params] : {std::pair{"teacher", teacher.as<float>()},
                               std::pair{"student", student.as<float>()}}) {
     nlohmann::json values = train::evaluateEmbeddings(
-        model, params, workspace, *splits.train, *splits.val,
+        model, params, workspace.data, *splits.train, *splits.val,
         train::evaluationTransform(spec.model), batch, batches * batch);
     for (auto &[k, v] : values.items())
       fmt::print("{} {:<12} {:.4f}\n", name, k, v.get<double>());
@@ -76,7 +76,9 @@ int lap::cli::evaluate(const EvalOptions &options) {
              checkpoint);
 
   AlignedBuffer workspace(size_t(model.workspaceBytes()));
-  train::LmRegime lm(spec, model, params.as<float>(), workspace, options.runDir,
+  DeviceMemory memory(model);
+  ModelOnDevice calls(model, memory, workspace.data);
+  train::LmRegime lm(spec, calls, params.as<float>(), options.runDir,
                      std::min(train::microBatchSize(spec), model.maxBatch()),
                      std::min(train::sequenceLength(spec), model.maxSeq()),
                      stdout);

@@ -13,6 +13,7 @@
 #include "runtime/model/LoadedModel.h"
 #include "runtime/platform/Files.h"
 #include "runtime/tools/lapc-run/Commands.h"
+#include "runtime/tools/lapc-run/DeviceOption.h"
 #include "runtime/tools/lapc-run/Units.h"
 #include "runtime/train/DinoRegime.h"
 #include "runtime/train/ImageRegime.h"
@@ -82,7 +83,9 @@ int lap::cli::trainModel(const TrainOptions &options,
   const bool lead = comm.rank() == 0;
   const int64_t ranks = comm.size();
   int threads = omp_get_max_threads();
-  LoadedModel model(options.model);
+  LoadedModel model(options.model, LoadedModel::Devices::Any);
+  std::unique_ptr<train::TrainDevice> gpu = openDevice(model, options.device);
+  train::TrainDevice &device = gpu ? *gpu : train::hostTrainDevice();
   dsl::Spec spec = train::specOf(model);
   const dsl::TrainSpec &t = spec.train;
   bool lmRegime = t.regime == dsl::Regime::LM,
@@ -148,10 +151,13 @@ int lap::cli::trainModel(const TrainOptions &options,
       lead ? nullptr : std::fopen("/dev/null", "w"), std::fclose);
   std::FILE *log = lead ? stdout : quiet.get();
 
-  AlignedBuffer params(size_t(model.parameterElements()) * 4);
-  if (model.initParams(params.as<float>(), config.seed) != LAP_OK)
+  // Parameters and intermediates where the library computes.
+  DeviceMemory memory(model);
+  train::DeviceArray params(device, model.parameterElements());
+  if (model.initParams(params.data(), config.seed) != LAP_OK)
     throw std::runtime_error(options.model + ": " + model.lastError());
-  AlignedBuffer workspace(size_t(model.workspaceBytes()));
+  DeviceMemory::Buffer workspace(memory, size_t(model.workspaceBytes()));
+  ModelOnDevice calls(model, memory, workspace.data);
   std::unique_ptr<train::LmRegime> lm;
   std::unique_ptr<train::ImageRegime> images;
   std::unique_ptr<train::DinoRegime> dino;
@@ -162,22 +168,20 @@ int lap::cli::trainModel(const TrainOptions &options,
                          uint64_t(perRank)};
   inTurn(comm, [&] {
     if (lmRegime) {
-      lm = std::make_unique<train::LmRegime>(spec, model, params.as<float>(),
-                                             workspace, config.runDir, micro,
-                                             seq, log, shard);
+      lm = std::make_unique<train::LmRegime>(
+          spec, calls, params.data(), config.runDir, micro, seq, log, shard);
       regime = lm->regime();
       stepsPerEpoch = lm->stepsPerEpoch(config.accumulation);
     } else if (dinoRegime) {
-      dino = std::make_unique<train::DinoRegime>(
-          spec, model, params.as<float>(), workspace, micro, config.seed, log,
-          shard);
+      dino = std::make_unique<train::DinoRegime>(spec, model, params.data(),
+                                                 workspace.data, micro,
+                                                 config.seed, log, shard);
       regime = dino->regime();
       stepsPerEpoch = dino->stepsPerEpoch(config.accumulation);
       config.unit = "img";
     } else {
       images = std::make_unique<train::ImageRegime>(
-          spec, model, params.as<float>(), workspace, micro, config.seed, log,
-          shard);
+          spec, calls, params.data(), micro, config.seed, log, shard);
       regime = images->regime();
       stepsPerEpoch = images->stepsPerEpoch(config.accumulation);
       config.unit = "img";
@@ -231,7 +235,7 @@ int lap::cli::trainModel(const TrainOptions &options,
                config.accumulation / ranks == 1 ? "" : "es",
                config.zero ? "; ZeRO-1: optimizer state sharded" : "");
   train::TrainResult result =
-      train::train(model, params, workspace, config, regime, resumeFrom);
+      train::train(calls, device, params.data(), config, regime, resumeFrom);
   if (!lead)
     return result.stopSignal ? 128 + result.stopSignal : 0;
   if (result.alreadyFinished) {

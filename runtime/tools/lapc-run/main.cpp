@@ -135,6 +135,9 @@ int main(int argc, char **argv) {
                    "Seconds a rank waits for the others in a collective "
                    "before the job ends with an error")
       ->check(CLI::Range(1.0, 1e6));
+  trainCmd->add_option("--device", train.device,
+                       "cpu, cuda or cuda:N (default: the device the "
+                       "library was compiled for)");
 
   lap::cli::EvalOptions eval;
   CLI::App *evalCmd = app.add_subcommand(

@@ -12,9 +12,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/model/DeviceMemory.h"
+#include "test/unit/cuda/BothTargets.h"
 #include "test/unit/cuda/RequireGpu.h"
-#include "test/unit/model/MixedKindModels.h"
-#include "test/unit/model/ModelTestSupport.h"
 
 #include <cuda_runtime.h>
 
@@ -54,15 +53,6 @@ void expectClose(const float *got, const float *want, size_t n,
     scale = std::max(scale, std::abs(want[i]));
   for (size_t i = 0; i < n; ++i)
     ASSERT_NEAR(got[i], want[i], tolerance * scale) << what << " [" << i << "]";
-}
-
-/// The case's library for `target` ("cpu", "cuda"). CPU libraries are
-/// built for any x86-64-v3 CPU: a GPU machine's CPU need not be this one.
-const std::string &library(const Case &c, const std::string &target) {
-  return compiled(std::string(c.name) + "_" + target, c.yaml, kMaxBatch,
-                  c.image ? 0 : kMaxSeq,
-                  "--target=" + target +
-                      (target == "cpu" ? " --cpu=x86-64-v3" : ""));
 }
 
 // Without a GPU too: the CUDA libraries build and describe the CPU

@@ -398,8 +398,8 @@ TEST(Muon, UpdateScaleAndMomentum) {
     // The momentum buffer is (1 − β) g.
     auto state = opt.state();
     ASSERT_EQ(state.size(), 1u);
-    EXPECT_EQ(state[0].first, "blocks.0.mlp.fc1.weight.momentum_buffer");
-    EXPECT_NEAR((*state[0].second)[5], 0.05 * g[5], 1e-7);
+    EXPECT_EQ(state[0].name, "blocks.0.mlp.fc1.weight.momentum_buffer");
+    EXPECT_NEAR(state[0].data[5], 0.05 * g[5], 1e-7);
   }
 }
 
@@ -476,10 +476,10 @@ TEST(AdamW, FrozenTensorsAreLeftAlone) {
     EXPECT_EQ(p[size_t(i)], q[size_t(i)]);
   EXPECT_EQ(p[3], 4.0f);
   EXPECT_EQ(p[4], 5.0f);
-  for (auto &[name, values] : frozen.state())
-    if (name.rfind("b.", 0) == 0)
-      for (float v : *values)
-        EXPECT_EQ(v, 0.0f) << name;
+  for (const StateTensor &t : frozen.state())
+    if (t.name.rfind("b.", 0) == 0)
+      for (int64_t i = 0; i < t.size; ++i)
+        EXPECT_EQ(t.data[i], 0.0f) << t.name;
   frozen.setFrozen({});
   frozen.step(p.data(), g.data());
   EXPECT_NE(p[3], 4.0f);
@@ -573,8 +573,8 @@ std::vector<float> runSteps(const std::vector<TensorInfo> &table,
     opt.step(p.data(), g.data(), 1.0 - 0.1 * s);
   }
   out.insert(out.end(), p.begin(), p.end());
-  for (auto &[name, values] : opt.state())
-    out.insert(out.end(), values->begin(), values->end());
+  for (const StateTensor &t : opt.state())
+    out.insert(out.end(), t.data, t.data + t.size);
   return out;
 }
 
@@ -623,15 +623,15 @@ TEST(State, SaveAndRestoreContinuesExactly) {
   b.step(pb.data(), grads[0].data());
   b.step(pb.data(), grads[1].data());
   std::map<std::string, std::vector<float>> saved;
-  for (auto &[name, values] : b.state())
-    saved[name] = *values;
+  for (const StateTensor &t : b.state())
+    saved[t.name].assign(t.data, t.data + t.size);
   Optimizer r(table, c);
   auto state = r.state();
   ASSERT_EQ(state.size(), saved.size());
-  for (auto &[name, values] : state) {
-    ASSERT_TRUE(saved.count(name)) << name;
-    ASSERT_EQ(values->size(), saved[name].size());
-    *values = saved[name];
+  for (const StateTensor &t : state) {
+    ASSERT_TRUE(saved.count(t.name)) << t.name;
+    ASSERT_EQ(size_t(t.size), saved[t.name].size());
+    std::copy(saved[t.name].begin(), saved[t.name].end(), t.data);
   }
   r.setStepCount(b.stepCount());
   r.step(pb.data(), grads[2].data());
@@ -643,7 +643,7 @@ TEST(State, SaveAndRestoreContinuesExactly) {
       "blocks.0.norm1.weight.exp_avg", "blocks.0.norm1.weight.exp_avg_sq",
       "blocks.0.attn.qkv.weight.momentum_buffer"};
   for (size_t i = 0; i < expected.size(); ++i)
-    EXPECT_EQ(state[i].first, expected[i]);
+    EXPECT_EQ(state[i].name, expected[i]);
 }
 
 } // namespace

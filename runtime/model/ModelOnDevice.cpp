@@ -1,0 +1,93 @@
+//===- ModelOnDevice.cpp - A library's calls from host data ---------------===//
+
+#include "runtime/model/ModelOnDevice.h"
+
+#include <stdexcept>
+#include <string>
+
+using namespace lap;
+
+namespace {
+
+/// Bytes of manifest batch tensor `t` (4-byte elements) at the batch's size.
+size_t bytesOf(const nlohmann::json &t, const lap_batch &batch) {
+  return size_t(elementsAt(t["shape"].get<std::vector<int64_t>>(), batch.batch,
+                           batch.seq)) *
+         4;
+}
+
+} // namespace
+
+ModelOnDevice::ModelOnDevice(const LoadedModel &model,
+                             const DeviceMemory &memory, void *workspace)
+    : lib(model), mem(memory), workspace(workspace) {}
+
+void ModelOnDevice::fail() const {
+  throw std::runtime_error(lib.path() + ": " + lib.lastError());
+}
+
+void *ModelOnDevice::buffer(std::unique_ptr<DeviceMemory::Buffer> &slot,
+                            size_t bytes) {
+  if (!slot || slot->bytes < bytes)
+    slot = std::make_unique<DeviceMemory::Buffer>(mem, bytes);
+  return slot->data;
+}
+
+const lap_batch *ModelOnDevice::place(const lap_batch &host) {
+  if (mem.onHost())
+    return &host;
+  const nlohmann::json &layout = lib.manifest()["batch"];
+  if (host.count != int32_t(layout.size()))
+    throw std::runtime_error(
+        lib.path() + ": a batch of " + std::to_string(host.count) +
+        " tensors; the library reads " + std::to_string(layout.size()));
+  // An image model's seq picks another image size, which the manifest's
+  // batch shapes (of the compiled size) do not describe.
+  if (lib.manifest().contains("images") && host.seq != 0)
+    throw std::runtime_error(lib.path() +
+                             ": batches of another image size are not "
+                             "copied to the GPU yet");
+  tensors.resize(layout.size());
+  pointers.resize(layout.size());
+  for (size_t i = 0; i < layout.size(); ++i) {
+    size_t bytes = bytesOf(layout[i], host);
+    pointers[i] = buffer(tensors[i], bytes);
+    mem.upload(const_cast<void *>(pointers[i]), host.tensors[i], bytes);
+  }
+  view = host;
+  view.tensors = pointers.data();
+  return &view;
+}
+
+float ModelOnDevice::forward(const float *params, const lap_batch &batch,
+                             float *hostLogits) {
+  const lap_batch *placed = place(batch);
+  if (mem.onHost()) {
+    float value = 0;
+    if (lib.forward(params, placed, workspace, &value, hostLogits) != LAP_OK)
+      fail();
+    return value;
+  }
+  size_t logitBytes = bytesOf(lib.manifest()["outputs"][1], batch);
+  auto *deviceLoss = static_cast<float *>(buffer(loss, 4));
+  auto *deviceLogits = static_cast<float *>(buffer(logits, logitBytes));
+  if (lib.forward(params, placed, workspace, deviceLoss, deviceLogits) !=
+      LAP_OK)
+    fail();
+  float value = 0;
+  mem.download(&value, deviceLoss, 4);
+  mem.download(hostLogits, deviceLogits, logitBytes);
+  return value;
+}
+
+float ModelOnDevice::trainStep(const float *params, float *grads,
+                               const lap_batch &batch, uint64_t seed) {
+  const lap_batch *placed = place(batch);
+  float value = 0;
+  float *out = mem.onHost() ? &value : static_cast<float *>(buffer(loss, 4));
+  if (lib.trainStep(params, grads, placed, seed, workspace, out) != LAP_OK)
+    fail();
+  if (!mem.onHost())
+    mem.download(&value, out, 4);
+  return value;
+}

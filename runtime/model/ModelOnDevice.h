@@ -1,0 +1,59 @@
+//===- ModelOnDevice.h - A library's calls from host data -------*- C++ -*-===//
+//
+// Data loaders make batches in host memory and readers want losses and
+// logits there; a CUDA library reads and writes GPU memory. This puts a
+// host batch where the library reads it and brings its results back: for a
+// CPU library it passes the host's pointers through, copying nothing.
+// Parameters, gradients and the workspace stay in the device's memory.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_RUNTIME_MODEL_MODELONDEVICE_H
+#define LAP_RUNTIME_MODEL_MODELONDEVICE_H
+
+#include "runtime/model/DeviceMemory.h"
+
+#include <memory>
+#include <vector>
+
+namespace lap {
+
+class ModelOnDevice {
+public:
+  /// Calls of `model` with its intermediates in `workspace` (the manifest's
+  /// workspace size, in `memory`, the model's device's memory).
+  ModelOnDevice(const LoadedModel &model, const DeviceMemory &memory,
+                void *workspace);
+
+  const LoadedModel &model() const { return lib; }
+  const DeviceMemory &memory() const { return mem; }
+
+  /// Evaluation forward of the host batch `batch`: returns the mean loss and
+  /// writes the logits (manifest outputs[1] at the batch's size) to the
+  /// host array `logits`. Throws with the library's error.
+  float forward(const float *params, const lap_batch &batch, float *logits);
+  /// Training step of the host batch `batch`: writes the gradients to
+  /// `grads` (device memory) and returns the loss.
+  float trainStep(const float *params, float *grads, const lap_batch &batch,
+                  uint64_t seed);
+
+private:
+  /// `host` where the library reads it: itself on the host, else a copy
+  /// in buffers kept and grown between calls.
+  const lap_batch *place(const lap_batch &host);
+  /// A device buffer of at least `bytes` in `slot`, grown as needed.
+  void *buffer(std::unique_ptr<DeviceMemory::Buffer> &slot, size_t bytes);
+  [[noreturn]] void fail() const;
+
+  const LoadedModel &lib;
+  const DeviceMemory &mem;
+  void *workspace;
+  std::vector<std::unique_ptr<DeviceMemory::Buffer>> tensors;
+  std::vector<const void *> pointers;
+  lap_batch view{};
+  std::unique_ptr<DeviceMemory::Buffer> loss, logits;
+};
+
+} // namespace lap
+
+#endif // LAP_RUNTIME_MODEL_MODELONDEVICE_H

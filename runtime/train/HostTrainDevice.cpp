@@ -1,0 +1,230 @@
+//===- HostTrainDevice.cpp - The trainer's arithmetic on the host ---------===//
+//
+// Parallel loops run on the shared libgomp pool (lap::cpu::parallelFor).
+// Thread-count independence: elementwise work and reductions go by the
+// caller's spans (partial sums added in span order), and Newton-Schulz's
+// GEMMs by fixed blocks of kRows rows, each one dnnl_sgemm call made from
+// inside the parallel region, where oneDNN runs it sequentially; a
+// thread-count-dependent split of K inside oneDNN would change the rounding.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/kernels/cpu/Parallel.h"
+#include "runtime/train/Optimizer.h"
+#include "runtime/train/TrainDevice.h"
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+
+namespace lap::train {
+namespace {
+
+constexpr int64_t kRows = 32; ///< rows per GEMM block in Newton-Schulz
+
+/// Runs f(i) for every i in [0, n), always inside a parallel region when
+/// the pool has more than one thread (grain 0), so that oneDNN calls in f run
+/// sequentially whatever the pool's size.
+template <typename F> void forEach(int64_t n, F &&f) {
+  cpu::parallelFor(n, 0, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      f(i);
+  });
+}
+
+/// f(begin, end) on the fixed kSpan pieces of [0, n).
+template <typename F> void forPieces(int64_t n, F &&f) {
+  forEach((n + kSpan - 1) / kSpan,
+          [&](int64_t k) { f(k * kSpan, std::min(n, (k + 1) * kSpan)); });
+}
+
+/// Sum of squares of x[0, n) in double, in a fixed order.
+double sumSquares(const float *x, int64_t n) {
+  std::vector<double> partial(size_t((n + kSpan - 1) / kSpan));
+  forPieces(n, [&](int64_t begin, int64_t end) {
+    double s = 0;
+    for (int64_t i = begin; i < end; ++i)
+      s += double(x[i]) * x[i];
+    partial[size_t(begin / kSpan)] = s;
+  });
+  double total = 0;
+  for (double s : partial)
+    total += s;
+  return total;
+}
+
+/// torch.lerp's formula: start + w (end - start), from the end for w >= 0.5.
+inline float lerp(float start, float end, float w) {
+  return w < 0.5f ? start + w * (end - start)
+                  : end - (end - start) * (1.0f - w);
+}
+
+void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha,
+           const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+           float *c, int64_t ldc) {
+  dnnl_status_t status =
+      dnnl_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (status != dnnl_success) {
+    std::fprintf(stderr, "lap: dnnl_sgemm failed (status %d)\n", int(status));
+    std::abort();
+  }
+}
+
+/// Calls f(begin, end) on the fixed kRows-row blocks of [0, rows).
+template <typename F> void forRowBlocks(int64_t rows, F &&f) {
+  forEach((rows + kRows - 1) / kRows, [&](int64_t blk) {
+    f(blk * kRows, std::min(rows, (blk + 1) * kRows));
+  });
+}
+
+class HostTrainDevice final : public TrainDevice {
+public:
+  bool onHost() const override { return true; }
+
+  float *allocate(int64_t n) override {
+    auto *data = static_cast<float *>(
+        ::operator new[](size_t(n) * sizeof(float), std::align_val_t(64)));
+    std::memset(data, 0, size_t(n) * sizeof(float));
+    return data;
+  }
+  void release(float *data) override {
+    ::operator delete[](data, std::align_val_t(64));
+  }
+  void upload(float *to, const float *from, int64_t n) override {
+    std::memcpy(to, from, size_t(n) * sizeof(float));
+  }
+  void download(float *to, const float *from, int64_t n) override {
+    std::memcpy(to, from, size_t(n) * sizeof(float));
+  }
+
+  void accumulate(float *acc, const float *g, float scale, int64_t n,
+                  bool first) override {
+    forPieces(n, [&](int64_t begin, int64_t end) {
+      if (first)
+        for (int64_t i = begin; i < end; ++i)
+          acc[i] = 0.0f + g[i] * scale;
+      else
+        for (int64_t i = begin; i < end; ++i)
+          acc[i] += g[i] * scale;
+    });
+  }
+
+  void squaredNorms(const float *x, const std::vector<Span> &spans,
+                    double *out) override {
+    forEach(int64_t(spans.size()), [&](int64_t k) {
+      const float *v = x + spans[size_t(k)].offset;
+      double s = 0;
+      for (int64_t i = 0; i < spans[size_t(k)].size; ++i)
+        s += double(v[i]) * v[i];
+      out[k] = s;
+    });
+  }
+
+  void scale(float *x, const std::vector<Span> &spans, float coef) override {
+    forEach(int64_t(spans.size()), [&](int64_t k) {
+      float *v = x + spans[size_t(k)].offset;
+      for (int64_t i = 0; i < spans[size_t(k)].size; ++i)
+        v[i] *= coef;
+    });
+  }
+
+  void adamw(float *params, const float *grads, float *m, float *v,
+             const std::vector<Span> &spans, const AdamWScalars &s) override {
+    forEach(int64_t(spans.size()), [&](int64_t k) {
+      const Span &span = spans[size_t(k)];
+      float *p = params + span.offset, *mk = m + span.state,
+            *vk = v + span.state;
+      const float *g = grads + span.offset;
+      for (int64_t i = 0; i < span.size; ++i) {
+        float gi = g[i];
+        p[i] *= s.decay;
+        mk[i] = lerp(mk[i], gi, s.w1);
+        vk[i] = vk[i] * s.beta2 + s.w2 * (gi * gi);
+        float denom = std::sqrt(vk[i]) / s.bc2Sqrt + s.eps;
+        p[i] += -s.stepSize * (mk[i] / denom);
+      }
+    });
+  }
+
+  void muonMomentum(float *buf, const float *g, float *u, int64_t n,
+                    float momentum, float weight, bool nesterov) override {
+    forPieces(n, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        buf[i] = lerp(buf[i], g[i], weight);
+        u[i] = nesterov ? lerp(g[i], buf[i], momentum) : buf[i];
+      }
+    });
+  }
+
+  void orthogonalize(float *x, int64_t rows, int64_t cols,
+                     int64_t steps) override {
+    lap::train::orthogonalize(x, x, rows, cols, steps);
+  }
+
+  void applyUpdate(float *params, const float *u, int64_t n, float decay,
+                   float scale) override {
+    forPieces(n, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        params[i] = params[i] * decay - scale * u[i];
+    });
+  }
+};
+
+} // namespace
+
+TrainDevice &hostTrainDevice() {
+  static HostTrainDevice host;
+  return host;
+}
+
+void orthogonalize(const float *g, float *out, int64_t rows, int64_t cols,
+                   int64_t steps) {
+  const float a = 3.4445f, b = -4.7750f, c = 2.0315f;
+  bool tall = rows > cols;
+  // X is n x m with n <= m, so A = X Xᵀ is the smaller Gram matrix.
+  int64_t n = tall ? cols : rows, m = tall ? rows : cols;
+  std::vector<float> x(n * m), y(n * m), gram(n * n), poly(n * n);
+  float norm = float(std::sqrt(sumSquares(g, rows * cols))) + 1e-7f;
+  forRowBlocks(n, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      for (int64_t j = 0; j < m; ++j)
+        x[i * m + j] = (tall ? g[j * cols + i] : g[i * m + j]) / norm;
+  });
+  for (int64_t s = 0; s < steps; ++s) {
+    // gram = X Xᵀ
+    forRowBlocks(n, [&](int64_t i0, int64_t i1) {
+      sgemm('N', 'T', i1 - i0, n, m, 1.0f, &x[i0 * m], m, x.data(), m, 0.0f,
+            &gram[i0 * n], n);
+    });
+    // poly = b A + c A A
+    forRowBlocks(n, [&](int64_t i0, int64_t i1) {
+      std::memcpy(&poly[i0 * n], &gram[i0 * n], (i1 - i0) * n * sizeof(float));
+      sgemm('N', 'N', i1 - i0, n, n, c, &gram[i0 * n], n, gram.data(), n, b,
+            &poly[i0 * n], n);
+    });
+    // Y = a X + poly X
+    forRowBlocks(n, [&](int64_t i0, int64_t i1) {
+      std::memcpy(&y[i0 * m], &x[i0 * m], (i1 - i0) * m * sizeof(float));
+      sgemm('N', 'N', i1 - i0, m, n, 1.0f, &poly[i0 * n], n, x.data(), m, a,
+            &y[i0 * m], m);
+    });
+    x.swap(y);
+  }
+  if (!tall) {
+    std::memcpy(out, x.data(), n * m * sizeof(float));
+    return;
+  }
+  forRowBlocks(rows, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t j = 0; j < cols; ++j)
+        out[r * cols + j] = x[j * m + r];
+  });
+}
+
+} // namespace lap::train

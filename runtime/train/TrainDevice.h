@@ -1,0 +1,124 @@
+//===- TrainDevice.h - Where the trainer's own arithmetic runs --*- C++ -*-===//
+//
+// Besides the model's train step, a training step sums micro-batch
+// gradients, measures their norm, clips them and updates the parameters and
+// the optimizer state. That work runs where the parameters live: on the host
+// for a CPU library (the shared thread pool), on the GPU for a CUDA library
+// (the library's stream, no host synchronisation but squaredNorms'
+// result). Every array below is that device's memory.
+//
+// Elementwise and reduction work comes in spans of at most kSpan elements,
+// which the caller fixes: the host adds a span's squares sequentially and
+// the spans' sums in order, so the results do not depend on the thread
+// count; a GPU gives each span a block.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_RUNTIME_TRAIN_TRAINDEVICE_H
+#define LAP_RUNTIME_TRAIN_TRAINDEVICE_H
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace lap::train {
+
+/// The largest span: 2^15 floats.
+constexpr int64_t kSpan = int64_t(1) << 15;
+
+/// Elements [offset, offset + size) of the parameters and gradients, and
+/// [state, state + size) of the optimizer's state arrays that go with them.
+struct Span {
+  int64_t offset = 0, size = 0, state = 0;
+};
+
+/// torch.optim.AdamW's scalars for one step of one group, as the update
+/// uses them: p = p × decay; m = lerp(m, g, w1); v = v × beta2 + w2 × g²;
+/// p -= stepSize × m / (sqrt(v) / bc2Sqrt + eps).
+struct AdamWScalars {
+  float decay, w1, beta2, w2, eps, stepSize, bc2Sqrt;
+};
+
+class TrainDevice {
+public:
+  virtual ~TrainDevice() = default;
+
+  /// Whether the arrays are host memory (a CPU library's).
+  virtual bool onHost() const = 0;
+
+  /// `n` zero-filled floats there; release() frees them.
+  virtual float *allocate(int64_t n) = 0;
+  virtual void release(float *data) = 0;
+  /// Host → device and device → host copies of `n` floats; download
+  /// returns after the work queued before it has run.
+  virtual void upload(float *to, const float *from, int64_t n) = 0;
+  virtual void download(float *to, const float *from, int64_t n) = 0;
+
+  /// acc = 0 + g × scale (`first`), else acc += g × scale: the gradient
+  /// sums over micro-batches.
+  virtual void accumulate(float *acc, const float *g, float scale, int64_t n,
+                          bool first) = 0;
+  /// out[k] = the fp64 sum of x² over spans[k]'s elements (out is host
+  /// memory). Non-finite exactly when the span holds a non-finite value:
+  /// 2^15 squares of finite floats cannot overflow a double.
+  virtual void squaredNorms(const float *x, const std::vector<Span> &spans,
+                            double *out) = 0;
+  /// x *= coef over the spans' elements.
+  virtual void scale(float *x, const std::vector<Span> &spans, float coef) = 0;
+  /// AdamW over the spans (see AdamWScalars); m and v at the spans' state.
+  virtual void adamw(float *params, const float *grads, float *m, float *v,
+                     const std::vector<Span> &spans, const AdamWScalars &s) = 0;
+  /// Muon's momentum over n elements (nanochat): buf = lerp(buf, g,
+  /// weight); u = lerp(g, buf, momentum) with Nesterov, else buf. weight is
+  /// 1 - momentum rounded from double, as PyTorch's Python scalar is.
+  virtual void muonMomentum(float *buf, const float *g, float *u, int64_t n,
+                            float momentum, float weight, bool nesterov) = 0;
+  /// x [rows, cols] ← its Newton-Schulz orthogonalisation in place (see
+  /// Optimizer.h's orthogonalize).
+  virtual void orthogonalize(float *x, int64_t rows, int64_t cols,
+                             int64_t steps) = 0;
+  /// p = p × decay − scale × u over n elements.
+  virtual void applyUpdate(float *params, const float *u, int64_t n,
+                           float decay, float scale) = 0;
+};
+
+/// The host: the CPU libraries' device.
+TrainDevice &hostTrainDevice();
+
+/// GPU `ordinal` (the plugin CudaPlugin.cpp loads), made the calling
+/// thread's current device (where a CUDA
+/// library's calls from it run), its work queued on the legacy default
+/// stream, which orders it with the library's. Throws when this build has
+/// no CUDA or there is no such GPU.
+std::unique_ptr<TrainDevice> cudaTrainDevice(int ordinal);
+
+/// A float array on a TrainDevice, freed with it.
+class DeviceArray {
+public:
+  DeviceArray() = default;
+  DeviceArray(TrainDevice &device, int64_t n)
+      : device(&device), data_(n > 0 ? device.allocate(n) : nullptr), size_(n) {
+  }
+  ~DeviceArray() {
+    if (data_)
+      device->release(data_);
+  }
+  DeviceArray(DeviceArray &&o) noexcept { *this = std::move(o); }
+  DeviceArray &operator=(DeviceArray &&o) noexcept {
+    std::swap(device, o.device);
+    std::swap(data_, o.data_);
+    std::swap(size_, o.size_);
+    return *this;
+  }
+  float *data() const { return data_; }
+  int64_t size() const { return size_; }
+
+private:
+  TrainDevice *device = nullptr;
+  float *data_ = nullptr;
+  int64_t size_ = 0;
+};
+
+} // namespace lap::train
+
+#endif // LAP_RUNTIME_TRAIN_TRAINDEVICE_H
