@@ -5,7 +5,8 @@
 # libstdc++ and CUDA's own (oneDNN, Highway, libgomp: the CPU twins the
 # tests compare with), the model libraries they load (CPU and CUDA
 # libraries of the whole-model test's specs; CUDA libraries of the
-# benchmark specs) and the resolved specs of the PyTorch baseline.
+# benchmark specs; a tiny language model for lapc-run to train on both)
+# and the resolved specs of the PyTorch baseline.
 # Writes build/gpu-prebuilt.tar.xz: carry it with the run.
 #
 #   bench/gpu/prepare.sh && <on the GPU machine> bench/gpu/run.sh
@@ -15,12 +16,14 @@ cd "$(dirname "$0")/../.."
 # The benchmark models and the micro-batch each is timed at on the GPU.
 source bench/gpu/models.sh
 
-ninja -C build lapc lap-cuda-kernel-tests lap-cuda-model-tests \
-  lap-gpu-step-bench >/dev/null
+ninja -C build lapc lapc-run lap-cuda-kernel-tests lap-cuda-model-tests \
+  lap-cuda-train-device-tests lap-gpu-step-bench LapTrainCUDA >/dev/null
 out=build/gpu-prebuilt
-rm -rf "$out" && mkdir -p "$out"/{bin,lib,models,specs}
-cp build/bin/{lap-cuda-kernel-tests,lap-cuda-model-tests,lap-gpu-step-bench} \
-  "$out/bin/"
+rm -rf "$out" && mkdir -p "$out"/{bin,lib,models,specs,train}
+cp build/bin/{lapc-run,lap-cuda-kernel-tests,lap-cuda-model-tests} \
+  build/bin/{lap-cuda-train-device-tests,lap-gpu-step-bench} "$out/bin/"
+# lapc-run's GPU training plugin, where it looks: ../lib beside bin/.
+cp build/lib/libLapTrainCUDA.so "$out/lib/"
 
 # The whole-model test's libraries, built by the test itself.
 LAP_PREBUILT_MODELS="$PWD/$out/models" build/bin/lap-cuda-model-tests \
@@ -33,8 +36,15 @@ for entry in "${GPU_BENCH_MODELS[@]}"; do
   build/bin/lapc "bench/specs/$name.yaml" --emit=spec >"$out/specs/$name.yaml"
 done
 
+# lapc-run trains the same tiny model on the CPU and the GPU.
+for target in cpu cuda; do
+  build/bin/lapc test/runtime/Inputs/tiny_lm.yaml --target=$target \
+    -o "$out/models/tiny_lm.$target.so" $([[ $target = cpu ]] && echo --cpu=x86-64-v3)
+done
+cp test/runtime/Inputs/corpus.txt "$out/train/"
+
 # Every library the binaries and models load that a CUDA image may lack.
-for file in "$out"/bin/* "$out"/models/*.so; do
+for file in "$out"/bin/* "$out"/lib/libLapTrainCUDA.so "$out"/models/*.so; do
   ldd "$file" | awk '/=> \// {print $3}'
 done | sort -u | grep -v -E \
   '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s)\.so|libcuda|libcublas|libnccl' |

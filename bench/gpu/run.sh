@@ -1,5 +1,7 @@
 #!/bin/bash
-# On a machine with an NVIDIA GPU: the CUDA tests, then one training step
+# On a machine with an NVIDIA GPU: the CUDA tests, lapc-run training a
+# tiny model on the GPU and moving a run between CPU and GPU, then one
+# training step
 # (forward and backward) of each benchmark model, lap against PyTorch eager
 # and torch.compile on the same GPU in the same run. Takes what
 # bench/gpu/prepare.sh built here (build/gpu-prebuilt.tar.xz: that machine
@@ -29,10 +31,28 @@ timeout 240 "$pre/bin/lap-cuda-kernel-tests" \
   --gtest_output="json:$out/kernel-tests.json" >"$out/kernel-tests.log" 2>&1
 echo "kernel tests: exit $?"
 grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/kernel-tests.log" | head -40
-LAP_PREBUILT_MODELS=$pre/models timeout 120 "$pre/bin/lap-cuda-model-tests" \
+timeout 60 "$pre/bin/lap-cuda-train-device-tests" \
+  --gtest_output="json:$out/train-device-tests.json" >"$out/train-device-tests.log" 2>&1
+echo "train device tests: exit $?"
+grep -E '^\[  (PASSED|FAILED|SKIPPED) |Failure' "$out/train-device-tests.log" | head -20
+LAP_PREBUILT_MODELS=$pre/models timeout 180 "$pre/bin/lap-cuda-model-tests" \
   --gtest_output="json:$out/model-tests.json" >"$out/model-tests.log" 2>&1
 echo "model tests: exit $?"
 grep -E '^\[  (PASSED|FAILED|SKIPPED) |Failure|error' "$out/model-tests.log" | head -20
+
+# lapc-run: a run on the GPU alone, and one the CPU starts (steps 1-2), the
+# GPU continues (3-4) and the CPU finishes: the same losses.
+(
+  cd "$pre/train" && set -e
+  run="timeout 120 $pre/bin/lapc-run train"
+  $run "$pre/models/tiny_lm.cuda.so" --run-dir gpu
+  $run "$pre/models/tiny_lm.cpu.so" --run-dir mixed --stop-at 2
+  $run "$pre/models/tiny_lm.cuda.so" --run-dir mixed --resume --stop-at 4
+  $run "$pre/models/tiny_lm.cpu.so" --run-dir mixed --resume
+  $run "$pre/models/tiny_lm.cpu.so" --run-dir cpu
+) >"$out/lapc-run-train.log" 2>&1
+echo "lapc-run train on the GPU: exit $?"
+grep -E 'summary|error' "$out/lapc-run-train.log"
 
 # A training step: lap (graph replay and plain), PyTorch eager, compiled.
 for entry in "${GPU_BENCH_MODELS[@]}"; do
