@@ -40,19 +40,24 @@ LAP_PREBUILT_MODELS=$pre/models timeout 180 "$pre/bin/lap-cuda-model-tests" \
 echo "model tests: exit $?"
 grep -E '^\[  (PASSED|FAILED|SKIPPED) |Failure|error' "$out/model-tests.log" | head -20
 
-# lapc-run: a run on the GPU alone, and one the CPU starts (steps 1-2), the
-# GPU continues (3-4) and the CPU finishes: the same losses.
+# lapc-run: a run on the GPU alone, one the CPU starts (steps 1-2), the GPU
+# continues (3-4) and the CPU finishes, and one on the CPU: the same losses.
+# The GPU's run evaluated and sampled on the GPU, and evaluated on the CPU.
 (
   cd "$pre/train" && set -e
-  run="timeout 120 $pre/bin/lapc-run train"
-  $run "$pre/models/tiny_lm.cuda.so" --run-dir gpu
-  $run "$pre/models/tiny_lm.cpu.so" --run-dir mixed --stop-at 2
-  $run "$pre/models/tiny_lm.cuda.so" --run-dir mixed --resume --stop-at 4
-  $run "$pre/models/tiny_lm.cpu.so" --run-dir mixed --resume
-  $run "$pre/models/tiny_lm.cpu.so" --run-dir cpu
-) >"$out/lapc-run-train.log" 2>&1
-echo "lapc-run train on the GPU: exit $?"
-grep -E 'summary|error' "$out/lapc-run-train.log"
+  lapc_run="timeout 120 $pre/bin/lapc-run"
+  gpu=$pre/models/tiny_lm.cuda.so cpu=$pre/models/tiny_lm.cpu.so
+  $lapc_run train "$gpu" --run-dir gpu
+  $lapc_run train "$cpu" --run-dir mixed --stop-at 2
+  $lapc_run train "$gpu" --run-dir mixed --resume --stop-at 4
+  $lapc_run train "$cpu" --run-dir mixed --resume
+  $lapc_run train "$cpu" --run-dir cpu
+  $lapc_run eval "$gpu" --run-dir gpu
+  $lapc_run eval "$cpu" --run-dir gpu
+  $lapc_run sample "$gpu" --run-dir gpu --tokens 20
+) >"$out/lapc-run.log" 2>&1
+echo "lapc-run on the GPU: exit $?"
+grep -E 'summary|val_|error' "$out/lapc-run.log"
 
 # A training step: lap (graph replay and plain), PyTorch eager, compiled.
 for entry in "${GPU_BENCH_MODELS[@]}"; do

@@ -47,11 +47,11 @@ const lap_batch *ModelOnDevice::place(const lap_batch &host) {
     throw std::runtime_error(lib.path() +
                              ": batches of another image size are not "
                              "copied to the GPU yet");
-  tensors.resize(layout.size());
+  batchTensors.resize(layout.size());
   pointers.resize(layout.size());
   for (size_t i = 0; i < layout.size(); ++i) {
     size_t bytes = bytesOf(layout[i], host);
-    pointers[i] = buffer(tensors[i], bytes);
+    pointers[i] = buffer(batchTensors[i], bytes);
     mem.upload(const_cast<void *>(pointers[i]), host.tensors[i], bytes);
   }
   view = host;
@@ -90,4 +90,25 @@ float ModelOnDevice::trainStep(const float *params, float *grads,
   if (!mem.onHost())
     mem.download(&value, out, 4);
   return value;
+}
+
+void ModelOnDevice::decode(const float *params, const int32_t *hostTokens,
+                           int64_t batch, int64_t count, int64_t first,
+                           float *cache, float *hostLogits) {
+  if (mem.onHost()) {
+    if (lib.decode(params, hostTokens, batch, count, first, cache, workspace,
+                   hostLogits) != LAP_OK)
+      fail();
+    return;
+  }
+  size_t tokenBytes = size_t(batch * count) * 4;
+  size_t logitBytes =
+      tokenBytes * lib.manifest()["limits"]["vocab"].get<size_t>();
+  auto *deviceTokens = static_cast<int32_t *>(buffer(tokens, tokenBytes));
+  auto *deviceLogits = static_cast<float *>(buffer(logits, logitBytes));
+  mem.upload(deviceTokens, hostTokens, tokenBytes);
+  if (lib.decode(params, deviceTokens, batch, count, first, cache, workspace,
+                 deviceLogits) != LAP_OK)
+    fail();
+  mem.download(hostLogits, deviceLogits, logitBytes);
 }

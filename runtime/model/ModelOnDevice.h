@@ -36,6 +36,11 @@ public:
   /// `grads` (device memory) and returns the loss.
   float trainStep(const float *params, float *grads, const lap_batch &batch,
                   uint64_t seed);
+  /// Decoding of the host tokens [batch, count] after `first` cached
+  /// positions (the cache in device memory): their logits [batch, count,
+  /// vocab] to the host array `logits`.
+  void decode(const float *params, const int32_t *tokens, int64_t batch,
+              int64_t count, int64_t first, float *cache, float *logits);
 
 private:
   /// `host` where the library reads it: itself on the host, else a copy
@@ -48,10 +53,10 @@ private:
   const LoadedModel &lib;
   const DeviceMemory &mem;
   void *workspace;
-  std::vector<std::unique_ptr<DeviceMemory::Buffer>> tensors;
+  std::vector<std::unique_ptr<DeviceMemory::Buffer>> batchTensors;
   std::vector<const void *> pointers;
   lap_batch view{};
-  std::unique_ptr<DeviceMemory::Buffer> loss, logits;
+  std::unique_ptr<DeviceMemory::Buffer> loss, logits, tokens;
 };
 
 } // namespace lap

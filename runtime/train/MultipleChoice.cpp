@@ -80,9 +80,11 @@ double logLikelihood(const float *logits, int64_t vocab,
 
 } // namespace
 
-MultipleChoiceResult lap::train::evaluateMultipleChoice(
-    const LoadedModel &model, const float *params, AlignedBuffer &workspace,
-    const data::Tokenizer &tokenizer, const std::vector<Question> &questions) {
+MultipleChoiceResult
+lap::train::evaluateMultipleChoice(ModelOnDevice &calls, const float *params,
+                                   const data::Tokenizer &tokenizer,
+                                   const std::vector<Question> &questions) {
+  const LoadedModel &model = calls.model();
   int64_t vocab = model.manifest()["limits"]["vocab"];
   int64_t maxSeq = model.maxSeq();
   AlignedBuffer logits(size_t(maxSeq * vocab) * 4);
@@ -107,10 +109,7 @@ MultipleChoiceResult lap::train::evaluateMultipleChoice(
       std::vector<int32_t> targets(tokens.size(), -1);
       const void *tensors[] = {tokens.data(), targets.data()};
       lap_batch batch{1, int64_t(tokens.size()), 2, tensors};
-      float loss = 0;
-      if (model.forward(params, &batch, workspace.data, &loss,
-                        logits.as<float>()) != LAP_OK)
-        throw std::runtime_error(model.path() + ": " + model.lastError());
+      calls.forward(params, batch, logits.as<float>());
       double score =
           logLikelihood(logits.as<float>(), vocab, tokens, from, tokens.size());
       if (score > best) {

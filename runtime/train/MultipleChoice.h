@@ -14,7 +14,7 @@
 #define LAP_RUNTIME_TRAIN_MULTIPLECHOICE_H
 
 #include "runtime/data/Tokenizer.h"
-#include "runtime/model/LoadedModel.h"
+#include "runtime/model/ModelOnDevice.h"
 
 #include <string>
 #include <vector>
@@ -38,11 +38,12 @@ struct MultipleChoiceResult {
   }
 };
 
-/// Scores every question with `model` (parameters `params`, intermediates
-/// in `workspace`).
-MultipleChoiceResult evaluateMultipleChoice(
-    const LoadedModel &model, const float *params, AlignedBuffer &workspace,
-    const data::Tokenizer &tokenizer, const std::vector<Question> &questions);
+/// Scores every question with the model `calls` makes (parameters
+/// `params`, its device's memory).
+MultipleChoiceResult
+evaluateMultipleChoice(ModelOnDevice &calls, const float *params,
+                       const data::Tokenizer &tokenizer,
+                       const std::vector<Question> &questions);
 
 } // namespace lap::train
 

@@ -57,11 +57,11 @@ int64_t cacheFloats(const LoadedModel &model) {
 
 } // namespace
 
-Sampler::Sampler(const LoadedModel &model, const float *params)
-    : model(model), params(params), vocab(model.manifest()["limits"]["vocab"]),
-      capacity(model.maxSeq()),
-      cache(size_t(cacheFloats(model)) * sizeof(float)),
-      workspace(size_t(model.workspaceBytes())),
+Sampler::Sampler(ModelOnDevice &calls, const float *params)
+    : calls(calls), params(params),
+      vocab(calls.model().manifest()["limits"]["vocab"]),
+      capacity(calls.model().maxSeq()),
+      cache(calls.memory(), size_t(cacheFloats(calls.model())) * sizeof(float)),
       logits(size_t(capacity * vocab) * sizeof(float)) {}
 
 std::vector<int32_t>
@@ -81,9 +81,8 @@ Sampler::generate(const std::vector<int32_t> &prompt,
   while (int64_t(out.size()) < options.maxTokens &&
          first + int64_t(step.size()) <= capacity) {
     int64_t count = int64_t(step.size());
-    if (model.decode(params, step.data(), 1, count, first, cache.as<float>(),
-                     workspace.data, logits.as<float>()) != LAP_OK)
-      throw std::runtime_error(model.path() + ": " + model.lastError());
+    calls.decode(params, step.data(), 1, count, first, cache.as<float>(),
+                 logits.as<float>());
     int32_t next = pickToken(logits.as<float>() + (count - 1) * vocab, vocab,
                              options, rng);
     if (options.stop && next == *options.stop)

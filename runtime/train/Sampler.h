@@ -10,7 +10,7 @@
 #ifndef LAP_RUNTIME_TRAIN_SAMPLER_H
 #define LAP_RUNTIME_TRAIN_SAMPLER_H
 
-#include "runtime/model/LoadedModel.h"
+#include "runtime/model/ModelOnDevice.h"
 
 #include <cstdint>
 #include <functional>
@@ -37,9 +37,9 @@ int32_t pickToken(const float *logits, int64_t vocab,
 
 class Sampler {
 public:
-  /// Decodes with `params` (model's parameter buffer); allocates the cache
-  /// and workspace for one sequence.
-  Sampler(const LoadedModel &model, const float *params);
+  /// Decodes through `calls` with `params` (its device's memory);
+  /// allocates the cache for one sequence there.
+  Sampler(ModelOnDevice &calls, const float *params);
 
   /// The new tokens after `prompt` (not empty), each passed to `onToken` as
   /// it is drawn. Stops at options.maxTokens, the stop token (not
@@ -49,10 +49,11 @@ public:
            const std::function<void(int32_t)> &onToken = {});
 
 private:
-  const LoadedModel &model;
+  ModelOnDevice &calls;
   const float *params;
   int64_t vocab, capacity;
-  AlignedBuffer cache, workspace, logits;
+  DeviceMemory::Buffer cache;
+  AlignedBuffer logits;
 };
 
 } // namespace lap::train

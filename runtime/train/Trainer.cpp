@@ -123,7 +123,8 @@ lap::train::resumePoint(const TrainerConfig &config,
 
 LoadedCheckpoint lap::train::restoreParameters(const LoadedModel &model,
                                                const std::string &dir,
-                                               float *params, bool otherModel) {
+                                               float *params, bool otherModel,
+                                               TrainDevice &device) {
   std::vector<TensorSpec> expected;
   for (const ParameterInfo &t : model.parameters())
     expected.push_back({t.name, t.shape});
@@ -141,9 +142,8 @@ LoadedCheckpoint lap::train::restoreParameters(const LoadedModel &model,
   };
   LoadedCheckpoint checkpoint = loadCheckpoint(dir, expected, checkModel);
   for (const ParameterInfo &t : model.parameters())
-    std::memcpy(params + t.offset,
-                checkpoint.model.tensors.at(t.name).f32.data(),
-                size_t(t.elements) * 4);
+    device.upload(params + t.offset,
+                  checkpoint.model.tensors.at(t.name).f32.data(), t.elements);
   return checkpoint;
 }
 
@@ -181,14 +181,9 @@ int64_t resumeRun(const LoadedModel &model, const TrainerConfig &config,
   comm::Communicator &comm = parallel.comm();
   int64_t resumed[3] = {0, 0, 0}; // step, resuming, data position
   std::optional<LoadedCheckpoint> ckpt;
-  TrainDevice &device = optimizer.device();
   if (comm.rank() == 0 && !dir.empty()) {
-    std::vector<float> staged(device.onHost() ? 0 : model.parameterElements());
-    ckpt =
-        restoreParameters(model, dir, device.onHost() ? params : staged.data(),
-                          config.resumeFromOtherModel);
-    if (!device.onHost())
-      device.upload(params, staged.data(), model.parameterElements());
+    ckpt = restoreParameters(model, dir, params, config.resumeFromOtherModel,
+                             optimizer.device());
     std::string state = dir + "/state.json";
     int64_t step = ckpt->state.step;
     if (std::string changed =

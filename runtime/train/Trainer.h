@@ -122,10 +122,12 @@ nlohmann::json scheduleOf(const TrainerConfig &config);
 
 /// Loads the checkpoint directory `dir`, refusing one of another model
 /// (another model_hash, unless `otherModel`; other tensors always), and
-/// copies its parameters into `params`; returns it (state, optimizer).
+/// copies its parameters into `params` (`device`'s memory); returns it
+/// (state, optimizer).
 LoadedCheckpoint restoreParameters(const LoadedModel &model,
                                    const std::string &dir, float *params,
-                                   bool otherModel = false);
+                                   bool otherModel = false,
+                                   TrainDevice &device = hostTrainDevice());
 
 /// `given` when not empty, else the newest checkpoint of `runDir`; throws
 /// naming RUNDIR/checkpoints when there is none.

@@ -52,6 +52,7 @@ int tokenize(const TokenizeOptions &options);
 
 struct EvalOptions {
   std::string model, runDir, checkpoint;
+  std::string device;  ///< cpu, cuda or cuda:N; "": the library's
   int64_t batches = 0; ///< validation batches; 0: the whole split
   std::vector<std::string> multipleChoice;
 };
@@ -60,6 +61,7 @@ int evaluate(const EvalOptions &options);
 
 struct SampleOptions {
   std::string model, runDir, checkpoint, prompt;
+  std::string device; ///< cpu, cuda or cuda:N; "": the library's
   int64_t tokens = 200, topK = 50, samples = 1;
   double temperature = 0.8;
   uint64_t seed = 1;

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/tools/lapc-run/Commands.h"
+#include "runtime/tools/lapc-run/DeviceModel.h"
 #include "runtime/train/DinoRegime.h"
 #include "runtime/train/LmRegime.h"
 #include "runtime/train/MultipleChoice.h"
@@ -58,10 +59,16 @@ int evaluateDino(const LoadedModel &model, const dsl::Spec &spec,
 } // namespace
 
 int lap::cli::evaluate(const EvalOptions &options) {
-  LoadedModel model(options.model);
+  DeviceModel run(options.model, options.device);
+  const LoadedModel &model = run.model;
   dsl::Spec spec = train::specOf(model);
-  if (spec.train.regime == dsl::Regime::DINO)
+  if (spec.train.regime == dsl::Regime::DINO) {
+    if (!run.device.onHost())
+      throw std::runtime_error(options.model +
+                               ": lapc-run eval evaluates dino runs on the "
+                               "CPU only so far; compile the spec for the CPU");
     return evaluateDino(model, spec, options);
+  }
   if (spec.train.regime != dsl::Regime::LM)
     throw std::runtime_error(options.model +
                              ": lapc-run eval evaluates language models and "
@@ -69,16 +76,11 @@ int lap::cli::evaluate(const EvalOptions &options) {
 
   std::string checkpoint =
       train::checkpointOf(options.runDir, options.checkpoint);
-  AlignedBuffer params(size_t(model.parameterElements()) * 4);
-  LoadedCheckpoint loaded =
-      train::restoreParameters(model, checkpoint, params.as<float>());
+  LoadedCheckpoint loaded = run.restore(checkpoint);
   fmt::print("model {} at step {} ({})\n", spec.name, loaded.state.step,
              checkpoint);
 
-  AlignedBuffer workspace(size_t(model.workspaceBytes()));
-  DeviceMemory memory(model);
-  ModelOnDevice calls(model, memory, workspace.data);
-  train::LmRegime lm(spec, calls, params.as<float>(), options.runDir,
+  train::LmRegime lm(spec, run.calls, run.params.data(), options.runDir,
                      std::min(train::microBatchSize(spec), model.maxBatch()),
                      std::min(train::sequenceLength(spec), model.maxSeq()),
                      stdout);
@@ -92,7 +94,7 @@ int lap::cli::evaluate(const EvalOptions &options) {
           "multiple-choice evaluation needs the run's tokenizer");
     std::vector<train::Question> questions = train::readQuestions(file);
     train::MultipleChoiceResult r = train::evaluateMultipleChoice(
-        model, params.as<float>(), workspace, *lm.tokenizer(), questions);
+        run.calls, run.params.data(), *lm.tokenizer(), questions);
     fmt::print("{}: accuracy {:.4f} ({} of {})\n", file, r.accuracy(),
                r.correct, r.questions);
   }

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/tools/lapc-run/Commands.h"
+#include "runtime/tools/lapc-run/DeviceModel.h"
 #include "runtime/train/LmRegime.h"
 #include "runtime/train/Sampler.h"
 #include "runtime/train/SpecConfig.h"
@@ -19,7 +20,8 @@
 using namespace lap;
 
 int lap::cli::sample(const SampleOptions &options) {
-  LoadedModel model(options.model);
+  DeviceModel run(options.model, options.device);
+  const LoadedModel &model = run.model;
   dsl::Spec spec = train::specOf(model);
   if (spec.model.family != dsl::Family::GPT)
     throw std::runtime_error(options.model +
@@ -32,10 +34,7 @@ int lap::cli::sample(const SampleOptions &options) {
                              "/data/tokenizer.tiktoken: no tokenizer; "
                              "train the model in this run directory first");
 
-  AlignedBuffer params(size_t(model.parameterElements()) * 4);
-  train::restoreParameters(
-      model, train::checkpointOf(options.runDir, options.checkpoint),
-      params.as<float>());
+  run.restore(train::checkpointOf(options.runDir, options.checkpoint));
 
   std::vector<int32_t> prompt = {int32_t(tokenizer->bosId())};
   for (uint32_t id : tokenizer->encode(options.prompt))
@@ -47,7 +46,7 @@ int lap::cli::sample(const SampleOptions &options) {
   draw.stop = int32_t(tokenizer->bosId()); // the start of the next document
   draw.drawable =
       tokenizer->vocabSize(); // the model's vocabulary may be padded
-  train::Sampler sampler(model, params.as<float>());
+  train::Sampler sampler(run.calls, run.params.data());
   for (int64_t i = 0; i < options.samples; ++i) {
     draw.seed = options.seed + uint64_t(i);
     if (options.samples > 1)

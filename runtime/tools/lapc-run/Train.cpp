@@ -13,7 +13,7 @@
 #include "runtime/model/LoadedModel.h"
 #include "runtime/platform/Files.h"
 #include "runtime/tools/lapc-run/Commands.h"
-#include "runtime/tools/lapc-run/DeviceOption.h"
+#include "runtime/tools/lapc-run/DeviceModel.h"
 #include "runtime/tools/lapc-run/Units.h"
 #include "runtime/train/DinoRegime.h"
 #include "runtime/train/ImageRegime.h"
@@ -83,9 +83,9 @@ int lap::cli::trainModel(const TrainOptions &options,
   const bool lead = comm.rank() == 0;
   const int64_t ranks = comm.size();
   int threads = omp_get_max_threads();
-  LoadedModel model(options.model, LoadedModel::Devices::Any);
-  std::unique_ptr<train::TrainDevice> gpu = openDevice(model, options.device);
-  train::TrainDevice &device = gpu ? *gpu : train::hostTrainDevice();
+  // Parameters and intermediates where the library computes.
+  DeviceModel run(options.model, options.device);
+  const LoadedModel &model = run.model;
   dsl::Spec spec = train::specOf(model);
   const dsl::TrainSpec &t = spec.train;
   bool lmRegime = t.regime == dsl::Regime::LM,
@@ -95,6 +95,15 @@ int lap::cli::trainModel(const TrainOptions &options,
                              ": the dino regime trains in one process (its "
                              "teacher's centre is not shared between ranks "
                              "yet); run it without mpirun");
+  if (dinoRegime && !run.device.onHost())
+    throw std::runtime_error(options.model +
+                             ": the dino regime trains on the CPU only so "
+                             "far (its teacher and views are not on the GPU "
+                             "yet); compile the spec for the CPU");
+  if (ranks > 1 && !run.device.onHost())
+    throw std::runtime_error(options.model +
+                             ": data-parallel training runs on CPUs only so "
+                             "far (NCCL ranks on GPUs are not wired yet)");
 
   int64_t micro = train::microBatchSize(spec),
           seq = lmRegime ? train::sequenceLength(spec) : 0;
@@ -151,13 +160,9 @@ int lap::cli::trainModel(const TrainOptions &options,
       lead ? nullptr : std::fopen("/dev/null", "w"), std::fclose);
   std::FILE *log = lead ? stdout : quiet.get();
 
-  // Parameters and intermediates where the library computes.
-  DeviceMemory memory(model);
-  train::DeviceArray params(device, model.parameterElements());
-  if (model.initParams(params.data(), config.seed) != LAP_OK)
+  float *params = run.params.data();
+  if (model.initParams(params, config.seed) != LAP_OK)
     throw std::runtime_error(options.model + ": " + model.lastError());
-  DeviceMemory::Buffer workspace(memory, size_t(model.workspaceBytes()));
-  ModelOnDevice calls(model, memory, workspace.data);
   std::unique_ptr<train::LmRegime> lm;
   std::unique_ptr<train::ImageRegime> images;
   std::unique_ptr<train::DinoRegime> dino;
@@ -169,19 +174,19 @@ int lap::cli::trainModel(const TrainOptions &options,
   inTurn(comm, [&] {
     if (lmRegime) {
       lm = std::make_unique<train::LmRegime>(
-          spec, calls, params.data(), config.runDir, micro, seq, log, shard);
+          spec, run.calls, params, config.runDir, micro, seq, log, shard);
       regime = lm->regime();
       stepsPerEpoch = lm->stepsPerEpoch(config.accumulation);
     } else if (dinoRegime) {
-      dino = std::make_unique<train::DinoRegime>(spec, model, params.data(),
-                                                 workspace.data, micro,
+      dino = std::make_unique<train::DinoRegime>(spec, model, params,
+                                                 run.workspace.data, micro,
                                                  config.seed, log, shard);
       regime = dino->regime();
       stepsPerEpoch = dino->stepsPerEpoch(config.accumulation);
       config.unit = "img";
     } else {
       images = std::make_unique<train::ImageRegime>(
-          spec, calls, params.data(), micro, config.seed, log, shard);
+          spec, run.calls, params, micro, config.seed, log, shard);
       regime = images->regime();
       stepsPerEpoch = images->stepsPerEpoch(config.accumulation);
       config.unit = "img";
@@ -235,7 +240,7 @@ int lap::cli::trainModel(const TrainOptions &options,
                config.accumulation / ranks == 1 ? "" : "es",
                config.zero ? "; ZeRO-1: optimizer state sharded" : "");
   train::TrainResult result =
-      train::train(calls, device, params.data(), config, regime, resumeFrom);
+      train::train(run.calls, run.device, params, config, regime, resumeFrom);
   if (!lead)
     return result.stopSignal ? 128 + result.stopSignal : 0;
   if (result.alreadyFinished) {

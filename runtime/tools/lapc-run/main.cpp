@@ -152,6 +152,9 @@ int main(int argc, char **argv) {
       ->required();
   evalCmd->add_option("--checkpoint", eval.checkpoint,
                       "A checkpoint directory (default: the run's newest)");
+  evalCmd->add_option("--device", eval.device,
+                      "cpu, cuda or cuda:N (default: the device the library "
+                      "was compiled for; dino runs: cpu)");
   evalCmd
       ->add_option("--batches", eval.batches,
                    "Validation batches (default: all)")
@@ -172,6 +175,9 @@ int main(int argc, char **argv) {
       ->required();
   sampleCmd->add_option("--checkpoint", sample.checkpoint,
                         "A checkpoint directory (default: the run's newest)");
+  sampleCmd->add_option("--device", sample.device,
+                        "cpu, cuda or cuda:N (default: the device the "
+                        "library was compiled for)");
   sampleCmd->add_option("--prompt", sample.prompt,
                         "Text to continue (default: none)");
   sampleCmd->add_option("--tokens", sample.tokens, "New tokens at most")

@@ -1,6 +1,8 @@
-//===- DeviceOption.cpp - `--device`: where a library runs ----------------===//
+//===- DeviceModel.cpp - A library on the device `--device` names ---------===//
 
-#include "runtime/tools/lapc-run/DeviceOption.h"
+#include "runtime/tools/lapc-run/DeviceModel.h"
+
+#include "runtime/train/Trainer.h"
 
 #include <fmt/format.h>
 
@@ -29,4 +31,21 @@ lap::cli::openDevice(const LoadedModel &model, const std::string &option) {
                              model.kernelIsa() + " code (lapc-run info " +
                              model.path() + " describes it)");
   return train::cudaTrainDevice(parts[2].matched ? std::stoi(parts[2]) : 0);
+}
+
+lap::cli::DeviceModel::DeviceModel(const std::string &path,
+                                   const std::string &option)
+    : model(path, LoadedModel::Devices::Any), gpu(openDevice(model, option)),
+      device(gpu ? *gpu : train::hostTrainDevice()), memory(model),
+      params(device, model.parameterElements()),
+      workspace(memory, size_t(model.workspaceBytes())),
+      calls(model, memory, workspace.data) {}
+
+lap::LoadedCheckpoint lap::cli::DeviceModel::restore(const std::string &dir) {
+  std::vector<float> staged(device.onHost() ? 0 : params.size());
+  float *into = device.onHost() ? params.data() : staged.data();
+  LoadedCheckpoint checkpoint = train::restoreParameters(model, dir, into);
+  if (!device.onHost())
+    device.upload(params.data(), staged.data(), params.size());
+  return checkpoint;
 }
