@@ -197,16 +197,14 @@ void Optimizer::step(float *params, const float *grads, double lrMultiplier,
   ++steps;                             // PyTorch: step += 1 before the update
   for (size_t i = 0; i < groupList.size(); ++i) {
     ParamGroup g = groupList[i];
-    bool frozen = false;
     if (!frozenTensors.empty())
-      g.tensors.erase(
-          std::remove_if(g.tensors.begin(), g.tensors.end(),
-                         [&](size_t t) { return frozen |= frozenTensors[t]; }),
-          g.tensors.end());
+      g.tensors.erase(std::remove_if(g.tensors.begin(), g.tensors.end(),
+                                     [&](size_t t) { return frozenTensors[t]; }),
+                      g.tensors.end());
     double lr = g.lr * lrMultiplier, wd = g.weightDecay * weightDecayMultiplier;
     if (g.rule == UpdateRule::Muon)
       muonStep(g, params, grads, lr, wd, momentum);
-    else if (frozen)
+    else if (g.tensors.size() != groupList[i].tensors.size()) // some frozen
       adamwStep(spansOf(table, g.tensors, &stateOffset), params, grads, lr, wd);
     else
       adamwStep(adamwSpans[i], params, grads, lr, wd);

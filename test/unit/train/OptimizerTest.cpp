@@ -462,18 +462,19 @@ TEST(Clip, EachTensorAlone) {
 // gradient: no update, no weight decay, no change of its moments; the
 // others step as if it were not there.
 TEST(AdamW, FrozenTensorsAreLeftAlone) {
-  auto table = makeTable({{"a.weight", {3}}, {"b.weight", {2}}});
+  auto table =
+      makeTable({{"a.weight", {3}}, {"b.weight", {2}}, {"c.weight", {2}}});
   OptimizerConfig c;
   c.lr = 0.1;
   c.weightDecay = 0.5;
-  std::vector<float> p = {1, 2, 3, 4, 5}, g = {1, 1, 1, 1, 1};
+  std::vector<float> p = {1, 2, 3, 4, 5, 6, 7}, g(7, 1.0f);
   Optimizer frozen(table, c), free(table, c);
   std::vector<float> q = p;
-  frozen.setFrozen({false, true});
+  frozen.setFrozen({false, true, false});
   frozen.step(p.data(), g.data());
   free.step(q.data(), g.data());
-  for (int i = 0; i < 3; ++i)
-    EXPECT_EQ(p[size_t(i)], q[size_t(i)]);
+  for (int i : {0, 1, 2, 5, 6}) // the tensors before and after it
+    EXPECT_EQ(p[size_t(i)], q[size_t(i)]) << i;
   EXPECT_EQ(p[3], 4.0f);
   EXPECT_EQ(p[4], 5.0f);
   for (const StateTensor &t : frozen.state())
