@@ -356,8 +356,9 @@ lap_status lap_model_decode(const float *params, const int32_t *tokens,
                 std::to_string(first + count - 1) +
                 " do not fit the cache of " + std::to_string(m.maxSeq) +
                 " positions (lapc --max-seq sets it)");
-  if (lap_status s = m.checkIds("tokens", tokens, batch, count, 0))
-    return s;
+  if (lap::model::device::readsBatches())
+    if (lap_status s = m.checkIds("tokens", tokens, batch, count, 0))
+      return s;
   // tokens, then each layer's key and value caches.
   std::vector<const void *> inputs{tokens};
   for (int64_t i = 0; i < 2 * m.decodeLayers; ++i)

@@ -2,12 +2,28 @@
 
 #include "runtime/model/ModelOnDevice.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
 using namespace lap;
 
 namespace {
+
+/// Every id of `ids` [n] in [lowest, vocab), or an error naming tensor
+/// `name` of `library` (what a CPU library checks itself; a CUDA library's
+/// kernels only keep ids in bounds, so its host checks them).
+void checkIds(const std::string &library, const std::string &name,
+              const int32_t *ids, int64_t n, int64_t seq, int32_t lowest,
+              int64_t vocab) {
+  for (int64_t j = 0; j < n; ++j)
+    if (ids[j] < lowest || ids[j] >= vocab)
+      throw std::runtime_error(
+          library + ": batch tensor '" + name + "' holds " +
+          std::to_string(ids[j]) + " at [" + std::to_string(j / seq) + ", " +
+          std::to_string(j % seq) + "], outside the vocabulary 0.." +
+          std::to_string(vocab - 1));
+}
 
 /// Bytes of manifest batch tensor `t` (4-byte elements) at the batch's size.
 size_t bytesOf(const nlohmann::json &t, const lap_batch &batch) {
@@ -49,8 +65,14 @@ const lap_batch *ModelOnDevice::place(const lap_batch &host) {
                              "copied to the GPU yet");
   batchTensors.resize(layout.size());
   pointers.resize(layout.size());
+  const int64_t vocab = lib.manifest()["limits"]["vocab"];
   for (size_t i = 0; i < layout.size(); ++i) {
     size_t bytes = bytesOf(layout[i], host);
+    if (layout[i]["dtype"] == "int32") // targets may be -1: ignored
+      checkIds(lib.path(), layout[i]["name"],
+               static_cast<const int32_t *>(host.tensors[i]),
+               int64_t(bytes / 4), std::max<int64_t>(host.seq, 1),
+               layout[i]["name"] == "targets" ? -1 : 0, vocab);
     pointers[i] = buffer(batchTensors[i], bytes);
     mem.upload(const_cast<void *>(pointers[i]), host.tensors[i], bytes);
   }
@@ -101,9 +123,10 @@ void ModelOnDevice::decode(const float *params, const int32_t *hostTokens,
       fail();
     return;
   }
+  const int64_t vocab = lib.manifest()["limits"]["vocab"];
+  checkIds(lib.path(), "tokens", hostTokens, batch * count, count, 0, vocab);
   size_t tokenBytes = size_t(batch * count) * 4;
-  size_t logitBytes =
-      tokenBytes * lib.manifest()["limits"]["vocab"].get<size_t>();
+  size_t logitBytes = tokenBytes * size_t(vocab);
   auto *deviceTokens = static_cast<int32_t *>(buffer(tokens, tokenBytes));
   auto *deviceLogits = static_cast<float *>(buffer(logits, logitBytes));
   mem.upload(deviceTokens, hostTokens, tokenBytes);

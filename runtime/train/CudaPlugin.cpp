@@ -24,7 +24,7 @@ lap::train::cudaTrainDevice(int ordinal) {
   void *plugin = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!plugin)
     throw std::runtime_error(
-        std::string("cannot train on a GPU: ") + dlerror() +
+        std::string("cannot run a model on a GPU: ") + dlerror() +
         " (lap builds it where the CUDA toolkit is installed)");
   using Entry = TrainDevice *(*)(int);
   auto entry = reinterpret_cast<Entry>(dlsym(plugin, "lap_train_cuda_device"));

@@ -78,10 +78,13 @@ float *DataParallel::reduce(float *accumulated, float *scratch) {
   return scratch;
 }
 
+std::vector<double> DataParallel::squares(const float *reduced) const {
+  return squaredNormPartials(reduced, mine, device);
+}
+
 std::optional<std::string>
-DataParallel::firstNonFinite(const float *reduced) const {
-  std::optional<size_t> bad =
-      firstNonFiniteTensor(squaredNormPartials(reduced, mine, device), mine);
+DataParallel::firstNonFinite(const std::vector<double> &squares) const {
+  std::optional<size_t> bad = firstNonFiniteTensor(squares, mine);
   if (!sharded)
     return bad ? std::optional<std::string>(table[*bad].name) : std::nullopt;
   // The smallest index of the whole table: the largest of size - index.
@@ -92,8 +95,8 @@ DataParallel::firstNonFinite(const float *reduced) const {
              : std::nullopt;
 }
 
-double DataParallel::clip(float *reduced, double maxNorm) const {
-  std::vector<double> partials = squaredNormPartials(reduced, mine, device);
+double DataParallel::clip(float *reduced, std::vector<double> partials,
+                          double maxNorm) const {
   if (sharded) {
     // How many partial sums each shard has is fixed: learn it once.
     if (partialCounts.empty()) {

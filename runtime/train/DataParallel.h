@@ -50,10 +50,15 @@ public:
   /// the sums of updated(): `accumulated` itself, or under ZeRO-1
   /// `scratch` (of the same layout) with this rank's shard filled in.
   float *reduce(float *accumulated, float *scratch);
+  /// The fp64 sums of squares of this rank's share of `reduced`
+  /// (squaredNormPartials of updated()): what the two below read.
+  std::vector<double> squares(const float *reduced) const;
   /// The first tensor of the whole table with a non-finite summed gradient.
-  std::optional<std::string> firstNonFinite(const float *reduced) const;
+  std::optional<std::string>
+  firstNonFinite(const std::vector<double> &squares) const;
   /// clipGradients over every rank's shard: returns the global norm.
-  double clip(float *reduced, double maxNorm) const;
+  double clip(float *reduced, std::vector<double> squares,
+              double maxNorm) const;
   /// ZeRO-1: every shard's updated parameters to every rank.
   void gatherParameters(float *params) const;
 

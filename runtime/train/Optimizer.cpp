@@ -198,9 +198,10 @@ void Optimizer::step(float *params, const float *grads, double lrMultiplier,
   for (size_t i = 0; i < groupList.size(); ++i) {
     ParamGroup g = groupList[i];
     if (!frozenTensors.empty())
-      g.tensors.erase(std::remove_if(g.tensors.begin(), g.tensors.end(),
-                                     [&](size_t t) { return frozenTensors[t]; }),
-                      g.tensors.end());
+      g.tensors.erase(
+          std::remove_if(g.tensors.begin(), g.tensors.end(),
+                         [&](size_t t) { return frozenTensors[t]; }),
+          g.tensors.end());
     double lr = g.lr * lrMultiplier, wd = g.weightDecay * weightDecayMultiplier;
     if (g.rule == UpdateRule::Muon)
       muonStep(g, params, grads, lr, wd, momentum);

@@ -303,7 +303,9 @@ TrainResult lap::train::train(ModelOnDevice &calls, TrainDevice &device,
     // signal.
     int64_t asks[2] = {signals.stop(), signals.checkpointAsked()};
     comm.allReduceMax(asks, 2);
-    std::optional<std::string> bad = parallel.firstNonFinite(reduced);
+    // One pass measures the gradients: their norm and their finiteness.
+    std::vector<double> squares = parallel.squares(reduced);
+    std::optional<std::string> bad = parallel.firstNonFinite(squares);
     if (!std::isfinite(loss) || bad) {
       std::string what = std::isfinite(loss) ? ""
                          : std::isnan(loss)  ? "the loss is NaN"
@@ -315,7 +317,8 @@ TrainResult lap::train::train(ModelOnDevice &calls, TrainDevice &device,
           fmt::format("step {}: {} (training stopped)", step + 1, what));
     }
     double norm = parallel.clip(
-        reduced, config.clipEachTensor ? 0 : config.gradClip); // 0: measure
+        reduced, std::move(squares),
+        config.clipEachTensor ? 0 : config.gradClip); // 0: measure
     if (config.clipEachTensor)
       clipEachTensor(reduced, optimizer.tensors(), config.gradClip, device);
     if (regime.frozen) {
