@@ -7,11 +7,14 @@
 // tensor's largest magnitude (fp32 on both; GEMMs, attention and
 // reductions sum in other orders on the GPU). Models: the whole-model
 // tests' three with mixed head kinds (MixedKindModels.h); dropout and drop
-// path draw the same masks on both. Skipped, saying so, without a GPU.
+// path draw the same masks on both. And host data on its way to the GPU
+// (ModelOnDevice, as lapc-run sends it): decoding, and token ids checked.
+// Skipped, saying so, without a GPU.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/model/DeviceMemory.h"
+#include "runtime/model/ModelOnDevice.h"
 #include "test/unit/cuda/BothTargets.h"
 #include "test/unit/cuda/RequireGpu.h"
 
@@ -131,6 +134,65 @@ TEST(ModelOnGpuTest, CudaLibraryComputesWhatTheCpuLibraryComputes) {
     for (const ParameterInfo &p : gpu.parameters())
       expectClose(got.data() + p.offset, cpu.grad() + p.offset,
                   size_t(p.elements), "gradient of " + p.name);
+  }
+}
+
+// What lapc-run does with host data (ModelOnDevice): decoding a prompt and
+// then one more token gives the CPU library's logits (within 1e-4 of their
+// largest magnitude), and a token id outside the vocabulary is refused with
+// the CPU library's message, before it reaches the GPU.
+TEST(ModelOnGpuTest, HostTokensReachTheGpu) {
+  REQUIRE_GPU();
+  for (const Case &c : kCases) {
+    if (c.image)
+      continue;
+    SCOPED_TRACE(c.name);
+    struct Side {
+      LoadedModel model;
+      DeviceMemory memory{model};
+      Buffer params{memory, size_t(model.parameterElements()) * 4},
+          workspace{memory, size_t(model.workspaceBytes())},
+          cache{memory, model.manifest()["decode"]["cache_floats_per_sequence"]
+                                .get<size_t>() *
+                            4};
+      ModelOnDevice calls{model, memory, workspace.data};
+    };
+    Side cpu{LoadedModel(library(c, "cpu"))},
+        gpu{LoadedModel(library(c, "cuda"), LoadedModel::Devices::Any)};
+    std::vector<int32_t> prompt = {1, 7, 3, 60, 12}, next = {9};
+    std::vector<float> want(prompt.size() * kVocab), got(want.size());
+    for (Side *side : {&cpu, &gpu}) {
+      ASSERT_EQ(side->model.initParams(side->params.as<float>(), 3), LAP_OK);
+      std::vector<float> &out = side == &cpu ? want : got;
+      side->calls.decode(side->params.as<float>(), prompt.data(), 1,
+                         int64_t(prompt.size()), 0, side->cache.as<float>(),
+                         out.data());
+    }
+    expectClose(got.data(), want.data(), want.size(), "prompt logits");
+    for (Side *side : {&cpu, &gpu})
+      side->calls.decode(side->params.as<float>(), next.data(), 1, 1,
+                         int64_t(prompt.size()), side->cache.as<float>(),
+                         (side == &cpu ? want : got).data());
+    expectClose(got.data(), want.data(), size_t(kVocab), "next logits");
+
+    std::vector<int32_t> tokens(kMaxSeq, 2), targets(kMaxSeq, 2);
+    tokens[5] = int32_t(kVocab);
+    std::vector<const void *> pointers = {tokens.data(), targets.data()};
+    lap_batch batch{1, kMaxSeq, 2, pointers.data()};
+    std::vector<float> logits(size_t(kMaxSeq * kVocab));
+    for (Side *side : {&cpu, &gpu}) {
+      try {
+        side->calls.forward(side->params.as<float>(), batch, logits.data());
+        ADD_FAILURE() << side->model.device() << ": a token outside the "
+                      << "vocabulary was accepted";
+      } catch (const std::runtime_error &e) {
+        EXPECT_NE(std::string(e.what()).find(
+                      "batch tensor 'tokens' holds 64 at [0, 5], outside the "
+                      "vocabulary 0..63"),
+                  std::string::npos)
+            << e.what();
+      }
+    }
   }
 }
 
