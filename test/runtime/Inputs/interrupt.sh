@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # interrupt.sh LAPC-RUN MODEL RUNDIR SIGNAL: starts a 300-step training run, waits for
-# its checkpoint at step 40, sends SIGNAL, and reports how the run ended and
+# its first checkpoint, sends SIGNAL, and reports how the run ended and
 # the newest checkpoint left behind.
 set -u
 tool=$1 model=$2 run=$3 signal=$4

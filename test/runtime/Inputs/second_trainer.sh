@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # second_trainer.sh LAPC-RUN MODEL RUNDIR: starts a 300-step run, waits for
-# its checkpoint at step 40, starts a second trainer on the same run
+# its first checkpoint, starts a second trainer on the same run
 # directory and reports how that one ended, then stops the first (SIGTERM)
 # and reports that a trainer can take the directory once the first is gone.
 set -u
