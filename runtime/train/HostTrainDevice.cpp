@@ -105,7 +105,9 @@ public:
 
   void accumulate(float *acc, const float *g, float scale, int64_t n,
                   bool first) override {
-    forPieces(n, [&](int64_t begin, int64_t end) {
+    // Elementwise, so any split gives the same sums: small buffers stay on
+    // this thread.
+    cpu::parallelFor(n, kSpan, [&](int64_t begin, int64_t end) {
       if (first)
         for (int64_t i = begin; i < end; ++i)
           acc[i] = 0.0f + g[i] * scale;
