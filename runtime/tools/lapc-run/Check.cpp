@@ -11,6 +11,7 @@
 #include "runtime/model/LoadedModel.h"
 #include "runtime/model/RandomBatch.h"
 #include "runtime/tools/lapc-run/Commands.h"
+#include "runtime/tools/lapc-run/DeviceModel.h"
 
 #include <fmt/format.h>
 
@@ -53,10 +54,8 @@ int lap::cli::check(const CheckOptions &options) {
     if (s != LAP_OK)
       throw std::runtime_error(options.model + ": " + model.lastError());
   };
-  if (model.device() == "cuda" && model.kernelIsas().empty())
-    throw std::runtime_error(options.model + ": no GPU here runs its " +
-                             model.kernelIsa() + " code (lapc-run info " +
-                             options.model + " describes it)");
+  // Selects the GPU (--device cuda:N) before anything is allocated there.
+  std::unique_ptr<train::TrainDevice> gpu = openDevice(model, options.device);
   DeviceMemory memory(model);
   using Buffer = DeviceMemory::Buffer;
   size_t parameterBytes = size_t(model.parameterElements()) * 4;

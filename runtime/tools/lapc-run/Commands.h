@@ -18,6 +18,7 @@ int info(const std::string &modelPath);
 
 struct CheckOptions {
   std::string model;
+  std::string device;         ///< cpu, cuda or cuda:N; "": the library's
   int64_t batch = 0, seq = 0; ///< 0: the compiled maxima
   uint64_t seed = 1;
 };

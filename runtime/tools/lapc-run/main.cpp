@@ -80,6 +80,9 @@ int main(int argc, char **argv) {
                        "Sequence length (default: the compiled maximum)");
   checkCmd->add_option("--seed", check.seed,
                        "Seed of the parameters and the data");
+  checkCmd->add_option("--device", check.device,
+                       "cpu, cuda or cuda:N (default: the device the "
+                       "library was compiled for)");
 
   lap::cli::TrainOptions train;
   CLI::App *trainCmd = app.add_subcommand(
