@@ -16,8 +16,8 @@
 #include "bench/StepArgs.h"
 #include "runtime/kernels/cuda/Context.h"
 #include "runtime/kernels/cuda/Gemm.h"
-#include "runtime/model/DeviceMemory.h"
 #include "runtime/model/LoadedModel.h"
+#include "runtime/model/ModelOnDevice.h"
 #include "runtime/model/RandomBatch.h"
 
 #include <cuda_runtime.h>
@@ -143,8 +143,8 @@ int main(int argc, char **argv) {
         workspace(memory, model.workspaceBytes()), loss(memory, 4);
     ok(model.initParams(params.as<float>(), 1));
     RandomBatch host(m, batch, seq, 1);
-    DeviceBatch onDevice(memory, host);
-    const lap_batch &view = onDevice.view;
+    ModelOnDevice calls(model, memory, workspace.data);
+    const lap_batch &view = *calls.place(host.view);
 
     auto step = [&](int64_t i) {
       ok(model.trainStep(params.as<float>(), grads.as<float>(), &view,

@@ -101,14 +101,3 @@ void DeviceMemory::download(void *to, const void *from, size_t bytes) const {
     std::memcpy(to, from, bytes);
   }
 }
-
-DeviceBatch::DeviceBatch(const DeviceMemory &memory, const RandomBatch &host)
-    : view(host.view), pointers(host.pointers) {
-  for (size_t i = 0; i < host.buffers.size() && !memory.onHost(); ++i) {
-    size_t bytes = host.buffers[i]->bytes;
-    tensors.push_back(std::make_unique<DeviceMemory::Buffer>(memory, bytes));
-    memory.upload(tensors.back()->data, host.pointers[i], bytes);
-    pointers[i] = tensors.back()->data;
-  }
-  view.tensors = pointers.data();
-}

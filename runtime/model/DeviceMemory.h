@@ -11,11 +11,9 @@
 #define LAP_RUNTIME_MODEL_DEVICEMEMORY_H
 
 #include "runtime/model/LoadedModel.h"
-#include "runtime/model/RandomBatch.h"
 
 #include <cstddef>
 #include <memory>
-#include <vector>
 
 namespace lap {
 
@@ -53,18 +51,6 @@ public:
 private:
   struct Cuda;
   std::unique_ptr<Cuda> cuda; ///< null: host memory
-};
-
-/// A batch where the library reads it: `host` itself for a CPU library, a
-/// copy in GPU memory for a CUDA library.
-class DeviceBatch {
-public:
-  DeviceBatch(const DeviceMemory &memory, const RandomBatch &host);
-  lap_batch view;
-
-private:
-  std::vector<std::unique_ptr<DeviceMemory::Buffer>> tensors;
-  std::vector<const void *> pointers;
 };
 
 } // namespace lap

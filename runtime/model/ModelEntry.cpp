@@ -13,6 +13,7 @@
 #include "lap/model.h"
 #include "runtime/model/Device.h"
 #include "runtime/model/ParameterInit.h"
+#include "runtime/model/TokenIds.h"
 #include "runtime/platform/Hash.h"
 
 #include <nlohmann/json.hpp>
@@ -152,16 +153,12 @@ struct Model {
     return fixedSeq && imageTokens.size() > 1 && seq == imageTokens[1];
   }
 
-  /// Every id in [0, vocab), or an error naming tensor `name`.
+  /// Every id in [lowest, vocab), or an error naming tensor `name`.
   lap_status checkIds(const std::string &name, const int32_t *ids, int64_t rows,
                       int64_t seq, int32_t lowest) const {
-    for (int64_t j = 0; j < rows * seq; ++j)
-      if (ids[j] < lowest || ids[j] >= vocab)
-        return fail(
-            "batch tensor '" + name + "' holds " + std::to_string(ids[j]) +
-            " at [" + std::to_string(j / seq) + ", " + std::to_string(j % seq) +
-            "], outside the vocabulary 0.." + std::to_string(vocab - 1));
-    return LAP_OK;
+    std::string why =
+        lap::model::idOutsideVocabulary(name, ids, rows, seq, lowest, vocab);
+    return why.empty() ? LAP_OK : fail(why);
   }
 
   lap_status checkBatchSize(int64_t batch) const {

@@ -2,7 +2,9 @@
 
 #include "runtime/model/ModelOnDevice.h"
 
-#include <algorithm>
+#include "runtime/model/RandomBatch.h"
+#include "runtime/model/TokenIds.h"
+
 #include <stdexcept>
 #include <string>
 
@@ -10,19 +12,15 @@ using namespace lap;
 
 namespace {
 
-/// Every id of `ids` [n] in [lowest, vocab), or an error naming tensor
-/// `name` of `library` (what a CPU library checks itself; a CUDA library's
-/// kernels only keep ids in bounds, so its host checks them).
+/// Every id of `ids` [rows, seq] in [lowest, vocab), or the error a CPU
+/// library gives, naming `library`.
 void checkIds(const std::string &library, const std::string &name,
-              const int32_t *ids, int64_t n, int64_t seq, int32_t lowest,
+              const int32_t *ids, int64_t rows, int64_t seq, int32_t lowest,
               int64_t vocab) {
-  for (int64_t j = 0; j < n; ++j)
-    if (ids[j] < lowest || ids[j] >= vocab)
-      throw std::runtime_error(
-          library + ": batch tensor '" + name + "' holds " +
-          std::to_string(ids[j]) + " at [" + std::to_string(j / seq) + ", " +
-          std::to_string(j % seq) + "], outside the vocabulary 0.." +
-          std::to_string(vocab - 1));
+  std::string why =
+      model::idOutsideVocabulary(name, ids, rows, seq, lowest, vocab);
+  if (!why.empty())
+    throw std::runtime_error(library + ": " + why);
 }
 
 /// Bytes of manifest batch tensor `t` (4-byte elements) at the batch's size.
@@ -57,9 +55,10 @@ const lap_batch *ModelOnDevice::place(const lap_batch &host) {
     throw std::runtime_error(
         lib.path() + ": a batch of " + std::to_string(host.count) +
         " tensors; the library reads " + std::to_string(layout.size()));
-  // An image model's seq picks another image size, which the manifest's
-  // batch shapes (of the compiled size) do not describe.
-  if (lib.manifest().contains("images") && host.seq != 0)
+  // An image model's seq picks its image size by the token count (0: the
+  // compiled size); the manifest's batch shapes describe the compiled one.
+  if (const nlohmann::json &images = lib.manifest()["images"];
+      images.is_object() && host.seq != 0 && host.seq != images["tokens"][0])
     throw std::runtime_error(lib.path() +
                              ": batches of another image size are not "
                              "copied to the GPU yet");
@@ -70,9 +69,8 @@ const lap_batch *ModelOnDevice::place(const lap_batch &host) {
     size_t bytes = bytesOf(layout[i], host);
     if (layout[i]["dtype"] == "int32") // targets may be -1: ignored
       checkIds(lib.path(), layout[i]["name"],
-               static_cast<const int32_t *>(host.tensors[i]),
-               int64_t(bytes / 4), std::max<int64_t>(host.seq, 1),
-               layout[i]["name"] == "targets" ? -1 : 0, vocab);
+               static_cast<const int32_t *>(host.tensors[i]), host.batch,
+               host.seq, layout[i]["name"] == "targets" ? -1 : 0, vocab);
     pointers[i] = buffer(batchTensors[i], bytes);
     mem.upload(const_cast<void *>(pointers[i]), host.tensors[i], bytes);
   }
@@ -124,7 +122,7 @@ void ModelOnDevice::decode(const float *params, const int32_t *hostTokens,
     return;
   }
   const int64_t vocab = lib.manifest()["limits"]["vocab"];
-  checkIds(lib.path(), "tokens", hostTokens, batch * count, count, 0, vocab);
+  checkIds(lib.path(), "tokens", hostTokens, batch, count, 0, vocab);
   size_t tokenBytes = size_t(batch * count) * 4;
   size_t logitBytes = tokenBytes * size_t(vocab);
   auto *deviceTokens = static_cast<int32_t *>(buffer(tokens, tokenBytes));

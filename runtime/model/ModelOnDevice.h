@@ -42,10 +42,12 @@ public:
   void decode(const float *params, const int32_t *tokens, int64_t batch,
               int64_t count, int64_t first, float *cache, float *logits);
 
-private:
-  /// `host` where the library reads it: itself on the host, else a copy
-  /// in buffers kept and grown between calls.
+  /// The host batch `host` where the library reads it: itself for a CPU
+  /// library, else a copy in GPU buffers kept and grown between calls
+  /// (valid until the next call), its token ids checked first.
   const lap_batch *place(const lap_batch &host);
+
+private:
   /// A device buffer of at least `bytes` in `slot`, grown as needed.
   void *buffer(std::unique_ptr<DeviceMemory::Buffer> &slot, size_t bytes);
   [[noreturn]] void fail() const;

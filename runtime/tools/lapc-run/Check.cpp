@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/model/DeviceMemory.h"
 #include "runtime/model/LoadedModel.h"
+#include "runtime/model/ModelOnDevice.h"
 #include "runtime/model/RandomBatch.h"
 #include "runtime/tools/lapc-run/Commands.h"
 #include "runtime/tools/lapc-run/DeviceModel.h"
@@ -63,8 +63,8 @@ int lap::cli::check(const CheckOptions &options) {
       workspace(memory, model.workspaceBytes()), loss(memory, 4);
   status(model.initParams(params.as<float>(), options.seed));
   RandomBatch data(m, batch, seq, options.seed);
-  DeviceBatch onDevice(memory, data);
-  const lap_batch &view = onDevice.view;
+  ModelOnDevice calls(model, memory, workspace.data);
+  const lap_batch &view = *calls.place(data.view);
 
   int64_t logits = elementsAt(
       m["outputs"][1]["shape"].get<std::vector<int64_t>>(), batch, seq);
