@@ -25,15 +25,15 @@ namespace {
 
 /// DINO's evaluations (k-NN, linear probe) of a dino run's teacher and
 /// student: bank and probe training set from the training split, queries
-/// from the test split.
-int evaluateDino(const LoadedModel &model, const dsl::Spec &spec,
+/// from the test split. `run` is on the host: its parameters become the
+/// student's.
+int evaluateDino(cli::DeviceModel &run, const dsl::Spec &spec,
                  const cli::EvalOptions &options) {
+  const LoadedModel &model = run.model;
   std::string checkpoint =
       train::checkpointOf(options.runDir, options.checkpoint);
-  AlignedBuffer student(size_t(model.parameterElements()) * 4),
-      teacher(size_t(model.parameterElements()) * 4);
-  LoadedCheckpoint loaded =
-      train::restoreParameters(model, checkpoint, student.as<float>());
+  AlignedBuffer teacher(size_t(model.parameterElements()) * 4);
+  LoadedCheckpoint loaded = run.restore(checkpoint);
   train::restoreTeacher(model, loaded, teacher.as<float>());
   fmt::print("model {} at step {} ({})\n", spec.name, loaded.state.step,
              checkpoint);
@@ -42,13 +42,12 @@ int evaluateDino(const LoadedModel &model, const dsl::Spec &spec,
     throw std::runtime_error(options.model +
                              ": the spec names no test split (data.val) to "
                              "evaluate on");
-  AlignedBuffer workspace(size_t(model.workspaceBytes()));
   int64_t batch = std::min(train::microBatchSize(spec), model.maxBatch());
   int64_t batches = options.batches ? options.batches : spec.train.eval.batches;
   for (auto [name, params] : {std::pair{"teacher", teacher.as<float>()},
-                              std::pair{"student", student.as<float>()}}) {
+                              std::pair{"student", run.params.data()}}) {
     nlohmann::json values = train::evaluateEmbeddings(
-        model, params, workspace.data, *splits.train, *splits.val,
+        model, params, run.workspace.data, *splits.train, *splits.val,
         train::evaluationTransform(spec.model), batch, batches * batch);
     for (auto &[k, v] : values.items())
       fmt::print("{} {:<12} {:.4f}\n", name, k, v.get<double>());
@@ -67,7 +66,7 @@ int lap::cli::evaluate(const EvalOptions &options) {
       throw std::runtime_error(options.model +
                                ": lapc-run eval evaluates dino runs on the "
                                "CPU only so far; compile the spec for the CPU");
-    return evaluateDino(model, spec, options);
+    return evaluateDino(run, spec, options);
   }
   if (spec.train.regime != dsl::Regime::LM)
     throw std::runtime_error(options.model +
