@@ -100,10 +100,6 @@ int lap::cli::trainModel(const TrainOptions &options,
                              ": the dino regime trains on the CPU only so "
                              "far (its teacher and views are not on the GPU "
                              "yet); compile the spec for the CPU");
-  if (ranks > 1 && !run.device.onHost())
-    throw std::runtime_error(options.model +
-                             ": data-parallel training runs on CPUs only so "
-                             "far (NCCL ranks on GPUs are not wired yet)");
 
   int64_t micro = train::microBatchSize(spec),
           seq = lmRegime ? train::sequenceLength(spec) : 0;
