@@ -15,7 +15,8 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "Inputs", "unit", "fuzz"]
 config.substitutions.append(("%specs", os.path.join(config.lap_src_root, "specs")))
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["lapc", "lap-opt", "lapc-run", "lap-comm-tests"],
+llvm_config.add_tool_substitutions(["lapc", "lap-opt", "lapc-run", "lap-comm-tests",
+                                   "lap-data-parallel-tests"],
                                   [config.lap_tools_dir])
 
 # Tests that build CUDA libraries need the toolkit (ptxas, the CUDA

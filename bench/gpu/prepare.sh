@@ -17,13 +17,13 @@ cd "$(dirname "$0")/../.."
 source bench/gpu/models.sh
 
 ninja -C build lapc lapc-run lap-cuda-kernel-tests lap-cuda-model-tests \
-  lap-cuda-train-device-tests lap-gpu-step-bench LapTrainCUDA >/dev/null
+  lap-cuda-train-device-tests lap-gpu-step-bench LapTrainCUDA LapCommNCCL >/dev/null
 out=build/gpu-prebuilt
 rm -rf "$out" && mkdir -p "$out"/{bin,lib,models,specs,train}
 cp build/bin/{lapc-run,lap-cuda-kernel-tests,lap-cuda-model-tests} \
   build/bin/{lap-cuda-train-device-tests,lap-gpu-step-bench} "$out/bin/"
-# lapc-run's GPU training plugin, where it looks: ../lib beside bin/.
-cp build/lib/libLapTrainCUDA.so "$out/lib/"
+# lapc-run's GPU plugins, where it looks: ../lib beside bin/.
+cp build/lib/libLapTrainCUDA.so build/lib/libLapCommNCCL.so "$out/lib/"
 
 # The whole-model test's libraries, built by the test itself.
 LAP_PREBUILT_MODELS="$PWD/$out/models" build/bin/lap-cuda-model-tests \
@@ -44,7 +44,7 @@ done
 cp test/runtime/Inputs/corpus.txt "$out/train/"
 
 # Every library the binaries and models load that a CUDA image may lack.
-for file in "$out"/bin/* "$out"/lib/libLapTrainCUDA.so "$out"/models/*.so; do
+for file in "$out"/bin/* "$out"/lib/libLap*.so "$out"/models/*.so; do
   ldd "$file" | awk '/=> \// {print $3}'
 done | sort -u | grep -v -E \
   '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s)\.so|libcuda|libcublas|libnccl' |

@@ -19,7 +19,12 @@ export LD_LIBRARY_PATH=$pre/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm \
   --format=csv,noheader | tee "$out/gpu.txt"
-for binary in "$pre"/bin/*; do
+# NCCL from PyTorch's wheels when the system has none.
+if ! ldconfig -p | grep -q 'libnccl\.so\.2 '; then
+  nccl=$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null)
+  [[ -n $nccl ]] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$nccl/lib
+fi
+for binary in "$pre"/bin/* "$pre"/lib/libLap*.so; do
   if ldd "$binary" | grep -q 'not found'; then
     echo "$binary: missing libraries:"; ldd "$binary" | grep 'not found'
   fi
@@ -41,7 +46,8 @@ echo "model tests: exit $?"
 grep -E '^\[  (PASSED|FAILED|SKIPPED) |Failure|error' "$out/model-tests.log" | head -20
 
 # lapc-run: a run on the GPU alone, one the CPU starts (steps 1-2), the GPU
-# continues (3-4) and the CPU finishes, and one on the CPU: the same losses.
+# continues (3-4) and the CPU finishes, one on the CPU, and one on the GPU
+# with ZeRO-1 (NCCL): the same losses.
 # The GPU's run evaluated and sampled on the GPU, and evaluated on the CPU.
 (
   cd "$pre/train" && set -e
@@ -52,6 +58,7 @@ grep -E '^\[  (PASSED|FAILED|SKIPPED) |Failure|error' "$out/model-tests.log" | h
   $lapc_run train "$gpu" --run-dir mixed --resume --stop-at 4
   $lapc_run train "$cpu" --run-dir mixed --resume
   $lapc_run train "$cpu" --run-dir cpu
+  $lapc_run train "$gpu" --run-dir gpu-zero --zero 1
   $lapc_run eval "$gpu" --run-dir gpu
   $lapc_run eval "$cpu" --run-dir gpu
   $lapc_run sample "$gpu" --run-dir gpu --tokens 20

@@ -68,9 +68,9 @@ public:
                      DataType type) override {
     checkBlocks(counts);
     const char *from = static_cast<const char *>(send);
-    int64_t bytes = elementBytes(type);
+    int64_t bytes = elementBytes(type), offset = 0;
     ncclCheck(ncclGroupStart(), "ncclGroupStart");
-    for (int r = 0, offset = 0; r < size(); offset += int(counts[r]), ++r)
+    for (int r = 0; r < size(); offset += counts[r], ++r)
       ncclCheck(ncclReduce(from + offset * bytes, recv, size_t(counts[r]),
                            ncclType(type), ncclSum, r, comm, stream),
                 "ncclReduce");

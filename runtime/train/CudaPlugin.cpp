@@ -1,12 +1,15 @@
-//===- CudaPlugin.cpp - cudaTrainDevice: the GPU device's plugin ----------===//
+//===- CudaPlugin.cpp - The GPU's device and communicator, a plugin -------===//
 //
-// The CUDA device lives in lib/libLapTrainCUDA.so beside the host's bin/
-// (built where the CUDA toolkit is found), loaded on the first request: a
-// host that never trains on a GPU maps no CUDA library.
+// The CUDA device and the NCCL communicator live in lib/libLapTrainCUDA.so
+// and lib/libLapCommNCCL.so beside the host's bin/ (built where the CUDA
+// toolkit is found), loaded on the first request: a host that never trains
+// on a GPU maps no CUDA library, one GPU alone no NCCL.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/train/TrainDevice.h"
+
+#include "runtime/comm/Communicator.h"
 
 #include <dlfcn.h>
 
@@ -14,21 +17,44 @@
 #include <stdexcept>
 #include <string>
 
-std::unique_ptr<lap::train::TrainDevice>
-lap::train::cudaTrainDevice(int ordinal) {
+namespace {
+
+/// The entry point `name` of plugin `library`, as an `Entry`.
+template <typename Entry>
+Entry pluginEntry(const std::string &library, const char *name) {
   namespace fs = std::filesystem;
-  static const std::string path =
+  std::string path =
       (fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "lib" /
-       "libLapTrainCUDA.so")
+       library)
           .string();
   void *plugin = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!plugin)
     throw std::runtime_error(
         std::string("cannot run a model on a GPU: ") + dlerror() +
-        " (lap builds it where the CUDA toolkit is installed)");
-  using Entry = TrainDevice *(*)(int);
-  auto entry = reinterpret_cast<Entry>(dlsym(plugin, "lap_train_cuda_device"));
+        " (lap builds it where the CUDA toolkit and NCCL are installed)");
+  auto entry = reinterpret_cast<Entry>(dlsym(plugin, name));
   if (!entry)
-    throw std::runtime_error(path + ": not lap's CUDA training plugin");
+    throw std::runtime_error(path + ": not lap's plugin (no " + name + ")");
+  return entry;
+}
+
+} // namespace
+
+std::unique_ptr<lap::train::TrainDevice>
+lap::train::cudaTrainDevice(int ordinal) {
+  auto entry = pluginEntry<TrainDevice *(*)(int)>("libLapTrainCUDA.so",
+                                                  "lap_train_cuda_device");
   return std::unique_ptr<TrainDevice>(entry(ordinal));
+}
+
+std::unique_ptr<lap::comm::Communicator>
+lap::train::cudaCommunicator(comm::Communicator &ranks) {
+  auto entry =
+      pluginEntry<comm::Communicator *(*)(comm::Communicator *, std::string *)>(
+          "libLapCommNCCL.so", "lap_train_cuda_communicator");
+  std::string error;
+  comm::Communicator *made = entry(&ranks, &error);
+  if (!made)
+    throw comm::CommError(error);
+  return std::unique_ptr<comm::Communicator>(made);
 }

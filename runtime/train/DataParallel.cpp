@@ -32,9 +32,10 @@ std::string receiveText(comm::Communicator &comm, int from) {
 
 DataParallel::DataParallel(comm::Communicator &comm,
                            std::vector<TensorInfo> tensors, int64_t elements,
-                           bool zero, TrainDevice &device)
-    : communicator(comm), device(device), table(std::move(tensors)),
-      elements(elements), sharded(zero) {
+                           bool zero, TrainDevice &device,
+                           comm::Communicator *onDevice)
+    : communicator(comm), device(device), buffers(onDevice ? *onDevice : comm),
+      table(std::move(tensors)), elements(elements), sharded(zero) {
   std::sort(table.begin(), table.end(),
             [](const TensorInfo &a, const TensorInfo &b) {
               return a.offset < b.offset;
@@ -70,11 +71,11 @@ DataParallel::DataParallel(comm::Communicator &comm,
 
 float *DataParallel::reduce(float *accumulated, float *scratch) {
   if (!sharded) {
-    communicator.allReduceSum(accumulated, elements);
+    buffers.allReduceSum(accumulated, elements);
     return accumulated;
   }
-  communicator.reduceScatter(accumulated, scratch + shardBegin, shardElements,
-                             comm::DataType::F32);
+  buffers.reduceScatter(accumulated, scratch + shardBegin, shardElements,
+                        comm::DataType::F32);
   return scratch;
 }
 
@@ -123,22 +124,38 @@ double DataParallel::clip(float *reduced, std::vector<double> partials,
 
 void DataParallel::gatherParameters(float *params) const {
   if (sharded)
-    communicator.allGather(params, shardElements, comm::DataType::F32);
+    buffers.allGather(params, shardElements, comm::DataType::F32);
+}
+
+void DataParallel::broadcastParameters(float *params) const {
+  buffers.broadcast(params, elements * 4, 0);
 }
 
 namespace {
 
 /// A rank other than 0 tells rank 0 each tensor of its optimizer state, by
-/// name and size, and then moves its values (`move`: a send or a receive).
+/// name and size, and then moves its values through host memory (`move`:
+/// a send or a receive; `toDevice`: whether they arrive).
 template <typename Move>
 void announceState(comm::Communicator &comm, Optimizer &optimizer,
-                   Move &&move) {
+                   bool toDevice, Move &&move) {
+  TrainDevice &device = optimizer.device();
   auto state = optimizer.state();
   sendValue(comm, int64_t(state.size()), 0);
+  std::vector<float> staged;
   for (const StateTensor &t : state) {
     sendText(comm, t.name, 0);
     sendValue(comm, t.size, 0);
-    move(t.data, t.size * 4);
+    if (device.onHost()) {
+      move(t.data, t.size * 4);
+      continue;
+    }
+    staged.resize(size_t(t.size));
+    if (!toDevice)
+      device.download(staged.data(), t.data, t.size);
+    move(staged.data(), t.size * 4);
+    if (toDevice)
+      device.upload(t.data, staged.data(), t.size);
   }
 }
 
@@ -159,9 +176,9 @@ DataParallel::collectState(Optimizer &optimizer) const {
   if (!sharded)
     return others;
   if (communicator.rank() != 0) {
-    announceState(communicator, optimizer, [&](float *data, int64_t bytes) {
-      communicator.send(data, bytes, 0);
-    });
+    announceState(
+        communicator, optimizer, false,
+        [&](float *data, int64_t bytes) { communicator.send(data, bytes, 0); });
     return others;
   }
   hearStates(communicator, [&](int from, const std::string &name, size_t size) {
@@ -175,9 +192,10 @@ DataParallel::collectState(Optimizer &optimizer) const {
 void DataParallel::distributeState(Optimizer &optimizer,
                                    const LoadedCheckpoint *checkpoint) const {
   if (communicator.rank() != 0) {
-    announceState(communicator, optimizer, [&](float *data, int64_t bytes) {
-      communicator.receive(data, bytes, 0);
-    });
+    announceState(communicator, optimizer, true,
+                  [&](float *data, int64_t bytes) {
+                    communicator.receive(data, bytes, 0);
+                  });
     return;
   }
   auto stateOf = [&](const std::string &name, size_t size) {

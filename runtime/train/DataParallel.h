@@ -17,6 +17,11 @@
 // the whole optimizer state whatever the sharding (rank 0 collects it), so
 // a run resumes with any number of ranks.
 //
+// On GPUs the gradients and parameters move through a second communicator
+// of the same ranks over device memory (NCCL); scalars, signals and the
+// optimizer state on its way to a checkpoint go through the first, on the
+// host.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef LAP_RUNTIME_TRAIN_DATAPARALLEL_H
@@ -36,10 +41,12 @@ namespace lap::train {
 class DataParallel {
 public:
   /// The ranks of `comm` training the parameters `tensors` (a flat buffer
-  /// of `elements` floats); `zero` shards the optimizer state.
+  /// of `elements` floats of `device` memory, which `onDevice` moves
+  /// between them; null: `comm`); `zero` shards the optimizer state.
   DataParallel(comm::Communicator &comm, std::vector<TensorInfo> tensors,
                int64_t elements, bool zero,
-               TrainDevice &device = hostTrainDevice());
+               TrainDevice &device = hostTrainDevice(),
+               comm::Communicator *onDevice = nullptr);
 
   comm::Communicator &comm() const { return communicator; }
   bool zero() const { return sharded; }
@@ -61,6 +68,8 @@ public:
               double maxNorm) const;
   /// ZeRO-1: every shard's updated parameters to every rank.
   void gatherParameters(float *params) const;
+  /// Rank 0's parameters to every rank.
+  void broadcastParameters(float *params) const;
 
   /// Rank 0: the optimizer state the other ranks hold (ZeRO-1; none in
   /// plain data parallel), by name, for a checkpoint. Every rank calls it.
@@ -74,7 +83,8 @@ public:
 
 private:
   comm::Communicator &communicator;
-  TrainDevice &device; ///< where the gradients and parameters live
+  TrainDevice &device;         ///< where the gradients and parameters live
+  comm::Communicator &buffers; ///< collectives on `device`'s arrays
   std::vector<TensorInfo> table, mine;
   int64_t elements;
   bool sharded;

@@ -21,6 +21,10 @@
 #include <memory>
 #include <vector>
 
+namespace lap::comm {
+class Communicator;
+} // namespace lap::comm
+
 namespace lap::train {
 
 /// The largest span: 2^15 floats.
@@ -86,11 +90,16 @@ public:
 TrainDevice &hostTrainDevice();
 
 /// GPU `ordinal` (the plugin CudaPlugin.cpp loads), made the calling
-/// thread's current device (where a CUDA
-/// library's calls from it run), its work queued on the legacy default
-/// stream, which orders it with the library's. Throws when this build has
-/// no CUDA or there is no such GPU.
+/// thread's current device (where a CUDA library's calls from it run), its
+/// work queued on the legacy default stream, which orders it with the
+/// library's. Throws when this build has no CUDA or there is no such GPU.
 std::unique_ptr<TrainDevice> cudaTrainDevice(int ordinal);
+
+/// The NCCL communicator of `ranks` (the bootstrap, which must outlive it)
+/// over the memory of this thread's GPU (cudaTrainDevice made it current),
+/// its collectives on the legacy default stream, as the device's work.
+/// Throws when this build has no CUDA or NCCL cannot start.
+std::unique_ptr<comm::Communicator> cudaCommunicator(comm::Communicator &ranks);
 
 /// A float array on a TrainDevice, freed with it.
 class DeviceArray {

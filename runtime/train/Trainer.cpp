@@ -207,7 +207,7 @@ int64_t resumeRun(const LoadedModel &model, const TrainerConfig &config,
     resumed[2] = ckpt->state.dataPosition;
   }
   comm.broadcast(resumed, sizeof resumed, 0);
-  comm.broadcast(params, model.parameterElements() * 4, 0);
+  parallel.broadcastParameters(params);
   if (resumed[1]) {
     parallel.distributeState(optimizer, ckpt ? &*ckpt : nullptr);
     if (regime.restore && ckpt)
@@ -234,16 +234,17 @@ TrainResult lap::train::train(ModelOnDevice &calls, TrainDevice &device,
     throw std::runtime_error(fmt::format(
         "a step's {} micro-batches cannot be shared by {} ranks equally",
         config.accumulation, ranks));
-  if (!device.onHost() && (ranks > 1 || config.zero || regime.trainStep))
-    throw std::runtime_error(
-        model.path() + ": " +
-        (regime.trainStep ? "this regime trains"
-                          : "data-parallel training (ranks, ZeRO-1) runs") +
-        " on the CPU only so far");
+  if (!device.onHost() && regime.trainStep)
+    throw std::runtime_error(model.path() +
+                             ": this regime trains on the CPU only so far");
+  if (!device.onHost() && (ranks > 1 || config.zero) && !config.deviceComm)
+    throw std::invalid_argument(
+        "data-parallel training on GPUs (ranks, ZeRO-1) needs a "
+        "communicator over their memory (cudaCommunicator)");
   const int64_t perRank = config.accumulation / ranks;
   std::vector<TensorInfo> tensors = tensorsOf(model);
   DataParallel parallel(comm, tensors, model.parameterElements(), config.zero,
-                        device);
+                        device, config.deviceComm);
   Optimizer optimizer(parallel.updated(), config.optimizer, device);
   std::string checkpoints = config.runDir + "/checkpoints";
   float *p = params;
@@ -270,6 +271,8 @@ TrainResult lap::train::train(ModelOnDevice &calls, TrainDevice &device,
       progress->note(text);
   };
   comm.setTimeout(config.commTimeout);
+  if (config.deviceComm)
+    config.deviceComm->setTimeout(config.commTimeout);
 
   RunSignals signals;
   auto began = std::chrono::steady_clock::now();

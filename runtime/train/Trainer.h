@@ -63,6 +63,10 @@ struct TrainerConfig {
   /// The ranks sharing each step (null: this process alone); `accumulation`
   /// counts the micro-batches of all of them.
   comm::Communicator *comm = nullptr;
+  /// The same ranks' collectives on the device's arrays (gradients,
+  /// parameters): NCCL when they train on GPUs (cudaCommunicator), which
+  /// ZeRO-1 on a GPU needs even alone; null: `comm`, on host memory.
+  comm::Communicator *deviceComm = nullptr;
   bool zero = false;        ///< ZeRO-1: the optimizer state sharded
   double commTimeout = 300; ///< seconds a collective waits for the others
 };

@@ -6,11 +6,13 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <regex>
 #include <stdexcept>
 
 std::unique_ptr<lap::train::TrainDevice>
-lap::cli::openDevice(const LoadedModel &model, const std::string &option) {
+lap::cli::openDevice(const LoadedModel &model, const std::string &option,
+                     HostRank where) {
   std::smatch parts;
   static const std::regex form("(cpu|cuda)(?::([0-9]{1,4}))?");
   if (!option.empty() && (!std::regex_match(option, parts, form) ||
@@ -26,16 +28,26 @@ lap::cli::openDevice(const LoadedModel &model, const std::string &option) {
         model.path(), library, option, std::string(parts[1])));
   if (library == "cpu")
     return nullptr;
+  // "cuda:N" (parts are only read when there is an option).
+  std::optional<int> numbered;
+  if (!option.empty() && parts[2].matched)
+    numbered = std::stoi(parts[2]);
+  if (numbered && where.ranks > 1)
+    throw std::runtime_error(fmt::format(
+        "--device {}: the {} ranks on this host take a GPU each (rank r GPU "
+        "r); give --device cuda",
+        option, where.ranks));
   if (model.kernelIsas().empty())
     throw std::runtime_error(model.path() + ": no GPU here runs its " +
                              model.kernelIsa() + " code (lapc-run info " +
                              model.path() + " describes it)");
-  return train::cudaTrainDevice(parts[2].matched ? std::stoi(parts[2]) : 0);
+  return train::cudaTrainDevice(numbered.value_or(where.rank));
 }
 
 lap::cli::DeviceModel::DeviceModel(const std::string &path,
-                                   const std::string &option)
-    : model(path, LoadedModel::Devices::Any), gpu(openDevice(model, option)),
+                                   const std::string &option, HostRank where)
+    : model(path, LoadedModel::Devices::Any),
+      gpu(openDevice(model, option, where)),
       device(gpu ? *gpu : train::hostTrainDevice()), memory(model),
       params(device, model.parameterElements()),
       workspace(memory, size_t(model.workspaceBytes())),

@@ -84,7 +84,8 @@ int lap::cli::trainModel(const TrainOptions &options,
   const int64_t ranks = comm.size();
   int threads = omp_get_max_threads();
   // Parameters and intermediates where the library computes.
-  DeviceModel run(options.model, options.device);
+  DeviceModel run(options.model, options.device,
+                  {comm.localRank(), comm.localSize()});
   const LoadedModel &model = run.model;
   dsl::Spec spec = train::specOf(model);
   const dsl::TrainSpec &t = spec.train;
@@ -137,6 +138,12 @@ int lap::cli::trainModel(const TrainOptions &options,
   config.schedule = train::scheduleConfig(spec);
   config.comm = &comm;
   config.zero = (options.zero >= 0 ? options.zero : t.zero) == 1;
+  // Ranks on GPUs move gradients and parameters over NCCL.
+  std::unique_ptr<comm::Communicator> nccl;
+  if (!run.device.onHost() && (ranks > 1 || config.zero)) {
+    nccl = train::cudaCommunicator(comm);
+    config.deviceComm = nccl.get();
+  }
   config.commTimeout = options.commTimeout;
   std::error_code error;
   std::filesystem::create_directories(config.runDir, error);
@@ -231,8 +238,8 @@ int lap::cli::trainModel(const TrainOptions &options,
     fmt::print(log,
                "data parallel: {} ranks over {}, {} thread{} and {} "
                "micro-batch{} per step each{}\n",
-               ranks, comm.name(), threads, threads == 1 ? "" : "s",
-               config.accumulation / ranks,
+               ranks, comm.name() + (nccl ? ", GPUs over " + nccl->name() : ""),
+               threads, threads == 1 ? "" : "s", config.accumulation / ranks,
                config.accumulation / ranks == 1 ? "" : "es",
                config.zero ? "; ZeRO-1: optimizer state sharded" : "");
   train::TrainResult result =

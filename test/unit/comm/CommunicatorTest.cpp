@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/comm/Communicator.h"
+#include "test/unit/comm/RankedTests.h"
 
 #include <gtest/gtest.h>
 
@@ -98,10 +99,5 @@ int main(int argc, char **argv) {
   std::unique_ptr<Communicator> comm = worldCommunicator(&argc, &argv);
   world = comm.get();
   ::testing::InitGoogleTest(&argc, argv);
-  if (world->rank() != 0) // one report: rank 0's
-    delete ::testing::UnitTest::GetInstance()->listeners().Release(
-        ::testing::UnitTest::GetInstance()
-            ->listeners()
-            .default_result_printer());
-  return RUN_ALL_TESTS();
+  return lap::test::runTestsOnRanks(*world);
 }

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/train/TrainDevice.h"
+#include "runtime/comm/Communicator.h"
 #include "test/unit/cuda/RequireGpu.h"
 #include "test/unit/cuda/kernels/DeviceBuffer.h"
 #include "test/unit/kernels/KernelTestSupport.h"
@@ -114,6 +115,28 @@ TEST(TrainDevicePlugin, LoadsAndNamesTheMissingGpu) {
     EXPECT_EQ(std::string(e.what()).rfind("cudaSetDevice: ", 0), 0u)
         << e.what();
   }
+}
+
+// The NCCL plugin loads too: without a GPU it says why it has no device;
+// with one, it makes the communicator of this process alone.
+TEST(CommunicatorPlugin, LoadsAndStartsNccl) {
+  std::unique_ptr<lap::comm::Communicator> alone = lap::comm::singleProcess();
+  std::string why;
+  if (lap::cuda::visibleDevices(&why).empty()) {
+    try {
+      lap::train::cudaCommunicator(*alone);
+      FAIL() << "a communicator without a GPU";
+    } catch (const lap::comm::CommError &e) {
+      EXPECT_EQ(std::string(e.what()).rfind("cudaGetDevice failed: ", 0), 0u)
+          << e.what();
+    }
+    return;
+  }
+  std::unique_ptr<TrainDevice> gpu = lap::train::cudaTrainDevice(0);
+  std::unique_ptr<lap::comm::Communicator> nccl =
+      lap::train::cudaCommunicator(*alone);
+  EXPECT_EQ(nccl->size(), 1);
+  EXPECT_EQ(nccl->name().rfind("NCCL ", 0), 0u) << nccl->name();
 }
 
 TEST_F(TrainDeviceOnGpu, RoundTrip) {

@@ -8,19 +8,17 @@
 // gradients about 1e-6 apart, updates about 1e-7; on the CPU, changing
 // AdamW's beta2 from 0.999 to 0.99 moves parameters by up to 1e-3). And
 // checkpoints are the same files on both: a run the CPU starts, the GPU
-// continues and the CPU finishes ends where the CPU's own run does.
-// Skipped, saying so, without a GPU.
+// continues and the CPU finishes ends where the CPU's own run does. ZeRO-1
+// on a GPU moves the gradients and parameters over NCCL (one rank here:
+// the same calls as several, each rank's block its own). Skipped, saying
+// so, without a GPU.
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/model/ModelOnDevice.h"
-#include "runtime/model/RandomBatch.h"
-#include "runtime/train/Trainer.h"
+#include "runtime/comm/Communicator.h"
 #include "test/unit/cuda/BothTargets.h"
 #include "test/unit/cuda/RequireGpu.h"
-
-#include <filesystem>
-#include <fstream>
+#include "test/unit/train/TrainerRuns.h"
 
 using namespace lap;
 using namespace lap::test;
@@ -29,89 +27,24 @@ using namespace lap::train;
 
 namespace {
 
-constexpr int64_t kSteps = 6;
 constexpr double kParameterTolerance = 1e-4;
 
-/// Random batches, the n-th drawn from seed n: the data position counts
-/// the sequences (or images) drawn, as the trainer expects.
-class RandomBatches {
-public:
-  RandomBatches(const LoadedModel &model, bool image)
-      : manifest(model.manifest()), seq(image ? 0 : kMaxSeq) {}
-
-  Regime regime() {
-    Regime r;
-    r.next = [this](lap_batch &out) {
-      batch = std::make_unique<RandomBatch>(manifest, kMaxBatch, seq, drawn++);
-      out = batch->view;
-      return kMaxBatch;
-    };
-    r.position = [this] { return drawn * kMaxBatch; };
-    r.seek = [this](uint64_t position) { drawn = position / kMaxBatch; };
-    return r;
-  }
-
-private:
-  const nlohmann::json &manifest;
-  int64_t seq;
-  uint64_t drawn = 0;
-  std::unique_ptr<RandomBatch> batch;
-};
-
-/// Trains `library` in `runDir` on `device` up to step `stopAt` of
-/// kSteps, continuing the run there when there is one.
-void trainOn(const std::string &library, TrainDevice &device, bool image,
-             const std::string &runDir, int64_t stopAt, OptimizerKind kind) {
-  std::filesystem::create_directories(runDir);
-  LoadedModel model(library, LoadedModel::Devices::Any);
-  DeviceMemory memory(model);
-  DeviceArray params(device, model.parameterElements());
-  ASSERT_EQ(model.initParams(params.data(), 5), LAP_OK) << model.lastError();
-  DeviceMemory::Buffer workspace(memory, size_t(model.workspaceBytes()));
-  ModelOnDevice calls(model, memory, workspace.data);
-  RandomBatches data(model, image);
-  Regime regime = data.regime();
-
-  TrainerConfig config;
-  config.steps = kSteps;
-  config.stopAt = stopAt;
-  config.microBatch = kMaxBatch;
-  config.accumulation = 2;
-  config.seed = 11;
-  config.gradClip = 0.5;
-  config.logEvery = 1;
-  config.checkpointEvery = 2;
-  config.runDir = runDir;
-  config.resume = ResumeMode::IfAny;
-  config.optimizer.kind = kind;
-  config.optimizer.lr = kind == OptimizerKind::Muon ? 0.02 : 1e-2;
-  config.optimizer.embeddingLr = config.optimizer.unembeddingLr =
-      config.optimizer.scalarLr = 1e-2;
-  config.optimizer.scaleLrByWidth = false;
-  config.optimizer.weightDecay = 0.01;
-  std::string from = resumePoint(config, [](const std::string &) {});
-  lap::train::train(calls, device, params.data(), config, regime, from);
-}
-
-/// The parameters of the newest checkpoint of `runDir`.
-std::vector<float> parameters(const std::string &library,
-                              const std::string &runDir) {
-  LoadedModel model(library, LoadedModel::Devices::Any);
-  std::vector<float> out(size_t(model.parameterElements()));
-  restoreParameters(model, checkpointOf(runDir), out.data());
-  return out;
-}
-
-/// The losses metrics.jsonl of `runDir` logs, by step.
-std::vector<double> losses(const std::string &runDir) {
-  std::ifstream in(runDir + "/metrics.jsonl");
-  std::vector<double> out;
-  for (std::string line; std::getline(in, line);) {
-    auto entry = nlohmann::json::parse(line);
-    if (entry.contains("loss"))
-      out.push_back(entry["loss"]);
-  }
-  return out;
+/// Each step's loss of `run` within 1e-3 of `want`'s, relative, and every
+/// final parameter within kParameterTolerance.
+void expectSameRun(const std::string &library, const std::string &want,
+                   const std::string &run) {
+  std::vector<double> wantLosses = loggedLosses(want), got = loggedLosses(run);
+  ASSERT_EQ(wantLosses.size(), size_t(kRunSteps));
+  ASSERT_EQ(got.size(), wantLosses.size()) << run;
+  for (size_t s = 0; s < got.size(); ++s)
+    EXPECT_NEAR(got[s], wantLosses[s], 1e-3 * std::abs(wantLosses[s]))
+        << run << ", step " << s + 1;
+  std::vector<float> wantParams = checkpointParameters(library, want),
+                     gotParams = checkpointParameters(library, run);
+  double worst = 0;
+  for (size_t i = 0; i < wantParams.size(); ++i)
+    worst = std::max(worst, double(std::abs(gotParams[i] - wantParams[i])));
+  EXPECT_LE(worst, kParameterTolerance) << run;
 }
 
 class TrainOnGpu
@@ -134,21 +67,25 @@ TEST_P(TrainOnGpu, ContinuesTheCpuRun) {
   trainOn(gpuLib, *gpu, c.image, mixedRun, 4, kind);
   trainOn(cpuLib, host, c.image, mixedRun, 0, kind);
 
-  std::vector<double> want = losses(cpuRun);
-  std::vector<float> wantParams = parameters(cpuLib, cpuRun);
-  ASSERT_EQ(want.size(), size_t(kSteps));
-  for (const std::string &run : {gpuRun, mixedRun}) {
-    std::vector<double> got = losses(run);
-    ASSERT_EQ(got.size(), want.size()) << run;
-    for (size_t s = 0; s < want.size(); ++s)
-      EXPECT_NEAR(got[s], want[s], 1e-3 * std::abs(want[s]))
-          << run << ", step " << s + 1;
-    std::vector<float> gotParams = parameters(cpuLib, run);
-    double worst = 0;
-    for (size_t i = 0; i < wantParams.size(); ++i)
-      worst = std::max(worst, double(std::abs(gotParams[i] - wantParams[i])));
-    EXPECT_LE(worst, kParameterTolerance) << run;
-  }
+  for (const std::string &run : {gpuRun, mixedRun})
+    expectSameRun(cpuLib, cpuRun, run);
+}
+
+TEST_P(TrainOnGpu, ShardsItsOptimizerOverNccl) {
+  REQUIRE_GPU();
+  auto [c, kind] = GetParam();
+  std::unique_ptr<TrainDevice> gpu = cudaTrainDevice(0);
+  std::unique_ptr<comm::Communicator> alone = comm::singleProcess(),
+                                      nccl = cudaCommunicator(*alone);
+  TempDir dir;
+  std::string cpuRun = dir.file("cpu"), gpuRun = dir.file("gpu");
+  const std::string &cpuLib = library(c, "cpu"), &gpuLib = library(c, "cuda");
+  RunRanks zero{alone.get(), nccl.get(), true};
+
+  trainOn(cpuLib, hostTrainDevice(), c.image, cpuRun, 0, kind);
+  trainOn(gpuLib, *gpu, c.image, gpuRun, 3, kind, zero);
+  trainOn(gpuLib, *gpu, c.image, gpuRun, 0, kind, zero);
+  expectSameRun(cpuLib, cpuRun, gpuRun);
 }
 
 INSTANTIATE_TEST_SUITE_P(

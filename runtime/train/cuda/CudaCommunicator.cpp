@@ -1,0 +1,28 @@
+//===- CudaCommunicator.cpp - The plugin's NCCL communicator -------------===//
+//
+// lap_train_cuda_communicator (see CudaPlugin.cpp's cudaCommunicator): an
+// error comes back as text, as the plugin's exception types are its own.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/comm/NcclCommunicator.h"
+
+#include <cuda_runtime.h>
+
+#include <exception>
+#include <string>
+
+extern "C" __attribute__((visibility("default"))) lap::comm::Communicator *
+lap_train_cuda_communicator(lap::comm::Communicator *ranks,
+                            std::string *error) {
+  try {
+    int device = 0;
+    if (cudaError_t status = cudaGetDevice(&device); status != cudaSuccess)
+      throw std::runtime_error(std::string("cudaGetDevice failed: ") +
+                               cudaGetErrorString(status));
+    return lap::comm::ncclCommunicator(*ranks, device, nullptr).release();
+  } catch (const std::exception &e) {
+    *error = e.what();
+    return nullptr;
+  }
+}
