@@ -36,10 +36,22 @@ for entry in "${GPU_BENCH_MODELS[@]}"; do
   build/bin/lapc "bench/specs/$name.yaml" --emit=spec >"$out/specs/$name.yaml"
 done
 
-# lapc-run trains the same tiny model on the CPU and the GPU.
+# lapc-run trains the same tiny models on the CPU and the GPU: a language
+# model on the test corpus, and DINO on Fashion-MNIST's test split (Debian's
+# dataset-fashion-mnist; training and evaluation on the same 10,000 images,
+# to carry 4 MB instead of 30).
+fmnist=/usr/share/datasets/fashion-mnist
+mkdir -p "$out/train/fmnist"
+cp "$fmnist"/t10k-*.gz "$out/train/fmnist/"
+sed -e "s#$fmnist/train#fmnist/t10k#; s#$fmnist/t10k#fmnist/t10k#" \
+  test/runtime/Inputs/tiny_dino.yaml >"$out/train/tiny_dino.yaml"
 for target in cpu cuda; do
-  build/bin/lapc test/runtime/Inputs/tiny_lm.yaml --target=$target \
-    -o "$out/models/tiny_lm.$target.so" $([[ $target = cpu ]] && echo --cpu=x86-64-v3)
+  flags=--target=$target
+  if [[ $target = cpu ]]; then flags+=" --cpu=x86-64-v3"; fi
+  build/bin/lapc test/runtime/Inputs/tiny_lm.yaml $flags \
+    -o "$out/models/tiny_lm.$target.so"
+  build/bin/lapc "$out/train/tiny_dino.yaml" $flags \
+    -o "$out/models/tiny_dino.$target.so"
 done
 cp test/runtime/Inputs/corpus.txt "$out/train/"
 

@@ -48,7 +48,9 @@ grep -E '^\[  (PASSED|FAILED|SKIPPED) |Failure|error' "$out/model-tests.log" | h
 # lapc-run: a run on the GPU alone, one the CPU starts (steps 1-2), the GPU
 # continues (3-4) and the CPU finishes, one on the CPU, and one on the GPU
 # with ZeRO-1 (NCCL): the same losses.
-# The GPU's run evaluated and sampled on the GPU, and evaluated on the CPU.
+# The GPU's run evaluated and sampled on the GPU, evaluated on the CPU and
+# analysed on the GPU. DINO on the GPU and on the CPU (the same losses),
+# evaluated and analysed on the GPU.
 (
   cd "$pre/train" && set -e
   lapc_run="timeout 120 $pre/bin/lapc-run"
@@ -62,9 +64,15 @@ grep -E '^\[  (PASSED|FAILED|SKIPPED) |Failure|error' "$out/model-tests.log" | h
   $lapc_run eval "$gpu" --run-dir gpu
   $lapc_run eval "$cpu" --run-dir gpu
   $lapc_run sample "$gpu" --run-dir gpu --tokens 20
+  $lapc_run analyze "$gpu" --run-dir gpu --samples 16 --out gpu-analysis
+  dino_gpu=$pre/models/tiny_dino.cuda.so dino_cpu=$pre/models/tiny_dino.cpu.so
+  $lapc_run train "$dino_gpu" --run-dir dino-gpu --log-every 1
+  $lapc_run train "$dino_cpu" --run-dir dino-cpu --log-every 1
+  $lapc_run eval "$dino_gpu" --run-dir dino-gpu
+  $lapc_run analyze "$dino_gpu" --run-dir dino-gpu --samples 32 --out dino-analysis
 ) >"$out/lapc-run.log" 2>&1
 echo "lapc-run on the GPU: exit $?"
-grep -E 'summary|val_|error' "$out/lapc-run.log"
+grep -E 'summary|val_|knn|error' "$out/lapc-run.log"
 
 # A training step: lap (graph replay and plain), PyTorch eager, compiled.
 for entry in "${GPU_BENCH_MODELS[@]}"; do

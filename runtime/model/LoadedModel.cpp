@@ -147,10 +147,8 @@ LoadedModel::LoadedModel(const std::string &path, Devices devices)
     if (devices == Devices::CPU && device() != "cpu")
       refuse(path, "a library for " + device() + " (" +
                        manifest_["target"]["arch"].get<std::string>() +
-                       "); lapc-run describes, checks, trains, evaluates and "
-                       "samples one (`info`, `check`, `train`, `eval`, "
-                       "`sample`); `analyze` runs CPU libraries only so far "
-                       "(`lapc SPEC -o model.so` compiles one for the CPU)");
+                       "); this program runs CPU libraries (`lapc SPEC -o "
+                       "model.so` compiles one for the CPU)");
     for (auto &p : manifest_.at("parameters").at("tensors"))
       parameters_.push_back(
           {p.at("name"), p.at("shape").get<std::vector<int64_t>>(),

@@ -32,8 +32,8 @@ struct ParameterInfo {
 
 class LoadedModel {
 public:
-  /// Which libraries a host can run: CPU ones only, or any (to describe
-  /// them: lapc-run info).
+  /// Which libraries a program takes: CPU ones only (the CPU benchmarks),
+  /// or any (lapc-run, which opens a CUDA library's device itself).
   enum class Devices { CPU, Any };
 
   /// Opens `path`; throws std::runtime_error with a message naming the file

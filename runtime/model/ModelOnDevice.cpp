@@ -5,6 +5,7 @@
 #include "runtime/model/RandomBatch.h"
 #include "runtime/model/TokenIds.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -23,11 +24,15 @@ void checkIds(const std::string &library, const std::string &name,
     throw std::runtime_error(library + ": " + why);
 }
 
-/// Bytes of manifest batch tensor `t` (4-byte elements) at the batch's size.
-size_t bytesOf(const nlohmann::json &t, const lap_batch &batch) {
-  return size_t(elementsAt(t["shape"].get<std::vector<int64_t>>(), batch.batch,
-                           batch.seq)) *
-         4;
+/// Bytes of manifest tensor `t` (4-byte elements) at the batch's size;
+/// `side` > 0: an image tensor [B, C, H, W] of side × side pixels (the
+/// manifest gives the compiled size's).
+size_t bytesOf(const nlohmann::json &t, const lap_batch &batch,
+               int64_t side = 0) {
+  auto shape = t["shape"].get<std::vector<int64_t>>();
+  if (side > 0 && shape.size() == 4)
+    shape[2] = shape[3] = side;
+  return size_t(elementsAt(shape, batch.batch, batch.seq)) * 4;
 }
 
 } // namespace
@@ -57,16 +62,22 @@ const lap_batch *ModelOnDevice::place(const lap_batch &host) {
         " tensors; the library reads " + std::to_string(layout.size()));
   // An image model's seq picks its image size by the token count (0: the
   // compiled size); the manifest's batch shapes describe the compiled one.
+  int64_t side = 0;
   if (const nlohmann::json &images = lib.manifest()["images"];
-      images.is_object() && host.seq != 0 && host.seq != images["tokens"][0])
-    throw std::runtime_error(lib.path() +
-                             ": batches of another image size are not "
-                             "copied to the GPU yet");
+      images.is_object() && host.seq != 0) {
+    const nlohmann::json &tokens = images["tokens"];
+    auto size = std::find(tokens.begin(), tokens.end(), host.seq);
+    if (size == tokens.end())
+      throw std::runtime_error(
+          lib.path() + ": no image size of " + std::to_string(host.seq) +
+          " tokens (the library's: " + tokens.dump() + ")");
+    side = images["sizes"][size_t(size - tokens.begin())];
+  }
   batchTensors.resize(layout.size());
   pointers.resize(layout.size());
   const int64_t vocab = lib.manifest()["limits"]["vocab"];
   for (size_t i = 0; i < layout.size(); ++i) {
-    size_t bytes = bytesOf(layout[i], host);
+    size_t bytes = bytesOf(layout[i], host, side);
     if (layout[i]["dtype"] == "int32") // targets may be -1: ignored
       checkIds(lib.path(), layout[i]["name"],
                static_cast<const int32_t *>(host.tensors[i]), host.batch,
@@ -81,22 +92,16 @@ const lap_batch *ModelOnDevice::place(const lap_batch &host) {
 
 float ModelOnDevice::forward(const float *params, const lap_batch &batch,
                              float *hostLogits) {
-  const lap_batch *placed = place(batch);
-  if (mem.onHost()) {
-    float value = 0;
-    if (lib.forward(params, placed, workspace, &value, hostLogits) != LAP_OK)
-      fail();
-    return value;
-  }
   size_t logitBytes = bytesOf(lib.manifest()["outputs"][1], batch);
-  auto *deviceLoss = static_cast<float *>(buffer(loss, 4));
-  auto *deviceLogits = static_cast<float *>(buffer(logits, logitBytes));
-  if (lib.forward(params, placed, workspace, deviceLoss, deviceLogits) !=
-      LAP_OK)
-    fail();
+  const lap_batch *placed = place(batch);
   float value = 0;
-  mem.download(&value, deviceLoss, 4);
-  mem.download(hostLogits, deviceLogits, logitBytes);
+  float *outLoss =
+      mem.onHost() ? &value : static_cast<float *>(buffer(loss, 4));
+  float *outLogits = output(hostLogits, logitBytes);
+  if (lib.forward(params, placed, workspace, outLoss, outLogits) != LAP_OK)
+    fail();
+  bringBack(&value, outLoss, 4);
+  bringBack(hostLogits, outLogits, logitBytes);
   return value;
 }
 
@@ -107,9 +112,42 @@ float ModelOnDevice::trainStep(const float *params, float *grads,
   float *out = mem.onHost() ? &value : static_cast<float *>(buffer(loss, 4));
   if (lib.trainStep(params, grads, placed, seed, workspace, out) != LAP_OK)
     fail();
-  if (!mem.onHost())
-    mem.download(&value, out, 4);
+  bringBack(&value, out, 4);
   return value;
+}
+
+float *ModelOnDevice::output(float *host, size_t bytes) {
+  return mem.onHost() ? host : static_cast<float *>(buffer(logits, bytes));
+}
+
+void ModelOnDevice::bringBack(float *host, const float *out, size_t bytes) {
+  if (!mem.onHost())
+    mem.download(host, out, bytes);
+}
+
+void ModelOnDevice::features(const float *params, const lap_batch &batch,
+                             float *hostFeatures) {
+  const nlohmann::json &f = lib.manifest()["features"];
+  int64_t seq = batch.seq ? batch.seq : lib.maxSeq();
+  size_t bytes = size_t(f["layers"].get<int64_t>() * batch.batch * seq *
+                        f["width"].get<int64_t>()) *
+                 4;
+  const lap_batch *placed = place(batch);
+  float *out = output(hostFeatures, bytes);
+  if (lib.features(params, placed, workspace, out) != LAP_OK)
+    fail();
+  bringBack(hostFeatures, out, bytes);
+}
+
+void ModelOnDevice::embed(const float *params, const lap_batch &batch,
+                          float *hostEmbedding) {
+  int64_t width = lib.manifest()["features"]["width"];
+  size_t bytes = size_t(batch.batch * width) * 4;
+  const lap_batch *placed = place(batch);
+  float *out = output(hostEmbedding, bytes);
+  if (lib.embed(params, placed, workspace, out) != LAP_OK)
+    fail();
+  bringBack(hostEmbedding, out, bytes);
 }
 
 void ModelOnDevice::decode(const float *params, const int32_t *hostTokens,

@@ -36,6 +36,12 @@ public:
   /// `grads` (device memory) and returns the loss.
   float trainStep(const float *params, float *grads, const lap_batch &batch,
                   uint64_t seed);
+  /// The residual streams of the host batch `batch` (lap_model_features)
+  /// to the host array `features` [layers, batch, seq, width].
+  void features(const float *params, const lap_batch &batch, float *features);
+  /// An image model's embedding of the host batch `batch` (lap_model_embed)
+  /// to the host array `embedding` [batch, width].
+  void embed(const float *params, const lap_batch &batch, float *embedding);
   /// Decoding of the host tokens [batch, count] after `first` cached
   /// positions (the cache in device memory): their logits [batch, count,
   /// vocab] to the host array `logits`.
@@ -50,6 +56,11 @@ public:
 private:
   /// A device buffer of at least `bytes` in `slot`, grown as needed.
   void *buffer(std::unique_ptr<DeviceMemory::Buffer> &slot, size_t bytes);
+  /// Where the library writes an output of `bytes` the host wants in
+  /// `host`: there (a CPU library), or a device buffer that bringBack
+  /// copies to it.
+  float *output(float *host, size_t bytes);
+  void bringBack(float *host, const float *out, size_t bytes);
   [[noreturn]] void fail() const;
 
   const LoadedModel &lib;

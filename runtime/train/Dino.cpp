@@ -56,11 +56,11 @@ void updateCenter(std::vector<float> &center, const std::vector<double> &sums,
                       sums[j] / double(rows) * (1 - momentum));
 }
 
-void movingAverage(float *teacher, const float *student, int64_t n,
-                   double momentum) {
-  float m = float(momentum), w = float(1 - momentum);
-  for (int64_t i = 0; i < n; ++i)
-    teacher[i] = teacher[i] * m + w * student[i];
+void movingAverage(TrainDevice &device, float *teacher, const float *student,
+                   int64_t n, double momentum) {
+  // teacher × m − (−w) × student: the same float operations.
+  device.applyUpdate(teacher, student, n, float(momentum),
+                     -float(1 - momentum));
 }
 
 std::vector<ViewTerm> viewTerms(int64_t globalViews, int64_t views) {

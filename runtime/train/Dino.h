@@ -12,6 +12,8 @@
 #ifndef LAP_RUNTIME_TRAIN_DINO_H
 #define LAP_RUNTIME_TRAIN_DINO_H
 
+#include "runtime/train/TrainDevice.h"
+
 #include <cstdint>
 #include <vector>
 
@@ -39,9 +41,10 @@ double meanEntropy(const float *probabilities, int64_t rows, int64_t k);
 void updateCenter(std::vector<float> &center, const std::vector<double> &sums,
                   int64_t rows, double momentum);
 
-/// teacher = teacher * momentum + student * (1 - momentum), elementwise.
-void movingAverage(float *teacher, const float *student, int64_t n,
-                   double momentum);
+/// teacher = teacher * momentum + student * (1 - momentum), elementwise,
+/// in float, on the device that holds them.
+void movingAverage(TrainDevice &device, float *teacher, const float *student,
+                   int64_t n, double momentum);
 
 /// The loss sums, over every global (teacher) view g and every view v != g
 /// of the student, the mean over the batch of the cross-entropy of the

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <cstring>
 #include <stdexcept>
 
 namespace lap::train {
@@ -25,10 +24,11 @@ const char *const kTeacher = "teacher.";
 constexpr double kCollapseFraction = 0.02;
 
 /// The embeddings of `indices` of `set`, [n, width], and their labels.
-void embed(const LoadedModel &model, const float *params, void *workspace,
+void embed(ModelOnDevice &calls, const float *params,
            const data::ImageDataset &set, const ImageTransform &transform,
            int64_t batch, const std::vector<int64_t> &indices,
            std::vector<float> &out, std::vector<int32_t> &labels) {
+  const LoadedModel &model = calls.model();
   const int64_t width = model.manifest()["features"]["width"];
   const int64_t pixels = transform.channels * transform.size * transform.size;
   const int64_t k = model.manifest()["outputs"][1]["shape"].back();
@@ -42,10 +42,7 @@ void embed(const LoadedModel &model, const float *params, void *workspace,
     loadImages(set, transform, indices.data() + begin, n, images.data(),
                labels);
     const void *tensors[] = {images.data(), teacher.data()};
-    lap_batch view{n, 0, 2, tensors};
-    if (model.embed(params, &view, workspace, out.data() + begin * width) !=
-        LAP_OK)
-      throw std::runtime_error(model.path() + ": " + model.lastError());
+    calls.embed(params, {n, 0, 2, tensors}, out.data() + begin * width);
   }
 }
 
@@ -65,28 +62,27 @@ const std::vector<float> &dinoState(const LoadedCheckpoint &checkpoint,
 } // namespace
 
 void restoreTeacher(const LoadedModel &model,
-                    const LoadedCheckpoint &checkpoint, float *teacher) {
-  for (const ParameterInfo &p : model.parameters()) {
-    const std::vector<float> &values =
-        dinoState(checkpoint, kTeacher + p.name, p.elements);
-    std::copy(values.begin(), values.end(), teacher + p.offset);
-  }
+                    const LoadedCheckpoint &checkpoint, float *teacher,
+                    TrainDevice &device) {
+  for (const ParameterInfo &p : model.parameters())
+    device.upload(teacher + p.offset,
+                  dinoState(checkpoint, kTeacher + p.name, p.elements).data(),
+                  p.elements);
 }
 
-nlohmann::json evaluateEmbeddings(const LoadedModel &model, const float *params,
-                                  void *workspace,
+nlohmann::json evaluateEmbeddings(ModelOnDevice &calls, const float *params,
                                   const data::ImageDataset &bank,
                                   const data::ImageDataset &queries,
                                   const ImageTransform &transform,
                                   int64_t batch, int64_t queryImages) {
-  const int64_t width = model.manifest()["features"]["width"];
+  const int64_t width = calls.model().manifest()["features"]["width"];
   const int64_t classes = std::max(bank.numClasses(), queries.numClasses());
   std::vector<float> bankFeatures, queryFeatures;
   std::vector<int32_t> bankLabels, queryLabels;
-  embed(model, params, workspace, bank, transform, batch,
+  embed(calls, params, bank, transform, batch,
         evaluationImages(bank.size(), kBankPerQuery * queryImages),
         bankFeatures, bankLabels);
-  embed(model, params, workspace, queries, transform, batch,
+  embed(calls, params, queries, transform, batch,
         evaluationImages(queries.size(), queryImages), queryFeatures,
         queryLabels);
   const int64_t n = int64_t(bankLabels.size()), m = int64_t(queryLabels.size());
@@ -101,16 +97,16 @@ nlohmann::json evaluateEmbeddings(const LoadedModel &model, const float *params,
           {"linear_top1", probe.testAccuracy}};
 }
 
-DinoRegime::DinoRegime(const dsl::Spec &spec, const LoadedModel &model,
-                       const float *params, void *workspace, int64_t batch,
+DinoRegime::DinoRegime(const dsl::Spec &spec, ModelOnDevice &calls,
+                       TrainDevice &device, const float *params, int64_t batch,
                        uint64_t seed, std::FILE *log, DataShard shard)
-    : spec(spec), dino(spec.train.dino), model(model), params(params),
-      workspace(workspace), log(log), batch(batch),
+    : spec(spec), dino(spec.train.dino), calls(calls), model(calls.model()),
+      device(device), params(params), log(log), batch(batch),
       globalViews(dino.globalCrops), views(dino.globalCrops + dino.localCrops),
       prototypes(spec.model.dinoHead.prototypes),
       splits(openImageSplits(spec.train.data)),
-      teacher(size_t(model.parameterElements()) * 4),
-      viewGrads(size_t(model.parameterElements()) * 4),
+      teacher(device, model.parameterElements()),
+      viewGrads(device, model.parameterElements()),
       terms(dino::viewTerms(globalViews, views)),
       center(size_t(prototypes), 0.0f), centerSums(size_t(prototypes), 0.0) {
   const nlohmann::json &images = model.manifest()["images"];
@@ -123,7 +119,7 @@ DinoRegime::DinoRegime(const dsl::Spec &spec, const LoadedModel &model,
           model.path(), dino.localCropSize));
     localTokens = tokens[1];
   }
-  std::memcpy(teacher.data, params, teacher.bytes);
+  device.copy(teacher.data(), params, teacher.size());
   fmt::print(log, "data: train {}\n", splits.train->description());
   if (splits.val)
     fmt::print(log, "data: test  {} (k-NN and linear probe)\n",
@@ -176,11 +172,7 @@ int64_t DinoRegime::trainStep(const float *student, float *grads, uint64_t seed,
   // centre, then its centred and sharpened probabilities.
   for (int64_t g = 0; g < globalViews; ++g) {
     const void *tensors[] = {current.views[size_t(g)].data(), zeros.data()};
-    lap_batch view{b, 0, 2, tensors};
-    float unused = 0;
-    if (model.forward(teacher.as<float>(), &view, workspace, &unused,
-                      logits.data()) != LAP_OK)
-      throw std::runtime_error(model.path() + ": " + model.lastError());
+    calls.forward(teacher.data(), {b, 0, 2, tensors}, logits.data());
     for (int64_t r = 0; r < b; ++r)
       for (int64_t j = 0; j < k; ++j)
         centerSums[size_t(j)] += logits[size_t(r * k + j)];
@@ -201,23 +193,12 @@ int64_t DinoRegime::trainStep(const float *student, float *grads, uint64_t seed,
     dino::viewTarget(teacherProbabilities, term.teachers, target);
     const void *tensors[] = {current.views[size_t(v)].data(), target.data()};
     lap_batch view{b, v < globalViews ? 0 : localTokens, 2, tensors};
-    float viewLoss = 0;
     uint64_t viewSeed = seed + uint64_t(v) * 0x9E3779B97F4A7C15ull;
-    float *out = first ? grads : viewGrads.as<float>();
-    if (model.trainStep(student, out, &view, viewSeed, workspace, &viewLoss) !=
-        LAP_OK)
-      throw std::runtime_error(model.path() + ": " + model.lastError());
-    float w = float(term.weight);
-    const float *g = viewGrads.as<float>();
-    int64_t n = model.parameterElements();
-    cpu::parallelFor(n, int64_t(1) << 15, [&](int64_t begin, int64_t end) {
-      if (first)
-        for (int64_t i = begin; i < end; ++i)
-          grads[i] *= w;
-      else
-        for (int64_t i = begin; i < end; ++i)
-          grads[i] += w * g[i];
-    });
+    float *out = first ? grads : viewGrads.data();
+    float viewLoss = calls.trainStep(student, out, view, viewSeed);
+    // grads = w × its view's gradients, then += w × each other view's.
+    device.accumulate(grads, out, float(term.weight), model.parameterElements(),
+                      first);
     first = false;
     loss += float(term.weight * viewLoss);
     // KL(target || student) = cross-entropy - the target's entropy.
@@ -237,8 +218,8 @@ double DinoRegime::teacherTemperature(int64_t step) const {
 void DinoRegime::afterUpdate(const float *student, int64_t step) {
   const double momentum = dino::teacherMomentum(
       step, steps, dino.teacherMomentum, dino.teacherMomentumEnd);
-  dino::movingAverage(teacher.as<float>(), student, model.parameterElements(),
-                      momentum);
+  dino::movingAverage(device, teacher.data(), student,
+                      model.parameterElements(), momentum);
   dino::updateCenter(center, centerSums, centerRows, dino.centerMomentum);
   double entropy = entropySum / double(microBatches),
          kl = klSum / double(microBatches);
@@ -288,14 +269,19 @@ Regime DinoRegime::regime() {
   r.stepMetrics = [this] { return lastMetrics; };
   r.state = [this] {
     std::vector<TensorRef> state;
-    const float *t = teacher.as<float>();
+    const float *t = teacher.data();
+    if (!device.onHost()) {
+      teacherOnHost.resize(size_t(teacher.size()));
+      device.download(teacherOnHost.data(), t, teacher.size());
+      t = teacherOnHost.data();
+    }
     for (const ParameterInfo &p : model.parameters())
       state.push_back(TensorRef(kTeacher + p.name, p.shape, t + p.offset));
     state.push_back(TensorRef(kCenter, {prototypes}, center.data()));
     return state;
   };
   r.restore = [this](const LoadedCheckpoint &checkpoint) {
-    restoreTeacher(model, checkpoint, teacher.as<float>());
+    restoreTeacher(model, checkpoint, teacher.data(), device);
     center = dinoState(checkpoint, kCenter, prototypes);
     currentStep = checkpoint.state.step;
   };
@@ -307,8 +293,8 @@ nlohmann::json DinoRegime::evaluate(bool student) {
     throw std::runtime_error(
         "the spec names no test split (data.val) to evaluate on");
   int64_t queries = spec.train.eval.batches * batch;
-  return evaluateEmbeddings(model, student ? params : teacher.as<float>(),
-                            workspace, *splits.train, *splits.val,
+  return evaluateEmbeddings(calls, student ? params : teacher.data(),
+                            *splits.train, *splits.val,
                             evaluationTransform(spec.model), batch, queries);
 }
 

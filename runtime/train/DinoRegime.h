@@ -13,7 +13,10 @@
 // clipped per tensor, as DINO's clip_gradients.
 //
 // Evaluation reads the teacher's backbone features (lap_model_embed) of a
-// labelled split: DINO's weighted k-NN and a linear probe.
+// labelled split: DINO's weighted k-NN and a linear probe. The teacher, the
+// gradients and the updates live where the model runs (its TrainDevice);
+// views, the teacher's logits and the centre are small and stay on the
+// host.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +24,7 @@
 #define LAP_RUNTIME_TRAIN_DINOREGIME_H
 
 #include "dsl/Spec.h"
+#include "runtime/model/ModelOnDevice.h"
 #include "runtime/train/Dino.h"
 #include "runtime/train/ImageLoader.h"
 #include "runtime/train/ImageRegime.h"
@@ -33,28 +37,31 @@ namespace lap::train {
 /// Bank images per query image of evaluateEmbeddings.
 constexpr int64_t kBankPerQuery = 10;
 
-/// k-NN (k = 20, T = 0.07) and linear-probe accuracy of `model`'s embedding
-/// (parameters `params`): the queries are up to `queryImages` images of
-/// `queries`, the bank (and the probe's training set) kBankPerQuery times as
-/// many of `bank`, spread evenly over each set (0: all).
-nlohmann::json evaluateEmbeddings(const LoadedModel &model, const float *params,
-                                  void *workspace,
+/// k-NN (k = 20, T = 0.07) and linear-probe accuracy of the model's
+/// embedding (parameters `params`, on its device): the queries are up to
+/// `queryImages` images of `queries`, the bank (and the probe's training
+/// set) kBankPerQuery times as many of `bank`, spread evenly over each set
+/// (0: all).
+nlohmann::json evaluateEmbeddings(ModelOnDevice &calls, const float *params,
                                   const data::ImageDataset &bank,
                                   const data::ImageDataset &queries,
                                   const ImageTransform &transform,
                                   int64_t batch, int64_t queryImages);
 
-/// The teacher's parameters of a dino run's checkpoint into `teacher`;
-/// throws naming the file when it has none (a checkpoint of another regime).
+/// The teacher's parameters of a dino run's checkpoint into `teacher`
+/// (`device` memory); throws naming the file when it has none (a
+/// checkpoint of another regime).
 void restoreTeacher(const LoadedModel &model,
-                    const LoadedCheckpoint &checkpoint, float *teacher);
+                    const LoadedCheckpoint &checkpoint, float *teacher,
+                    TrainDevice &device = hostTrainDevice());
 
 class DinoRegime {
 public:
-  /// Opens the spec's data; the teacher starts as a copy of `params`.
-  DinoRegime(const dsl::Spec &spec, const LoadedModel &model,
-             const float *params, void *workspace, int64_t batch, uint64_t seed,
-             std::FILE *log, DataShard shard = {});
+  /// Opens the spec's data; the teacher starts as a copy of `params`
+  /// (`device` memory, where `calls` runs the model).
+  DinoRegime(const dsl::Spec &spec, ModelOnDevice &calls, TrainDevice &device,
+             const float *params, int64_t batch, uint64_t seed, std::FILE *log,
+             DataShard shard = {});
 
   /// The run's length, for the momentum, temperature and freezing
   /// schedules; before regime() is used.
@@ -74,15 +81,17 @@ private:
 
   const dsl::Spec &spec;
   const dsl::DinoSpec &dino;
+  ModelOnDevice &calls;
   const LoadedModel &model;
+  TrainDevice &device;
   const float *params;
-  void *workspace;
   std::FILE *log;
   int64_t batch, globalViews, views, prototypes, localTokens = 0;
   int64_t steps = 0, epochSteps = 1, freezeSteps = 0;
   ImageSplits splits;
   std::unique_ptr<ImageLoader> loader;
-  AlignedBuffer teacher, viewGrads;
+  DeviceArray teacher, viewGrads;
+  std::vector<float> teacherOnHost; ///< for a checkpoint (a GPU's teacher)
   /// Per student view: its teachers and its weight in the loss.
   std::vector<dino::ViewTerm> terms;
 

@@ -102,6 +102,9 @@ public:
   void download(float *to, const float *from, int64_t n) override {
     std::memcpy(to, from, size_t(n) * sizeof(float));
   }
+  void copy(float *to, const float *from, int64_t n) override {
+    std::memcpy(to, from, size_t(n) * sizeof(float));
+  }
 
   void accumulate(float *acc, const float *g, float scale, int64_t n,
                   bool first) override {

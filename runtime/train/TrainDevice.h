@@ -57,6 +57,8 @@ public:
   /// returns after the work queued before it has run.
   virtual void upload(float *to, const float *from, int64_t n) = 0;
   virtual void download(float *to, const float *from, int64_t n) = 0;
+  /// `n` floats from one array of the device to another.
+  virtual void copy(float *to, const float *from, int64_t n) = 0;
 
   /// acc = 0 + g × scale (`first`), else acc += g × scale: the gradient
   /// sums over micro-batches.

@@ -234,9 +234,6 @@ TrainResult lap::train::train(ModelOnDevice &calls, TrainDevice &device,
     throw std::runtime_error(fmt::format(
         "a step's {} micro-batches cannot be shared by {} ranks equally",
         config.accumulation, ranks));
-  if (!device.onHost() && regime.trainStep)
-    throw std::runtime_error(model.path() +
-                             ": this regime trains on the CPU only so far");
   if (!device.onHost() && (ranks > 1 || config.zero) && !config.deviceComm)
     throw std::invalid_argument(
         "data-parallel training on GPUs (ranks, ZeRO-1) needs a "

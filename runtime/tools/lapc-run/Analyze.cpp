@@ -22,6 +22,7 @@
 #include "runtime/analysis/Plot.h"
 #include "runtime/platform/Files.h"
 #include "runtime/tools/lapc-run/Commands.h"
+#include "runtime/tools/lapc-run/DeviceModel.h"
 #include "runtime/train/DinoRegime.h"
 #include "runtime/train/ImageRegime.h"
 #include "runtime/train/LmRegime.h"
@@ -116,16 +117,11 @@ struct Streams {
   }
 };
 
-void features(const LoadedModel &model, const float *params,
-              AlignedBuffer &workspace, const lap_batch &view,
-              std::vector<float> &out) {
-  if (model.features(params, &view, workspace.data, out.data()) != LAP_OK)
-    throw std::runtime_error(model.path() + ": " + model.lastError());
-}
-
-ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec,
-                            const float *params, AlignedBuffer &workspace,
+/// `params` are on the model's device; `hostParams` a copy the host reads.
+ModelGeometry analyzeImages(ModelOnDevice &calls, const dsl::Spec &spec,
+                            const float *params, const float *hostParams,
                             int64_t samples) {
+  const LoadedModel &model = calls.model();
   std::unique_ptr<data::ImageDataset> opened =
       train::openAnalysisSplit(spec.train.data);
   const data::ImageDataset &set = *opened;
@@ -144,11 +140,9 @@ ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec,
   if (dino) {
     std::unique_ptr<data::ImageDataset> bank =
         train::openImageSplits(spec.train.data).train;
-    g.accuracy = train::evaluateEmbeddings(model, params, workspace.data, *bank,
-                                           set, transform, batch, samples);
+    g.accuracy = train::evaluateEmbeddings(calls, params, *bank, set, transform,
+                                           batch, samples);
   } else {
-    DeviceMemory memory(model);
-    ModelOnDevice calls(model, memory, workspace.data);
     g.accuracy =
         train::evaluateImages(calls, params, set, transform, batch, samples);
   }
@@ -167,7 +161,7 @@ ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec,
     train::loadImages(set, transform, chosen.data() + begin, n, images.data(),
                       labels);
     const void *tensors[] = {images.data(), targets.data()};
-    features(model, params, workspace, {n, 0, 2, tensors}, out);
+    calls.features(params, {n, 0, 2, tensors}, out.data());
     s.append(out, n);
   }
   // Collapse is measured over the classes the subset holds, renumbered;
@@ -185,8 +179,8 @@ ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec,
   for (const ParameterInfo &p : model.parameters())
     if (p.name == "head.weight")
       for (int32_t k : present)
-        head.insert(head.end(), params + p.offset + k * s.c,
-                    params + p.offset + (k + 1) * s.c);
+        head.insert(head.end(), hostParams + p.offset + k * s.c,
+                    hostParams + p.offset + (k + 1) * s.c);
   const int64_t k = int64_t(present.size());
   for (size_t l = 0; l < s.layers.size(); ++l) {
     LayerGeometry layer;
@@ -221,14 +215,12 @@ ModelGeometry analyzeImages(const LoadedModel &model, const dsl::Spec &spec,
   return g;
 }
 
-ModelGeometry analyzeText(const LoadedModel &model, const dsl::Spec &spec,
-                          const float *params, AlignedBuffer &workspace,
-                          const std::string &runDir, int64_t samples,
-                          int64_t topTokens) {
+ModelGeometry analyzeText(ModelOnDevice &calls, const dsl::Spec &spec,
+                          const float *params, const std::string &runDir,
+                          int64_t samples, int64_t topTokens) {
+  const LoadedModel &model = calls.model();
   const int64_t batch = model.maxBatch();
   const int64_t seq = std::min(train::sequenceLength(spec), model.maxSeq());
-  DeviceMemory memory(model);
-  ModelOnDevice calls(model, memory, workspace.data);
   train::LmRegime lm(spec, calls, params, runDir, batch, seq, stdout);
   ModelGeometry g;
   g.language = true;
@@ -247,7 +239,7 @@ ModelGeometry analyzeText(const LoadedModel &model, const dsl::Spec &spec,
   LmBatch b;
   while (it.next(b)) {
     const void *tensors[] = {b.inputs.data(), b.targets.data()};
-    features(model, params, workspace, {b.batch, b.seq, 2, tensors}, out);
+    calls.features(params, {b.batch, b.seq, 2, tensors}, out.data());
     s.append(out, b.batch);
     targets.insert(targets.end(), b.targets.begin(), b.targets.end());
   }
@@ -437,30 +429,30 @@ int lap::cli::analyze(const AnalyzeOptions &options) {
                     options.models.size(), options.runDirs.size()));
   std::vector<ModelGeometry> results;
   for (size_t i = 0; i < options.models.size(); ++i) {
-    LoadedModel model(options.models[i]);
+    DeviceModel run(options.models[i], options.device);
+    const LoadedModel &model = run.model;
     dsl::Spec spec = train::specOf(model);
     const std::string &runDir = options.runDirs[i];
     std::string checkpoint = train::checkpointOf(runDir);
-    AlignedBuffer params(size_t(model.parameterElements()) * 4);
-    LoadedCheckpoint loaded =
-        train::restoreParameters(model, checkpoint, params.as<float>());
+    LoadedCheckpoint loaded = run.restore(checkpoint);
+    float *params = run.params.data();
     // DINO's features are the teacher's (what its evaluations read).
     if (spec.model.family == dsl::Family::DINO)
-      train::restoreTeacher(model, loaded, params.as<float>());
-    AlignedBuffer workspace(size_t(model.workspaceBytes()));
+      train::restoreTeacher(model, loaded, params, run.device);
+    std::vector<float> hostParams(size_t(run.params.size()));
+    run.device.download(hostParams.data(), params, run.params.size());
     bool text = spec.model.family == dsl::Family::GPT;
     if (!results.empty() && results[0].language != text)
       throw std::runtime_error(
           "analyse two image models or two language models, not one of "
           "each");
-    ModelGeometry g =
-        text ? analyzeText(model, spec, params.as<float>(), workspace, runDir,
-                           options.samples, options.topTokens)
-             : analyzeImages(model, spec, params.as<float>(), workspace,
-                             options.samples);
+    ModelGeometry g = text ? analyzeText(run.calls, spec, params, runDir,
+                                         options.samples, options.topTokens)
+                           : analyzeImages(run.calls, spec, params,
+                                           hostParams.data(), options.samples);
     g.name = i < options.labels.size() ? options.labels[i] : spec.name;
     g.checkpoint = checkpoint;
-    g.learned = learnedHeads(model, spec, params.as<float>());
+    g.learned = learnedHeads(model, spec, hostParams.data());
     results.push_back(std::move(g));
   }
   printTable(results);

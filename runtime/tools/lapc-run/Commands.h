@@ -84,6 +84,7 @@ int sweep(const SweepOptions &options);
 struct AnalyzeOptions {
   std::vector<std::string> models, runDirs;
   std::string out = "analysis";
+  std::string device;     ///< cpu, cuda or cuda:N; "": each library's
   int64_t samples = 1000; ///< images, or token windows of a language model
   int64_t topTokens = 20; ///< next-token classes of the language-model collapse
   std::vector<std::string> labels; ///< names in the table; default: the specs'

@@ -25,16 +25,15 @@ namespace {
 
 /// DINO's evaluations (k-NN, linear probe) of a dino run's teacher and
 /// student: bank and probe training set from the training split, queries
-/// from the test split. `run` is on the host: its parameters become the
-/// student's.
+/// from the test split. `run`'s parameters become the student's.
 int evaluateDino(cli::DeviceModel &run, const dsl::Spec &spec,
                  const cli::EvalOptions &options) {
   const LoadedModel &model = run.model;
   std::string checkpoint =
       train::checkpointOf(options.runDir, options.checkpoint);
-  AlignedBuffer teacher(size_t(model.parameterElements()) * 4);
+  train::DeviceArray teacher(run.device, model.parameterElements());
   LoadedCheckpoint loaded = run.restore(checkpoint);
-  train::restoreTeacher(model, loaded, teacher.as<float>());
+  train::restoreTeacher(model, loaded, teacher.data(), run.device);
   fmt::print("model {} at step {} ({})\n", spec.name, loaded.state.step,
              checkpoint);
   train::ImageSplits splits = train::openImageSplits(spec.train.data);
@@ -44,10 +43,10 @@ int evaluateDino(cli::DeviceModel &run, const dsl::Spec &spec,
                              "evaluate on");
   int64_t batch = std::min(train::microBatchSize(spec), model.maxBatch());
   int64_t batches = options.batches ? options.batches : spec.train.eval.batches;
-  for (auto [name, params] : {std::pair{"teacher", teacher.as<float>()},
+  for (auto [name, params] : {std::pair{"teacher", teacher.data()},
                               std::pair{"student", run.params.data()}}) {
     nlohmann::json values = train::evaluateEmbeddings(
-        model, params, run.workspace.data, *splits.train, *splits.val,
+        run.calls, params, *splits.train, *splits.val,
         train::evaluationTransform(spec.model), batch, batches * batch);
     for (auto &[k, v] : values.items())
       fmt::print("{} {:<12} {:.4f}\n", name, k, v.get<double>());
@@ -61,13 +60,8 @@ int lap::cli::evaluate(const EvalOptions &options) {
   DeviceModel run(options.model, options.device);
   const LoadedModel &model = run.model;
   dsl::Spec spec = train::specOf(model);
-  if (spec.train.regime == dsl::Regime::DINO) {
-    if (!run.device.onHost())
-      throw std::runtime_error(options.model +
-                               ": lapc-run eval evaluates dino runs on the "
-                               "CPU only so far; compile the spec for the CPU");
+  if (spec.train.regime == dsl::Regime::DINO)
     return evaluateDino(run, spec, options);
-  }
   if (spec.train.regime != dsl::Regime::LM)
     throw std::runtime_error(options.model +
                              ": lapc-run eval evaluates language models and "

@@ -96,11 +96,6 @@ int lap::cli::trainModel(const TrainOptions &options,
                              ": the dino regime trains in one process (its "
                              "teacher's centre is not shared between ranks "
                              "yet); run it without mpirun");
-  if (dinoRegime && !run.device.onHost())
-    throw std::runtime_error(options.model +
-                             ": the dino regime trains on the CPU only so "
-                             "far (its teacher and views are not on the GPU "
-                             "yet); compile the spec for the CPU");
 
   int64_t micro = train::microBatchSize(spec),
           seq = lmRegime ? train::sequenceLength(spec) : 0;
@@ -181,9 +176,8 @@ int lap::cli::trainModel(const TrainOptions &options,
       regime = lm->regime();
       stepsPerEpoch = lm->stepsPerEpoch(config.accumulation);
     } else if (dinoRegime) {
-      dino = std::make_unique<train::DinoRegime>(spec, model, params,
-                                                 run.workspace.data, micro,
-                                                 config.seed, log, shard);
+      dino = std::make_unique<train::DinoRegime>(
+          spec, run.calls, run.device, params, micro, config.seed, log, shard);
       regime = dino->regime();
       stepsPerEpoch = dino->stepsPerEpoch(config.accumulation);
       config.unit = "img";

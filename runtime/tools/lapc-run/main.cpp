@@ -223,6 +223,9 @@ int main(int argc, char **argv) {
       ->check(atLeast(2));
   analyzeCmd->add_option("--out", analyze.out,
                          "Directory for the tables and plots");
+  analyzeCmd->add_option("--device", analyze.device,
+                         "cpu, cuda or cuda:N (default: the device each "
+                         "library was compiled for)");
 
   lap::cli::SweepOptions sweep;
   CLI::App *sweepCmd = app.add_subcommand(

@@ -126,6 +126,12 @@ public:
     require(cudaStreamSynchronize(kStream), "cudaStreamSynchronize (download)");
   }
 
+  void copy(float *to, const float *from, int64_t n) override {
+    require(cudaMemcpyAsync(to, from, size_t(n) * sizeof(float),
+                            cudaMemcpyDeviceToDevice, kStream),
+            "cudaMemcpyAsync (copy)");
+  }
+
   void accumulate(float *acc, const float *g, float scale, int64_t n,
                   bool first) override {
     cuda::accumulate(acc, g, scale, n, first);

@@ -9,7 +9,8 @@
 // tests' three with mixed head kinds (MixedKindModels.h); dropout and drop
 // path draw the same masks on both. And host data on its way to the GPU
 // (ModelOnDevice, as lapc-run sends it): decoding, and token ids checked.
-// Skipped, saying so, without a GPU.
+// Features, embeddings and a DINO model's local views too. Skipped, saying
+// so, without a GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,11 +59,32 @@ void expectClose(const float *got, const float *want, size_t n,
     ASSERT_NEAR(got[i], want[i], tolerance * scale) << what << " [" << i << "]";
 }
 
+/// A library with its parameters, workspace and decoding cache on its
+/// device, called with host data (ModelOnDevice), as lapc-run calls it.
+struct Side {
+  explicit Side(const std::string &path)
+      : model(path, LoadedModel::Devices::Any) {}
+  LoadedModel model;
+  DeviceMemory memory{model};
+  Buffer params{memory, size_t(model.parameterElements()) * 4},
+      grads{memory, size_t(model.parameterElements()) * 4},
+      workspace{memory, size_t(model.workspaceBytes())},
+      cache{memory,
+            model.manifest()["decode"].is_object()
+                ? model.manifest()["decode"]["cache_floats_per_sequence"]
+                          .get<size_t>() *
+                      4
+                : 0};
+  ModelOnDevice calls{model, memory, workspace.data};
+};
+
 // Without a GPU too: the CUDA libraries build and describe the CPU
 // library's parameters. (With LAP_PREBUILT_MODELS=DIR this also leaves
 // both libraries in DIR for a machine without lapc.)
 TEST(ModelOnGpuTest, CudaLibrariesBuildWithTheCpuLibrariesParameters) {
-  for (const Case &c : kCases) {
+  std::vector<Case> cases(std::begin(kCases), std::end(kCases));
+  cases.push_back(kDinoCase);
+  for (const Case &c : cases) {
     SCOPED_TRACE(c.name);
     LoadedModel cpu(library(c, "cpu"));
     LoadedModel gpu(library(c, "cuda"), LoadedModel::Devices::Any);
@@ -147,18 +169,7 @@ TEST(ModelOnGpuTest, HostTokensReachTheGpu) {
     if (c.image)
       continue;
     SCOPED_TRACE(c.name);
-    struct Side {
-      LoadedModel model;
-      DeviceMemory memory{model};
-      Buffer params{memory, size_t(model.parameterElements()) * 4},
-          workspace{memory, size_t(model.workspaceBytes())},
-          cache{memory, model.manifest()["decode"]["cache_floats_per_sequence"]
-                                .get<size_t>() *
-                            4};
-      ModelOnDevice calls{model, memory, workspace.data};
-    };
-    Side cpu{LoadedModel(library(c, "cpu"))},
-        gpu{LoadedModel(library(c, "cuda"), LoadedModel::Devices::Any)};
+    Side cpu(library(c, "cpu")), gpu(library(c, "cuda"));
     std::vector<int32_t> prompt = {1, 7, 3, 60, 12}, next = {9};
     std::vector<float> want(prompt.size() * kVocab), got(want.size());
     for (Side *side : {&cpu, &gpu}) {
@@ -193,6 +204,58 @@ TEST(ModelOnGpuTest, HostTokensReachTheGpu) {
             << e.what();
       }
     }
+  }
+}
+
+// What analyze and the dino regime read through ModelOnDevice: every
+// layer's residual stream (lap_model_features) and an image model's
+// embedding (lap_model_embed) come back as the CPU library's (1e-4 of their
+// largest magnitude); and a DINO student's step on a local view (another
+// image size than the compiled one) gives the CPU's loss and gradients.
+TEST(ModelOnGpuTest, FeaturesEmbeddingsAndLocalViewsReachTheHost) {
+  REQUIRE_GPU();
+  std::vector<Case> cases(std::begin(kCases), std::end(kCases));
+  cases.push_back(kDinoCase);
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.name);
+    bool dino = std::string(c.name) == "dino";
+    Side cpu(library(c, "cpu")), gpu(library(c, "cuda"));
+    for (Side *side : {&cpu, &gpu})
+      ASSERT_EQ(side->model.initParams(side->params.as<float>(), 3), LAP_OK);
+    Batch b =
+        !c.image ? textBatch(kMaxBatch, 11, kVocab, 8)
+        : dino
+            ? imageBatch(kMaxBatch, kChannels, kImageSide, kDinoPrototypes, 8)
+            : imageBatch(kMaxBatch, kChannels, kImageSide, kClasses, 8);
+    const nlohmann::json &f = cpu.model.manifest()["features"];
+    int64_t tokens = c.image ? cpu.model.maxSeq() : b.seq;
+    size_t n = f["layers"].get<size_t>() * size_t(b.batch * tokens) *
+               f["width"].get<size_t>();
+    std::vector<float> want(n), got(n);
+    cpu.calls.features(cpu.params.as<float>(), b.view(), want.data());
+    gpu.calls.features(gpu.params.as<float>(), b.view(), got.data());
+    expectClose(got.data(), want.data(), n, "features");
+    if (!c.image)
+      continue;
+    n = size_t(b.batch) * f["width"].get<size_t>();
+    cpu.calls.embed(cpu.params.as<float>(), b.view(), want.data());
+    gpu.calls.embed(gpu.params.as<float>(), b.view(), got.data());
+    expectClose(got.data(), want.data(), n, "embedding");
+    if (!dino)
+      continue;
+    Batch local =
+        imageBatch(kMaxBatch, kChannels, kDinoLocalSide, kDinoPrototypes, 9);
+    lap_batch view = local.view();
+    view.seq = kDinoLocalTokens;
+    float wantLoss = cpu.calls.trainStep(cpu.params.as<float>(),
+                                         cpu.grads.as<float>(), view, 4);
+    float gotLoss = gpu.calls.trainStep(gpu.params.as<float>(),
+                                        gpu.grads.as<float>(), view, 4);
+    EXPECT_NEAR(gotLoss, wantLoss, 1e-4f * std::abs(wantLoss));
+    std::vector<float> grads = read<float>(gpu.memory, gpu.grads);
+    for (const ParameterInfo &p : gpu.model.parameters())
+      expectClose(grads.data() + p.offset, cpu.grads.as<float>() + p.offset,
+                  size_t(p.elements), "gradient of " + p.name);
   }
 }
 

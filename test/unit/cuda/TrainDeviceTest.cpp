@@ -146,6 +146,9 @@ TEST_F(TrainDeviceOnGpu, RoundTrip) {
   Floats x = randomVector(rng, 1000);
   gpu->upload(a.data(), x.data(), a.size());
   expectUlps(get(a), x, 0, "uploaded");
+  DeviceArray b(*gpu, 1000);
+  gpu->copy(b.data(), a.data(), a.size());
+  expectUlps(get(b), x, 0, "copied");
 }
 
 TEST_F(TrainDeviceOnGpu, Accumulate) {

@@ -5,7 +5,8 @@
 // one (RMSNorm, ReLU², softcap, GQA, QK-norm) and a DeiT-3-style ViT
 // (LayerScale, drop path, QK-norm), each with Laplacian and attention
 // heads. Batches of up to 3 sequences of up to 16 tokens (vocabulary 64),
-// or 3 images of 8 x 8 x 3 with 5 classes.
+// or 3 images of 8 x 8 x 3 with 5 classes. Apart from them, a DINO model
+// (kDinoCase) with local views.
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,6 +76,35 @@ attention:
   kinds: [attn, laplacian, attn, laplacian]
 )";
 
+/// DINO's ViT with its head, and local views of 4 pixels (2 tokens, against
+/// 5 of the global 8-pixel views): the GPU tests' model of the dino regime.
+inline const char *kDino = R"(model:
+  family: dino
+  layers: 2
+  width: 32
+  heads: 4
+  mlp_ratio: 2
+  activation: gelu
+  norm: {type: layernorm, eps: 1.0e-6}
+  positions: {type: learned, patches_only: false}
+  bias: true
+  image_size: 8
+  patch: 4
+  channels: 3
+  cls_token: true
+  drop_path: 0.2
+  pool: cls
+  dino_head: {layers: 2, hidden: 32, bottleneck: 16, prototypes: 24}
+  init: {distribution: trunc_normal, std: 0.2}
+attention:
+  kinds: [attn, laplacian, attn, laplacian]
+train:
+  regime: dino
+  batch_size: 3
+  steps: 1
+  dino: {global_crops: 2, global_crop_size: 8, local_crops: 2, local_crop_size: 4}
+)";
+
 struct Case {
   const char *name, *yaml;
   bool image;
@@ -83,6 +113,10 @@ struct Case {
 inline const Case kCases[] = {{"gpt2", kGpt2, false},
                               {"nanochat", kNanochat, false},
                               {"vit", kVit, true}};
+
+inline const Case kDinoCase = {"dino", kDino, true};
+constexpr int64_t kDinoPrototypes = 24, kDinoLocalSide = 4,
+                  kDinoLocalTokens = 2;
 
 constexpr int64_t kMaxBatch = 3, kMaxSeq = 16, kVocab = 64, kImageSide = 8,
                   kChannels = 3, kClasses = 5;

@@ -52,6 +52,9 @@ public:
   void download(float *to, const float *from, int64_t n) override {
     host.download(to, from, n);
   }
+  void copy(float *to, const float *from, int64_t n) override {
+    host.copy(to, from, n);
+  }
   void accumulate(float *acc, const float *g, float scale, int64_t n,
                   bool first) override {
     host.accumulate(acc, g, scale, n, first);
