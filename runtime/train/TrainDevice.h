@@ -61,7 +61,7 @@ public:
   virtual void copy(float *to, const float *from, int64_t n) = 0;
 
   /// acc = 0 + g × scale (`first`), else acc += g × scale: the gradient
-  /// sums over micro-batches.
+  /// sums over micro-batches (acc may be g).
   virtual void accumulate(float *acc, const float *g, float scale, int64_t n,
                           bool first) = 0;
   /// out[k] = the fp64 sum of x² over spans[k]'s elements (out is host

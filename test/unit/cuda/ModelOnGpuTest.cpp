@@ -6,11 +6,11 @@
 // host), its loss, logits and every gradient agree within 1e-4 of each
 // tensor's largest magnitude (fp32 on both; GEMMs, attention and
 // reductions sum in other orders on the GPU). Models: the whole-model
-// tests' three with mixed head kinds (MixedKindModels.h); dropout and drop
-// path draw the same masks on both. And host data on its way to the GPU
-// (ModelOnDevice, as lapc-run sends it): decoding, and token ids checked.
-// Features, embeddings and a DINO model's local views too. Skipped, saying
-// so, without a GPU.
+// tests' three with mixed head kinds and a DINO model (MixedKindModels.h);
+// dropout and drop path draw the same masks on both. And host data on its way
+// to the GPU (ModelOnDevice, as lapc-run sends it): decoding, and token ids
+// checked. Features, embeddings and a DINO model's local views too. Skipped,
+// saying so, without a GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,6 +59,23 @@ void expectClose(const float *got, const float *want, size_t n,
     ASSERT_NEAR(got[i], want[i], tolerance * scale) << what << " [" << i << "]";
 }
 
+/// The whole-model tests' three models and the DINO one.
+std::vector<Case> allCases() {
+  std::vector<Case> cases(std::begin(kCases), std::end(kCases));
+  cases.push_back(kDinoCase);
+  return cases;
+}
+
+/// A random batch of case `c` at its compiled size: 13 tokens, or images
+/// with targets (a DINO model's: the teacher's probabilities).
+Batch batchOf(const Case &c, uint32_t seed) {
+  if (!c.image)
+    return textBatch(kMaxBatch, 13, kVocab, seed);
+  bool dino = std::string(c.name) == kDinoCase.name;
+  return imageBatch(kMaxBatch, kChannels, kImageSide,
+                    dino ? kDinoPrototypes : kClasses, seed);
+}
+
 /// A library with its parameters, workspace and decoding cache on its
 /// device, called with host data (ModelOnDevice), as lapc-run calls it.
 struct Side {
@@ -82,9 +99,7 @@ struct Side {
 // library's parameters. (With LAP_PREBUILT_MODELS=DIR this also leaves
 // both libraries in DIR for a machine without lapc.)
 TEST(ModelOnGpuTest, CudaLibrariesBuildWithTheCpuLibrariesParameters) {
-  std::vector<Case> cases(std::begin(kCases), std::end(kCases));
-  cases.push_back(kDinoCase);
-  for (const Case &c : cases) {
+  for (const Case &c : allCases()) {
     SCOPED_TRACE(c.name);
     LoadedModel cpu(library(c, "cpu"));
     LoadedModel gpu(library(c, "cuda"), LoadedModel::Devices::Any);
@@ -97,7 +112,7 @@ TEST(ModelOnGpuTest, CudaLibrariesBuildWithTheCpuLibrariesParameters) {
 
 TEST(ModelOnGpuTest, CudaLibraryComputesWhatTheCpuLibraryComputes) {
   REQUIRE_GPU();
-  for (const Case &c : kCases) {
+  for (const Case &c : allCases()) {
     SCOPED_TRACE(c.name);
     ModelRun cpu(library(c, "cpu"));
     LoadedModel gpu(library(c, "cuda"), LoadedModel::Devices::Any);
@@ -114,9 +129,7 @@ TEST(ModelOnGpuTest, CudaLibraryComputesWhatTheCpuLibraryComputes) {
     std::vector<float> initial = read<float>(memory, params);
     ASSERT_EQ(0, std::memcmp(initial.data(), cpu.param(), paramBytes));
 
-    Batch b = c.image
-                  ? imageBatch(kMaxBatch, kChannels, kImageSide, kClasses, 5)
-                  : textBatch(kMaxBatch, 13, kVocab, 5);
+    Batch b = batchOf(c, 5);
     std::vector<float> wantLogits;
     float wantLoss = cpu.forward(b, &wantLogits);
     float wantTrainLoss = cpu.trainStep(b);
@@ -214,19 +227,13 @@ TEST(ModelOnGpuTest, HostTokensReachTheGpu) {
 // image size than the compiled one) gives the CPU's loss and gradients.
 TEST(ModelOnGpuTest, FeaturesEmbeddingsAndLocalViewsReachTheHost) {
   REQUIRE_GPU();
-  std::vector<Case> cases(std::begin(kCases), std::end(kCases));
-  cases.push_back(kDinoCase);
-  for (const Case &c : cases) {
+  for (const Case &c : allCases()) {
     SCOPED_TRACE(c.name);
-    bool dino = std::string(c.name) == "dino";
+    bool dino = std::string(c.name) == kDinoCase.name;
     Side cpu(library(c, "cpu")), gpu(library(c, "cuda"));
     for (Side *side : {&cpu, &gpu})
       ASSERT_EQ(side->model.initParams(side->params.as<float>(), 3), LAP_OK);
-    Batch b =
-        !c.image ? textBatch(kMaxBatch, 11, kVocab, 8)
-        : dino
-            ? imageBatch(kMaxBatch, kChannels, kImageSide, kDinoPrototypes, 8)
-            : imageBatch(kMaxBatch, kChannels, kImageSide, kClasses, 8);
+    Batch b = batchOf(c, 8);
     const nlohmann::json &f = cpu.model.manifest()["features"];
     int64_t tokens = c.image ? cpu.model.maxSeq() : b.seq;
     size_t n = f["layers"].get<size_t>() * size_t(b.batch * tokens) *
