@@ -99,9 +99,10 @@ nlohmann::json evaluateEmbeddings(ModelOnDevice &calls, const float *params,
 
 DinoRegime::DinoRegime(const dsl::Spec &spec, ModelOnDevice &calls,
                        TrainDevice &device, const float *params, int64_t batch,
-                       uint64_t seed, std::FILE *log, DataShard shard)
+                       uint64_t seed, std::FILE *log, DataShard shard,
+                       comm::Communicator *ranks)
     : spec(spec), dino(spec.train.dino), calls(calls), model(calls.model()),
-      device(device), params(params), log(log), batch(batch),
+      device(device), params(params), log(log), ranks(ranks), batch(batch),
       globalViews(dino.globalCrops), views(dino.globalCrops + dino.localCrops),
       prototypes(spec.model.dinoHead.prototypes),
       splits(openImageSplits(spec.train.data)),
@@ -220,6 +221,19 @@ void DinoRegime::afterUpdate(const float *student, int64_t step) {
       step, steps, dino.teacherMomentum, dino.teacherMomentumEnd);
   dino::movingAverage(device, teacher.data(), student,
                       model.parameterElements(), momentum);
+  if (ranks && ranks->size() > 1) {
+    // Every rank's teacher logits and monitors (DINO's all-reduce of the
+    // centre's batch sum).
+    std::vector<double> sums = centerSums;
+    sums.insert(sums.end(),
+                {double(centerRows), double(microBatches), entropySum, klSum});
+    ranks->allReduceSum(sums.data(), int64_t(sums.size()));
+    std::copy(sums.begin(), sums.begin() + prototypes, centerSums.begin());
+    centerRows = int64_t(sums[size_t(prototypes)]);
+    microBatches = int64_t(sums[size_t(prototypes) + 1]);
+    entropySum = sums[size_t(prototypes) + 2];
+    klSum = sums[size_t(prototypes) + 3];
+  }
   dino::updateCenter(center, centerSums, centerRows, dino.centerMomentum);
   double entropy = entropySum / double(microBatches),
          kl = klSum / double(microBatches);

@@ -58,10 +58,12 @@ void restoreTeacher(const LoadedModel &model,
 class DinoRegime {
 public:
   /// Opens the spec's data; the teacher starts as a copy of `params`
-  /// (`device` memory, where `calls` runs the model).
+  /// (`device` memory, where `calls` runs the model). With several ranks
+  /// (`ranks`, null: this process alone), each draws its `shard` of every
+  /// step's images, and the teacher's centre and monitors sum over all.
   DinoRegime(const dsl::Spec &spec, ModelOnDevice &calls, TrainDevice &device,
              const float *params, int64_t batch, uint64_t seed, std::FILE *log,
-             DataShard shard = {});
+             DataShard shard = {}, comm::Communicator *ranks = nullptr);
 
   /// The run's length, for the momentum, temperature and freezing
   /// schedules; before regime() is used.
@@ -86,6 +88,7 @@ private:
   TrainDevice &device;
   const float *params;
   std::FILE *log;
+  comm::Communicator *ranks;
   int64_t batch, globalViews, views, prototypes, localTokens = 0;
   int64_t steps = 0, epochSteps = 1, freezeSteps = 0;
   ImageSplits splits;

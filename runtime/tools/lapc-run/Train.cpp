@@ -91,11 +91,6 @@ int lap::cli::trainModel(const TrainOptions &options,
   const dsl::TrainSpec &t = spec.train;
   bool lmRegime = t.regime == dsl::Regime::LM,
        dinoRegime = t.regime == dsl::Regime::DINO;
-  if (dinoRegime && ranks > 1)
-    throw std::runtime_error(options.model +
-                             ": the dino regime trains in one process (its "
-                             "teacher's centre is not shared between ranks "
-                             "yet); run it without mpirun");
 
   int64_t micro = train::microBatchSize(spec),
           seq = lmRegime ? train::sequenceLength(spec) : 0;
@@ -176,8 +171,9 @@ int lap::cli::trainModel(const TrainOptions &options,
       regime = lm->regime();
       stepsPerEpoch = lm->stepsPerEpoch(config.accumulation);
     } else if (dinoRegime) {
-      dino = std::make_unique<train::DinoRegime>(
-          spec, run.calls, run.device, params, micro, config.seed, log, shard);
+      dino = std::make_unique<train::DinoRegime>(spec, run.calls, run.device,
+                                                 params, micro, config.seed,
+                                                 log, shard, &comm);
       regime = dino->regime();
       stepsPerEpoch = dino->stepsPerEpoch(config.accumulation);
       config.unit = "img";
