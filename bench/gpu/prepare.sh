@@ -17,11 +17,13 @@ cd "$(dirname "$0")/../.."
 source bench/gpu/models.sh
 
 ninja -C build lapc lapc-run lap-cuda-kernel-tests lap-cuda-model-tests \
-  lap-cuda-train-device-tests lap-gpu-step-bench LapTrainCUDA LapCommNCCL >/dev/null
+  lap-cuda-train-device-tests lap-gpu-step-bench lap-gpu-attention-bench \
+  LapTrainCUDA LapCommNCCL >/dev/null
 out=build/gpu-prebuilt
 rm -rf "$out" && mkdir -p "$out"/{bin,lib,models,specs,train}
 cp build/bin/{lapc-run,lap-cuda-kernel-tests,lap-cuda-model-tests} \
-  build/bin/{lap-cuda-train-device-tests,lap-gpu-step-bench} "$out/bin/"
+  build/bin/{lap-cuda-train-device-tests,lap-gpu-step-bench} \
+  build/bin/lap-gpu-attention-bench "$out/bin/"
 # lapc-run's GPU plugins, where it looks: ../lib beside bin/.
 cp build/lib/libLapTrainCUDA.so build/lib/libLapCommNCCL.so "$out/lib/"
 

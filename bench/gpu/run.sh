@@ -1,12 +1,12 @@
 #!/bin/bash
-# On a machine with an NVIDIA GPU: the CUDA tests, lapc-run training a
-# tiny model on the GPU and moving a run between CPU and GPU, then one
-# training step
+# On a machine with an NVIDIA GPU: the CUDA tests, lapc-run training tiny
+# models on the GPU and moving a run between CPU and GPU, one training step
 # (forward and backward) of each benchmark model, lap against PyTorch eager
-# and torch.compile on the same GPU in the same run. Takes what
+# and torch.compile, and attention alone against PyTorch's SDPA and
+# FlexAttention, on the same GPU in the same run. Takes what
 # bench/gpu/prepare.sh built here (build/gpu-prebuilt.tar.xz: that machine
 # has no MLIR, so no lapc); needs nvidia-smi, python3 with torch and
-# pyyaml. About 6 minutes on an H200. JSON and logs go to $OUT (or
+# pyyaml. About 8 minutes on an H200 (estimated). JSON and logs go to $OUT (or
 # build/gpu-results); a table is printed last.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -88,6 +88,15 @@ for entry in "${GPU_BENCH_MODELS[@]}"; do
     >"$out/$name.torch-compile.json" 2>"$out/$name.torch-compile.err" ||
     tail -3 "$out/$name.torch-compile.err"
 done
+
+# Attention alone: lap's fused kernel and PyTorch's SDPA and FlexAttention
+# on the same shapes, all-`attn` and half Laplacian.
+timeout 150 "$pre/bin/lap-gpu-attention-bench" >"$out/attention.lap.jsonl" \
+  2>"$out/attention.lap.err" || cat "$out/attention.lap.err"
+timeout 300 python3 bench/gpu/torch_attention.py >"$out/attention.torch.jsonl" \
+  2>"$out/attention.torch.err" || tail -3 "$out/attention.torch.err"
+python3 bench/gpu/attention_table.py "$out/attention.lap.jsonl" \
+  "$out/attention.torch.jsonl"
 
 python3 - "$out" "${GPU_BENCH_MODELS[@]}" <<'PY'
 import json, sys
