@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# rank_fault.sh MPIRUN LAPC-RUN MODEL RUNDIR ACTION: starts a 30000-step run as
+# rank_fault.sh MPIRUN LAPC-RUN MODEL RUNDIR ACTION: starts a 300000-step run as
 # two ranks, waits for its first checkpoint, then
 #   kill-rank: SIGKILLs rank 1;     stop-rank: SIGSTOPs rank 1 (it hangs);
 #   INT, USR2: sends that signal to mpirun (Ctrl-C, a scheduler's notice);
 # and reports how the job ended, in how long, and the newest checkpoint.
 # Few log lines (a checkpoint every 1000 steps of thousands a second):
 # after Ctrl-C mpirun stops reading the ranks' output, and a rank that
-# writes a line then may not live to write its checkpoint.
+# writes a line then may not live to write its checkpoint. The run is long
+# enough that a signal mpirun forwards late (seconds, on a loaded machine)
+# still finds it under way.
 set -u
 mpirun=$1 tool=$2 model=$3 run=$4 action=$5
 timeout=120
 [ "$action" = stop-rank ] && timeout=5
-$mpirun -np 2 "$tool" train "$model" --run-dir "$run" --steps 30000 \
+$mpirun -np 2 "$tool" train "$model" --run-dir "$run" --steps 300000 \
   --checkpoint-every 1000 --log-every 100000 --eval-every 100000 \
   --comm-timeout $timeout > "$run.log" 2>&1 &
 launcher=$!
