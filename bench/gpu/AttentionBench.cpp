@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bench/StepArgs.h"
+#include "bench/gpu/CudaTiming.h"
 #include "runtime/kernels/cuda/Context.h"
 #include "runtime/kernels/cuda/Kernels.h"
 
@@ -29,56 +30,17 @@
 #include <string>
 #include <vector>
 
-using lap::bench::flag;
+using namespace lap::bench;
 
 namespace {
-
-void check(cudaError_t status, const char *what) {
-  if (status != cudaSuccess)
-    throw std::runtime_error(std::string(what) + ": " +
-                             cudaGetErrorString(status));
-}
-
-/// `n` floats of device memory, uniform in [-1, 1] unless `zero`.
-struct Floats {
-  Floats(int64_t n, std::mt19937 &rng, bool zero = false) {
-    check(cudaMalloc(&data, size_t(std::max<int64_t>(n, 1)) * 4), "cudaMalloc");
-    std::vector<float> host(size_t(n), 0.0f);
-    std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-    if (!zero)
-      for (float &x : host)
-        x = value(rng);
-    check(cudaMemcpy(data, host.data(), size_t(n) * 4, cudaMemcpyHostToDevice),
-          "cudaMemcpy");
-  }
-  ~Floats() { cudaFree(data); }
-  Floats(const Floats &) = delete;
-  Floats &operator=(const Floats &) = delete;
-  float *data = nullptr;
-};
 
 /// The median milliseconds of `iters` runs of `body` after `warmup`.
 template <typename F>
 double medianMs(cudaStream_t stream, int64_t warmup, int64_t iters, F body) {
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "cudaEventCreate");
-  check(cudaEventCreate(&stop), "cudaEventCreate");
-  std::vector<double> ms;
-  for (int64_t i = 0; i < warmup + iters; ++i) {
-    check(cudaEventRecord(start, stream), "cudaEventRecord");
-    body();
-    check(cudaEventRecord(stop, stream), "cudaEventRecord");
-    check(cudaEventSynchronize(stop), "a timed run");
-    float t = 0;
-    check(cudaEventElapsedTime(&t, start, stop), "cudaEventElapsedTime");
-    if (i >= warmup)
-      ms.push_back(t);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
+  std::vector<double> ms =
+      timeRuns(stream, warmup, iters, [&](int64_t) { body(); });
   if (std::string failure = lap::cuda::takeFailure(); !failure.empty())
     throw std::runtime_error(failure);
-  std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
 }
 
@@ -104,10 +66,15 @@ int main(int argc, char **argv) {
           for (bool mixed : {false, true}) {
             const int64_t b = std::max<int64_t>(1, tokens / n), h = width / d;
             const int64_t elements = b * n * h * d;
-            Floats q(elements, rng), k(elements, rng), v(elements, rng),
-                dout(elements, rng), o(elements, rng, true),
-                dq(elements, rng, true), dk(elements, rng, true),
-                dv(elements, rng, true), lse(b * h * n, rng, true);
+            auto q = randomFloats(elements, rng),
+                 k = randomFloats(elements, rng),
+                 v = randomFloats(elements, rng),
+                 dout = randomFloats(elements, rng),
+                 o = randomFloats(elements, rng, true),
+                 dq = randomFloats(elements, rng, true),
+                 dk = randomFloats(elements, rng, true),
+                 dv = randomFloats(elements, rng, true),
+                 lse = randomFloats(b * h * n, rng, true);
             // alpha then beta per head: attn (1, 0), laplacian (-1, 1) on
             // the odd heads when mixed.
             std::vector<float> coefficients(size_t(2 * h));
@@ -116,23 +83,25 @@ int main(int argc, char **argv) {
               coefficients[size_t(i)] = laplacian ? -1.0f : 1.0f;
               coefficients[size_t(h + i)] = laplacian ? 1.0f : 0.0f;
             }
-            Floats c(2 * h, rng, true);
+            DeviceBuffer c(size_t(2 * h) * 4);
             check(cudaMemcpy(c.data, coefficients.data(), size_t(2 * h) * 4,
                              cudaMemcpyHostToDevice),
                   "cudaMemcpy");
             const float scale = 1.0f / std::sqrt(float(d));
             auto forward = [&] {
-              lap_cuda_attention_forward(o.data, lse.data, q.data, k.data,
-                                         v.data, c.data, b, n, n, h, h, d,
-                                         scale, causal);
+              lap_cuda_attention_forward(o->as<float>(), lse->as<float>(),
+                                         q->as<float>(), k->as<float>(),
+                                         v->as<float>(), c.as<float>(), b, n, n,
+                                         h, h, d, scale, causal);
             };
             double forwardMs = medianMs(stream, warmup, iters, forward);
             double bothMs = medianMs(stream, warmup, iters, [&] {
               forward();
-              lap_cuda_attention_backward(dq.data, dk.data, dv.data, nullptr,
-                                          dout.data, q.data, k.data, v.data,
-                                          o.data, lse.data, c.data, b, n, n, h,
-                                          h, d, scale, causal);
+              lap_cuda_attention_backward(
+                  dq->as<float>(), dk->as<float>(), dv->as<float>(), nullptr,
+                  dout->as<float>(), q->as<float>(), k->as<float>(),
+                  v->as<float>(), o->as<float>(), lse->as<float>(),
+                  c.as<float>(), b, n, n, h, h, d, scale, causal);
             });
             double flops = 4.0 * double(b * h) * double(n) * double(n) *
                            double(d) * (causal ? 0.5 : 1.0);

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bench/StepArgs.h"
+#include "bench/gpu/CudaTiming.h"
 #include "runtime/kernels/cuda/Context.h"
 #include "runtime/kernels/cuda/Gemm.h"
 #include "runtime/model/LoadedModel.h"
@@ -32,49 +33,9 @@
 #include <vector>
 
 using namespace lap;
-using lap::bench::flag;
+using namespace lap::bench;
 
 namespace {
-
-void check(cudaError_t status, const char *what) {
-  if (status != cudaSuccess)
-    throw std::runtime_error(std::string(what) + ": " +
-                             cudaGetErrorString(status));
-}
-
-/// A device allocation, freed on destruction (the ceiling's operands).
-struct Device {
-  explicit Device(size_t bytes) {
-    check(cudaMalloc(&data, std::max<size_t>(bytes, 1)), "cudaMalloc");
-  }
-  ~Device() { cudaFree(data); }
-  template <typename T> T *as() const { return static_cast<T *>(data); }
-  void *data = nullptr;
-};
-
-/// Milliseconds of each of `iters` runs of `body` after `warmup`, by events.
-template <typename F>
-std::vector<double> timeRuns(cudaStream_t stream, int64_t warmup, int64_t iters,
-                             F body) {
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "cudaEventCreate");
-  check(cudaEventCreate(&stop), "cudaEventCreate");
-  std::vector<double> ms;
-  for (int64_t i = 0; i < warmup + iters; ++i) {
-    check(cudaEventRecord(start, stream), "cudaEventRecord");
-    body(i);
-    check(cudaEventRecord(stop, stream), "cudaEventRecord");
-    check(cudaEventSynchronize(stop), "a timed step");
-    float t = 0;
-    check(cudaEventElapsedTime(&t, start, stop), "cudaEventElapsedTime");
-    if (i >= warmup)
-      ms.push_back(t);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(ms.begin(), ms.end());
-  return ms;
-}
 
 nlohmann::json summary(const std::vector<double> &ms) {
   return {
@@ -84,21 +45,13 @@ nlohmann::json summary(const std::vector<double> &ms) {
 /// TFLOP/s of an fp32 8192^3 GEMM through the library's cuBLASLt wrapper.
 double gemmCeiling(cudaStream_t stream) {
   const int64_t n = 8192;
-  Device a(n * n * 4), b(n * n * 4), c(n * n * 4);
-  // Random operands: a product of zeros runs faster than real data.
   std::mt19937 rng(1);
-  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-  std::vector<float> host(size_t(n * n));
-  for (Device *d : {&a, &b}) {
-    for (float &x : host)
-      x = value(rng);
-    check(cudaMemcpy(d->data, host.data(), n * n * 4, cudaMemcpyHostToDevice),
-          "cudaMemcpy");
-  }
+  auto a = randomFloats(n * n, rng), b = randomFloats(n * n, rng),
+       c = randomFloats(n * n, rng, true);
   lap::cuda::setStream(stream);
   std::vector<double> ms = timeRuns(stream, 2, 5, [&](int64_t) {
-    lap::cuda::gemm('N', 'T', n, n, n, a.as<float>(), n, b.as<float>(), n, 0.0f,
-                    c.as<float>(), n);
+    lap::cuda::gemm('N', 'T', n, n, n, a->as<float>(), n, b->as<float>(), n,
+                    0.0f, c->as<float>(), n);
   });
   if (std::string failure = lap::cuda::takeFailure(); !failure.empty())
     throw std::runtime_error(failure);
