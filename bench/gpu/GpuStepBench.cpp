@@ -7,9 +7,10 @@
 // lap_model_train_step (forward and backward, as bench/torch_step.py's
 // default): each step enqueued on one stream and timed with CUDA events,
 // and the same step captured once in a CUDA graph and replayed. The
-// ceiling is measured in the same run: an fp32 GEMM of 8192^3 through the
+// ceilings are measured in the same run: an fp32 GEMM of 8192^3 through the
 // kernel library's cuBLASLt wrapper (the library computes in fp32 without
-// TF32). Prints one JSON object.
+// TF32), and a bf16 one through cuBLAS, the peak MFU is quoted against.
+// Prints one JSON object.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,11 +22,14 @@
 #include "runtime/model/ModelOnDevice.h"
 #include "runtime/model/RandomBatch.h"
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <random>
 #include <stdexcept>
@@ -58,6 +62,47 @@ double gemmCeiling(cudaStream_t stream) {
   return 2.0 * n * n * n / (ms[ms.size() / 2] * 1e-3) / 1e12;
 }
 
+/// TFLOP/s of a bf16 8192^3 GEMM (fp32 accumulation) through cuBLAS: the
+/// peak that MFU is quoted against (nanochat, llm.c); NaN when cuBLAS
+/// cannot run it.
+double bf16GemmCeiling(cudaStream_t stream) {
+  const int64_t n = 8192;
+  // bf16 of uniform [-1, 1] floats: their upper 16 bits.
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  std::vector<uint16_t> host(size_t(n * n));
+  DeviceBuffer a(host.size() * 2), b(host.size() * 2), c(host.size() * 2);
+  for (DeviceBuffer *d : {&a, &b}) {
+    for (uint16_t &x : host) {
+      float f = value(rng);
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      x = uint16_t(bits >> 16);
+    }
+    check(cudaMemcpy(d->data, host.data(), host.size() * 2,
+                     cudaMemcpyHostToDevice),
+          "cudaMemcpy");
+  }
+  cublasHandle_t handle;
+  if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS)
+    return std::nan("");
+  cublasSetStream(handle, stream);
+  const float one = 1.0f, zero = 0.0f;
+  cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+  std::vector<double> ms = timeRuns(stream, 2, 5, [&](int64_t) {
+    cublasStatus_t s = cublasGemmEx(
+        handle, CUBLAS_OP_N, CUBLAS_OP_T, int(n), int(n), int(n), &one, a.data,
+        CUDA_R_16BF, int(n), b.data, CUDA_R_16BF, int(n), &zero, c.data,
+        CUDA_R_16BF, int(n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    if (s != CUBLAS_STATUS_SUCCESS)
+      status = s;
+  });
+  cublasDestroy(handle);
+  if (status != CUBLAS_STATUS_SUCCESS)
+    return std::nan("");
+  return 2.0 * n * n * n / (ms[ms.size() / 2] * 1e-3) / 1e12;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -82,7 +127,7 @@ int main(int argc, char **argv) {
           "cudaStreamCreate");
     cudaDeviceProp prop;
     check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-    double ceiling = gemmCeiling(stream);
+    double ceiling = gemmCeiling(stream), bf16Ceiling = bf16GemmCeiling(stream);
 
     auto ok = [&](lap_status s) {
       if (s != LAP_OK)
@@ -142,6 +187,9 @@ int main(int argc, char **argv) {
         {"tflops", tflops},
         {"fp32_gemm_tflops", ceiling},
         {"fraction_of_fp32_gemm", tflops / ceiling},
+        {"bf16_gemm_tflops", bf16Ceiling},
+        // MFU as nanochat and llm.c quote it: against the bf16 peak.
+        {"fraction_of_bf16_gemm", tflops / bf16Ceiling},
         {"planned_bytes", 2 * model.parameterElements() * 4 +
                               model.workspaceBytes() + host.bytes()},
         {"device_bytes_in_use", int64_t(totalBytes - freeBytes)},

@@ -120,7 +120,8 @@ def load(path):
     except (OSError, ValueError):
         return None
 print(f"\n{'model':<11} {'lap ms':>8} {'(no graph)':>10} {'TFLOP/s':>8} "
-      f"{'of fp32 GEMM':>12} {'torch ms':>9} {'compiled':>9} {'speed-up':>9}")
+      f"{'of fp32 GEMM':>12} {'MFU (bf16)':>10} {'torch ms':>9} {'compiled':>9} "
+      f"{'speed-up':>9}")
 for m in models:
     lap, eager, compiled = (load(f"{out}/{m}.{k}.json")
                             for k in ("lap", "torch", "torch-compile"))
@@ -130,5 +131,6 @@ for m in models:
           f"{lap['ms_per_step_without_graph']['median'] if lap else float('nan'):10.2f} "
           f"{lap['tflops'] if lap else float('nan'):8.1f} "
           f"{lap['fraction_of_fp32_gemm'] if lap else float('nan'):12.2f} "
+          f"{(lap['fraction_of_bf16_gemm'] or float('nan')) if lap else float('nan'):10.3f} "
           f"{ms(eager):9.2f} {ms(compiled):9.2f} {best / ms(lap):8.2f}x")
 PY

@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include <exception>
+#include <stdexcept>
 #include <string>
 
 extern "C" __attribute__((visibility("default"))) lap::comm::Communicator *
