@@ -224,7 +224,8 @@ TEST(ModelOnGpuTest, HostTokensReachTheGpu) {
 // layer's residual stream (lap_model_features) and an image model's
 // embedding (lap_model_embed) come back as the CPU library's (1e-4 of their
 // largest magnitude); and a DINO student's step on a local view (another
-// image size than the compiled one) gives the CPU's loss and gradients.
+// image size than the compiled one) gives the CPU's loss and gradients,
+// while a token count of no compiled size is refused.
 TEST(ModelOnGpuTest, FeaturesEmbeddingsAndLocalViewsReachTheHost) {
   REQUIRE_GPU();
   for (const Case &c : allCases()) {
@@ -263,6 +264,18 @@ TEST(ModelOnGpuTest, FeaturesEmbeddingsAndLocalViewsReachTheHost) {
     for (const ParameterInfo &p : gpu.model.parameters())
       expectClose(grads.data() + p.offset, cpu.grads.as<float>() + p.offset,
                   size_t(p.elements), "gradient of " + p.name);
+    // A token count of no compiled image size is refused before the copy.
+    view.seq = 3;
+    try {
+      gpu.calls.trainStep(gpu.params.as<float>(), gpu.grads.as<float>(), view,
+                          4);
+      ADD_FAILURE() << "an image size the library lacks was accepted";
+    } catch (const std::runtime_error &e) {
+      EXPECT_NE(std::string(e.what()).find(
+                    "no image size of 3 tokens (the library's: [5,2])"),
+                std::string::npos)
+          << e.what();
+    }
   }
 }
 
