@@ -41,7 +41,17 @@ lap::cli::openDevice(const LoadedModel &model, const std::string &option,
     throw std::runtime_error(model.path() + ": no GPU here runs its " +
                              model.kernelIsa() + " code (lapc-run info " +
                              model.path() + " describes it)");
-  return train::cudaTrainDevice(numbered.value_or(where.rank));
+  int ordinal = numbered.value_or(where.rank);
+  try {
+    return train::cudaTrainDevice(ordinal);
+  } catch (const std::exception &e) {
+    throw std::runtime_error(fmt::format(
+        "GPU {}{}: {} (GPUs here that run {}: {})", ordinal,
+        where.ranks > 1 ? fmt::format(" (rank {} of the {} on this host)",
+                                      where.rank, where.ranks)
+                        : "",
+        e.what(), model.path(), model.kernelIsas()));
+  }
 }
 
 lap::cli::DeviceModel::DeviceModel(const std::string &path,
