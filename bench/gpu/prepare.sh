@@ -31,11 +31,13 @@ cp build/lib/libLapTrainCUDA.so build/lib/libLapCommNCCL.so "$out/lib/"
 LAP_PREBUILT_MODELS="$PWD/$out/models" build/bin/lap-cuda-model-tests \
   --gtest_filter='*Build*' >/dev/null
 
-for entry in "${GPU_BENCH_MODELS[@]}"; do
-  read -r name batch <<<"$entry"
-  build/bin/lapc "bench/specs/$name.yaml" --target=cuda --max-batch "$batch" \
+for entry in "${GPU_BENCH_MODELS[@]/#/bench/specs/}" \
+  "${GPU_PAPER_MODELS[@]/#/specs/}"; do
+  read -r spec batch <<<"$entry"
+  name=$(basename "$spec")
+  build/bin/lapc "$spec.yaml" --target=cuda --max-batch "$batch" \
     -o "$out/models/$name.cuda.so"
-  build/bin/lapc "bench/specs/$name.yaml" --emit=spec >"$out/specs/$name.yaml"
+  build/bin/lapc "$spec.yaml" --emit=spec >"$out/specs/$name.yaml"
 done
 
 # lapc-run trains the same tiny models on the CPU and the GPU: a language

@@ -6,9 +6,17 @@
 # FlexAttention, on the same GPU in the same run. Takes what
 # bench/gpu/prepare.sh built here (build/gpu-prebuilt.tar.xz: that machine
 # has no MLIR, so no lapc); needs nvidia-smi, python3 with torch and
-# pyyaml. About 8 minutes on an H200 (estimated). JSON and logs go to $OUT (or
-# build/gpu-results); a table is printed last.
+# pyyaml. About 8 minutes on an H200 (estimated); --paper-models also
+# times specs/gpt2_561m_5L.yaml and specs/vit_b_deit3_12L.yaml (a few
+# minutes more). JSON and logs go to $OUT (or build/gpu-results); a table
+# is printed last.
 set -uo pipefail
+paper_models=
+case ${1:-} in
+  --paper-models) paper_models=1 ;;
+  "") ;;
+  *) echo "usage: bench/gpu/run.sh [--paper-models]" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/../.."
 source bench/gpu/models.sh
 out=${OUT:-build/gpu-results}
@@ -88,19 +96,33 @@ echo "lapc-run on the GPU: $? failures"
 grep -E 'FAILED|^losses|largest relative|differ|summary|val_|knn|error' "$out/lapc-run.log"
 
 # A training step: lap (graph replay and plain), PyTorch eager, compiled.
+# time_step NAME BATCH WARMUP ITERS
+time_step() {
+  local name=$1 batch=$2 warmup=$3 iters=$4
+  timeout 150 "$pre/bin/lap-gpu-step-bench" "$pre/models/$name.cuda.so" \
+    --batch "$batch" --warmup "$warmup" --iters "$iters" >"$out/$name.lap.json" \
+    2>"$out/$name.lap.err" || cat "$out/$name.lap.err"
+  timeout 120 python3 bench/torch_step.py --spec "$pre/specs/$name.yaml" \
+    --device cuda --batch "$batch" --warmup "$warmup" --iters "$iters" \
+    >"$out/$name.torch.json" 2>"$out/$name.torch.err" || tail -3 "$out/$name.torch.err"
+  timeout 240 python3 bench/torch_step.py --spec "$pre/specs/$name.yaml" \
+    --device cuda --compile --batch "$batch" --warmup $((warmup + 2)) \
+    --iters "$iters" >"$out/$name.torch-compile.json" \
+    2>"$out/$name.torch-compile.err" || tail -3 "$out/$name.torch-compile.err"
+}
+timed=()
 for entry in "${GPU_BENCH_MODELS[@]}"; do
   read -r name batch <<<"$entry"
-  timeout 90 "$pre/bin/lap-gpu-step-bench" "$pre/models/$name.cuda.so" \
-    --batch "$batch" --warmup 3 --iters 20 >"$out/$name.lap.json" \
-    2>"$out/$name.lap.err" || cat "$out/$name.lap.err"
-  timeout 90 python3 bench/torch_step.py --spec "$pre/specs/$name.yaml" \
-    --device cuda --batch "$batch" --warmup 3 --iters 20 \
-    >"$out/$name.torch.json" 2>"$out/$name.torch.err" || tail -3 "$out/$name.torch.err"
-  timeout 200 python3 bench/torch_step.py --spec "$pre/specs/$name.yaml" \
-    --device cuda --compile --batch "$batch" --warmup 5 --iters 20 \
-    >"$out/$name.torch-compile.json" 2>"$out/$name.torch-compile.err" ||
-    tail -3 "$out/$name.torch-compile.err"
+  time_step "$name" "$batch" 3 20
+  timed+=("$name")
 done
+if [[ $paper_models ]]; then
+  for entry in "${GPU_PAPER_MODELS[@]}"; do
+    read -r name batch <<<"$entry"
+    time_step "$name" "$batch" 1 3
+    timed+=("$name")
+  done
+fi
 
 # Attention alone: lap's fused kernel and PyTorch's SDPA and FlexAttention
 # on the same shapes, all-`attn` and half Laplacian.
@@ -111,15 +133,15 @@ timeout 300 python3 bench/gpu/torch_attention.py >"$out/attention.torch.jsonl" \
 python3 bench/gpu/attention_table.py "$out/attention.lap.jsonl" \
   "$out/attention.torch.jsonl"
 
-python3 - "$out" "${GPU_BENCH_MODELS[@]}" <<'PY'
+python3 - "$out" "${timed[@]}" <<'PY'
 import json, sys
-out, models = sys.argv[1], [m.split()[0] for m in sys.argv[2:]]
+out, models = sys.argv[1], sys.argv[2:]
 def load(path):
     try:
         return json.load(open(path))
     except (OSError, ValueError):
         return None
-print(f"\n{'model':<11} {'lap ms':>8} {'(no graph)':>10} {'TFLOP/s':>8} "
+print(f"\n{'model':<15} {'lap ms':>8} {'(no graph)':>10} {'TFLOP/s':>8} "
       f"{'of fp32 GEMM':>12} {'MFU (bf16)':>10} {'torch ms':>9} {'compiled':>9} "
       f"{'speed-up':>9}")
 for m in models:
@@ -127,7 +149,7 @@ for m in models:
                             for k in ("lap", "torch", "torch-compile"))
     ms = lambda r: r["ms_per_step"]["median"] if r else float("nan")
     best = min(ms(eager), ms(compiled))
-    print(f"{m:<11} {ms(lap):8.2f} "
+    print(f"{m:<15} {ms(lap):8.2f} "
           f"{lap['ms_per_step_without_graph']['median'] if lap else float('nan'):10.2f} "
           f"{lap['tflops'] if lap else float('nan'):8.1f} "
           f"{lap['fraction_of_fp32_gemm'] if lap else float('nan'):12.2f} "
