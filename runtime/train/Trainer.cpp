@@ -137,7 +137,8 @@ LoadedCheckpoint lap::train::restoreParameters(const LoadedModel &model,
         state.specName + "', model_hash " + state.manifestHash + "); " +
         model.path() + " is '" + model.manifest()["name"].get<std::string>() +
         "' (model_hash " + mine +
-        "): their architectures or head kinds differ. lapc-run train "
+        "): their architectures or head kinds differ. A run's checkpoints "
+        "go with the model.so that trained it; lapc-run train "
         "--resume-from-other-model starts from it anyway (fine-tuning)");
   };
   LoadedCheckpoint checkpoint = loadCheckpoint(dir, expected, checkModel);
