@@ -117,7 +117,7 @@ struct Streams {
   }
 };
 
-/// `params` are on the model's device; `hostParams` a copy the host reads.
+/// `params` are on the model's device; `hostParams` what the host reads.
 ModelGeometry analyzeImages(ModelOnDevice &calls, const dsl::Spec &spec,
                             const float *params, const float *hostParams,
                             int64_t samples) {
@@ -439,8 +439,14 @@ int lap::cli::analyze(const AnalyzeOptions &options) {
     // DINO's features are the teacher's (what its evaluations read).
     if (spec.model.family == dsl::Family::DINO)
       train::restoreTeacher(model, loaded, params, run.device);
-    std::vector<float> hostParams(size_t(run.params.size()));
-    run.device.download(hostParams.data(), params, run.params.size());
+    // What the host reads of them: themselves, or a GPU's copied back.
+    std::vector<float> copied;
+    const float *hostParams = params;
+    if (!run.device.onHost()) {
+      copied.resize(size_t(run.params.size()));
+      run.device.download(copied.data(), params, run.params.size());
+      hostParams = copied.data();
+    }
     bool text = spec.model.family == dsl::Family::GPT;
     if (!results.empty() && results[0].language != text)
       throw std::runtime_error(
@@ -448,11 +454,11 @@ int lap::cli::analyze(const AnalyzeOptions &options) {
           "each");
     ModelGeometry g = text ? analyzeText(run.calls, spec, params, runDir,
                                          options.samples, options.topTokens)
-                           : analyzeImages(run.calls, spec, params,
-                                           hostParams.data(), options.samples);
+                           : analyzeImages(run.calls, spec, params, hostParams,
+                                           options.samples);
     g.name = i < options.labels.size() ? options.labels[i] : spec.name;
     g.checkpoint = checkpoint;
-    g.learned = learnedHeads(model, spec, hostParams.data());
+    g.learned = learnedHeads(model, spec, hostParams);
     results.push_back(std::move(g));
   }
   printTable(results);

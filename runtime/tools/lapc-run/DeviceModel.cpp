@@ -64,10 +64,5 @@ lap::cli::DeviceModel::DeviceModel(const std::string &path,
       calls(model, memory, workspace.data) {}
 
 lap::LoadedCheckpoint lap::cli::DeviceModel::restore(const std::string &dir) {
-  std::vector<float> staged(device.onHost() ? 0 : params.size());
-  float *into = device.onHost() ? params.data() : staged.data();
-  LoadedCheckpoint checkpoint = train::restoreParameters(model, dir, into);
-  if (!device.onHost())
-    device.upload(params.data(), staged.data(), params.size());
-  return checkpoint;
+  return train::restoreParameters(model, dir, params.data(), false, device);
 }
