@@ -51,6 +51,8 @@ namespace {
 /// Whether the kernel of `op` skips result `i` when given no buffer.
 bool mayDropResult(Operation *op, unsigned i) {
   return isa<LinearGradOp, LinearHeadsGradOp>(op) ||
+         (isa<LinearGeluOp>(op) && i == 0) ||
+         (isa<GeluLinearGradOp>(op) && i == 1) ||
          (isa<LayerNormGradOp, RMSNormGradOp>(op) && i > 0) ||
          (isa<PrependTokensGradOp, LayerScaleGradOp>(op) && i == 0);
 }

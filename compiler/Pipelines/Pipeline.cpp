@@ -19,6 +19,8 @@ void lap::buildLapPipeline(mlir::OpPassManager &pm,
   pm.addPass(mlir::createCSEPass());
   // After CSE, which would merge the copies back.
   pm.addPass(createLapRematerialize());
+  if (options.fuseEpilogues)
+    pm.addPass(createLapFuseEpilogues());
   if (options.fuseLoops)
     pm.addPass(createLapFuseLoops());
 }

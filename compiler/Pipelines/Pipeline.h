@@ -23,6 +23,11 @@ struct LapPipelineOptions : mlir::PassPipelineOptions<LapPipelineOptions> {
       llvm::cl::desc("Fuse elementwise ops and the norms they feed into one "
                      "loop nest (--lap-fuse-loops)"),
       llvm::cl::init(true)};
+  Option<bool> fuseEpilogues{
+      *this, "fuse-epilogues",
+      llvm::cl::desc("Fuse a tanh GELU and its gradient into the GEMMs "
+                     "around it (--lap-fuse-epilogues)"),
+      llvm::cl::init(true)};
 };
 
 /// Adds lap's passes, in order, to `pm`.

@@ -538,6 +538,20 @@ LogicalResult Emitter::emitOp(Operation *op) {
                  lastArg(a.getInput()), lastArg(a.getGradOutput()));
         return success();
       })
+      .Case([&](LinearGeluOp a) {
+        LAP_CALL(linear_gelu_forward, buf(a.getResult()), buf(a.getPre()),
+                 buf(a.getInput()), buf(a.getWeight()), optional(a.getBias()),
+                 rowsArg(a.getInput()), lastArg(a.getInput()),
+                 lastArg(a.getResult()));
+        return success();
+      })
+      .Case([&](GeluLinearGradOp a) {
+        LAP_CALL(gelu_linear_backward, buf(a.getGradPre()),
+                 buf(a.getGradBias()), buf(a.getGradOutput()),
+                 buf(a.getWeight()), buf(a.getPre()), rowsArg(a.getPre()),
+                 lastArg(a.getPre()), lastArg(a.getGradOutput()));
+        return success();
+      })
       .Case([&](LinearHeadsOp a) {
         LAP_CALL(linear_heads_forward, buf(a.getQ()), buf(a.getK()),
                  buf(a.getV()), buf(a.getInput()), buf(a.getWeight()),

@@ -138,6 +138,12 @@ cl::opt<bool> fuseLoops(
              "one loop nest (default on; --fuse-loops=false keeps one loop "
              "per op)"),
     cl::init(true), cl::cat(lapcCategory));
+cl::opt<bool> fuseEpilogues(
+    "fuse-epilogues",
+    cl::desc("Compute a tanh GELU in the epilogue of the GEMM before it, and "
+             "its gradient in the one after it (default on; "
+             "--fuse-epilogues=false keeps them apart)"),
+    cl::init(true), cl::cat(lapcCategory));
 cl::opt<bool> verifyDiagnostics(
     "verify-diagnostics",
     cl::desc("Check errors against 'expected-error' comments in the spec"),
@@ -295,6 +301,7 @@ ExitCode emitModule(const lap::dsl::Spec &spec, const lap::Target &target,
         else {
           lap::LapPipelineOptions pipeline;
           pipeline.fuseLoops = fuseLoops.getValue();
+          pipeline.fuseEpilogues = fuseEpilogues.getValue();
           lap::buildLapPipeline(pm, pipeline);
         }
       },

@@ -341,6 +341,31 @@ LogicalResult LinearOp::verify() {
   return success();
 }
 
+LogicalResult LinearGeluOp::verify() {
+  RankedTensorType input = getInput().getType(), weight = getWeight().getType(),
+                   result = getResult().getType();
+  if (getPre().getType() != result)
+    return emitOpError("pre and result must have one type");
+  if (weight.getRank() != 2 || weight.isDynamicDim(0) || weight.isDynamicDim(1))
+    return emitOpError("weight must be a static [N, K] matrix, got ")
+           << shapeString(weight);
+  int64_t n = weight.getDimSize(0), k = weight.getDimSize(1);
+  if (input.getRank() < 1 || !compatible(input.getShape().back(), k) ||
+      result.getRank() != input.getRank() || result.getShape().back() != n)
+    return emitOpError("expects x [..., K] with W [N, K] to give [..., N], "
+                       "got x ")
+           << shapeString(input) << ", W " << shapeString(weight)
+           << " and result " << shapeString(result);
+  for (int64_t d = 0; d + 1 < input.getRank(); ++d)
+    if (!compatible(input.getDimSize(d), result.getDimSize(d)))
+      return emitOpError("result dimension ")
+             << d << " differs from the input's";
+  if (getBias() &&
+      failed(verifyFeatureVector(*this, getBias(), "bias", result)))
+    return failure();
+  return success();
+}
+
 LogicalResult EmbeddingOp::verify() {
   RankedTensorType table = getTable().getType(), ids = getIndices().getType(),
                    result = getResult().getType();
@@ -718,6 +743,18 @@ LogicalResult LinearGradOp::verify() {
            << shapeString(dy) << ", " << shapeString(x) << " and "
            << shapeString(w);
   return verifyFeatureVector(*this, getGradBias(), "grad_bias", dy);
+}
+
+LogicalResult GeluLinearGradOp::verify() {
+  RankedTensorType dy = getGradOutput().getType(), w = getWeight().getType(),
+                   pre = getPre().getType();
+  if (w.getRank() != 2 || dy.getRank() != pre.getRank() ||
+      !compatible(dy.getShape().back(), w.getDimSize(0)) ||
+      !compatible(pre.getShape().back(), w.getDimSize(1)))
+    return emitOpError("expects dy [..., N], W [N, K] and pre [..., K], got ")
+           << shapeString(dy) << ", " << shapeString(w) << " and "
+           << shapeString(pre);
+  return verifyFeatureVector(*this, getGradBias(), "grad_bias", pre);
 }
 
 LogicalResult EmbeddingGradOp::verify() {

@@ -418,6 +418,49 @@ def Lap_AddBiasOp : Lap_Op<"add_bias", [Pure, AllTypesMatch<["input", "result"]>
   let hasVerifier = 1;
 }
 
+def Lap_LinearGeluOp : Lap_Op<"linear_gelu", [Pure]> {
+  let summary = "a linear layer and the tanh GELU after it, as one GEMM";
+  let description = [{
+    `pre` = lap.linear(x, W, b) and `result` = lap.gelu_tanh(pre), made by
+    `--lap-fuse-epilogues`: a GEMM whose epilogue adds the bias and applies
+    the GELU (cuBLASLt's GELU_AUX_BIAS), keeping `pre` for the backward
+    (when nothing reads it, it is not stored).
+
+    ```mlir
+    %pre, %y = lap.linear_gelu %x, %w, %b : (tensor<?x?x64xf32>, tensor<256x64xf32>, tensor<256xf32>) -> (tensor<?x?x256xf32>, tensor<?x?x256xf32>)
+    ```
+  }];
+  let arguments = (ins Lap_FloatTensor:$input, Lap_FloatTensor:$weight,
+                       Optional<Lap_FloatTensor>:$bias);
+  let results = (outs Lap_FloatTensor:$pre, Lap_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lap_GeluLinearGradOp : Lap_Op<"gelu_linear_grad", [Pure, AllTypesMatch<["pre", "grad_pre"]>]> {
+  let summary = "the input gradient of y = gelu_tanh(pre) W^T (+ b), as one GEMM";
+  let description = [{
+    dpre = (dy W) * gelu_tanh'(pre), made by `--lap-fuse-epilogues` from
+    lap.activation_grad over the `grad_input` of lap.linear_grad: a GEMM
+    whose epilogue applies the GELU's derivative (cuBLASLt's DGELU_BGRAD).
+    `grad_bias` [K] is the column sum of dpre: the bias gradient of the
+    layer that made `pre` (not stored when nothing reads it).
+
+    ```mlir
+    %dpre, %db = lap.gelu_linear_grad %dy, %w, %pre : tensor<?x?x64xf32>, tensor<64x256xf32>, tensor<?x?x256xf32> -> tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$weight,
+                       Lap_FloatTensor:$pre);
+  let results = (outs Lap_FloatTensor:$grad_pre, Lap_FloatTensor:$grad_bias);
+  let assemblyFormat = [{
+    $grad_output `,` $weight `,` $pre attr-dict `:` type($grad_output) `,` type($weight) `,` type($pre) `->` type($grad_bias)
+  }];
+  let hasVerifier = 1;
+}
+
 def Lap_ColumnSumOp : Lap_Op<"column_sum", [Pure]> {
   let summary = "[..., C] -> [C]: the sum over every leading index (a bias gradient)";
   let description = [{

@@ -149,6 +149,44 @@ def LapRematerialize : Pass<"lap-rematerialize"> {
   }];
 }
 
+def LapFuseEpilogues : Pass<"lap-fuse-epilogues"> {
+  let summary = "Fuse a tanh GELU and its gradient into the GEMMs around it";
+  let description = [{
+    A GEMM can apply a tanh GELU to what it writes, and the GELU's
+    derivative (cuBLASLt's GELU_AUX_BIAS and DGELU_BGRAD epilogues; the
+    CPU's kernels do the same in one pass over the GEMM's output):
+    - `lap.linear` whose first reader is `lap.gelu_tanh` becomes one
+      `lap.linear_gelu`, which yields both (the pre-activation is kept only
+      if something else reads it);
+    - `lap.activation_grad` of `gelu_tanh` over the input gradient of a
+      `lap.linear_grad` (read by nothing else) becomes `lap.gelu_linear_grad`,
+      whose column sum replaces the bias gradient of every `lap.linear_grad`
+      of the result (the layer that made the pre-activation), and the
+      `lap.linear_grad` no longer makes its input gradient.
+    Run after `--lap-rematerialize` (which copies the GELU for the backward
+    from the pre-activation, a value this keeps) and before
+    `--lap-fuse-loops`.
+
+    Before:
+    ```mlir
+    %h = lap.linear %x, %w1, %b1 : ...
+    %a = lap.gelu_tanh %h : tensor<?x?x128xf32>
+    ...
+    %da, %dw2, %db2 = lap.linear_grad %dy, %a2, %w2 : ...
+    %dh = lap.activation_grad %da, %h {activation = "gelu_tanh"} : ...
+    %dx, %dw1, %db1 = lap.linear_grad %dh, %x, %w1 : ...
+    ```
+    After:
+    ```mlir
+    %h, %a = lap.linear_gelu %x, %w1, %b1 : ...
+    ...
+    %da, %dw2, %db2 = lap.linear_grad %dy, %a2, %w2 : ...
+    %dh, %db1 = lap.gelu_linear_grad %dy, %w2, %h : ...
+    %dx, %dw1, %unused = lap.linear_grad %dh, %x, %w1 : ...
+    ```
+  }];
+}
+
 def LapFuseLoops : Pass<"lap-fuse-loops"> {
   let summary = "Group elementwise ops and the norms they feed into one loop nest";
   let description = [{

@@ -1,10 +1,13 @@
 //===- Linear.cpp - y = x W^T + b and its gradients -------------*- C++ -*-===//
 //
 // The GEMMs are oneDNN's (row-major dnnl_sgemm, on the shared libgomp pool);
-// the bias add and the bias gradient are simple enough to do here.
+// the bias add, the bias gradient and the tanh GELU fused after a GEMM are
+// simple enough to do here, each in one pass over the GEMM's output.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/kernels/GeluTanh.h"
+#include "runtime/kernels/cpu/FastMath.h"
 #include "runtime/kernels/cpu/Gemm.h"
 #include "runtime/kernels/cpu/Kernels.h"
 #include "runtime/kernels/cpu/Parallel.h"
@@ -19,6 +22,7 @@
 
 using lap::cpu::gemm;
 using lap::cpu::parallelFor;
+using lap::cpu::tanhApprox;
 
 void lap::cpu::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
                     const float *A, int64_t lda, const float *B, int64_t ldb,
@@ -46,11 +50,20 @@ int64_t rowGrain(int64_t width) {
   return std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(1, width));
 }
 
-/// db [c] = column sums of dy [n, c]. Rows are cut into a number of chunks
-/// that depends only on the shape, and the chunk partials are added in chunk
-/// order, so the result is the same whatever the thread count.
-void columnSums(float *__restrict db, const float *__restrict dy, int64_t n,
-                int64_t c) {
+/// db [c] = column sums of the rows of an [n, c] tensor, row(i) giving row
+/// i (after finishing it, where the caller computes rows as it goes). Rows
+/// are cut into a number of chunks that depends only on the shape, and the
+/// chunk partials are added in chunk order, so the result is the same
+/// whatever the thread count. Without db the rows are only finished.
+template <typename Row>
+void columnSums(float *db, int64_t n, int64_t c, Row row) {
+  if (!db) {
+    parallelFor(n, rowGrain(c), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        row(i);
+    });
+    return;
+  }
   int64_t chunks = std::clamp<int64_t>(n * c / (int64_t(1) << 15), 1, 64);
   chunks = std::min(chunks, std::max<int64_t>(n, 1));
   int64_t rowsPerChunk = (n + chunks - 1) / chunks;
@@ -60,9 +73,9 @@ void columnSums(float *__restrict db, const float *__restrict dy, int64_t n,
       float *__restrict acc = partial.data() + k * c;
       int64_t rowEnd = std::min(n, (k + 1) * rowsPerChunk);
       for (int64_t i = k * rowsPerChunk; i < rowEnd; ++i) {
-        const float *__restrict row = dy + i * c;
+        const float *__restrict r = row(i);
         for (int64_t j = 0; j < c; ++j)
-          acc[j] += row[j];
+          acc[j] += r[j];
       }
     }
   });
@@ -72,6 +85,11 @@ void columnSums(float *__restrict db, const float *__restrict dy, int64_t n,
     for (int64_t j = 0; j < c; ++j)
       db[j] += acc[j];
   }
+}
+
+/// db [c] = column sums of dy [n, c].
+void columnSums(float *db, const float *dy, int64_t n, int64_t c) {
+  columnSums(db, n, c, [&](int64_t i) { return dy + i * c; });
 }
 
 } // namespace
@@ -102,6 +120,42 @@ extern "C" void lap_cpu_linear_backward(float *dx, float *dw, float *db,
     gemm('T', 'N', out, in, n, dy, out, x, in, 0.0f, dw, in);
   if (db)
     columnSums(db, dy, n, out);
+}
+
+extern "C" void lap_cpu_linear_gelu_forward(float *y, float *pre,
+                                            const float *x, const float *w,
+                                            const float *b, int64_t n,
+                                            int64_t in, int64_t out) {
+  // The GEMM writes where the pre-activation stays (y when nothing keeps
+  // it); one pass adds the bias and applies the GELU.
+  float *z = pre ? pre : y;
+  gemm('N', 'T', n, out, in, x, in, w, in, 0.0f, z, out);
+  parallelFor(n, rowGrain(out), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float *zr = z + i * out, *yr = y + i * out;
+      for (int64_t j = 0; j < out; ++j) {
+        float v = b ? zr[j] + b[j] : zr[j];
+        zr[j] = v;
+        yr[j] = lap::gelu::value(v, tanhApprox(lap::gelu::tanhArgument(v)));
+      }
+    }
+  });
+}
+
+extern "C" void lap_cpu_gelu_linear_backward(float *dpre, float *dbias,
+                                             const float *dy, const float *w,
+                                             const float *pre, int64_t n,
+                                             int64_t in, int64_t out) {
+  // dpre [n, in] = dy [n, out] w [out, in], then times the GELU's slope
+  // row by row, each row summed into dbias as it is finished.
+  gemm('N', 'N', n, in, out, dy, out, w, in, 0.0f, dpre, in);
+  columnSums(dbias, n, in, [&](int64_t i) {
+    float *__restrict d = dpre + i * in;
+    const float *__restrict p = pre + i * in;
+    for (int64_t j = 0; j < in; ++j)
+      d[j] *= lap::gelu::slope(p[j], tanhApprox(lap::gelu::tanhArgument(p[j])));
+    return d;
+  });
 }
 
 extern "C" void lap_cpu_linear_heads_forward(float *q, float *k, float *v,

@@ -12,6 +12,7 @@
 
 #include "runtime/kernels/cuda/Gemm.h"
 
+#include "runtime/kernels/GeluTanh.h"
 #include "runtime/kernels/cuda/Context.h"
 
 #include <algorithm>
@@ -19,9 +20,11 @@
 #include <string>
 #include <tuple>
 
+using lap::cuda::blocksFor;
 using lap::cuda::check;
 using lap::cuda::checkLaunch;
 using lap::cuda::Epilogue;
+using lap::cuda::kBlock;
 using lap::cuda::stream;
 
 namespace {
@@ -44,7 +47,7 @@ struct Problem {
   int64_t lda, ldb, ldc;
   const float *A, *B;
   float *C;
-  const void *bias;
+  const void *bias, *aux; ///< the epilogue's vectors (null: none)
 };
 
 /// One shape's descriptors and algorithm. fused is false where no
@@ -65,11 +68,11 @@ void destroy(Plan &p) {
   p = {};
 }
 
-/// transa, transb, M, N, K, lda, ldb, ldc, epilogue, and the alignments of
-/// A, B, C and the bias.
+/// transa, transb, M, N, K, lda, ldb, ldc, the cuBLASLt epilogue, and the
+/// alignments of A, B, C, the bias and the epilogue's auxiliary matrix.
 using PlanKey =
     std::tuple<char, char, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-               int, uint32_t, uint32_t, uint32_t, uint32_t>;
+               int, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t>;
 
 struct Plans {
   std::map<PlanKey, Plan> byKey;
@@ -145,15 +148,26 @@ bool build(cublasLtHandle_t lt, Plan &p, const Problem &q,
                  sizeof alignC),
              "cublasLtMatmulPreferenceSetAttribute");
   if (ok && epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
-    // The heuristic reads the bias pointer's alignment from the descriptor.
+    // The heuristic reads the vectors' alignments from the descriptor. The
+    // auxiliary matrix has C's layout.
     const uint32_t e = epilogue;
-    ok = check(cublasLtMatmulDescSetAttribute(
-                   p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e),
-               "cublasLtMatmulDescSetAttribute") &&
-         check(cublasLtMatmulDescSetAttribute(p.desc,
-                                              CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                              &q.bias, sizeof q.bias),
-               "cublasLtMatmulDescSetAttribute");
+    const int64_t auxLd = q.ldc;
+    ok =
+        check(cublasLtMatmulDescSetAttribute(
+                  p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e),
+              "cublasLtMatmulDescSetAttribute") &&
+        (!q.bias || check(cublasLtMatmulDescSetAttribute(
+                              p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                              &q.bias, sizeof q.bias),
+                          "cublasLtMatmulDescSetAttribute")) &&
+        (!q.aux || (check(cublasLtMatmulDescSetAttribute(
+                              p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                              &q.aux, sizeof q.aux),
+                          "cublasLtMatmulDescSetAttribute") &&
+                    check(cublasLtMatmulDescSetAttribute(
+                              p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                              &auxLd, sizeof auxLd),
+                          "cublasLtMatmulDescSetAttribute")));
     p.fused = ok && bestAlgorithm(lt, p, pref);
     if (ok && !p.fused) {
       const uint32_t none = CUBLASLT_EPILOGUE_DEFAULT;
@@ -184,6 +198,31 @@ __global__ void scaleAddBias(float *C, int64_t ldc, int64_t M, int64_t N,
   float *c = C + i * ldc + j;
   float v = beta == 0.0f ? 0.0f : beta * *c;
   *c = bias ? v + bias[j] : v;
+}
+
+/// The GELU epilogue after a GEMM without it: v = C + bias (nullable), kept
+/// in aux (nullable, C's layout), C = gelu_tanh(v).
+__global__ void geluAfter(float *C, int64_t ldc, int64_t M, int64_t N,
+                          const float *bias, float *aux) {
+  int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= M * N)
+    return;
+  int64_t i = e / N, j = e % N;
+  float v = C[i * ldc + j] + (bias ? bias[j] : 0.0f);
+  if (aux)
+    aux[i * ldc + j] = v;
+  C[i * ldc + j] = lap::gelu::value(v, tanhf(lap::gelu::tanhArgument(v)));
+}
+
+/// The GELU gradient's epilogue after a GEMM without it: C *= gelu_tanh'(aux).
+__global__ void geluGradAfter(float *C, int64_t ldc, int64_t M, int64_t N,
+                              const float *aux) {
+  int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= M * N)
+    return;
+  int64_t at = (e / N) * ldc + e % N;
+  float x = aux[at];
+  C[at] *= lap::gelu::slope(x, tanhf(lap::gelu::tanhArgument(x)));
 }
 
 /// Column sums: a block covers 32 columns of one row chunk, its 8 row lanes
@@ -269,33 +308,89 @@ void lap::cuda::columnSums(float *out, const ColumnTerms &terms, int64_t n,
   checkLaunch("sumChunks");
 }
 
+namespace {
+
+/// cuBLASLt's form of `epilogue`, by which of the vectors it is given.
+cublasLtEpilogue_t cublasEpilogue(Epilogue epilogue, bool bias, bool aux) {
+  switch (epilogue) {
+  case Epilogue::kNone:
+    return CUBLASLT_EPILOGUE_DEFAULT;
+  case Epilogue::kBias:
+    return CUBLASLT_EPILOGUE_BIAS;
+  case Epilogue::kBiasGradA:
+    return CUBLASLT_EPILOGUE_BGRADB;
+  case Epilogue::kGelu:
+    return bias ? (aux ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                       : CUBLASLT_EPILOGUE_GELU_BIAS)
+                : (aux ? CUBLASLT_EPILOGUE_GELU_AUX : CUBLASLT_EPILOGUE_GELU);
+  case Epilogue::kGeluGrad:
+    return bias ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DGELU;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+/// The epilogue of C = beta C + op(A) op(B) [M, N] as kernels, where
+/// cuBLASLt did not fuse it (or there was no GEMM: K = 0).
+void epilogueAfter(Epilogue epilogue, int64_t M, int64_t N, int64_t K,
+                   const float *A, float *C, int64_t ldc, float *bias,
+                   float *aux) {
+  switch (epilogue) {
+  case Epilogue::kNone:
+    return;
+  case Epilogue::kBias:
+    scaleAddBias<<<blocksFor(M * N), kBlock, 0, stream()>>>(C, ldc, M, N, 1.0f,
+                                                            bias);
+    checkLaunch("gemm (bias)");
+    return;
+  case Epilogue::kBiasGradA:
+    return lap::cuda::columnSums(bias, {A}, K, M);
+  case Epilogue::kGelu:
+    geluAfter<<<blocksFor(M * N), kBlock, 0, stream()>>>(C, ldc, M, N, bias,
+                                                         aux);
+    checkLaunch("gemm (gelu)");
+    return;
+  case Epilogue::kGeluGrad:
+    geluGradAfter<<<blocksFor(M * N), kBlock, 0, stream()>>>(C, ldc, M, N, aux);
+    checkLaunch("gemm (gelu gradient)");
+    if (bias)
+      lap::cuda::columnSums(bias, {C}, M, N);
+    return;
+  }
+}
+
+} // namespace
+
 void lap::cuda::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
                      const float *A, int64_t lda, const float *B, int64_t ldb,
                      float beta, float *C, int64_t ldc, Epilogue epilogue,
-                     float *bias) {
-  if (M <= 0)
-    return;
-  if (epilogue == Epilogue::kBiasGradA && (transa != 'T' || lda != M)) {
-    fail("gemm: a bias gradient of A needs transa 'T' and lda == M");
-    return;
-  }
-  // An empty C still has A's bias gradient.
-  if (N <= 0) {
-    if (epilogue == Epilogue::kBiasGradA)
+                     float *bias, float *aux) {
+  const bool gelu =
+      epilogue == Epilogue::kGelu || epilogue == Epilogue::kGeluGrad;
+  if (epilogue == Epilogue::kBiasGradA && (transa != 'T' || lda != M))
+    return fail("gemm: a bias gradient of A needs transa 'T' and lda == M");
+  if (gelu && beta != 0.0f)
+    return fail("gemm: a GELU epilogue needs beta 0");
+  if (epilogue == Epilogue::kGeluGrad && (!aux || (bias && ldc != N)))
+    return fail("gemm: a GELU gradient needs aux, and ldc == N for its bias "
+                "gradient");
+  // An empty C still has a bias gradient: A's [M], or C's [N] (zero).
+  if (M <= 0 || N <= 0) {
+    if (epilogue == Epilogue::kBiasGradA && M > 0)
       columnSums(bias, {A}, K, M);
-    return;
-  }
-  const float *addBias = epilogue == Epilogue::kBias ? bias : nullptr;
-  if (K <= 0) {
-    if (beta != 1.0f || addBias) {
-      scaleAddBias<<<blocksFor(M * N), kBlock, 0, stream()>>>(C, ldc, M, N,
-                                                              beta, addBias);
-      checkLaunch("gemm (K = 0)");
-    }
-    if (epilogue == Epilogue::kBiasGradA)
-      check(cudaMemsetAsync(bias, 0, size_t(M) * sizeof(float), stream()),
+    else if (epilogue == Epilogue::kGeluGrad && bias && N > 0)
+      check(cudaMemsetAsync(bias, 0, size_t(N) * sizeof(float), stream()),
             "cudaMemsetAsync");
     return;
+  }
+  // No products: C = beta C, then the epilogue (a bias gradient of A sums
+  // no rows: 0).
+  if (K <= 0) {
+    if (beta != 1.0f) {
+      scaleAddBias<<<blocksFor(M * N), kBlock, 0, stream()>>>(C, ldc, M, N,
+                                                              beta, nullptr);
+      checkLaunch("gemm (K = 0)");
+    }
+    return epilogueAfter(epilogue, M, N, K, A, C, ldc, bias, aux);
   }
   cublasLtHandle_t handle = lt();
   void *workspace = handle ? scratch(kGemmWorkspace, kWorkspaceBytes) : nullptr;
@@ -304,15 +399,12 @@ void lap::cuda::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
   const cublasOperation_t opB = transa == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t opA = transb == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const Problem q{opA, opB, uint64_t(N), uint64_t(M), uint64_t(K), ldb,
-                  lda, ldc, B,           A,           C,           bias};
-  const cublasLtEpilogue_t fused =
-      epilogue == Epilogue::kBias        ? CUBLASLT_EPILOGUE_BIAS
-      : epilogue == Epilogue::kBiasGradA ? CUBLASLT_EPILOGUE_BGRADB
-                                         : CUBLASLT_EPILOGUE_DEFAULT;
-  const PlanKey key(transa, transb, M, N, K, lda, ldb, ldc, int(epilogue),
+  const Problem q{opA, opB, uint64_t(N), uint64_t(M), uint64_t(K), ldb, lda,
+                  ldc, B,   A,           C,           bias,        aux};
+  const cublasLtEpilogue_t fused = cublasEpilogue(epilogue, bias, aux);
+  const PlanKey key(transa, transb, M, N, K, lda, ldb, ldc, int(fused),
                     alignmentOf(A), alignmentOf(B), alignmentOf(C),
-                    alignmentOf(bias));
+                    alignmentOf(bias), alignmentOf(aux));
   thread_local Plans plans;
   auto found = plans.byKey.find(key);
   if (found == plans.byKey.end()) {
@@ -324,10 +416,16 @@ void lap::cuda::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
     found = plans.byKey.emplace(key, p).first;
   }
   Plan &p = found->second;
+  // The plan is per shape: this call's vectors go into its descriptor.
   if (p.fused &&
-      !check(cublasLtMatmulDescSetAttribute(
-                 p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
-             "cublasLtMatmulDescSetAttribute"))
+      !((!bias || check(cublasLtMatmulDescSetAttribute(
+                            p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                            sizeof bias),
+                        "cublasLtMatmulDescSetAttribute")) &&
+        (!aux || check(cublasLtMatmulDescSetAttribute(
+                           p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                           &aux, sizeof aux),
+                       "cublasLtMatmulDescSetAttribute"))))
     return;
   const float alpha = 1.0f;
   if (!check(cublasLtMatmul(handle, p.desc, &alpha, q.A, p.a, q.B, p.b, &beta,
@@ -336,11 +434,5 @@ void lap::cuda::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
              "cublasLtMatmul") ||
       p.fused)
     return;
-  if (addBias) {
-    scaleAddBias<<<blocksFor(M * N), kBlock, 0, stream()>>>(C, ldc, M, N, 1.0f,
-                                                            addBias);
-    checkLaunch("gemm (bias)");
-  } else if (epilogue == Epilogue::kBiasGradA) {
-    columnSums(bias, {A}, K, M);
-  }
+  epilogueAfter(epilogue, M, N, K, A, C, ldc, bias, aux);
 }

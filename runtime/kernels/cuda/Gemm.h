@@ -2,9 +2,9 @@
 //
 // Row-major C [M, N] = op(A) op(B) + beta C, the CPU's lap::cpu::gemm, through
 // cuBLASLt in fp32 with fp32 accumulation (CUBLAS_COMPUTE_32F: no TF32), on
-// the calling thread's stream, optionally with a bias epilogue. And the
-// library's deterministic column sums, which bias and norm-weight gradients
-// are: fixed row chunks whose partials are added in chunk order.
+// the calling thread's stream, optionally with a bias or GELU epilogue. And
+// the library's deterministic column sums, which bias and norm-weight
+// gradients are: fixed row chunks whose partials are added in chunk order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,15 +23,24 @@ enum class Epilogue {
   /// bias[i] = sum_k op(A)[i, k], the bias gradient when op(A) is dy^T;
   /// bias [M] is written. Needs transa 'T' and lda == M (A is dy [K, M]).
   kBiasGradA,
+  /// C = gelu_tanh(op(A) op(B) + bias) (bias [N] nullable, read); aux [M, N]
+  /// (leading dimension ldc, nullable) gets what the GELU was applied to.
+  /// Needs beta 0.
+  kGelu,
+  /// C = op(A) op(B) * gelu_tanh'(aux) (aux [M, N], leading dimension ldc,
+  /// read); bias [N] (nullable) gets C's column sums. Needs beta 0.
+  kGeluGrad,
 };
 
 /// op(X) is X for 'N', X^T for 'T'. K = 0 sets C to beta C (plus the bias;
 /// a bias gradient is then 0); M = 0 or N = 0 leaves C alone (a bias
-/// gradient is still made). Failures are recorded (Context.h).
+/// gradient is still made). cuBLASLt fuses the epilogue where it has an
+/// algorithm for it; otherwise a kernel applies it after the GEMM. Failures
+/// are recorded (Context.h).
 void gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
           const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
           float *C, int64_t ldc, Epilogue epilogue = Epilogue::kNone,
-          float *bias = nullptr);
+          float *bias = nullptr, float *aux = nullptr);
 
 /// The terms of a column sum over rows i of [n, c] tensors: a[i, j], times
 /// (b[i, j] - shift[i]) * scale[i] where each is given (b [n, c]; shift,

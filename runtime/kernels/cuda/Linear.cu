@@ -2,7 +2,9 @@
 //
 // Every product is one cuBLASLt GEMM (Gemm.h); the bias rides on the
 // forward GEMM's epilogue and its gradient on dW's (cuBLASLt's BIAS and
-// BGRADB epilogues), so neither costs a pass of its own.
+// BGRADB epilogues), so neither costs a pass of its own; so do a tanh GELU
+// after a linear layer (GELU_AUX_BIAS) and its gradient with the layer's
+// bias gradient (DGELU_BGRAD).
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +47,25 @@ extern "C" void lap_cuda_linear_backward(float *dx, float *dw, float *db,
   if (dx)
     gemm('N', 'N', n, in, out, dy, out, w, in, 0.0f, dx, in);
   weightGrads(dw, db, dy, x, n, in, out);
+}
+
+extern "C" void lap_cuda_linear_gelu_forward(float *y, float *pre,
+                                             const float *x, const float *w,
+                                             const float *b, int64_t n,
+                                             int64_t in, int64_t out) {
+  // y [n, out] = gelu_tanh(x [n, in] w^T + b); pre [n, out] gets x w^T + b.
+  gemm('N', 'T', n, out, in, x, in, w, in, 0.0f, y, out, Epilogue::kGelu,
+       const_cast<float *>(b), pre);
+}
+
+extern "C" void lap_cuda_gelu_linear_backward(float *dpre, float *dbias,
+                                              const float *dy, const float *w,
+                                              const float *pre, int64_t n,
+                                              int64_t in, int64_t out) {
+  // dpre [n, in] = dy [n, out] w [out, in] * gelu_tanh'(pre); dbias [in]
+  // its column sums. kGeluGrad only reads pre.
+  gemm('N', 'N', n, in, out, dy, out, w, in, 0.0f, dpre, in,
+       Epilogue::kGeluGrad, dbias, const_cast<float *>(pre));
 }
 
 extern "C" void lap_cuda_linear_heads_forward(float *q, float *k, float *v,

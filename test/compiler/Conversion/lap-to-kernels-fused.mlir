@@ -42,7 +42,7 @@
 // CHECK-NEXT: scf.parallel (%[[K:.*]]) = (%c0) to (%[[E]])
 // CHECK-NEXT: memref.load %[[Q]][%[[K]]]
 // CHECK-NOT: memref.store
-// CHECK: math.tanh
+// CHECK: math.erf
 // CHECK-NOT: memref.store
 // CHECK: memref.load %[[H]][%[[K]]]
 // CHECK-NEXT: arith.addf
@@ -63,7 +63,7 @@ func.func @forward(%w: tensor<8x8xf32> {lap.name = "w", lap.parameter},
   %h = lap.add %x, %p : tensor<?x?x8xf32>
   %n = lap.rms_norm %h weight %g {eps = 1.0e-6 : f32} : (tensor<?x?x8xf32>, tensor<8xf32>) -> tensor<?x?x8xf32>
   %q = lap.linear %n, %w : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
-  %a = lap.gelu_tanh %q : tensor<?x?x8xf32>
+  %a = lap.gelu %q : tensor<?x?x8xf32>
   %b = lap.add %a, %h : tensor<?x?x8xf32>
   %loss = lap.cross_entropy %b, %t : tensor<?x?x8xf32>, tensor<?x?xi32> -> tensor<f32>
   return %loss : tensor<f32>

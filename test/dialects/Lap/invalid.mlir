@@ -591,6 +591,38 @@ func.func @linear_grad_bias(%dy: tensor<?x8xf32>, %x: tensor<?x4xf32>, %w: tenso
 
 // -----
 
+func.func @linear_gelu_types(%x: tensor<?x4xf32>, %w: tensor<8x4xf32>) {
+  // expected-error @+1 {{pre and result must have one type}}
+  %pre, %y = lap.linear_gelu %x, %w : (tensor<?x4xf32>, tensor<8x4xf32>) -> (tensor<?x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @linear_gelu_shapes(%x: tensor<?x4xf32>, %w: tensor<8x5xf32>) {
+  // expected-error @+1 {{expects x [..., K] with W [N, K] to give [..., N], got x [?, 4], W [8, 5] and result [?, 8]}}
+  %pre, %y = lap.linear_gelu %x, %w : (tensor<?x4xf32>, tensor<8x5xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>)
+  return
+}
+
+// -----
+
+func.func @gelu_linear_grad_bias(%dy: tensor<?x8xf32>, %w: tensor<8x4xf32>, %pre: tensor<?x4xf32>) {
+  // expected-error @+1 {{grad_bias must be [4], got [8]}}
+  %dpre, %db = lap.gelu_linear_grad %dy, %w, %pre : tensor<?x8xf32>, tensor<8x4xf32>, tensor<?x4xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @gelu_linear_grad_shapes(%dy: tensor<?x8xf32>, %w: tensor<4x4xf32>, %pre: tensor<?x4xf32>) {
+  // expected-error @+1 {{expects dy [..., N], W [N, K] and pre [..., K], got [?, 8], [4, 4] and [?, 4]}}
+  %dpre, %db = lap.gelu_linear_grad %dy, %w, %pre : tensor<?x8xf32>, tensor<4x4xf32>, tensor<?x4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @embedding_grad_table(%dy: tensor<?x?x8xf32>, %ids: tensor<?x?xi32>) {
   // expected-error @+1 {{expects dy [..., C] over the indices and a static table [V, C], got [?, ?, 8] and [100, 4]}}
   %t = lap.embedding_grad %dy, %ids : tensor<?x?x8xf32>, tensor<?x?xi32> -> tensor<100x4xf32>

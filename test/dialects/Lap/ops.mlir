@@ -48,6 +48,8 @@ func.func @gpt_block_pieces(%ids: tensor<?x?xi32>, %table: tensor<256x64xf32>,
   %h = lap.linear %ln2, %w, %b : (tensor<?x?x64xf32>, tensor<192x64xf32>, tensor<192xf32>) -> tensor<?x?x192xf32>
   // CHECK: lap.relu2 %{{.*}} : tensor<?x?x192xf32>
   %a = lap.relu2 %h : tensor<?x?x192xf32>
+  // CHECK: lap.linear_gelu %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x?x64xf32>, tensor<192x64xf32>, tensor<192xf32>) -> (tensor<?x?x192xf32>, tensor<?x?x192xf32>)
+  %pre, %g1 = lap.linear_gelu %ln2, %w, %b : (tensor<?x?x64xf32>, tensor<192x64xf32>, tensor<192xf32>) -> (tensor<?x?x192xf32>, tensor<?x?x192xf32>)
   // CHECK: lap.gelu_tanh
   %a2 = lap.gelu_tanh %a : tensor<?x?x192xf32>
   // CHECK: lap.gelu

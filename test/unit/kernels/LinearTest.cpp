@@ -213,4 +213,102 @@ TEST(Linear, HeadsAreTheRowBlocksOfOneProjection) {
   }
 }
 
+//--- The tanh GELU fused after a linear layer, and its gradient ------------
+
+double geluTanh(double x) {
+  return 0.5 * x *
+         (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+
+TEST(LinearGelu, ForwardMatchesReference) {
+  std::mt19937 rng(6);
+  // The large shape takes oneDNN's blocked path and the parallel pass.
+  for (Shape s : {Shape{5, 7, 3}, Shape{1, 1, 1}, Shape{300, 96, 130}}) {
+    // Pre-activations up to ~4 in size: both of tanhApprox's branches.
+    auto x = randomVector(rng, s.n * s.in), w = randomVector(rng, s.out * s.in),
+         b = randomVector(rng, s.out, -2.0f, 2.0f);
+    for (bool bias : {true, false}) {
+      std::vector<double> pre =
+          referenceForward(toDouble(x), toDouble(w),
+                           bias ? toDouble(b) : std::vector<double>{}, s);
+      std::vector<double> y(pre.size());
+      for (size_t i = 0; i < pre.size(); ++i)
+        y[i] = geluTanh(pre[i]);
+      // With the pre-activation kept, and without (y then takes it first).
+      auto got = nanVector(y.size()), gotPre = nanVector(pre.size());
+      lap_cpu_linear_gelu_forward(got.data(), gotPre.data(), x.data(), w.data(),
+                                  bias ? b.data() : nullptr, s.n, s.in, s.out);
+      // fp32 dot products of <= 96 terms of size <= 1, and a tanh within a
+      // few ulp: well below 1e-4.
+      expectNear(gotPre, pre, 1e-4);
+      expectNear(got, y, 1e-4);
+      auto alone = nanVector(y.size());
+      lap_cpu_linear_gelu_forward(alone.data(), nullptr, x.data(), w.data(),
+                                  bias ? b.data() : nullptr, s.n, s.in, s.out);
+      EXPECT_EQ(alone, got);
+    }
+  }
+}
+
+/// L = sum(G * (gelu_tanh(pre) W^T)) for pre [n, in], W [out, in], G [n, out].
+double geluLinearLoss(const std::vector<double> &pre,
+                      const std::vector<double> &w,
+                      const std::vector<double> &g, Shape s) {
+  std::vector<double> a(pre.size());
+  for (size_t i = 0; i < pre.size(); ++i)
+    a[i] = geluTanh(pre[i]);
+  return weightedSum(referenceForward(a, w, {}, s), g);
+}
+
+TEST(LinearGelu, BackwardMatchesFiniteDifferences) {
+  std::mt19937 rng(7);
+  Shape s{4, 6, 3};
+  auto pre = randomVector(rng, s.n * s.in, -3.0f, 3.0f),
+       w = randomVector(rng, s.out * s.in), g = randomVector(rng, s.n * s.out);
+  auto dpre = nanVector(pre.size()), dbias = nanVector(s.in);
+  lap_cpu_gelu_linear_backward(dpre.data(), dbias.data(), g.data(), w.data(),
+                               pre.data(), s.n, s.in, s.out);
+  auto preD = toDouble(pre), wd = toDouble(w), gd = toDouble(g);
+  std::vector<double> want = centralDifferences(
+      preD, [&](const auto &p) { return geluLinearLoss(p, wd, gd, s); });
+  std::vector<double> wantBias(s.in, 0.0);
+  for (int64_t i = 0; i < s.n; ++i)
+    for (int64_t j = 0; j < s.in; ++j)
+      wantBias[j] += want[i * s.in + j];
+  // Smooth in pre: central differences of step 1e-6 are good to ~1e-9; the
+  // kernel's fp32 sums of <= 4 terms to ~1e-6.
+  expectNear(dpre, want, 1e-5);
+  expectNear(dbias, wantBias, 1e-5);
+}
+
+TEST(LinearGelu, BackwardLargeShapeSumsTheBiasInChunks) {
+  // Enough rows for several chunks of the deterministic column sums.
+  std::mt19937 rng(8);
+  Shape s{2048, 40, 24};
+  auto pre = randomVector(rng, s.n * s.in, -3.0f, 3.0f),
+       w = randomVector(rng, s.out * s.in), g = randomVector(rng, s.n * s.out);
+  auto dpre = nanVector(pre.size()), dbias = nanVector(s.in);
+  lap_cpu_gelu_linear_backward(dpre.data(), dbias.data(), g.data(), w.data(),
+                               pre.data(), s.n, s.in, s.out);
+  std::vector<double> want(pre.size()), wantBias(s.in, 0.0);
+  for (int64_t i = 0; i < s.n; ++i)
+    for (int64_t j = 0; j < s.in; ++j) {
+      double da = 0.0;
+      for (int64_t o = 0; o < s.out; ++o)
+        da += double(g[i * s.out + o]) * w[o * s.in + j];
+      double x = pre[i * s.in + j], h = 1e-6;
+      double slope = (geluTanh(x + h) - geluTanh(x - h)) / (2 * h);
+      want[i * s.in + j] = da * slope;
+      wantBias[j] += da * slope;
+    }
+  // dpre: sums of 24 terms; the bias: 2048 rows of size <= ~5, in fp32.
+  expectNear(dpre, want, 1e-4);
+  expectNear(dbias, wantBias, 1e-2);
+  // Without the bias gradient, the same dpre bit for bit.
+  auto alone = nanVector(pre.size());
+  lap_cpu_gelu_linear_backward(alone.data(), nullptr, g.data(), w.data(),
+                               pre.data(), s.n, s.in, s.out);
+  EXPECT_EQ(alone, dpre);
+}
+
 } // namespace

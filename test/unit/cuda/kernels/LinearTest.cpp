@@ -161,4 +161,62 @@ TEST(CudaLinear, HeadsBackwardMatchesCpu) {
   }
 }
 
+// The tanh GELU in the GEMM's epilogue (cuBLASLt's GELU_AUX_BIAS and
+// DGELU_BGRAD, or the kernels that stand in where no algorithm fuses them)
+// against the CPU's one pass after its GEMM: tanhf against the CPU's
+// polynomial differ by a few ulp, within the same bound.
+TEST(CudaLinear, GeluForwardMatchesCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(6);
+  for (Shape s : kShapes) {
+    auto x = randomVector(rng, s.n * s.in), w = randomVector(rng, s.out * s.in),
+         b = randomVector(rng, s.out, -2.0f, 2.0f);
+    DeviceBuffer<float> dX(x), dW(w), dB(b);
+    for (bool bias : {true, false}) {
+      std::vector<float> want(s.n * s.out), wantPre(s.n * s.out);
+      lap_cpu_linear_gelu_forward(want.data(), wantPre.data(), x.data(),
+                                  w.data(), bias ? b.data() : nullptr, s.n,
+                                  s.in, s.out);
+      for (bool keep : {true, false}) {
+        DeviceBuffer<float> y(nanVector(want.size())),
+            pre(nanVector(want.size()));
+        lap_cuda_linear_gelu_forward(y, keep ? pre.get() : nullptr, dX, dW,
+                                     bias ? dB.get() : nullptr, s.n, s.in,
+                                     s.out);
+        expectClose(y.host(), want, kTolerance, bias ? "y (bias)" : "y");
+        if (keep)
+          expectClose(pre.host(), wantPre, kTolerance, "pre");
+      }
+    }
+  }
+}
+
+TEST(CudaLinear, GeluBackwardMatchesCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(7);
+  // Here `in` is the GELU's width (the GEMM's columns), `out` the GEMM's K.
+  for (Shape s : kShapes) {
+    auto pre = randomVector(rng, s.n * s.in, -3.0f, 3.0f),
+         w = randomVector(rng, s.out * s.in),
+         dy = randomVector(rng, s.n * s.out);
+    DeviceBuffer<float> dPre(pre), dW(w), dDy(dy);
+    std::vector<float> want(s.n * s.in), wantBias(s.in);
+    lap_cpu_gelu_linear_backward(want.data(), wantBias.data(), dy.data(),
+                                 w.data(), pre.data(), s.n, s.in, s.out);
+    for (bool bias : {true, false}) {
+      DeviceBuffer<float> got(nanVector(want.size())),
+          gotBias(nanVector(wantBias.size()));
+      lap_cuda_gelu_linear_backward(got, bias ? gotBias.get() : nullptr, dDy,
+                                    dW, dPre, s.n, s.in, s.out);
+      expectClose(got.host(), want, kTolerance, "dpre");
+      if (bias)
+        expectClose(gotBias.host(), wantBias, kTolerance, "dbias");
+    }
+  }
+  // No rows: the bias gradient is 0, not left as it was.
+  DeviceBuffer<float> none(0), w(randomVector(rng, 15)), dbias(nanVector(5));
+  lap_cuda_gelu_linear_backward(none, dbias, none, w, none, 0, 5, 3);
+  expectClose(dbias.host(), std::vector<float>(5, 0.0f), 0.0, "dbias");
+}
+
 } // namespace
