@@ -95,8 +95,9 @@ int main(int argc, char **argv) {
     float loss = 0;
     for (int64_t i = 0; i < warmup + iters; ++i) {
       auto start = std::chrono::steady_clock::now();
+      const uint64_t seed = i;
       if (model.trainStep(params.as<float>(), grads.as<float>(), &data.view,
-                          uint64_t(i), workspace.data, &loss) != LAP_OK)
+                          &seed, workspace.data, &loss) != LAP_OK)
         throw std::runtime_error(model.lastError());
       if (optimizer) {
         lap::train::clipGradients(grads.as<float>(), optimizer->tensors(),

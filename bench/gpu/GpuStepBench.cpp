@@ -144,9 +144,14 @@ int main(int argc, char **argv) {
     ModelOnDevice calls(model, memory, workspace.data);
     const lap_batch &view = *calls.place(host.view);
 
-    auto step = [&](int64_t i) {
+    // One seed for every timed step: uploading a new one would synchronise.
+    const uint64_t stepSeed = 1;
+    Buffer seed(memory, sizeof stepSeed);
+    memory.upload(seed.data, &stepSeed, sizeof stepSeed);
+    auto step = [&](int64_t) {
       ok(model.trainStep(params.as<float>(), grads.as<float>(), &view,
-                         uint64_t(i), workspace.data, loss.as<float>()));
+                         static_cast<const uint64_t *>(seed.data),
+                         workspace.data, loss.as<float>()));
     };
     std::vector<double> eager = timeRuns(stream, warmup, iters, step);
 

@@ -136,7 +136,8 @@ void HostLowering::exposeEntry(func::FuncOp f) {
   Location loc = f.getLoc();
   OpBuilder b(f);
   auto type = FunctionType::get(
-      context, {ptrType, ptrType, ptrType, ptrType, i64, i64, i64, i64}, {});
+      context, {ptrType, ptrType, ptrType, ptrType, i64, i64, ptrType, i64},
+      {});
   auto abi = b.create<func::FuncOp>(loc, f.getName(), type);
   abi->setAttrs(f->getAttrs());
   abi->removeAttr(lapk::kEntryAttr);
@@ -159,7 +160,8 @@ void HostLowering::exposeEntry(func::FuncOp f) {
   for (unsigned i = 0; i < 2; ++i)
     buffers.push_back(
         b.create<arith::IndexCastOp>(loc, b.getIndexType(), arg(4 + i)));
-  buffers.append({arg(6), arg(7)});
+  // The seed is a pointer (null outside a training step).
+  buffers.append({bufferAt(b, loc, typeOf(n - 2), arg(6)), arg(7)});
   for (auto [from, to] : llvm::zip(old.getArguments(), buffers))
     from.replaceAllUsesWith(to);
   entry->getOperations().splice(entry->end(), old.getOperations());
@@ -174,7 +176,8 @@ void HostLowering::lowerCall(lapk::CallOp call, StringRef prefix) {
   SmallVector<Type> types;
   for (auto [arg, kind] : llvm::zip(call.getArgs(), kernel->args)) {
     bool buffer = kind == lapk::KernelArg::F32Buffer ||
-                  kind == lapk::KernelArg::I32Buffer;
+                  kind == lapk::KernelArg::I32Buffer ||
+                  kind == lapk::KernelArg::I64Buffer;
     args.push_back(buffer ? pointerOf(b, loc, arg) : arg);
     types.push_back(args.back().getType());
   }

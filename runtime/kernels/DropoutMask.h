@@ -3,9 +3,9 @@
 // A mask bit is a hash of (seed, key, element): element i of the op keyed
 // `key` survives when the top 24 bits of splitMix(maskStream(seed, key) +
 // i) reach survivalThreshold(rate), and survivors are scaled by
-// survivorScale(rate). The CPU and CUDA kernels share these (host code:
-// the kernels take the stream, threshold and scale as arguments), so both
-// draw the same masks.
+// survivorScale(rate). The CPU and CUDA kernels share these (the stream is
+// host and device code: a CUDA kernel reads the seed from device memory),
+// so both draw the same masks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,7 +21,7 @@
 namespace lap::dropout {
 
 /// The per-(seed, key) stream; element i hashes splitMix(stream + i).
-inline uint64_t maskStream(uint64_t seed, int64_t key) {
+LAP_HOST_DEVICE inline uint64_t maskStream(uint64_t seed, int64_t key) {
   return splitMix(seed ^ (uint64_t(key) * 0xD1B54A32D192ED03ull));
 }
 

@@ -63,8 +63,8 @@ public:
     return forward_(params, batch, workspace, loss, logits);
   }
   lap_status trainStep(const float *params, float *grads,
-                       const lap_batch *batch, uint64_t seed, void *workspace,
-                       float *loss) const {
+                       const lap_batch *batch, const uint64_t *seed,
+                       void *workspace, float *loss) const {
     return trainStep_(params, grads, batch, seed, workspace, loss);
   }
   lap_status features(const float *params, const lap_batch *batch,

@@ -28,34 +28,34 @@ extern const char lap_gen_manifest[];
 extern const uint64_t lap_gen_manifest_hash;
 void lap_gen_forward(const void *params, const void *const *batch,
                      void *const *outputs, void *workspace, int64_t B,
-                     int64_t T, uint64_t seed, int64_t first);
+                     int64_t T, const uint64_t *seed, int64_t first);
 void lap_gen_train_step(const void *params, const void *const *batch,
                         void *const *outputs, void *workspace, int64_t B,
-                        int64_t T, uint64_t seed, int64_t first);
+                        int64_t T, const uint64_t *seed, int64_t first);
 void lap_gen_features(const void *params, const void *const *batch,
                       void *const *outputs, void *workspace, int64_t B,
-                      int64_t T, uint64_t seed, int64_t first);
+                      int64_t T, const uint64_t *seed, int64_t first);
 // Generated for image models only: their pooled features, and the steps at
 // the local crop size of a model trained on local crops.
 __attribute__((weak)) void lap_gen_embed(const void *params,
                                          const void *const *batch,
                                          void *const *outputs, void *workspace,
-                                         int64_t B, int64_t T, uint64_t seed,
-                                         int64_t first);
+                                         int64_t B, int64_t T,
+                                         const uint64_t *seed, int64_t first);
 __attribute__((weak)) void
 lap_gen_forward_local(const void *params, const void *const *batch,
                       void *const *outputs, void *workspace, int64_t B,
-                      int64_t T, uint64_t seed, int64_t first);
+                      int64_t T, const uint64_t *seed, int64_t first);
 __attribute__((weak)) void
 lap_gen_train_step_local(const void *params, const void *const *batch,
                          void *const *outputs, void *workspace, int64_t B,
-                         int64_t T, uint64_t seed, int64_t first);
+                         int64_t T, const uint64_t *seed, int64_t first);
 // Generated for language models only.
 __attribute__((weak)) void lap_gen_decode(const void *params,
                                           const void *const *batch,
                                           void *const *outputs, void *workspace,
-                                          int64_t B, int64_t T, uint64_t seed,
-                                          int64_t first);
+                                          int64_t B, int64_t T,
+                                          const uint64_t *seed, int64_t first);
 }
 
 namespace {
@@ -274,19 +274,20 @@ lap_status lap_model_forward(const float *params, const lap_batch *batch,
     return fail("params, workspace, out_loss and out_logits must not be null");
   void *outputs[] = {out_loss, out_logits};
   (model().local(seq) ? lap_gen_forward_local : lap_gen_forward)(
-      params, batch->tensors, outputs, workspace, batch->batch, seq, 0, 0);
+      params, batch->tensors, outputs, workspace, batch->batch, seq, nullptr,
+      0);
   return finish();
 }
 
 lap_status lap_model_train_step(const float *params, float *grads,
-                                const lap_batch *batch, uint64_t seed,
+                                const lap_batch *batch, const uint64_t *seed,
                                 void *workspace, float *out_loss) {
   int64_t seq = 0;
   const Model &m = model();
   if (lap_status s = m.check(batch, seq))
     return s;
-  if (!params || !grads || !workspace || !out_loss)
-    return fail("params, grads, workspace and out_loss must not be null");
+  if (!params || !grads || !seed || !workspace || !out_loss)
+    return fail("params, grads, seed, workspace and out_loss must not be null");
   std::vector<void *> outputs{out_loss};
   for (const auto &p : m.parameters)
     outputs.push_back(grads + p.offset);
@@ -311,7 +312,7 @@ lap_status lap_model_features(const float *params, const lap_batch *batch,
   for (int64_t l = 0; l < m.featureLayers; ++l)
     outputs.push_back(out_features + l * batch->batch * seq * m.width);
   lap_gen_features(params, batch->tensors, outputs.data(), workspace,
-                   batch->batch, seq, 0, 0);
+                   batch->batch, seq, nullptr, 0);
   return finish();
 }
 
@@ -330,7 +331,7 @@ lap_status lap_model_embed(const float *params, const lap_batch *batch,
     return fail("params, workspace and out_embedding must not be null");
   void *outputs[] = {out_embedding};
   lap_gen_embed(params, batch->tensors, outputs, workspace, batch->batch, seq,
-                0, 0);
+                nullptr, 0);
   return finish();
 }
 
@@ -361,8 +362,8 @@ lap_status lap_model_decode(const float *params, const int32_t *tokens,
   for (int64_t i = 0; i < 2 * m.decodeLayers; ++i)
     inputs.push_back(cache + i * batch * m.cacheFloats);
   void *outputs[] = {out_logits};
-  lap_gen_decode(params, inputs.data(), outputs, workspace, batch, count, 0,
-                 first);
+  lap_gen_decode(params, inputs.data(), outputs, workspace, batch, count,
+                 nullptr, first);
   return finish();
 }
 

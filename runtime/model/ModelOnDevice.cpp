@@ -110,7 +110,13 @@ float ModelOnDevice::trainStep(const float *params, float *grads,
   const lap_batch *placed = place(batch);
   float value = 0;
   float *out = mem.onHost() ? &value : static_cast<float *>(buffer(loss, 4));
-  if (lib.trainStep(params, grads, placed, seed, workspace, out) != LAP_OK)
+  // The seed, too, is where the library reads.
+  uint64_t *seedThere = &seed;
+  if (!mem.onHost()) {
+    seedThere = static_cast<uint64_t *>(buffer(seedSlot, sizeof seed));
+    mem.upload(seedThere, &seed, sizeof seed);
+  }
+  if (lib.trainStep(params, grads, placed, seedThere, workspace, out) != LAP_OK)
     fail();
   bringBack(&value, out, 4);
   return value;

@@ -69,7 +69,7 @@ private:
   std::vector<std::unique_ptr<DeviceMemory::Buffer>> batchTensors;
   std::vector<const void *> pointers;
   lap_batch view{};
-  std::unique_ptr<DeviceMemory::Buffer> loss, logits, tokens;
+  std::unique_ptr<DeviceMemory::Buffer> loss, logits, tokens, seedSlot;
 };
 
 } // namespace lap

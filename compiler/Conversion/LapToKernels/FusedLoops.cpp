@@ -150,8 +150,10 @@ private:
   /// deviation, a residual branch's drop-path factor.
   void rowStatistics(Operation *op, Value r) {
     if (auto add = dyn_cast<ResidualAddOp>(op); add && needsRowFactor(op)) {
-      // One draw per sample, as lap.drop_path.
-      rowValues[op] = {lb.keepFactor(shape.seed, add.getKey(),
+      // One draw per sample, as lap.drop_path; the seed is read where the
+      // nest runs (on a GPU, in the kernel), as the dropout kernels read it.
+      Value seed = lb.load(shape.seed, lb.index(0));
+      rowValues[op] = {lb.keepFactor(seed, add.getKey(),
                                      lb.divU(r, shape.rowsPerSample),
                                      add.getDropRate().convertToFloat())};
       return;

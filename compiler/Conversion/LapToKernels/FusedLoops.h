@@ -44,7 +44,7 @@ struct LoopNestShape {
   int64_t width;             ///< the last dimension, C
   mlir::Value rowsPerSample; ///< rows of one batch element (index)
   int64_t elementGrain;      ///< elements worth a thread (rows: their share)
-  mlir::Value seed;          ///< the step's seed (i64)
+  mlir::Value seed;          ///< the step's seed (memref<1xi64>)
   bool training;             ///< drop path draws only in a training step
 };
 

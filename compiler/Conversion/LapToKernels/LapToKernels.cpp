@@ -42,6 +42,7 @@ template <KernelArg K> struct Arg { Value value; };
 using F32Buffer = Arg<KernelArg::F32Buffer>;
 using I32Buffer = Arg<KernelArg::I32Buffer>;
 using I64 = Arg<KernelArg::I64>;
+using I64Buffer = Arg<KernelArg::I64Buffer>;
 using I32 = Arg<KernelArg::I32>;
 using F32 = Arg<KernelArg::F32>;
 
@@ -200,7 +201,7 @@ private:
   I64 numelArg(Value v) { return size(numel(v)); }
   I64 rowsArg(Value v) { return size(rows(v)); }
   I64 lastArg(Value v) { return size(last(v)); }
-  I64 seedArg() { return {seed}; }
+  I64Buffer seedArg() { return {seed}; }
   /// An optional first position: the argument, or 0.
   I64 firstOr0(Value v) { return v ? I64{buffer(v)} : i64(0); }
   I32 i32(bool v) { return {lb.i32(v ? 1 : 0)}; }
@@ -832,8 +833,11 @@ struct LapToKernelsPass : lap::impl::LapToKernelsBase<LapToKernelsPass> {
     }
     for (Type type : source.getResultTypes())
       args.push_back(flatBufferType(type, maxBatch, maxSeq));
+    // B, T, the step's seed (read through a pointer where it is used, so
+    // that a captured step draws new masks when its seed changes) and the
+    // first position.
     Type index = IndexType::get(context), i64 = IntegerType::get(context, 64);
-    args.append({index, index, i64, i64});
+    args.append({index, index, MemRefType::get({1}, i64), i64});
     OpBuilder b(source);
     auto target = b.create<func::FuncOp>(source.getLoc(),
                                          ("lap_gen_" + source.getName()).str(),

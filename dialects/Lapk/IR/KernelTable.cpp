@@ -43,6 +43,8 @@ bool lap::lapk::acceptsType(KernelArg kind, mlir::Type type) {
     return buffer(mlir::Float32Type::get(context));
   case KernelArg::I32Buffer:
     return buffer(mlir::IntegerType::get(context, 32));
+  case KernelArg::I64Buffer:
+    return buffer(mlir::IntegerType::get(context, 64));
   case KernelArg::I64:
     return type.isInteger(64);
   case KernelArg::I32:
@@ -59,6 +61,8 @@ llvm::StringRef lap::lapk::describe(KernelArg kind) {
     return "an f32 buffer";
   case KernelArg::I32Buffer:
     return "an i32 buffer";
+  case KernelArg::I64Buffer:
+    return "an i64 buffer";
   case KernelArg::I64:
     return "an i64";
   case KernelArg::I32:

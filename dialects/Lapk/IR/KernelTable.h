@@ -22,7 +22,7 @@
 namespace lap::lapk {
 
 /// The kinds of kernel parameters.
-enum class KernelArg { F32Buffer, I32Buffer, I64, I32, F32 };
+enum class KernelArg { F32Buffer, I32Buffer, I64Buffer, I64, I32, F32 };
 
 template <typename T> struct KernelArgOf;
 template <> struct KernelArgOf<float *> {
@@ -31,6 +31,9 @@ template <> struct KernelArgOf<float *> {
 template <> struct KernelArgOf<const float *> : KernelArgOf<float *> {};
 template <> struct KernelArgOf<const int32_t *> {
   static constexpr KernelArg kind = KernelArg::I32Buffer;
+};
+template <> struct KernelArgOf<const uint64_t *> {
+  static constexpr KernelArg kind = KernelArg::I64Buffer;
 };
 template <> struct KernelArgOf<int64_t> {
   static constexpr KernelArg kind = KernelArg::I64;

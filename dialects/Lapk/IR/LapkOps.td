@@ -12,8 +12,8 @@ def Lapk_CallOp : Lapk_Op<"call"> {
     Calls kernel `kernel` of runtime/kernels/Kernels.def. The verifier
     checks the arguments against the kernel's parameters, which the table
     derives from the C prototype: a `float *` takes an f32 buffer, an
-    `int32_t *` an i32 buffer, `int64_t` an i64, `float` an f32, `int32_t`
-    (and an enumeration) an i32. A buffer may be `lapk.null` where the
+    `int32_t *` an i32 buffer, a `const uint64_t *` an i64 buffer, `int64_t`
+    an i64, `float` an f32, `int32_t` (and an enumeration) an i32. A buffer may be `lapk.null` where the
     kernel documents the pointer as nullable.
 
     ```mlir

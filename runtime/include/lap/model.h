@@ -21,8 +21,8 @@
  *     OpenMP thread pool (OMP_NUM_THREADS) and a call returns when its
  *     results are written.
  *   - "cuda": every pointer (params, grads, workspace, batch tensors,
- *     outputs, the decode cache) is device memory of the current CUDA
- *     device; a call enqueues its work on the thread's stream
+ *     outputs, the decode cache, the step's seed) is device memory of the
+ *     current CUDA device; a call enqueues its work on the thread's stream
  *     (lap_model_set_stream) and returns without waiting, so results are
  *     ready once the stream has run it, and a host may capture a call in a
  *     CUDA graph (after one call outside the capture: the first loads the
@@ -43,7 +43,7 @@ extern "C" {
 #endif
 
 /* Bumped on any change to the functions, structs or manifest keys below. */
-#define LAP_MODEL_ABI_VERSION 6u
+#define LAP_MODEL_ABI_VERSION 7u
 
 typedef enum lap_status {
   LAP_OK = 0,
@@ -110,10 +110,13 @@ lap_status lap_model_forward(const float *params, const lap_batch *batch,
                              float *out_logits);
 
 /* Training forward and backward: writes the loss to *out_loss and the
- * gradient of every parameter to grads (overwritten). `seed` selects the
- * dropout and drop-path masks of this step. */
+ * gradient of every parameter to grads (overwritten). *seed selects the
+ * dropout and drop-path masks of this step; like the other pointers it is
+ * device memory of a CUDA library, read when the step runs, so a step
+ * captured in a CUDA graph draws the masks of the seed there at each
+ * replay. */
 lap_status lap_model_train_step(const float *params, float *grads,
-                                const lap_batch *batch, uint64_t seed,
+                                const lap_batch *batch, const uint64_t *seed,
                                 void *workspace, float *out_loss);
 
 /* The residual stream [batch, seq, width] after the embedding and after

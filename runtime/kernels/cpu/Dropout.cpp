@@ -28,8 +28,8 @@ extern "C" int32_t lap_cpu_keep(uint64_t seed, int64_t key, int64_t index,
 
 // y may equal x: each element is read, then written, at the same index.
 extern "C" void lap_cpu_dropout(float *y, const float *x, int64_t n, float rate,
-                                uint64_t seed, int64_t key) {
-  uint64_t base = maskStream(seed, key), threshold = survivalThreshold(rate);
+                                const uint64_t *seed, int64_t key) {
+  uint64_t base = maskStream(*seed, key), threshold = survivalThreshold(rate);
   float scale = survivorScale(rate);
   parallelFor(n, int64_t(1) << 14, [&](int64_t begin, int64_t end) {
 #pragma clang loop vectorize(assume_safety)
@@ -41,9 +41,9 @@ extern "C" void lap_cpu_dropout(float *y, const float *x, int64_t n, float rate,
 }
 
 extern "C" void lap_cpu_drop_path(float *y, const float *x, int64_t B,
-                                  int64_t per_sample, float rate, uint64_t seed,
-                                  int64_t key) {
-  uint64_t base = maskStream(seed, key), threshold = survivalThreshold(rate);
+                                  int64_t per_sample, float rate,
+                                  const uint64_t *seed, int64_t key) {
+  uint64_t base = maskStream(*seed, key), threshold = survivalThreshold(rate);
   float scale = survivorScale(rate);
   // Chunks of the flat range, so one large sample still spreads over threads.
   parallelFor(

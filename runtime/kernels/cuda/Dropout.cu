@@ -2,7 +2,8 @@
 //
 // The masks are the CPU's bit for bit: the same splitMix (SplitMix.h, host
 // and device code) and the same stream, threshold and scale
-// (runtime/kernels/DropoutMask.h).
+// (runtime/kernels/DropoutMask.h). The seed is read on the device, when the
+// kernel runs, so a captured step replays with the seed of its replay.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,21 +25,24 @@ namespace {
 
 // x, y [n]; y may be x: each element is read, then written, by one thread.
 __global__ void dropoutKernel(float *y, const float *x, int64_t n,
-                              uint64_t base, uint64_t threshold, float scale) {
+                              const uint64_t *seed, int64_t key,
+                              uint64_t threshold, float scale) {
   int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n)
     return;
+  uint64_t base = maskStream(*seed, key);
   bool keep = (splitMix(base + uint64_t(i)) >> 40) >= threshold;
   y[i] = keep ? x[i] * scale : 0.0f;
 }
 
 // x, y [B, per_sample]; the draw of element i is sample b = i / per_sample's.
 __global__ void dropPathKernel(float *y, const float *x, int64_t n,
-                               int64_t per_sample, uint64_t base,
-                               uint64_t threshold, float scale) {
+                               int64_t per_sample, const uint64_t *seed,
+                               int64_t key, uint64_t threshold, float scale) {
   int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n)
     return;
+  uint64_t base = maskStream(*seed, key);
   bool keep = (splitMix(base + uint64_t(i / per_sample)) >> 40) >= threshold;
   y[i] = keep ? x[i] * scale : 0.0f;
 }
@@ -46,23 +50,23 @@ __global__ void dropPathKernel(float *y, const float *x, int64_t n,
 } // namespace
 
 extern "C" void lap_cuda_dropout(float *y, const float *x, int64_t n,
-                                 float rate, uint64_t seed, int64_t key) {
+                                 float rate, const uint64_t *seed,
+                                 int64_t key) {
   if (n <= 0)
     return;
   dropoutKernel<<<blocksFor(n), kBlock, 0, lap::cuda::stream()>>>(
-      y, x, n, maskStream(seed, key), survivalThreshold(rate),
-      survivorScale(rate));
+      y, x, n, seed, key, survivalThreshold(rate), survivorScale(rate));
   lap::cuda::checkLaunch("dropout");
 }
 
 extern "C" void lap_cuda_drop_path(float *y, const float *x, int64_t B,
                                    int64_t per_sample, float rate,
-                                   uint64_t seed, int64_t key) {
+                                   const uint64_t *seed, int64_t key) {
   int64_t n = B * per_sample;
   if (n <= 0)
     return;
   dropPathKernel<<<blocksFor(n), kBlock, 0, lap::cuda::stream()>>>(
-      y, x, n, per_sample, maskStream(seed, key), survivalThreshold(rate),
+      y, x, n, per_sample, seed, key, survivalThreshold(rate),
       survivorScale(rate));
   lap::cuda::checkLaunch("drop_path");
 }

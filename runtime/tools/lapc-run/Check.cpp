@@ -60,7 +60,9 @@ int lap::cli::check(const CheckOptions &options) {
   using Buffer = DeviceMemory::Buffer;
   size_t parameterBytes = size_t(model.parameterElements()) * 4;
   Buffer params(memory, parameterBytes), grads(memory, parameterBytes),
-      workspace(memory, model.workspaceBytes()), loss(memory, 4);
+      workspace(memory, model.workspaceBytes()), loss(memory, 4),
+      seed(memory, sizeof options.seed);
+  memory.upload(seed.data, &options.seed, sizeof options.seed);
   status(model.initParams(params.as<float>(), options.seed));
   RandomBatch data(m, batch, seq, options.seed);
   ModelOnDevice calls(model, memory, workspace.data);
@@ -80,7 +82,8 @@ int lap::cli::check(const CheckOptions &options) {
   double forwardTime = seconds(start);
   start = std::chrono::steady_clock::now();
   status(model.trainStep(params.as<float>(), grads.as<float>(), &view,
-                         options.seed, workspace.data, loss.as<float>()));
+                         static_cast<const uint64_t *>(seed.data),
+                         workspace.data, loss.as<float>()));
   memory.download(&trainLoss, loss.data, 4);
   double trainTime = seconds(start);
   // Parameters and gradients where the host reads them.

@@ -4,11 +4,12 @@
 // alone: lap-to-kernels-fused.mlir has the fused loops). A planned
 // function becomes @lap_gen_<name> on flat buffers of static size: the
 // parameter and workspace bytes, one buffer per batch tensor and output,
-// then B, T (index), seed and first (i64); lapk.entry counts the batch
+// then B, T (index), the seed (a buffer of one i64: read where it is
+// used) and first (i64); lapk.entry counts the batch
 // tensors. Parameters and intermediates are views at their offsets.
 
 // CHECK-LABEL: func.func @lap_gen_forward(
-// CHECK-SAME: %[[PARAMS:[a-z0-9]+]]: memref<832xi8>, %[[WS:[a-z0-9]+]]: memref<12288xi8>, %[[X:[a-z0-9]+]]: memref<512xf32>, %[[T:[a-z0-9]+]]: memref<64xi32>, %[[LOSS:[a-z0-9]+]]: memref<1xf32>, %[[B:[a-z0-9]+]]: index, %[[S:[a-z0-9]+]]: index, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64)
+// CHECK-SAME: %[[PARAMS:[a-z0-9]+]]: memref<832xi8>, %[[WS:[a-z0-9]+]]: memref<12288xi8>, %[[X:[a-z0-9]+]]: memref<512xf32>, %[[T:[a-z0-9]+]]: memref<64xi32>, %[[LOSS:[a-z0-9]+]]: memref<1xf32>, %[[B:[a-z0-9]+]]: index, %[[S:[a-z0-9]+]]: index, %{{[a-z0-9]+}}: memref<1xi64>, %{{[a-z0-9]+}}: i64)
 // CHECK-SAME: lapk.entry = 2 : i64
 // CHECK-DAG: %[[W:.*]] = memref.view %[[PARAMS]][%c0][] : memref<832xi8> to memref<192xf32>
 // CHECK-DAG: %[[G:.*]] = memref.view %[[PARAMS]][%c768][] : memref<832xi8> to memref<8xf32>
@@ -98,7 +99,7 @@
 // Training: gradients are written straight into the output buffers (the
 // loss, then grad.w [192] and grad.g [8]).
 // CHECK-LABEL: func.func @lap_gen_train_step(
-// CHECK-SAME: %{{[a-z0-9]+}}: memref<832xi8>, %{{[a-z0-9]+}}: memref<24640xi8>, %{{[a-z0-9]+}}: memref<512xf32>, %{{[a-z0-9]+}}: memref<64xi32>, %{{[a-z0-9]+}}: memref<1xf32>, %[[DW:[a-z0-9]+]]: memref<192xf32>, %{{[a-z0-9]+}}: memref<8xf32>, %{{[a-z0-9]+}}: index, %{{[a-z0-9]+}}: index, %[[SEED:[a-z0-9]+]]: i64, %{{[a-z0-9]+}}: i64)
+// CHECK-SAME: %{{[a-z0-9]+}}: memref<832xi8>, %{{[a-z0-9]+}}: memref<24640xi8>, %{{[a-z0-9]+}}: memref<512xf32>, %{{[a-z0-9]+}}: memref<64xi32>, %{{[a-z0-9]+}}: memref<1xf32>, %[[DW:[a-z0-9]+]]: memref<192xf32>, %{{[a-z0-9]+}}: memref<8xf32>, %{{[a-z0-9]+}}: index, %{{[a-z0-9]+}}: index, %[[SEED:[a-z0-9]+]]: memref<1xi64>, %{{[a-z0-9]+}}: i64)
 // A splat constant fills its buffer (here one element: the loss's seed
 // gradient).
 // CHECK: lapk.profile_begin "arith.constant"
@@ -111,9 +112,9 @@
 // CHECK: arith.divui
 // CHECK: arith.select
 // CHECK: lapk.profile_begin "lap.drop_path"
-// CHECK: lapk.call "drop_path"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SEED]], %c5_i64) : memref<512xf32>, memref<512xf32>, i64, i64, f32, i64, i64
+// CHECK: lapk.call "drop_path"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SEED]], %c5_i64) : memref<512xf32>, memref<512xf32>, i64, i64, f32, memref<1xi64>, i64
 // CHECK: lapk.profile_begin "lap.dropout"
-// CHECK: lapk.call "dropout"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SEED]], %c4_i64) : memref<512xf32>, memref<512xf32>, i64, f32, i64, i64
+// CHECK: lapk.call "dropout"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SEED]], %c4_i64) : memref<512xf32>, memref<512xf32>, i64, f32, memref<1xi64>, i64
 // CHECK: lapk.call "cross_entropy_backward"(%{{.*}}) : memref<512xf32>, memref<1xf32>, memref<512xf32>, memref<64xi32>, i64, i64, f32, f32
 // CHECK: lapk.profile_begin "lap.softcap_grad"
 // CHECK: math.tanh

@@ -158,7 +158,9 @@ TEST(ModelOnGpuTest, CudaLibraryComputesWhatTheCpuLibraryComputes) {
     expectClose(read<float>(memory, logits).data(), wantLogits.data(),
                 wantLogits.size(), "logits");
 
-    ASSERT_EQ(gpu.trainStep(params.as<float>(), grads.as<float>(), &view, 0,
+    auto seed = copyOf(memory, std::vector<uint64_t>{0});
+    ASSERT_EQ(gpu.trainStep(params.as<float>(), grads.as<float>(), &view,
+                            static_cast<const uint64_t *>(seed->data),
                             workspace.data, loss.as<float>()),
               LAP_OK)
         << gpu.lastError();

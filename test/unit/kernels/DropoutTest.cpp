@@ -20,6 +20,16 @@ namespace {
 
 using namespace lap::test;
 
+// The kernels read the step's seed through a pointer.
+void dropout(float *y, const float *x, int64_t n, float rate, uint64_t seed,
+             int64_t key) {
+  lap_cpu_dropout(y, x, n, rate, &seed, key);
+}
+void dropPath(float *y, const float *x, int64_t B, int64_t perSample,
+              float rate, uint64_t seed, int64_t key) {
+  lap_cpu_drop_path(y, x, B, perSample, rate, &seed, key);
+}
+
 TEST(Keep, MatchesHandComputedHash) {
   // seed 1, key 2, index 3: mix(mix(1 ^ 2 * 0xD1B54A32D192ED03) + 3) =
   // 0x6530827308a9a4ce, so u >> 40 = 6631554 and the draw is
@@ -44,14 +54,14 @@ TEST(Dropout, BulkKernelsAgreeAtTheBoundary) {
   // above): kept at a rate equal to the draw, dropped just above it.
   float draw = 6631554.0f * 0x1p-24f, above = std::nextafter(draw, 1.0f);
   std::vector<float> x(8, 1.0f), y(8);
-  lap_cpu_dropout(y.data(), x.data(), 8, draw, 1, 2);
+  dropout(y.data(), x.data(), 8, draw, 1, 2);
   EXPECT_NE(y[3], 0.0f);
-  lap_cpu_dropout(y.data(), x.data(), 8, above, 1, 2);
+  dropout(y.data(), x.data(), 8, above, 1, 2);
   EXPECT_EQ(y[3], 0.0f);
-  lap_cpu_drop_path(y.data(), x.data(), 4, 2, draw, 1, 2);
+  dropPath(y.data(), x.data(), 4, 2, draw, 1, 2);
   EXPECT_NE(y[6], 0.0f);
   EXPECT_NE(y[7], 0.0f);
-  lap_cpu_drop_path(y.data(), x.data(), 4, 2, above, 1, 2);
+  dropPath(y.data(), x.data(), 4, 2, above, 1, 2);
   EXPECT_EQ(y[6], 0.0f);
   EXPECT_EQ(y[7], 0.0f);
 }
@@ -63,7 +73,7 @@ TEST(Dropout, MaskIsLapCpuKeepAndScalesSurvivors) {
   std::vector<float> y(n);
   // 0.1 and 0.3 are not multiples of 2^-24: the threshold rounding matters.
   for (float rate : {0.1f, 0.3f, 0.5f}) {
-    lap_cpu_dropout(y.data(), x.data(), n, rate, 42, 7);
+    dropout(y.data(), x.data(), n, rate, 42, 7);
     for (int64_t i = 0; i < n; ++i) {
       float want = lap_cpu_keep(42, 7, i, rate) ? x[i] / (1.0f - rate) : 0.0f;
       ASSERT_NEAR(y[i], want, 1e-6f * std::fabs(want)) << "at " << i;
@@ -75,7 +85,7 @@ TEST(Dropout, KeptFractionIsOneMinusRate) {
   int64_t n = 1 << 20;
   std::vector<float> x(n, 1.0f), y(n);
   for (float rate : {0.1f, 0.5f, 0.9f}) {
-    lap_cpu_dropout(y.data(), x.data(), n, rate, 12345, 3);
+    dropout(y.data(), x.data(), n, rate, 12345, 3);
     int64_t kept = 0;
     for (float v : y)
       kept += v != 0.0f;
@@ -88,10 +98,10 @@ TEST(Dropout, KeptFractionIsOneMinusRate) {
 TEST(Dropout, SameSeedAndKeySameMask) {
   int64_t n = 1 << 16;
   std::vector<float> x(n, 1.0f), a(n), b(n), otherKey(n), otherSeed(n);
-  lap_cpu_dropout(a.data(), x.data(), n, 0.5f, 99, 4);
-  lap_cpu_dropout(b.data(), x.data(), n, 0.5f, 99, 4);
-  lap_cpu_dropout(otherKey.data(), x.data(), n, 0.5f, 99, 5);
-  lap_cpu_dropout(otherSeed.data(), x.data(), n, 0.5f, 100, 4);
+  dropout(a.data(), x.data(), n, 0.5f, 99, 4);
+  dropout(b.data(), x.data(), n, 0.5f, 99, 4);
+  dropout(otherKey.data(), x.data(), n, 0.5f, 99, 5);
+  dropout(otherSeed.data(), x.data(), n, 0.5f, 100, 4);
   EXPECT_EQ(a, b);
   // Independent masks at rate 0.5 differ in about half the positions.
   int64_t diffKey = 0, diffSeed = 0;
@@ -108,13 +118,13 @@ TEST(Dropout, InPlaceAndEdgeRates) {
   int64_t n = 5000;
   auto x = randomVector(rng, n);
   std::vector<float> y(n);
-  lap_cpu_dropout(y.data(), x.data(), n, 0.25f, 8, 1);
+  dropout(y.data(), x.data(), n, 0.25f, 8, 1);
   auto inPlace = x;
-  lap_cpu_dropout(inPlace.data(), inPlace.data(), n, 0.25f, 8, 1);
+  dropout(inPlace.data(), inPlace.data(), n, 0.25f, 8, 1);
   EXPECT_EQ(inPlace, y);
-  lap_cpu_dropout(y.data(), x.data(), n, 0.0f, 8, 1);
+  dropout(y.data(), x.data(), n, 0.0f, 8, 1);
   EXPECT_EQ(y, x); // rate 0: the identity
-  lap_cpu_dropout(y.data(), x.data(), n, 1.0f, 8, 1);
+  dropout(y.data(), x.data(), n, 1.0f, 8, 1);
   EXPECT_EQ(y, std::vector<float>(n, 0.0f)); // rate 1: zeros, not NaN
 }
 
@@ -125,7 +135,7 @@ TEST(DropPath, OneDrawPerSample) {
   float rate = 0.4f;
   auto x = randomVector(rng, B * perSample);
   std::vector<float> y(x.size());
-  lap_cpu_drop_path(y.data(), x.data(), B, perSample, rate, 77, 11);
+  dropPath(y.data(), x.data(), B, perSample, rate, 77, 11);
   for (int64_t b = 0; b < B; ++b) {
     bool keep = lap_cpu_keep(77, 11, b, rate);
     for (int64_t j = 0; j < perSample; ++j) {
@@ -140,7 +150,7 @@ TEST(DropPath, KeptFractionIsOneMinusRate) {
   int64_t B = 200000, perSample = 3;
   float rate = 0.2f;
   std::vector<float> x(B * perSample, 1.0f), y(x.size());
-  lap_cpu_drop_path(y.data(), x.data(), B, perSample, rate, 5, 6);
+  dropPath(y.data(), x.data(), B, perSample, rate, 5, 6);
   int64_t kept = 0;
   for (int64_t b = 0; b < B; ++b)
     kept += y[b * perSample] != 0.0f;

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MixedKindModels.h"
 #include "ModelTestSupport.h"
 
 #include <cmath>
@@ -167,7 +168,8 @@ void expectRefused(ModelRun &run, const lap_batch *batch,
   std::string error = run.model.lastError();
   for (const std::string &part : parts)
     EXPECT_NE(error.find(part), std::string::npos) << "forward: " << error;
-  lap_status train = run.model.trainStep(run.param(), run.grad(), batch, 0,
+  const uint64_t seed = 0;
+  lap_status train = run.model.trainStep(run.param(), run.grad(), batch, &seed,
                                          run.workspace.data, &loss);
   EXPECT_EQ(train, LAP_INVALID_ARGUMENT);
   error = run.model.lastError();
@@ -219,7 +221,8 @@ TEST(ModelLoadingTest, TokensOutsideVocabulary) {
   expectRefused(run, &v, {"'targets'", "holds -2 at [0, 3]"});
   b.targets[3] = -1; // ignored, not an error
   float loss = 0;
-  EXPECT_EQ(run.model.trainStep(run.param(), run.grad(), &v, 0,
+  const uint64_t seed = 0;
+  EXPECT_EQ(run.model.trainStep(run.param(), run.grad(), &v, &seed,
                                 run.workspace.data, &loss),
             LAP_OK)
       << run.model.lastError();
@@ -249,7 +252,13 @@ TEST(ModelLoadingTest, NullPointers) {
       run.model.forward(nullptr, &v, run.workspace.data, &loss, logits.data()),
       LAP_INVALID_ARGUMENT);
   EXPECT_NE(run.model.lastError().find("must not be null"), std::string::npos);
-  EXPECT_EQ(run.model.trainStep(run.param(), run.grad(), &v, 0, nullptr, &loss),
+  const uint64_t seed = 0;
+  EXPECT_EQ(
+      run.model.trainStep(run.param(), run.grad(), &v, &seed, nullptr, &loss),
+      LAP_INVALID_ARGUMENT);
+  EXPECT_NE(run.model.lastError().find("must not be null"), std::string::npos);
+  EXPECT_EQ(run.model.trainStep(run.param(), run.grad(), &v, nullptr,
+                                run.workspace.data, &loss),
             LAP_INVALID_ARGUMENT);
   EXPECT_NE(run.model.lastError().find("must not be null"), std::string::npos);
   EXPECT_EQ(run.model.initParams(nullptr, 1), LAP_INVALID_ARGUMENT);
@@ -411,6 +420,37 @@ TEST(ModelLoadingTest, InitNormalOnBigTensor) {
   EXPECT_NEAR(mean, 0, 5.5e-4);
   EXPECT_NEAR(sd, 0.02, 4e-4);
   EXPECT_NEAR(double(tails) / n, 0.0455, 6e-3);
+}
+
+// A training step reads its seed through the pointer when it runs (what
+// lets a step captured in a CUDA graph draw new masks at each replay): the
+// same pointer holding another seed draws other dropout masks (GPT-2-style
+// model: the dropout kernels) and drop-path masks (ViT: drawn in generated
+// loops), and holding the first seed again, the first step's bits.
+TEST(ModelLoadingTest, TrainStepReadsItsSeedThroughThePointer) {
+  namespace mixed = lap::test::mixed;
+  for (const mixed::Case &c : {mixed::kCases[0], mixed::kCases[2]}) {
+    SCOPED_TRACE(c.name);
+    ModelRun run(compiled(std::string("seed_") + c.name, c.yaml,
+                          mixed::kMaxBatch, c.image ? 0 : mixed::kMaxSeq));
+    ASSERT_EQ(run.model.initParams(run.param(), 5), LAP_OK);
+    Batch b = c.image ? imageBatch(3, 3, 8, 5, 7) : textBatch(3, 11, 64, 7);
+    lap_batch v = b.view();
+    uint64_t seed = 1;
+    auto step = [&] {
+      float loss = 0;
+      EXPECT_EQ(run.model.trainStep(run.param(), run.grad(), &v, &seed,
+                                    run.workspace.data, &loss),
+                LAP_OK)
+          << run.model.lastError();
+      return loss;
+    };
+    float first = step();
+    seed = 2;
+    EXPECT_NE(step(), first);
+    seed = 1;
+    EXPECT_EQ(step(), first);
+  }
 }
 
 } // namespace

@@ -195,9 +195,10 @@ struct ModelRun {
   /// Training step with seed 0; fails the test on an error status.
   float trainStep(Batch &b) {
     float loss = 0;
+    const uint64_t seed = 0;
     lap_batch v = b.view();
     lap_status s =
-        model.trainStep(param(), grad(), &v, 0, workspace.data, &loss);
+        model.trainStep(param(), grad(), &v, &seed, workspace.data, &loss);
     EXPECT_EQ(s, LAP_OK) << model.lastError();
     return loss;
   }

@@ -8,7 +8,7 @@ memref.global "private" constant @lap_coefficients_0 : memref<2xf32> = dense<[1.
 // The entry gets the ABI's signature; its buffers are built from the
 // parameter and workspace pointers and from the batch and output arrays.
 // CHECK-LABEL: func.func @lap_gen_step(
-// CHECK-SAME: %[[PARAMS:[a-z0-9]+]]: !llvm.ptr, %[[BATCH:[a-z0-9]+]]: !llvm.ptr, %[[OUT:[a-z0-9]+]]: !llvm.ptr, %[[WS:[a-z0-9]+]]: !llvm.ptr, %[[B:[a-z0-9]+]]: i64, %[[T:[a-z0-9]+]]: i64, %[[SEED:[a-z0-9]+]]: i64, %[[FIRST:[a-z0-9]+]]: i64)
+// CHECK-SAME: %[[PARAMS:[a-z0-9]+]]: !llvm.ptr, %[[BATCH:[a-z0-9]+]]: !llvm.ptr, %[[OUT:[a-z0-9]+]]: !llvm.ptr, %[[WS:[a-z0-9]+]]: !llvm.ptr, %[[B:[a-z0-9]+]]: i64, %[[T:[a-z0-9]+]]: i64, %[[SEED:[a-z0-9]+]]: !llvm.ptr, %[[FIRST:[a-z0-9]+]]: i64)
 // CHECK-NOT: lapk.entry
 // CHECK-DAG: %[[BODY:.*]] = constant @lap_gen_step_loop_0 : (!llvm.ptr, i64, i64) -> ()
 // Profile markers: one label global per op, shared by its two calls.
@@ -41,7 +41,7 @@ memref.global "private" constant @lap_coefficients_0 : memref<2xf32> = dense<[1.
 // CHECK-DAG: func.func private @lap_cpu_linear_forward(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64)
 // CHECK-DAG: func.func private @lap_cpu_profile_begin(!llvm.ptr)
 
-// LLVM: llvm.func @lap_gen_step(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64)
+// LLVM: llvm.func @lap_gen_step(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: !llvm.ptr, %{{.*}}: i64)
 // LLVM-NOT: builtin.unrealized_conversion_cast
 // LLVM: llvm.call @lap_cpu_linear_forward(
 // LLVM: llvm.call @lap_cpu_parallel_for(
@@ -49,7 +49,7 @@ memref.global "private" constant @lap_coefficients_0 : memref<2xf32> = dense<[1.
 
 func.func @lap_gen_step(%params: memref<768xi8>, %ws: memref<4096xi8>,
                         %x: memref<512xf32>, %loss: memref<512xf32>,
-                        %B: index, %T: index, %seed: i64, %first: i64)
+                        %B: index, %T: index, %seed: memref<1xi64>, %first: i64)
     attributes {lapk.entry = 1 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index

@@ -8,7 +8,7 @@ memref.global "private" constant @lap_coefficients_0 : memref<2xf32> = dense<[1.
 // CHECK: module attributes {gpu.container_module}
 // The entry gets the ABI's signature, as on the CPU.
 // CHECK-LABEL: func.func @lap_gen_step(
-// CHECK-SAME: %{{[a-z0-9]+}}: !llvm.ptr, %{{[a-z0-9]+}}: !llvm.ptr, %{{[a-z0-9]+}}: !llvm.ptr, %{{[a-z0-9]+}}: !llvm.ptr, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64)
+// CHECK-SAME: %{{[a-z0-9]+}}: !llvm.ptr, %{{[a-z0-9]+}}: !llvm.ptr, %{{[a-z0-9]+}}: !llvm.ptr, %{{[a-z0-9]+}}: !llvm.ptr, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: !llvm.ptr, %{{[a-z0-9]+}}: i64)
 // CHECK-NOT: lapk.entry
 // CHECK-DAG: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
 // CHECK-DAG: %[[NAME:.*]] = llvm.mlir.addressof @lap_symbol_lap_coefficients_0 : !llvm.ptr
@@ -60,7 +60,7 @@ memref.global "private" constant @lap_coefficients_0 : memref<2xf32> = dense<[1.
 
 func.func @lap_gen_step(%params: memref<768xi8>, %ws: memref<4096xi8>,
                         %x: memref<512xf32>, %loss: memref<512xf32>,
-                        %B: index, %T: index, %seed: i64, %first: i64)
+                        %B: index, %T: index, %seed: memref<1xi64>, %first: i64)
     attributes {lapk.entry = 1 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -94,7 +94,7 @@ func.func @lap_gen_step(%params: memref<768xi8>, %ws: memref<4096xi8>,
 }
 
 func.func @lap_gen_coefficients(%params: memref<16xi8>, %ws: memref<16xi8>,
-                                %B: index, %T: index, %seed: i64, %first: i64)
+                                %B: index, %T: index, %seed: memref<1xi64>, %first: i64)
     attributes {lapk.entry = 0 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index

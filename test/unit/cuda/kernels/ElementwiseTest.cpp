@@ -87,11 +87,14 @@ TEST(CudaDropout, MasksMatchCpu) {
   Floats x = randomVector(rng, n);
   DeviceBuffer<float> dx(x);
   const float nan = std::numeric_limits<float>::quiet_NaN();
+  // The kernels read the seed where they run: the GPU's from device memory.
+  const uint64_t seed = 0x0123456789ABCDEFull;
+  DeviceBuffer<uint64_t> deviceSeed(std::vector<uint64_t>{seed});
   for (float rate : {0.0f, 0.1f, 0.5f, 0.9f, 1.0f, nan}) {
     Floats want = nanVector(n);
-    lap_cpu_dropout(want.data(), x.data(), n, rate, 0x0123456789ABCDEFull, -3);
+    lap_cpu_dropout(want.data(), x.data(), n, rate, &seed, -3);
     DeviceBuffer<float> dy(nanVector(n));
-    lap_cuda_dropout(dy, dx, n, rate, 0x0123456789ABCDEFull, -3);
+    lap_cuda_dropout(dy, dx, n, rate, deviceSeed, -3);
     expectEqual(dy.host(), want); // same hash, threshold and scale: exact
   }
 }
@@ -101,9 +104,11 @@ TEST(CudaDropout, InPlaceMatchesCpu) {
   std::mt19937 rng(3);
   const int64_t n = 4099;
   Floats x = randomVector(rng, n), want = x;
-  lap_cpu_dropout(want.data(), want.data(), n, 0.3f, 7, 11);
+  const uint64_t seed = 7;
+  DeviceBuffer<uint64_t> deviceSeed(std::vector<uint64_t>{seed});
+  lap_cpu_dropout(want.data(), want.data(), n, 0.3f, &seed, 11);
   DeviceBuffer<float> dx(x);
-  lap_cuda_dropout(dx, dx, n, 0.3f, 7, 11);
+  lap_cuda_dropout(dx, dx, n, 0.3f, deviceSeed, 11);
   expectEqual(dx.host(), want);
 }
 
@@ -113,16 +118,19 @@ TEST(CudaDropPath, MasksMatchCpu) {
   const int64_t B = 37, perSample = 301; // samples straddle blocks
   Floats x = randomVector(rng, B * perSample);
   DeviceBuffer<float> dx(x);
+  const uint64_t seed = 5, other = 6;
+  DeviceBuffer<uint64_t> deviceSeed(std::vector<uint64_t>{seed}),
+      deviceOther(std::vector<uint64_t>{other});
   for (float rate : {0.0f, 0.4f, 1.0f}) {
     Floats want = nanVector(x.size());
-    lap_cpu_drop_path(want.data(), x.data(), B, perSample, rate, 5, 9);
+    lap_cpu_drop_path(want.data(), x.data(), B, perSample, rate, &seed, 9);
     DeviceBuffer<float> dy(nanVector(x.size()));
-    lap_cuda_drop_path(dy, dx, B, perSample, rate, 5, 9);
+    lap_cuda_drop_path(dy, dx, B, perSample, rate, deviceSeed, 9);
     expectEqual(dy.host(), want);
   }
   Floats want = x;
-  lap_cpu_drop_path(want.data(), want.data(), B, perSample, 0.5f, 6, -1);
-  lap_cuda_drop_path(dx, dx, B, perSample, 0.5f, 6, -1); // in place
+  lap_cpu_drop_path(want.data(), want.data(), B, perSample, 0.5f, &other, -1);
+  lap_cuda_drop_path(dx, dx, B, perSample, 0.5f, deviceOther, -1); // in place
   expectEqual(dx.host(), want);
 }
 
