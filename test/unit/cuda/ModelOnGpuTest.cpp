@@ -9,8 +9,9 @@
 // tests' three with mixed head kinds and a DINO model (MixedKindModels.h);
 // dropout and drop path draw the same masks on both. And host data on its way
 // to the GPU (ModelOnDevice, as lapc-run sends it): decoding, and token ids
-// checked. Features, embeddings and a DINO model's local views too. Skipped,
-// saying so, without a GPU.
+// checked. Features, embeddings and a DINO model's local views too, and a
+// step captured in a CUDA graph, replayed with new seeds. Skipped, saying
+// so, without a GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -171,6 +172,88 @@ TEST(ModelOnGpuTest, CudaLibraryComputesWhatTheCpuLibraryComputes) {
     for (const ParameterInfo &p : gpu.parameters())
       expectClose(got.data() + p.offset, cpu.grad() + p.offset,
                   size_t(p.elements), "gradient of " + p.name);
+  }
+}
+
+// A training step captured in a CUDA graph reads its seed when it replays
+// (ABI 7): replayed after the host writes another seed, it draws that
+// seed's dropout masks (GPT-2-style model: the dropout kernels) and
+// drop-path masks (ViT: generated loops), as the CPU library does with
+// that seed (loss and gradients within 1e-4 of their largest magnitude).
+TEST(ModelOnGpuTest, CapturedStepDrawsTheMasksOfItsReplaysSeed) {
+  REQUIRE_GPU();
+  for (const Case &c : {kCases[0], kCases[2]}) {
+    SCOPED_TRACE(c.name);
+    ModelRun cpu(library(c, "cpu"));
+    ASSERT_EQ(cpu.model.initParams(cpu.param(), 7), LAP_OK);
+    Batch b = batchOf(c, 5);
+    LoadedModel gpu(library(c, "cuda"), LoadedModel::Devices::Any);
+    DeviceMemory memory(gpu);
+    size_t paramBytes = size_t(cpu.elements()) * sizeof(float);
+    Buffer params(memory, paramBytes), grads(memory, paramBytes),
+        workspace(memory, size_t(gpu.workspaceBytes())),
+        loss(memory, sizeof(float)), seed(memory, sizeof(uint64_t));
+    memory.upload(params.data, cpu.param(), paramBytes);
+    std::unique_ptr<Buffer> tensors[2];
+    if (c.image) {
+      tensors[0] = copyOf(memory, b.images);
+      tensors[1] = copyOf(memory, b.distributions);
+    } else {
+      tensors[0] = copyOf(memory, b.tokens);
+      tensors[1] = copyOf(memory, b.targets);
+    }
+    std::vector<const void *> pointers = {tensors[0]->data, tensors[1]->data};
+    lap_batch view{b.batch, b.seq, 2, pointers.data()};
+
+    cudaStream_t stream;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+              cudaSuccess);
+    ASSERT_EQ(gpu.setStream(stream), LAP_OK) << gpu.lastError();
+    auto writeSeed = [&](uint64_t value) {
+      ASSERT_EQ(cudaMemcpyAsync(seed.data, &value, sizeof value,
+                                cudaMemcpyHostToDevice, stream),
+                cudaSuccess);
+    };
+    auto step = [&] {
+      ASSERT_EQ(gpu.trainStep(params.as<float>(), grads.as<float>(), &view,
+                              static_cast<const uint64_t *>(seed.data),
+                              workspace.data, loss.as<float>()),
+                LAP_OK)
+          << gpu.lastError();
+    };
+    // One call outside the capture (it loads the kernels, sizes scratch).
+    writeSeed(3);
+    step();
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+              cudaSuccess);
+    step();
+    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+
+    float losses[2] = {};
+    for (uint64_t value : {4, 3}) {
+      SCOPED_TRACE(value);
+      float wantLoss = cpu.trainStep(b, value);
+      writeSeed(value);
+      ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      losses[value - 3] = wantLoss;
+      EXPECT_NEAR(read<float>(memory, loss)[0], wantLoss,
+                  1e-4f * std::abs(wantLoss));
+      std::vector<float> got = read<float>(memory, grads);
+      for (const ParameterInfo &p : gpu.parameters())
+        expectClose(got.data() + p.offset, cpu.grad() + p.offset,
+                    size_t(p.elements), "gradient of " + p.name);
+    }
+    // The two seeds draw different masks: the comparison above is not empty.
+    EXPECT_NE(losses[0], losses[1]);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    ASSERT_EQ(gpu.setStream(nullptr), LAP_OK);
+    cudaStreamDestroy(stream);
   }
 }
 

@@ -192,10 +192,9 @@ struct ModelRun {
     return loss;
   }
 
-  /// Training step with seed 0; fails the test on an error status.
-  float trainStep(Batch &b) {
+  /// Training step with `seed`; fails the test on an error status.
+  float trainStep(Batch &b, uint64_t seed = 0) {
     float loss = 0;
-    const uint64_t seed = 0;
     lap_batch v = b.view();
     lap_status s =
         model.trainStep(param(), grad(), &v, &seed, workspace.data, &loss);
