@@ -17,23 +17,22 @@ namespace device = lap::model::device;
 
 namespace {
 
-/// The GPUs here that run the library's sm_90 code, and why none does. Its
-/// generated kernels are an sm_90 cubin, which runs on compute capability
-/// 9.x alone (a cubin runs on later minor versions of its major one only).
+/// The GPUs here that run the library's sm_90 code, and why none does.
+/// Hopper (9.x) runs its sm_90 machine code; later GPUs the PTX beside it,
+/// which the driver compiles for them when the library loads (the
+/// generated kernels are a fatbin of both, the kernel library too).
 struct Gpus {
   std::string isas, error;
   Gpus() {
     std::string why;
     for (const lap::cuda::DeviceInfo &d : lap::cuda::visibleDevices(&why))
-      if (d.major == 9)
+      if (d.major >= 9)
         isas += (isas.empty() ? "sm_" : " sm_") + std::to_string(d.major) +
                 std::to_string(d.minor);
     if (isas.empty())
-      error = "this library runs on NVIDIA GPUs of compute capability 9.x "
-              "(sm_90: H100, H200, GH200), and this machine has none (" +
-              (why.empty() ? std::string("only GPUs of other architectures")
-                           : why) +
-              ")";
+      error = "this library runs on NVIDIA GPUs of compute capability 9.0 "
+              "(sm_90) or later, and this machine has none (" +
+              (why.empty() ? std::string("only older GPUs") : why) + ")";
   }
 };
 

@@ -40,13 +40,14 @@ void lap::buildGpuModulePipeline(OpPassManager &pm, GpuBinaryFormat format) {
   // with; without one, PTX can still be printed (its libdevice calls then
   // stay external).
   binary.toolkitPath = LAP_CUDA_TOOLKIT;
-  binary.compilationTarget = format == GpuBinaryFormat::PTX ? "isa" : "bin";
+  binary.compilationTarget =
+      format == GpuBinaryFormat::PTX ? "isa" : "fatbin";
   pm.addPass(createGpuModuleToBinaryPass(binary));
 }
 
 void lap::buildCUDALoweringPipeline(OpPassManager &pm) {
   pm.addPass(createLapkToCUDA());
-  buildGpuModulePipeline(pm, GpuBinaryFormat::Cubin);
+  buildGpuModulePipeline(pm, GpuBinaryFormat::Fatbin);
   pm.addPass(createLapEmbedGpuBinary());
   buildHostToLLVMPipeline(pm);
 }
@@ -73,7 +74,8 @@ public:
     lap::registerCUDADialects(registry);
   }
 
-  // The cubin needs ptxas and libdevice, the library CUDA's libraries.
+  // The fatbin needs ptxas, fatbinary and libdevice, the library CUDA's
+  // libraries.
   bool canGenerateCode() const override {
     if (*LAP_CUDA_TOOLKIT)
       return true;

@@ -1,9 +1,10 @@
 //===- CUDATarget.h - The CUDA target ---------------------------*- C++ -*-===//
 //
 // `lapc --target=cuda`: the kernel form lowered by --lapk-to-cuda, its
-// loops as GPU kernels through the gpu dialect, NVVM and PTX to a cubin
-// (ptxas, at compile time), embedded in host code that calls the CUDA
-// kernel library (runtime/kernels/cuda) and is linked into model.so.
+// loops as GPU kernels through the gpu dialect, NVVM and PTX to a fatbin of
+// the sm_90 cubin (ptxas, at compile time) and the PTX, embedded in host
+// code that calls the CUDA kernel library (runtime/kernels/cuda) and is
+// linked into model.so.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,13 +22,14 @@ namespace lap {
 inline constexpr const char *kCudaArch = "sm_90";
 inline constexpr const char *kCudaPtxFeatures = "+ptx80";
 
-/// The form of the GPU module's binary: PTX text or a cubin.
-enum class GpuBinaryFormat { PTX, Cubin };
+/// The form of the GPU module's binary: PTX text, or a fatbin of the sm_90
+/// cubin and the PTX (which the driver compiles for later GPUs on load).
+enum class GpuBinaryFormat { PTX, Fatbin };
 
 /// After --lapk-to-cuda: the GPU module to NVVM and a binary of `format`.
 void buildGpuModulePipeline(mlir::OpPassManager &pm, GpuBinaryFormat format);
 /// The whole lowering of the kernel form: --lapk-to-cuda, the GPU module
-/// to a cubin embedded in the host code, the host code to the LLVM dialect.
+/// to a fatbin embedded in the host code, the host code to the LLVM dialect.
 void buildCUDALoweringPipeline(mlir::OpPassManager &pm);
 
 /// Prints the PTX of every GPU binary of `module` (after

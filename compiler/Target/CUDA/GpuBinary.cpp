@@ -1,8 +1,9 @@
 //===- GpuBinary.cpp - The GPU module's binary in the host code -*- C++ -*-===//
 //
 // gpu-module-to-binary leaves `gpu.binary @lap_kernels` with one object:
-// the cubin (the library) or the PTX (lapc --emit=ptx). The cubin becomes
-// a global of the host code, which the runtime loads; the PTX is printed.
+// the fatbin of the sm_90 cubin and the PTX (the library) or the PTX alone
+// (lapc --emit=ptx). The fatbin becomes a global of the host code, which
+// the runtime loads; the PTX is printed.
 //
 //===----------------------------------------------------------------------===//
 

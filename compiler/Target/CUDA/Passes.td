@@ -29,8 +29,8 @@ def LapkToCUDA : Pass<"lapk-to-cuda", "::mlir::ModuleOp"> {
     - tanh, erf and exp become the same polynomials as on the CPU, so that
       the two targets compute the same function.
 
-    `--lap-cuda-kernels` lowers the GPU module to NVVM and a binary (PTX
-    or cubin); `--lap-embed-gpu-binary` makes the binary a global of the
+    The GPU module is then lowered to NVVM and a binary (PTX, or a fatbin
+    of the sm_90 cubin and the PTX); `--lap-embed-gpu-binary` makes the binary a global of the
     host code (`lap_gen_cuda_image`).
   }];
   let dependentDialects = [
@@ -43,7 +43,8 @@ def LapkToCUDA : Pass<"lapk-to-cuda", "::mlir::ModuleOp"> {
 def LapEmbedGpuBinary : Pass<"lap-embed-gpu-binary", "::mlir::ModuleOp"> {
   let summary = "Make the GPU module's binary a global of the host code";
   let description = [{
-    Replaces `gpu.binary @lap_kernels` (one object: the cubin ptxas made)
+    Replaces `gpu.binary @lap_kernels` (one object: the fatbin of the
+    cubin ptxas made and the PTX)
     by the LLVM globals `lap_gen_cuda_image` (its bytes) and
     `lap_gen_cuda_image_size`, which the runtime loads
     (runtime/model/CudaLaunch.cpp).
