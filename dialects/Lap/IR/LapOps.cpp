@@ -317,53 +317,40 @@ LogicalResult HeadCoefficientsGradOp::verify() {
 // Linear layers, embeddings, norms
 //===----------------------------------------------------------------------===//
 
-LogicalResult LinearOp::verify() {
-  RankedTensorType input = getInput().getType(), weight = getWeight().getType(),
-                   result = getResult().getType();
+/// y = x W^T (+ b): x [..., K], a static W [N, K], b [N], y [..., N].
+static LogicalResult verifyLinear(Operation *op, Value x, Value w, Value bias,
+                                  Value y) {
+  auto input = cast<RankedTensorType>(x.getType()),
+       weight = cast<RankedTensorType>(w.getType()),
+       result = cast<RankedTensorType>(y.getType());
   if (weight.getRank() != 2 || weight.isDynamicDim(0) || weight.isDynamicDim(1))
-    return emitOpError("weight must be a static [N, K] matrix, got ")
+    return op->emitOpError("weight must be a static [N, K] matrix, got ")
            << shapeString(weight);
   int64_t n = weight.getDimSize(0), k = weight.getDimSize(1);
   if (input.getRank() < 1 || !compatible(input.getShape().back(), k))
-    return emitOpError("input ")
+    return op->emitOpError("input ")
            << shapeString(input) << " does not end in K = " << k;
   if (result.getRank() != input.getRank() || result.getShape().back() != n)
-    return emitOpError("result must be ")
+    return op->emitOpError("result must be ")
            << shapeString(input) << " with the last dimension " << n << ", got "
            << shapeString(result);
   for (int64_t d = 0; d + 1 < input.getRank(); ++d)
     if (!compatible(input.getDimSize(d), result.getDimSize(d)))
-      return emitOpError("result dimension ")
+      return op->emitOpError("result dimension ")
              << d << " differs from the input's";
-  if (getBias() &&
-      failed(verifyFeatureVector(*this, getBias(), "bias", result)))
+  if (bias && failed(verifyFeatureVector(op, bias, "bias", result)))
     return failure();
   return success();
 }
 
+LogicalResult LinearOp::verify() {
+  return verifyLinear(*this, getInput(), getWeight(), getBias(), getResult());
+}
+
 LogicalResult LinearGeluOp::verify() {
-  RankedTensorType input = getInput().getType(), weight = getWeight().getType(),
-                   result = getResult().getType();
-  if (getPre().getType() != result)
+  if (getPre().getType() != getResult().getType())
     return emitOpError("pre and result must have one type");
-  if (weight.getRank() != 2 || weight.isDynamicDim(0) || weight.isDynamicDim(1))
-    return emitOpError("weight must be a static [N, K] matrix, got ")
-           << shapeString(weight);
-  int64_t n = weight.getDimSize(0), k = weight.getDimSize(1);
-  if (input.getRank() < 1 || !compatible(input.getShape().back(), k) ||
-      result.getRank() != input.getRank() || result.getShape().back() != n)
-    return emitOpError("expects x [..., K] with W [N, K] to give [..., N], "
-                       "got x ")
-           << shapeString(input) << ", W " << shapeString(weight)
-           << " and result " << shapeString(result);
-  for (int64_t d = 0; d + 1 < input.getRank(); ++d)
-    if (!compatible(input.getDimSize(d), result.getDimSize(d)))
-      return emitOpError("result dimension ")
-             << d << " differs from the input's";
-  if (getBias() &&
-      failed(verifyFeatureVector(*this, getBias(), "bias", result)))
-    return failure();
-  return success();
+  return verifyLinear(*this, getInput(), getWeight(), getBias(), getResult());
 }
 
 LogicalResult EmbeddingOp::verify() {
@@ -733,28 +720,33 @@ LogicalResult CrossEntropyOp::verify() {
 // Gradient ops: each result has the shape of what it is the gradient of.
 //===----------------------------------------------------------------------===//
 
-LogicalResult LinearGradOp::verify() {
-  RankedTensorType dy = getGradOutput().getType(), x = getInput().getType(),
-                   w = getWeight().getType();
+/// The gradients of y = x W^T (+ b) from dy [..., N]: x [..., K] (called
+/// `name`) and W [N, K]; grad_bias [N] of a linear layer, [K] of the one
+/// before (lap.gelu_linear_grad), the last dimension of `biasOf`.
+static LogicalResult verifyLinearGrad(Operation *op, Value dyValue,
+                                      Value xValue, StringRef name,
+                                      Value wValue, Value gradBias,
+                                      RankedTensorType biasOf) {
+  auto dy = cast<RankedTensorType>(dyValue.getType()),
+       x = cast<RankedTensorType>(xValue.getType()),
+       w = cast<RankedTensorType>(wValue.getType());
   if (w.getRank() != 2 || dy.getRank() != x.getRank() ||
       !compatible(dy.getShape().back(), w.getDimSize(0)) ||
       !compatible(x.getShape().back(), w.getDimSize(1)))
-    return emitOpError("expects dy [..., N], x [..., K] and W [N, K], got ")
-           << shapeString(dy) << ", " << shapeString(x) << " and "
-           << shapeString(w);
-  return verifyFeatureVector(*this, getGradBias(), "grad_bias", dy);
+    return op->emitOpError("expects dy [..., N], ")
+           << name << " [..., K] and W [N, K], got " << shapeString(dy) << ", "
+           << shapeString(x) << " and " << shapeString(w);
+  return verifyFeatureVector(op, gradBias, "grad_bias", biasOf);
+}
+
+LogicalResult LinearGradOp::verify() {
+  return verifyLinearGrad(*this, getGradOutput(), getInput(), "x", getWeight(),
+                          getGradBias(), getGradOutput().getType());
 }
 
 LogicalResult GeluLinearGradOp::verify() {
-  RankedTensorType dy = getGradOutput().getType(), w = getWeight().getType(),
-                   pre = getPre().getType();
-  if (w.getRank() != 2 || dy.getRank() != pre.getRank() ||
-      !compatible(dy.getShape().back(), w.getDimSize(0)) ||
-      !compatible(pre.getShape().back(), w.getDimSize(1)))
-    return emitOpError("expects dy [..., N], W [N, K] and pre [..., K], got ")
-           << shapeString(dy) << ", " << shapeString(w) << " and "
-           << shapeString(pre);
-  return verifyFeatureVector(*this, getGradBias(), "grad_bias", pre);
+  return verifyLinearGrad(*this, getGradOutput(), getPre(), "pre", getWeight(),
+                          getGradBias(), getPre().getType());
 }
 
 LogicalResult EmbeddingGradOp::verify() {

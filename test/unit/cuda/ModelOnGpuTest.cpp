@@ -77,6 +77,24 @@ Batch batchOf(const Case &c, uint32_t seed) {
                     dino ? kDinoPrototypes : kClasses, seed);
 }
 
+/// Batch `b` of case `c` copied to the device, in manifest order.
+struct DeviceBatch {
+  DeviceBatch(const DeviceMemory &memory, const Case &c, const Batch &b) {
+    if (c.image) {
+      tensors[0] = copyOf(memory, b.images);
+      tensors[1] = copyOf(memory, b.distributions);
+    } else {
+      tensors[0] = copyOf(memory, b.tokens);
+      tensors[1] = copyOf(memory, b.targets);
+    }
+    pointers = {tensors[0]->data, tensors[1]->data};
+    view = {b.batch, b.seq, 2, pointers.data()};
+  }
+  std::unique_ptr<Buffer> tensors[2];
+  std::vector<const void *> pointers;
+  lap_batch view{};
+};
+
 /// A library with its parameters, workspace and decoding cache on its
 /// device, called with host data (ModelOnDevice), as lapc-run calls it.
 struct Side {
@@ -135,17 +153,8 @@ TEST(ModelOnGpuTest, CudaLibraryComputesWhatTheCpuLibraryComputes) {
     float wantLoss = cpu.forward(b, &wantLogits);
     float wantTrainLoss = cpu.trainStep(b);
 
-    // The batch on the device, in manifest order.
-    std::unique_ptr<Buffer> tensors[2];
-    if (c.image) {
-      tensors[0] = copyOf(memory, b.images);
-      tensors[1] = copyOf(memory, b.distributions);
-    } else {
-      tensors[0] = copyOf(memory, b.tokens);
-      tensors[1] = copyOf(memory, b.targets);
-    }
-    std::vector<const void *> pointers = {tensors[0]->data, tensors[1]->data};
-    lap_batch view{b.batch, b.seq, 2, pointers.data()};
+    DeviceBatch onDevice(memory, c, b);
+    const lap_batch &view = onDevice.view;
     Buffer loss(memory, sizeof(float)),
         logits(memory, wantLogits.size() * sizeof(float));
 
@@ -194,16 +203,8 @@ TEST(ModelOnGpuTest, CapturedStepDrawsTheMasksOfItsReplaysSeed) {
         workspace(memory, size_t(gpu.workspaceBytes())),
         loss(memory, sizeof(float)), seed(memory, sizeof(uint64_t));
     memory.upload(params.data, cpu.param(), paramBytes);
-    std::unique_ptr<Buffer> tensors[2];
-    if (c.image) {
-      tensors[0] = copyOf(memory, b.images);
-      tensors[1] = copyOf(memory, b.distributions);
-    } else {
-      tensors[0] = copyOf(memory, b.tokens);
-      tensors[1] = copyOf(memory, b.targets);
-    }
-    std::vector<const void *> pointers = {tensors[0]->data, tensors[1]->data};
-    lap_batch view{b.batch, b.seq, 2, pointers.data()};
+    DeviceBatch onDevice(memory, c, b);
+    const lap_batch &view = onDevice.view;
 
     cudaStream_t stream;
     ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),

@@ -33,12 +33,7 @@ std::unique_ptr<ModelRun> load(bool fused) {
 
 void expectClose(const std::vector<float> &a, const std::vector<float> &b,
                  const char *what) {
-  ASSERT_EQ(a.size(), b.size()) << what;
-  float scale = 0;
-  for (float v : b)
-    scale = std::max(scale, std::abs(v));
-  for (size_t i = 0; i < a.size(); ++i)
-    ASSERT_NEAR(a[i], b[i], 1e-5f * scale) << what << " " << i;
+  expectWithinScale(a, b, 1e-5f, what);
 }
 
 TEST(EpilogueFusionTest, EpiloguesComputeWhatLoopsCompute) {

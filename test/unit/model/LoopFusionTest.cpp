@@ -42,12 +42,7 @@ std::unique_ptr<ModelRun> load(const Case &c, bool fused) {
 /// (LLVM vectorises a reassociable sum by the cost of its loop body).
 void expectClose(const std::vector<float> &a, const std::vector<float> &b,
                  const char *what) {
-  ASSERT_EQ(a.size(), b.size()) << what;
-  float scale = 0;
-  for (float v : a)
-    scale = std::max(scale, std::abs(v));
-  for (size_t i = 0; i < a.size(); ++i)
-    ASSERT_NEAR(a[i], b[i], 1e-6f * scale) << what << " " << i;
+  expectWithinScale(a, b, 1e-6f, what);
 }
 
 TEST(LoopFusionTest, FusedLoopsComputeWhatSeparateOnesCompute) {

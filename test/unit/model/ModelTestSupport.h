@@ -16,6 +16,8 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -148,6 +150,20 @@ inline Batch imageBatch(int64_t batch, int64_t channels, int64_t side,
       b.distributions.push_back(w / sum);
   }
   return b;
+}
+
+/// got equals want within `tolerance` of want's largest magnitude, element
+/// by element: the same values computed another way (other fusions, other
+/// summation orders).
+inline void expectWithinScale(const std::vector<float> &got,
+                              const std::vector<float> &want, float tolerance,
+                              const char *what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  float scale = 0;
+  for (float v : want)
+    scale = std::max(scale, std::abs(v));
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tolerance * scale) << what << " " << i;
 }
 
 /// A loaded model with parameter, gradient and workspace buffers.
