@@ -1,4 +1,6 @@
-# Detects CUDA 13 (nvcc, cuBLASLt, NCCL) and enables it, building for sm_90.
+# Detects CUDA 13 (nvcc, cuBLASLt, NCCL) and enables it, building sm_90
+# machine code and the compute_80 and compute_90 PTX that GPUs of compute
+# capability 8.0 and later compile when they load it (lapc --gpu).
 # Sets LAP_HAVE_CUDA. Without CUDA the project configures, builds and tests.
 set(LAP_HAVE_CUDA OFF)
 if(NOT LAP_CUDA STREQUAL "OFF")
@@ -9,7 +11,8 @@ if(NOT LAP_CUDA STREQUAL "OFF")
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES 90) # "native" fails to configure without a GPU
+      # "native" fails to configure without a GPU.
+      set(CMAKE_CUDA_ARCHITECTURES 80-virtual 90)
     endif()
     # nvcc's host compiler stays GCC: CUDA 13 supports it without flags.
     if(NOT DEFINED CMAKE_CUDA_HOST_COMPILER)
@@ -33,7 +36,7 @@ if(NOT LAP_CUDA STREQUAL "OFF")
   endif()
 endif()
 if(LAP_HAVE_CUDA)
-  message(STATUS "CUDA ${CUDAToolkit_VERSION}: building for sm_${CMAKE_CUDA_ARCHITECTURES}")
+  message(STATUS "CUDA ${CUDAToolkit_VERSION}: building for ${CMAKE_CUDA_ARCHITECTURES}")
 else()
   message(STATUS "CUDA not found: building without the CUDA backend")
 endif()

@@ -32,8 +32,11 @@ namespace lap {
 
 /// What lapc's command line says of the machine to generate code for.
 struct TargetOptions {
-  /// `--cpu`: the host CPU the code runs on ("native", "x86-64-v3", ...).
-  std::string cpu = "native";
+  /// `--cpu`: the host CPU the code runs on ("native", "x86-64-v3", ...);
+  /// empty when not given (the CPU target then compiles for this one).
+  std::string cpu;
+  /// `--gpu`: the GPU architecture ("sm_80", "sm_90"); empty when not given.
+  std::string gpu;
 };
 
 class Target {

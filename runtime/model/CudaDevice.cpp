@@ -11,27 +11,37 @@
 #include "runtime/kernels/cuda/Context.h"
 #include "runtime/model/Device.h"
 
+#include <cstdlib>
 #include <vector>
 
 namespace device = lap::model::device;
 
+// The GPU architecture lapc compiled the generated kernels for ("sm_90").
+extern "C" const char lap_gen_cuda_arch[];
+
 namespace {
 
-/// The GPUs here that run the library's sm_90 code, and why none does.
-/// Hopper (9.x) runs its sm_90 machine code; later GPUs the PTX beside it,
-/// which the driver compiles for them when the library loads (the
-/// generated kernels are a fatbin of both, the kernel library too).
+/// The GPUs here that run the library's code, and why none does. A GPU of
+/// the architecture's major version runs its machine code; a later one the
+/// PTX beside it, which the driver compiles when the library loads (the
+/// generated kernels are a fatbin of both, the kernel library carries
+/// compute_80 and compute_90 PTX). So: compute capability >= the arch's.
 struct Gpus {
   std::string isas, error;
   Gpus() {
+    const int arch = std::atoi(lap_gen_cuda_arch + 3); // "sm_90" -> 90
     std::string why;
     for (const lap::cuda::DeviceInfo &d : lap::cuda::visibleDevices(&why))
-      if (d.major >= 9)
+      if (d.major * 10 + d.minor >= arch)
         isas += (isas.empty() ? "sm_" : " sm_") + std::to_string(d.major) +
                 std::to_string(d.minor);
     if (isas.empty())
-      error = "this library runs on NVIDIA GPUs of compute capability 9.0 "
-              "(sm_90) or later, and this machine has none (" +
+      error = std::string("this library runs on NVIDIA GPUs of compute "
+                          "capability ") +
+              std::to_string(arch / 10) + "." + std::to_string(arch % 10) +
+              " (" + lap_gen_cuda_arch +
+              ") or later, and this machine has "
+              "none (" +
               (why.empty() ? std::string("only older GPUs") : why) + ")";
   }
 };
@@ -46,7 +56,7 @@ const Gpus &gpus() {
 const char *device::kernelError() {
   return gpus().error.empty() ? nullptr : gpus().error.c_str();
 }
-const char *device::kernelIsa() { return "sm_90"; }
+const char *device::kernelIsa() { return lap_gen_cuda_arch; }
 const char *device::kernelIsas() { return gpus().isas.c_str(); }
 
 bool device::readsBatches() { return false; }

@@ -1,7 +1,7 @@
 //===- CudaLaunch.cpp - The generated GPU kernels, loaded and launched -*- C++ -*-===//
 //
 // lapc embeds the kernels it generates in model.so (lap_gen_cuda_image: a
-// fatbin of their sm_90 cubin and PTX, which the driver compiles for a
+// fatbin of their cubin and PTX, which the driver compiles for a
 // later GPU); the host code launches them by name through lap_cuda_launch
 // and finds their constants through lap_cuda_symbol. The fatbin is loaded
 // once, as a context-independent CUDA library, at the first call.

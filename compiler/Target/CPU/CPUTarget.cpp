@@ -7,6 +7,7 @@
 #include "compiler/Target/Target.h"
 
 #include "llvm/IR/Module.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 
@@ -62,7 +63,13 @@ void lap::registerCPUTarget() {
   registerTarget(
       {"cpu", "this host's CPU, or the one --cpu names (the default)",
        [](const TargetOptions &options) -> std::unique_ptr<Target> {
-         std::optional<CPUTarget> cpu = CPUTarget::lookup(options.cpu);
+         if (!options.gpu.empty()) {
+           llvm::errs() << "lapc: error: --gpu names the GPU of "
+                           "--target=cuda; the CPU target takes --cpu\n";
+           return nullptr;
+         }
+         std::optional<CPUTarget> cpu =
+             CPUTarget::lookup(options.cpu.empty() ? "native" : options.cpu);
          if (!cpu)
            return nullptr;
          return std::make_unique<CPU>(*cpu);

@@ -5,6 +5,7 @@
 #include "compiler/Target/CUDA/Passes.h"
 #include "compiler/Target/HostLowering.h"
 #include "compiler/Target/Target.h"
+#include "dsl/Suggest.h"
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/Passes.h"
@@ -20,9 +21,27 @@
 
 using namespace mlir;
 
-void lap::buildGpuModulePipeline(OpPassManager &pm, GpuBinaryFormat format) {
+const char *lap::cudaArch(llvm::StringRef gpu) {
+  if (gpu.empty())
+    return kCudaArchs[0];
+  std::vector<std::string_view> names;
+  for (const char *arch : kCudaArchs) {
+    if (gpu == arch)
+      return arch;
+    names.push_back(arch);
+  }
+  llvm::errs() << "lapc: error: --gpu=" << gpu << ": lapc compiles for "
+               << dsl::listChoices(names)
+               << " (compute capability 8.0 and later; GPUs after Hopper run "
+                  "sm_90's PTX)"
+               << dsl::didYouMean(gpu.str(), names) << "\n";
+  return nullptr;
+}
+
+void lap::buildGpuModulePipeline(OpPassManager &pm, GpuBinaryFormat format,
+                                 llvm::StringRef arch) {
   GpuNVVMAttachTargetOptions target;
-  target.chip = kCudaArch;
+  target.chip = arch.str();
   target.features = kCudaPtxFeatures;
   target.optLevel = 3;
   pm.addPass(createGpuNVVMAttachTarget(target));
@@ -40,14 +59,13 @@ void lap::buildGpuModulePipeline(OpPassManager &pm, GpuBinaryFormat format) {
   // with; without one, PTX can still be printed (its libdevice calls then
   // stay external).
   binary.toolkitPath = LAP_CUDA_TOOLKIT;
-  binary.compilationTarget =
-      format == GpuBinaryFormat::PTX ? "isa" : "fatbin";
+  binary.compilationTarget = format == GpuBinaryFormat::PTX ? "isa" : "fatbin";
   pm.addPass(createGpuModuleToBinaryPass(binary));
 }
 
-void lap::buildCUDALoweringPipeline(OpPassManager &pm) {
+void lap::buildCUDALoweringPipeline(OpPassManager &pm, llvm::StringRef arch) {
   pm.addPass(createLapkToCUDA());
-  buildGpuModulePipeline(pm, GpuBinaryFormat::Fatbin);
+  buildGpuModulePipeline(pm, GpuBinaryFormat::Fatbin, arch);
   pm.addPass(createLapEmbedGpuBinary());
   buildHostToLLVMPipeline(pm);
 }
@@ -65,6 +83,8 @@ namespace {
 
 class CUDA : public lap::Target {
 public:
+  explicit CUDA(const char *arch) : arch(arch) {}
+
   // bf16 needs the bf16 kernels and generated loops: not yet.
   bool supports(lap::dsl::Precision precision) const override {
     return precision == lap::dsl::Precision::FP32;
@@ -86,7 +106,7 @@ public:
   }
 
   void buildLowering(OpPassManager &pm) const override {
-    lap::buildCUDALoweringPipeline(pm);
+    lap::buildCUDALoweringPipeline(pm, arch);
   }
 
   // The host code runs on any CPU lap's kernels run on.
@@ -94,7 +114,7 @@ public:
     lap::CPUTarget host = lap::CPUTarget::kernelBaseline();
     std::vector<std::string> features = host.checkableFeatures();
     return llvm::json::Object{{"device", "cuda"},
-                              {"arch", lap::kCudaArch},
+                              {"arch", arch},
                               {"cpu", host.cpu},
                               {"features", llvm::json::Array(features)},
                               {"kernel_cpu", host.cpu},
@@ -119,15 +139,29 @@ public:
     return lap::linkModelLibrary(module, lap::CPUTarget::kernelBaseline(),
                                  libraries, path, argv0);
   }
+
+private:
+  const char *arch; ///< the GPU architecture ("sm_90")
 };
 
 } // namespace
 
 void lap::registerCUDATarget() {
-  registerTarget({"cuda",
-                  std::string("NVIDIA GPUs (") + kCudaArch +
-                      ": Hopper); the host code runs on any x86-64-v3 CPU",
-                  [](const TargetOptions &) -> std::unique_ptr<Target> {
-                    return std::make_unique<CUDA>();
-                  }});
+  registerTarget(
+      {"cuda",
+       std::string("NVIDIA GPUs: ") + kCudaArchs[0] +
+           " (Hopper) by default, --gpu=sm_80 (Ampere), sm_86, sm_87 or "
+           "sm_89 (Ada); the host code runs on any x86-64-v3 CPU",
+       [](const TargetOptions &options) -> std::unique_ptr<Target> {
+         if (!options.cpu.empty()) {
+           llvm::errs() << "lapc: error: --cpu names the CPU of --target=cpu; "
+                           "a CUDA library's host code runs on any x86-64-v3 "
+                           "CPU\n";
+           return nullptr;
+         }
+         const char *arch = cudaArch(options.gpu);
+         if (!arch)
+           return nullptr;
+         return std::make_unique<CUDA>(arch);
+       }});
 }

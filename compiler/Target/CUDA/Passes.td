@@ -45,9 +45,10 @@ def LapEmbedGpuBinary : Pass<"lap-embed-gpu-binary", "::mlir::ModuleOp"> {
   let description = [{
     Replaces `gpu.binary @lap_kernels` (one object: the fatbin of the
     cubin ptxas made and the PTX)
-    by the LLVM globals `lap_gen_cuda_image` (its bytes) and
+    by the LLVM globals `lap_gen_cuda_image` (its bytes),
     `lap_gen_cuda_image_size`, which the runtime loads
-    (runtime/model/CudaLaunch.cpp).
+    (runtime/model/CudaLaunch.cpp), and `lap_gen_cuda_arch`, the
+    architecture it was compiled for ("sm_90", NUL-terminated).
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

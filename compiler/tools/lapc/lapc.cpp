@@ -127,6 +127,12 @@ cl::opt<std::string> targetCPU(
              "CPU with AVX2 and FMA; znver4, ...), native (this one), or "
              "help (list them)"),
     cl::value_desc("name"), cl::init("native"), cl::cat(lapcCategory));
+cl::opt<std::string> targetGPU(
+    "gpu",
+    cl::desc("--target=cuda: the GPU architecture to generate code for: "
+             "sm_90 (Hopper, the default), sm_80 (Ampere), sm_86, sm_87 or "
+             "sm_89 (Ada); later GPUs run the PTX of the library"),
+    cl::value_desc("arch"), cl::cat(lapcCategory));
 cl::opt<bool> profile(
     "profile",
     cl::desc("Time every op of the generated code; the process prints a "
@@ -344,7 +350,8 @@ ExitCode emitModule(const lap::dsl::Spec &spec, const lap::Target &target,
         [&](mlir::OpPassManager &pm) {
           pm.addPass(lap::createLapkToCUDA());
           if (emitAction == Emit::PTX)
-            lap::buildGpuModulePipeline(pm, lap::GpuBinaryFormat::PTX);
+            lap::buildGpuModulePipeline(pm, lap::GpuBinaryFormat::PTX,
+                                        lap::cudaArch(targetGPU));
         },
         InternalError);
     if (code != Success)
@@ -446,7 +453,9 @@ int main(int argc, char **argv) {
     return BadInput;
   }
   lap::TargetOptions targetOptions;
-  targetOptions.cpu = targetCPU;
+  if (targetCPU.getNumOccurrences())
+    targetOptions.cpu = targetCPU;
+  targetOptions.gpu = targetGPU;
   std::unique_ptr<lap::Target> target = targetInfo->create(targetOptions);
   if (!target)
     return BadInput;
