@@ -401,7 +401,11 @@ void lap::cuda::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
   const cublasOperation_t opA = transb == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
   const Problem q{opA, opB, uint64_t(N), uint64_t(M), uint64_t(K), ldb, lda,
                   ldc, B,   A,           C,           bias,        aux};
-  const cublasLtEpilogue_t fused = cublasEpilogue(epilogue, bias, aux);
+  // cuBLASLt takes an auxiliary matrix only with a leading dimension that is
+  // a multiple of 8; other shapes get the epilogue from a kernel.
+  const cublasLtEpilogue_t fused =
+      aux && ldc % 8 != 0 ? CUBLASLT_EPILOGUE_DEFAULT
+                          : cublasEpilogue(epilogue, bias, aux);
   const PlanKey key(transa, transb, M, N, K, lda, ldb, ldc, int(fused),
                     alignmentOf(A), alignmentOf(B), alignmentOf(C),
                     alignmentOf(bias), alignmentOf(aux));

@@ -5,13 +5,14 @@
 // parameters must equal the CPU's bit for bit (one generator, run on the
 // host), its loss, logits and every gradient agree within 1e-4 of each
 // tensor's largest magnitude (fp32 on both; GEMMs, attention and
-// reductions sum in other orders on the GPU). Models: the whole-model
-// tests' three with mixed head kinds and a DINO model (MixedKindModels.h);
-// dropout and drop path draw the same masks on both. And host data on its way
-// to the GPU (ModelOnDevice, as lapc-run sends it): decoding, and token ids
-// checked. Features, embeddings and a DINO model's local views too, and a
-// step captured in a CUDA graph, replayed with new seeds. Skipped, saying
-// so, without a GPU.
+// reductions sum in other orders on the GPU; 5e-4 for the GPT-2-style
+// model, whose tanh GELU runs in cuBLASLt's epilogues: toleranceOf). Models:
+// the whole-model tests' three with mixed head kinds and a DINO model
+// (MixedKindModels.h); dropout and drop path draw the same masks on both. And
+// host data on its way to the GPU (ModelOnDevice, as lapc-run sends it):
+// decoding, and token ids checked. Features, embeddings and a DINO model's
+// local views too, and a step captured in a CUDA graph, replayed with new
+// seeds. Skipped, saying so, without a GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,9 +51,17 @@ std::vector<T> read(const DeviceMemory &memory, const Buffer &buffer) {
   return out;
 }
 
+/// How close a GPU value must be to the CPU's, relative to the tensor's
+/// largest magnitude: 1e-4 (fp32 summed in other orders), and 5e-4 for the
+/// GPT-2-style model, whose tanh GELU runs in cuBLASLt's GEMM epilogue,
+/// which may take the hardware tanh (relative error about 2^-11).
+float toleranceOf(const Case &c) {
+  return std::string(c.name) == kCases[0].name ? 5e-4f : 1e-4f;
+}
+
 /// Within `tolerance` of the tensor's largest magnitude, element by element.
 void expectClose(const float *got, const float *want, size_t n,
-                 const std::string &what, float tolerance = 1e-4f) {
+                 const std::string &what, float tolerance) {
   float scale = 0;
   for (size_t i = 0; i < n; ++i)
     scale = std::max(scale, std::abs(want[i]));
@@ -164,9 +173,9 @@ TEST(ModelOnGpuTest, CudaLibraryComputesWhatTheCpuLibraryComputes) {
         << gpu.lastError();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     EXPECT_NEAR(read<float>(memory, loss)[0], wantLoss,
-                1e-4f * std::abs(wantLoss));
+                toleranceOf(c) * std::abs(wantLoss));
     expectClose(read<float>(memory, logits).data(), wantLogits.data(),
-                wantLogits.size(), "logits");
+                wantLogits.size(), "logits", toleranceOf(c));
 
     auto seed = copyOf(memory, std::vector<uint64_t>{0});
     ASSERT_EQ(gpu.trainStep(params.as<float>(), grads.as<float>(), &view,
@@ -176,11 +185,11 @@ TEST(ModelOnGpuTest, CudaLibraryComputesWhatTheCpuLibraryComputes) {
         << gpu.lastError();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     EXPECT_NEAR(read<float>(memory, loss)[0], wantTrainLoss,
-                1e-4f * std::abs(wantTrainLoss));
+                toleranceOf(c) * std::abs(wantTrainLoss));
     std::vector<float> got = read<float>(memory, grads);
     for (const ParameterInfo &p : gpu.parameters())
       expectClose(got.data() + p.offset, cpu.grad() + p.offset,
-                  size_t(p.elements), "gradient of " + p.name);
+                  size_t(p.elements), "gradient of " + p.name, toleranceOf(c));
   }
 }
 
@@ -188,7 +197,7 @@ TEST(ModelOnGpuTest, CudaLibraryComputesWhatTheCpuLibraryComputes) {
 // (ABI 7): replayed after the host writes another seed, it draws that
 // seed's dropout masks (GPT-2-style model: the dropout kernels) and
 // drop-path masks (ViT: generated loops), as the CPU library does with
-// that seed (loss and gradients within 1e-4 of their largest magnitude).
+// that seed (loss and gradients within toleranceOf the model).
 TEST(ModelOnGpuTest, CapturedStepDrawsTheMasksOfItsReplaysSeed) {
   REQUIRE_GPU();
   for (const Case &c : {kCases[0], kCases[2]}) {
@@ -206,6 +215,9 @@ TEST(ModelOnGpuTest, CapturedStepDrawsTheMasksOfItsReplaysSeed) {
     DeviceBatch onDevice(memory, c, b);
     const lap_batch &view = onDevice.view;
 
+    // The copies above ran on the legacy stream, which a non-blocking
+    // stream does not wait for.
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     cudaStream_t stream;
     ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
               cudaSuccess);
@@ -243,11 +255,12 @@ TEST(ModelOnGpuTest, CapturedStepDrawsTheMasksOfItsReplaysSeed) {
       ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
       losses[value - 3] = wantLoss;
       EXPECT_NEAR(read<float>(memory, loss)[0], wantLoss,
-                  1e-4f * std::abs(wantLoss));
+                  toleranceOf(c) * std::abs(wantLoss));
       std::vector<float> got = read<float>(memory, grads);
       for (const ParameterInfo &p : gpu.parameters())
         expectClose(got.data() + p.offset, cpu.grad() + p.offset,
-                    size_t(p.elements), "gradient of " + p.name);
+                    size_t(p.elements), "gradient of " + p.name,
+                    toleranceOf(c));
     }
     // The two seeds draw different masks: the comparison above is not empty.
     EXPECT_NE(losses[0], losses[1]);
@@ -278,12 +291,14 @@ TEST(ModelOnGpuTest, HostTokensReachTheGpu) {
                          int64_t(prompt.size()), 0, side->cache.as<float>(),
                          out.data());
     }
-    expectClose(got.data(), want.data(), want.size(), "prompt logits");
+    expectClose(got.data(), want.data(), want.size(), "prompt logits",
+                toleranceOf(c));
     for (Side *side : {&cpu, &gpu})
       side->calls.decode(side->params.as<float>(), next.data(), 1, 1,
                          int64_t(prompt.size()), side->cache.as<float>(),
                          (side == &cpu ? want : got).data());
-    expectClose(got.data(), want.data(), size_t(kVocab), "next logits");
+    expectClose(got.data(), want.data(), size_t(kVocab), "next logits",
+                toleranceOf(c));
 
     std::vector<int32_t> tokens(kMaxSeq, 2), targets(kMaxSeq, 2);
     tokens[5] = int32_t(kVocab);
@@ -328,13 +343,13 @@ TEST(ModelOnGpuTest, FeaturesEmbeddingsAndLocalViewsReachTheHost) {
     std::vector<float> want(n), got(n);
     cpu.calls.features(cpu.params.as<float>(), b.view(), want.data());
     gpu.calls.features(gpu.params.as<float>(), b.view(), got.data());
-    expectClose(got.data(), want.data(), n, "features");
+    expectClose(got.data(), want.data(), n, "features", toleranceOf(c));
     if (!c.image)
       continue;
     n = size_t(b.batch) * f["width"].get<size_t>();
     cpu.calls.embed(cpu.params.as<float>(), b.view(), want.data());
     gpu.calls.embed(gpu.params.as<float>(), b.view(), got.data());
-    expectClose(got.data(), want.data(), n, "embedding");
+    expectClose(got.data(), want.data(), n, "embedding", toleranceOf(c));
     if (!dino)
       continue;
     Batch local =
@@ -345,11 +360,11 @@ TEST(ModelOnGpuTest, FeaturesEmbeddingsAndLocalViewsReachTheHost) {
                                          cpu.grads.as<float>(), view, 4);
     float gotLoss = gpu.calls.trainStep(gpu.params.as<float>(),
                                         gpu.grads.as<float>(), view, 4);
-    EXPECT_NEAR(gotLoss, wantLoss, 1e-4f * std::abs(wantLoss));
+    EXPECT_NEAR(gotLoss, wantLoss, toleranceOf(c) * std::abs(wantLoss));
     std::vector<float> grads = read<float>(gpu.memory, gpu.grads);
     for (const ParameterInfo &p : gpu.model.parameters())
       expectClose(grads.data() + p.offset, cpu.grads.as<float>() + p.offset,
-                  size_t(p.elements), "gradient of " + p.name);
+                  size_t(p.elements), "gradient of " + p.name, toleranceOf(c));
     // A token count of no compiled image size is refused before the copy.
     view.seq = 3;
     try {

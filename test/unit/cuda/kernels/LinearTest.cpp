@@ -9,6 +9,7 @@
 // add the K products of a dot in different orders (fp32 throughout, no
 // TF32); for K <= 600 terms of size <= 1 the rounding differences stay
 // near 1e-6 of the result's scale, and a bias gradient sums <= 600 rows.
+// The GELU epilogues' bound is wider (kGeluTolerance, below).
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +30,7 @@ namespace {
 
 using namespace lap::test;
 
-constexpr double kTolerance = 1e-4;
+constexpr double kTolerance = 1e-4, kGeluTolerance = 5e-4;
 
 struct Shape {
   int64_t n, in, out;
@@ -163,8 +164,11 @@ TEST(CudaLinear, HeadsBackwardMatchesCpu) {
 
 // The tanh GELU in the GEMM's epilogue (cuBLASLt's GELU_AUX_BIAS and
 // DGELU_BGRAD, or the kernels that stand in where no algorithm fuses them)
-// against the CPU's one pass after its GEMM: tanhf against the CPU's
-// polynomial differ by a few ulp, within the same bound.
+// against the CPU's one pass after its GEMM. Tolerance 5e-4 of the largest
+// magnitude: cuBLASLt's epilogue may take the hardware tanh (tanh.approx,
+// relative error about 2^-11), which moves gelu(x) = x (1 + tanh u) / 2 by
+// up to 2.5e-4 |x| and its slope as much; the kernels that stand in use
+// tanhf, a few ulp from the CPU's polynomial.
 TEST(CudaLinear, GeluForwardMatchesCpu) {
   REQUIRE_GPU();
   std::mt19937 rng(6);
@@ -183,7 +187,7 @@ TEST(CudaLinear, GeluForwardMatchesCpu) {
         lap_cuda_linear_gelu_forward(y, keep ? pre.get() : nullptr, dX, dW,
                                      bias ? dB.get() : nullptr, s.n, s.in,
                                      s.out);
-        expectClose(y.host(), want, kTolerance, bias ? "y (bias)" : "y");
+        expectClose(y.host(), want, kGeluTolerance, bias ? "y (bias)" : "y");
         if (keep)
           expectClose(pre.host(), wantPre, kTolerance, "pre");
       }
@@ -208,9 +212,9 @@ TEST(CudaLinear, GeluBackwardMatchesCpu) {
           gotBias(nanVector(wantBias.size()));
       lap_cuda_gelu_linear_backward(got, bias ? gotBias.get() : nullptr, dDy,
                                     dW, dPre, s.n, s.in, s.out);
-      expectClose(got.host(), want, kTolerance, "dpre");
+      expectClose(got.host(), want, kGeluTolerance, "dpre");
       if (bias)
-        expectClose(gotBias.host(), wantBias, kTolerance, "dbias");
+        expectClose(gotBias.host(), wantBias, kGeluTolerance, "dbias");
     }
   }
   // No rows: the bias gradient is 0, not left as it was.
