@@ -403,9 +403,9 @@ void lap::cuda::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
                   ldc, B,   A,           C,           bias,        aux};
   // cuBLASLt takes an auxiliary matrix only with a leading dimension that is
   // a multiple of 8; other shapes get the epilogue from a kernel.
-  const cublasLtEpilogue_t fused =
-      aux && ldc % 8 != 0 ? CUBLASLT_EPILOGUE_DEFAULT
-                          : cublasEpilogue(epilogue, bias, aux);
+  const cublasLtEpilogue_t fused = aux && ldc % 8 != 0
+                                       ? CUBLASLT_EPILOGUE_DEFAULT
+                                       : cublasEpilogue(epilogue, bias, aux);
   const PlanKey key(transa, transb, M, N, K, lda, ldb, ldc, int(fused),
                     alignmentOf(A), alignmentOf(B), alignmentOf(C),
                     alignmentOf(bias), alignmentOf(aux));
