@@ -59,16 +59,6 @@ float toleranceOf(const Case &c) {
   return std::string(c.name) == kCases[0].name ? 5e-4f : 1e-4f;
 }
 
-/// Within `tolerance` of the tensor's largest magnitude, element by element.
-void expectClose(const float *got, const float *want, size_t n,
-                 const std::string &what, float tolerance) {
-  float scale = 0;
-  for (size_t i = 0; i < n; ++i)
-    scale = std::max(scale, std::abs(want[i]));
-  for (size_t i = 0; i < n; ++i)
-    ASSERT_NEAR(got[i], want[i], tolerance * scale) << what << " [" << i << "]";
-}
-
 /// The whole-model tests' three models and the DINO one.
 std::vector<Case> allCases() {
   std::vector<Case> cases(std::begin(kCases), std::end(kCases));
@@ -174,8 +164,8 @@ TEST(ModelOnGpuTest, CudaLibraryComputesWhatTheCpuLibraryComputes) {
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     EXPECT_NEAR(read<float>(memory, loss)[0], wantLoss,
                 toleranceOf(c) * std::abs(wantLoss));
-    expectClose(read<float>(memory, logits).data(), wantLogits.data(),
-                wantLogits.size(), "logits", toleranceOf(c));
+    expectWithinScale(read<float>(memory, logits).data(), wantLogits.data(),
+                      wantLogits.size(), toleranceOf(c), "logits");
 
     auto seed = copyOf(memory, std::vector<uint64_t>{0});
     ASSERT_EQ(gpu.trainStep(params.as<float>(), grads.as<float>(), &view,
@@ -188,8 +178,9 @@ TEST(ModelOnGpuTest, CudaLibraryComputesWhatTheCpuLibraryComputes) {
                 toleranceOf(c) * std::abs(wantTrainLoss));
     std::vector<float> got = read<float>(memory, grads);
     for (const ParameterInfo &p : gpu.parameters())
-      expectClose(got.data() + p.offset, cpu.grad() + p.offset,
-                  size_t(p.elements), "gradient of " + p.name, toleranceOf(c));
+      expectWithinScale(got.data() + p.offset, cpu.grad() + p.offset,
+                        size_t(p.elements), toleranceOf(c),
+                        "gradient of " + p.name);
   }
 }
 
@@ -258,9 +249,9 @@ TEST(ModelOnGpuTest, CapturedStepDrawsTheMasksOfItsReplaysSeed) {
                   toleranceOf(c) * std::abs(wantLoss));
       std::vector<float> got = read<float>(memory, grads);
       for (const ParameterInfo &p : gpu.parameters())
-        expectClose(got.data() + p.offset, cpu.grad() + p.offset,
-                    size_t(p.elements), "gradient of " + p.name,
-                    toleranceOf(c));
+        expectWithinScale(got.data() + p.offset, cpu.grad() + p.offset,
+                          size_t(p.elements), toleranceOf(c),
+                          "gradient of " + p.name);
     }
     // The two seeds draw different masks: the comparison above is not empty.
     EXPECT_NE(losses[0], losses[1]);
@@ -291,14 +282,14 @@ TEST(ModelOnGpuTest, HostTokensReachTheGpu) {
                          int64_t(prompt.size()), 0, side->cache.as<float>(),
                          out.data());
     }
-    expectClose(got.data(), want.data(), want.size(), "prompt logits",
-                toleranceOf(c));
+    expectWithinScale(got.data(), want.data(), want.size(), toleranceOf(c),
+                      "prompt logits");
     for (Side *side : {&cpu, &gpu})
       side->calls.decode(side->params.as<float>(), next.data(), 1, 1,
                          int64_t(prompt.size()), side->cache.as<float>(),
                          (side == &cpu ? want : got).data());
-    expectClose(got.data(), want.data(), size_t(kVocab), "next logits",
-                toleranceOf(c));
+    expectWithinScale(got.data(), want.data(), size_t(kVocab), toleranceOf(c),
+                      "next logits");
 
     std::vector<int32_t> tokens(kMaxSeq, 2), targets(kMaxSeq, 2);
     tokens[5] = int32_t(kVocab);
@@ -343,13 +334,13 @@ TEST(ModelOnGpuTest, FeaturesEmbeddingsAndLocalViewsReachTheHost) {
     std::vector<float> want(n), got(n);
     cpu.calls.features(cpu.params.as<float>(), b.view(), want.data());
     gpu.calls.features(gpu.params.as<float>(), b.view(), got.data());
-    expectClose(got.data(), want.data(), n, "features", toleranceOf(c));
+    expectWithinScale(got.data(), want.data(), n, toleranceOf(c), "features");
     if (!c.image)
       continue;
     n = size_t(b.batch) * f["width"].get<size_t>();
     cpu.calls.embed(cpu.params.as<float>(), b.view(), want.data());
     gpu.calls.embed(gpu.params.as<float>(), b.view(), got.data());
-    expectClose(got.data(), want.data(), n, "embedding", toleranceOf(c));
+    expectWithinScale(got.data(), want.data(), n, toleranceOf(c), "embedding");
     if (!dino)
       continue;
     Batch local =
@@ -363,8 +354,9 @@ TEST(ModelOnGpuTest, FeaturesEmbeddingsAndLocalViewsReachTheHost) {
     EXPECT_NEAR(gotLoss, wantLoss, toleranceOf(c) * std::abs(wantLoss));
     std::vector<float> grads = read<float>(gpu.memory, gpu.grads);
     for (const ParameterInfo &p : gpu.model.parameters())
-      expectClose(grads.data() + p.offset, cpu.grads.as<float>() + p.offset,
-                  size_t(p.elements), "gradient of " + p.name, toleranceOf(c));
+      expectWithinScale(grads.data() + p.offset,
+                        cpu.grads.as<float>() + p.offset, size_t(p.elements),
+                        toleranceOf(c), "gradient of " + p.name);
     // A token count of no compiled image size is refused before the copy.
     view.seq = 3;
     try {

@@ -12,9 +12,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace lap::test {
@@ -75,6 +78,33 @@ inline void expectNear(const std::vector<float> &got,
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i)
     EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
+}
+
+/// |got - want| <= tolerance * max |want| everywhere (NaN fails): the same
+/// values computed another way (another device, fusion or summation
+/// order), held to the largest magnitude of the tensor; reports the worst
+/// element.
+inline void expectWithinScale(const float *got, const float *want, size_t n,
+                              double tolerance, const std::string &what) {
+  double scale = 0.0, worst = 0.0;
+  size_t at = 0;
+  for (size_t i = 0; i < n; ++i) {
+    scale = std::max(scale, std::fabs(double(want[i])));
+    double d = std::fabs(double(got[i]) - double(want[i]));
+    if (!(d <= worst)) {
+      worst = std::isnan(d) ? INFINITY : d;
+      at = i;
+    }
+  }
+  EXPECT_LE(worst, tolerance * scale)
+      << what << ": worst at " << at << ", " << (n ? got[at] : 0.0f) << " vs "
+      << (n ? want[at] : 0.0f) << " (largest magnitude " << scale << ")";
+}
+inline void expectWithinScale(const std::vector<float> &got,
+                              const std::vector<float> &want, double tolerance,
+                              const std::string &what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  expectWithinScale(got.data(), want.data(), got.size(), tolerance, what);
 }
 
 } // namespace lap::test

@@ -31,53 +31,23 @@ std::unique_ptr<ModelRun> load(bool fused) {
   return run;
 }
 
-void expectClose(const std::vector<float> &a, const std::vector<float> &b,
-                 const char *what) {
-  expectWithinScale(a, b, 1e-5f, what);
-}
-
 TEST(EpilogueFusionTest, EpiloguesComputeWhatLoopsCompute) {
   auto fused = load(true), separate = load(false);
-  ASSERT_EQ(fused->elements(), separate->elements());
   Batch b = textBatch(3, 11, kVocab, 29);
-  std::vector<float> fusedLogits, separateLogits;
-  float loss = fused->forward(b, &fusedLogits);
-  EXPECT_NEAR(loss, separate->forward(b, &separateLogits), 1e-5f * loss);
-  expectClose(fusedLogits, separateLogits, "logits");
-  // A training step: dropout draws the same masks.
-  float trainLoss = fused->trainStep(b);
-  EXPECT_NEAR(trainLoss, separate->trainStep(b), 1e-5f * trainLoss);
-  std::vector<float> fusedGrads(fused->grad(),
-                                fused->grad() + fused->elements()),
-      separateGrads(separate->grad(), separate->grad() + separate->elements());
-  expectClose(fusedGrads, separateGrads, "gradients");
+  expectSameComputation(*fused, *separate, b, 1e-5f);
 }
 
 // The comparison above is not empty: the pipeline fuses the model's two
 // MLPs, forward and backward, and --fuse-epilogues=false does not.
 TEST(EpilogueFusionTest, FusionHappens) {
-  TempDir dir;
-  std::string spec = dir.file("spec.yaml");
-  std::ofstream(spec) << kGpt2;
-  auto count = [&](const std::string &flags, const std::string &op) {
-    std::string output;
-    EXPECT_EQ(runCommand(std::string("'") + LAP_LAPC + "' '" + spec +
-                             "' --emit=lowered " + flags,
-                         output),
-              0)
-        << output;
-    size_t n = 0;
-    for (size_t at = output.find(op); at != std::string::npos;
-         at = output.find(op, at + 1))
-      ++n;
-    return n;
-  };
+  std::string fused = loweredIR(kGpt2),
+              apart = loweredIR(kGpt2, "--fuse-epilogues=false");
   // Two layers: @forward, @train_step, @features and @decode each run both
   // MLPs; only @train_step has their backward.
-  EXPECT_EQ(count("", "lap.linear_gelu "), 8u);
-  EXPECT_EQ(count("", "lap.gelu_linear_grad "), 2u);
-  EXPECT_EQ(count("--fuse-epilogues=false", "lap.linear_gelu "), 0u);
-  EXPECT_EQ(count("--fuse-epilogues=false", "lap.gelu_linear_grad "), 0u);
+  EXPECT_EQ(occurrences(fused, "lap.linear_gelu "), 8u);
+  EXPECT_EQ(occurrences(fused, "lap.gelu_linear_grad "), 2u);
+  EXPECT_EQ(occurrences(apart, "lap.linear_gelu "), 0u);
+  EXPECT_EQ(occurrences(apart, "lap.gelu_linear_grad "), 0u);
 }
 
 } // namespace

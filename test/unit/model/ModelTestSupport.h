@@ -11,6 +11,7 @@
 
 #include "runtime/model/LoadedModel.h"
 #include "test/unit/TempDir.h"
+#include "test/unit/kernels/KernelTestSupport.h"
 
 #include <gtest/gtest.h>
 
@@ -65,6 +66,30 @@ inline std::string compileSpec(const std::filesystem::path &dir,
     throw std::runtime_error("lapc failed (exit " + std::to_string(status) +
                              ") on\n" + yaml + "\n" + output);
   return so;
+}
+
+/// The lap IR after lapc's pass pipeline (`--emit=lowered`, with `flags`)
+/// of spec text `yaml`; fails the test when lapc does.
+inline std::string loweredIR(const std::string &yaml,
+                             const std::string &flags = "") {
+  TempDir dir;
+  std::string spec = dir.file("spec.yaml"), output;
+  std::ofstream(spec) << yaml;
+  EXPECT_EQ(runCommand(std::string("'") + LAP_LAPC + "' '" + spec +
+                           "' --emit=lowered " + flags,
+                       output),
+            0)
+      << output;
+  return output;
+}
+
+/// How often `word` occurs in `text`.
+inline size_t occurrences(const std::string &text, const std::string &word) {
+  size_t n = 0;
+  for (size_t at = text.find(word); at != std::string::npos;
+       at = text.find(word, at + 1))
+    ++n;
+  return n;
 }
 
 /// The library of spec `name`, compiled on first use and kept for the rest
@@ -152,20 +177,6 @@ inline Batch imageBatch(int64_t batch, int64_t channels, int64_t side,
   return b;
 }
 
-/// got equals want within `tolerance` of want's largest magnitude, element
-/// by element: the same values computed another way (other fusions, other
-/// summation orders).
-inline void expectWithinScale(const std::vector<float> &got,
-                              const std::vector<float> &want, float tolerance,
-                              const char *what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  float scale = 0;
-  for (float v : want)
-    scale = std::max(scale, std::abs(v));
-  for (size_t i = 0; i < got.size(); ++i)
-    ASSERT_NEAR(got[i], want[i], tolerance * scale) << what << " " << i;
-}
-
 /// A loaded model with parameter, gradient and workspace buffers.
 struct ModelRun {
   explicit ModelRun(const std::string &path)
@@ -221,6 +232,24 @@ struct ModelRun {
   LoadedModel model;
   AlignedBuffer params, grads, workspace;
 };
+
+/// Two builds of one spec (`a` with a compiler option, `b` without) compute
+/// the same evaluation forward (loss, logits) and training step (loss,
+/// every gradient) of `batch`, within `tolerance` of each value's scale;
+/// dropout and drop path draw the same masks in both.
+inline void expectSameComputation(ModelRun &a, ModelRun &b, Batch &batch,
+                                  float tolerance) {
+  ASSERT_EQ(a.elements(), b.elements());
+  std::vector<float> aLogits, bLogits;
+  float loss = a.forward(batch, &aLogits);
+  EXPECT_NEAR(loss, b.forward(batch, &bLogits), tolerance * loss);
+  expectWithinScale(aLogits, bLogits, tolerance, "logits");
+  float trainLoss = a.trainStep(batch);
+  EXPECT_NEAR(trainLoss, b.trainStep(batch), tolerance * trainLoss);
+  expectWithinScale(std::vector<float>(a.grad(), a.grad() + a.elements()),
+                    std::vector<float>(b.grad(), b.grad() + b.elements()),
+                    tolerance, "gradients");
+}
 
 } // namespace lap::test
 

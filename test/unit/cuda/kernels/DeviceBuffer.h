@@ -2,7 +2,7 @@
 //
 // CUDA kernel tests run a lap_cuda_ kernel and its CPU twin, lap_cpu_, on
 // the same inputs and compare: these move the inputs to the device and the
-// outputs back, and compare them relative to the tensor's scale.
+// outputs back (the comparison: expectWithinScale, KernelTestSupport.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,28 +56,6 @@ private:
   T *data = nullptr;
   size_t count;
 };
-
-/// |got - want| <= tol * max |want| everywhere (NaN fails).
-inline void expectClose(const std::vector<float> &got,
-                        const std::vector<float> &want, double tol,
-                        const char *what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  double scale = 0.0;
-  for (float v : want)
-    scale = std::max(scale, std::fabs(double(v)));
-  double worst = 0.0;
-  size_t at = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    double d = std::fabs(double(got[i]) - double(want[i]));
-    if (!(d <= worst)) {
-      worst = std::isnan(d) ? INFINITY : d;
-      at = i;
-    }
-  }
-  EXPECT_LE(worst, tol * scale)
-      << what << ": worst at " << at << ", " << got[at] << " vs " << want[at]
-      << " (largest magnitude " << scale << ")";
-}
 
 } // namespace lap::test
 
