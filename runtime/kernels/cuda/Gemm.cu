@@ -82,6 +82,20 @@ struct Plans {
   }
 };
 
+/// Points `desc`'s epilogue at this call's bias vector and auxiliary
+/// matrix (each null when the epilogue has none); false, recorded, on a
+/// failure.
+bool setVectors(cublasLtMatmulDesc_t desc, const void *bias, const void *aux) {
+  return (!bias || check(cublasLtMatmulDescSetAttribute(
+                             desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                             sizeof bias),
+                         "cublasLtMatmulDescSetAttribute")) &&
+         (!aux || check(cublasLtMatmulDescSetAttribute(
+                            desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                            &aux, sizeof aux),
+                        "cublasLtMatmulDescSetAttribute"));
+}
+
 /// The heuristic's best algorithm for p as it stands; false if none.
 bool bestAlgorithm(cublasLtHandle_t lt, Plan &p,
                    cublasLtMatmulPreference_t pref) {
@@ -152,22 +166,14 @@ bool build(cublasLtHandle_t lt, Plan &p, const Problem &q,
     // auxiliary matrix has C's layout.
     const uint32_t e = epilogue;
     const int64_t auxLd = q.ldc;
-    ok =
-        check(cublasLtMatmulDescSetAttribute(
-                  p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e),
-              "cublasLtMatmulDescSetAttribute") &&
-        (!q.bias || check(cublasLtMatmulDescSetAttribute(
-                              p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                              &q.bias, sizeof q.bias),
-                          "cublasLtMatmulDescSetAttribute")) &&
-        (!q.aux || (check(cublasLtMatmulDescSetAttribute(
-                              p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
-                              &q.aux, sizeof q.aux),
-                          "cublasLtMatmulDescSetAttribute") &&
-                    check(cublasLtMatmulDescSetAttribute(
+    ok = check(cublasLtMatmulDescSetAttribute(
+                   p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e),
+               "cublasLtMatmulDescSetAttribute") &&
+         setVectors(p.desc, q.bias, q.aux) &&
+         (!q.aux || check(cublasLtMatmulDescSetAttribute(
                               p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
                               &auxLd, sizeof auxLd),
-                          "cublasLtMatmulDescSetAttribute")));
+                          "cublasLtMatmulDescSetAttribute"));
     p.fused = ok && bestAlgorithm(lt, p, pref);
     if (ok && !p.fused) {
       const uint32_t none = CUBLASLT_EPILOGUE_DEFAULT;
@@ -421,15 +427,7 @@ void lap::cuda::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
   }
   Plan &p = found->second;
   // The plan is per shape: this call's vectors go into its descriptor.
-  if (p.fused &&
-      !((!bias || check(cublasLtMatmulDescSetAttribute(
-                            p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                            sizeof bias),
-                        "cublasLtMatmulDescSetAttribute")) &&
-        (!aux || check(cublasLtMatmulDescSetAttribute(
-                           p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
-                           &aux, sizeof aux),
-                       "cublasLtMatmulDescSetAttribute"))))
+  if (p.fused && !setVectors(p.desc, bias, aux))
     return;
   const float alpha = 1.0f;
   if (!check(cublasLtMatmul(handle, p.desc, &alpha, q.A, p.a, q.B, p.b, &beta,
