@@ -1,7 +1,6 @@
 //===- HostLowering.cpp - The kernel form's host code, any target -*- C++ -*-===//
 
 #include "compiler/Target/HostLowering.h"
-#include "dialects/Lapk/IR/KernelTable.h"
 
 #include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
 #include "mlir/Conversion/Passes.h"
@@ -171,14 +170,13 @@ void HostLowering::exposeEntry(func::FuncOp f) {
 void HostLowering::lowerCall(lapk::CallOp call, StringRef prefix) {
   OpBuilder b(call);
   Location loc = call.getLoc();
-  const lapk::KernelSignature *kernel = lapk::lookupKernel(call.getKernel());
   SmallVector<Value> args;
   SmallVector<Type> types;
-  for (auto [arg, kind] : llvm::zip(call.getArgs(), kernel->args)) {
-    bool buffer = kind == lapk::KernelArg::F32Buffer ||
-                  kind == lapk::KernelArg::I32Buffer ||
-                  kind == lapk::KernelArg::I64Buffer;
-    args.push_back(buffer ? pointerOf(b, loc, arg) : arg);
+  // lapk.call's verifier has matched every argument to its parameter's
+  // kind: the buffers are the memrefs, passed as their pointers.
+  for (Value arg : call.getArgs()) {
+    args.push_back(isa<MemRefType>(arg.getType()) ? pointerOf(b, loc, arg)
+                                                  : arg);
     types.push_back(args.back().getType());
   }
   func::FuncOp callee = declare((prefix + call.getKernel()).str(),
