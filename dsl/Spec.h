@@ -274,12 +274,15 @@ struct TrainSpec {
   double gradClip = 0; ///< grad_clip: max global norm, 0 = off
   int64_t zero = 0;    ///< zero: 1 shards the optimizer state over the ranks
   Precision precision = Precision::FP32; ///< precision: fp32 | bf16
-  OptimizerSpec optimizer;               ///< optimizer
-  ScheduleSpec schedule;                 ///< schedule
-  DataSpec data;                         ///< data
-  EvalSpec eval;                         ///< eval
-  CheckpointSpec checkpoint;             ///< checkpoint
-  int64_t logEvery = 10;                 ///< log_every: steps
+  /// matmul_precision: fp32 | bf16, what the matrix products of an fp32
+  /// model multiply (bf16: operands rounded to bf16, fp32 accumulation).
+  Precision matmulPrecision = Precision::FP32;
+  OptimizerSpec optimizer;   ///< optimizer
+  ScheduleSpec schedule;     ///< schedule
+  DataSpec data;             ///< data
+  EvalSpec eval;             ///< eval
+  CheckpointSpec checkpoint; ///< checkpoint
+  int64_t logEvery = 10;     ///< log_every: steps
   // supervised
   AugmentSpec augment;                                ///< augment
   SupervisedLoss loss = SupervisedLoss::CrossEntropy; ///< loss: ce | bce

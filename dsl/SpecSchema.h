@@ -217,6 +217,7 @@ template <class V, class T> void visitTrain(V &v, T &t) {
   v.field("grad_clip", t.gradClip, nonNegative);
   v.field("zero", t.zero, zeroStage);
   v.field("precision", t.precision);
+  v.field("matmul_precision", t.matmulPrecision);
   v.field("log_every", t.logEvery, positive);
   v.section("optimizer", always, [&] {
     auto &o = t.optimizer;

@@ -54,8 +54,8 @@ double gemmCeiling(cudaStream_t stream) {
        c = randomFloats(n * n, rng, true);
   lap::cuda::setStream(stream);
   std::vector<double> ms = timeRuns(stream, 2, 5, [&](int64_t) {
-    lap::cuda::gemm('N', 'T', n, n, n, a->as<float>(), n, b->as<float>(), n,
-                    0.0f, c->as<float>(), n);
+    lap::cuda::gemm(LAP_MATMUL_FP32, 'N', 'T', n, n, n, a->as<float>(), n,
+                    b->as<float>(), n, 0.0f, c->as<float>(), n);
   });
   if (std::string failure = lap::cuda::takeFailure(); !failure.empty())
     throw std::runtime_error(failure);

@@ -17,6 +17,7 @@
 
 #include "compiler/Frontend/SpecToLap.h"
 
+#include "dialects/Lap/IR/LapDialect.h"
 #include "dialects/Lap/IR/LapOps.h"
 #include "dsl/ParameterTable.h"
 
@@ -509,6 +510,8 @@ OwningOpRef<ModuleOp> ForwardBuilder::build() {
                                    "compiled yet; set classes: 0");
   Location top = loc("model", spec.name);
   OwningOpRef<ModuleOp> module = ModuleOp::create(top, spec.name);
+  if (spec.train.matmulPrecision == dsl::Precision::BF16)
+    (*module)->setAttr(kMatmulPrecisionAttr, b.getStringAttr("bf16"));
   b.setInsertionPointToEnd(module->getBody());
   table = dsl::parameterTable(spec);
   imageSize = m.imageSize;

@@ -18,4 +18,13 @@ enum lap_row_loss : int32_t {
   LAP_ROW_LOSS_DINO = 2,               ///< lap.dino_loss
 };
 
+/// How the GEMMs of the linear kernels take their operands
+/// (train.matmul_precision): as given, or rounded to bf16 (to nearest, ties
+/// to even) and multiplied with fp32 accumulation (the product of two bf16
+/// values is exact in fp32). Inputs and outputs are fp32 either way.
+enum lap_matmul : int32_t {
+  LAP_MATMUL_FP32 = 0,
+  LAP_MATMUL_BF16 = 1,
+};
+
 #endif // LAP_RUNTIME_KERNELS_KERNELENUMS_H

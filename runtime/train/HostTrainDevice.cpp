@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/kernels/Bf16.h"
 #include "runtime/kernels/cpu/Parallel.h"
 #include "runtime/train/Optimizer.h"
 #include "runtime/train/TrainDevice.h"
@@ -167,9 +168,9 @@ public:
     });
   }
 
-  void orthogonalize(float *x, int64_t rows, int64_t cols,
-                     int64_t steps) override {
-    lap::train::orthogonalize(x, x, rows, cols, steps);
+  void orthogonalize(float *x, int64_t rows, int64_t cols, int64_t steps,
+                     lap_matmul precision) override {
+    lap::train::orthogonalize(x, x, rows, cols, steps, precision);
   }
 
   void applyUpdate(float *params, const float *u, int64_t n, float decay,
@@ -189,12 +190,27 @@ TrainDevice &hostTrainDevice() {
 }
 
 void orthogonalize(const float *g, float *out, int64_t rows, int64_t cols,
-                   int64_t steps) {
+                   int64_t steps, lap_matmul precision) {
   const float a = 3.4445f, b = -4.7750f, c = 2.0315f;
   bool tall = rows > cols;
   // X is n x m with n <= m, so A = X Xᵀ is the smaller Gram matrix.
   int64_t n = tall ? cols : rows, m = tall ? rows : cols;
   std::vector<float> x(n * m), y(n * m), gram(n * n), poly(n * n);
+  // At bf16 the GEMMs read copies rounded to bf16 (the elementwise terms
+  // keep the fp32 values).
+  const bool bf16 = precision == LAP_MATMUL_BF16;
+  std::vector<float> xOp(bf16 ? n * m : 0), gramOp(bf16 ? n * n : 0),
+      polyOp(bf16 ? n * n : 0);
+  auto operand = [&](const std::vector<float> &v, std::vector<float> &copy,
+                     int64_t width) -> const float * {
+    if (!bf16)
+      return v.data();
+    forRowBlocks(int64_t(v.size()) / width, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0 * width; i < i1 * width; ++i)
+        copy[i] = lap::bf16::round(v[i]);
+    });
+    return copy.data();
+  };
   float norm = float(std::sqrt(sumSquares(g, rows * cols))) + 1e-7f;
   forRowBlocks(n, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i)
@@ -203,21 +219,24 @@ void orthogonalize(const float *g, float *out, int64_t rows, int64_t cols,
   });
   for (int64_t s = 0; s < steps; ++s) {
     // gram = X Xᵀ
+    const float *X = operand(x, xOp, m);
     forRowBlocks(n, [&](int64_t i0, int64_t i1) {
-      sgemm('N', 'T', i1 - i0, n, m, 1.0f, &x[i0 * m], m, x.data(), m, 0.0f,
+      sgemm('N', 'T', i1 - i0, n, m, 1.0f, &X[i0 * m], m, X, m, 0.0f,
             &gram[i0 * n], n);
     });
     // poly = b A + c A A
+    const float *A = operand(gram, gramOp, n);
     forRowBlocks(n, [&](int64_t i0, int64_t i1) {
       std::memcpy(&poly[i0 * n], &gram[i0 * n], (i1 - i0) * n * sizeof(float));
-      sgemm('N', 'N', i1 - i0, n, n, c, &gram[i0 * n], n, gram.data(), n, b,
-            &poly[i0 * n], n);
+      sgemm('N', 'N', i1 - i0, n, n, c, &A[i0 * n], n, A, n, b, &poly[i0 * n],
+            n);
     });
     // Y = a X + poly X
+    const float *P = operand(poly, polyOp, n);
     forRowBlocks(n, [&](int64_t i0, int64_t i1) {
       std::memcpy(&y[i0 * m], &x[i0 * m], (i1 - i0) * m * sizeof(float));
-      sgemm('N', 'N', i1 - i0, m, n, 1.0f, &poly[i0 * n], n, x.data(), m, a,
-            &y[i0 * m], m);
+      sgemm('N', 'N', i1 - i0, m, n, 1.0f, &P[i0 * n], n, X, m, a, &y[i0 * m],
+            m);
     });
     x.swap(y);
   }

@@ -237,7 +237,8 @@ void Optimizer::muonStep(const ParamGroup &group, float *params,
                      grads + info.offset, work.data(), info.elements,
                      float(momentumValue), float(1 - momentumValue),
                      cfg.nesterov);
-    dev.orthogonalize(work.data(), rows, cols, cfg.nsSteps);
+    dev.orthogonalize(work.data(), rows, cols, cfg.nsSteps,
+                      cfg.matmulPrecision);
     // Tall matrices' orthogonal rows are short; sqrt(rows/cols) restores
     // an RMS update comparable to wide ones (Keller Jordan's scaling).
     float scale =

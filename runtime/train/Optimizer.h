@@ -53,6 +53,8 @@ struct OptimizerConfig {
   double momentum = 0.95;
   bool nesterov = true;
   int64_t nsSteps = 5;
+  /// Newton-Schulz's GEMMs (train.matmul_precision).
+  lap_matmul matmulPrecision = LAP_MATMUL_FP32;
   double embeddingLr = 0.2, unembeddingLr = 0.004, scalarLr = 0.5;
   bool scaleLrByWidth = true; ///< AdamW lrs × (width / 768)^-1/2
   int64_t width = 768;        ///< the model's width, for scaleLrByWidth
@@ -108,9 +110,11 @@ std::vector<ParamGroup> assignGroups(const std::vector<TensorInfo> &tensors,
 /// quintic iterations X ← aX + (bA + cA²)X with A = XXᵀ and (a, b, c) =
 /// (3.4445, -4.7750, 2.0315). The result's singular values lie near 1 (in
 /// about [0.7, 1.2], not exactly 1: the quintic trades accuracy for speed).
-/// fp32 throughout (nanochat runs this in bf16). `out` may equal `g`.
+/// fp32 storage and accumulation; the GEMMs' operands rounded to bf16 at
+/// `precision` LAP_MATMUL_BF16 (nanochat runs it all in bf16). `out` may
+/// equal `g`.
 void orthogonalize(const float *g, float *out, int64_t rows, int64_t cols,
-                   int64_t steps);
+                   int64_t steps, lap_matmul precision);
 
 /// One array of the optimizer's state, on its device.
 struct StateTensor {

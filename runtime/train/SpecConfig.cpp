@@ -57,6 +57,9 @@ OptimizerConfig lap::train::optimizerConfig(const dsl::Spec &spec) {
   c.momentum = o.momentum;
   c.nesterov = o.nesterov;
   c.nsSteps = o.nsSteps;
+  c.matmulPrecision = spec.train.matmulPrecision == dsl::Precision::BF16
+                          ? LAP_MATMUL_BF16
+                          : LAP_MATMUL_FP32;
   c.embeddingLr = o.embeddingLr * scale;
   c.unembeddingLr = o.unembeddingLr * scale;
   c.scalarLr = o.scalarLr * scale;

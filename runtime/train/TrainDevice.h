@@ -17,6 +17,8 @@
 #ifndef LAP_RUNTIME_TRAIN_TRAINDEVICE_H
 #define LAP_RUNTIME_TRAIN_TRAINDEVICE_H
 
+#include "runtime/kernels/KernelEnums.h"
+
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -80,9 +82,9 @@ public:
   virtual void muonMomentum(float *buf, const float *g, float *u, int64_t n,
                             float momentum, float weight, bool nesterov) = 0;
   /// x [rows, cols] ← its Newton-Schulz orthogonalisation in place (see
-  /// Optimizer.h's orthogonalize).
+  /// Optimizer.h's orthogonalize), its GEMMs at `precision`.
   virtual void orthogonalize(float *x, int64_t rows, int64_t cols,
-                             int64_t steps) = 0;
+                             int64_t steps, lap_matmul precision) = 0;
   /// p = p × decay − scale × u over n elements.
   virtual void applyUpdate(float *params, const float *u, int64_t n,
                            float decay, float scale) = 0;

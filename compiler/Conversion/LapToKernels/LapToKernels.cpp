@@ -16,6 +16,7 @@
 #include "compiler/Conversion/Passes.h"
 #include "compiler/Memory/Layout.h"
 #include "compiler/Memory/MemoryPlan.h"
+#include "dialects/Lap/IR/LapDialect.h"
 #include "dialects/Lap/IR/LapOps.h"
 #include "dialects/Lapk/IR/KernelTable.h"
 #include "dialects/Lapk/IR/LapkOps.h"
@@ -77,6 +78,9 @@ public:
         training(isTrainStep(source.getName())), profile(profile) {
     maxBatch = source->getAttrOfType<IntegerAttr>(kMaxBatchAttr).getInt();
     maxSeq = source->getAttrOfType<IntegerAttr>(kMaxSeqAttr).getInt();
+    auto precision = module->getAttrOfType<StringAttr>(kMatmulPrecisionAttr);
+    matmul = precision && precision.getValue() == "bf16" ? LAP_MATMUL_BF16
+                                                         : LAP_MATMUL_FP32;
     Block &entry = target.getBody().front();
     unsigned n = entry.getNumArguments();
     params = entry.getArgument(0);
@@ -206,6 +210,8 @@ private:
   I64 firstOr0(Value v) { return v ? I64{buffer(v)} : i64(0); }
   I32 i32(bool v) { return {lb.i32(v ? 1 : 0)}; }
   I32 i32(int32_t v) { return {lb.i32(v)}; }
+  /// The GEMM kernels' precision argument.
+  I32 matmulArg() { return i32(int32_t(matmul)); }
   F32 f32(APFloat v) { return {lb.f32(v.convertToFloat())}; }
   F32 f32(double v) { return {lb.f32(float(v))}; }
 
@@ -301,6 +307,7 @@ private:
   OpBuilder b;
   LoopBuilder lb;
   bool training, profile;
+  lap_matmul matmul;
   int64_t maxBatch, maxSeq;
   Value params, workspace, batchSize, seqLen, seed, first;
   SmallVector<Value> buffers; ///< the batch tensors', then the outputs'
@@ -529,28 +536,29 @@ LogicalResult Emitter::emitOp(Operation *op) {
         LAP_CALL(linear_forward, buf(a.getResult()), buf(a.getInput()),
                  buf(a.getWeight()), optional(a.getBias()),
                  rowsArg(a.getInput()), lastArg(a.getInput()),
-                 lastArg(a.getResult()));
+                 lastArg(a.getResult()), matmulArg());
         return success();
       })
       .Case([&](LinearGradOp a) {
         LAP_CALL(linear_backward, buf(a.getGradInput()), buf(a.getGradWeight()),
                  buf(a.getGradBias()), buf(a.getGradOutput()),
                  buf(a.getInput()), buf(a.getWeight()), rowsArg(a.getInput()),
-                 lastArg(a.getInput()), lastArg(a.getGradOutput()));
+                 lastArg(a.getInput()), lastArg(a.getGradOutput()),
+                 matmulArg());
         return success();
       })
       .Case([&](LinearGeluOp a) {
         LAP_CALL(linear_gelu_forward, buf(a.getResult()), buf(a.getPre()),
                  buf(a.getInput()), buf(a.getWeight()), optional(a.getBias()),
                  rowsArg(a.getInput()), lastArg(a.getInput()),
-                 lastArg(a.getResult()));
+                 lastArg(a.getResult()), matmulArg());
         return success();
       })
       .Case([&](GeluLinearGradOp a) {
         LAP_CALL(gelu_linear_backward, buf(a.getGradPre()),
                  buf(a.getGradBias()), buf(a.getGradOutput()),
                  buf(a.getWeight()), buf(a.getPre()), rowsArg(a.getPre()),
-                 lastArg(a.getPre()), lastArg(a.getGradOutput()));
+                 lastArg(a.getPre()), lastArg(a.getGradOutput()), matmulArg());
         return success();
       })
       .Case([&](LinearHeadsOp a) {
@@ -558,7 +566,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
                  buf(a.getV()), buf(a.getInput()), buf(a.getWeight()),
                  optional(a.getBias()), rowsArg(a.getInput()),
                  lastArg(a.getInput()), i64(headsWidth(a.getQ())),
-                 i64(headsWidth(a.getK())));
+                 i64(headsWidth(a.getK())), matmulArg());
         return success();
       })
       .Case([&](LinearHeadsGradOp a) {
@@ -567,7 +575,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
                  buf(a.getGradQ()), buf(a.getGradK()), buf(a.getGradV()),
                  buf(a.getInput()), buf(a.getWeight()), rowsArg(a.getInput()),
                  lastArg(a.getInput()), i64(headsWidth(a.getGradQ())),
-                 i64(headsWidth(a.getGradK())));
+                 i64(headsWidth(a.getGradK())), matmulArg());
         return success();
       })
       .Case([&](EmbeddingOp a) {
@@ -751,7 +759,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
                  buf(a.getInput()), buf(a.getWeight()), ibuf(a.getTargets()),
                  rowsArg(a.getInput()), lastArg(a.getInput()),
                  i64(weight.getDimSize(0)), f32(a.getLabelSmoothing()),
-                 f32(a.getSoftcap()));
+                 f32(a.getSoftcap()), matmulArg());
         return success();
       })
       .Case<SoftCrossEntropyOp, BCEWithLogitsOp, DinoLossOp>([&](Operation *a) {

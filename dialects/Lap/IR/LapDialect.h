@@ -7,4 +7,13 @@
 
 #include "dialects/Lap/IR/LapOpsDialect.h.inc"
 
+namespace lap {
+
+/// On a module: the precision its matrix products take their operands in,
+/// "fp32" (also when absent) or "bf16" (train.matmul_precision); lowered
+/// to the GEMM kernels' lap_matmul argument.
+constexpr llvm::StringLiteral kMatmulPrecisionAttr = "lap.matmul_precision";
+
+} // namespace lap
+
 #endif // LAP_DIALECTS_LAP_IR_LAPDIALECT_H

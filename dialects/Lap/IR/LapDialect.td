@@ -20,6 +20,8 @@ def Lap_Dialect : Dialect {
     of O = alpha * P V + beta * V before code generation.
   }];
   let cppNamespace = "::lap";
+  // lap.matmul_precision on a module (LapDialect.h).
+  let hasOperationAttrVerify = 1;
 }
 
 // Element types: an op computes in one precision. Its floating-point

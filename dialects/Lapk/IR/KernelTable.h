@@ -43,6 +43,7 @@ template <> struct KernelArgOf<int32_t> {
   static constexpr KernelArg kind = KernelArg::I32;
 };
 template <> struct KernelArgOf<lap_row_loss> : KernelArgOf<int32_t> {};
+template <> struct KernelArgOf<lap_matmul> : KernelArgOf<int32_t> {};
 template <> struct KernelArgOf<float> {
   static constexpr KernelArg kind = KernelArg::F32;
 };

@@ -25,6 +25,7 @@
 
 using lap::cpu::expApprox;
 using lap::cpu::gemm;
+using lap::cpu::operand;
 using lap::cpu::parallelFor;
 using lap::cpu::tanhApprox;
 
@@ -205,12 +206,13 @@ float *chunkBuffer(int64_t floats) {
 /// By chunks of rows: logits = x W^T, each row's loss and (in place) its
 /// gradient, then dx = dlogits W and dW += dlogits^T x. Row losses are
 /// summed in row order as in crossEntropyForward, so the loss is the
-/// unfused one bit for bit.
+/// unfused one bit for bit. The GEMMs at `precision`: W rounded once, x
+/// and dlogits a chunk at a time.
 template <typename Map>
 void linearCrossEntropy(float *loss, float *dx, float *dw, float dloss,
                         const float *x, const float *w, const int32_t *targets,
                         int64_t n, int64_t C, int64_t V, float smoothing,
-                        Map map) {
+                        lap_matmul precision, Map map) {
   const int64_t count = countedRows(targets, n, V);
   const float g = count ? dloss / float(count) : 0.0f;
   const int64_t rows = std::clamp<int64_t>(
@@ -220,11 +222,12 @@ void linearCrossEntropy(float *loss, float *dx, float *dw, float dloss,
   double total = 0.0;
   if (n == 0 && dw)
     std::fill(dw, dw + V * C, 0.0f);
+  const float *wOp = operand(precision, w, V, C, C, 0);
   for (int64_t r0 = 0; r0 < n; r0 += rows) {
     const int64_t m = std::min(rows, n - r0);
-    const float *xc = x + r0 * C;
+    const float *xc = operand(precision, x + r0 * C, m, C, C, 1);
     const int32_t *tc = targets + r0;
-    gemm('N', 'T', m, V, C, xc, C, w, C, 0.0f, logits, V);
+    gemm('N', 'T', m, V, C, xc, C, wOp, C, 0.0f, logits, V);
     parallelFor(m, rowGrain(V), [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         float *row = logits + i * V;
@@ -241,10 +244,12 @@ void linearCrossEntropy(float *loss, float *dx, float *dw, float dloss,
     });
     for (int64_t i = 0; i < m; ++i)
       total += rowLoss[size_t(i)];
+    const float *dlogits =
+        dx || dw ? operand(precision, logits, m, V, V, 2) : nullptr;
     if (dx)
-      gemm('N', 'N', m, C, V, logits, V, w, C, 0.0f, dx + r0 * C, C);
+      gemm('N', 'N', m, C, V, dlogits, V, wOp, C, 0.0f, dx + r0 * C, C);
     if (dw)
-      gemm('T', 'N', V, C, m, logits, V, xc, C, r0 == 0 ? 0.0f : 1.0f, dw, C);
+      gemm('T', 'N', V, C, m, dlogits, V, xc, C, r0 == 0 ? 0.0f : 1.0f, dw, C);
   }
   *loss = count ? float(total / double(count)) : 0.0f;
 }
@@ -283,17 +288,17 @@ lap_cpu_cross_entropy_backward(float *dlogits, const float *dloss,
                          label_smoothing, Identity{});
 }
 
-extern "C" void
-lap_cpu_linear_cross_entropy(float *loss, float *dx, float *dw,
-                             const float *dloss, const float *x, const float *w,
-                             const int32_t *targets, int64_t n, int64_t C,
-                             int64_t V, float label_smoothing, float softcap) {
+extern "C" void lap_cpu_linear_cross_entropy(
+    float *loss, float *dx, float *dw, const float *dloss, const float *x,
+    const float *w, const int32_t *targets, int64_t n, int64_t C, int64_t V,
+    float label_smoothing, float softcap, lap_matmul precision) {
   if (softcap > 0.0f)
     linearCrossEntropy(loss, dx, dw, *dloss, x, w, targets, n, C, V,
-                       label_smoothing, Softcap{softcap, 1.0f / softcap});
+                       label_smoothing, precision,
+                       Softcap{softcap, 1.0f / softcap});
   else
     linearCrossEntropy(loss, dx, dw, *dloss, x, w, targets, n, C, V,
-                       label_smoothing, Identity{});
+                       label_smoothing, precision, Identity{});
 }
 
 // Kinds 0 and 2 are the same loss at temperature 1 and T: with z = l / T,

@@ -6,7 +6,9 @@
 // operands swapped, each keeping its own transpose flag. The descriptors and
 // the heuristic's algorithm are built once per shape (and per pointer
 // alignment, which the algorithms depend on) and kept per thread, like the
-// cuBLASLt handle.
+// cuBLASLt handle. At bf16 precision cuBLASLt rounds the fp32 operands to
+// bf16 itself and runs the tensor cores' bf16 products with fp32
+// accumulation (CUBLAS_COMPUTE_32F_FAST_16BF).
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +44,7 @@ uint32_t alignmentOf(const void *p) {
 /// The column-major problem cuBLASLt solves, D [m, n] = opA(A) opB(B) +
 /// beta D, for the row-major one: m = N, n = M, A = B, B = A.
 struct Problem {
+  cublasComputeType_t compute;
   cublasOperation_t opA, opB;
   uint64_t m, n, k;
   int64_t lda, ldb, ldc;
@@ -71,8 +74,8 @@ void destroy(Plan &p) {
 /// transa, transb, M, N, K, lda, ldb, ldc, the cuBLASLt epilogue, and the
 /// alignments of A, B, C, the bias and the epilogue's auxiliary matrix.
 using PlanKey =
-    std::tuple<char, char, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-               int, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t>;
+    std::tuple<int, char, char, int64_t, int64_t, int64_t, int64_t, int64_t,
+               int64_t, int, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t>;
 
 struct Plans {
   std::map<PlanKey, Plan> byKey;
@@ -117,23 +120,22 @@ bool build(cublasLtHandle_t lt, Plan &p, const Problem &q,
            cublasLtEpilogue_t epilogue) {
   const int32_t opA = q.opA, opB = q.opB;
   const bool nA = q.opA == CUBLAS_OP_N, nB = q.opB == CUBLAS_OP_N;
-  bool ok =
-      check(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
-            "cublasLtMatmulDescCreate") &&
-      check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA,
-                                           &opA, sizeof opA),
-            "cublasLtMatmulDescSetAttribute") &&
-      check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB,
-                                           &opB, sizeof opB),
-            "cublasLtMatmulDescSetAttribute") &&
-      check(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, nA ? q.m : q.k,
-                                       nA ? q.k : q.m, q.lda),
-            "cublasLtMatrixLayoutCreate") &&
-      check(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, nB ? q.k : q.n,
-                                       nB ? q.n : q.k, q.ldb),
-            "cublasLtMatrixLayoutCreate") &&
-      check(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, q.m, q.n, q.ldc),
-            "cublasLtMatrixLayoutCreate");
+  bool ok = check(cublasLtMatmulDescCreate(&p.desc, q.compute, CUDA_R_32F),
+                  "cublasLtMatmulDescCreate") &&
+            check(cublasLtMatmulDescSetAttribute(
+                      p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA),
+                  "cublasLtMatmulDescSetAttribute") &&
+            check(cublasLtMatmulDescSetAttribute(
+                      p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB),
+                  "cublasLtMatmulDescSetAttribute") &&
+            check(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, nA ? q.m : q.k,
+                                             nA ? q.k : q.m, q.lda),
+                  "cublasLtMatrixLayoutCreate") &&
+            check(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, nB ? q.k : q.n,
+                                             nB ? q.n : q.k, q.ldb),
+                  "cublasLtMatrixLayoutCreate") &&
+            check(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, q.m, q.n, q.ldc),
+                  "cublasLtMatrixLayoutCreate");
   cublasLtMatmulPreference_t pref = nullptr;
   const uint64_t workspace = kWorkspaceBytes;
   const uint32_t alignA = alignmentOf(q.A), alignB = alignmentOf(q.B),
@@ -183,9 +185,9 @@ bool build(cublasLtHandle_t lt, Plan &p, const Problem &q,
     }
   }
   if (ok && !p.fused && !bestAlgorithm(lt, p, pref)) {
-    lap::cuda::fail("cublasLt: no fp32 GEMM algorithm for m " +
-                    std::to_string(q.m) + ", n " + std::to_string(q.n) +
-                    ", k " + std::to_string(q.k));
+    lap::cuda::fail("cublasLt: no GEMM algorithm for m " + std::to_string(q.m) +
+                    ", n " + std::to_string(q.n) + ", k " +
+                    std::to_string(q.k));
     ok = false;
   }
   if (pref)
@@ -366,10 +368,10 @@ void epilogueAfter(Epilogue epilogue, int64_t M, int64_t N, int64_t K,
 
 } // namespace
 
-void lap::cuda::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
-                     const float *A, int64_t lda, const float *B, int64_t ldb,
-                     float beta, float *C, int64_t ldc, Epilogue epilogue,
-                     float *bias, float *aux) {
+void lap::cuda::gemm(lap_matmul precision, char transa, char transb, int64_t M,
+                     int64_t N, int64_t K, const float *A, int64_t lda,
+                     const float *B, int64_t ldb, float beta, float *C,
+                     int64_t ldc, Epilogue epilogue, float *bias, float *aux) {
   const bool gelu =
       epilogue == Epilogue::kGelu || epilogue == Epilogue::kGeluGrad;
   if (epilogue == Epilogue::kBiasGradA && (transa != 'T' || lda != M))
@@ -405,15 +407,19 @@ void lap::cuda::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
   const cublasOperation_t opB = transa == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t opA = transb == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const Problem q{opA, opB, uint64_t(N), uint64_t(M), uint64_t(K), ldb, lda,
-                  ldc, B,   A,           C,           bias,        aux};
+  const cublasComputeType_t compute = precision == LAP_MATMUL_BF16
+                                          ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                          : CUBLAS_COMPUTE_32F;
+  const Problem q{compute,     opA, opB,  uint64_t(N), uint64_t(M),
+                  uint64_t(K), ldb, lda,  ldc,         B,
+                  A,           C,   bias, aux};
   // cuBLASLt takes an auxiliary matrix only with a leading dimension that is
   // a multiple of 8; other shapes get the epilogue from a kernel.
   const cublasLtEpilogue_t fused = aux && ldc % 8 != 0
                                        ? CUBLASLT_EPILOGUE_DEFAULT
                                        : cublasEpilogue(epilogue, bias, aux);
-  const PlanKey key(transa, transb, M, N, K, lda, ldb, ldc, int(fused),
-                    alignmentOf(A), alignmentOf(B), alignmentOf(C),
+  const PlanKey key(int(compute), transa, transb, M, N, K, lda, ldb, ldc,
+                    int(fused), alignmentOf(A), alignmentOf(B), alignmentOf(C),
                     alignmentOf(bias), alignmentOf(aux));
   thread_local Plans plans;
   auto found = plans.byKey.find(key);

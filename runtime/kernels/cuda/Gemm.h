@@ -1,8 +1,10 @@
 //===- Gemm.h - The CUDA kernels' one GEMM entry, and column sums -*- C++ -*-===//
 //
 // Row-major C [M, N] = op(A) op(B) + beta C, the CPU's lap::cpu::gemm, through
-// cuBLASLt in fp32 with fp32 accumulation (CUBLAS_COMPUTE_32F: no TF32), on
-// the calling thread's stream, optionally with a bias or GELU epilogue. And
+// cuBLASLt with fp32 accumulation, on the calling thread's stream,
+// optionally with a bias or GELU epilogue: at fp32 precision in fp32
+// (CUBLAS_COMPUTE_32F: no TF32), at bf16 with bf16 products of the rounded
+// operands (CUBLAS_COMPUTE_32F_FAST_16BF). And
 // the library's deterministic column sums, which bias and norm-weight
 // gradients are: fixed row chunks whose partials are added in chunk order.
 //
@@ -10,6 +12,8 @@
 
 #ifndef LAP_RUNTIME_KERNELS_CUDA_GEMM_H
 #define LAP_RUNTIME_KERNELS_CUDA_GEMM_H
+
+#include "runtime/kernels/KernelEnums.h"
 
 #include <cstdint>
 
@@ -37,10 +41,11 @@ enum class Epilogue {
 /// gradient is still made). cuBLASLt fuses the epilogue where it has an
 /// algorithm for it; otherwise a kernel applies it after the GEMM. Failures
 /// are recorded (Context.h).
-void gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
-          const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-          float *C, int64_t ldc, Epilogue epilogue = Epilogue::kNone,
-          float *bias = nullptr, float *aux = nullptr);
+void gemm(lap_matmul precision, char transa, char transb, int64_t M, int64_t N,
+          int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+          float beta, float *C, int64_t ldc,
+          Epilogue epilogue = Epilogue::kNone, float *bias = nullptr,
+          float *aux = nullptr);
 
 /// The terms of a column sum over rows i of [n, c] tensors: a[i, j], times
 /// (b[i, j] - shift[i]) * scale[i] where each is given (b [n, c]; shift,

@@ -21,9 +21,9 @@ namespace {
 /// dw [out, in] = dy^T x and db [out] = column sums of dy [n, out] (each
 /// nullable): db comes with dw's GEMM where there is one.
 void weightGrads(float *dw, float *db, const float *dy, const float *x,
-                 int64_t n, int64_t in, int64_t out) {
+                 int64_t n, int64_t in, int64_t out, lap_matmul precision) {
   if (dw)
-    gemm('T', 'N', out, in, n, dy, out, x, in, 0.0f, dw, in,
+    gemm(precision, 'T', 'N', out, in, n, dy, out, x, in, 0.0f, dw, in,
          db ? Epilogue::kBiasGradA : Epilogue::kNone, db);
   else if (db)
     columnSums(db, {dy}, n, out);
@@ -33,38 +33,41 @@ void weightGrads(float *dw, float *db, const float *dy, const float *x,
 
 extern "C" void lap_cuda_linear_forward(float *y, const float *x,
                                         const float *w, const float *b,
-                                        int64_t n, int64_t in, int64_t out) {
+                                        int64_t n, int64_t in, int64_t out,
+                                        lap_matmul precision) {
   // y [n, out] = x [n, in] w^T (w [out, in]) + b; kBias only reads b.
-  gemm('N', 'T', n, out, in, x, in, w, in, 0.0f, y, out,
+  gemm(precision, 'N', 'T', n, out, in, x, in, w, in, 0.0f, y, out,
        b ? Epilogue::kBias : Epilogue::kNone, const_cast<float *>(b));
 }
 
 extern "C" void lap_cuda_linear_backward(float *dx, float *dw, float *db,
                                          const float *dy, const float *x,
                                          const float *w, int64_t n, int64_t in,
-                                         int64_t out) {
+                                         int64_t out, lap_matmul precision) {
   // dx [n, in] = dy [n, out] w [out, in].
   if (dx)
-    gemm('N', 'N', n, in, out, dy, out, w, in, 0.0f, dx, in);
-  weightGrads(dw, db, dy, x, n, in, out);
+    gemm(precision, 'N', 'N', n, in, out, dy, out, w, in, 0.0f, dx, in);
+  weightGrads(dw, db, dy, x, n, in, out, precision);
 }
 
 extern "C" void lap_cuda_linear_gelu_forward(float *y, float *pre,
                                              const float *x, const float *w,
                                              const float *b, int64_t n,
-                                             int64_t in, int64_t out) {
+                                             int64_t in, int64_t out,
+                                             lap_matmul precision) {
   // y [n, out] = gelu_tanh(x [n, in] w^T + b); pre [n, out] gets x w^T + b.
-  gemm('N', 'T', n, out, in, x, in, w, in, 0.0f, y, out, Epilogue::kGelu,
-       const_cast<float *>(b), pre);
+  gemm(precision, 'N', 'T', n, out, in, x, in, w, in, 0.0f, y, out,
+       Epilogue::kGelu, const_cast<float *>(b), pre);
 }
 
 extern "C" void lap_cuda_gelu_linear_backward(float *dpre, float *dbias,
                                               const float *dy, const float *w,
                                               const float *pre, int64_t n,
-                                              int64_t in, int64_t out) {
+                                              int64_t in, int64_t out,
+                                              lap_matmul precision) {
   // dpre [n, in] = dy [n, out] w [out, in] * gelu_tanh'(pre); dbias [in]
   // its column sums. kGeluGrad only reads pre.
-  gemm('N', 'N', n, in, out, dy, out, w, in, 0.0f, dpre, in,
+  gemm(precision, 'N', 'N', n, in, out, dy, out, w, in, 0.0f, dpre, in,
        Epilogue::kGeluGrad, dbias, const_cast<float *>(pre));
 }
 
@@ -72,28 +75,30 @@ extern "C" void lap_cuda_linear_heads_forward(float *q, float *k, float *v,
                                               const float *x, const float *w,
                                               const float *b, int64_t n,
                                               int64_t in, int64_t hq,
-                                              int64_t hkv) {
-  lap_cuda_linear_forward(q, x, w, b, n, in, hq);
-  lap_cuda_linear_forward(k, x, w + hq * in, b ? b + hq : nullptr, n, in, hkv);
+                                              int64_t hkv,
+                                              lap_matmul precision) {
+  lap_cuda_linear_forward(q, x, w, b, n, in, hq, precision);
+  lap_cuda_linear_forward(k, x, w + hq * in, b ? b + hq : nullptr, n, in, hkv,
+                          precision);
   lap_cuda_linear_forward(v, x, w + (hq + hkv) * in, b ? b + hq + hkv : nullptr,
-                          n, in, hkv);
+                          n, in, hkv, precision);
 }
 
-extern "C" void lap_cuda_linear_heads_backward(float *dx, float *dw, float *db,
-                                               const float *dq, const float *dk,
-                                               const float *dv, const float *x,
-                                               const float *w, int64_t n,
-                                               int64_t in, int64_t hq,
-                                               int64_t hkv) {
+extern "C" void
+lap_cuda_linear_heads_backward(float *dx, float *dw, float *db, const float *dq,
+                               const float *dk, const float *dv, const float *x,
+                               const float *w, int64_t n, int64_t in,
+                               int64_t hq, int64_t hkv, lap_matmul precision) {
   const float *blocks[3] = {dq, dk, dv};
   const int64_t widths[3] = {hq, hkv, hkv}, starts[3] = {0, hq, hq + hkv};
   for (int i = 0; i < 3; ++i) {
     // dx [n, in] sums the blocks' contributions in block order (beta 1
     // after the first).
     if (dx)
-      gemm('N', 'N', n, in, widths[i], blocks[i], widths[i], w + starts[i] * in,
-           in, i == 0 ? 0.0f : 1.0f, dx, in);
+      gemm(precision, 'N', 'N', n, in, widths[i], blocks[i], widths[i],
+           w + starts[i] * in, in, i == 0 ? 0.0f : 1.0f, dx, in);
     weightGrads(dw ? dw + starts[i] * in : nullptr,
-                db ? db + starts[i] : nullptr, blocks[i], x, n, in, widths[i]);
+                db ? db + starts[i] : nullptr, blocks[i], x, n, in, widths[i],
+                precision);
   }
 }

@@ -325,7 +325,7 @@ lap_cuda_cross_entropy_backward(float *dlogits, const float *dloss,
 extern "C" void lap_cuda_linear_cross_entropy(
     float *loss, float *dx, float *dw, const float *dloss, const float *x,
     const float *w, const int32_t *targets, int64_t n, int64_t C, int64_t V,
-    float label_smoothing, float softcap) {
+    float label_smoothing, float softcap, lap_matmul precision) {
   RowPartials p;
   if (!rowPartials(p, n))
     return;
@@ -351,15 +351,16 @@ extern "C" void lap_cuda_linear_cross_entropy(
     const float *xc = x + r0 * C;
     // logits [m, V] = x rows [m, C] w^T (w [V, C]); then, in place,
     // dlogits [m, V].
-    gemm('N', 'T', m, V, C, xc, C, w, C, 0.0f, logits, V);
+    gemm(precision, 'N', 'T', m, V, C, xc, C, w, C, 0.0f, logits, V);
     crossEntropyRows(p.rows + r0, dlogits, logits, targets + r0, m, V,
                      label_smoothing, softcap, dloss, p.count);
     // dx rows [m, C] = dlogits [m, V] w [V, C].
     if (dx)
-      gemm('N', 'N', m, C, V, logits, V, w, C, 0.0f, dx + r0 * C, C);
+      gemm(precision, 'N', 'N', m, C, V, logits, V, w, C, 0.0f, dx + r0 * C, C);
     // dw [V, C] = sum over chunks of dlogits^T [V, m] x rows [m, C].
     if (dw)
-      gemm('T', 'N', V, C, m, logits, V, xc, C, r0 == 0 ? 0.0f : 1.0f, dw, C);
+      gemm(precision, 'T', 'N', V, C, m, logits, V, xc, C,
+           r0 == 0 ? 0.0f : 1.0f, dw, C);
   }
   meanLoss(loss, p.rows, n, p.count, 0.0);
 }

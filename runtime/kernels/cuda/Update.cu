@@ -234,7 +234,7 @@ void lap::cuda::muonMomentum(float *buf, const float *g, float *u, int64_t n,
 }
 
 void lap::cuda::orthogonalize(float *x, int64_t rows, int64_t cols,
-                              int64_t steps) {
+                              int64_t steps, lap_matmul precision) {
   if (rows <= 0 || cols <= 0)
     return;
   const float a = 3.4445f, b = -4.7750f, c = 2.0315f;
@@ -268,11 +268,11 @@ void lap::cuda::orthogonalize(float *x, int64_t rows, int64_t cols,
   for (int64_t s = 0; s < steps; ++s) {
     // A = X Xᵀ; P = b A + c A A; Y = a X + P X. The GEMMs have no alpha:
     // each writes the product alone (beta 0), a kernel combines.
-    gemm('N', 'T', n, n, m, X, m, X, m, 0.0f, A, n);
-    gemm('N', 'N', n, n, n, A, n, A, n, 0.0f, P, n);
+    gemm(precision, 'N', 'T', n, n, m, X, m, X, m, 0.0f, A, n);
+    gemm(precision, 'N', 'N', n, n, n, A, n, A, n, 0.0f, P, n);
     axpby<<<blocksFor(n * n), kBlock, 0, stream()>>>(P, A, b, c, n * n);
     checkLaunch("orthogonalize (polynomial)");
-    gemm('N', 'N', n, m, n, P, n, X, m, 0.0f, Y, m);
+    gemm(precision, 'N', 'N', n, m, n, P, n, X, m, 0.0f, Y, m);
     axpby<<<blocksFor(n * m), kBlock, 0, stream()>>>(Y, X, a, 1.0f, n * m);
     checkLaunch("orthogonalize (step)");
     std::swap(X, Y);

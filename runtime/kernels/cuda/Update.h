@@ -12,6 +12,8 @@
 #ifndef LAP_RUNTIME_KERNELS_CUDA_UPDATE_H
 #define LAP_RUNTIME_KERNELS_CUDA_UPDATE_H
 
+#include "runtime/kernels/KernelEnums.h"
+
 #include <cstdint>
 
 namespace lap::cuda {
@@ -49,8 +51,10 @@ void muonMomentum(float *buf, const float *g, float *u, int64_t n,
                   float momentum, float weight, bool nesterov);
 
 /// x [rows, cols] ← its Newton-Schulz orthogonalisation, in place
-/// (Optimizer.h's orthogonalize), in scratch(kNewtonSchulz).
-void orthogonalize(float *x, int64_t rows, int64_t cols, int64_t steps);
+/// (Optimizer.h's orthogonalize), its GEMMs at `precision`, in
+/// scratch(kNewtonSchulz).
+void orthogonalize(float *x, int64_t rows, int64_t cols, int64_t steps,
+                   lap_matmul precision);
 
 /// params [n] = params × decay − scale × u.
 void applyUpdate(float *params, const float *u, int64_t n, float decay,

@@ -181,9 +181,9 @@ public:
     requireNoFailure();
   }
 
-  void orthogonalize(float *x, int64_t rows, int64_t cols,
-                     int64_t steps) override {
-    cuda::orthogonalize(x, rows, cols, steps);
+  void orthogonalize(float *x, int64_t rows, int64_t cols, int64_t steps,
+                     lap_matmul precision) override {
+    cuda::orthogonalize(x, rows, cols, steps, precision);
     requireNoFailure();
   }
 

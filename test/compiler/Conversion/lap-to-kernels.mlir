@@ -38,7 +38,7 @@
 // CHECK: %[[NOPRE:.*]] = lapk.null : memref<1536xf32>
 // CHECK: lapk.profile_begin "lap.linear_gelu"
 // CHECK: %[[NONE:.*]] = lapk.null : memref<0xf32>
-// CHECK: lapk.call "linear_gelu_forward"(%{{.*}}, %[[NOPRE]], %{{.*}}, %[[W]], %[[NONE]], %{{.*}}, %c8_i64, %c24_i64) : memref<1536xf32>, memref<1536xf32>, memref<512xf32>, memref<192xf32>, memref<0xf32>, i64, i64, i64
+// CHECK: lapk.call "linear_gelu_forward"(%{{.*}}, %[[NOPRE]], %{{.*}}, %[[W]], %[[NONE]], %{{.*}}, %c8_i64, %c24_i64, %c0_i32{{[_0-9]*}}) : memref<1536xf32>, memref<1536xf32>, memref<512xf32>, memref<192xf32>, memref<0xf32>, i64, i64, i64, i32
 
 // Heads: the fused [N, 24] rows copied into q, k and v, 8 floats each.
 // CHECK: lapk.profile_begin "lap.split_heads"
@@ -141,7 +141,7 @@
 // CHECK: lapk.profile_begin "lap.activation_grad"
 // CHECK: memref.load %[[PRE]]
 // CHECK: math.tanh
-// CHECK: lapk.call "linear_backward"(%{{.*}}, %[[DW]], %{{.*}}) : memref<512xf32>, memref<192xf32>, memref<24xf32>, memref<1536xf32>, memref<512xf32>, memref<192xf32>, i64, i64, i64
+// CHECK: lapk.call "linear_backward"(%{{.*}}, %[[DW]], %{{.*}}) : memref<512xf32>, memref<192xf32>, memref<24xf32>, memref<1536xf32>, memref<512xf32>, memref<192xf32>, i64, i64, i64, i32
 // CHECK: lapk.call "layer_norm_backward"(%{{.*}}) : memref<512xf32>, memref<8xf32>, memref<8xf32>, memref<512xf32>, memref<512xf32>, memref<8xf32>, i64, i64, f32
 // CHECK: return
 func.func @forward(%w: tensor<24x8xf32> {lap.name = "w", lap.parameter},
@@ -178,21 +178,21 @@ func.func @forward(%w: tensor<24x8xf32> {lap.name = "w", lap.parameter},
 // CHECK: } {lapk.grain = 1024 : i64}
 // CHECK-LABEL: func.func @lap_gen_train_step(
 // CHECK: lapk.call "patchify_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i64, %c28_i64, %c28_i64, %c7_i64) : memref<3136xf32>, memref<3136xf32>, i64, i64, i64, i64, i64
-// CHECK: lapk.call "linear_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c49_i64, %c16_i64) : memref<1024xf32>, memref<3136xf32>, memref<784xf32>, memref<0xf32>, i64, i64, i64
+// CHECK: lapk.call "linear_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c49_i64, %c16_i64, %c0_i32{{[_0-9]*}}) : memref<1024xf32>, memref<3136xf32>, memref<784xf32>, memref<0xf32>, i64, i64, i64, i32
 // CHECK: lapk.call "prepend_tokens_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c16_i64, %c1_i64, %c16_i64) : memref<1088xf32>, memref<1024xf32>, memref<16xf32>, i64, i64, i64, i64
 // CHECK: lapk.call "add_positions_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c17_i64, %c16_i64, %c0_i64, %c0_i64) : memref<1088xf32>, memref<1088xf32>, memref<272xf32>, i64, i64, i64, i64, i64
 // CHECK: lapk.call "take_token_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %c17_i64, %c16_i64, %c0_i64) : memref<64xf32>, memref<1088xf32>, i64, i64, i64, i64
 // CHECK: lapk.call "mean_tokens_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %c17_i64, %c16_i64, %c1_i64) : memref<64xf32>, memref<1088xf32>, i64, i64, i64, i64
 // CHECK: lapk.call "l2_normalize_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %c16_i64, %{{.*}}) : memref<64xf32>, memref<64xf32>, i64, i64, f32
 // CHECK: lapk.call "weight_norm_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %c32_i64, %c16_i64) : memref<512xf32>, memref<512xf32>, memref<32xf32>, i64, i64
-// CHECK: lapk.call "linear_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c16_i64, %c32_i64) : memref<128xf32>, memref<64xf32>, memref<512xf32>, memref<0xf32>, i64, i64, i64
+// CHECK: lapk.call "linear_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c16_i64, %c32_i64, %c0_i32{{[_0-9]*}}) : memref<128xf32>, memref<64xf32>, memref<512xf32>, memref<0xf32>, i64, i64, i64, i32
 // CHECK: lapk.call "row_loss_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c32_i64, %c0_i32, %{{.*}}) : memref<1xf32>, memref<128xf32>, memref<128xf32>, i64, i64, i32, f32
 // CHECK: lapk.call "row_loss_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c32_i64, %c1_i32, %{{.*}}) : memref<1xf32>, memref<128xf32>, memref<128xf32>, i64, i64, i32, f32
 // CHECK: lapk.call "row_loss_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c32_i64, %c2_i32, %{{.*}}) : memref<1xf32>, memref<128xf32>, memref<128xf32>, i64, i64, i32, f32
 // CHECK: lapk.call "row_loss_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c32_i64, %c2_i32, %{{.*}}) : memref<128xf32>, memref<1xf32>, memref<128xf32>, memref<128xf32>, i64, i64, i32, f32
 // CHECK: lapk.call "row_loss_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c32_i64, %c1_i32, %{{.*}}) : memref<128xf32>, memref<1xf32>, memref<128xf32>, memref<128xf32>, i64, i64, i32, f32
 // CHECK: lapk.call "row_loss_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c32_i64, %c0_i32, %{{.*}}) : memref<128xf32>, memref<1xf32>, memref<128xf32>, memref<128xf32>, i64, i64, i32, f32
-// CHECK: lapk.call "linear_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c16_i64, %c32_i64) : memref<64xf32>, memref<512xf32>, memref<32xf32>, memref<128xf32>, memref<64xf32>, memref<512xf32>, i64, i64, i64
+// CHECK: lapk.call "linear_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c16_i64, %c32_i64, %c0_i32{{[_0-9]*}}) : memref<64xf32>, memref<512xf32>, memref<32xf32>, memref<128xf32>, memref<64xf32>, memref<512xf32>, i64, i64, i64, i32
 // CHECK: lapk.call "weight_norm_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c32_i64, %c16_i64) : memref<512xf32>, memref<32xf32>, memref<512xf32>, memref<512xf32>, memref<32xf32>, i64, i64
 // CHECK: lapk.call "l2_normalize_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c16_i64, %{{.*}}) : memref<64xf32>, memref<64xf32>, memref<64xf32>, i64, i64, f32
 // CHECK: lapk.call "mean_tokens_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %c17_i64, %c16_i64, %c1_i64) : memref<1088xf32>, memref<64xf32>, i64, i64, i64, i64
@@ -200,7 +200,7 @@ func.func @forward(%w: tensor<24x8xf32> {lap.name = "w", lap.parameter},
 // CHECK: lapk.call "layer_scale_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c16_i64) : memref<1088xf32>, memref<16xf32>, memref<1088xf32>, memref<1088xf32>, memref<16xf32>, i64, i64
 // CHECK: lapk.call "add_positions_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %c17_i64, %c16_i64, %c0_i64, %c17_i64) : memref<272xf32>, memref<1088xf32>, i64, i64, i64, i64, i64
 // CHECK: lapk.call "prepend_tokens_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c16_i64, %c1_i64, %c16_i64) : memref<1024xf32>, memref<16xf32>, memref<1088xf32>, i64, i64, i64, i64
-// CHECK: lapk.call "linear_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c49_i64, %c16_i64) : memref<3136xf32>, memref<784xf32>, memref<16xf32>, memref<1024xf32>, memref<3136xf32>, memref<784xf32>, i64, i64, i64
+// CHECK: lapk.call "linear_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c49_i64, %c16_i64, %c0_i32{{[_0-9]*}}) : memref<3136xf32>, memref<784xf32>, memref<16xf32>, memref<1024xf32>, memref<3136xf32>, memref<784xf32>, i64, i64, i64, i32
 func.func @forward(%pw: tensor<16x49xf32> {lap.name = "pw", lap.parameter},
                    %cls: tensor<1x16xf32> {lap.name = "cls", lap.parameter},
                    %pos: tensor<17x16xf32> {lap.name = "pos", lap.parameter},
@@ -238,7 +238,7 @@ func.func @forward(%pw: tensor<16x49xf32> {lap.name = "pw", lap.parameter},
 // CHECK: lapk.call "embedding_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c32_i64, %c8_i64) : memref<512xf32>, memref<256xf32>, memref<64xi32>, i64, i64, i64
 // CHECK: lapk.call "add_positions_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c8_i64, %c0_i64, %c0_i64) : memref<512xf32>, memref<512xf32>, memref<128xf32>, i64, i64, i64, i64, i64
 // The projection and split_heads are one op: its GEMMs write q, k and v.
-// CHECK: lapk.call "linear_heads_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c8_i64, %c8_i64, %c4_i64) : memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<512xf32>, memref<128xf32>, memref<0xf32>, i64, i64, i64, i64
+// CHECK: lapk.call "linear_heads_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c8_i64, %c8_i64, %c4_i64, %c0_i32{{[_0-9]*}}) : memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<512xf32>, memref<128xf32>, memref<0xf32>, i64, i64, i64, i64, i32
 // CHECK: lapk.call "rope_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c4_i64, %{{.*}}, %c0_i64) : memref<512xf32>, memref<512xf32>, i64, i64, i64, i64, f32, i64
 // CHECK: lapk.call "rope_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64, %c4_i64, %{{.*}}, %c0_i64) : memref<256xf32>, memref<256xf32>, i64, i64, i64, i64, f32, i64
 // CHECK: lapk.call "attention_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c1_i64, %c4_i64, %{{.*}}, %c1_i32) : memref<512xf32>, memref<128xf32>, memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<4xf32>, i64, i64, i64, i64, i64, i64, f32, i32
@@ -247,7 +247,7 @@ func.func @forward(%pw: tensor<16x49xf32> {lap.name = "pw", lap.parameter},
 // CHECK: lapk.call "attention_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c1_i64, %c4_i64, %{{.*}}, %c1_i32) : memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<0xf32>, memref<512xf32>, memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<512xf32>, memref<128xf32>, memref<4xf32>, i64, i64, i64, i64, i64, i64, f32, i32
 // CHECK: lapk.call "rope_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64, %c4_i64, %{{.*}}, %c0_i64) : memref<256xf32>, memref<256xf32>, i64, i64, i64, i64, f32, i64
 // CHECK: lapk.call "rope_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c4_i64, %{{.*}}, %c0_i64) : memref<512xf32>, memref<512xf32>, i64, i64, i64, i64, f32, i64
-// CHECK: lapk.call "linear_heads_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c8_i64, %c8_i64, %c4_i64) : memref<512xf32>, memref<128xf32>, memref<16xf32>, memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<512xf32>, memref<128xf32>, i64, i64, i64, i64
+// CHECK: lapk.call "linear_heads_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c8_i64, %c8_i64, %c4_i64, %c0_i32{{[_0-9]*}}) : memref<512xf32>, memref<128xf32>, memref<16xf32>, memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<512xf32>, memref<128xf32>, i64, i64, i64, i64, i32
 // CHECK: lapk.call "add_positions_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c8_i64, %c0_i64, %c16_i64) : memref<128xf32>, memref<512xf32>, i64, i64, i64, i64, i64
 // CHECK: lapk.call "embedding_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c32_i64, %c8_i64) : memref<256xf32>, memref<512xf32>, memref<64xi32>, i64, i64, i64
 // CHECK-LABEL: func.func @lap_gen_decode(

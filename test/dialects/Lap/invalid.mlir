@@ -931,3 +931,16 @@ func.func @interpolate_grad_dynamic(%d: tensor<?x32xf32>) {
   %g = lap.interpolate_positions_grad %d {keep = 1} : tensor<?x32xf32> -> tensor<50x32xf32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{'lap.matmul_precision' must be "fp32" or "bf16"}}
+module attributes {lap.matmul_precision = "tf32"} {
+}
+
+// -----
+
+// expected-error @+1 {{'lap.matmul_precision' belongs on a module}}
+func.func @precision_on_a_function() attributes {lap.matmul_precision = "bf16"} {
+  return
+}

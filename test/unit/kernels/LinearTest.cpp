@@ -62,12 +62,12 @@ TEST(Linear, ForwardMatchesReference) {
          b = randomVector(rng, s.out);
     auto y = nanVector(s.n * s.out);
     lap_cpu_linear_forward(y.data(), x.data(), w.data(), b.data(), s.n, s.in,
-                           s.out);
+                           s.out, LAP_MATMUL_FP32);
     // fp32 dot products of <= 96 terms of size <= 1: error well below 1e-4.
     expectNear(y, referenceForward(toDouble(x), toDouble(w), toDouble(b), s),
                1e-4);
     lap_cpu_linear_forward(y.data(), x.data(), w.data(), nullptr, s.n, s.in,
-                           s.out);
+                           s.out, LAP_MATMUL_FP32);
     expectNear(y, referenceForward(toDouble(x), toDouble(w), {}, s), 1e-4);
   }
 }
@@ -80,7 +80,7 @@ TEST(Linear, BackwardMatchesFiniteDifferences) {
   auto dx = nanVector(x.size()), dw = nanVector(w.size()),
        db = nanVector(b.size());
   lap_cpu_linear_backward(dx.data(), dw.data(), db.data(), g.data(), x.data(),
-                          w.data(), s.n, s.in, s.out);
+                          w.data(), s.n, s.in, s.out, LAP_MATMUL_FP32);
   auto xd = toDouble(x), wd = toDouble(w), bd = toDouble(b), gd = toDouble(g);
   // L is linear in each argument, so the differences are exact up to
   // rounding (~1e-10); 1e-5 covers the kernel's fp32 sums of <= 4 terms.
@@ -98,7 +98,7 @@ TEST(Linear, BackwardLargeShapeMatchesReference) {
   auto dx = nanVector(x.size()), dw = nanVector(w.size()),
        db = nanVector(s.out);
   lap_cpu_linear_backward(dx.data(), dw.data(), db.data(), g.data(), x.data(),
-                          w.data(), s.n, s.in, s.out);
+                          w.data(), s.n, s.in, s.out, LAP_MATMUL_FP32);
   std::vector<double> wantDx(x.size(), 0.0), wantDw(w.size(), 0.0),
       wantDb(s.out, 0.0);
   for (int64_t i = 0; i < s.n; ++i)
@@ -117,7 +117,7 @@ TEST(Linear, BackwardLargeShapeMatchesReference) {
   // Same inputs, bitwise the same bias gradient.
   auto again = nanVector(s.out);
   lap_cpu_linear_backward(nullptr, nullptr, again.data(), g.data(), x.data(),
-                          w.data(), s.n, s.in, s.out);
+                          w.data(), s.n, s.in, s.out, LAP_MATMUL_FP32);
   EXPECT_EQ(db, again);
 }
 
@@ -128,18 +128,18 @@ TEST(Linear, NullGradientsAreSkipped) {
        g = randomVector(rng, s.n * s.out);
   std::vector<float> dx(x.size()), dw(w.size()), db(s.out);
   lap_cpu_linear_backward(dx.data(), dw.data(), db.data(), g.data(), x.data(),
-                          w.data(), s.n, s.in, s.out);
+                          w.data(), s.n, s.in, s.out, LAP_MATMUL_FP32);
   // Each output alone equals its value from the full call.
   auto dxOnly = nanVector(dx.size()), dwOnly = nanVector(dw.size()),
        dbOnly = nanVector(db.size());
   lap_cpu_linear_backward(dxOnly.data(), nullptr, nullptr, g.data(), x.data(),
-                          w.data(), s.n, s.in, s.out);
+                          w.data(), s.n, s.in, s.out, LAP_MATMUL_FP32);
   lap_cpu_linear_backward(nullptr, dwOnly.data(), nullptr, g.data(), x.data(),
-                          w.data(), s.n, s.in, s.out);
+                          w.data(), s.n, s.in, s.out, LAP_MATMUL_FP32);
   lap_cpu_linear_backward(nullptr, nullptr, dbOnly.data(), g.data(), x.data(),
-                          w.data(), s.n, s.in, s.out);
+                          w.data(), s.n, s.in, s.out, LAP_MATMUL_FP32);
   lap_cpu_linear_backward(nullptr, nullptr, nullptr, g.data(), x.data(),
-                          w.data(), s.n, s.in, s.out);
+                          w.data(), s.n, s.in, s.out, LAP_MATMUL_FP32);
   EXPECT_EQ(dx, dxOnly);
   EXPECT_EQ(dw, dwOnly);
   EXPECT_EQ(db, dbOnly);
@@ -150,7 +150,7 @@ TEST(Linear, EmptyBatch) {
   std::vector<float> w(6, 1.0f), dw = nanVector(6), db = nanVector(3);
   float unused = 0.0f;
   lap_cpu_linear_backward(nullptr, dw.data(), db.data(), &unused, &unused,
-                          w.data(), 0, 2, 3);
+                          w.data(), 0, 2, 3, LAP_MATMUL_FP32);
   EXPECT_EQ(dw, std::vector<float>(6, 0.0f));
   EXPECT_EQ(db, std::vector<float>(3, 0.0f));
 }
@@ -168,7 +168,8 @@ TEST(Linear, HeadsAreTheRowBlocksOfOneProjection) {
          b = randomVector(rng, s.out), g = randomVector(rng, s.n * s.out);
     auto q = nanVector(n * hq), k = nanVector(n * hkv), v = nanVector(n * hkv);
     lap_cpu_linear_heads_forward(q.data(), k.data(), v.data(), x.data(),
-                                 w.data(), b.data(), n, in, hq, hkv);
+                                 w.data(), b.data(), n, in, hq, hkv,
+                                 LAP_MATMUL_FP32);
     auto xd = toDouble(x), wd = toDouble(w), bd = toDouble(b), gd = toDouble(g);
     std::vector<double> y = referenceForward(xd, wd, bd, s);
     // Columns [start, start + width) of y's rows.
@@ -194,13 +195,14 @@ TEST(Linear, HeadsAreTheRowBlocksOfOneProjection) {
          db = nanVector(b.size());
     lap_cpu_linear_heads_backward(dx.data(), dw.data(), db.data(), gq.data(),
                                   gk.data(), gv.data(), x.data(), w.data(), n,
-                                  in, hq, hkv);
+                                  in, hq, hkv, LAP_MATMUL_FP32);
     if (n > 10) {
       // The whole layer's kernel on the joined gradient: the same sums.
       auto wantDx = nanVector(dx.size()), wantDw = nanVector(dw.size()),
            wantDb = nanVector(db.size());
       lap_cpu_linear_backward(wantDx.data(), wantDw.data(), wantDb.data(),
-                              g.data(), x.data(), w.data(), n, in, s.out);
+                              g.data(), x.data(), w.data(), n, in, s.out,
+                              LAP_MATMUL_FP32);
       // Sums of <= 300 products of size <= 1, in fp32 in either order.
       expectNear(dx, toDouble(wantDx), 1e-4);
       expectNear(dw, toDouble(wantDw), 1e-3);
@@ -237,14 +239,16 @@ TEST(LinearGelu, ForwardMatchesReference) {
       // With the pre-activation kept, and without (y then takes it first).
       auto got = nanVector(y.size()), gotPre = nanVector(pre.size());
       lap_cpu_linear_gelu_forward(got.data(), gotPre.data(), x.data(), w.data(),
-                                  bias ? b.data() : nullptr, s.n, s.in, s.out);
+                                  bias ? b.data() : nullptr, s.n, s.in, s.out,
+                                  LAP_MATMUL_FP32);
       // fp32 dot products of <= 96 terms of size <= 1, and a tanh within a
       // few ulp: well below 1e-4.
       expectNear(gotPre, pre, 1e-4);
       expectNear(got, y, 1e-4);
       auto alone = nanVector(y.size());
       lap_cpu_linear_gelu_forward(alone.data(), nullptr, x.data(), w.data(),
-                                  bias ? b.data() : nullptr, s.n, s.in, s.out);
+                                  bias ? b.data() : nullptr, s.n, s.in, s.out,
+                                  LAP_MATMUL_FP32);
       EXPECT_EQ(alone, got);
     }
   }
@@ -267,7 +271,7 @@ TEST(LinearGelu, BackwardMatchesFiniteDifferences) {
        w = randomVector(rng, s.out * s.in), g = randomVector(rng, s.n * s.out);
   auto dpre = nanVector(pre.size()), dbias = nanVector(s.in);
   lap_cpu_gelu_linear_backward(dpre.data(), dbias.data(), g.data(), w.data(),
-                               pre.data(), s.n, s.in, s.out);
+                               pre.data(), s.n, s.in, s.out, LAP_MATMUL_FP32);
   auto preD = toDouble(pre), wd = toDouble(w), gd = toDouble(g);
   std::vector<double> want = centralDifferences(
       preD, [&](const auto &p) { return geluLinearLoss(p, wd, gd, s); });
@@ -289,7 +293,7 @@ TEST(LinearGelu, BackwardLargeShapeSumsTheBiasInChunks) {
        w = randomVector(rng, s.out * s.in), g = randomVector(rng, s.n * s.out);
   auto dpre = nanVector(pre.size()), dbias = nanVector(s.in);
   lap_cpu_gelu_linear_backward(dpre.data(), dbias.data(), g.data(), w.data(),
-                               pre.data(), s.n, s.in, s.out);
+                               pre.data(), s.n, s.in, s.out, LAP_MATMUL_FP32);
   std::vector<double> want(pre.size()), wantBias(s.in, 0.0);
   for (int64_t i = 0; i < s.n; ++i)
     for (int64_t j = 0; j < s.in; ++j) {
@@ -307,7 +311,7 @@ TEST(LinearGelu, BackwardLargeShapeSumsTheBiasInChunks) {
   // Without the bias gradient, the same dpre bit for bit.
   auto alone = nanVector(pre.size());
   lap_cpu_gelu_linear_backward(alone.data(), nullptr, g.data(), w.data(),
-                               pre.data(), s.n, s.in, s.out);
+                               pre.data(), s.n, s.in, s.out, LAP_MATMUL_FP32);
   EXPECT_EQ(alone, dpre);
 }
 

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -181,12 +182,14 @@ struct Fused {
 
 Fused runFused(const std::vector<float> &x, const std::vector<float> &w,
                const std::vector<int32_t> &targets, int64_t C, int64_t V,
-               float dloss, CrossEntropy ce) {
+               float dloss, CrossEntropy ce,
+               lap_matmul precision = LAP_MATMUL_FP32) {
   const int64_t n = int64_t(targets.size());
   Fused f{NAN, nanVector(n * C), nanVector(V * C)};
   lap_cpu_linear_cross_entropy(&f.loss, f.dx.data(), f.dw.data(), &dloss,
                                x.data(), w.data(), targets.data(), n, C, V,
-                               float(ce.smoothing), float(ce.softcap));
+                               float(ce.smoothing), float(ce.softcap),
+                               precision);
   return f;
 }
 
@@ -226,7 +229,9 @@ TEST(LinearCrossEntropy, MatchesFiniteDifferences) {
 // A vocabulary wide enough for several chunks of rows (16 MiB of logits
 // each: 64 rows of 64K), the last one partial: the same loss as the
 // unfused kernels bit for bit (the same rows summed in the same order),
-// and their gradients to fp32 rounding of the GEMMs' sums.
+// and their gradients to fp32 rounding of the GEMMs' sums; at both matmul
+// precisions (bf16: the unfused kernels round the logits' gradient, the
+// fused one each chunk of it).
 TEST(LinearCrossEntropy, ChunksMatchTheUnfusedKernels) {
   std::mt19937 rng(5);
   const int64_t n = 130, C = 8, V = 65536;
@@ -238,20 +243,28 @@ TEST(LinearCrossEntropy, ChunksMatchTheUnfusedKernels) {
     t = token(rng);
   targets[3] = targets[100] = -1;
   const float dloss = 1.0f;
-  for (CrossEntropy ce : {CrossEntropy{0.0, 0.0}, CrossEntropy{0.1, 15.0}}) {
-    SCOPED_TRACE("softcap " + std::to_string(ce.softcap));
-    Fused f = runFused(x, w, targets, C, V, dloss, ce);
+  for (auto [ce, precision] :
+       {std::pair{CrossEntropy{0.0, 0.0}, LAP_MATMUL_FP32},
+        std::pair{CrossEntropy{0.1, 15.0}, LAP_MATMUL_FP32},
+        std::pair{CrossEntropy{0.1, 15.0}, LAP_MATMUL_BF16}}) {
+    SCOPED_TRACE("softcap " + std::to_string(ce.softcap) + ", " +
+                 (precision == LAP_MATMUL_BF16 ? "bf16" : "fp32"));
+    Fused f = runFused(x, w, targets, C, V, dloss, ce, precision);
     std::vector<float> logits(n * V), dlogits(n * V), dx(n * C), dw(V * C);
     float loss = NAN;
-    lap_cpu_linear_forward(logits.data(), x.data(), w.data(), nullptr, n, C, V);
+    lap_cpu_linear_forward(logits.data(), x.data(), w.data(), nullptr, n, C, V,
+                           precision);
     lap_cpu_cross_entropy_forward(&loss, logits.data(), targets.data(), n, V,
                                   float(ce.smoothing), float(ce.softcap));
     lap_cpu_cross_entropy_backward(dlogits.data(), &dloss, logits.data(),
                                    targets.data(), n, V, float(ce.smoothing),
                                    float(ce.softcap));
     lap_cpu_linear_backward(dx.data(), dw.data(), nullptr, dlogits.data(),
-                            x.data(), w.data(), n, C, V);
+                            x.data(), w.data(), n, C, V, precision);
     EXPECT_EQ(f.loss, loss);
+    if (precision == LAP_MATMUL_BF16)
+      EXPECT_NE(f.loss, runFused(x, w, targets, C, V, dloss, ce).loss)
+          << "bf16 operands give the same loss as fp32 ones";
     // Relative to the largest entry: sums of 64K (dx) or 128 (dw) products
     // in another blocking.
     auto largest = [](const std::vector<float> &v) {

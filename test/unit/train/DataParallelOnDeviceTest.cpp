@@ -74,9 +74,9 @@ public:
                     float momentum, float weight, bool nesterov) override {
     host.muonMomentum(buf, g, u, n, momentum, weight, nesterov);
   }
-  void orthogonalize(float *x, int64_t rows, int64_t cols,
-                     int64_t steps) override {
-    host.orthogonalize(x, rows, cols, steps);
+  void orthogonalize(float *x, int64_t rows, int64_t cols, int64_t steps,
+                     lap_matmul precision) override {
+    host.orthogonalize(x, rows, cols, steps, precision);
   }
   void applyUpdate(float *params, const float *u, int64_t n, float decay,
                    float scale) override {

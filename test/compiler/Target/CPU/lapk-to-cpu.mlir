@@ -18,7 +18,7 @@ memref.global "private" constant @lap_coefficients_0 : memref<2xf32> = dense<[1.
 // CHECK-DAG: %[[LOSS:.*]] = llvm.load %[[OUT]] : !llvm.ptr -> !llvm.ptr
 // CHECK: call @lap_cpu_profile_begin(%[[LABEL]]) : (!llvm.ptr) -> ()
 // Buffers pass as pointers, lapk.null as null.
-// CHECK: call @lap_cpu_linear_forward(%{{.*}}, %[[X]], %{{.*}}, %[[NULL]], %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64) -> ()
+// CHECK: call @lap_cpu_linear_forward(%{{.*}}, %[[X]], %{{.*}}, %[[NULL]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i32) -> ()
 // CHECK: call @lap_cpu_profile_end(%[[LABEL]])
 // The parallel loop runs on the pool: the values it uses from above go to
 // a frame (a pointer for the view, the index as i64), the constants not.
@@ -38,7 +38,7 @@ memref.global "private" constant @lap_coefficients_0 : memref<2xf32> = dense<[1.
 // CHECK-NOT: math.tanh
 // CHECK: return
 // Kernels are declared from Kernels.def.
-// CHECK-DAG: func.func private @lap_cpu_linear_forward(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64)
+// CHECK-DAG: func.func private @lap_cpu_linear_forward(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i32)
 // CHECK-DAG: func.func private @lap_cpu_profile_begin(!llvm.ptr)
 
 // LLVM: llvm.func @lap_gen_step(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: !llvm.ptr, %{{.*}}: i64)
@@ -55,13 +55,14 @@ func.func @lap_gen_step(%params: memref<768xi8>, %ws: memref<4096xi8>,
   %c1 = arith.constant 1 : index
   %c8_i64 = arith.constant 8 : i64
   %c24_i64 = arith.constant 24 : i64
+  %fp32 = arith.constant 0 : i32
   %w = memref.view %params[%c0][] : memref<768xi8> to memref<192xf32>
   %y = memref.view %ws[%c0][] : memref<4096xi8> to memref<1024xf32>
   %none = lapk.null : memref<0xf32>
   %n = arith.muli %B, %T : index
   %rows = arith.index_cast %n : index to i64
   lapk.profile_begin "lap.linear"
-  lapk.call "linear_forward"(%y, %x, %w, %none, %rows, %c8_i64, %c24_i64) : memref<1024xf32>, memref<512xf32>, memref<192xf32>, memref<0xf32>, i64, i64, i64
+  lapk.call "linear_forward"(%y, %x, %w, %none, %rows, %c8_i64, %c24_i64, %fp32) : memref<1024xf32>, memref<512xf32>, memref<192xf32>, memref<0xf32>, i64, i64, i64, i32
   lapk.profile_end "lap.linear"
   %alpha = memref.get_global @lap_coefficients_0 : memref<2xf32>
   scf.parallel (%i) = (%c0) to (%n) step (%c1) {

@@ -13,7 +13,7 @@ memref.global "private" constant @lap_coefficients_0 : memref<2xf32> = dense<[1.
 // CHECK-DAG: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
 // CHECK-DAG: %[[NAME:.*]] = llvm.mlir.addressof @lap_symbol_lap_coefficients_0 : !llvm.ptr
 // Buffers pass as pointers, lapk.null as null, to the CUDA kernels.
-// CHECK: call @lap_cuda_linear_forward(%{{.*}}, %{{.*}}, %{{.*}}, %[[NULL]], %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64) -> ()
+// CHECK: call @lap_cuda_linear_forward(%{{.*}}, %{{.*}}, %{{.*}}, %[[NULL]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i32) -> ()
 // A constant a library kernel reads goes at its device address.
 // CHECK: %[[COEFFICIENTS:.*]] = call @lap_cuda_symbol(%[[NAME]]) : (!llvm.ptr) -> !llvm.ptr
 // CHECK: call @lap_cuda_attention_forward(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[COEFFICIENTS]],
@@ -55,7 +55,7 @@ memref.global "private" constant @lap_coefficients_0 : memref<2xf32> = dense<[1.
 // CHECK: memref.store
 // CHECK: memref.store
 // Kernels are declared from Kernels.def.
-// CHECK-DAG: func.func private @lap_cuda_linear_forward(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64)
+// CHECK-DAG: func.func private @lap_cuda_linear_forward(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i32)
 // CHECK-DAG: func.func private @lap_cuda_launch(!llvm.ptr, i64, !llvm.ptr, i64)
 
 func.func @lap_gen_step(%params: memref<768xi8>, %ws: memref<4096xi8>,
@@ -69,6 +69,7 @@ func.func @lap_gen_step(%params: memref<768xi8>, %ws: memref<4096xi8>,
   %c4_i64 = arith.constant 4 : i64
   %c8_i64 = arith.constant 8 : i64
   %c24_i64 = arith.constant 24 : i64
+  %fp32 = arith.constant 0 : i32
   %zero = arith.constant 0 : i32
   %scale = arith.constant 0.5 : f32
   %one = arith.constant 1.0 : f32
@@ -78,7 +79,7 @@ func.func @lap_gen_step(%params: memref<768xi8>, %ws: memref<4096xi8>,
   %none = lapk.null : memref<0xf32>
   %n = arith.muli %B, %T : index
   %rows = arith.index_cast %n : index to i64
-  lapk.call "linear_forward"(%y, %x, %w, %none, %rows, %c8_i64, %c24_i64) : memref<1024xf32>, memref<512xf32>, memref<192xf32>, memref<0xf32>, i64, i64, i64
+  lapk.call "linear_forward"(%y, %x, %w, %none, %rows, %c8_i64, %c24_i64, %fp32) : memref<1024xf32>, memref<512xf32>, memref<192xf32>, memref<0xf32>, i64, i64, i64, i32
   %alpha = memref.get_global @lap_coefficients_0 : memref<2xf32>
   lapk.call "attention_forward"(%y, %y, %x, %x, %x, %alpha, %c1_i64, %c4_i64, %c4_i64, %c1_i64, %c1_i64, %c8_i64, %scale, %zero) : memref<1024xf32>, memref<1024xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<2xf32>, i64, i64, i64, i64, i64, i64, f32, i32
   scf.parallel (%i) = (%c0) to (%n) step (%c1) {

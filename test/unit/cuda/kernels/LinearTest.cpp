@@ -9,7 +9,12 @@
 // add the K products of a dot in different orders (fp32 throughout, no
 // TF32); for K <= 600 terms of size <= 1 the rounding differences stay
 // near 1e-6 of the result's scale, and a bias gradient sums <= 600 rows.
-// The GELU epilogues' bound is wider (kGeluTolerance, below).
+// The GELU epilogues' bound is wider (geluTolerance(), below). Every test
+// runs at both matmul precisions; at bf16 (cuBLASLt's
+// CUBLAS_COMPUTE_32F_FAST_16BF against the CPU's operands rounded to
+// nearest even) the bound is 2e-2: the two agree to summation order if
+// cuBLASLt rounds to nearest too, and by bf16's 2^-8 per operand if it
+// rounds otherwise.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,7 +35,19 @@ namespace {
 
 using namespace lap::test;
 
-constexpr double kTolerance = 1e-4, kGeluTolerance = 5e-4;
+constexpr double kFp32Tolerance = 1e-4, kFp32GeluTolerance = 5e-4,
+                 kBf16Tolerance = 2e-2;
+
+/// The tests, at each matmul precision.
+class CudaLinear : public testing::TestWithParam<lap_matmul> {
+protected:
+  double tolerance() const {
+    return GetParam() == LAP_MATMUL_BF16 ? kBf16Tolerance : kFp32Tolerance;
+  }
+  double geluTolerance() const {
+    return GetParam() == LAP_MATMUL_BF16 ? kBf16Tolerance : kFp32GeluTolerance;
+  }
+};
 
 struct Shape {
   int64_t n, in, out;
@@ -40,7 +57,7 @@ struct Shape {
 const Shape kShapes[] = {{5, 7, 3},      {1, 1, 1},       {37, 45, 29},
                          {300, 96, 130}, {513, 257, 129}, {6, 0, 5}};
 
-TEST(CudaLinear, ForwardMatchesCpu) {
+TEST_P(CudaLinear, ForwardMatchesCpu) {
   REQUIRE_GPU();
   std::mt19937 rng(1);
   for (Shape s : kShapes) {
@@ -50,16 +67,17 @@ TEST(CudaLinear, ForwardMatchesCpu) {
     for (bool bias : {true, false}) {
       std::vector<float> want(s.n * s.out);
       lap_cpu_linear_forward(want.data(), x.data(), w.data(),
-                             bias ? b.data() : nullptr, s.n, s.in, s.out);
+                             bias ? b.data() : nullptr, s.n, s.in, s.out,
+                             GetParam());
       DeviceBuffer<float> y(nanVector(s.n * s.out));
       lap_cuda_linear_forward(y, dX, dW, bias ? dB.get() : nullptr, s.n, s.in,
-                              s.out);
-      expectWithinScale(y.host(), want, kTolerance, bias ? "y (bias)" : "y");
+                              s.out, GetParam());
+      expectWithinScale(y.host(), want, tolerance(), bias ? "y (bias)" : "y");
     }
   }
 }
 
-TEST(CudaLinear, BackwardMatchesCpu) {
+TEST_P(CudaLinear, BackwardMatchesCpu) {
   REQUIRE_GPU();
   std::mt19937 rng(2);
   for (Shape s : kShapes) {
@@ -68,33 +86,35 @@ TEST(CudaLinear, BackwardMatchesCpu) {
     DeviceBuffer<float> dX(x), dW(w), dDy(dy);
     std::vector<float> wantDx(s.n * s.in), wantDw(s.out * s.in), wantDb(s.out);
     lap_cpu_linear_backward(wantDx.data(), wantDw.data(), wantDb.data(),
-                            dy.data(), x.data(), w.data(), s.n, s.in, s.out);
+                            dy.data(), x.data(), w.data(), s.n, s.in, s.out,
+                            GetParam());
     // All outputs (db from dW's GEMM epilogue), then each one alone: db
     // without dW takes the column-sum kernel instead.
     for (int mask : {7, 1, 2, 4, 6}) {
       DeviceBuffer<float> gx(nanVector(wantDx.size())),
           gw(nanVector(wantDw.size())), gb(nanVector(wantDb.size()));
-      lap_cuda_linear_backward(
-          mask & 1 ? gx.get() : nullptr, mask & 2 ? gw.get() : nullptr,
-          mask & 4 ? gb.get() : nullptr, dDy, dX, dW, s.n, s.in, s.out);
+      lap_cuda_linear_backward(mask & 1 ? gx.get() : nullptr,
+                               mask & 2 ? gw.get() : nullptr,
+                               mask & 4 ? gb.get() : nullptr, dDy, dX, dW, s.n,
+                               s.in, s.out, GetParam());
       if (mask & 1)
-        expectWithinScale(gx.host(), wantDx, kTolerance, "dx");
+        expectWithinScale(gx.host(), wantDx, tolerance(), "dx");
       if (mask & 2)
-        expectWithinScale(gw.host(), wantDw, kTolerance, "dw");
+        expectWithinScale(gw.host(), wantDw, tolerance(), "dw");
       if (mask & 4)
-        expectWithinScale(gb.host(), wantDb, kTolerance, "db");
+        expectWithinScale(gb.host(), wantDb, tolerance(), "db");
     }
   }
 }
 
-TEST(CudaLinear, BackwardWithNoRowsZeroesParameterGradients) {
+TEST_P(CudaLinear, BackwardWithNoRowsZeroesParameterGradients) {
   REQUIRE_GPU();
   // n = 0: dW's GEMM has K = 0, so dW and its bias gradient are 0.
   std::mt19937 rng(3);
   const int64_t in = 9, out = 5;
   DeviceBuffer<float> x(0), dy(0), w(randomVector(rng, out * in));
   DeviceBuffer<float> gw(nanVector(out * in)), gb(nanVector(out));
-  lap_cuda_linear_backward(nullptr, gw, gb, dy, x, w, 0, in, out);
+  lap_cuda_linear_backward(nullptr, gw, gb, dy, x, w, 0, in, out, GetParam());
   expectWithinScale(gw.host(), std::vector<float>(out * in, 0.0f), 0.0, "dw");
   expectWithinScale(gb.host(), std::vector<float>(out, 0.0f), 0.0, "db");
 }
@@ -106,7 +126,7 @@ struct HeadsShape {
 // hq odd: the k and v blocks of w and b start 4-byte aligned.
 const HeadsShape kHeadsShapes[] = {{37, 45, 21, 7}, {130, 64, 64, 32}};
 
-TEST(CudaLinear, HeadsForwardMatchesCpu) {
+TEST_P(CudaLinear, HeadsForwardMatchesCpu) {
   REQUIRE_GPU();
   std::mt19937 rng(4);
   for (HeadsShape s : kHeadsShapes) {
@@ -118,20 +138,20 @@ TEST(CudaLinear, HeadsForwardMatchesCpu) {
       std::vector<float> q(s.n * s.hq), k(s.n * s.hkv), v(s.n * s.hkv);
       lap_cpu_linear_heads_forward(q.data(), k.data(), v.data(), x.data(),
                                    w.data(), bias ? b.data() : nullptr, s.n,
-                                   s.in, s.hq, s.hkv);
+                                   s.in, s.hq, s.hkv, GetParam());
       DeviceBuffer<float> gq(nanVector(q.size())), gk(nanVector(k.size())),
           gv(nanVector(v.size()));
       lap_cuda_linear_heads_forward(gq, gk, gv, dX, dW,
                                     bias ? dB.get() : nullptr, s.n, s.in, s.hq,
-                                    s.hkv);
-      expectWithinScale(gq.host(), q, kTolerance, "q");
-      expectWithinScale(gk.host(), k, kTolerance, "k");
-      expectWithinScale(gv.host(), v, kTolerance, "v");
+                                    s.hkv, GetParam());
+      expectWithinScale(gq.host(), q, tolerance(), "q");
+      expectWithinScale(gk.host(), k, tolerance(), "k");
+      expectWithinScale(gv.host(), v, tolerance(), "v");
     }
   }
 }
 
-TEST(CudaLinear, HeadsBackwardMatchesCpu) {
+TEST_P(CudaLinear, HeadsBackwardMatchesCpu) {
   REQUIRE_GPU();
   std::mt19937 rng(5);
   for (HeadsShape s : kHeadsShapes) {
@@ -144,20 +164,20 @@ TEST(CudaLinear, HeadsBackwardMatchesCpu) {
     std::vector<float> wantDx(s.n * s.in), wantDw(rows * s.in), wantDb(rows);
     lap_cpu_linear_heads_backward(wantDx.data(), wantDw.data(), wantDb.data(),
                                   dq.data(), dk.data(), dv.data(), x.data(),
-                                  w.data(), s.n, s.in, s.hq, s.hkv);
+                                  w.data(), s.n, s.in, s.hq, s.hkv, GetParam());
     for (int mask : {7, 1, 2, 4}) {
       DeviceBuffer<float> gx(nanVector(wantDx.size())),
           gw(nanVector(wantDw.size())), gb(nanVector(wantDb.size()));
-      lap_cuda_linear_heads_backward(mask & 1 ? gx.get() : nullptr,
-                                     mask & 2 ? gw.get() : nullptr,
-                                     mask & 4 ? gb.get() : nullptr, dDq, dDk,
-                                     dDv, dX, dW, s.n, s.in, s.hq, s.hkv);
+      lap_cuda_linear_heads_backward(
+          mask & 1 ? gx.get() : nullptr, mask & 2 ? gw.get() : nullptr,
+          mask & 4 ? gb.get() : nullptr, dDq, dDk, dDv, dX, dW, s.n, s.in, s.hq,
+          s.hkv, GetParam());
       if (mask & 1)
-        expectWithinScale(gx.host(), wantDx, kTolerance, "dx");
+        expectWithinScale(gx.host(), wantDx, tolerance(), "dx");
       if (mask & 2)
-        expectWithinScale(gw.host(), wantDw, kTolerance, "dw");
+        expectWithinScale(gw.host(), wantDw, tolerance(), "dw");
       if (mask & 4)
-        expectWithinScale(gb.host(), wantDb, kTolerance, "db");
+        expectWithinScale(gb.host(), wantDb, tolerance(), "db");
     }
   }
 }
@@ -169,7 +189,7 @@ TEST(CudaLinear, HeadsBackwardMatchesCpu) {
 // relative error about 2^-11), which moves gelu(x) = x (1 + tanh u) / 2 by
 // up to 2.5e-4 |x| and its slope as much; the kernels that stand in use
 // tanhf, a few ulp from the CPU's polynomial.
-TEST(CudaLinear, GeluForwardMatchesCpu) {
+TEST_P(CudaLinear, GeluForwardMatchesCpu) {
   REQUIRE_GPU();
   std::mt19937 rng(6);
   for (Shape s : kShapes) {
@@ -180,23 +200,23 @@ TEST(CudaLinear, GeluForwardMatchesCpu) {
       std::vector<float> want(s.n * s.out), wantPre(s.n * s.out);
       lap_cpu_linear_gelu_forward(want.data(), wantPre.data(), x.data(),
                                   w.data(), bias ? b.data() : nullptr, s.n,
-                                  s.in, s.out);
+                                  s.in, s.out, GetParam());
       for (bool keep : {true, false}) {
         DeviceBuffer<float> y(nanVector(want.size())),
             pre(nanVector(want.size()));
         lap_cuda_linear_gelu_forward(y, keep ? pre.get() : nullptr, dX, dW,
                                      bias ? dB.get() : nullptr, s.n, s.in,
-                                     s.out);
-        expectWithinScale(y.host(), want, kGeluTolerance,
+                                     s.out, GetParam());
+        expectWithinScale(y.host(), want, geluTolerance(),
                           bias ? "y (bias)" : "y");
         if (keep)
-          expectWithinScale(pre.host(), wantPre, kTolerance, "pre");
+          expectWithinScale(pre.host(), wantPre, tolerance(), "pre");
       }
     }
   }
 }
 
-TEST(CudaLinear, GeluBackwardMatchesCpu) {
+TEST_P(CudaLinear, GeluBackwardMatchesCpu) {
   REQUIRE_GPU();
   std::mt19937 rng(7);
   // Here `in` is the GELU's width (the GEMM's columns), `out` the GEMM's K.
@@ -207,21 +227,30 @@ TEST(CudaLinear, GeluBackwardMatchesCpu) {
     DeviceBuffer<float> dPre(pre), dW(w), dDy(dy);
     std::vector<float> want(s.n * s.in), wantBias(s.in);
     lap_cpu_gelu_linear_backward(want.data(), wantBias.data(), dy.data(),
-                                 w.data(), pre.data(), s.n, s.in, s.out);
+                                 w.data(), pre.data(), s.n, s.in, s.out,
+                                 GetParam());
     for (bool bias : {true, false}) {
       DeviceBuffer<float> got(nanVector(want.size())),
           gotBias(nanVector(wantBias.size()));
       lap_cuda_gelu_linear_backward(got, bias ? gotBias.get() : nullptr, dDy,
-                                    dW, dPre, s.n, s.in, s.out);
-      expectWithinScale(got.host(), want, kGeluTolerance, "dpre");
+                                    dW, dPre, s.n, s.in, s.out, GetParam());
+      expectWithinScale(got.host(), want, geluTolerance(), "dpre");
       if (bias)
-        expectWithinScale(gotBias.host(), wantBias, kGeluTolerance, "dbias");
+        expectWithinScale(gotBias.host(), wantBias, geluTolerance(), "dbias");
     }
   }
   // No rows: the bias gradient is 0, not left as it was.
   DeviceBuffer<float> none(0), w(randomVector(rng, 15)), dbias(nanVector(5));
-  lap_cuda_gelu_linear_backward(none, dbias, none, w, none, 0, 5, 3);
+  lap_cuda_gelu_linear_backward(none, dbias, none, w, none, 0, 5, 3,
+                                GetParam());
   expectWithinScale(dbias.host(), std::vector<float>(5, 0.0f), 0.0, "dbias");
 }
+
+INSTANTIATE_TEST_SUITE_P(Precisions, CudaLinear,
+                         testing::Values(LAP_MATMUL_FP32, LAP_MATMUL_BF16),
+                         [](const testing::TestParamInfo<lap_matmul> &info) {
+                           return info.param == LAP_MATMUL_BF16 ? "bf16"
+                                                                : "fp32";
+                         });
 
 } // namespace

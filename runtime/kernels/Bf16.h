@@ -1,0 +1,31 @@
+//===- Bf16.h - Rounding fp32 to bf16 -----------------------------*- C++ -*-===//
+//
+// bf16 keeps fp32's sign and exponent and the top 7 bits of its mantissa.
+// The kernels round to it as the hardware's conversions do (to nearest,
+// ties to even) and keep the result in an fp32, whose low 16 bits are then
+// zero: a GEMM of such operands is a bf16 GEMM with fp32 accumulation.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_RUNTIME_KERNELS_BF16_H
+#define LAP_RUNTIME_KERNELS_BF16_H
+
+#include <cstdint>
+#include <cstring>
+
+namespace lap::bf16 {
+
+/// x rounded to the nearest bf16 (ties to even); NaN stays NaN, and values
+/// beyond bf16's largest finite one become infinite.
+inline float round(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  if ((u & 0x7fffffffu) <= 0x7f800000u)
+    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  std::memcpy(&x, &u, sizeof u);
+  return x;
+}
+
+} // namespace lap::bf16
+
+#endif // LAP_RUNTIME_KERNELS_BF16_H

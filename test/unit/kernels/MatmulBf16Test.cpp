@@ -1,0 +1,205 @@
+//===- MatmulBf16Test.cpp - The linear kernels at bf16 matmul precision ---===//
+//
+// At LAP_MATMUL_BF16 a GEMM multiplies its operands rounded to bf16 and
+// accumulates in fp32. The product of two bf16 values is exact in fp32, so
+// a kernel at bf16 computes what the same kernel at fp32 computes from
+// inputs rounded beforehand: the tests hold each kernel's outputs to that,
+// within 1e-6 of each tensor's largest magnitude (the GEMMs may sum in
+// another order). What is not a GEMM operand is not rounded: biases, the
+// bias gradients' column sums and the GELU's pre-activation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/kernels/Bf16.h"
+#include "runtime/kernels/cpu/Kernels.h"
+#include "test/unit/kernels/KernelTestSupport.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace {
+
+using namespace lap::test;
+
+constexpr double kSameProducts = 1e-6;
+
+float fromBits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+std::vector<float> rounded(std::vector<float> v) {
+  for (float &e : v)
+    e = lap::bf16::round(e);
+  return v;
+}
+
+struct Shape {
+  int64_t n, in, out;
+};
+
+// Large enough for oneDNN's blocked paths and the parallel rounding.
+const Shape kShapes[] = {{5, 7, 3}, {1, 1, 1}, {300, 96, 130}};
+
+TEST(Bf16, RoundsToNearestTiesToEven) {
+  EXPECT_EQ(bitsOf(lap::bf16::round(1.0f)), 0x3f800000u);
+  // Halfway between two bf16 values: to the even one, down then up.
+  EXPECT_EQ(bitsOf(lap::bf16::round(fromBits(0x3f808000u))), 0x3f800000u);
+  EXPECT_EQ(bitsOf(lap::bf16::round(fromBits(0x3f818000u))), 0x3f820000u);
+  // Just above and below halfway.
+  EXPECT_EQ(bitsOf(lap::bf16::round(fromBits(0x3f808001u))), 0x3f810000u);
+  EXPECT_EQ(bitsOf(lap::bf16::round(fromBits(0x3f807fffu))), 0x3f800000u);
+  EXPECT_EQ(bitsOf(lap::bf16::round(fromBits(0xbf808001u))), 0xbf810000u);
+  EXPECT_EQ(bitsOf(lap::bf16::round(-0.0f)), 0x80000000u);
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(lap::bf16::round(inf), inf);
+  EXPECT_EQ(lap::bf16::round(-inf), -inf);
+  // Beyond the largest finite bf16 (0x7f7f0000) by more than half a step.
+  EXPECT_EQ(lap::bf16::round(std::numeric_limits<float>::max()), inf);
+  EXPECT_TRUE(
+      std::isnan(lap::bf16::round(std::numeric_limits<float>::quiet_NaN())));
+  EXPECT_TRUE(std::isnan(lap::bf16::round(fromBits(0x7f800001u))))
+      << "a signalling NaN with a low payload must not round to infinity";
+}
+
+TEST(MatmulBf16, LinearMultipliesOperandsRoundedToBf16) {
+  std::mt19937 rng(11);
+  for (Shape s : kShapes) {
+    SCOPED_TRACE(std::to_string(s.n) + "x" + std::to_string(s.in) + "x" +
+                 std::to_string(s.out));
+    auto x = randomVector(rng, s.n * s.in), w = randomVector(rng, s.out * s.in),
+         b = randomVector(rng, s.out), dy = randomVector(rng, s.n * s.out);
+    auto rx = rounded(x), rw = rounded(w), rdy = rounded(dy);
+    auto y = nanVector(s.n * s.out), want = nanVector(s.n * s.out);
+    lap_cpu_linear_forward(y.data(), x.data(), w.data(), b.data(), s.n, s.in,
+                           s.out, LAP_MATMUL_BF16);
+    lap_cpu_linear_forward(want.data(), rx.data(), rw.data(), b.data(), s.n,
+                           s.in, s.out, LAP_MATMUL_FP32);
+    expectWithinScale(y, want, kSameProducts, "y");
+
+    auto dx = nanVector(x.size()), dw = nanVector(w.size()),
+         db = nanVector(b.size());
+    auto wantDx = nanVector(x.size()), wantDw = nanVector(w.size()),
+         wantDb = nanVector(b.size());
+    lap_cpu_linear_backward(dx.data(), dw.data(), db.data(), dy.data(),
+                            x.data(), w.data(), s.n, s.in, s.out,
+                            LAP_MATMUL_BF16);
+    lap_cpu_linear_backward(wantDx.data(), wantDw.data(), nullptr, rdy.data(),
+                            rx.data(), rw.data(), s.n, s.in, s.out,
+                            LAP_MATMUL_FP32);
+    lap_cpu_linear_backward(nullptr, nullptr, wantDb.data(), dy.data(),
+                            x.data(), w.data(), s.n, s.in, s.out,
+                            LAP_MATMUL_FP32);
+    expectWithinScale(dx, wantDx, kSameProducts, "dx");
+    expectWithinScale(dw, wantDw, kSameProducts, "dw");
+    EXPECT_EQ(db, wantDb) << "the bias gradient sums dy as given";
+  }
+}
+
+// The rounding is there: bf16 keeps 8 significant bits, so products of
+// [-1, 1] operands move by about 2^-9 of their size and sums of 96 of them
+// by about 1e-2 at the worst of 39,000 outputs; not by more than 2^-7 of
+// the sums' scale.
+TEST(MatmulBf16, DiffersFromFp32ByBf16Rounding) {
+  std::mt19937 rng(12);
+  Shape s = kShapes[2];
+  auto x = randomVector(rng, s.n * s.in), w = randomVector(rng, s.out * s.in);
+  std::vector<float> y16(s.n * s.out), y32(s.n * s.out);
+  lap_cpu_linear_forward(y16.data(), x.data(), w.data(), nullptr, s.n, s.in,
+                         s.out, LAP_MATMUL_BF16);
+  lap_cpu_linear_forward(y32.data(), x.data(), w.data(), nullptr, s.n, s.in,
+                         s.out, LAP_MATMUL_FP32);
+  double worst = 0.0, scale = 0.0;
+  for (size_t i = 0; i < y32.size(); ++i) {
+    worst = std::max(worst, std::fabs(double(y16[i]) - double(y32[i])));
+    scale = std::max(scale, std::fabs(double(y32[i])));
+  }
+  EXPECT_GT(worst, 1e-3 * scale);
+  EXPECT_LT(worst, 0x1p-7 * scale);
+}
+
+TEST(MatmulBf16, GeluLinearKernelsMultiplyOperandsRoundedToBf16) {
+  std::mt19937 rng(13);
+  for (Shape s : kShapes) {
+    SCOPED_TRACE(std::to_string(s.n) + "x" + std::to_string(s.in) + "x" +
+                 std::to_string(s.out));
+    auto x = randomVector(rng, s.n * s.in), w = randomVector(rng, s.out * s.in),
+         b = randomVector(rng, s.out);
+    auto rx = rounded(x), rw = rounded(w);
+    auto y = nanVector(s.n * s.out), pre = nanVector(s.n * s.out),
+         wantY = nanVector(s.n * s.out), wantPre = nanVector(s.n * s.out);
+    lap_cpu_linear_gelu_forward(y.data(), pre.data(), x.data(), w.data(),
+                                b.data(), s.n, s.in, s.out, LAP_MATMUL_BF16);
+    lap_cpu_linear_gelu_forward(wantY.data(), wantPre.data(), rx.data(),
+                                rw.data(), b.data(), s.n, s.in, s.out,
+                                LAP_MATMUL_FP32);
+    expectWithinScale(y, wantY, kSameProducts, "y");
+    expectWithinScale(pre, wantPre, kSameProducts, "pre");
+
+    // The backward of a layer [n, in] -> [n, out] whose input was the GELU
+    // of pre [n, in].
+    auto dy = randomVector(rng, s.n * s.out), p = randomVector(rng, s.n * s.in);
+    auto rdy = rounded(dy);
+    auto dpre = nanVector(s.n * s.in), dbias = nanVector(s.in),
+         wantDpre = nanVector(s.n * s.in), wantDbias = nanVector(s.in);
+    lap_cpu_gelu_linear_backward(dpre.data(), dbias.data(), dy.data(), w.data(),
+                                 p.data(), s.n, s.in, s.out, LAP_MATMUL_BF16);
+    lap_cpu_gelu_linear_backward(wantDpre.data(), wantDbias.data(), rdy.data(),
+                                 rw.data(), p.data(), s.n, s.in, s.out,
+                                 LAP_MATMUL_FP32);
+    expectWithinScale(dpre, wantDpre, kSameProducts, "dpre");
+    expectWithinScale(dbias, wantDbias, kSameProducts, "dbias");
+  }
+}
+
+TEST(MatmulBf16, HeadsKernelsMultiplyOperandsRoundedToBf16) {
+  std::mt19937 rng(14);
+  const int64_t n = 70, in = 48, hq = 32, hkv = 16, rows = hq + 2 * hkv;
+  auto x = randomVector(rng, n * in), w = randomVector(rng, rows * in),
+       b = randomVector(rng, rows);
+  auto rx = rounded(x), rw = rounded(w);
+  std::vector<float> q(n * hq), k(n * hkv), v(n * hkv), wq(n * hq), wk(n * hkv),
+      wv(n * hkv);
+  lap_cpu_linear_heads_forward(q.data(), k.data(), v.data(), x.data(), w.data(),
+                               b.data(), n, in, hq, hkv, LAP_MATMUL_BF16);
+  lap_cpu_linear_heads_forward(wq.data(), wk.data(), wv.data(), rx.data(),
+                               rw.data(), b.data(), n, in, hq, hkv,
+                               LAP_MATMUL_FP32);
+  expectWithinScale(q, wq, kSameProducts, "q");
+  expectWithinScale(k, wk, kSameProducts, "k");
+  expectWithinScale(v, wv, kSameProducts, "v");
+
+  auto dq = randomVector(rng, n * hq), dk = randomVector(rng, n * hkv),
+       dv = randomVector(rng, n * hkv);
+  auto rdq = rounded(dq), rdk = rounded(dk), rdv = rounded(dv);
+  auto dx = nanVector(x.size()), dw = nanVector(w.size()),
+       db = nanVector(b.size()), wantDx = nanVector(x.size()),
+       wantDw = nanVector(w.size()), wantDb = nanVector(b.size());
+  lap_cpu_linear_heads_backward(dx.data(), dw.data(), db.data(), dq.data(),
+                                dk.data(), dv.data(), x.data(), w.data(), n, in,
+                                hq, hkv, LAP_MATMUL_BF16);
+  lap_cpu_linear_heads_backward(wantDx.data(), wantDw.data(), nullptr,
+                                rdq.data(), rdk.data(), rdv.data(), rx.data(),
+                                rw.data(), n, in, hq, hkv, LAP_MATMUL_FP32);
+  lap_cpu_linear_heads_backward(nullptr, nullptr, wantDb.data(), dq.data(),
+                                dk.data(), dv.data(), x.data(), w.data(), n, in,
+                                hq, hkv, LAP_MATMUL_FP32);
+  expectWithinScale(dx, wantDx, kSameProducts, "dx");
+  expectWithinScale(dw, wantDw, kSameProducts, "dw");
+  EXPECT_EQ(db, wantDb) << "the bias gradient sums the blocks as given";
+}
+
+} // namespace
