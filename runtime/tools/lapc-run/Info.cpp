@@ -3,6 +3,7 @@
 #include "runtime/model/LoadedModel.h"
 #include "runtime/tools/lapc-run/Commands.h"
 #include "runtime/tools/lapc-run/Units.h"
+#include "runtime/train/SpecConfig.h"
 
 #include <fmt/format.h>
 
@@ -44,6 +45,11 @@ int lap::cli::info(const std::string &path) {
   }
   fmt::print("limits     batch <= {}, sequence <= {}\n", model.maxBatch(),
              model.maxSeq());
+  bool bf16 =
+      train::specOf(model).train.matmulPrecision == dsl::Precision::BF16;
+  fmt::print("products   {}\n",
+             bf16 ? "bf16 operands, fp32 accumulation (train.matmul_precision)"
+                  : "fp32");
   if (const auto &images = m["images"]; !images.is_null()) {
     std::string sizes;
     for (size_t i = 0; i < images["sizes"].size(); ++i)
