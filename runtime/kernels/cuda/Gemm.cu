@@ -71,8 +71,9 @@ void destroy(Plan &p) {
   p = {};
 }
 
-/// transa, transb, M, N, K, lda, ldb, ldc, the cuBLASLt epilogue, and the
-/// alignments of A, B, C, the bias and the epilogue's auxiliary matrix.
+/// The compute type, transa, transb, M, N, K, lda, ldb, ldc, the cuBLASLt
+/// epilogue, and the alignments of A, B, C, the bias and the epilogue's
+/// auxiliary matrix.
 using PlanKey =
     std::tuple<int, char, char, int64_t, int64_t, int64_t, int64_t, int64_t,
                int64_t, int, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t>;
