@@ -1,10 +1,14 @@
 //===- Gemm.h - The kernels' one GEMM entry -----------------------*- C++ -*-===//
 //
-// Row-major C [M, N] = op(A) op(B) + beta C through oneDNN's dnnl_sgemm, on
-// the shared libgomp pool (Linear.cpp). The kernels have no error channel
-// and a failed GEMM would silently train on garbage, so failure aborts.
-// A GEMM at bf16 precision (lap_matmul) multiplies its operands rounded to
-// bf16 (operand()), accumulating in fp32.
+// Row-major C [M, N] = op(A) op(B) + beta C through oneDNN, on the shared
+// libgomp pool (Gemm.cpp). A kernel at bf16 precision (lap_matmul) hands
+// its GEMMs operands rounded to bf16 (operand()), which they multiply with
+// fp32 accumulation: as bf16 through oneDNN's bf16 matmul where this CPU
+// has bf16 instructions (AVX512_BF16, AMX) for it, otherwise as fp32
+// values with zero low bits through the fp32 GEMM. The product of two bf16
+// values is exact in fp32, so both compute the same products. The kernels
+// have no error channel and a failed GEMM would silently train on garbage,
+// so failure aborts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,18 +21,40 @@
 
 namespace lap::cpu {
 
-/// op(X) is X for 'N', X^T for 'T'. K = 0 sets C to beta C.
-void gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
-          const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-          float *C, int64_t ldc);
+/// A row-major matrix a GEMM reads (leading dimension ld), of fp32 or, for
+/// a rounded operand (operand()), of bf16 elements.
+struct Matrix {
+  const void *data = nullptr;
+  int64_t ld = 0;
+  bool bf16 = false;
 
-/// a [rows, cols] (leading dimension ld) as a GEMM at `precision` reads it:
-/// a itself at fp32; at bf16 a copy rounded to bf16 (runtime/kernels/
-/// Bf16.h, same leading dimension) in this thread's buffer `slot` (0 to 3,
-/// kept between calls), so that a kernel rounds each operand once for all
-/// its GEMMs.
-const float *operand(lap_matmul precision, const float *a, int64_t rows,
-                     int64_t cols, int64_t ld, int slot);
+  /// The matrix from its row `first` on.
+  Matrix from(int64_t first) const {
+    const int64_t offset = first * ld * (bf16 ? 2 : 4);
+    return {static_cast<const char *>(data) + offset, ld, bf16};
+  }
+};
+
+/// Whether bf16 GEMMs run on this CPU's bf16 instructions (oneDNN's bf16
+/// matmul), as opposed to the fp32 GEMM on rounded values: asked once, at
+/// the first GEMM of a bf16 operand, after LAP_CPU_ISA has limited oneDNN.
+bool bf16Instructions();
+
+/// An fp32 matrix as it is.
+inline Matrix fp32(const float *a, int64_t ld) { return {a, ld, false}; }
+
+/// a [rows, cols] (leading dimension ld) as a GEMM at `precision` reads
+/// it: a itself at fp32; at bf16 a copy rounded to bf16 (to nearest, ties
+/// to even: runtime/kernels/Bf16.h; same leading dimension) in this
+/// thread's buffer `slot` (0 to 3, kept between calls), so that a kernel
+/// rounds each operand once for all its GEMMs.
+Matrix operand(lap_matmul precision, const float *a, int64_t rows, int64_t cols,
+               int64_t ld, int slot);
+
+/// op(X) is X for 'N', X^T for 'T'; A and B both of fp32 or both of bf16.
+/// K = 0 sets C to beta C.
+void gemm(char transa, char transb, int64_t M, int64_t N, int64_t K, Matrix A,
+          Matrix B, float beta, float *C, int64_t ldc);
 
 } // namespace lap::cpu
 

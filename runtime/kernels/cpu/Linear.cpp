@@ -1,50 +1,26 @@
 //===- Linear.cpp - y = x W^T + b and its gradients -------------*- C++ -*-===//
 //
-// The GEMMs are oneDNN's (row-major dnnl_sgemm, on the shared libgomp pool),
-// at the call's precision (Gemm.h); the bias add, the bias gradient and the
-// tanh GELU fused after a GEMM are simple enough to do here, each in one
-// pass over the GEMM's output.
+// The GEMMs are oneDNN's, at the call's precision (Gemm.h); the bias add,
+// the bias gradient and the tanh GELU fused after a GEMM are simple enough
+// to do here, each in one pass over the GEMM's output.
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/kernels/Bf16.h"
 #include "runtime/kernels/GeluTanh.h"
 #include "runtime/kernels/cpu/FastMath.h"
 #include "runtime/kernels/cpu/Gemm.h"
 #include "runtime/kernels/cpu/Kernels.h"
 #include "runtime/kernels/cpu/Parallel.h"
 
-#include <oneapi/dnnl/dnnl.h>
-
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 using lap::cpu::gemm;
+using lap::cpu::Matrix;
 using lap::cpu::operand;
 using lap::cpu::parallelFor;
 using lap::cpu::tanhApprox;
-
-void lap::cpu::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
-                    const float *A, int64_t lda, const float *B, int64_t ldb,
-                    float beta, float *C, int64_t ldc) {
-  if (M <= 0 || N <= 0)
-    return;
-  if (K <= 0) {
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j)
-        C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
-    return;
-  }
-  dnnl_status_t status =
-      dnnl_sgemm(transa, transb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
-  if (status != dnnl_success) {
-    std::fprintf(stderr, "lap: dnnl_sgemm failed (status %d)\n", int(status));
-    std::abort();
-  }
-}
 
 namespace {
 
@@ -96,9 +72,9 @@ void columnSums(float *db, const float *dy, int64_t n, int64_t c) {
 }
 
 /// y [n, out] = x [n, in] W^T + b, x and w as the GEMM reads them.
-void linearForward(float *y, const float *x, const float *w, const float *b,
-                   int64_t n, int64_t in, int64_t out) {
-  gemm('N', 'T', n, out, in, x, in, w, in, 0.0f, y, out);
+void linearForward(float *y, Matrix x, Matrix w, const float *b, int64_t n,
+                   int64_t in, int64_t out) {
+  gemm('N', 'T', n, out, in, x, w, 0.0f, y, out);
   if (!b)
     return;
   parallelFor(n, rowGrain(out), [&](int64_t begin, int64_t end) {
@@ -113,28 +89,6 @@ void linearForward(float *y, const float *x, const float *w, const float *b,
 
 } // namespace
 
-const float *lap::cpu::operand(lap_matmul precision, const float *a,
-                               int64_t rows, int64_t cols, int64_t ld,
-                               int slot) {
-  if (precision != LAP_MATMUL_BF16 || !a || rows <= 0 || cols <= 0)
-    return a;
-  thread_local std::vector<float> buffers[4];
-  std::vector<float> &buffer = buffers[slot];
-  const size_t size = size_t((rows - 1) * ld + cols);
-  if (buffer.size() < size)
-    buffer.resize(size);
-  float *rounded = buffer.data();
-  parallelFor(rows, rowGrain(cols), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const float *__restrict from = a + i * ld;
-      float *__restrict to = rounded + i * ld;
-      for (int64_t j = 0; j < cols; ++j)
-        to[j] = lap::bf16::round(from[j]);
-    }
-  });
-  return rounded;
-}
-
 extern "C" void lap_cpu_linear_forward(float *y, const float *x, const float *w,
                                        const float *b, int64_t n, int64_t in,
                                        int64_t out, lap_matmul precision) {
@@ -146,13 +100,13 @@ extern "C" void lap_cpu_linear_backward(float *dx, float *dw, float *db,
                                         const float *dy, const float *x,
                                         const float *w, int64_t n, int64_t in,
                                         int64_t out, lap_matmul precision) {
-  const float *dyOp = operand(precision, dy, n, out, out, 0);
+  const Matrix dyOp = operand(precision, dy, n, out, out, 0);
   if (dx)
-    gemm('N', 'N', n, in, out, dyOp, out, operand(precision, w, out, in, in, 1),
-         in, 0.0f, dx, in);
+    gemm('N', 'N', n, in, out, dyOp, operand(precision, w, out, in, in, 1),
+         0.0f, dx, in);
   if (dw)
-    gemm('T', 'N', out, in, n, dyOp, out, operand(precision, x, n, in, in, 2),
-         in, 0.0f, dw, in);
+    gemm('T', 'N', out, in, n, dyOp, operand(precision, x, n, in, in, 2), 0.0f,
+         dw, in);
   if (db)
     columnSums(db, dy, n, out);
 }
@@ -165,8 +119,8 @@ extern "C" void lap_cpu_linear_gelu_forward(float *y, float *pre,
   // The GEMM writes where the pre-activation stays (y when nothing keeps
   // it); one pass adds the bias and applies the GELU.
   float *z = pre ? pre : y;
-  gemm('N', 'T', n, out, in, operand(precision, x, n, in, in, 0), in,
-       operand(precision, w, out, in, in, 1), in, 0.0f, z, out);
+  gemm('N', 'T', n, out, in, operand(precision, x, n, in, in, 0),
+       operand(precision, w, out, in, in, 1), 0.0f, z, out);
   parallelFor(n, rowGrain(out), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       float *zr = z + i * out, *yr = y + i * out;
@@ -186,8 +140,8 @@ extern "C" void lap_cpu_gelu_linear_backward(float *dpre, float *dbias,
                                              lap_matmul precision) {
   // dpre [n, in] = dy [n, out] w [out, in], then times the GELU's slope
   // row by row, each row summed into dbias as it is finished.
-  gemm('N', 'N', n, in, out, operand(precision, dy, n, out, out, 0), out,
-       operand(precision, w, out, in, in, 1), in, 0.0f, dpre, in);
+  gemm('N', 'N', n, in, out, operand(precision, dy, n, out, out, 0),
+       operand(precision, w, out, in, in, 1), 0.0f, dpre, in);
   columnSums(dbias, n, in, [&](int64_t i) {
     float *__restrict d = dpre + i * in;
     const float *__restrict p = pre + i * in;
@@ -203,12 +157,12 @@ extern "C" void lap_cpu_linear_heads_forward(float *q, float *k, float *v,
                                              int64_t in, int64_t hq,
                                              int64_t hkv,
                                              lap_matmul precision) {
-  const float *xOp = operand(precision, x, n, in, in, 0),
-              *wOp = operand(precision, w, hq + 2 * hkv, in, in, 1);
+  const Matrix xOp = operand(precision, x, n, in, in, 0),
+               wOp = operand(precision, w, hq + 2 * hkv, in, in, 1);
   linearForward(q, xOp, wOp, b, n, in, hq);
-  linearForward(k, xOp, wOp + hq * in, b ? b + hq : nullptr, n, in, hkv);
-  linearForward(v, xOp, wOp + (hq + hkv) * in, b ? b + hq + hkv : nullptr, n,
-                in, hkv);
+  linearForward(k, xOp, wOp.from(hq), b ? b + hq : nullptr, n, in, hkv);
+  linearForward(v, xOp, wOp.from(hq + hkv), b ? b + hq + hkv : nullptr, n, in,
+                hkv);
 }
 
 extern "C" void
@@ -218,20 +172,20 @@ lap_cpu_linear_heads_backward(float *dx, float *dw, float *db, const float *dq,
                               int64_t hkv, lap_matmul precision) {
   const float *blocks[3] = {dq, dk, dv};
   const int64_t widths[3] = {hq, hkv, hkv}, starts[3] = {0, hq, hq + hkv};
-  const float *xOp = dw ? operand(precision, x, n, in, in, 0) : nullptr,
-              *wOp =
-                  dx ? operand(precision, w, hq + 2 * hkv, in, in, 1) : nullptr;
+  const Matrix xOp = dw ? operand(precision, x, n, in, in, 0) : Matrix{},
+               wOp = dx ? operand(precision, w, hq + 2 * hkv, in, in, 1)
+                        : Matrix{};
   for (int i = 0; i < 3; ++i) {
-    const float *block =
+    const Matrix block =
         dx || dw ? operand(precision, blocks[i], n, widths[i], widths[i], 2)
-                 : nullptr;
+                 : Matrix{};
     // dx sums the three blocks' contributions in block order.
     if (dx)
-      gemm('N', 'N', n, in, widths[i], block, widths[i], wOp + starts[i] * in,
-           in, i == 0 ? 0.0f : 1.0f, dx, in);
+      gemm('N', 'N', n, in, widths[i], block, wOp.from(starts[i]),
+           i == 0 ? 0.0f : 1.0f, dx, in);
     if (dw)
-      gemm('T', 'N', widths[i], in, n, block, widths[i], xOp, in, 0.0f,
-           dw + starts[i] * in, in);
+      gemm('T', 'N', widths[i], in, n, block, xOp, 0.0f, dw + starts[i] * in,
+           in);
     if (db)
       columnSums(db + starts[i], blocks[i], n, widths[i]);
   }

@@ -25,6 +25,7 @@
 
 using lap::cpu::expApprox;
 using lap::cpu::gemm;
+using lap::cpu::Matrix;
 using lap::cpu::operand;
 using lap::cpu::parallelFor;
 using lap::cpu::tanhApprox;
@@ -222,12 +223,12 @@ void linearCrossEntropy(float *loss, float *dx, float *dw, float dloss,
   double total = 0.0;
   if (n == 0 && dw)
     std::fill(dw, dw + V * C, 0.0f);
-  const float *wOp = operand(precision, w, V, C, C, 0);
+  const Matrix wOp = operand(precision, w, V, C, C, 0);
   for (int64_t r0 = 0; r0 < n; r0 += rows) {
     const int64_t m = std::min(rows, n - r0);
-    const float *xc = operand(precision, x + r0 * C, m, C, C, 1);
+    const Matrix xc = operand(precision, x + r0 * C, m, C, C, 1);
     const int32_t *tc = targets + r0;
-    gemm('N', 'T', m, V, C, xc, C, wOp, C, 0.0f, logits, V);
+    gemm('N', 'T', m, V, C, xc, wOp, 0.0f, logits, V);
     parallelFor(m, rowGrain(V), [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         float *row = logits + i * V;
@@ -244,12 +245,12 @@ void linearCrossEntropy(float *loss, float *dx, float *dw, float dloss,
     });
     for (int64_t i = 0; i < m; ++i)
       total += rowLoss[size_t(i)];
-    const float *dlogits =
-        dx || dw ? operand(precision, logits, m, V, V, 2) : nullptr;
+    const Matrix dlogits =
+        dx || dw ? operand(precision, logits, m, V, V, 2) : Matrix{};
     if (dx)
-      gemm('N', 'N', m, C, V, dlogits, V, wOp, C, 0.0f, dx + r0 * C, C);
+      gemm('N', 'N', m, C, V, dlogits, wOp, 0.0f, dx + r0 * C, C);
     if (dw)
-      gemm('T', 'N', V, C, m, dlogits, V, xc, C, r0 == 0 ? 0.0f : 1.0f, dw, C);
+      gemm('T', 'N', V, C, m, dlogits, xc, r0 == 0 ? 0.0f : 1.0f, dw, C);
   }
   *loss = count ? float(total / double(count)) : 0.0f;
 }

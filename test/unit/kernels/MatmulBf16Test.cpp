@@ -6,11 +6,15 @@
 // inputs rounded beforehand: the tests hold each kernel's outputs to that,
 // within 1e-6 of each tensor's largest magnitude (the GEMMs may sum in
 // another order). What is not a GEMM operand is not rounded: biases, the
-// bias gradients' column sums and the GELU's pre-activation.
+// bias gradients' column sums and the GELU's pre-activation. Run once per
+// kernel instruction set (IsaTestMain): at the best one, on a CPU with
+// AVX512_BF16 or AMX, the GEMMs take oneDNN's bf16 matmul; below it, or
+// without them, the fp32 GEMM of rounded values.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/Bf16.h"
+#include "runtime/kernels/cpu/Gemm.h"
 #include "runtime/kernels/cpu/Kernels.h"
 #include "test/unit/kernels/KernelTestSupport.h"
 
@@ -19,8 +23,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace {
@@ -53,6 +59,25 @@ struct Shape {
 
 // Large enough for oneDNN's blocked paths and the parallel rounding.
 const Shape kShapes[] = {{5, 7, 3}, {1, 1, 1}, {300, 96, 130}};
+
+/// Whether /proc/cpuinfo lists `flag` for this CPU.
+bool cpuHas(const std::string &flag) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line))
+    if (line.rfind("flags", 0) == 0)
+      return (line + " ").find(" " + flag + " ") != std::string::npos;
+  return false;
+}
+
+TEST(MatmulBf16, TakesBf16InstructionsWhereTheChosenSetHasThem) {
+  std::string chosen = lap_cpu_isa(), available = lap_cpu_isas();
+  bool best = available.rfind(chosen, 0) == 0; // lap_cpu_isas: best first
+  bool hardware = cpuHas("avx512_bf16") || cpuHas("amx_bf16");
+  EXPECT_EQ(lap::cpu::bf16Instructions(), best && hardware)
+      << "kernels " << chosen << " of " << available
+      << (hardware ? ", a CPU with bf16 instructions" : "");
+}
 
 TEST(Bf16, RoundsToNearestTiesToEven) {
   EXPECT_EQ(bitsOf(lap::bf16::round(1.0f)), 0x3f800000u);

@@ -1,0 +1,225 @@
+//===- Gemm.cpp - GEMMs through oneDNN, fp32 and bf16 -----------*- C++ -*-===//
+//
+// fp32: the BLAS-like dnnl_sgemm. bf16: oneDNN's matmul primitive (bf16
+// source and weights, fp32 destination, a sum post-op for beta), created
+// per call (oneDNN caches primitives by their description) and used only
+// where it runs on bf16 instructions: elsewhere (AVX2, or AVX-512 without
+// BF16, where oneDNN emulates bf16 more slowly than it multiplies fp32, or
+// oneDNN kept to AVX2 by LAP_CPU_ISA) operand() rounds to fp32 values and
+// the fp32 GEMM multiplies them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/kernels/cpu/Gemm.h"
+
+#include "runtime/kernels/Bf16.h"
+#include "runtime/kernels/cpu/Parallel.h"
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+using lap::cpu::Matrix;
+
+namespace {
+
+void check(dnnl_status_t status, const char *what) {
+  if (status == dnnl_success)
+    return;
+  std::fprintf(stderr, "lap: %s failed (oneDNN status %d)\n", what,
+               int(status));
+  std::abort();
+}
+
+/// oneDNN's CPU engine, made once.
+dnnl_engine_t engine() {
+  static const dnnl_engine_t e = [] {
+    dnnl_engine_t made = nullptr;
+    check(dnnl_engine_create(&made, dnnl_cpu, 0), "dnnl_engine_create");
+    return made;
+  }();
+  return e;
+}
+
+/// This thread's stream on it (streams are not for sharing between
+/// threads).
+dnnl_stream_t stream() {
+  thread_local const dnnl_stream_t s = [] {
+    dnnl_stream_t made = nullptr;
+    check(dnnl_stream_create(&made, engine(), dnnl_stream_default_flags),
+          "dnnl_stream_create");
+    return made;
+  }();
+  return s;
+}
+
+/// A logical [rows, cols] view of a row-major matrix stored as op reads it:
+/// itself ('N'), or its transpose ('T': stored [cols, rows]).
+dnnl_memory_desc_t viewOf(char op, int64_t rows, int64_t cols, int64_t ld,
+                          dnnl_data_type_t type) {
+  dnnl_dims_t dims = {rows, cols};
+  dnnl_dims_t strides = {op == 'T' ? 1 : ld, op == 'T' ? ld : 1};
+  dnnl_memory_desc_t desc;
+  check(dnnl_memory_desc_init_by_strides(&desc, 2, dims, type, strides),
+        "dnnl_memory_desc_init_by_strides");
+  return desc;
+}
+
+/// The bf16 matmul C [M, N] = op(A) op(B) + beta C; null where oneDNN has
+/// no implementation of it.
+dnnl_primitive_desc_t bf16Matmul(char transa, char transb, int64_t M, int64_t N,
+                                 int64_t K, int64_t lda, int64_t ldb,
+                                 int64_t ldc, float beta) {
+  dnnl_memory_desc_t a = viewOf(transa, M, K, lda, dnnl_bf16),
+                     b = viewOf(transb, K, N, ldb, dnnl_bf16),
+                     c = viewOf('N', M, N, ldc, dnnl_f32);
+  dnnl_matmul_desc_t desc;
+  check(dnnl_matmul_desc_init(&desc, &a, &b, nullptr, &c),
+        "dnnl_matmul_desc_init");
+  dnnl_primitive_attr_t attr = nullptr;
+  dnnl_post_ops_t postOps = nullptr;
+  if (beta != 0.0f) {
+    check(dnnl_primitive_attr_create(&attr), "dnnl_primitive_attr_create");
+    check(dnnl_post_ops_create(&postOps), "dnnl_post_ops_create");
+    check(dnnl_post_ops_append_sum(postOps, beta), "dnnl_post_ops_append_sum");
+    check(dnnl_primitive_attr_set_post_ops(attr, postOps),
+          "dnnl_primitive_attr_set_post_ops");
+  }
+  dnnl_primitive_desc_t pd = nullptr;
+  if (dnnl_primitive_desc_create(&pd, &desc, attr, engine(), nullptr) !=
+      dnnl_success)
+    pd = nullptr;
+  if (postOps)
+    dnnl_post_ops_destroy(postOps);
+  if (attr)
+    dnnl_primitive_attr_destroy(attr);
+  return pd;
+}
+
+void bf16Gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
+              Matrix A, Matrix B, float beta, float *C, int64_t ldc) {
+  dnnl_primitive_desc_t pd =
+      bf16Matmul(transa, transb, M, N, K, A.ld, B.ld, ldc, beta);
+  if (!pd) {
+    std::fprintf(stderr,
+                 "lap: oneDNN has no bf16 matmul for %lld x %lld x %lld\n",
+                 (long long)M, (long long)N, (long long)K);
+    std::abort();
+  }
+  dnnl_primitive_t matmul = nullptr;
+  check(dnnl_primitive_create(&matmul, pd), "dnnl_primitive_create");
+  dnnl_memory_desc_t a = viewOf(transa, M, K, A.ld, dnnl_bf16),
+                     b = viewOf(transb, K, N, B.ld, dnnl_bf16),
+                     c = viewOf('N', M, N, ldc, dnnl_f32);
+  dnnl_memory_t memory[3] = {};
+  const dnnl_engine_t e = engine();
+  check(dnnl_memory_create(&memory[0], &a, e, const_cast<void *>(A.data)),
+        "dnnl_memory_create");
+  check(dnnl_memory_create(&memory[1], &b, e, const_cast<void *>(B.data)),
+        "dnnl_memory_create");
+  check(dnnl_memory_create(&memory[2], &c, e, C), "dnnl_memory_create");
+  const dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, memory[0]},
+                                   {DNNL_ARG_WEIGHTS, memory[1]},
+                                   {DNNL_ARG_DST, memory[2]}};
+  check(dnnl_primitive_execute(matmul, stream(), 3, args),
+        "dnnl_primitive_execute");
+  check(dnnl_stream_wait(stream()), "dnnl_stream_wait");
+  for (dnnl_memory_t m : memory)
+    dnnl_memory_destroy(m);
+  dnnl_primitive_destroy(matmul);
+  dnnl_primitive_desc_destroy(pd);
+}
+
+/// Rows per parallel chunk of the rounding.
+int64_t rowGrain(int64_t width) {
+  return std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(1, width));
+}
+
+/// to [rows, cols] = from rounded by `round`, both with leading dimension ld.
+template <typename T, typename Round>
+void roundRows(T *to, const float *from, int64_t rows, int64_t cols, int64_t ld,
+               Round round) {
+  lap::cpu::parallelFor(rows, rowGrain(cols), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const float *__restrict f = from + i * ld;
+      T *__restrict t = to + i * ld;
+      for (int64_t j = 0; j < cols; ++j)
+        t[j] = round(f[j]);
+    }
+  });
+}
+
+/// The top half of x rounded to bf16: the bf16 itself.
+uint16_t bf16Bits(float x) {
+  float r = lap::bf16::round(x);
+  uint32_t u;
+  std::memcpy(&u, &r, sizeof u);
+  return uint16_t(u >> 16);
+}
+
+} // namespace
+
+// oneDNN names its bf16 implementations "avx512_core_bf16" and
+// "avx512_core_amx_bf16"; without them it emulates bf16 ("gemm:jit") or has
+// none.
+bool lap::cpu::bf16Instructions() {
+  static const bool native = [] {
+    dnnl_primitive_desc_t pd = bf16Matmul('N', 'N', 64, 64, 64, 64, 64, 64, 0);
+    if (!pd)
+      return false;
+    const char *name = nullptr;
+    check(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &name),
+          "dnnl_primitive_desc_query");
+    bool bf16 = name && std::strstr(name, "_bf16");
+    dnnl_primitive_desc_destroy(pd);
+    return bf16;
+  }();
+  return native;
+}
+
+Matrix lap::cpu::operand(lap_matmul precision, const float *a, int64_t rows,
+                         int64_t cols, int64_t ld, int slot) {
+  if (precision != LAP_MATMUL_BF16 || !a || rows <= 0 || cols <= 0)
+    return fp32(a, ld);
+  const size_t size = size_t((rows - 1) * ld + cols);
+  if (bf16Instructions()) {
+    thread_local std::vector<uint16_t> buffers[4];
+    std::vector<uint16_t> &buffer = buffers[slot];
+    if (buffer.size() < size)
+      buffer.resize(size);
+    roundRows(buffer.data(), a, rows, cols, ld, bf16Bits);
+    return {buffer.data(), ld, true};
+  }
+  thread_local std::vector<float> buffers[4];
+  std::vector<float> &buffer = buffers[slot];
+  if (buffer.size() < size)
+    buffer.resize(size);
+  roundRows(buffer.data(), a, rows, cols, ld, lap::bf16::round);
+  return fp32(buffer.data(), ld);
+}
+
+void lap::cpu::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
+                    Matrix A, Matrix B, float beta, float *C, int64_t ldc) {
+  if (M <= 0 || N <= 0)
+    return;
+  if (K <= 0) {
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j)
+        C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+    return;
+  }
+  if (A.bf16 != B.bf16) {
+    std::fprintf(stderr, "lap: a GEMM of an fp32 and a bf16 matrix\n");
+    std::abort();
+  }
+  if (A.bf16)
+    return bf16Gemm(transa, transb, M, N, K, A, B, beta, C, ldc);
+  check(dnnl_sgemm(transa, transb, M, N, K, 1.0f,
+                   static_cast<const float *>(A.data), A.ld,
+                   static_cast<const float *>(B.data), B.ld, beta, C, ldc),
+        "dnnl_sgemm");
+}
