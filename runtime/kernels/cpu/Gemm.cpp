@@ -139,26 +139,33 @@ int64_t rowGrain(int64_t width) {
   return std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(1, width));
 }
 
-/// to [rows, cols] = from rounded by `round`, both with leading dimension ld.
-template <typename T, typename Round>
-void roundRows(T *to, const float *from, int64_t rows, int64_t cols, int64_t ld,
-               Round round) {
+/// The top half of x rounded to bf16: the bf16 itself. A NaN is made
+/// quiet, so that one whose payload is all in the low half stays a NaN.
+inline uint16_t bf16Bits(float x) {
+  float r = lap::bf16::round(x);
+  uint32_t u;
+  std::memcpy(&u, &r, sizeof u);
+  const uint16_t top = uint16_t(u >> 16);
+  return (u & 0x7fffffffu) > 0x7f800000u ? uint16_t(top | 0x0040u) : top;
+}
+
+/// to [rows, cols] = from rounded to bf16, both with leading dimension ld:
+/// as bf16 (T = uint16_t) or as fp32 values (T = float).
+template <typename T>
+void roundRows(T *to, const float *from, int64_t rows, int64_t cols,
+               int64_t ld) {
   lap::cpu::parallelFor(rows, rowGrain(cols), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const float *__restrict f = from + i * ld;
       T *__restrict t = to + i * ld;
-      for (int64_t j = 0; j < cols; ++j)
-        t[j] = round(f[j]);
+      for (int64_t j = 0; j < cols; ++j) {
+        if constexpr (sizeof(T) == 2)
+          t[j] = bf16Bits(f[j]);
+        else
+          t[j] = lap::bf16::round(f[j]);
+      }
     }
   });
-}
-
-/// The top half of x rounded to bf16: the bf16 itself.
-uint16_t bf16Bits(float x) {
-  float r = lap::bf16::round(x);
-  uint32_t u;
-  std::memcpy(&u, &r, sizeof u);
-  return uint16_t(u >> 16);
 }
 
 } // namespace
@@ -191,14 +198,14 @@ Matrix lap::cpu::operand(lap_matmul precision, const float *a, int64_t rows,
     std::vector<uint16_t> &buffer = buffers[slot];
     if (buffer.size() < size)
       buffer.resize(size);
-    roundRows(buffer.data(), a, rows, cols, ld, bf16Bits);
+    roundRows(buffer.data(), a, rows, cols, ld);
     return {buffer.data(), ld, true};
   }
   thread_local std::vector<float> buffers[4];
   std::vector<float> &buffer = buffers[slot];
   if (buffer.size() < size)
     buffer.resize(size);
-  roundRows(buffer.data(), a, rows, cols, ld, lap::bf16::round);
+  roundRows(buffer.data(), a, rows, cols, ld);
   return fp32(buffer.data(), ld);
 }
 

@@ -100,6 +100,50 @@ TEST(Bf16, RoundsToNearestTiesToEven) {
       << "a signalling NaN with a low payload must not round to infinity";
 }
 
+// operand() rounds whole rows in vector loops: every element as round()
+// does, special values included, in rows of a leading dimension wider than
+// the matrix (the columns beyond it are not the operand's). Widths around
+// the vector lengths and their remainders. A NaN stays a NaN (bf16 cannot
+// keep a payload that is all in fp32's low half).
+TEST(MatmulBf16, OperandRoundsEveryElementAsRoundDoes) {
+  const uint32_t specials[] = {0x3f808000u, 0x3f818000u, 0x3f808001u,
+                               0xbf808001u, 0x80000000u, 0x7f800000u,
+                               0xff800000u, 0x7f7fffffu, 0x7fc00000u,
+                               0x7f800001u, 0x00000001u, 0x807fffffu};
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> uniform(-4.0f, 4.0f);
+  for (int64_t cols : {1, 7, 16, 33, 100, 515}) {
+    const int64_t rows = 70, ld = cols + 3;
+    std::vector<float> a(size_t(rows * ld));
+    for (size_t i = 0; i < a.size(); ++i)
+      a[i] = i % 5 == 0 ? fromBits(specials[(i / 5) % std::size(specials)])
+                        : uniform(gen);
+    for (int slot = 0; slot < 4; ++slot) {
+      const lap::cpu::Matrix m =
+          lap::cpu::operand(LAP_MATMUL_BF16, a.data(), rows, cols, ld, slot);
+      ASSERT_EQ(m.ld, ld);
+      ASSERT_NE(m.data, static_cast<const void *>(a.data()));
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+          const size_t at = size_t(i * ld + j);
+          const uint32_t got =
+              m.bf16 ? uint32_t(static_cast<const uint16_t *>(m.data)[at]) << 16
+                     : bitsOf(static_cast<const float *>(m.data)[at]);
+          const uint32_t want = bitsOf(lap::bf16::round(a[at]));
+          if (std::isnan(fromBits(want))) {
+            ASSERT_TRUE(std::isnan(fromBits(got)))
+                << "cols " << cols << " slot " << slot << " at (" << i << ", "
+                << j << ") of bits " << std::hex << bitsOf(a[at]);
+            continue;
+          }
+          ASSERT_EQ(got, want)
+              << "cols " << cols << " slot " << slot << " at (" << i << ", "
+              << j << ") of bits " << std::hex << bitsOf(a[at]);
+        }
+    }
+  }
+}
+
 TEST(MatmulBf16, LinearMultipliesOperandsRoundedToBf16) {
   std::mt19937 rng(11);
   for (Shape s : kShapes) {
