@@ -15,6 +15,9 @@
 
 namespace lap::bf16 {
 
+/// Whether u, the bits of an fp32, is a NaN.
+inline bool isNan(uint32_t u) { return (u & 0x7fffffffu) > 0x7f800000u; }
+
 /// x rounded to the nearest bf16 (ties to even); NaN stays NaN, and values
 /// beyond bf16's largest finite one become infinite.
 inline float round(float x) {
@@ -22,9 +25,20 @@ inline float round(float x) {
   std::memcpy(&u, &x, sizeof u);
   // A select rather than a branch, so that loops of it vectorize.
   const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-  u = (u & 0x7fffffffu) > 0x7f800000u ? u : rounded;
+  u = isNan(u) ? u : rounded;
   std::memcpy(&x, &u, sizeof u);
   return x;
+}
+
+/// x rounded to bf16, as the bf16's own 16 bits (round()'s top half). A
+/// NaN is made quiet, so that one whose payload is all in the low half
+/// stays a NaN.
+inline uint16_t bits(float x) {
+  const float r = round(x);
+  uint32_t u;
+  std::memcpy(&u, &r, sizeof u);
+  const uint16_t top = uint16_t(u >> 16);
+  return isNan(u) ? uint16_t(top | 0x0040u) : top;
 }
 
 } // namespace lap::bf16

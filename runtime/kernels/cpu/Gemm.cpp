@@ -139,16 +139,6 @@ int64_t rowGrain(int64_t width) {
   return std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(1, width));
 }
 
-/// The top half of x rounded to bf16: the bf16 itself. A NaN is made
-/// quiet, so that one whose payload is all in the low half stays a NaN.
-inline uint16_t bf16Bits(float x) {
-  float r = lap::bf16::round(x);
-  uint32_t u;
-  std::memcpy(&u, &r, sizeof u);
-  const uint16_t top = uint16_t(u >> 16);
-  return (u & 0x7fffffffu) > 0x7f800000u ? uint16_t(top | 0x0040u) : top;
-}
-
 /// to [rows, cols] = from rounded to bf16, both with leading dimension ld:
 /// as bf16 (T = uint16_t) or as fp32 values (T = float).
 template <typename T>
@@ -160,7 +150,7 @@ void roundRows(T *to, const float *from, int64_t rows, int64_t cols,
       T *__restrict t = to + i * ld;
       for (int64_t j = 0; j < cols; ++j) {
         if constexpr (sizeof(T) == 2)
-          t[j] = bf16Bits(f[j]);
+          t[j] = lap::bf16::bits(f[j]);
         else
           t[j] = lap::bf16::round(f[j]);
       }

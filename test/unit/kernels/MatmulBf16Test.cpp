@@ -26,6 +26,7 @@
 #include <fstream>
 #include <limits>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -130,15 +131,16 @@ TEST(MatmulBf16, OperandRoundsEveryElementAsRoundDoes) {
               m.bf16 ? uint32_t(static_cast<const uint16_t *>(m.data)[at]) << 16
                      : bitsOf(static_cast<const float *>(m.data)[at]);
           const uint32_t want = bitsOf(lap::bf16::round(a[at]));
-          if (std::isnan(fromBits(want))) {
-            ASSERT_TRUE(std::isnan(fromBits(got)))
-                << "cols " << cols << " slot " << slot << " at (" << i << ", "
+          auto where = [&] {
+            std::ostringstream out;
+            out << "cols " << cols << " slot " << slot << " at (" << i << ", "
                 << j << ") of bits " << std::hex << bitsOf(a[at]);
-            continue;
-          }
-          ASSERT_EQ(got, want)
-              << "cols " << cols << " slot " << slot << " at (" << i << ", "
-              << j << ") of bits " << std::hex << bitsOf(a[at]);
+            return out.str();
+          };
+          if (std::isnan(fromBits(want)))
+            ASSERT_TRUE(std::isnan(fromBits(got))) << where();
+          else
+            ASSERT_EQ(got, want) << where();
         }
     }
   }
