@@ -51,14 +51,28 @@ private:
     return scope.empty() ? file : NameLoc::get(b.getStringAttr(scope), file);
   }
 
-  /// A tensor of the spec's precision (train.precision): parameters,
-  /// activations and batch tensors but token ids.
+  /// A tensor of the spec's precision (train.precision): what the model
+  /// computes on. Its edges are f32 at either precision: parameters (the
+  /// master weights), float batch tensors, key/value caches and outputs.
   RankedTensorType floats(ArrayRef<int64_t> shape) {
     return RankedTensorType::get(shape, element());
   }
-  Type element() {
-    return spec.train.precision == dsl::Precision::BF16 ? Type(b.getBF16Type())
-                                                        : Type(b.getF32Type());
+  Type element() { return bf16() ? Type(b.getBF16Type()) : b.getF32Type(); }
+  bool bf16() { return spec.train.precision == dsl::Precision::BF16; }
+  /// `v` (f32 or bf16) in element type `element`, converted if need be.
+  Value convert(Value v, Type element) {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (type.getElementType() == element)
+      return v;
+    return b.create<ConvertOp>(v.getLoc(), type.clone(element), v);
+  }
+  /// An f32 edge value in the model's precision, and back.
+  Value enter(Value v) { return convert(v, element()); }
+  Value leave(Value v) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    return type && type.getRank() > 0 && isa<FloatType>(type.getElementType())
+               ? convert(v, b.getF32Type())
+               : v;
   }
   /// [B, T, features...]
   RankedTensorType activations(ArrayRef<int64_t> features) {
@@ -68,9 +82,16 @@ private:
   }
 
   /// The parameter named `name`, or a null value when the model has none.
+  /// In the model's precision: a bf16 model converts each parameter where
+  /// it is first read.
   Value param(const std::string &name) {
     auto it = params.find(name);
-    return it == params.end() ? Value() : it->second;
+    if (it == params.end())
+      return Value();
+    Value &entered = enteredParams[name];
+    if (!entered)
+      entered = enter(it->second);
+    return entered;
   }
 
   OwningOpRef<ModuleOp> failAt(const std::string &path, const Twine &message) {
@@ -118,6 +139,7 @@ private:
   OpBuilder b;
   std::vector<dsl::Parameter> table;
   std::map<std::string, Value> params;
+  std::map<std::string, Value> enteredParams; ///< param(): converted
   std::vector<std::string> batchNames; ///< Names of the batch arguments.
   /// In @decode: the position of the first new token, and each layer's key
   /// and value caches.
@@ -218,13 +240,17 @@ Value ForwardBuilder::attention(Value h, const std::string &prefix,
     alpha = beta = DenseF32ArrayAttr();
   }
   FloatAttr scale = b.getF32FloatAttr(float(1.0 / std::sqrt(double(d))));
+  // Decoding attends in f32, the precision of the caches.
+  auto f32 = [&](Value v) { return v ? convert(v, b.getF32Type()) : v; };
   Value o =
       first
-          ? b.create<CachedAttentionOp>(loc(placement, scope), q.getType(), q,
-                                        k, v, caches[size_t(layer)].first,
-                                        caches[size_t(layer)].second, first,
-                                        coefficients, scale, kinds, alpha, beta)
-                .getResult()
+          ? enter(b.create<CachedAttentionOp>(
+                       loc(placement, scope),
+                       cast<RankedTensorType>(f32(q).getType()), f32(q),
+                       f32(k), f32(v), caches[size_t(layer)].first,
+                       caches[size_t(layer)].second, first, f32(coefficients),
+                       scale, kinds, alpha, beta)
+                      .getResult())
           : b.create<AttentionOp>(loc(placement, scope), q.getType(), q, k, v,
                                   coefficients, scale,
                                   m.family == dsl::Family::GPT ? b.getUnitAttr()
@@ -316,13 +342,15 @@ Value ForwardBuilder::inputs(Block *body) {
     int64_t side = imageSize / m.patch, compiled = m.imageSize / m.patch;
     sequence = spec.derived.tokens + side * side - compiled * compiled;
     auto images = RankedTensorType::get(
-        {kDynamic, m.channels, imageSize, imageSize}, element());
-    Value input = body->addArgument(images, loc("model.image_size", "images"));
+        {kDynamic, m.channels, imageSize, imageSize}, b.getF32Type());
+    Value input =
+        enter(body->addArgument(images, loc("model.image_size", "images")));
     bool dino = m.family == dsl::Family::DINO;
     int64_t outputs = dino ? m.dinoHead.prototypes : m.classes;
-    body->addArgument(floats({kDynamic, outputs}),
-                      loc(dino ? "train.dino" : "model.classes",
-                          dino ? "teacher" : "targets"));
+    body->addArgument(
+        RankedTensorType::get({kDynamic, outputs}, b.getF32Type()),
+        loc(dino ? "train.dino" : "model.classes",
+            dino ? "teacher" : "targets"));
     batchNames = {"images", dino ? "teacher" : "targets"};
     return imageTokens(input);
   }
@@ -348,7 +376,8 @@ Value ForwardBuilder::gptDecode(Block *body) {
   first = body->addArgument(b.getI64Type(), loc("model.context", "first"));
   batchNames = {"tokens", "first"};
   // [B, capacity, KV, D]: the capacity is the compiled maximum sequence.
-  auto cacheType = floats({kDynamic, kDynamic, m.kvHeads, m.headDim});
+  auto cacheType = RankedTensorType::get(
+      {kDynamic, kDynamic, m.kvHeads, m.headDim}, b.getF32Type());
   for (int64_t l = 0; l < m.layers; ++l) {
     std::string layer = std::to_string(l);
     Location where = loc("model.context", "blocks." + layer + ".attn");
@@ -423,6 +452,7 @@ Value ForwardBuilder::imageFeatures(Block *body) {
 
 std::pair<Value, Value> ForwardBuilder::imageForward(Block *body) {
   Value features = imageFeatures(body);
+  // The targets (probabilities) are f32: the loss reads f32 logits.
   Value targets = body->getArguments().back();
   bool dino = m.family == dsl::Family::DINO;
   auto scalar = RankedTensorType::get({}, b.getF32Type());
@@ -432,9 +462,10 @@ std::pair<Value, Value> ForwardBuilder::imageForward(Block *body) {
     Location lossLoc = loc("train.loss", "loss");
     Value loss =
         spec.hasTrain && spec.train.loss == dsl::SupervisedLoss::BCE
-            ? b.create<BCEWithLogitsOp>(lossLoc, scalar, logits, targets)
+            ? b.create<BCEWithLogitsOp>(lossLoc, scalar, leave(logits), targets)
                   .getResult()
-            : b.create<SoftCrossEntropyOp>(lossLoc, scalar, logits, targets)
+            : b.create<SoftCrossEntropyOp>(lossLoc, scalar, leave(logits),
+                                              targets)
                   .getResult();
     return {loss, logits};
   }
@@ -456,7 +487,8 @@ std::pair<Value, Value> ForwardBuilder::imageForward(Block *body) {
   float temperature = float(spec.hasTrain ? spec.train.dino.studentTemp : 0.1);
   Value loss =
       b.create<DinoLossOp>(loc("train.dino.student_temp", "loss"), scalar,
-                           logits, targets, b.getF32FloatAttr(temperature));
+                           leave(logits), targets,
+                           b.getF32FloatAttr(temperature));
   return {loss, logits};
 }
 
@@ -465,19 +497,24 @@ func::FuncOp ForwardBuilder::beginFunction(StringRef name, Location where) {
   Block *body = func.addEntryBlock();
   b.setInsertionPointToStart(body);
   params.clear();
+  enteredParams.clear();
   nextKey = 0;
   for (const dsl::Parameter &p : table)
-    params[p.name] = body->addArgument(floats(p.shape), loc("model", p.name));
+    params[p.name] = body->addArgument(
+        RankedTensorType::get(p.shape, b.getF32Type()), loc("model", p.name));
   return func;
 }
 
 void ForwardBuilder::endFunction(func::FuncOp func, ArrayRef<Value> results,
                                  ArrayRef<std::string> inputNames,
                                  ArrayRef<std::string> outputNames) {
-  b.create<func::ReturnOp>(func.getLoc(), results);
+  SmallVector<Value> outputs;
+  for (Value result : results)
+    outputs.push_back(leave(result));
+  b.create<func::ReturnOp>(func.getLoc(), outputs);
   Block &body = func.getBody().front();
   func.setType(b.getFunctionType(body.getArgumentTypes(),
-                                 ValueRange(results).getTypes()));
+                                 ValueRange(outputs).getTypes()));
   // All at once: setArgAttr rebuilds the whole list each time, which is
   // quadratic in the parameter count (a 2048-layer model ran out of memory).
   auto named = [&](StringRef name, bool parameter) {

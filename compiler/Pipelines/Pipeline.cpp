@@ -21,6 +21,7 @@ void lap::buildLapPipeline(mlir::OpPassManager &pm,
   pm.addPass(createLapRematerialize());
   if (options.fuseEpilogues)
     pm.addPass(createLapFuseEpilogues());
+  pm.addPass(createLapWidenKernels());
   if (options.fuseLoops)
     pm.addPass(createLapFuseLoops());
 }

@@ -5,6 +5,7 @@
 #include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -17,6 +18,12 @@ using namespace lap;
 LogicalResult lap::approximateMath(ModuleOp module) {
   RewritePatternSet patterns(module.getContext());
   populateMathPolynomialApproximationPatterns(patterns);
+  return applyPatternsAndFoldGreedily(module, std::move(patterns));
+}
+
+LogicalResult lap::expandBF16(ModuleOp module) {
+  RewritePatternSet patterns(module.getContext());
+  arith::populateExpandBFloat16Patterns(patterns);
   return applyPatternsAndFoldGreedily(module, std::move(patterns));
 }
 

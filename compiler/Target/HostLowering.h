@@ -34,6 +34,12 @@ namespace lap {
 /// libdevice calls).
 mlir::LogicalResult approximateMath(mlir::ModuleOp module);
 
+/// Conversions to and from bf16 as integer arithmetic (to nearest, ties to
+/// even), on every target: x86-64 CPUs without AVX512_BF16 would call a
+/// runtime function that not every system has, and the targets round the
+/// same way.
+mlir::LogicalResult expandBF16(mlir::ModuleOp module);
+
 /// What remains of host code after a target's lowering (scf, arith, math,
 /// memref, func) to the LLVM dialect: MLIR's conversions.
 void buildHostToLLVMPipeline(mlir::OpPassManager &pm);

@@ -42,8 +42,6 @@ struct TargetOptions {
 class Target {
 public:
   virtual ~Target() = default;
-  /// Whether the target implements `precision` (train.precision).
-  virtual bool supports(dsl::Precision precision) const = 0;
   /// Adds what the target's passes need registered in a context.
   virtual void registerDialects(mlir::DialectRegistry &registry) const {}
   /// Whether this lapc can make the target's code (--emit=target and

@@ -234,6 +234,16 @@ private:
           return mulf(lb.f32(cap),
                       tanh(mulf(at(a.getInput(), j), lb.f32(1 / cap))));
         })
+        .Case([&](ConvertOp a) {
+          // Values stay f32 in the loop; one that is bf16 is rounded, as
+          // it would be in memory.
+          Value x = at(a.getInput(), j);
+          if (!a.getType().getElementType().isBF16())
+            return x;
+          return b.create<arith::ExtFOp>(loc(), b.getF32Type(),
+                                         lb.roundToBF16(x))
+              .getResult();
+        })
         .Case([&](SoftcapGradOp a) {
           float cap = a.getCap().convertToFloat();
           Value t = tanh(mulf(at(a.getInput(), j), lb.f32(1 / cap)));

@@ -172,9 +172,14 @@ private:
   Value rows(Value v) { return product(v, 0, rank(v) - 1); }
   Value last(Value v) { return dim(v, rank(v) - 1); }
   unsigned rank(Value v) { return cast<ShapedType>(v.getType()).getRank(); }
-  /// Copies tensor `from` to buffer `to`.
+  /// Copies tensor `from` to buffer `to`: the copy kernel, or a loop for
+  /// bf16 (the kernels are f32).
   void copy(Value to, Value from) {
-    LAP_CALL(copy, F32Buffer{to}, buf(from), numelArg(from));
+    if (!cast<ShapedType>(from.getType()).getElementType().isBF16())
+      return LAP_CALL(copy, F32Buffer{to}, buf(from), numelArg(from));
+    Value source = buffer(from);
+    lb.parallel(numel(from), kElementGrain,
+                [&](Value i) { lb.store(lb.load(source, i), to, i); });
   }
   /// Copies `from` into result `to`, unless the memory plan gave both the
   /// same workspace bytes (a layout-only op).
@@ -446,10 +451,13 @@ LogicalResult Emitter::emitOp(Operation *op) {
       //--- Generated -----------------------------------------------------------
       .Case([&](arith::ConstantOp c) -> LogicalResult {
         auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
-        if (!dense || !dense.isSplat() || !dense.getElementType().isF32())
-          return c.emitError("only splat f32 tensor constants are supported");
+        if (!dense || !dense.isSplat() ||
+            !isa<FloatType>(dense.getElementType()))
+          return c.emitError("only splat float tensor constants are "
+                             "supported");
         Value y = buffer(c.getResult());
-        Value v = lb.f32(dense.getSplatValue<float>());
+        Value v =
+            lb.f32(dense.getSplatValue<APFloat>().convertToFloat());
         lb.parallel(numel(c.getResult()), kElementGrain,
                     [&](Value i) { lb.store(v, y, i); });
         return success();
@@ -806,20 +814,15 @@ struct LapToKernelsPass : lap::impl::LapToKernelsBase<LapToKernelsPass> {
   LogicalResult lower(func::FuncOp source, ModuleOp module,
                       Emitter::Constants &constants) {
     MLIRContext *context = &getContext();
-    // Kernels.def and the generated loops are f32 (a bf16 model's lap IR
-    // verifies, but nothing below it implements bf16 yet).
-    WalkResult bf16 = source.walk([&](Operation *op) {
-      auto isBF16 = [](Type type) {
-        return getElementTypeOrSelf(type).isBF16();
-      };
-      if (llvm::none_of(op->getOperandTypes(), isBF16) &&
-          llvm::none_of(op->getResultTypes(), isBF16))
-        return WalkResult::advance();
-      op->emitError("bf16 has no lowering to kernels yet");
-      return WalkResult::interrupt();
-    });
-    if (bf16.wasInterrupted())
-      return failure();
+    // Generated loops compute at either precision; Kernels.def's kernels
+    // take f32 (--lap-widen-kernels makes a bf16 model's library ops f32).
+    auto isBF16 = [](Type type) { return getElementTypeOrSelf(type).isBF16(); };
+    for (Operation &op : source.getBody().front())
+      if (!isGenerated(&op) && !isa<func::ReturnOp>(op) &&
+          (llvm::any_of(op.getOperandTypes(), isBF16) ||
+           llvm::any_of(op.getResultTypes(), isBF16)))
+        return op.emitError("computes in bf16, but its kernel takes f32; run "
+                            "--lap-widen-kernels first");
     int64_t maxBatch =
         source->getAttrOfType<IntegerAttr>(kMaxBatchAttr).getInt();
     int64_t maxSeq = source->getAttrOfType<IntegerAttr>(kMaxSeqAttr).getInt();

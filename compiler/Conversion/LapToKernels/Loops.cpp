@@ -47,10 +47,18 @@ Value LoopBuilder::maxU(Value a, Value c) {
 }
 
 Value LoopBuilder::load(Value buffer, Value i) {
-  return b.create<memref::LoadOp>(loc, buffer, ValueRange{i});
+  Value v = b.create<memref::LoadOp>(loc, buffer, ValueRange{i});
+  if (!v.getType().isBF16())
+    return v;
+  return b.create<arith::ExtFOp>(loc, b.getF32Type(), v);
 }
 void LoopBuilder::store(Value value, Value buffer, Value i) {
+  if (cast<MemRefType>(buffer.getType()).getElementType().isBF16())
+    value = roundToBF16(value);
   b.create<memref::StoreOp>(loc, value, buffer, ValueRange{i});
+}
+Value LoopBuilder::roundToBF16(Value v) {
+  return b.create<arith::TruncFOp>(loc, b.getBF16Type(), v);
 }
 
 void LoopBuilder::loop(Value n, const std::function<void(Value)> &body) {

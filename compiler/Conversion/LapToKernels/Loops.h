@@ -37,8 +37,13 @@ public:
   mlir::Value minU(mlir::Value a, mlir::Value c); ///< unsigned minimum
   mlir::Value maxU(mlir::Value a, mlir::Value c); ///< unsigned maximum
 
+  /// Element `index` of a buffer; bf16 elements are loaded as f32, and
+  /// f32 values are stored to bf16 rounded to nearest, ties to even: the
+  /// loops compute in f32 at either precision.
   mlir::Value load(mlir::Value buffer, mlir::Value index);
   void store(mlir::Value value, mlir::Value buffer, mlir::Value index);
+  /// An f32 value as bf16 (to nearest, ties to even).
+  mlir::Value roundToBF16(mlir::Value f32);
 
   /// for (i = 0; i < n; ++i) body(i)
   void loop(mlir::Value n, const std::function<void(mlir::Value)> &body);

@@ -22,10 +22,6 @@ class CPU : public lap::Target {
 public:
   explicit CPU(lap::CPUTarget cpu) : cpu(std::move(cpu)) {}
 
-  // bf16 needs bf16 kernels and generated loops: not yet.
-  bool supports(lap::dsl::Precision precision) const override {
-    return precision == lap::dsl::Precision::FP32;
-  }
 
   void buildLowering(OpPassManager &pm) const override {
     lap::buildCPULoweringPipeline(pm);

@@ -163,6 +163,8 @@ struct LapkToCPUPass : lap::impl::LapkToCPUBase<LapkToCPUPass> {
       return signalPassFailure();
     if (failed(approximateMath(module)))
       return signalPassFailure();
+    if (failed(expandBF16(module)))
+      return signalPassFailure();
   }
 };
 

@@ -85,10 +85,6 @@ class CUDA : public lap::Target {
 public:
   explicit CUDA(const char *arch) : arch(arch) {}
 
-  // bf16 needs the bf16 kernels and generated loops: not yet.
-  bool supports(lap::dsl::Precision precision) const override {
-    return precision == lap::dsl::Precision::FP32;
-  }
 
   void registerDialects(DialectRegistry &registry) const override {
     lap::registerCUDADialects(registry);

@@ -241,6 +241,8 @@ struct LapkToCUDAPass : lap::impl::LapkToCUDABase<LapkToCUDAPass> {
       return signalPassFailure();
     if (failed(approximateMath(module)))
       return signalPassFailure();
+    if (failed(expandBF16(module)))
+      return signalPassFailure();
     // The polynomials' fused multiply-adds as LLVM's intrinsic, which NVPTX
     // emits as fma.rn (MLIR 19's GPU-to-NVVM conversion has no math.fma).
     module.walk([](math::FmaOp fma) {

@@ -499,16 +499,6 @@ int main(int argc, char **argv) {
   if (emitAction.getNumOccurrences() == 0 &&
       StringRef(outputFilename).ends_with(".so"))
     emitAction = Emit::SO;
-  if (spec->train.precision != lap::dsl::Precision::FP32 &&
-      emitAction >= Emit::Kernels && !target->supports(spec->train.precision)) {
-    lap::dsl::Loc at = spec->locationOf("train.precision");
-    mlir::emitError(
-        mlir::FileLineColLoc::get(&context, at.file, at.line, at.col))
-        << "the " << targetInfo->name
-        << " target does not implement precision bf16 yet; use fp32 (lapc "
-           "--emit=lowered and --emit=memory-plan show the bf16 IR)";
-    return BadInput;
-  }
   std::string error;
   auto output = mlir::openOutputFile(outputFilename, &error);
   if (!output) {

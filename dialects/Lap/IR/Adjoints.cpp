@@ -165,6 +165,13 @@ LogicalResult AddOp::buildAdjoint(OpBuilder &, ArrayRef<Value> dResults,
   return success();
 }
 
+LogicalResult ConvertOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
+                                      SmallVectorImpl<Value> &dOperands) {
+  dOperands.push_back(
+      b.create<ConvertOp>(getLoc(), getInput().getType(), dResults[0]));
+  return success();
+}
+
 LogicalResult SoftcapOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
                                       SmallVectorImpl<Value> &dOperands) {
   dOperands.push_back(

@@ -4,6 +4,7 @@
 
 #include "dsl/HeadKinds.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -382,8 +383,16 @@ LogicalResult RMSNormOp::verify() {
 
 bool lap::isLoopFusible(Operation *op) {
   return isa<AddOp, AddBiasOp, ResidualAddOp, LayerScaleOp, GeluTanhOp, GeluOp,
-             ReLU2Op, ActivationGradOp, SoftcapOp, SoftcapGradOp>(op) ||
+             ReLU2Op, ActivationGradOp, SoftcapOp, SoftcapGradOp, ConvertOp>(
+             op) ||
          isa<ColumnSumOp>(op) || isRowReduction(op);
+}
+
+bool lap::isGenerated(Operation *op) {
+  return isLoopFusible(op) ||
+         isa<FusionOp, SplitHeadsOp, SplitHeadsGradOp, MergeHeadsOp,
+             MergeHeadsGradOp, HeadCoefficientsOp, HeadCoefficientsGradOp,
+             arith::ConstantOp>(op);
 }
 
 bool lap::isRowReduction(Operation *op) {
@@ -427,9 +436,13 @@ LogicalResult FusionOp::verify() {
     return emitOpError("computes rows [..., C] with a static C, got ")
            << shapeString(rows);
   int64_t width = rows.getShape().back();
+  // Shapes only: a lap.convert in the body makes values of both precisions.
+  auto isRow = [&](Type type) {
+    return cast<RankedTensorType>(type).getShape() == rows.getShape();
+  };
   auto fits = [&](Type type) {
     auto tensor = cast<RankedTensorType>(type);
-    return type == rows ||
+    return isRow(type) ||
            (tensor.getRank() == 1 && tensor.getDimSize(0) == width);
   };
   for (Type type : getInputs().getTypes())
@@ -440,7 +453,7 @@ LogicalResult FusionOp::verify() {
   for (Operation &op : body.without_terminator()) {
     if (!isLoopFusible(&op))
       return emitOpError("cannot compute '") << op.getName() << "' in its loop";
-    if (rowsOf(&op).getType() != rows)
+    if (!isRow(rowsOf(&op).getType()))
       return emitOpError("holds an op on rows that are not ")
              << shapeString(rows);
     for (Type type : op.getOperandTypes())
@@ -449,7 +462,7 @@ LogicalResult FusionOp::verify() {
                << shapeString(cast<RankedTensorType>(type));
   }
   for (Value value : yield.getValues())
-    if (value.getType() != rows && !value.getDefiningOp<ColumnSumOp>())
+    if (!isRow(value.getType()) && !value.getDefiningOp<ColumnSumOp>())
       return emitOpError("yields a value that is neither ")
              << shapeString(rows) << " nor a column sum";
   return success();
@@ -679,6 +692,17 @@ LogicalResult ResidualAddOp::verify() {
 LogicalResult SoftcapOp::verify() {
   if (getCap().convertToFloat() <= 0)
     return emitOpError("cap must be positive");
+  return success();
+}
+
+LogicalResult ConvertOp::verify() {
+  RankedTensorType input = getInput().getType(), result = getResult().getType();
+  if (input.getRank() == 0)
+    return emitOpError("converts tensors of rank >= 1; scalars (losses) are "
+                       "f32 at every precision");
+  if (input.getElementType() == result.getElementType())
+    return emitOpError("converts between f32 and bf16, got ")
+           << input.getElementType() << " to " << result.getElementType();
   return success();
 }
 

@@ -25,6 +25,12 @@ namespace lap {
 /// they are free aliases, inside one they call the kernel library).
 bool isLoopFusible(mlir::Operation *op);
 
+/// Whether code generation makes `op` a loop of its own, at either
+/// precision (the loop-fusible ops, fusions, the layout ops that move
+/// heads, the head coefficients, splat constants), rather than a call of
+/// the kernel library, whose kernels take f32 (`--lap-widen-kernels`).
+bool isGenerated(mlir::Operation *op);
+
 /// Whether the loop-fusible `op` needs whole rows (a norm's statistics).
 bool isRowReduction(mlir::Operation *op);
 

@@ -596,6 +596,28 @@ def Lap_AddOp : Lap_Op<"add",
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
 }
 
+// Not a Lap_Op: converting between the two precisions is its purpose.
+def Lap_ConvertOp : Op<Lap_Dialect, "convert",
+    [Pure, SameOperandsAndResultShape, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+  let summary = "elementwise conversion between f32 and bf16";
+  let description = [{
+    To bf16: rounded to nearest, ties to even; to f32: exact. A bf16 model
+    computes in bf16 between its edges: the front end converts the f32
+    parameters (the master weights) and f32 batch tensors to bf16 where they
+    enter and the outputs back to f32, so parameter gradients come out in f32
+    (the adjoint converts back). `--lap-widen-kernels` adds conversions around
+    the ops whose kernels take f32 only.
+
+    ```mlir
+    %w = lap.convert %p : tensor<256x64xf32> to tensor<256x64xbf16>
+    ```
+  }];
+  let arguments = (ins Lap_FloatTensor:$input);
+  let results = (outs Lap_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+}
+
 def Lap_ResidualAddOp : Lap_Op<"residual_add",
     [Pure, AllTypesMatch<["input", "branch", "result"]>]> {
   let summary = "x + drop_path(branch * gamma): a residual branch in one pass";
@@ -986,7 +1008,9 @@ def Lap_RowLossGradOp : Lap_Op<"row_loss_grad", [Pure,
 // Fusion
 //===----------------------------------------------------------------------===//
 
-def Lap_FusionOp : Lap_Op<"fusion", [IsolatedFromAbove, RecursiveMemoryEffects, SingleBlock]> {
+// Not a Lap_Op: its body's ops verify their precisions, and a lap.convert
+// among them makes inputs and results of both.
+def Lap_FusionOp : Op<Lap_Dialect, "fusion", [IsolatedFromAbove, RecursiveMemoryEffects, SingleBlock]> {
   let summary = "elementwise ops and the norms they feed, computed as one loop nest";
   let description = [{
     Made by `--lap-fuse-loops`. The body holds loop-fusible ops (elementwise

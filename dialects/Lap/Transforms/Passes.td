@@ -187,6 +187,33 @@ def LapFuseEpilogues : Pass<"lap-fuse-epilogues"> {
   }];
 }
 
+def LapWidenKernels : Pass<"lap-widen-kernels"> {
+  let summary = "Compute in f32 the ops of a bf16 model whose kernels take f32 only";
+  let description = [{
+    Code generation computes in bf16 where it generates the code (loops:
+    elementwise ops, norms, conversions, layout copies); the kernel library
+    takes f32 buffers. Each op that becomes a library call and has bf16
+    tensors gets f32 copies of its bf16 operands (`lap.convert`), computes
+    in f32, and its results are converted back to bf16 for their readers.
+    An attention's gradient reads the attention's f32 output, the one its
+    saved logsumexp belongs to. Does nothing to an f32 model. Run after
+    `--lap-fuse-epilogues` and before `--lap-fuse-loops`, which fuses the
+    conversions into the loops beside them.
+
+    Before:
+    ```mlir
+    %y = lap.linear %x, %w : (tensor<?x?x64xbf16>, tensor<256x64xbf16>) -> tensor<?x?x256xbf16>
+    ```
+    After:
+    ```mlir
+    %x32 = lap.convert %x : tensor<?x?x64xbf16> to tensor<?x?x64xf32>
+    %w32 = lap.convert %w : tensor<256x64xbf16> to tensor<256x64xf32>
+    %y32 = lap.linear %x32, %w32 : (tensor<?x?x64xf32>, tensor<256x64xf32>) -> tensor<?x?x256xf32>
+    %y = lap.convert %y32 : tensor<?x?x256xf32> to tensor<?x?x256xbf16>
+    ```
+  }];
+}
+
 def LapFuseLoops : Pass<"lap-fuse-loops"> {
   let summary = "Group elementwise ops and the norms they feed into one loop nest";
   let description = [{

@@ -1,0 +1,83 @@
+//===- WidenKernels.cpp - f32 around the f32-only kernels -------*- C++ -*-===//
+
+#include "dialects/Lap/IR/LapOps.h"
+#include "dialects/Lap/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace lap {
+#define GEN_PASS_DEF_LAPWIDENKERNELS
+#include "dialects/Lap/Transforms/Passes.h.inc"
+} // namespace lap
+
+using namespace mlir;
+using namespace lap;
+
+namespace {
+
+/// `type` with f32 elements where it has bf16 ones, else null.
+Type widened(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.getElementType().isBF16())
+    return Type();
+  return tensor.clone(Float32Type::get(type.getContext()));
+}
+
+bool hasBF16(Operation *op) {
+  auto bf16 = [](Type type) { return bool(widened(type)); };
+  return llvm::any_of(op->getOperandTypes(), bf16) ||
+         llvm::any_of(op->getResultTypes(), bf16);
+}
+
+/// The f32 value `v` was converted from, if it was.
+Value f32Source(Value v) {
+  auto convert = v.getDefiningOp<ConvertOp>();
+  return convert && convert.getInput().getType().getElementType().isF32()
+             ? convert.getInput()
+             : Value();
+}
+
+/// `op` in f32, its bf16 operands and results converted at its place.
+void widen(Operation *op) {
+  OpBuilder b(op);
+  Location loc = op->getLoc();
+  auto attentionGrad = dyn_cast<AttentionGradOp>(op);
+  for (OpOperand &operand : op->getOpOperands()) {
+    Type f32 = widened(operand.get().getType());
+    if (!f32)
+      continue;
+    Value source = f32Source(operand.get());
+    if (attentionGrad && &operand == &attentionGrad.getOutputMutable() &&
+        source)
+      operand.set(source);
+    else
+      operand.set(b.create<ConvertOp>(loc, f32, operand.get()));
+  }
+  b.setInsertionPointAfter(op);
+  for (OpResult result : op->getResults()) {
+    Type bf16 = result.getType(), f32 = widened(bf16);
+    if (!f32)
+      continue;
+    result.setType(f32);
+    auto back = b.create<ConvertOp>(loc, bf16, result);
+    result.replaceAllUsesExcept(back.getResult(), back);
+  }
+}
+
+struct WidenKernels : lap::impl::LapWidenKernelsBase<WidenKernels> {
+  void runOnOperation() override {
+    SmallVector<Operation *> library;
+    getOperation()->walk([&](func::FuncOp func) {
+      for (Operation &op : func.getOps())
+        if (!isa<func::ReturnOp>(op) && !isGenerated(&op) && hasBF16(&op))
+          library.push_back(&op);
+    });
+    // In order: an attention is widened before its gradient looks for its
+    // f32 output.
+    for (Operation *op : library)
+      widen(op);
+  }
+};
+
+} // namespace
