@@ -206,6 +206,8 @@ private:
       return false;
     if (!(a.optimizers & bit(spec.train.optimizer.type)))
       return false;
+    if (!(a.precisions & bit(spec.train.precision)))
+      return false;
     return true;
   }
 
@@ -256,10 +258,14 @@ private:
     else if (!(a.regimes & bit(spec.train.regime)))
       why = "applies to regime " + only(a.regimes, names<Regime>()) +
             " only; this spec trains " + inQuotes(spelling(spec.train.regime));
-    else
+    else if (!(a.optimizers & bit(spec.train.optimizer.type)))
       why = "applies to optimizer " +
             only(a.optimizers, names<OptimizerType>()) + " only; this one is " +
             inQuotes(spelling(spec.train.optimizer.type));
+    else
+      why = "applies to precision " + only(a.precisions, names<Precision>()) +
+            " only; this model computes in " +
+            inQuotes(spelling(spec.train.precision));
     diags.error(key.loc, inQuotes(p) + " " + why);
   }
 

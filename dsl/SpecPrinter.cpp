@@ -147,7 +147,8 @@ private:
   bool applicable(Applies a) const {
     return (a.families & bit(spec.model.family)) &&
            (a.regimes & bit(spec.train.regime)) &&
-           (a.optimizers & bit(spec.train.optimizer.type));
+           (a.optimizers & bit(spec.train.optimizer.type)) &&
+           (a.precisions & bit(spec.train.precision));
   }
 
   const Spec &spec;

@@ -80,10 +80,12 @@ struct Applies {
   unsigned families = 0b111;  ///< 1 << Family
   unsigned regimes = 0b111;   ///< 1 << Regime
   unsigned optimizers = 0b11; ///< 1 << OptimizerType
+  unsigned precisions = 0b11; ///< 1 << Precision (train.precision)
 };
 inline constexpr unsigned bit(Family f) { return 1u << unsigned(f); }
 inline constexpr unsigned bit(Regime r) { return 1u << unsigned(r); }
 inline constexpr unsigned bit(OptimizerType o) { return 1u << unsigned(o); }
+inline constexpr unsigned bit(Precision p) { return 1u << unsigned(p); }
 inline constexpr Applies always{};
 inline constexpr Applies gptOnly{bit(Family::GPT)};
 inline constexpr Applies imageOnly{bit(Family::ViT) | bit(Family::DINO)};
@@ -94,6 +96,7 @@ inline constexpr Applies dinoRegimeOnly{0b111, bit(Regime::DINO)};
 inline constexpr Applies imageRegimes{0b111, bit(Regime::Supervised) |
                                                  bit(Regime::DINO)};
 inline constexpr Applies muonOnly{0b111, 0b111, bit(OptimizerType::Muon)};
+inline constexpr Applies fp32Only{0b111, 0b111, 0b11, bit(Precision::FP32)};
 inline constexpr bool required = true;
 
 /// Spelling of every enum value, in documentation order.
@@ -217,7 +220,7 @@ template <class V, class T> void visitTrain(V &v, T &t) {
   v.field("grad_clip", t.gradClip, nonNegative);
   v.field("zero", t.zero, zeroStage);
   v.field("precision", t.precision);
-  v.field("matmul_precision", t.matmulPrecision);
+  v.field("matmul_precision", t.matmulPrecision, any, fp32Only);
   v.field("log_every", t.logEvery, positive);
   v.section("optimizer", always, [&] {
     auto &o = t.optimizer;

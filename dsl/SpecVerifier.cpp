@@ -152,10 +152,6 @@ private:
       error("train.seq_len", "seq_len " + std::to_string(t.seqLen) +
                                  " exceeds the model's context " +
                                  std::to_string(m.context));
-    if (t.precision == Precision::BF16 && spec.given("train.matmul_precision"))
-      error("train.matmul_precision",
-            "'matmul_precision' applies to precision fp32 (a bf16 model's "
-            "products are bf16 already); remove it or use precision: fp32");
     bool steps = spec.given("train.steps"), epochs = spec.given("train.epochs");
     if (steps && epochs)
       error("train.epochs", "give either 'steps' or 'epochs', not both");

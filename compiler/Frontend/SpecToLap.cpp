@@ -547,7 +547,9 @@ OwningOpRef<ModuleOp> ForwardBuilder::build() {
                                    "compiled yet; set classes: 0");
   Location top = loc("model", spec.name);
   OwningOpRef<ModuleOp> module = ModuleOp::create(top, spec.name);
-  if (spec.train.matmulPrecision == dsl::Precision::BF16)
+  // A bf16 model's products multiply bf16 values too: its GEMMs may take
+  // the bf16 paths (the same products, faster).
+  if (bf16() || spec.train.matmulPrecision == dsl::Precision::BF16)
     (*module)->setAttr(kMatmulPrecisionAttr, b.getStringAttr("bf16"));
   b.setInsertionPointToEnd(module->getBody());
   table = dsl::parameterTable(spec);

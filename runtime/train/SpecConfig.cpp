@@ -29,6 +29,13 @@ int64_t lap::train::sequenceLength(const dsl::Spec &spec) {
   return spec.train.seqLen ? spec.train.seqLen : spec.model.context;
 }
 
+lap_matmul lap::train::matmulPrecision(const dsl::Spec &spec) {
+  return spec.train.precision == dsl::Precision::BF16 ||
+                 spec.train.matmulPrecision == dsl::Precision::BF16
+             ? LAP_MATMUL_BF16
+             : LAP_MATMUL_FP32;
+}
+
 std::vector<TensorInfo> lap::train::tensorsOf(const LoadedModel &model) {
   std::vector<TensorInfo> tensors;
   for (const ParameterInfo &p : model.parameters())
@@ -57,9 +64,7 @@ OptimizerConfig lap::train::optimizerConfig(const dsl::Spec &spec) {
   c.momentum = o.momentum;
   c.nesterov = o.nesterov;
   c.nsSteps = o.nsSteps;
-  c.matmulPrecision = spec.train.matmulPrecision == dsl::Precision::BF16
-                          ? LAP_MATMUL_BF16
-                          : LAP_MATMUL_FP32;
+  c.matmulPrecision = matmulPrecision(spec);
   c.embeddingLr = o.embeddingLr * scale;
   c.unembeddingLr = o.unembeddingLr * scale;
   c.scalarLr = o.scalarLr * scale;

@@ -32,6 +32,10 @@ std::vector<TensorInfo> tensorsOf(const LoadedModel &model);
 /// lr_reference_batch (DINO's and DeiT's linear scaling rule), 1 when off.
 double lrScale(const dsl::Spec &spec);
 
+/// What the model's matrix products multiply: bf16 operands in a bf16 model
+/// and with train.matmul_precision: bf16, else fp32.
+lap_matmul matmulPrecision(const dsl::Spec &spec);
+
 /// The spec's optimizer with its learning rates scaled by lrScale.
 OptimizerConfig optimizerConfig(const dsl::Spec &spec);
 ScheduleConfig scheduleConfig(const dsl::Spec &spec);

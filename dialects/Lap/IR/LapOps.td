@@ -1042,7 +1042,8 @@ def Lap_FusionOp : Op<Lap_Dialect, "fusion", [IsolatedFromAbove, RecursiveMemory
   }];
 }
 
-def Lap_YieldOp : Lap_Op<"yield", [Pure, Terminator, HasParent<"FusionOp">]> {
+// Not a Lap_Op: a fusion yields values of either precision.
+def Lap_YieldOp : Op<Lap_Dialect, "yield", [Pure, Terminator, HasParent<"FusionOp">]> {
   let summary = "the values a lap.fusion writes out";
   let arguments = (ins Variadic<Lap_FloatTensor>:$values);
   let assemblyFormat = "attr-dict ($values^ `:` type($values))?";

@@ -89,6 +89,11 @@ void splitBiasGradients(Block &body) {
   }
 }
 
+/// Rows of either precision fuse (a lap.convert reads one, makes the other).
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<ShapedType>(v.getType()).getShape();
+}
+
 class LoopFusion {
 public:
   explicit LoopFusion(Block &body) {
@@ -123,7 +128,7 @@ private:
                         ? groupOf.lookup(producer)
                         : nullptr;
       if (!from || from == group ||
-          rowsOf(producer).getType() != rowsOf(op).getType() ||
+          shapeOf(rowsOf(producer)) != shapeOf(rowsOf(op)) ||
           (isRowReduction(op) && !cheapForNorms(producer)) ||
           !canMove(*from, group, op))
         continue;

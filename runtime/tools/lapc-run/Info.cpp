@@ -45,11 +45,17 @@ int lap::cli::info(const std::string &path) {
   }
   fmt::print("limits     batch <= {}, sequence <= {}\n", model.maxBatch(),
              model.maxSeq());
-  bool bf16 =
-      train::specOf(model).train.matmulPrecision == dsl::Precision::BF16;
+  dsl::Spec spec = train::specOf(model);
+  bool bf16Model = spec.train.precision == dsl::Precision::BF16;
+  fmt::print("precision  {}\n",
+             bf16Model ? "bf16 activations and working copies of the "
+                         "parameters; fp32 master weights, gradients, "
+                         "losses and accumulation (train.precision)"
+                       : "fp32");
   fmt::print("products   {}\n",
-             bf16 ? "bf16 operands, fp32 accumulation (train.matmul_precision)"
-                  : "fp32");
+             train::matmulPrecision(spec) == LAP_MATMUL_BF16
+                 ? "bf16 operands, fp32 accumulation"
+                 : "fp32");
   if (const auto &images = m["images"]; !images.is_null()) {
     std::string sizes;
     for (size_t i = 0; i < images["sizes"].size(); ++i)
