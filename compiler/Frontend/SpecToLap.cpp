@@ -140,7 +140,7 @@ private:
   std::vector<dsl::Parameter> table;
   std::map<std::string, Value> params;
   std::map<std::string, Value> enteredParams; ///< param(): converted
-  std::vector<std::string> batchNames; ///< Names of the batch arguments.
+  std::vector<std::string> batchNames;        ///< Names of the batch arguments.
   /// In @decode: the position of the first new token, and each layer's key
   /// and value caches.
   Value first;
@@ -242,21 +242,20 @@ Value ForwardBuilder::attention(Value h, const std::string &prefix,
   FloatAttr scale = b.getF32FloatAttr(float(1.0 / std::sqrt(double(d))));
   // Decoding attends in f32, the precision of the caches.
   auto f32 = [&](Value v) { return v ? convert(v, b.getF32Type()) : v; };
-  Value o =
-      first
-          ? enter(b.create<CachedAttentionOp>(
-                       loc(placement, scope),
-                       cast<RankedTensorType>(f32(q).getType()), f32(q),
-                       f32(k), f32(v), caches[size_t(layer)].first,
-                       caches[size_t(layer)].second, first, f32(coefficients),
-                       scale, kinds, alpha, beta)
-                      .getResult())
-          : b.create<AttentionOp>(loc(placement, scope), q.getType(), q, k, v,
-                                  coefficients, scale,
-                                  m.family == dsl::Family::GPT ? b.getUnitAttr()
-                                                               : UnitAttr(),
-                                  UnitAttr(), kinds, alpha, beta)
-                .getResult();
+  Value o = first ? enter(b.create<CachedAttentionOp>(
+                               loc(placement, scope),
+                               cast<RankedTensorType>(f32(q).getType()), f32(q),
+                               f32(k), f32(v), caches[size_t(layer)].first,
+                               caches[size_t(layer)].second, first,
+                               f32(coefficients), scale, kinds, alpha, beta)
+                              .getResult())
+                  : b.create<AttentionOp>(loc(placement, scope), q.getType(), q,
+                                          k, v, coefficients, scale,
+                                          m.family == dsl::Family::GPT
+                                              ? b.getUnitAttr()
+                                              : UnitAttr(),
+                                          UnitAttr(), kinds, alpha, beta)
+                        .getResult();
   Value merged = b.create<MergeHeadsOp>(where, activations({heads * d}), o);
   return dropout(linear(merged, scope + ".proj", m.width, where), where);
 }
@@ -465,7 +464,7 @@ std::pair<Value, Value> ForwardBuilder::imageForward(Block *body) {
             ? b.create<BCEWithLogitsOp>(lossLoc, scalar, leave(logits), targets)
                   .getResult()
             : b.create<SoftCrossEntropyOp>(lossLoc, scalar, leave(logits),
-                                              targets)
+                                           targets)
                   .getResult();
     return {loss, logits};
   }
@@ -485,10 +484,9 @@ std::pair<Value, Value> ForwardBuilder::imageForward(Block *body) {
   Value logits =
       b.create<LinearOp>(head, floats({kDynamic, h.prototypes}), z, w, Value());
   float temperature = float(spec.hasTrain ? spec.train.dino.studentTemp : 0.1);
-  Value loss =
-      b.create<DinoLossOp>(loc("train.dino.student_temp", "loss"), scalar,
-                           leave(logits), targets,
-                           b.getF32FloatAttr(temperature));
+  Value loss = b.create<DinoLossOp>(loc("train.dino.student_temp", "loss"),
+                                    scalar, leave(logits), targets,
+                                    b.getF32FloatAttr(temperature));
   return {loss, logits};
 }
 

@@ -240,8 +240,8 @@ private:
           Value x = at(a.getInput(), j);
           if (!a.getType().getElementType().isBF16())
             return x;
-          return b.create<arith::ExtFOp>(loc(), b.getF32Type(),
-                                         lb.roundToBF16(x))
+          return b
+              .create<arith::ExtFOp>(loc(), b.getF32Type(), lb.roundToBF16(x))
               .getResult();
         })
         .Case([&](SoftcapGradOp a) {

@@ -456,8 +456,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
           return c.emitError("only splat float tensor constants are "
                              "supported");
         Value y = buffer(c.getResult());
-        Value v =
-            lb.f32(dense.getSplatValue<APFloat>().convertToFloat());
+        Value v = lb.f32(dense.getSplatValue<APFloat>().convertToFloat());
         lb.parallel(numel(c.getResult()), kElementGrain,
                     [&](Value i) { lb.store(v, y, i); });
         return success();

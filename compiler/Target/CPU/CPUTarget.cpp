@@ -22,7 +22,6 @@ class CPU : public lap::Target {
 public:
   explicit CPU(lap::CPUTarget cpu) : cpu(std::move(cpu)) {}
 
-
   void buildLowering(OpPassManager &pm) const override {
     lap::buildCPULoweringPipeline(pm);
   }

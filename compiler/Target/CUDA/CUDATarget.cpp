@@ -85,7 +85,6 @@ class CUDA : public lap::Target {
 public:
   explicit CUDA(const char *arch) : arch(arch) {}
 
-
   void registerDialects(DialectRegistry &registry) const override {
     lap::registerCUDADialects(registry);
   }

@@ -21,8 +21,9 @@ namespace lap {
 /// Whether `op` may be part of a lap.fusion: an op whose result element
 /// (row r, column j) needs only element (r, j) of its row-shaped operands,
 /// column j of its [C] operands and, for the forward norms, statistics of
-/// its input row; or a column sum over rows. Dropout and drop path are not (outside a training step
-/// they are free aliases, inside one they call the kernel library).
+/// its input row; or a column sum over rows. Dropout and drop path are not
+/// (outside a training step they are free aliases, inside one they call the
+/// kernel library).
 bool isLoopFusible(mlir::Operation *op);
 
 /// Whether code generation makes `op` a loop of its own, at either

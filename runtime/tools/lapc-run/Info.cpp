@@ -52,10 +52,9 @@ int lap::cli::info(const std::string &path) {
                          "parameters; fp32 master weights, gradients, "
                          "losses and accumulation (train.precision)"
                        : "fp32");
-  fmt::print("products   {}\n",
-             train::matmulPrecision(spec) == LAP_MATMUL_BF16
-                 ? "bf16 operands, fp32 accumulation"
-                 : "fp32");
+  fmt::print("products   {}\n", train::matmulPrecision(spec) == LAP_MATMUL_BF16
+                                    ? "bf16 operands, fp32 accumulation"
+                                    : "fp32");
   if (const auto &images = m["images"]; !images.is_null()) {
     std::string sizes;
     for (size_t i = 0; i < images["sizes"].size(); ++i)

@@ -944,3 +944,27 @@ module attributes {lap.matmul_precision = "tf32"} {
 func.func @precision_on_a_function() attributes {lap.matmul_precision = "bf16"} {
   return
 }
+
+// -----
+
+func.func @convert_to_itself(%x: tensor<?x8xbf16>) -> tensor<?x8xbf16> {
+  // expected-error @+1 {{converts between f32 and bf16, got 'bf16' to 'bf16'}}
+  %c = lap.convert %x : tensor<?x8xbf16> to tensor<?x8xbf16>
+  return %c : tensor<?x8xbf16>
+}
+
+// -----
+
+func.func @convert_a_loss(%x: tensor<f32>) -> tensor<bf16> {
+  // expected-error @+1 {{converts tensors of rank >= 1; scalars (losses) are f32 at every precision}}
+  %c = lap.convert %x : tensor<f32> to tensor<bf16>
+  return %c : tensor<bf16>
+}
+
+// -----
+
+func.func @convert_reshapes(%x: tensor<4x8xf32>) -> tensor<8x4xbf16> {
+  // expected-error @+1 {{requires the same shape for all operands and results}}
+  %c = lap.convert %x : tensor<4x8xf32> to tensor<8x4xbf16>
+  return %c : tensor<8x4xbf16>
+}

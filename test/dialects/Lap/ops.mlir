@@ -186,3 +186,19 @@ func.func @interpolated_positions(%pos: tensor<50x32xf32>, %d: tensor<10x32xf32>
   %g = lap.interpolate_positions_grad %d {keep = 1} : tensor<10x32xf32> -> tensor<50x32xf32>
   return %p, %g : tensor<10x32xf32>, tensor<50x32xf32>
 }
+
+// CHECK-LABEL: func @convert
+func.func @convert(%p: tensor<4x8xf32>, %x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+  // CHECK: lap.convert %{{.*}} : tensor<4x8xf32> to tensor<4x8xbf16>
+  %w = lap.convert %p : tensor<4x8xf32> to tensor<4x8xbf16>
+  // A fusion holding a conversion reads and yields both precisions.
+  // CHECK: lap.fusion %{{.*}} : (tensor<?x?x8xf32>) -> (tensor<?x?x8xbf16>, tensor<?x?x8xf32>)
+  %b, %r = lap.fusion %x : (tensor<?x?x8xf32>) -> (tensor<?x?x8xbf16>, tensor<?x?x8xf32>) {
+  ^bb0(%a: tensor<?x?x8xf32>):
+    %h = lap.convert %a : tensor<?x?x8xf32> to tensor<?x?x8xbf16>
+    %n = lap.rms_norm %h {eps = 1.0e-06 : f32} : (tensor<?x?x8xbf16>) -> tensor<?x?x8xbf16>
+    %o = lap.convert %n : tensor<?x?x8xbf16> to tensor<?x?x8xf32>
+    lap.yield %h, %o : tensor<?x?x8xbf16>, tensor<?x?x8xf32>
+  }
+  return %r : tensor<?x?x8xf32>
+}

@@ -8,11 +8,12 @@
 // reductions sum in other orders on the GPU; 5e-4 for the GPT-2-style
 // model, whose tanh GELU runs in cuBLASLt's epilogues: toleranceOf). Models:
 // the whole-model tests' three with mixed head kinds, a DINO model
-// (MixedKindModels.h), and the GPT-2-style one with bf16 products
+// (MixedKindModels.h), the GPT-2-style one with bf16 products
 // (train.matmul_precision: cuBLASLt's bf16 tensor-core GEMMs against the
 // CPU's operands rounded to nearest even: 3e-2, the bound the CPU itself
-// meets against fp32, MatmulPrecisionTest); dropout and drop path draw the
-// same masks on both. And
+// meets against fp32, PrecisionTest), and the GPT-2-style model and the ViT
+// computing in bf16 (train.precision: 4e-2, likewise); dropout and drop
+// path draw the same masks on both. And
 // host data on its way to the GPU (ModelOnDevice, as lapc-run sends it):
 // decoding, and token ids checked. Features, embeddings and a DINO model's
 // local views too, and a step captured in a CUDA graph, replayed with new
@@ -55,28 +56,45 @@ std::vector<T> read(const DeviceMemory &memory, const Buffer &buffer) {
   return out;
 }
 
-/// How close a GPU value must be to the CPU's, relative to the tensor's
-/// largest magnitude: 1e-4 (fp32 summed in other orders), and 5e-4 for the
-/// GPT-2-style model, whose tanh GELU runs in cuBLASLt's GEMM epilogue,
-/// which may take the hardware tanh (relative error about 2^-11).
 /// The GPT-2-style model with bf16 products.
 const std::string kGpt2Bf16 =
     std::string(kGpt2) +
     "train: {regime: lm, batch_size: 3, steps: 1, matmul_precision: bf16}\n";
 const Case kGpt2Bf16Case = {"gpt2_bf16", kGpt2Bf16.c_str(), false};
+/// The GPT-2-style model and the ViT computing in bf16.
+const std::string kGpt2Bf16Model =
+    std::string(kGpt2) +
+    "train: {regime: lm, batch_size: 3, steps: 1, precision: bf16}\n";
+const std::string kVitBf16Model =
+    std::string(kVit) +
+    "train: {regime: supervised, batch_size: 3, steps: 1, precision: bf16}\n";
+const Case kBf16ModelCases[] = {
+    {"gpt2_bf16_model", kGpt2Bf16Model.c_str(), false},
+    {"vit_bf16_model", kVitBf16Model.c_str(), true}};
 
+/// How close a GPU value must be to the CPU's, relative to the tensor's
+/// largest magnitude: 1e-4 (fp32 summed in other orders), and 5e-4 for the
+/// GPT-2-style model, whose tanh GELU runs in cuBLASLt's GEMM epilogue,
+/// which may take the hardware tanh (relative error about 2^-11). At bf16
+/// the bounds the CPU meets against fp32 (PrecisionTest): 3e-2 for bf16
+/// products, 4e-2 for bf16 models (a value rounded to bf16 after being
+/// summed in another order may land one bf16 step away).
 float toleranceOf(const Case &c) {
   const std::string name = c.name;
-  return name == kGpt2Bf16Case.name ? 3e-2f
-         : name == kCases[0].name   ? 5e-4f
-                                    : 1e-4f;
+  if (name == kGpt2Bf16Case.name)
+    return 3e-2f;
+  if (name == kBf16ModelCases[0].name || name == kBf16ModelCases[1].name)
+    return 4e-2f;
+  return name == kCases[0].name ? 5e-4f : 1e-4f;
 }
 
-/// The whole-model tests' three models, the DINO one and the bf16 one.
+/// The whole-model tests' three models, the DINO one and the bf16 ones.
 std::vector<Case> allCases() {
   std::vector<Case> cases(std::begin(kCases), std::end(kCases));
   cases.push_back(kDinoCase);
   cases.push_back(kGpt2Bf16Case);
+  cases.insert(cases.end(), std::begin(kBf16ModelCases),
+               std::end(kBf16ModelCases));
   return cases;
 }
 

@@ -42,8 +42,8 @@ protected:
                        ", batch_size: 3, steps: 1, " + key + ": " + value +
                        "}\n";
     auto run = std::make_unique<ModelRun>(
-        compiled(std::string(c.name) + "_" + key + "_" + value, yaml,
-                 kMaxBatch, c.image ? 0 : kMaxSeq));
+        compiled(std::string(c.name) + "_" + key + "_" + value, yaml, kMaxBatch,
+                 c.image ? 0 : kMaxSeq));
     EXPECT_EQ(run->model.initParams(run->param(), 5), LAP_OK);
     return run;
   }
