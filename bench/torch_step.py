@@ -25,10 +25,11 @@ Usage (Debian's PyTorch 1.13 lives in /usr/bin/python3):
 On a GPU (bench/gpu/run.sh): --device cuda, fp32 without TF32 as lap
 computes, PyTorch 2's scaled_dot_product_attention; --compile times
 torch.compile(model), compiled during the warm-up. A spec with
-train.matmul_precision: bf16 (lap's bf16 products) runs its forward under
-torch.autocast in bf16, PyTorch's mixed precision, which users pick for
-speed: it also runs attention and keeps activations in bf16, so it does no
-more work than lap and usually less.
+train.matmul_precision: bf16 (lap's bf16 products) or train.precision: bf16
+(a bf16 model) runs its forward under torch.autocast in bf16, PyTorch's
+mixed precision, which users pick for speed: it also runs attention and
+keeps activations in bf16, so it does no more work than lap and usually
+less.
 
 --batch defaults to train.micro_batch_size and --seq to train.seq_len; an
 image model's sequence is fixed by its image size. The script sets the
@@ -648,7 +649,7 @@ def main():
 
     inputs, targets = (t.to(args.device) for t in make_batch(m, train, batch, seq))
     step = torch.compile(model) if args.compile else model
-    bf16 = train.get("matmul_precision", "fp32") == "bf16"
+    bf16 = "bf16" in (train.get("matmul_precision"), train.get("precision"))
     autocast = torch.autocast(args.device, dtype=torch.bfloat16, enabled=bf16)
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     times = []

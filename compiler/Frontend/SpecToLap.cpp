@@ -139,7 +139,7 @@ private:
   OpBuilder b;
   std::vector<dsl::Parameter> table;
   std::map<std::string, Value> params;
-  std::map<std::string, Value> enteredParams; ///< param(): converted
+  std::map<std::string, Value> enteredParams; ///< params, as param() gives
   std::vector<std::string> batchNames;        ///< Names of the batch arguments.
   /// In @decode: the position of the first new token, and each layer's key
   /// and value caches.
@@ -240,22 +240,21 @@ Value ForwardBuilder::attention(Value h, const std::string &prefix,
     alpha = beta = DenseF32ArrayAttr();
   }
   FloatAttr scale = b.getF32FloatAttr(float(1.0 / std::sqrt(double(d))));
-  // Decoding attends in f32, the precision of the caches.
-  auto f32 = [&](Value v) { return v ? convert(v, b.getF32Type()) : v; };
-  Value o = first ? enter(b.create<CachedAttentionOp>(
-                               loc(placement, scope),
-                               cast<RankedTensorType>(f32(q).getType()), f32(q),
-                               f32(k), f32(v), caches[size_t(layer)].first,
-                               caches[size_t(layer)].second, first,
-                               f32(coefficients), scale, kinds, alpha, beta)
-                              .getResult())
-                  : b.create<AttentionOp>(loc(placement, scope), q.getType(), q,
-                                          k, v, coefficients, scale,
-                                          m.family == dsl::Family::GPT
-                                              ? b.getUnitAttr()
-                                              : UnitAttr(),
-                                          UnitAttr(), kinds, alpha, beta)
-                        .getResult();
+  Value o;
+  if (first) {
+    // Decoding attends in f32, the precision of the caches.
+    auto f32 = [&](Value v) { return v ? convert(v, b.getF32Type()) : v; };
+    q = f32(q);
+    o = enter(b.create<CachedAttentionOp>(
+        loc(placement, scope), cast<RankedTensorType>(q.getType()), q, f32(k),
+        f32(v), caches[size_t(layer)].first, caches[size_t(layer)].second,
+        first, f32(coefficients), scale, kinds, alpha, beta));
+  } else {
+    o = b.create<AttentionOp>(
+        loc(placement, scope), q.getType(), q, k, v, coefficients, scale,
+        m.family == dsl::Family::GPT ? b.getUnitAttr() : UnitAttr(),
+        UnitAttr(), kinds, alpha, beta);
+  }
   Value merged = b.create<MergeHeadsOp>(where, activations({heads * d}), o);
   return dropout(linear(merged, scope + ".proj", m.width, where), where);
 }
