@@ -41,6 +41,14 @@ inline uint16_t bits(float x) {
   return isNan(u) ? uint16_t(top | 0x0040u) : top;
 }
 
+/// The fp32 value of bf16 bits b (exact).
+inline float value(uint16_t b) {
+  const uint32_t u = uint32_t(b) << 16;
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+
 } // namespace lap::bf16
 
 #endif // LAP_RUNTIME_KERNELS_BF16_H

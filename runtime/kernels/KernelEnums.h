@@ -27,4 +27,8 @@ enum lap_matmul : int32_t {
   LAP_MATMUL_BF16 = 1,
 };
 
+/// A bf16 value as its bits (the high half of an fp32's): the element of a
+/// bf16 model's tensors.
+typedef uint16_t lap_bf16;
+
 #endif // LAP_RUNTIME_KERNELS_KERNELENUMS_H

@@ -41,6 +41,7 @@ namespace {
 /// compiles.
 template <KernelArg K> struct Arg { Value value; };
 using F32Buffer = Arg<KernelArg::F32Buffer>;
+using BF16Buffer = Arg<KernelArg::BF16Buffer>;
 using I32Buffer = Arg<KernelArg::I32Buffer>;
 using I64 = Arg<KernelArg::I64>;
 using I64Buffer = Arg<KernelArg::I64Buffer>;
@@ -172,6 +173,7 @@ private:
   Value rows(Value v) { return product(v, 0, rank(v) - 1); }
   Value last(Value v) { return dim(v, rank(v) - 1); }
   unsigned rank(Value v) { return cast<ShapedType>(v.getType()).getRank(); }
+  bool isBF16(Value v) { return getElementTypeOrSelf(v.getType()).isBF16(); }
   /// Copies tensor `from` to buffer `to`: the copy kernel, or a loop for
   /// bf16 (the kernels are f32).
   void copy(Value to, Value from) {
@@ -193,13 +195,17 @@ private:
 
   //--- Kernel arguments ----------------------------------------------------
   F32Buffer buf(Value v) { return {buffer(v)}; }
+  BF16Buffer bbuf(Value v) { return {buffer(v)}; }
   I32Buffer ibuf(Value v) { return {buffer(v)}; }
   /// An optional tensor: its buffer, or none.
   F32Buffer optional(Value v) {
-    if (v)
-      return buf(v);
-    return {
-        b.create<lapk::NullOp>(loc(), MemRefType::get({0}, b.getF32Type()))};
+    return v ? buf(v) : F32Buffer{null(b.getF32Type())};
+  }
+  BF16Buffer boptional(Value v) {
+    return v ? bbuf(v) : BF16Buffer{null(b.getBF16Type())};
+  }
+  Value null(Type element) {
+    return b.create<lapk::NullOp>(loc(), MemRefType::get({0}, element));
   }
   I64 i64(int64_t v) { return {lb.i64(v)}; }
   I64 size(Value index) { return {lb.toI64(index)}; }
@@ -540,6 +546,13 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](LinearOp a) {
+        if (isBF16(a.getResult())) {
+          LAP_CALL(linear_forward_bf16, bbuf(a.getResult()), bbuf(a.getInput()),
+                   bbuf(a.getWeight()), boptional(a.getBias()),
+                   rowsArg(a.getInput()), lastArg(a.getInput()),
+                   lastArg(a.getResult()));
+          return success();
+        }
         LAP_CALL(linear_forward, buf(a.getResult()), buf(a.getInput()),
                  buf(a.getWeight()), optional(a.getBias()),
                  rowsArg(a.getInput()), lastArg(a.getInput()),
@@ -547,6 +560,14 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](LinearGradOp a) {
+        if (isBF16(a.getGradOutput())) {
+          LAP_CALL(linear_backward_bf16, bbuf(a.getGradInput()),
+                   bbuf(a.getGradWeight()), bbuf(a.getGradBias()),
+                   bbuf(a.getGradOutput()), bbuf(a.getInput()),
+                   bbuf(a.getWeight()), rowsArg(a.getInput()),
+                   lastArg(a.getInput()), lastArg(a.getGradOutput()));
+          return success();
+        }
         LAP_CALL(linear_backward, buf(a.getGradInput()), buf(a.getGradWeight()),
                  buf(a.getGradBias()), buf(a.getGradOutput()),
                  buf(a.getInput()), buf(a.getWeight()), rowsArg(a.getInput()),
@@ -813,11 +834,13 @@ struct LapToKernelsPass : lap::impl::LapToKernelsBase<LapToKernelsPass> {
   LogicalResult lower(func::FuncOp source, ModuleOp module,
                       Emitter::Constants &constants) {
     MLIRContext *context = &getContext();
-    // Generated loops compute at either precision; Kernels.def's kernels
-    // take f32 (--lap-widen-kernels makes a bf16 model's library ops f32).
+    // Generated loops compute at either precision; the library's kernels
+    // take f32 but where they have a bf16 variant (--lap-widen-kernels
+    // makes a bf16 model's other library ops f32).
     auto isBF16 = [](Type type) { return getElementTypeOrSelf(type).isBF16(); };
     for (Operation &op : source.getBody().front())
-      if (!isGenerated(&op) && !isa<func::ReturnOp>(op) &&
+      if (!isGenerated(&op) && !hasBF16Kernel(&op) &&
+          !isa<func::ReturnOp>(op) &&
           (llvm::any_of(op.getOperandTypes(), isBF16) ||
            llvm::any_of(op.getResultTypes(), isBF16)))
         return op.emitError("computes in bf16, but its kernel takes f32; run "

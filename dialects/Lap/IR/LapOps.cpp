@@ -395,6 +395,10 @@ bool lap::isGenerated(Operation *op) {
              arith::ConstantOp>(op);
 }
 
+bool lap::hasBF16Kernel(Operation *op) {
+  return isa<LinearOp, LinearGradOp>(op);
+}
+
 bool lap::isRowReduction(Operation *op) {
   return isa<LayerNormOp, RMSNormOp>(op);
 }

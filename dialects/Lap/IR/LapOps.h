@@ -29,8 +29,13 @@ bool isLoopFusible(mlir::Operation *op);
 /// Whether code generation makes `op` a loop of its own, at either
 /// precision (the loop-fusible ops, fusions, the layout ops that move
 /// heads, the head coefficients, splat constants), rather than a call of
-/// the kernel library, whose kernels take f32 (`--lap-widen-kernels`).
+/// the kernel library, whose kernels take f32 (`--lap-widen-kernels`)
+/// unless hasBF16Kernel.
 bool isGenerated(mlir::Operation *op);
+
+/// Whether the kernel library computes `op` on bf16 tensors too (the
+/// kernels of Kernels.def named `<kernel>_bf16`).
+bool hasBF16Kernel(mlir::Operation *op);
 
 /// Whether the loop-fusible `op` needs whole rows (a norm's statistics).
 bool isRowReduction(mlir::Operation *op);

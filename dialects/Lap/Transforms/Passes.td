@@ -192,8 +192,10 @@ def LapWidenKernels : Pass<"lap-widen-kernels"> {
   let description = [{
     Code generation computes in bf16 where it generates the code (loops:
     elementwise ops, norms, conversions, layout copies); the kernel library
-    takes f32 buffers. Each op that becomes a library call and has bf16
-    tensors gets f32 copies of its bf16 operands (`lap.convert`), computes
+    takes f32 buffers but for the kernels with a bf16 variant
+    (`hasBF16Kernel`: linear layers). Each other op that becomes a library
+    call and has bf16 tensors gets f32 copies of its bf16 operands
+    (`lap.convert`), computes
     in f32, and its results are converted back to bf16 for their readers.
     An attention's gradient reads the attention's f32 output, the one its
     saved logsumexp belongs to. Does nothing to an f32 model. Run after
@@ -202,14 +204,13 @@ def LapWidenKernels : Pass<"lap-widen-kernels"> {
 
     Before:
     ```mlir
-    %y = lap.linear %x, %w : (tensor<?x?x64xbf16>, tensor<256x64xbf16>) -> tensor<?x?x256xbf16>
+    %y = lap.rope %x {base = 1.0e+04 : f32} : tensor<?x?x4x64xbf16>
     ```
     After:
     ```mlir
-    %x32 = lap.convert %x : tensor<?x?x64xbf16> to tensor<?x?x64xf32>
-    %w32 = lap.convert %w : tensor<256x64xbf16> to tensor<256x64xf32>
-    %y32 = lap.linear %x32, %w32 : (tensor<?x?x64xf32>, tensor<256x64xf32>) -> tensor<?x?x256xf32>
-    %y = lap.convert %y32 : tensor<?x?x256xf32> to tensor<?x?x256xbf16>
+    %x32 = lap.convert %x : tensor<?x?x4x64xbf16> to tensor<?x?x4x64xf32>
+    %y32 = lap.rope %x32 {base = 1.0e+04 : f32} : tensor<?x?x4x64xf32>
+    %y = lap.convert %y32 : tensor<?x?x4x64xf32> to tensor<?x?x4x64xbf16>
     ```
   }];
 }

@@ -70,7 +70,8 @@ struct WidenKernels : lap::impl::LapWidenKernelsBase<WidenKernels> {
     SmallVector<Operation *> library;
     getOperation()->walk([&](func::FuncOp func) {
       for (Operation &op : func.getOps())
-        if (!isa<func::ReturnOp>(op) && !isGenerated(&op) && hasBF16(&op))
+        if (!isa<func::ReturnOp>(op) && !isGenerated(&op) &&
+            !hasBF16Kernel(&op) && hasBF16(&op))
           library.push_back(&op);
     });
     // In order: an attention is widened before its gradient looks for its

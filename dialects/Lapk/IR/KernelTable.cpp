@@ -41,6 +41,8 @@ bool lap::lapk::acceptsType(KernelArg kind, mlir::Type type) {
   switch (kind) {
   case KernelArg::F32Buffer:
     return buffer(mlir::Float32Type::get(context));
+  case KernelArg::BF16Buffer:
+    return buffer(mlir::BFloat16Type::get(context));
   case KernelArg::I32Buffer:
     return buffer(mlir::IntegerType::get(context, 32));
   case KernelArg::I64Buffer:
@@ -59,6 +61,8 @@ llvm::StringRef lap::lapk::describe(KernelArg kind) {
   switch (kind) {
   case KernelArg::F32Buffer:
     return "an f32 buffer";
+  case KernelArg::BF16Buffer:
+    return "a bf16 buffer";
   case KernelArg::I32Buffer:
     return "an i32 buffer";
   case KernelArg::I64Buffer:

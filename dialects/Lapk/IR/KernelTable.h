@@ -22,13 +22,25 @@
 namespace lap::lapk {
 
 /// The kinds of kernel parameters.
-enum class KernelArg { F32Buffer, I32Buffer, I64Buffer, I64, I32, F32 };
+enum class KernelArg {
+  F32Buffer,
+  BF16Buffer,
+  I32Buffer,
+  I64Buffer,
+  I64,
+  I32,
+  F32
+};
 
 template <typename T> struct KernelArgOf;
 template <> struct KernelArgOf<float *> {
   static constexpr KernelArg kind = KernelArg::F32Buffer;
 };
 template <> struct KernelArgOf<const float *> : KernelArgOf<float *> {};
+template <> struct KernelArgOf<lap_bf16 *> {
+  static constexpr KernelArg kind = KernelArg::BF16Buffer;
+};
+template <> struct KernelArgOf<const lap_bf16 *> : KernelArgOf<lap_bf16 *> {};
 template <> struct KernelArgOf<const int32_t *> {
   static constexpr KernelArg kind = KernelArg::I32Buffer;
 };

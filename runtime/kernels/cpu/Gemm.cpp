@@ -158,6 +158,16 @@ void roundRows(T *to, const float *from, int64_t rows, int64_t cols,
   });
 }
 
+/// This thread's operand buffer `slot` (0 to 3) of at least `size` Ts,
+/// kept between calls (fresh pages would fault on every call).
+template <typename T> T *buffer(int slot, size_t size) {
+  thread_local std::vector<T> buffers[4];
+  std::vector<T> &b = buffers[slot];
+  if (b.size() < size)
+    b.resize(size);
+  return b.data();
+}
+
 } // namespace
 
 // oneDNN names its bf16 implementations "avx512_core_bf16" and
@@ -184,19 +194,26 @@ Matrix lap::cpu::operand(lap_matmul precision, const float *a, int64_t rows,
     return fp32(a, ld);
   const size_t size = size_t((rows - 1) * ld + cols);
   if (bf16Instructions()) {
-    thread_local std::vector<uint16_t> buffers[4];
-    std::vector<uint16_t> &buffer = buffers[slot];
-    if (buffer.size() < size)
-      buffer.resize(size);
-    roundRows(buffer.data(), a, rows, cols, ld);
-    return {buffer.data(), ld, true};
+    uint16_t *rounded = buffer<uint16_t>(slot, size);
+    roundRows(rounded, a, rows, cols, ld);
+    return {rounded, ld, true};
   }
-  thread_local std::vector<float> buffers[4];
-  std::vector<float> &buffer = buffers[slot];
-  if (buffer.size() < size)
-    buffer.resize(size);
-  roundRows(buffer.data(), a, rows, cols, ld);
-  return fp32(buffer.data(), ld);
+  float *rounded = buffer<float>(slot, size);
+  roundRows(rounded, a, rows, cols, ld);
+  return fp32(rounded, ld);
+}
+
+Matrix lap::cpu::operand(const lap_bf16 *a, int64_t rows, int64_t cols,
+                         int64_t ld, int slot) {
+  if (bf16Instructions() || !a || rows <= 0 || cols <= 0)
+    return {a, ld, true};
+  float *widened = buffer<float>(slot, size_t((rows - 1) * ld + cols));
+  lap::cpu::parallelFor(rows, rowGrain(cols), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        widened[i * ld + j] = lap::bf16::value(a[i * ld + j]);
+  });
+  return fp32(widened, ld);
 }
 
 void lap::cpu::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,

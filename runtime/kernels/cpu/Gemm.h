@@ -51,6 +51,12 @@ inline Matrix fp32(const float *a, int64_t ld) { return {a, ld, false}; }
 Matrix operand(lap_matmul precision, const float *a, int64_t rows, int64_t cols,
                int64_t ld, int slot);
 
+/// a [rows, cols] of bf16 values (a bf16 model's tensor; leading dimension
+/// ld) as a GEMM reads it: a itself where bf16Instructions(), else its
+/// fp32 values in this thread's buffer `slot` (as operand()'s).
+Matrix operand(const lap_bf16 *a, int64_t rows, int64_t cols, int64_t ld,
+               int slot);
+
 /// op(X) is X for 'N', X^T for 'T'; A and B both of fp32 or both of bf16.
 /// K = 0 sets C to beta C.
 void gemm(char transa, char transb, int64_t M, int64_t N, int64_t K, Matrix A,

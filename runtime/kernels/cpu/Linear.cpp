@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/kernels/Bf16.h"
 #include "runtime/kernels/GeluTanh.h"
 #include "runtime/kernels/cpu/FastMath.h"
 #include "runtime/kernels/cpu/Gemm.h"
@@ -87,6 +88,28 @@ void linearForward(float *y, Matrix x, Matrix w, const float *b, int64_t n,
   });
 }
 
+/// A bf16 kernel's fp32 result [size] before rounding: this thread's
+/// buffer, kept between calls.
+float *fp32Result(int64_t size) {
+  thread_local std::vector<float> result;
+  if (result.size() < size_t(size))
+    result.resize(size_t(size));
+  return result.data();
+}
+
+/// to [n, c] = from [n, c] + bias [c] (nullable), rounded to bf16.
+void roundRows(lap_bf16 *to, const float *from, const lap_bf16 *bias, int64_t n,
+               int64_t c) {
+  parallelFor(n, rowGrain(c), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const float *__restrict f = from + i * c;
+      lap_bf16 *__restrict t = to + i * c;
+      for (int64_t j = 0; j < c; ++j)
+        t[j] = lap::bf16::bits(bias ? f[j] + lap::bf16::value(bias[j]) : f[j]);
+    }
+  });
+}
+
 } // namespace
 
 extern "C" void lap_cpu_linear_forward(float *y, const float *x, const float *w,
@@ -109,6 +132,45 @@ extern "C" void lap_cpu_linear_backward(float *dx, float *dw, float *db,
          dw, in);
   if (db)
     columnSums(db, dy, n, out);
+}
+
+extern "C" void lap_cpu_linear_forward_bf16(lap_bf16 *y, const lap_bf16 *x,
+                                            const lap_bf16 *w,
+                                            const lap_bf16 *b, int64_t n,
+                                            int64_t in, int64_t out) {
+  float *acc = fp32Result(n * out);
+  gemm('N', 'T', n, out, in, operand(x, n, in, in, 0),
+       operand(w, out, in, in, 1), 0.0f, acc, out);
+  roundRows(y, acc, b, n, out);
+}
+
+extern "C" void lap_cpu_linear_backward_bf16(lap_bf16 *dx, lap_bf16 *dw,
+                                             lap_bf16 *db, const lap_bf16 *dy,
+                                             const lap_bf16 *x,
+                                             const lap_bf16 *w, int64_t n,
+                                             int64_t in, int64_t out) {
+  const Matrix dyOp = operand(dy, n, out, out, 0);
+  if (dx) {
+    float *acc = fp32Result(n * in);
+    gemm('N', 'N', n, in, out, dyOp, operand(w, out, in, in, 1), 0.0f, acc, in);
+    roundRows(dx, acc, nullptr, n, in);
+  }
+  if (dw) {
+    float *acc = fp32Result(out * in);
+    gemm('T', 'N', out, in, n, dyOp, operand(x, n, in, in, 2), 0.0f, acc, in);
+    roundRows(dw, acc, nullptr, out, in);
+  }
+  if (db) {
+    float *sums = fp32Result(out);
+    columnSums(sums, n, out, [&](int64_t i) {
+      thread_local std::vector<float> row;
+      row.resize(size_t(out));
+      for (int64_t j = 0; j < out; ++j)
+        row[size_t(j)] = lap::bf16::value(dy[i * out + j]);
+      return row.data();
+    });
+    roundRows(db, sums, nullptr, 1, out);
+  }
 }
 
 extern "C" void lap_cpu_linear_gelu_forward(float *y, float *pre,

@@ -55,6 +55,7 @@ enum ScratchSlot : int {
   kReductionPartials, ///< deterministic column sums' partial sums
   kAttentionScratch,  ///< attention backward's per-row terms
   kNewtonSchulz,      ///< Muon's orthogonalisation (Update.h)
+  kBf16Result,        ///< a bf16 kernel's fp32 results before rounding
   kScratchSlots
 };
 

@@ -27,6 +27,9 @@ using lap::cuda::check;
 using lap::cuda::checkLaunch;
 using lap::cuda::Epilogue;
 using lap::cuda::kBlock;
+using lap::cuda::kGemmWorkspace;
+using lap::cuda::lt;
+using lap::cuda::scratch;
 using lap::cuda::stream;
 
 namespace {
@@ -45,10 +48,11 @@ uint32_t alignmentOf(const void *p) {
 /// beta D, for the row-major one: m = N, n = M, A = B, B = A.
 struct Problem {
   cublasComputeType_t compute;
+  cudaDataType_t input; ///< A's and B's elements (C is fp32)
   cublasOperation_t opA, opB;
   uint64_t m, n, k;
   int64_t lda, ldb, ldc;
-  const float *A, *B;
+  const void *A, *B;
   float *C;
   const void *bias, *aux; ///< the epilogue's vectors (null: none)
 };
@@ -71,12 +75,12 @@ void destroy(Plan &p) {
   p = {};
 }
 
-/// The compute type, transa, transb, M, N, K, lda, ldb, ldc, the cuBLASLt
-/// epilogue, and the alignments of A, B, C, the bias and the epilogue's
-/// auxiliary matrix.
-using PlanKey =
-    std::tuple<int, char, char, int64_t, int64_t, int64_t, int64_t, int64_t,
-               int64_t, int, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t>;
+/// The compute type, the input type, transa, transb, M, N, K, lda, ldb,
+/// ldc, the cuBLASLt epilogue, and the alignments of A, B, C, the bias and
+/// the epilogue's auxiliary matrix.
+using PlanKey = std::tuple<int, int, char, char, int64_t, int64_t, int64_t,
+                           int64_t, int64_t, int64_t, int, uint32_t, uint32_t,
+                           uint32_t, uint32_t, uint32_t>;
 
 struct Plans {
   std::map<PlanKey, Plan> byKey;
@@ -129,10 +133,10 @@ bool build(cublasLtHandle_t lt, Plan &p, const Problem &q,
             check(cublasLtMatmulDescSetAttribute(
                       p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB),
                   "cublasLtMatmulDescSetAttribute") &&
-            check(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, nA ? q.m : q.k,
+            check(cublasLtMatrixLayoutCreate(&p.a, q.input, nA ? q.m : q.k,
                                              nA ? q.k : q.m, q.lda),
                   "cublasLtMatrixLayoutCreate") &&
-            check(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, nB ? q.k : q.n,
+            check(cublasLtMatrixLayoutCreate(&p.b, q.input, nB ? q.k : q.n,
                                              nB ? q.n : q.k, q.ldb),
                   "cublasLtMatrixLayoutCreate") &&
             check(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, q.m, q.n, q.ldc),
@@ -367,6 +371,43 @@ void epilogueAfter(Epilogue epilogue, int64_t M, int64_t N, int64_t K,
   }
 }
 
+/// Runs q, C = op(A) op(B) + beta C with `epilogue` where cuBLASLt fuses
+/// it, on its plan (made at the shape's first call); false where it did not
+/// run (recorded). wasFused: whether the epilogue ran with it. transa and
+/// transb are the row-major call's.
+bool matmul(const Problem &q, char transa, char transb,
+            cublasLtEpilogue_t epilogue, float beta, bool &wasFused) {
+  cublasLtHandle_t handle = lt();
+  void *workspace = handle ? scratch(kGemmWorkspace, kWorkspaceBytes) : nullptr;
+  if (!workspace)
+    return false;
+  // q is column-major: its (m, n) are the row-major (N, M).
+  const PlanKey key(int(q.compute), int(q.input), transa, transb, int64_t(q.n),
+                    int64_t(q.m), int64_t(q.k), q.ldb, q.lda, q.ldc,
+                    int(epilogue), alignmentOf(q.B), alignmentOf(q.A),
+                    alignmentOf(q.C), alignmentOf(q.bias), alignmentOf(q.aux));
+  thread_local Plans plans;
+  auto found = plans.byKey.find(key);
+  if (found == plans.byKey.end()) {
+    Plan p;
+    if (!build(handle, p, q, epilogue)) {
+      destroy(p);
+      return false;
+    }
+    found = plans.byKey.emplace(key, p).first;
+  }
+  Plan &p = found->second;
+  // The plan is per shape: this call's vectors go into its descriptor.
+  if (p.fused && !setVectors(p.desc, q.bias, q.aux))
+    return false;
+  const float alpha = 1.0f;
+  wasFused = p.fused;
+  return check(cublasLtMatmul(handle, p.desc, &alpha, q.A, p.a, q.B, p.b, &beta,
+                              q.C, p.c, q.C, p.c, &p.algo, workspace,
+                              kWorkspaceBytes, stream()),
+               "cublasLtMatmul");
+}
+
 } // namespace
 
 void lap::cuda::gemm(lap_matmul precision, char transa, char transb, int64_t M,
@@ -401,47 +442,61 @@ void lap::cuda::gemm(lap_matmul precision, char transa, char transb, int64_t M,
     }
     return epilogueAfter(epilogue, M, N, K, A, C, ldc, bias, aux);
   }
-  cublasLtHandle_t handle = lt();
-  void *workspace = handle ? scratch(kGemmWorkspace, kWorkspaceBytes) : nullptr;
-  if (!workspace)
-    return;
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
-  const cublasOperation_t opB = transa == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t opA = transb == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasComputeType_t compute = precision == LAP_MATMUL_BF16
                                           ? CUBLAS_COMPUTE_32F_FAST_16BF
                                           : CUBLAS_COMPUTE_32F;
-  const Problem q{compute,     opA, opB,  uint64_t(N), uint64_t(M),
-                  uint64_t(K), ldb, lda,  ldc,         B,
-                  A,           C,   bias, aux};
+  const Problem q{compute,
+                  CUDA_R_32F,
+                  transb == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N,
+                  transa == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N,
+                  uint64_t(N),
+                  uint64_t(M),
+                  uint64_t(K),
+                  ldb,
+                  lda,
+                  ldc,
+                  B,
+                  A,
+                  C,
+                  bias,
+                  aux};
   // cuBLASLt takes an auxiliary matrix only with a leading dimension that is
   // a multiple of 8; other shapes get the epilogue from a kernel.
   const cublasLtEpilogue_t fused = aux && ldc % 8 != 0
                                        ? CUBLASLT_EPILOGUE_DEFAULT
                                        : cublasEpilogue(epilogue, bias, aux);
-  const PlanKey key(int(compute), transa, transb, M, N, K, lda, ldb, ldc,
-                    int(fused), alignmentOf(A), alignmentOf(B), alignmentOf(C),
-                    alignmentOf(bias), alignmentOf(aux));
-  thread_local Plans plans;
-  auto found = plans.byKey.find(key);
-  if (found == plans.byKey.end()) {
-    Plan p;
-    if (!build(handle, p, q, fused)) {
-      destroy(p);
-      return;
-    }
-    found = plans.byKey.emplace(key, p).first;
+  bool wasFused = false;
+  if (matmul(q, transa, transb, fused, beta, wasFused) && !wasFused)
+    epilogueAfter(epilogue, M, N, K, A, C, ldc, bias, aux);
+}
+
+void lap::cuda::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
+                     const lap_bf16 *A, int64_t lda, const lap_bf16 *B,
+                     int64_t ldb, float *C, int64_t ldc) {
+  if (M <= 0 || N <= 0)
+    return;
+  if (K <= 0) {
+    scaleAddBias<<<blocksFor(M * N), kBlock, 0, stream()>>>(C, ldc, M, N, 0.0f,
+                                                            nullptr);
+    checkLaunch("gemm (K = 0)");
+    return;
   }
-  Plan &p = found->second;
-  // The plan is per shape: this call's vectors go into its descriptor.
-  if (p.fused && !setVectors(p.desc, bias, aux))
-    return;
-  const float alpha = 1.0f;
-  if (!check(cublasLtMatmul(handle, p.desc, &alpha, q.A, p.a, q.B, p.b, &beta,
-                            C, p.c, C, p.c, &p.algo, workspace, kWorkspaceBytes,
-                            stream()),
-             "cublasLtMatmul") ||
-      p.fused)
-    return;
-  epilogueAfter(epilogue, M, N, K, A, C, ldc, bias, aux);
+  const Problem q{CUBLAS_COMPUTE_32F,
+                  CUDA_R_16BF,
+                  transb == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N,
+                  transa == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N,
+                  uint64_t(N),
+                  uint64_t(M),
+                  uint64_t(K),
+                  ldb,
+                  lda,
+                  ldc,
+                  B,
+                  A,
+                  C,
+                  nullptr,
+                  nullptr};
+  bool wasFused = false;
+  matmul(q, transa, transb, CUBLASLT_EPILOGUE_DEFAULT, 0.0f, wasFused);
 }

@@ -47,6 +47,13 @@ void gemm(lap_matmul precision, char transa, char transb, int64_t M, int64_t N,
           Epilogue epilogue = Epilogue::kNone, float *bias = nullptr,
           float *aux = nullptr);
 
+/// C [M, N] = op(A) op(B) of a bf16 model's bf16 tensors (lap_bf16), in
+/// fp32: bf16 products accumulated in fp32 (CUBLAS_COMPUTE_32F), no
+/// epilogue; the caller rounds C. K = 0 sets C to 0.
+void gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
+          const lap_bf16 *A, int64_t lda, const lap_bf16 *B, int64_t ldb,
+          float *C, int64_t ldc);
+
 /// The terms of a column sum over rows i of [n, c] tensors: a[i, j], times
 /// (b[i, j] - shift[i]) * scale[i] where each is given (b [n, c]; shift,
 /// scale [n]).

@@ -10,13 +10,58 @@
 
 #include "runtime/kernels/cuda/Kernels.h"
 
+#include "runtime/kernels/cuda/Context.h"
 #include "runtime/kernels/cuda/Gemm.h"
 
+#include <cuda_bf16.h>
+
+#include <algorithm>
+
+using lap::cuda::blocksFor;
+using lap::cuda::checkLaunch;
 using lap::cuda::columnSums;
 using lap::cuda::Epilogue;
 using lap::cuda::gemm;
+using lap::cuda::kBlock;
+using lap::cuda::stream;
 
 namespace {
+
+__device__ float widen(lap_bf16 b) {
+  return __bfloat162float(__ushort_as_bfloat16(b));
+}
+
+/// to [n, c] = from [n, c] + bias [c] (nullable), rounded to bf16 (to
+/// nearest, ties to even).
+__global__ void roundRows(lap_bf16 *to, const float *from, const lap_bf16 *bias,
+                          int64_t n, int64_t c) {
+  int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= n * c)
+    return;
+  float v = bias ? from[e] + widen(bias[e % c]) : from[e];
+  to[e] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+}
+
+void round(lap_bf16 *to, const float *from, const lap_bf16 *bias, int64_t n,
+           int64_t c) {
+  if (n * c == 0)
+    return;
+  roundRows<<<blocksFor(n * c), kBlock, 0, stream()>>>(to, from, bias, n, c);
+  checkLaunch("roundRows");
+}
+
+/// to [n] = from [n] in fp32.
+__global__ void widenAll(float *to, const lap_bf16 *from, int64_t n) {
+  int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e < n)
+    to[e] = widen(from[e]);
+}
+
+/// fp32 scratch of `floats` for a bf16 kernel's results before rounding.
+float *fp32Results(int64_t floats) {
+  return static_cast<float *>(lap::cuda::scratch(
+      lap::cuda::kBf16Result, size_t(floats) * sizeof(float)));
+}
 
 /// dw [out, in] = dy^T x and db [out] = column sums of dy [n, out] (each
 /// nullable): db comes with dw's GEMM where there is one.
@@ -48,6 +93,46 @@ extern "C" void lap_cuda_linear_backward(float *dx, float *dw, float *db,
   if (dx)
     gemm(precision, 'N', 'N', n, in, out, dy, out, w, in, 0.0f, dx, in);
   weightGrads(dw, db, dy, x, n, in, out, precision);
+}
+
+extern "C" void lap_cuda_linear_forward_bf16(lap_bf16 *y, const lap_bf16 *x,
+                                             const lap_bf16 *w,
+                                             const lap_bf16 *b, int64_t n,
+                                             int64_t in, int64_t out) {
+  // acc [n, out] = x [n, in] w^T in fp32, then + b and rounded.
+  float *acc = fp32Results(n * out);
+  if (!acc)
+    return;
+  gemm('N', 'T', n, out, in, x, in, w, in, acc, out);
+  round(y, acc, b, n, out);
+}
+
+extern "C" void lap_cuda_linear_backward_bf16(lap_bf16 *dx, lap_bf16 *dw,
+                                              lap_bf16 *db, const lap_bf16 *dy,
+                                              const lap_bf16 *x,
+                                              const lap_bf16 *w, int64_t n,
+                                              int64_t in, int64_t out) {
+  // One fp32 scratch for each result in turn (the stream orders them): dx
+  // [n, in], dw [out, in], then dy [n, out] widened and its column sums.
+  float *acc = fp32Results(std::max({n * in, out * in, n * out + out}));
+  if (!acc)
+    return;
+  if (dx) {
+    gemm('N', 'N', n, in, out, dy, out, w, in, acc, in);
+    round(dx, acc, nullptr, n, in);
+  }
+  if (dw) {
+    gemm('T', 'N', out, in, n, dy, out, x, in, acc, in);
+    round(dw, acc, nullptr, out, in);
+  }
+  if (db) {
+    if (n * out > 0) {
+      widenAll<<<blocksFor(n * out), kBlock, 0, stream()>>>(acc, dy, n * out);
+      checkLaunch("widenAll");
+    }
+    columnSums(acc + n * out, {acc}, n, out);
+    round(db, acc + n * out, nullptr, 1, out);
+  }
 }
 
 extern "C" void lap_cuda_linear_gelu_forward(float *y, float *pre,

@@ -180,6 +180,78 @@ TEST(MatmulBf16, LinearMultipliesOperandsRoundedToBf16) {
   }
 }
 
+std::vector<lap_bf16> bf16Bits(const std::vector<float> &v) {
+  std::vector<lap_bf16> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    out[i] = lap::bf16::bits(v[i]);
+  return out;
+}
+
+std::vector<float> values(const std::vector<lap_bf16> &v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    out[i] = lap::bf16::value(v[i]);
+  return out;
+}
+
+/// got (bf16) is want (fp32, the same products summed perhaps in another
+/// order) rounded to nearest: within half a bf16 step (2^-8 relative) plus
+/// the summation's 1e-6 of the scale, which truncation would exceed.
+void expectRoundedFrom(const std::vector<lap_bf16> &got,
+                       const std::vector<float> &want, const char *what) {
+  ASSERT_EQ(got.size(), want.size());
+  double scale = 0.0;
+  for (float w : want)
+    scale = std::max(scale, std::fabs(double(w)));
+  size_t exact = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double g = lap::bf16::value(got[i]), w = want[i];
+    ASSERT_LE(std::fabs(g - w), 0x1p-8 * std::fabs(w) + kSameProducts * scale)
+        << what << "[" << i << "]";
+    exact += got[i] == lap::bf16::bits(want[i]);
+  }
+  EXPECT_GE(double(exact), 0.99 * double(got.size()))
+      << what << ": too few elements are the fp32 result rounded";
+}
+
+// A bf16 model's linear kernels compute what the fp32 kernels compute on
+// the bf16 values, rounded once: y with its bias added before rounding; db
+// sums dy in fp32 in the fp32 kernel's order, so it is that sum rounded,
+// bit for bit.
+TEST(MatmulBf16, Bf16ModelLinearKernelsRoundTheFp32Results) {
+  std::mt19937 rng(13);
+  for (Shape s : kShapes) {
+    SCOPED_TRACE(std::to_string(s.n) + "x" + std::to_string(s.in) + "x" +
+                 std::to_string(s.out));
+    auto x = bf16Bits(randomVector(rng, s.n * s.in)),
+         w = bf16Bits(randomVector(rng, s.out * s.in)),
+         b = bf16Bits(randomVector(rng, s.out)),
+         dy = bf16Bits(randomVector(rng, s.n * s.out));
+    auto fx = values(x), fw = values(w), fb = values(b), fdy = values(dy);
+
+    std::vector<lap_bf16> y(s.n * s.out, 0xffff);
+    auto want = nanVector(s.n * s.out);
+    lap_cpu_linear_forward_bf16(y.data(), x.data(), w.data(), b.data(), s.n,
+                                s.in, s.out);
+    lap_cpu_linear_forward(want.data(), fx.data(), fw.data(), fb.data(), s.n,
+                           s.in, s.out, LAP_MATMUL_FP32);
+    expectRoundedFrom(y, want, "y");
+
+    std::vector<lap_bf16> dx(x.size(), 0xffff), dw(w.size(), 0xffff),
+        db(b.size(), 0xffff);
+    auto wantDx = nanVector(x.size()), wantDw = nanVector(w.size()),
+         wantDb = nanVector(b.size());
+    lap_cpu_linear_backward_bf16(dx.data(), dw.data(), db.data(), dy.data(),
+                                 x.data(), w.data(), s.n, s.in, s.out);
+    lap_cpu_linear_backward(wantDx.data(), wantDw.data(), wantDb.data(),
+                            fdy.data(), fx.data(), fw.data(), s.n, s.in, s.out,
+                            LAP_MATMUL_FP32);
+    expectRoundedFrom(dx, wantDx, "dx");
+    expectRoundedFrom(dw, wantDw, "dw");
+    EXPECT_EQ(db, bf16Bits(wantDb));
+  }
+}
+
 // The rounding is there: bf16 keeps 8 significant bits, so products of
 // [-1, 1] operands move by about 2^-9 of their size and sums of 96 of them
 // by about 1e-2 at the worst of 39,000 outputs; not by more than 2^-7 of

@@ -21,6 +21,11 @@
 #include "MixedKindModels.h"
 #include "ModelTestSupport.h"
 
+#include "runtime/kernels/Bf16.h"
+
+#include <algorithm>
+#include <cmath>
+
 using namespace lap;
 using namespace lap::test;
 using namespace lap::test::mixed;
@@ -69,6 +74,65 @@ TEST_P(PrecisionTest, Bf16ModelComputesTheFp32ModelToBf16Precision) {
   expectSameComputation(*bf16, *fp32, b, kBf16ModelTolerance);
   EXPECT_NE(bf16->forward(b), fp32->forward(b))
       << "the bf16 model gave the fp32 loss bit for bit";
+}
+
+// A bf16 model's generated loops round as runtime/kernels/Bf16.h does (to
+// nearest, ties to even; infinities, overflow, NaN, subnormals): with the
+// positions zero, the GPT-2-style model's first residual stream is its
+// token embedding rows converted to bf16, so each element must be the
+// rounding of the parameter bit for bit.
+TEST(Bf16Rounding, GeneratedLoopsRoundAsTheRuntimeDoes) {
+  const float tie = 1.0f + 0x1p-8f, up = 1.0f + 3 * 0x1p-8f;
+  const float row[] = {tie,
+                       up,
+                       -tie,
+                       std::nextafter(tie, 2.0f),
+                       std::nextafter(tie, 0.0f),
+                       3.4e38f,
+                       -3.4e38f,
+                       INFINITY,
+                       -INFINITY,
+                       NAN,
+                       0x1p-130f,
+                       0x1.8p-133f,
+                       1e-45f,
+                       0.1f,
+                       -2.7182817f,
+                       65504.0f};
+  const int64_t width = 32, rows = 64;
+  std::string yaml = std::string(kGpt2) +
+                     "train: {regime: lm, batch_size: 3, steps: 1, "
+                     "precision: bf16}\n";
+  ModelRun run(compiled("gpt2_rounding_bf16", yaml, kMaxBatch, kMaxSeq));
+  ASSERT_EQ(run.model.initParams(run.param(), 5), LAP_OK);
+  float *wte = run.param("wte.weight");
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < width; ++j)
+      wte[r * width + j] = j < int64_t(std::size(row))
+                               ? row[j]
+                               : std::ldexp(1.0f + float(r) / 64, int(j) - 20);
+  const ParameterInfo &wpe = run.info("wpe.weight");
+  std::fill_n(run.param() + wpe.offset, wpe.elements, 0.0f);
+
+  Batch b = textBatch(2, 5, kVocab, 3);
+  lap_batch view = b.view();
+  const int64_t layers = run.model.manifest()["features"]["layers"];
+  std::vector<float> features(size_t(layers * 2 * 5 * width), 0.0f);
+  ASSERT_EQ(run.model.features(run.param(), &view, run.workspace.data,
+                               features.data()),
+            LAP_OK)
+      << run.model.lastError();
+  for (int64_t i = 0; i < 2 * 5; ++i) {
+    const float *want = wte + int64_t(b.tokens[size_t(i)]) * width;
+    for (int64_t j = 0; j < width; ++j) {
+      float got = features[size_t(i * width + j)];
+      float rounded = bf16::round(want[j]);
+      if (std::isnan(rounded))
+        EXPECT_TRUE(std::isnan(got)) << "element " << j;
+      else
+        EXPECT_EQ(got, rounded) << "element " << j << " of " << want[j];
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(MixedKinds, PrecisionTest, testing::ValuesIn(kCases),

@@ -1,19 +1,23 @@
 // RUN: lap-opt %s --lap-widen-kernels --split-input-file | FileCheck %s
 
-// A linear layer of a bf16 model: its operands converted to f32, its
-// result back to bf16; the norm (a generated loop) stays in bf16.
-// CHECK-LABEL: func @linear
-// CHECK-SAME: (%[[X:[^:]*]]: tensor<?x?x8xbf16>, %[[W:[^:]*]]: tensor<16x8xbf16>)
-// CHECK-NEXT: %[[X32:.*]] = lap.convert %[[X]] : tensor<?x?x8xbf16> to tensor<?x?x8xf32>
-// CHECK-NEXT: %[[W32:.*]] = lap.convert %[[W]] : tensor<16x8xbf16> to tensor<16x8xf32>
-// CHECK-NEXT: %[[Y32:.*]] = lap.linear %[[X32]], %[[W32]] : (tensor<?x?x8xf32>, tensor<16x8xf32>) -> tensor<?x?x16xf32>
-// CHECK-NEXT: %[[Y:.*]] = lap.convert %[[Y32]] : tensor<?x?x16xf32> to tensor<?x?x16xbf16>
-// CHECK-NEXT: %[[N:.*]] = lap.rms_norm %[[Y]] {{.*}} : (tensor<?x?x16xbf16>) -> tensor<?x?x16xbf16>
-// CHECK-NEXT: return %[[N]]
-func.func @linear(%x: tensor<?x?x8xbf16>, %w: tensor<16x8xbf16>) -> tensor<?x?x16xbf16> {
-  %y = lap.linear %x, %w : (tensor<?x?x8xbf16>, tensor<16x8xbf16>) -> tensor<?x?x16xbf16>
-  %n = lap.rms_norm %y {eps = 1.0e-06 : f32} : (tensor<?x?x16xbf16>) -> tensor<?x?x16xbf16>
-  return %n : tensor<?x?x16xbf16>
+// Rotary embeddings in a bf16 model: their operand converted to f32, their
+// result back to bf16; the norm (a generated loop) and the linear layer
+// (whose kernels take bf16) stay in bf16.
+// CHECK-LABEL: func @rope
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<?x?x2x8xbf16>, %[[W:[^:]*]]: tensor<16x16xbf16>)
+// CHECK-NEXT: %[[X32:.*]] = lap.convert %[[X]] : tensor<?x?x2x8xbf16> to tensor<?x?x2x8xf32>
+// CHECK-NEXT: %[[R32:.*]] = lap.rope %[[X32]] {{.*}} : tensor<?x?x2x8xf32>
+// CHECK-NEXT: %[[R:.*]] = lap.convert %[[R32]] : tensor<?x?x2x8xf32> to tensor<?x?x2x8xbf16>
+// CHECK-NEXT: %[[N:.*]] = lap.rms_norm %[[R]] {{.*}} : (tensor<?x?x2x8xbf16>) -> tensor<?x?x2x8xbf16>
+// CHECK-NEXT: %[[M:.*]] = lap.merge_heads %[[N]] : tensor<?x?x2x8xbf16> -> tensor<?x?x16xbf16>
+// CHECK-NEXT: %[[Y:.*]] = lap.linear %[[M]], %[[W]] : (tensor<?x?x16xbf16>, tensor<16x16xbf16>) -> tensor<?x?x16xbf16>
+// CHECK-NEXT: return %[[Y]]
+func.func @rope(%x: tensor<?x?x2x8xbf16>, %w: tensor<16x16xbf16>) -> tensor<?x?x16xbf16> {
+  %r = lap.rope %x {base = 1.0e+04 : f32} : tensor<?x?x2x8xbf16>
+  %n = lap.rms_norm %r {eps = 1.0e-06 : f32} : (tensor<?x?x2x8xbf16>) -> tensor<?x?x2x8xbf16>
+  %m = lap.merge_heads %n : tensor<?x?x2x8xbf16> -> tensor<?x?x16xbf16>
+  %y = lap.linear %m, %w : (tensor<?x?x16xbf16>, tensor<16x16xbf16>) -> tensor<?x?x16xbf16>
+  return %y : tensor<?x?x16xbf16>
 }
 
 // -----
@@ -34,9 +38,9 @@ func.func @attention(%q: tensor<?x?x2x8xbf16>, %do: tensor<?x?x2x8xbf16>) -> (te
 
 // An f32 model is left as it is.
 // CHECK-LABEL: func @fp32
-// CHECK-NEXT: lap.linear %{{.*}}, %{{.*}} : (tensor<?x?x8xf32>, tensor<16x8xf32>) -> tensor<?x?x16xf32>
+// CHECK-NEXT: lap.rope %{{.*}} : tensor<?x?x2x8xf32>
 // CHECK-NEXT: return
-func.func @fp32(%x: tensor<?x?x8xf32>, %w: tensor<16x8xf32>) -> tensor<?x?x16xf32> {
-  %y = lap.linear %x, %w : (tensor<?x?x8xf32>, tensor<16x8xf32>) -> tensor<?x?x16xf32>
-  return %y : tensor<?x?x16xf32>
+func.func @fp32(%x: tensor<?x?x2x8xf32>) -> tensor<?x?x2x8xf32> {
+  %r = lap.rope %x {base = 1.0e+04 : f32} : tensor<?x?x2x8xf32>
+  return %r : tensor<?x?x2x8xf32>
 }

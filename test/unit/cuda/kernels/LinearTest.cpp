@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/kernels/Bf16.h"
 #include "runtime/kernels/cpu/Kernels.h"
 #include "runtime/kernels/cuda/Kernels.h"
 #include "test/unit/cuda/RequireGpu.h"
@@ -248,6 +249,52 @@ TEST_P(CudaLinear, GeluBackwardMatchesCpu) {
   lap_cuda_gelu_linear_backward(none, dbias, none, w, none, 0, 5, 3,
                                 GetParam());
   expectWithinScale(dbias.host(), std::vector<float>(5, 0.0f), 0.0, "dbias");
+}
+
+/// Random values of bf16, as bits.
+std::vector<lap_bf16> randomBf16(std::mt19937 &rng, int64_t n) {
+  std::vector<lap_bf16> out;
+  for (float v : randomVector(rng, n))
+    out.push_back(lap::bf16::bits(v));
+  return out;
+}
+
+std::vector<float> values(const std::vector<lap_bf16> &v) {
+  std::vector<float> out;
+  for (lap_bf16 b : v)
+    out.push_back(lap::bf16::value(b));
+  return out;
+}
+
+// A bf16 model's linear kernels against the CPU's: the same bf16 products
+// summed in another order, each result rounded to bf16, so within one bf16
+// step (2^-7 relative) of the scale; db sums dy in fp32 on both (2^-7 for
+// its rounding).
+TEST(CudaLinearBf16, MatchesCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(5);
+  constexpr double kTolerance = 0x1p-7;
+  for (Shape s : kShapes) {
+    auto x = randomBf16(rng, s.n * s.in), w = randomBf16(rng, s.out * s.in),
+         b = randomBf16(rng, s.out), dy = randomBf16(rng, s.n * s.out);
+    DeviceBuffer<lap_bf16> dX(x), dW(w), dB(b), dDy(dy);
+    std::vector<lap_bf16> y(s.n * s.out), dx(x.size()), dw(w.size()),
+        db(b.size());
+    lap_cpu_linear_forward_bf16(y.data(), x.data(), w.data(), b.data(), s.n,
+                                s.in, s.out);
+    lap_cpu_linear_backward_bf16(dx.data(), dw.data(), db.data(), dy.data(),
+                                 x.data(), w.data(), s.n, s.in, s.out);
+    DeviceBuffer<lap_bf16> gy(std::vector<lap_bf16>(y.size(), 0xffff)),
+        gx(std::vector<lap_bf16>(dx.size(), 0xffff)),
+        gw(std::vector<lap_bf16>(dw.size(), 0xffff)),
+        gb(std::vector<lap_bf16>(db.size(), 0xffff));
+    lap_cuda_linear_forward_bf16(gy, dX, dW, dB, s.n, s.in, s.out);
+    lap_cuda_linear_backward_bf16(gx, gw, gb, dDy, dX, dW, s.n, s.in, s.out);
+    expectWithinScale(values(gy.host()), values(y), kTolerance, "y");
+    expectWithinScale(values(gx.host()), values(dx), kTolerance, "dx");
+    expectWithinScale(values(gw.host()), values(dw), kTolerance, "dw");
+    expectWithinScale(values(gb.host()), values(db), kTolerance, "db");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, CudaLinear,
