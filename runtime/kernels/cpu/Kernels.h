@@ -5,7 +5,7 @@
 // linkage and plain types only: the generated code calls these by symbol.
 // Their interfaces, and the conventions, are in runtime/kernels/Kernels.def.
 //
-//  - Tensors are fp32 on the CPU.
+//  - Tensors are fp32 (bf16, as lap_bf16 bits, in the `_bf16` kernels).
 //  - Kernels parallelise with OpenMP (GNU libgomp, the runtime oneDNN uses),
 //    so generated code, kernels and GEMMs share one thread pool.
 //  - Dropout masks are a function of (seed, key, element): lap_cpu_keep.

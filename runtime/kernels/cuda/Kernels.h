@@ -9,7 +9,8 @@
 //  - Kernels enqueue their work on the calling thread's stream
 //    (Context.h: lap::cuda::stream()) and return without synchronising;
 //    a failure is recorded (lap::cuda::fail) for the entry to report.
-//  - Tensors are fp32 and every sum accumulates in fp32.
+//  - Tensors are fp32 (bf16, as lap_bf16 bits, in the `_bf16` kernels) and
+//    every sum accumulates in fp32.
 //  - Dropout masks are the CPU's: a function of (seed, key, element).
 //
 //===----------------------------------------------------------------------===//
