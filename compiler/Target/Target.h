@@ -11,7 +11,6 @@
 #ifndef LAP_COMPILER_TARGET_TARGET_H
 #define LAP_COMPILER_TARGET_TARGET_H
 
-
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"

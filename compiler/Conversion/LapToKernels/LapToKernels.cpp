@@ -177,7 +177,7 @@ private:
   /// Copies tensor `from` to buffer `to`: the copy kernel, or a loop for
   /// bf16 (the kernels are f32).
   void copy(Value to, Value from) {
-    if (!cast<ShapedType>(from.getType()).getElementType().isBF16())
+    if (!isBF16(from))
       return LAP_CALL(copy, F32Buffer{to}, buf(from), numelArg(from));
     Value source = buffer(from);
     lb.parallel(numel(from), kElementGrain,
