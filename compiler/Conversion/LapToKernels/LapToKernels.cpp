@@ -782,6 +782,16 @@ LogicalResult Emitter::emitOp(Operation *op) {
       })
       .Case([&](LinearCrossEntropyOp a) {
         auto weight = cast<ShapedType>(a.getWeight().getType());
+        if (isBF16(a.getInput())) {
+          LAP_CALL(linear_cross_entropy_bf16, buf(a.getLoss()),
+                   bbuf(a.getGradInput()), bbuf(a.getGradWeight()),
+                   buf(a.getGradLoss()), bbuf(a.getInput()),
+                   bbuf(a.getWeight()), ibuf(a.getTargets()),
+                   rowsArg(a.getInput()), lastArg(a.getInput()),
+                   i64(weight.getDimSize(0)), f32(a.getLabelSmoothing()),
+                   f32(a.getSoftcap()));
+          return success();
+        }
         LAP_CALL(linear_cross_entropy, buf(a.getLoss()), buf(a.getGradInput()),
                  buf(a.getGradWeight()), buf(a.getGradLoss()),
                  buf(a.getInput()), buf(a.getWeight()), ibuf(a.getTargets()),

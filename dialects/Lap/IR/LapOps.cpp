@@ -396,7 +396,7 @@ bool lap::isGenerated(Operation *op) {
 }
 
 bool lap::hasBF16Kernel(Operation *op) {
-  return isa<LinearOp, LinearGradOp>(op);
+  return isa<LinearOp, LinearGradOp, LinearCrossEntropyOp>(op);
 }
 
 bool lap::isRowReduction(Operation *op) {

@@ -193,7 +193,7 @@ def LapWidenKernels : Pass<"lap-widen-kernels"> {
     Code generation computes in bf16 where it generates the code (loops:
     elementwise ops, norms, conversions, layout copies); the kernel library
     takes f32 buffers but for the kernels with a bf16 variant
-    (`hasBF16Kernel`: linear layers). Each other op that becomes a library
+    (`hasBF16Kernel`: linear layers, the lm_head with its cross-entropy). Each other op that becomes a library
     call and has bf16 tensors gets f32 copies of its bf16 operands
     (`lap.convert`), computes
     in f32, and its results are converted back to bf16 for their readers.

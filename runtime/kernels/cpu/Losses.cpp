@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/kernels/Bf16.h"
 #include "runtime/kernels/cpu/FastMath.h"
 #include "runtime/kernels/cpu/Gemm.h"
 #include "runtime/kernels/cpu/Kernels.h"
@@ -197,7 +198,9 @@ void crossEntropyBackward(float *dlogits, float dloss, const float *logits,
 /// fault on every call otherwise).
 constexpr int64_t kChunkFloats = int64_t(1) << 22;
 
-float *chunkBuffer(int64_t floats) {
+/// This thread's buffer `Slot` of at least `floats` (the logits chunk, a
+/// bf16 kernel's fp32 dx and dw), kept between calls.
+template <int Slot> float *buffer(int64_t floats) {
   thread_local std::vector<float> buffer;
   if (int64_t(buffer.size()) < floats)
     buffer.resize(size_t(floats));
@@ -207,26 +210,26 @@ float *chunkBuffer(int64_t floats) {
 /// By chunks of rows: logits = x W^T, each row's loss and (in place) its
 /// gradient, then dx = dlogits W and dW += dlogits^T x. Row losses are
 /// summed in row order as in crossEntropyForward, so the loss is the
-/// unfused one bit for bit. The GEMMs at `precision`: W rounded once, x
-/// and dlogits a chunk at a time.
-template <typename Map>
+/// unfused one bit for bit. The GEMMs read w as wOp and x's rows [r0, r0 +
+/// m) as xRows(r0, m) (operand(): each rounded once), dlogits at
+/// `precision`; dx [n, C] and dw [V, C] are fp32.
+template <typename Map, typename XRows>
 void linearCrossEntropy(float *loss, float *dx, float *dw, float dloss,
-                        const float *x, const float *w, const int32_t *targets,
+                        XRows xRows, Matrix wOp, const int32_t *targets,
                         int64_t n, int64_t C, int64_t V, float smoothing,
                         lap_matmul precision, Map map) {
   const int64_t count = countedRows(targets, n, V);
   const float g = count ? dloss / float(count) : 0.0f;
   const int64_t rows = std::clamp<int64_t>(
       kChunkFloats / std::max<int64_t>(V, 1), 1, std::max<int64_t>(n, 1));
-  float *logits = chunkBuffer(rows * V);
+  float *logits = buffer<0>(rows * V);
   std::vector<double> rowLoss(static_cast<size_t>(rows));
   double total = 0.0;
   if (n == 0 && dw)
     std::fill(dw, dw + V * C, 0.0f);
-  const Matrix wOp = operand(precision, w, V, C, C, 0);
   for (int64_t r0 = 0; r0 < n; r0 += rows) {
     const int64_t m = std::min(rows, n - r0);
-    const Matrix xc = operand(precision, x + r0 * C, m, C, C, 1);
+    const Matrix xc = xRows(r0, m);
     const int32_t *tc = targets + r0;
     gemm('N', 'T', m, V, C, xc, wOp, 0.0f, logits, V);
     parallelFor(m, rowGrain(V), [&](int64_t begin, int64_t end) {
@@ -255,6 +258,22 @@ void linearCrossEntropy(float *loss, float *dx, float *dw, float dloss,
   *loss = count ? float(total / double(count)) : 0.0f;
 }
 
+/// The loss's logit map: softcap c tanh(l / c) when c > 0, else l.
+template <typename Body> void withLogitMap(float softcap, Body body) {
+  if (softcap > 0.0f)
+    body(Softcap{softcap, 1.0f / softcap});
+  else
+    body(Identity{});
+}
+
+/// to [n] = from [n] rounded to bf16.
+void roundAll(lap_bf16 *to, const float *from, int64_t n) {
+  parallelFor(n, int64_t(1) << 14, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      to[i] = lap::bf16::bits(from[i]);
+  });
+}
+
 /// log(1 + exp(-|l|)) + max(l, 0) - l t: BCE of sigmoid(l) against t,
 /// without overflow for large |l|.
 double bceWithLogits(float l, float t) {
@@ -268,12 +287,9 @@ extern "C" void lap_cpu_cross_entropy_forward(float *loss, const float *logits,
                                               const int32_t *targets, int64_t n,
                                               int64_t V, float label_smoothing,
                                               float softcap) {
-  if (softcap > 0.0f)
-    crossEntropyForward(loss, logits, targets, n, V, label_smoothing,
-                        Softcap{softcap, 1.0f / softcap});
-  else
-    crossEntropyForward(loss, logits, targets, n, V, label_smoothing,
-                        Identity{});
+  withLogitMap(softcap, [&](auto map) {
+    crossEntropyForward(loss, logits, targets, n, V, label_smoothing, map);
+  });
 }
 
 extern "C" void
@@ -281,25 +297,43 @@ lap_cpu_cross_entropy_backward(float *dlogits, const float *dloss,
                                const float *logits, const int32_t *targets,
                                int64_t n, int64_t V, float label_smoothing,
                                float softcap) {
-  if (softcap > 0.0f)
+  withLogitMap(softcap, [&](auto map) {
     crossEntropyBackward(dlogits, *dloss, logits, targets, n, V,
-                         label_smoothing, Softcap{softcap, 1.0f / softcap});
-  else
-    crossEntropyBackward(dlogits, *dloss, logits, targets, n, V,
-                         label_smoothing, Identity{});
+                         label_smoothing, map);
+  });
 }
 
 extern "C" void lap_cpu_linear_cross_entropy(
     float *loss, float *dx, float *dw, const float *dloss, const float *x,
     const float *w, const int32_t *targets, int64_t n, int64_t C, int64_t V,
     float label_smoothing, float softcap, lap_matmul precision) {
-  if (softcap > 0.0f)
-    linearCrossEntropy(loss, dx, dw, *dloss, x, w, targets, n, C, V,
-                       label_smoothing, precision,
-                       Softcap{softcap, 1.0f / softcap});
-  else
-    linearCrossEntropy(loss, dx, dw, *dloss, x, w, targets, n, C, V,
-                       label_smoothing, precision, Identity{});
+  auto xRows = [&](int64_t r0, int64_t m) {
+    return operand(precision, x + r0 * C, m, C, C, 1);
+  };
+  withLogitMap(softcap, [&](auto map) {
+    linearCrossEntropy(loss, dx, dw, *dloss, xRows,
+                       operand(precision, w, V, C, C, 0), targets, n, C, V,
+                       label_smoothing, precision, map);
+  });
+}
+
+extern "C" void lap_cpu_linear_cross_entropy_bf16(
+    float *loss, lap_bf16 *dx, lap_bf16 *dw, const float *dloss,
+    const lap_bf16 *x, const lap_bf16 *w, const int32_t *targets, int64_t n,
+    int64_t C, int64_t V, float label_smoothing, float softcap) {
+  auto xRows = [&](int64_t r0, int64_t m) {
+    return operand(x + r0 * C, m, C, C, 1);
+  };
+  float *dx32 = dx ? buffer<1>(n * C) : nullptr;
+  float *dw32 = dw ? buffer<2>(V * C) : nullptr;
+  withLogitMap(softcap, [&](auto map) {
+    linearCrossEntropy(loss, dx32, dw32, *dloss, xRows, operand(w, V, C, C, 0),
+                       targets, n, C, V, label_smoothing, LAP_MATMUL_BF16, map);
+  });
+  if (dx)
+    roundAll(dx, dx32, n * C);
+  if (dw)
+    roundAll(dw, dw32, V * C);
 }
 
 // Kinds 0 and 2 are the same loss at temperature 1 and T: with z = l / T,

@@ -17,6 +17,8 @@
 #include "runtime/kernels/GeluTanh.h"
 #include "runtime/kernels/cuda/Context.h"
 
+#include <cuda_bf16.h>
+
 #include <algorithm>
 #include <map>
 #include <string>
@@ -473,13 +475,15 @@ void lap::cuda::gemm(lap_matmul precision, char transa, char transb, int64_t M,
 
 void lap::cuda::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
                      const lap_bf16 *A, int64_t lda, const lap_bf16 *B,
-                     int64_t ldb, float *C, int64_t ldc) {
+                     int64_t ldb, float beta, float *C, int64_t ldc) {
   if (M <= 0 || N <= 0)
     return;
   if (K <= 0) {
-    scaleAddBias<<<blocksFor(M * N), kBlock, 0, stream()>>>(C, ldc, M, N, 0.0f,
-                                                            nullptr);
-    checkLaunch("gemm (K = 0)");
+    if (beta != 1.0f) {
+      scaleAddBias<<<blocksFor(M * N), kBlock, 0, stream()>>>(C, ldc, M, N,
+                                                              beta, nullptr);
+      checkLaunch("gemm (K = 0)");
+    }
     return;
   }
   const Problem q{CUBLAS_COMPUTE_32F,
@@ -498,5 +502,43 @@ void lap::cuda::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
                   nullptr,
                   nullptr};
   bool wasFused = false;
-  matmul(q, transa, transb, CUBLASLT_EPILOGUE_DEFAULT, 0.0f, wasFused);
+  matmul(q, transa, transb, CUBLASLT_EPILOGUE_DEFAULT, beta, wasFused);
+}
+
+namespace {
+
+__device__ float valueOf(lap_bf16 b) {
+  return __bfloat162float(__ushort_as_bfloat16(b));
+}
+
+__global__ void roundRows(lap_bf16 *to, const float *from, const lap_bf16 *bias,
+                          int64_t n, int64_t c) {
+  int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= n * c)
+    return;
+  float v = bias ? from[e] + valueOf(bias[e % c]) : from[e];
+  to[e] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+}
+
+__global__ void widenAll(float *to, const lap_bf16 *from, int64_t n) {
+  int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e < n)
+    to[e] = valueOf(from[e]);
+}
+
+} // namespace
+
+void lap::cuda::roundToBf16(lap_bf16 *to, const float *from, int64_t n,
+                            int64_t c, const lap_bf16 *bias) {
+  if (n * c <= 0)
+    return;
+  roundRows<<<blocksFor(n * c), kBlock, 0, stream()>>>(to, from, bias, n, c);
+  checkLaunch("roundToBf16");
+}
+
+void lap::cuda::widen(float *to, const lap_bf16 *from, int64_t n) {
+  if (n <= 0)
+    return;
+  widenAll<<<blocksFor(n), kBlock, 0, stream()>>>(to, from, n);
+  checkLaunch("widen");
 }

@@ -47,12 +47,21 @@ void gemm(lap_matmul precision, char transa, char transb, int64_t M, int64_t N,
           Epilogue epilogue = Epilogue::kNone, float *bias = nullptr,
           float *aux = nullptr);
 
-/// C [M, N] = op(A) op(B) of a bf16 model's bf16 tensors (lap_bf16), in
-/// fp32: bf16 products accumulated in fp32 (CUBLAS_COMPUTE_32F), no
-/// epilogue; the caller rounds C. K = 0 sets C to 0.
+/// C [M, N] = op(A) op(B) + beta C of a bf16 model's bf16 tensors
+/// (lap_bf16), in fp32: bf16 products accumulated in fp32
+/// (CUBLAS_COMPUTE_32F), no epilogue; the caller rounds C (roundToBf16).
+/// K = 0 sets C to beta C.
 void gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
           const lap_bf16 *A, int64_t lda, const lap_bf16 *B, int64_t ldb,
-          float *C, int64_t ldc);
+          float beta, float *C, int64_t ldc);
+
+/// to [n, c] = from [n, c] + bias [c] (nullable), rounded to bf16 (to
+/// nearest, ties to even).
+void roundToBf16(lap_bf16 *to, const float *from, int64_t n, int64_t c,
+                 const lap_bf16 *bias = nullptr);
+
+/// to [n] = from [n] in fp32.
+void widen(float *to, const lap_bf16 *from, int64_t n);
 
 /// The terms of a column sum over rows i of [n, c] tensors: a[i, j], times
 /// (b[i, j] - shift[i]) * scale[i] where each is given (b [n, c]; shift,

@@ -13,49 +13,14 @@
 #include "runtime/kernels/cuda/Context.h"
 #include "runtime/kernels/cuda/Gemm.h"
 
-#include <cuda_bf16.h>
-
 #include <algorithm>
 
-using lap::cuda::blocksFor;
-using lap::cuda::checkLaunch;
 using lap::cuda::columnSums;
 using lap::cuda::Epilogue;
 using lap::cuda::gemm;
-using lap::cuda::kBlock;
-using lap::cuda::stream;
+using lap::cuda::roundToBf16;
 
 namespace {
-
-__device__ float widen(lap_bf16 b) {
-  return __bfloat162float(__ushort_as_bfloat16(b));
-}
-
-/// to [n, c] = from [n, c] + bias [c] (nullable), rounded to bf16 (to
-/// nearest, ties to even).
-__global__ void roundRows(lap_bf16 *to, const float *from, const lap_bf16 *bias,
-                          int64_t n, int64_t c) {
-  int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (e >= n * c)
-    return;
-  float v = bias ? from[e] + widen(bias[e % c]) : from[e];
-  to[e] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
-}
-
-void round(lap_bf16 *to, const float *from, const lap_bf16 *bias, int64_t n,
-           int64_t c) {
-  if (n * c == 0)
-    return;
-  roundRows<<<blocksFor(n * c), kBlock, 0, stream()>>>(to, from, bias, n, c);
-  checkLaunch("roundRows");
-}
-
-/// to [n] = from [n] in fp32.
-__global__ void widenAll(float *to, const lap_bf16 *from, int64_t n) {
-  int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (e < n)
-    to[e] = widen(from[e]);
-}
 
 /// fp32 scratch of `floats` for a bf16 kernel's results before rounding.
 float *fp32Results(int64_t floats) {
@@ -103,8 +68,8 @@ extern "C" void lap_cuda_linear_forward_bf16(lap_bf16 *y, const lap_bf16 *x,
   float *acc = fp32Results(n * out);
   if (!acc)
     return;
-  gemm('N', 'T', n, out, in, x, in, w, in, acc, out);
-  round(y, acc, b, n, out);
+  gemm('N', 'T', n, out, in, x, in, w, in, 0.0f, acc, out);
+  roundToBf16(y, acc, n, out, b);
 }
 
 extern "C" void lap_cuda_linear_backward_bf16(lap_bf16 *dx, lap_bf16 *dw,
@@ -118,20 +83,17 @@ extern "C" void lap_cuda_linear_backward_bf16(lap_bf16 *dx, lap_bf16 *dw,
   if (!acc)
     return;
   if (dx) {
-    gemm('N', 'N', n, in, out, dy, out, w, in, acc, in);
-    round(dx, acc, nullptr, n, in);
+    gemm('N', 'N', n, in, out, dy, out, w, in, 0.0f, acc, in);
+    roundToBf16(dx, acc, n, in);
   }
   if (dw) {
-    gemm('T', 'N', out, in, n, dy, out, x, in, acc, in);
-    round(dw, acc, nullptr, out, in);
+    gemm('T', 'N', out, in, n, dy, out, x, in, 0.0f, acc, in);
+    roundToBf16(dw, acc, out, in);
   }
   if (db) {
-    if (n * out > 0) {
-      widenAll<<<blocksFor(n * out), kBlock, 0, stream()>>>(acc, dy, n * out);
-      checkLaunch("widenAll");
-    }
+    lap::cuda::widen(acc, dy, n * out);
     columnSums(acc + n * out, {acc}, n, out);
-    round(db, acc + n * out, nullptr, 1, out);
+    roundToBf16(db, acc + n * out, 1, out);
   }
 }
 

@@ -365,6 +365,64 @@ extern "C" void lap_cuda_linear_cross_entropy(
   meanLoss(loss, p.rows, n, p.count, 0.0);
 }
 
+extern "C" void lap_cuda_linear_cross_entropy_bf16(
+    float *loss, lap_bf16 *dx, lap_bf16 *dw, const float *dloss,
+    const lap_bf16 *x, const lap_bf16 *w, const int32_t *targets, int64_t n,
+    int64_t C, int64_t V, float label_smoothing, float softcap) {
+  RowPartials p;
+  if (!rowPartials(p, n))
+    return;
+  countTargets(p.count, targets, n, V);
+  const int64_t rows = std::clamp<int64_t>(
+      kChunkFloats / std::max<int64_t>(V, 1), 1, std::max<int64_t>(n, 1));
+  // Scratch: the fp32 logits chunk (its gradient in place); then, in one
+  // allocation, dw [V, C] and a chunk's dx rows [rows, C] in fp32 and the
+  // gradient chunk rounded to bf16 [rows, V] for the GEMMs.
+  const int64_t dwFloats = (V * C + 63) / 64 * 64,
+                dxFloats = (rows * C + 63) / 64 * 64;
+  float *logits = static_cast<float *>(lap::cuda::scratch(
+      lap::cuda::kCrossEntropyChunk,
+      size_t(rows * std::max<int64_t>(V, 1)) * sizeof(float)));
+  float *dw32 = static_cast<float *>(lap::cuda::scratch(
+      lap::cuda::kBf16Result,
+      size_t(dwFloats + dxFloats) * sizeof(float) +
+          size_t(rows * std::max<int64_t>(V, 1)) * sizeof(lap_bf16)));
+  if (!logits || !dw32)
+    return;
+  float *dx32 = dw32 + dwFloats;
+  auto *dlogits = reinterpret_cast<lap_bf16 *>(dx32 + dxFloats);
+  for (int64_t r0 = 0; r0 < n; r0 += rows) {
+    const int64_t m = std::min(rows, n - r0);
+    const lap_bf16 *xc = x + r0 * C;
+    // logits [m, V] = x rows [m, C] w^T (w [V, C]); then, in place, their
+    // gradient, rounded for the GEMMs below.
+    gemm('N', 'T', m, V, C, xc, C, w, C, 0.0f, logits, V);
+    crossEntropyRows(p.rows + r0, dx || dw ? logits : nullptr, logits,
+                     targets + r0, m, V, label_smoothing, softcap, dloss,
+                     p.count);
+    if (!dx && !dw)
+      continue;
+    lap::cuda::roundToBf16(dlogits, logits, m, V);
+    // dx rows [m, C] = dlogits [m, V] w [V, C].
+    if (dx) {
+      gemm('N', 'N', m, C, V, dlogits, V, w, C, 0.0f, dx32, C);
+      lap::cuda::roundToBf16(dx + r0 * C, dx32, m, C);
+    }
+    // dw [V, C] = sum over chunks of dlogits^T [V, m] x rows [m, C].
+    if (dw)
+      gemm('T', 'N', V, C, m, dlogits, V, xc, C, r0 == 0 ? 0.0f : 1.0f, dw32,
+           C);
+  }
+  if (dw) {
+    if (n == 0 && V * C > 0)
+      lap::cuda::check(
+          cudaMemsetAsync(dw32, 0, size_t(V * C) * sizeof(float), stream()),
+          "cudaMemsetAsync");
+    lap::cuda::roundToBf16(dw, dw32, V, C);
+  }
+  meanLoss(loss, p.rows, n, p.count, 0.0);
+}
+
 // Soft cross-entropy and DINO are one loss at temperature 1 and T: with
 // z = l / T, -sum_k t_k log_softmax(z)_k = sum_k t_k (lse(z) - z_k).
 extern "C" void lap_cuda_row_loss_forward(float *loss, const float *logits,

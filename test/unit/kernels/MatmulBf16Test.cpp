@@ -252,6 +252,39 @@ TEST(MatmulBf16, Bf16ModelLinearKernelsRoundTheFp32Results) {
   }
 }
 
+// A bf16 model's lm_head with its cross-entropy is the fp32 kernel at bf16
+// products on the bf16 values (which rounds the logits' gradient for its
+// GEMMs as the bf16 kernel does), dx and dw rounded: bit for bit, with and
+// without a softcap, with ignored targets.
+TEST(MatmulBf16, Bf16ModelLinearCrossEntropyRoundsTheFp32Results) {
+  std::mt19937 rng(14);
+  const int64_t n = 37, C = 24, V = 301;
+  auto x = bf16Bits(randomVector(rng, n * C)),
+       w = bf16Bits(randomVector(rng, V * C));
+  auto fx = values(x), fw = values(w);
+  std::vector<int32_t> targets(n);
+  std::uniform_int_distribution<int32_t> id(0, V - 1);
+  for (int32_t &t : targets)
+    t = id(rng);
+  targets[3] = targets[20] = -1;
+  const float dloss = 1.0f;
+  for (float softcap : {0.0f, 15.0f}) {
+    SCOPED_TRACE("softcap " + std::to_string(softcap));
+    float loss = NAN, wantLoss = NAN;
+    std::vector<lap_bf16> dx(x.size(), 0xffff), dw(w.size(), 0xffff);
+    auto wantDx = nanVector(x.size()), wantDw = nanVector(w.size());
+    lap_cpu_linear_cross_entropy_bf16(&loss, dx.data(), dw.data(), &dloss,
+                                      x.data(), w.data(), targets.data(), n, C,
+                                      V, 0.1f, softcap);
+    lap_cpu_linear_cross_entropy(&wantLoss, wantDx.data(), wantDw.data(),
+                                 &dloss, fx.data(), fw.data(), targets.data(),
+                                 n, C, V, 0.1f, softcap, LAP_MATMUL_BF16);
+    EXPECT_EQ(loss, wantLoss);
+    EXPECT_EQ(dx, bf16Bits(wantDx));
+    EXPECT_EQ(dw, bf16Bits(wantDw));
+  }
+}
+
 // The rounding is there: bf16 keeps 8 significant bits, so products of
 // [-1, 1] operands move by about 2^-9 of their size and sums of 96 of them
 // by about 1e-2 at the worst of 39,000 outputs; not by more than 2^-7 of
