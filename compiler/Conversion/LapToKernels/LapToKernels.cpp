@@ -844,15 +844,10 @@ struct LapToKernelsPass : lap::impl::LapToKernelsBase<LapToKernelsPass> {
   LogicalResult lower(func::FuncOp source, ModuleOp module,
                       Emitter::Constants &constants) {
     MLIRContext *context = &getContext();
-    // Generated loops compute at either precision; the library's kernels
-    // take f32 but where they have a bf16 variant (--lap-widen-kernels
-    // makes a bf16 model's other library ops f32).
-    auto isBF16 = [](Type type) { return getElementTypeOrSelf(type).isBF16(); };
+    // Generated loops compute at either precision, the library's kernels
+    // at f32 but where they have a bf16 variant.
     for (Operation &op : source.getBody().front())
-      if (!isGenerated(&op) && !hasBF16Kernel(&op) &&
-          !isa<func::ReturnOp>(op) &&
-          (llvm::any_of(op.getOperandTypes(), isBF16) ||
-           llvm::any_of(op.getResultTypes(), isBF16)))
+      if (needsWidening(&op))
         return op.emitError("computes in bf16, but its kernel takes f32; run "
                             "--lap-widen-kernels first");
     int64_t maxBatch =

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include <cmath>
 
@@ -397,6 +398,15 @@ bool lap::isGenerated(Operation *op) {
 
 bool lap::hasBF16Kernel(Operation *op) {
   return isa<LinearOp, LinearGradOp, LinearCrossEntropyOp>(op);
+}
+
+bool lap::needsWidening(Operation *op) {
+  if (op->hasTrait<mlir::OpTrait::IsTerminator>() || isGenerated(op) ||
+      hasBF16Kernel(op))
+    return false;
+  auto bf16 = [](Type type) { return getElementTypeOrSelf(type).isBF16(); };
+  return llvm::any_of(op->getOperandTypes(), bf16) ||
+         llvm::any_of(op->getResultTypes(), bf16);
 }
 
 bool lap::isRowReduction(Operation *op) {

@@ -37,6 +37,10 @@ bool isGenerated(mlir::Operation *op);
 /// kernels of Kernels.def named `<kernel>_bf16`).
 bool hasBF16Kernel(mlir::Operation *op);
 
+/// Whether `op` has bf16 tensors but becomes a call of a kernel that takes
+/// f32 only: what `--lap-widen-kernels` makes compute in f32.
+bool needsWidening(mlir::Operation *op);
+
 /// Whether the loop-fusible `op` needs whole rows (a norm's statistics).
 bool isRowReduction(mlir::Operation *op);
 

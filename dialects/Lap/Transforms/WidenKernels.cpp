@@ -24,12 +24,6 @@ Type widened(Type type) {
   return tensor.clone(Float32Type::get(type.getContext()));
 }
 
-bool hasBF16(Operation *op) {
-  auto bf16 = [](Type type) { return bool(widened(type)); };
-  return llvm::any_of(op->getOperandTypes(), bf16) ||
-         llvm::any_of(op->getResultTypes(), bf16);
-}
-
 /// The f32 value `v` was converted from, if it was.
 Value f32Source(Value v) {
   auto convert = v.getDefiningOp<ConvertOp>();
@@ -70,8 +64,7 @@ struct WidenKernels : lap::impl::LapWidenKernelsBase<WidenKernels> {
     SmallVector<Operation *> library;
     getOperation()->walk([&](func::FuncOp func) {
       for (Operation &op : func.getOps())
-        if (!isa<func::ReturnOp>(op) && !isGenerated(&op) &&
-            !hasBF16Kernel(&op) && hasBF16(&op))
+        if (needsWidening(&op))
           library.push_back(&op);
     });
     // In order: an attention is widened before its gradient looks for its

@@ -59,6 +59,30 @@ struct Problem {
   const void *bias, *aux; ///< the epilogue's vectors (null: none)
 };
 
+/// The row-major C [M, N] = op(A) op(B) as cuBLASLt's column-major
+/// problem C^T = op(B)^T op(A)^T: operands swapped, each keeping its own
+/// transpose flag.
+Problem problem(cublasComputeType_t compute, cudaDataType_t input, char transa,
+                char transb, int64_t M, int64_t N, int64_t K, const void *A,
+                int64_t lda, const void *B, int64_t ldb, float *C, int64_t ldc,
+                const void *bias = nullptr, const void *aux = nullptr) {
+  return {compute,
+          input,
+          transb == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N,
+          transa == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N,
+          uint64_t(N),
+          uint64_t(M),
+          uint64_t(K),
+          ldb,
+          lda,
+          ldc,
+          B,
+          A,
+          C,
+          bias,
+          aux};
+}
+
 /// One shape's descriptors and algorithm. fused is false where no
 /// algorithm has the epilogue: the GEMM runs without, a kernel adds it.
 struct Plan {
@@ -444,25 +468,11 @@ void lap::cuda::gemm(lap_matmul precision, char transa, char transb, int64_t M,
     }
     return epilogueAfter(epilogue, M, N, K, A, C, ldc, bias, aux);
   }
-  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
   const cublasComputeType_t compute = precision == LAP_MATMUL_BF16
                                           ? CUBLAS_COMPUTE_32F_FAST_16BF
                                           : CUBLAS_COMPUTE_32F;
-  const Problem q{compute,
-                  CUDA_R_32F,
-                  transb == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N,
-                  transa == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N,
-                  uint64_t(N),
-                  uint64_t(M),
-                  uint64_t(K),
-                  ldb,
-                  lda,
-                  ldc,
-                  B,
-                  A,
-                  C,
-                  bias,
-                  aux};
+  const Problem q = problem(compute, CUDA_R_32F, transa, transb, M, N, K, A,
+                            lda, B, ldb, C, ldc, bias, aux);
   // cuBLASLt takes an auxiliary matrix only with a leading dimension that is
   // a multiple of 8; other shapes get the epilogue from a kernel.
   const cublasLtEpilogue_t fused = aux && ldc % 8 != 0
@@ -486,21 +496,8 @@ void lap::cuda::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
     }
     return;
   }
-  const Problem q{CUBLAS_COMPUTE_32F,
-                  CUDA_R_16BF,
-                  transb == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N,
-                  transa == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N,
-                  uint64_t(N),
-                  uint64_t(M),
-                  uint64_t(K),
-                  ldb,
-                  lda,
-                  ldc,
-                  B,
-                  A,
-                  C,
-                  nullptr,
-                  nullptr};
+  const Problem q = problem(CUBLAS_COMPUTE_32F, CUDA_R_16BF, transa, transb, M,
+                            N, K, A, lda, B, ldb, C, ldc);
   bool wasFused = false;
   matmul(q, transa, transb, CUBLASLT_EPILOGUE_DEFAULT, beta, wasFused);
 }

@@ -10,6 +10,9 @@
 #ifndef LAP_TEST_UNIT_KERNELS_KERNELTESTSUPPORT_H
 #define LAP_TEST_UNIT_KERNELS_KERNELTESTSUPPORT_H
 
+#include "runtime/kernels/Bf16.h"
+#include "runtime/kernels/KernelEnums.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -29,6 +32,22 @@ inline std::vector<float> randomVector(std::mt19937 &rng, size_t n,
   for (float &x : v)
     x = dist(rng);
   return v;
+}
+
+/// v rounded to bf16, as the bits a bf16 kernel takes (lap_bf16).
+inline std::vector<lap_bf16> bf16Vector(const std::vector<float> &v) {
+  std::vector<lap_bf16> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    out[i] = lap::bf16::bits(v[i]);
+  return out;
+}
+
+/// The fp32 values of bf16 bits.
+inline std::vector<float> valuesOf(const std::vector<lap_bf16> &v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    out[i] = lap::bf16::value(v[i]);
+  return out;
 }
 
 inline std::vector<float> nanVector(size_t n) {

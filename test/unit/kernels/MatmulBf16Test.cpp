@@ -180,20 +180,6 @@ TEST(MatmulBf16, LinearMultipliesOperandsRoundedToBf16) {
   }
 }
 
-std::vector<lap_bf16> bf16Bits(const std::vector<float> &v) {
-  std::vector<lap_bf16> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i)
-    out[i] = lap::bf16::bits(v[i]);
-  return out;
-}
-
-std::vector<float> values(const std::vector<lap_bf16> &v) {
-  std::vector<float> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i)
-    out[i] = lap::bf16::value(v[i]);
-  return out;
-}
-
 /// got (bf16) is want (fp32, the same products summed perhaps in another
 /// order) rounded to nearest: within half a bf16 step (2^-8 relative) plus
 /// the summation's 1e-6 of the scale, which truncation would exceed.
@@ -223,11 +209,12 @@ TEST(MatmulBf16, Bf16ModelLinearKernelsRoundTheFp32Results) {
   for (Shape s : kShapes) {
     SCOPED_TRACE(std::to_string(s.n) + "x" + std::to_string(s.in) + "x" +
                  std::to_string(s.out));
-    auto x = bf16Bits(randomVector(rng, s.n * s.in)),
-         w = bf16Bits(randomVector(rng, s.out * s.in)),
-         b = bf16Bits(randomVector(rng, s.out)),
-         dy = bf16Bits(randomVector(rng, s.n * s.out));
-    auto fx = values(x), fw = values(w), fb = values(b), fdy = values(dy);
+    auto x = bf16Vector(randomVector(rng, s.n * s.in)),
+         w = bf16Vector(randomVector(rng, s.out * s.in)),
+         b = bf16Vector(randomVector(rng, s.out)),
+         dy = bf16Vector(randomVector(rng, s.n * s.out));
+    auto fx = valuesOf(x), fw = valuesOf(w), fb = valuesOf(b),
+         fdy = valuesOf(dy);
 
     std::vector<lap_bf16> y(s.n * s.out, 0xffff);
     auto want = nanVector(s.n * s.out);
@@ -248,7 +235,7 @@ TEST(MatmulBf16, Bf16ModelLinearKernelsRoundTheFp32Results) {
                             LAP_MATMUL_FP32);
     expectRoundedFrom(dx, wantDx, "dx");
     expectRoundedFrom(dw, wantDw, "dw");
-    EXPECT_EQ(db, bf16Bits(wantDb));
+    EXPECT_EQ(db, bf16Vector(wantDb));
   }
 }
 
@@ -259,9 +246,9 @@ TEST(MatmulBf16, Bf16ModelLinearKernelsRoundTheFp32Results) {
 TEST(MatmulBf16, Bf16ModelLinearCrossEntropyRoundsTheFp32Results) {
   std::mt19937 rng(14);
   const int64_t n = 37, C = 24, V = 301;
-  auto x = bf16Bits(randomVector(rng, n * C)),
-       w = bf16Bits(randomVector(rng, V * C));
-  auto fx = values(x), fw = values(w);
+  auto x = bf16Vector(randomVector(rng, n * C)),
+       w = bf16Vector(randomVector(rng, V * C));
+  auto fx = valuesOf(x), fw = valuesOf(w);
   std::vector<int32_t> targets(n);
   std::uniform_int_distribution<int32_t> id(0, V - 1);
   for (int32_t &t : targets)
@@ -280,8 +267,8 @@ TEST(MatmulBf16, Bf16ModelLinearCrossEntropyRoundsTheFp32Results) {
                                  &dloss, fx.data(), fw.data(), targets.data(),
                                  n, C, V, 0.1f, softcap, LAP_MATMUL_BF16);
     EXPECT_EQ(loss, wantLoss);
-    EXPECT_EQ(dx, bf16Bits(wantDx));
-    EXPECT_EQ(dw, bf16Bits(wantDw));
+    EXPECT_EQ(dx, bf16Vector(wantDx));
+    EXPECT_EQ(dw, bf16Vector(wantDw));
   }
 }
 

@@ -18,7 +18,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/kernels/Bf16.h"
 #include "runtime/kernels/cpu/Kernels.h"
 #include "runtime/kernels/cuda/Kernels.h"
 #include "test/unit/cuda/RequireGpu.h"
@@ -251,21 +250,6 @@ TEST_P(CudaLinear, GeluBackwardMatchesCpu) {
   expectWithinScale(dbias.host(), std::vector<float>(5, 0.0f), 0.0, "dbias");
 }
 
-/// Random values of bf16, as bits.
-std::vector<lap_bf16> randomBf16(std::mt19937 &rng, int64_t n) {
-  std::vector<lap_bf16> out;
-  for (float v : randomVector(rng, n))
-    out.push_back(lap::bf16::bits(v));
-  return out;
-}
-
-std::vector<float> values(const std::vector<lap_bf16> &v) {
-  std::vector<float> out;
-  for (lap_bf16 b : v)
-    out.push_back(lap::bf16::value(b));
-  return out;
-}
-
 // A bf16 model's linear kernels against the CPU's: the same bf16 products
 // summed in another order, each result rounded to bf16, so within one bf16
 // step (2^-7 relative) of the scale; db sums dy in fp32 on both (2^-7 for
@@ -275,8 +259,10 @@ TEST(CudaLinearBf16, MatchesCpu) {
   std::mt19937 rng(5);
   constexpr double kTolerance = 0x1p-7;
   for (Shape s : kShapes) {
-    auto x = randomBf16(rng, s.n * s.in), w = randomBf16(rng, s.out * s.in),
-         b = randomBf16(rng, s.out), dy = randomBf16(rng, s.n * s.out);
+    auto x = bf16Vector(randomVector(rng, s.n * s.in)),
+         w = bf16Vector(randomVector(rng, s.out * s.in)),
+         b = bf16Vector(randomVector(rng, s.out)),
+         dy = bf16Vector(randomVector(rng, s.n * s.out));
     DeviceBuffer<lap_bf16> dX(x), dW(w), dB(b), dDy(dy);
     std::vector<lap_bf16> y(s.n * s.out), dx(x.size()), dw(w.size()),
         db(b.size());
@@ -290,10 +276,10 @@ TEST(CudaLinearBf16, MatchesCpu) {
         gb(std::vector<lap_bf16>(db.size(), 0xffff));
     lap_cuda_linear_forward_bf16(gy, dX, dW, dB, s.n, s.in, s.out);
     lap_cuda_linear_backward_bf16(gx, gw, gb, dDy, dX, dW, s.n, s.in, s.out);
-    expectWithinScale(values(gy.host()), values(y), kTolerance, "y");
-    expectWithinScale(values(gx.host()), values(dx), kTolerance, "dx");
-    expectWithinScale(values(gw.host()), values(dw), kTolerance, "dw");
-    expectWithinScale(values(gb.host()), values(db), kTolerance, "db");
+    expectWithinScale(valuesOf(gy.host()), valuesOf(y), kTolerance, "y");
+    expectWithinScale(valuesOf(gx.host()), valuesOf(dx), kTolerance, "dx");
+    expectWithinScale(valuesOf(gw.host()), valuesOf(dw), kTolerance, "dw");
+    expectWithinScale(valuesOf(gb.host()), valuesOf(db), kTolerance, "db");
   }
 }
 

@@ -15,7 +15,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/kernels/Bf16.h"
 #include "runtime/kernels/cpu/Kernels.h"
 #include "runtime/kernels/cuda/Kernels.h"
 #include "test/unit/cuda/RequireGpu.h"
@@ -146,20 +145,6 @@ TEST(CudaLosses, LinearCrossEntropyMatchesCpuAcrossChunks) {
   }
 }
 
-std::vector<lap_bf16> bf16Bits(const std::vector<float> &v) {
-  std::vector<lap_bf16> out;
-  for (float f : v)
-    out.push_back(lap::bf16::bits(f));
-  return out;
-}
-
-std::vector<float> values(const std::vector<lap_bf16> &v) {
-  std::vector<float> out;
-  for (lap_bf16 b : v)
-    out.push_back(lap::bf16::value(b));
-  return out;
-}
-
 // A bf16 model's lm_head with its cross-entropy against the CPU's, across
 // chunks: the GEMMs sum in other orders, dx and dw rounded to bf16 (one
 // bf16 step, 2^-7, on top of the bf16 bound).
@@ -167,8 +152,8 @@ TEST(CudaLosses, LinearCrossEntropyBf16MatchesCpuAcrossChunks) {
   REQUIRE_GPU();
   std::mt19937 rng(4);
   const int64_t n = 220, C = 48, V = 40000;
-  auto x = bf16Bits(randomVector(rng, n * C)),
-       w = bf16Bits(randomVector(rng, V * C));
+  auto x = bf16Vector(randomVector(rng, n * C)),
+       w = bf16Vector(randomVector(rng, V * C));
   auto targets = randomTargets(rng, n, V);
   const float dloss = 1.3f;
   DeviceBuffer<lap_bf16> dX(x), dW(w);
@@ -186,8 +171,8 @@ TEST(CudaLosses, LinearCrossEntropyBf16MatchesCpuAcrossChunks) {
   lap_cuda_linear_cross_entropy_bf16(gLoss, gDx, gDw, dDloss, dX, dW, dTargets,
                                      n, C, V, 0.1f, 4.0f);
   expectWithinScale(gLoss.host(), {loss}, kBf16Reduction, "loss");
-  expectWithinScale(values(gDx.host()), values(dx), tolerance, "dx");
-  expectWithinScale(values(gDw.host()), values(dw), tolerance, "dw");
+  expectWithinScale(valuesOf(gDx.host()), valuesOf(dx), tolerance, "dx");
+  expectWithinScale(valuesOf(gDw.host()), valuesOf(dw), tolerance, "dw");
 }
 
 TEST(CudaLosses, RowLossesMatchCpu) {
