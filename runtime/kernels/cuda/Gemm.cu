@@ -239,6 +239,16 @@ __global__ void scaleAddBias(float *C, int64_t ldc, int64_t M, int64_t N,
   *c = bias ? v + bias[j] : v;
 }
 
+/// C = beta C, the GEMM of K = 0 (beta 1 leaves C alone).
+void scaleWithoutProducts(float *C, int64_t ldc, int64_t M, int64_t N,
+                          float beta) {
+  if (beta == 1.0f)
+    return;
+  scaleAddBias<<<blocksFor(M * N), kBlock, 0, stream()>>>(C, ldc, M, N, beta,
+                                                          nullptr);
+  checkLaunch("gemm (K = 0)");
+}
+
 /// The GELU epilogue after a GEMM without it: v = C + bias (nullable), kept
 /// in aux (nullable, C's layout), C = gelu_tanh(v).
 __global__ void geluAfter(float *C, int64_t ldc, int64_t M, int64_t N,
@@ -461,11 +471,7 @@ void lap::cuda::gemm(lap_matmul precision, char transa, char transb, int64_t M,
   // No products: C = beta C, then the epilogue (a bias gradient of A sums
   // no rows: 0).
   if (K <= 0) {
-    if (beta != 1.0f) {
-      scaleAddBias<<<blocksFor(M * N), kBlock, 0, stream()>>>(C, ldc, M, N,
-                                                              beta, nullptr);
-      checkLaunch("gemm (K = 0)");
-    }
+    scaleWithoutProducts(C, ldc, M, N, beta);
     return epilogueAfter(epilogue, M, N, K, A, C, ldc, bias, aux);
   }
   const cublasComputeType_t compute = precision == LAP_MATMUL_BF16
@@ -489,11 +495,7 @@ void lap::cuda::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
   if (M <= 0 || N <= 0)
     return;
   if (K <= 0) {
-    if (beta != 1.0f) {
-      scaleAddBias<<<blocksFor(M * N), kBlock, 0, stream()>>>(C, ldc, M, N,
-                                                              beta, nullptr);
-      checkLaunch("gemm (K = 0)");
-    }
+    scaleWithoutProducts(C, ldc, M, N, beta);
     return;
   }
   const Problem q = problem(CUBLAS_COMPUTE_32F, CUDA_R_16BF, transa, transb, M,
