@@ -2,7 +2,9 @@
 //
 // The GEMMs are oneDNN's, at the call's precision (Gemm.h); the bias add,
 // the bias gradient and the tanh GELU fused after a GEMM are simple enough
-// to do here, each in one pass over the GEMM's output.
+// to do here, each in one pass over the GEMM's output. A bf16 model's
+// kernels (`_bf16`) multiply its bf16 tensors into an fp32 result and round
+// that once, in the same pass as the bias.
 //
 //===----------------------------------------------------------------------===//
 

@@ -4,7 +4,9 @@
 // forward GEMM's epilogue and its gradient on dW's (cuBLASLt's BIAS and
 // BGRADB epilogues), so neither costs a pass of its own; so do a tanh GELU
 // after a linear layer (GELU_AUX_BIAS) and its gradient with the layer's
-// bias gradient (DGELU_BGRAD).
+// bias gradient (DGELU_BGRAD). A bf16 model's kernels (`_bf16`) run
+// cuBLASLt's bf16 GEMM into fp32 scratch, then round it (the bias added
+// first): no bf16 epilogues yet.
 //
 //===----------------------------------------------------------------------===//
 
