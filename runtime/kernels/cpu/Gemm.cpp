@@ -139,20 +139,22 @@ int64_t rowGrain(int64_t width) {
   return std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(1, width));
 }
 
-/// to [rows, cols] = from rounded to bf16, both with leading dimension ld:
-/// as bf16 (T = uint16_t) or as fp32 values (T = float).
+/// to [rows, cols] = from + bias [cols] (nullable) rounded to bf16, both
+/// with leading dimension ld: as bf16 (T = uint16_t) or as fp32 values
+/// (T = float).
 template <typename T>
-void roundRows(T *to, const float *from, int64_t rows, int64_t cols,
-               int64_t ld) {
+void roundRows(T *to, const float *from, int64_t rows, int64_t cols, int64_t ld,
+               const lap_bf16 *bias = nullptr) {
   lap::cpu::parallelFor(rows, rowGrain(cols), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const float *__restrict f = from + i * ld;
       T *__restrict t = to + i * ld;
       for (int64_t j = 0; j < cols; ++j) {
+        const float v = bias ? f[j] + lap::bf16::value(bias[j]) : f[j];
         if constexpr (sizeof(T) == 2)
-          t[j] = lap::bf16::bits(f[j]);
+          t[j] = lap::bf16::bits(v);
         else
-          t[j] = lap::bf16::round(f[j]);
+          t[j] = lap::bf16::round(v);
       }
     }
   });
@@ -201,6 +203,11 @@ Matrix lap::cpu::operand(lap_matmul precision, const float *a, int64_t rows,
   float *rounded = buffer<float>(slot, size);
   roundRows(rounded, a, rows, cols, ld);
   return fp32(rounded, ld);
+}
+
+void lap::cpu::roundToBf16(lap_bf16 *to, const float *from, int64_t rows,
+                           int64_t cols, const lap_bf16 *bias) {
+  roundRows(to, from, rows, cols, cols, bias);
 }
 
 Matrix lap::cpu::operand(const lap_bf16 *a, int64_t rows, int64_t cols,

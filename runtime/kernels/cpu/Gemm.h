@@ -57,6 +57,11 @@ Matrix operand(lap_matmul precision, const float *a, int64_t rows, int64_t cols,
 Matrix operand(const lap_bf16 *a, int64_t rows, int64_t cols, int64_t ld,
                int slot);
 
+/// to [rows, cols] = from [rows, cols] + bias [cols] (nullable), rounded to
+/// bf16 (to nearest, ties to even): a bf16 kernel's fp32 result, stored.
+void roundToBf16(lap_bf16 *to, const float *from, int64_t rows, int64_t cols,
+                 const lap_bf16 *bias = nullptr);
+
 /// op(X) is X for 'N', X^T for 'T'; A and B both of fp32 or both of bf16.
 /// K = 0 sets C to beta C.
 void gemm(char transa, char transb, int64_t M, int64_t N, int64_t K, Matrix A,

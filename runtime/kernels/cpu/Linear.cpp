@@ -23,6 +23,7 @@ using lap::cpu::gemm;
 using lap::cpu::Matrix;
 using lap::cpu::operand;
 using lap::cpu::parallelFor;
+using lap::cpu::roundToBf16;
 using lap::cpu::tanhApprox;
 
 namespace {
@@ -99,19 +100,6 @@ float *fp32Result(int64_t size) {
   return result.data();
 }
 
-/// to [n, c] = from [n, c] + bias [c] (nullable), rounded to bf16.
-void roundRows(lap_bf16 *to, const float *from, const lap_bf16 *bias, int64_t n,
-               int64_t c) {
-  parallelFor(n, rowGrain(c), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const float *__restrict f = from + i * c;
-      lap_bf16 *__restrict t = to + i * c;
-      for (int64_t j = 0; j < c; ++j)
-        t[j] = lap::bf16::bits(bias ? f[j] + lap::bf16::value(bias[j]) : f[j]);
-    }
-  });
-}
-
 } // namespace
 
 extern "C" void lap_cpu_linear_forward(float *y, const float *x, const float *w,
@@ -143,7 +131,7 @@ extern "C" void lap_cpu_linear_forward_bf16(lap_bf16 *y, const lap_bf16 *x,
   float *acc = fp32Result(n * out);
   gemm('N', 'T', n, out, in, operand(x, n, in, in, 0),
        operand(w, out, in, in, 1), 0.0f, acc, out);
-  roundRows(y, acc, b, n, out);
+  roundToBf16(y, acc, n, out, b);
 }
 
 extern "C" void lap_cpu_linear_backward_bf16(lap_bf16 *dx, lap_bf16 *dw,
@@ -155,12 +143,12 @@ extern "C" void lap_cpu_linear_backward_bf16(lap_bf16 *dx, lap_bf16 *dw,
   if (dx) {
     float *acc = fp32Result(n * in);
     gemm('N', 'N', n, in, out, dyOp, operand(w, out, in, in, 1), 0.0f, acc, in);
-    roundRows(dx, acc, nullptr, n, in);
+    roundToBf16(dx, acc, n, in);
   }
   if (dw) {
     float *acc = fp32Result(out * in);
     gemm('T', 'N', out, in, n, dyOp, operand(x, n, in, in, 2), 0.0f, acc, in);
-    roundRows(dw, acc, nullptr, out, in);
+    roundToBf16(dw, acc, out, in);
   }
   if (db) {
     float *sums = fp32Result(out);
@@ -171,7 +159,7 @@ extern "C" void lap_cpu_linear_backward_bf16(lap_bf16 *dx, lap_bf16 *dw,
         row[size_t(j)] = lap::bf16::value(dy[i * out + j]);
       return row.data();
     });
-    roundRows(db, sums, nullptr, 1, out);
+    roundToBf16(db, sums, 1, out);
   }
 }
 

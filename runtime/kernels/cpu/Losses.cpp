@@ -11,7 +11,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/kernels/Bf16.h"
 #include "runtime/kernels/cpu/FastMath.h"
 #include "runtime/kernels/cpu/Gemm.h"
 #include "runtime/kernels/cpu/Kernels.h"
@@ -29,6 +28,7 @@ using lap::cpu::gemm;
 using lap::cpu::Matrix;
 using lap::cpu::operand;
 using lap::cpu::parallelFor;
+using lap::cpu::roundToBf16;
 using lap::cpu::tanhApprox;
 
 namespace {
@@ -266,14 +266,6 @@ template <typename Body> void withLogitMap(float softcap, Body body) {
     body(Identity{});
 }
 
-/// to [n] = from [n] rounded to bf16.
-void roundAll(lap_bf16 *to, const float *from, int64_t n) {
-  parallelFor(n, int64_t(1) << 14, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
-      to[i] = lap::bf16::bits(from[i]);
-  });
-}
-
 /// log(1 + exp(-|l|)) + max(l, 0) - l t: BCE of sigmoid(l) against t,
 /// without overflow for large |l|.
 double bceWithLogits(float l, float t) {
@@ -331,9 +323,9 @@ extern "C" void lap_cpu_linear_cross_entropy_bf16(
                        targets, n, C, V, label_smoothing, LAP_MATMUL_BF16, map);
   });
   if (dx)
-    roundAll(dx, dx32, n * C);
+    roundToBf16(dx, dx32, n, C);
   if (dw)
-    roundAll(dw, dw32, V * C);
+    roundToBf16(dw, dw32, V, C);
 }
 
 // Kinds 0 and 2 are the same loss at temperature 1 and T: with z = l / T,
