@@ -54,6 +54,10 @@ void widen(Operation *op) {
     if (!f32)
       continue;
     result.setType(f32);
+    // An unused result stays unused: the kernel then skips it (a norm's
+    // weight gradient where it has no weight).
+    if (result.use_empty())
+      continue;
     auto back = b.create<ConvertOp>(loc, bf16, result);
     result.replaceAllUsesExcept(back.getResult(), back);
   }
