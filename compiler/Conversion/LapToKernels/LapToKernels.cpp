@@ -590,6 +590,14 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](LinearHeadsOp a) {
+        if (isBF16(a.getQ())) {
+          LAP_CALL(linear_heads_forward_bf16, bbuf(a.getQ()), bbuf(a.getK()),
+                   bbuf(a.getV()), bbuf(a.getInput()), bbuf(a.getWeight()),
+                   boptional(a.getBias()), rowsArg(a.getInput()),
+                   lastArg(a.getInput()), i64(headsWidth(a.getQ())),
+                   i64(headsWidth(a.getK())));
+          return success();
+        }
         LAP_CALL(linear_heads_forward, buf(a.getQ()), buf(a.getK()),
                  buf(a.getV()), buf(a.getInput()), buf(a.getWeight()),
                  optional(a.getBias()), rowsArg(a.getInput()),
@@ -598,6 +606,16 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](LinearHeadsGradOp a) {
+        if (isBF16(a.getGradQ())) {
+          LAP_CALL(linear_heads_backward_bf16, bbuf(a.getGradInput()),
+                   bbuf(a.getGradWeight()), bbuf(a.getGradBias()),
+                   bbuf(a.getGradQ()), bbuf(a.getGradK()), bbuf(a.getGradV()),
+                   bbuf(a.getInput()), bbuf(a.getWeight()),
+                   rowsArg(a.getInput()), lastArg(a.getInput()),
+                   i64(headsWidth(a.getGradQ())),
+                   i64(headsWidth(a.getGradK())));
+          return success();
+        }
         LAP_CALL(linear_heads_backward, buf(a.getGradInput()),
                  buf(a.getGradWeight()), buf(a.getGradBias()),
                  buf(a.getGradQ()), buf(a.getGradK()), buf(a.getGradV()),

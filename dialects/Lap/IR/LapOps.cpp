@@ -397,7 +397,8 @@ bool lap::isGenerated(Operation *op) {
 }
 
 bool lap::hasBF16Kernel(Operation *op) {
-  return isa<LinearOp, LinearGradOp, LinearCrossEntropyOp>(op);
+  return isa<LinearOp, LinearGradOp, LinearHeadsOp, LinearHeadsGradOp,
+             LinearCrossEntropyOp>(op);
 }
 
 bool lap::needsWidening(Operation *op) {

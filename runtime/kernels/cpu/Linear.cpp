@@ -163,6 +163,41 @@ extern "C" void lap_cpu_linear_backward_bf16(lap_bf16 *dx, lap_bf16 *dw,
   }
 }
 
+extern "C" void lap_cpu_linear_heads_forward_bf16(
+    lap_bf16 *q, lap_bf16 *k, lap_bf16 *v, const lap_bf16 *x,
+    const lap_bf16 *w, const lap_bf16 *b, int64_t n, int64_t in, int64_t hq,
+    int64_t hkv) {
+  lap_cpu_linear_forward_bf16(q, x, w, b, n, in, hq);
+  lap_cpu_linear_forward_bf16(k, x, w + hq * in, b ? b + hq : nullptr, n, in,
+                              hkv);
+  lap_cpu_linear_forward_bf16(v, x, w + (hq + hkv) * in,
+                              b ? b + hq + hkv : nullptr, n, in, hkv);
+}
+
+extern "C" void lap_cpu_linear_heads_backward_bf16(
+    lap_bf16 *dx, lap_bf16 *dw, lap_bf16 *db, const lap_bf16 *dq,
+    const lap_bf16 *dk, const lap_bf16 *dv, const lap_bf16 *x,
+    const lap_bf16 *w, int64_t n, int64_t in, int64_t hq, int64_t hkv) {
+  const lap_bf16 *blocks[3] = {dq, dk, dv};
+  const int64_t widths[3] = {hq, hkv, hkv}, starts[3] = {0, hq, hq + hkv};
+  // dx sums the three blocks' contributions in fp32, in block order, and
+  // is rounded once.
+  if (dx) {
+    float *acc = fp32Result(n * in);
+    const Matrix wOp = operand(w, hq + 2 * hkv, in, in, 1);
+    for (int i = 0; i < 3; ++i)
+      gemm('N', 'N', n, in, widths[i],
+           operand(blocks[i], n, widths[i], widths[i], 0), wOp.from(starts[i]),
+           i == 0 ? 0.0f : 1.0f, acc, in);
+    roundToBf16(dx, acc, n, in);
+  }
+  for (int i = 0; i < 3; ++i)
+    if (dw || db)
+      lap_cpu_linear_backward_bf16(nullptr, dw ? dw + starts[i] * in : nullptr,
+                                   db ? db + starts[i] : nullptr, blocks[i], x,
+                                   w, n, in, widths[i]);
+}
+
 extern "C" void lap_cpu_linear_gelu_forward(float *y, float *pre,
                                             const float *x, const float *w,
                                             const float *b, int64_t n,

@@ -151,3 +151,39 @@ lap_cuda_linear_heads_backward(float *dx, float *dw, float *db, const float *dq,
                 precision);
   }
 }
+
+extern "C" void lap_cuda_linear_heads_forward_bf16(
+    lap_bf16 *q, lap_bf16 *k, lap_bf16 *v, const lap_bf16 *x,
+    const lap_bf16 *w, const lap_bf16 *b, int64_t n, int64_t in, int64_t hq,
+    int64_t hkv) {
+  lap_cuda_linear_forward_bf16(q, x, w, b, n, in, hq);
+  lap_cuda_linear_forward_bf16(k, x, w + hq * in, b ? b + hq : nullptr, n, in,
+                               hkv);
+  lap_cuda_linear_forward_bf16(v, x, w + (hq + hkv) * in,
+                               b ? b + hq + hkv : nullptr, n, in, hkv);
+}
+
+extern "C" void lap_cuda_linear_heads_backward_bf16(
+    lap_bf16 *dx, lap_bf16 *dw, lap_bf16 *db, const lap_bf16 *dq,
+    const lap_bf16 *dk, const lap_bf16 *dv, const lap_bf16 *x,
+    const lap_bf16 *w, int64_t n, int64_t in, int64_t hq, int64_t hkv) {
+  const lap_bf16 *blocks[3] = {dq, dk, dv};
+  const int64_t widths[3] = {hq, hkv, hkv}, starts[3] = {0, hq, hq + hkv};
+  // dx [n, in] sums the blocks' contributions in fp32 scratch, in block
+  // order, and is rounded once; the weight gradients then reuse the
+  // scratch (the stream orders them).
+  if (dx) {
+    float *acc = fp32Results(n * in);
+    if (!acc)
+      return;
+    for (int i = 0; i < 3; ++i)
+      gemm('N', 'N', n, in, widths[i], blocks[i], widths[i], w + starts[i] * in,
+           in, i == 0 ? 0.0f : 1.0f, acc, in);
+    roundToBf16(dx, acc, n, in);
+  }
+  for (int i = 0; i < 3; ++i)
+    if (dw || db)
+      lap_cuda_linear_backward_bf16(nullptr, dw ? dw + starts[i] * in : nullptr,
+                                    db ? db + starts[i] : nullptr, blocks[i], x,
+                                    w, n, in, widths[i]);
+}

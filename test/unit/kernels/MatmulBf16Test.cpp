@@ -239,6 +239,48 @@ TEST(MatmulBf16, Bf16ModelLinearKernelsRoundTheFp32Results) {
   }
 }
 
+// So do its fused query/key/value projections: each block as a linear
+// layer, dx the three blocks' fp32 sum rounded once.
+TEST(MatmulBf16, Bf16ModelHeadsKernelsRoundTheFp32Results) {
+  std::mt19937 rng(15);
+  const int64_t n = 70, in = 48, hq = 32, hkv = 16, rows = hq + 2 * hkv;
+  auto x = bf16Vector(randomVector(rng, n * in)),
+       w = bf16Vector(randomVector(rng, rows * in)),
+       b = bf16Vector(randomVector(rng, rows)),
+       dq = bf16Vector(randomVector(rng, n * hq)),
+       dk = bf16Vector(randomVector(rng, n * hkv)),
+       dv = bf16Vector(randomVector(rng, n * hkv));
+  auto fx = valuesOf(x), fw = valuesOf(w), fb = valuesOf(b), fdq = valuesOf(dq),
+       fdk = valuesOf(dk), fdv = valuesOf(dv);
+
+  std::vector<lap_bf16> q(n * hq, 0xffff), k(n * hkv, 0xffff),
+      v(n * hkv, 0xffff);
+  auto wq = nanVector(q.size()), wk = nanVector(k.size()),
+       wv = nanVector(v.size());
+  lap_cpu_linear_heads_forward_bf16(q.data(), k.data(), v.data(), x.data(),
+                                    w.data(), b.data(), n, in, hq, hkv);
+  lap_cpu_linear_heads_forward(wq.data(), wk.data(), wv.data(), fx.data(),
+                               fw.data(), fb.data(), n, in, hq, hkv,
+                               LAP_MATMUL_FP32);
+  expectRoundedFrom(q, wq, "q");
+  expectRoundedFrom(k, wk, "k");
+  expectRoundedFrom(v, wv, "v");
+
+  std::vector<lap_bf16> dx(x.size(), 0xffff), dw(w.size(), 0xffff),
+      db(b.size(), 0xffff);
+  auto wantDx = nanVector(x.size()), wantDw = nanVector(w.size()),
+       wantDb = nanVector(b.size());
+  lap_cpu_linear_heads_backward_bf16(dx.data(), dw.data(), db.data(),
+                                     dq.data(), dk.data(), dv.data(), x.data(),
+                                     w.data(), n, in, hq, hkv);
+  lap_cpu_linear_heads_backward(wantDx.data(), wantDw.data(), wantDb.data(),
+                                fdq.data(), fdk.data(), fdv.data(), fx.data(),
+                                fw.data(), n, in, hq, hkv, LAP_MATMUL_FP32);
+  expectRoundedFrom(dx, wantDx, "dx");
+  expectRoundedFrom(dw, wantDw, "dw");
+  EXPECT_EQ(db, bf16Vector(wantDb));
+}
+
 // A bf16 model's lm_head with its cross-entropy is the fp32 kernel at bf16
 // products on the bf16 values (which rounds the logits' gradient for its
 // GEMMs as the bf16 kernel does), dx and dw rounded: bit for bit, with and

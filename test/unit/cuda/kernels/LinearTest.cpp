@@ -283,6 +283,41 @@ TEST(CudaLinearBf16, MatchesCpu) {
   }
 }
 
+TEST(CudaLinearBf16, HeadsMatchCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(6);
+  constexpr double kTolerance = 0x1p-7;
+  const int64_t n = 70, in = 48, hq = 32, hkv = 16, rows = hq + 2 * hkv;
+  auto x = bf16Vector(randomVector(rng, n * in)),
+       w = bf16Vector(randomVector(rng, rows * in)),
+       b = bf16Vector(randomVector(rng, rows)),
+       dq = bf16Vector(randomVector(rng, n * hq)),
+       dk = bf16Vector(randomVector(rng, n * hkv)),
+       dv = bf16Vector(randomVector(rng, n * hkv));
+  DeviceBuffer<lap_bf16> dX(x), dW(w), dB(b), dDq(dq), dDk(dk), dDv(dv);
+  std::vector<lap_bf16> q(n * hq), k(n * hkv), v(n * hkv), dx(x.size()),
+      dw(w.size()), db(b.size());
+  lap_cpu_linear_heads_forward_bf16(q.data(), k.data(), v.data(), x.data(),
+                                    w.data(), b.data(), n, in, hq, hkv);
+  lap_cpu_linear_heads_backward_bf16(dx.data(), dw.data(), db.data(),
+                                     dq.data(), dk.data(), dv.data(), x.data(),
+                                     w.data(), n, in, hq, hkv);
+  auto unset = [](size_t size) {
+    return DeviceBuffer<lap_bf16>(std::vector<lap_bf16>(size, 0xffff));
+  };
+  auto gq = unset(q.size()), gk = unset(k.size()), gv = unset(v.size()),
+       gx = unset(dx.size()), gw = unset(dw.size()), gb = unset(db.size());
+  lap_cuda_linear_heads_forward_bf16(gq, gk, gv, dX, dW, dB, n, in, hq, hkv);
+  lap_cuda_linear_heads_backward_bf16(gx, gw, gb, dDq, dDk, dDv, dX, dW, n, in,
+                                      hq, hkv);
+  expectWithinScale(valuesOf(gq.host()), valuesOf(q), kTolerance, "q");
+  expectWithinScale(valuesOf(gk.host()), valuesOf(k), kTolerance, "k");
+  expectWithinScale(valuesOf(gv.host()), valuesOf(v), kTolerance, "v");
+  expectWithinScale(valuesOf(gx.host()), valuesOf(dx), kTolerance, "dx");
+  expectWithinScale(valuesOf(gw.host()), valuesOf(dw), kTolerance, "dw");
+  expectWithinScale(valuesOf(gb.host()), valuesOf(db), kTolerance, "db");
+}
+
 INSTANTIATE_TEST_SUITE_P(Precisions, CudaLinear,
                          testing::Values(LAP_MATMUL_FP32, LAP_MATMUL_BF16),
                          [](const testing::TestParamInfo<lap_matmul> &info) {
