@@ -49,6 +49,14 @@ inline float value(uint16_t b) {
   return x;
 }
 
+/// A tensor element of either kind, fp32 or bf16 bits, as fp32; and an
+/// fp32 result stored as one (rounded to bf16). Kernels templated on their
+/// tensors' element type read and write through these.
+inline float load(float x) { return x; }
+inline float load(uint16_t b) { return value(b); }
+inline void store(float &to, float x) { to = x; }
+inline void store(uint16_t &to, float x) { to = bits(x); }
+
 } // namespace lap::bf16
 
 #endif // LAP_RUNTIME_KERNELS_BF16_H

@@ -721,14 +721,21 @@ LogicalResult Emitter::emitOp(Operation *op) {
         Value x = a->getOperand(0);
         auto base = a->getAttrOfType<FloatAttr>("base");
         auto rope = dyn_cast<RopeOp>(a);
-        if (rope)
-          LAP_CALL(rope_forward, buf(rope.getResult()), buf(x), dimArg(x, 0),
-                   dimArg(x, 1), dimArg(x, 2), dimArg(x, 3),
-                   f32(base.getValueAsDouble()), firstOr0(rope.getFirst()));
+        I64 first = rope ? firstOr0(rope.getFirst()) : i64(0);
+        F32 angleBase = f32(base.getValueAsDouble());
+        Value y = a->getResult(0);
+        if (isBF16(x) && rope)
+          LAP_CALL(rope_forward_bf16, bbuf(y), bbuf(x), dimArg(x, 0),
+                   dimArg(x, 1), dimArg(x, 2), dimArg(x, 3), angleBase, first);
+        else if (isBF16(x))
+          LAP_CALL(rope_backward_bf16, bbuf(y), bbuf(x), dimArg(x, 0),
+                   dimArg(x, 1), dimArg(x, 2), dimArg(x, 3), angleBase, first);
+        else if (rope)
+          LAP_CALL(rope_forward, buf(y), buf(x), dimArg(x, 0), dimArg(x, 1),
+                   dimArg(x, 2), dimArg(x, 3), angleBase, first);
         else
-          LAP_CALL(rope_backward, buf(a->getResult(0)), buf(x), dimArg(x, 0),
-                   dimArg(x, 1), dimArg(x, 2), dimArg(x, 3),
-                   f32(base.getValueAsDouble()), i64(0));
+          LAP_CALL(rope_backward, buf(y), buf(x), dimArg(x, 0), dimArg(x, 1),
+                   dimArg(x, 2), dimArg(x, 3), angleBase, first);
         return success();
       })
       .Case([&](PatchifyOp a) {

@@ -398,7 +398,7 @@ bool lap::isGenerated(Operation *op) {
 
 bool lap::hasBF16Kernel(Operation *op) {
   return isa<LinearOp, LinearGradOp, LinearHeadsOp, LinearHeadsGradOp,
-             LinearCrossEntropyOp>(op);
+             LinearCrossEntropyOp, RopeOp, RopeGradOp>(op);
 }
 
 bool lap::needsWidening(Operation *op) {

@@ -164,9 +164,8 @@ extern "C" void lap_cpu_linear_backward_bf16(lap_bf16 *dx, lap_bf16 *dw,
 }
 
 extern "C" void lap_cpu_linear_heads_forward_bf16(
-    lap_bf16 *q, lap_bf16 *k, lap_bf16 *v, const lap_bf16 *x,
-    const lap_bf16 *w, const lap_bf16 *b, int64_t n, int64_t in, int64_t hq,
-    int64_t hkv) {
+    lap_bf16 *q, lap_bf16 *k, lap_bf16 *v, const lap_bf16 *x, const lap_bf16 *w,
+    const lap_bf16 *b, int64_t n, int64_t in, int64_t hq, int64_t hkv) {
   lap_cpu_linear_forward_bf16(q, x, w, b, n, in, hq);
   lap_cpu_linear_forward_bf16(k, x, w + hq * in, b ? b + hq : nullptr, n, in,
                               hkv);

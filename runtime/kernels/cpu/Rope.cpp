@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/kernels/Bf16.h"
 #include "runtime/kernels/cpu/Kernels.h"
 #include "runtime/kernels/cpu/Parallel.h"
 
@@ -15,6 +16,8 @@
 #include <mutex>
 #include <vector>
 
+using lap::bf16::load;
+using lap::bf16::store;
 using lap::cpu::parallelFor;
 
 namespace {
@@ -76,8 +79,9 @@ std::shared_ptr<const RopeTable> ropeTable(int64_t T, int64_t D, float base) {
 
 /// Rotates each head's channel pairs (i, i + D/2) by Sign * angle. y may
 /// equal x: each pair is read before it is written and pairs are disjoint.
-template <int Sign>
-void rotate(float *y, const float *x, int64_t B, int64_t T, int64_t H,
+/// Element is the tensors' type (fp32 or bf16); the rotation is in fp32.
+template <int Sign, typename Element>
+void rotate(Element *y, const Element *x, int64_t B, int64_t T, int64_t H,
             int64_t D, float base, int64_t first) {
   if (B * T * H == 0)
     return;
@@ -89,14 +93,14 @@ void rotate(float *y, const float *x, int64_t B, int64_t T, int64_t H,
                   int64_t t = first + (r / H) % T;
                   const float *cs = table->cos.data() + t * half;
                   const float *sn = table->sin.data() + t * half;
-                  const float *xr = x + r * D;
-                  float *yr = y + r * D;
+                  const Element *xr = x + r * D;
+                  Element *yr = y + r * D;
 #pragma clang loop vectorize(assume_safety)
                   for (int64_t i = 0; i < half; ++i) {
-                    float a = xr[i], b = xr[i + half];
+                    float a = load(xr[i]), b = load(xr[i + half]);
                     float c = cs[i], s = Sign * sn[i];
-                    yr[i] = a * c - b * s;
-                    yr[i + half] = a * s + b * c;
+                    store(yr[i], a * c - b * s);
+                    store(yr[i + half], a * s + b * c);
                   }
                   if (D % 2) // an odd last channel has no partner
                     yr[D - 1] = xr[D - 1];
@@ -115,5 +119,19 @@ extern "C" void lap_cpu_rope_forward(float *y, const float *x, int64_t B,
 extern "C" void lap_cpu_rope_backward(float *dx, const float *dy, int64_t B,
                                       int64_t T, int64_t H, int64_t D,
                                       float base, int64_t first) {
+  rotate<-1>(dx, dy, B, T, H, D, base, first);
+}
+
+extern "C" void lap_cpu_rope_forward_bf16(lap_bf16 *y, const lap_bf16 *x,
+                                          int64_t B, int64_t T, int64_t H,
+                                          int64_t D, float base,
+                                          int64_t first) {
+  rotate<1>(y, x, B, T, H, D, base, first);
+}
+
+extern "C" void lap_cpu_rope_backward_bf16(lap_bf16 *dx, const lap_bf16 *dy,
+                                           int64_t B, int64_t T, int64_t H,
+                                           int64_t D, float base,
+                                           int64_t first) {
   rotate<-1>(dx, dy, B, T, H, D, base, first);
 }

@@ -16,8 +16,7 @@
 
 #include "runtime/kernels/GeluTanh.h"
 #include "runtime/kernels/cuda/Context.h"
-
-#include <cuda_bf16.h>
+#include "runtime/kernels/cuda/Elements.h"
 
 #include <algorithm>
 #include <map>
@@ -506,23 +505,19 @@ void lap::cuda::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
 
 namespace {
 
-__device__ float valueOf(lap_bf16 b) {
-  return __bfloat162float(__ushort_as_bfloat16(b));
-}
-
 __global__ void roundRows(lap_bf16 *to, const float *from, const lap_bf16 *bias,
                           int64_t n, int64_t c) {
   int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (e >= n * c)
     return;
-  float v = bias ? from[e] + valueOf(bias[e % c]) : from[e];
-  to[e] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+  lap::cuda::store(to[e],
+                   bias ? from[e] + lap::cuda::load(bias[e % c]) : from[e]);
 }
 
 __global__ void widenAll(float *to, const lap_bf16 *from, int64_t n) {
   int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (e < n)
-    to[e] = valueOf(from[e]);
+    to[e] = lap::cuda::load(from[e]);
 }
 
 } // namespace

@@ -153,9 +153,8 @@ lap_cuda_linear_heads_backward(float *dx, float *dw, float *db, const float *dq,
 }
 
 extern "C" void lap_cuda_linear_heads_forward_bf16(
-    lap_bf16 *q, lap_bf16 *k, lap_bf16 *v, const lap_bf16 *x,
-    const lap_bf16 *w, const lap_bf16 *b, int64_t n, int64_t in, int64_t hq,
-    int64_t hkv) {
+    lap_bf16 *q, lap_bf16 *k, lap_bf16 *v, const lap_bf16 *x, const lap_bf16 *w,
+    const lap_bf16 *b, int64_t n, int64_t in, int64_t hq, int64_t hkv) {
   lap_cuda_linear_forward_bf16(q, x, w, b, n, in, hq);
   lap_cuda_linear_forward_bf16(k, x, w + hq * in, b ? b + hq : nullptr, n, in,
                                hkv);

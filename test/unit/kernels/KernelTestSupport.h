@@ -2,8 +2,8 @@
 //
 // Seeded random inputs, NaN-filled outputs (so a kernel that skips or
 // accumulates into an element fails), float-to-double copies for the
-// double-precision references, and the central differences every backward
-// test compares with.
+// double-precision references, the central differences every backward
+// test compares with, and bf16 kernels held to the fp32 ones.
 //
 //===----------------------------------------------------------------------===//
 
@@ -124,6 +124,29 @@ inline void expectWithinScale(const std::vector<float> &got,
                               const std::string &what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   expectWithinScale(got.data(), want.data(), got.size(), tolerance, what);
+}
+
+/// got (a bf16 kernel's result) is want (the fp32 kernel's on the same
+/// values, which may sum in another order) rounded to nearest: within half
+/// a bf16 step (2^-8 relative) plus `order` of the tensor's largest
+/// magnitude, which truncation would exceed; and at least 99% of the
+/// elements exactly want rounded.
+inline void expectRoundedFrom(const std::vector<lap_bf16> &got,
+                              const std::vector<float> &want,
+                              const std::string &what, double order = 1e-6) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double scale = 0.0;
+  for (float w : want)
+    scale = std::max(scale, std::fabs(double(w)));
+  size_t exact = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double g = lap::bf16::value(got[i]), w = want[i];
+    ASSERT_LE(std::fabs(g - w), 0x1p-8 * std::fabs(w) + order * scale)
+        << what << "[" << i << "]";
+    exact += got[i] == lap::bf16::bits(want[i]);
+  }
+  EXPECT_GE(double(exact), 0.99 * double(got.size()))
+      << what << ": too few elements are the fp32 result rounded";
 }
 
 } // namespace lap::test

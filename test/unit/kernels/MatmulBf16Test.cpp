@@ -180,26 +180,6 @@ TEST(MatmulBf16, LinearMultipliesOperandsRoundedToBf16) {
   }
 }
 
-/// got (bf16) is want (fp32, the same products summed perhaps in another
-/// order) rounded to nearest: within half a bf16 step (2^-8 relative) plus
-/// the summation's 1e-6 of the scale, which truncation would exceed.
-void expectRoundedFrom(const std::vector<lap_bf16> &got,
-                       const std::vector<float> &want, const char *what) {
-  ASSERT_EQ(got.size(), want.size());
-  double scale = 0.0;
-  for (float w : want)
-    scale = std::max(scale, std::fabs(double(w)));
-  size_t exact = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    double g = lap::bf16::value(got[i]), w = want[i];
-    ASSERT_LE(std::fabs(g - w), 0x1p-8 * std::fabs(w) + kSameProducts * scale)
-        << what << "[" << i << "]";
-    exact += got[i] == lap::bf16::bits(want[i]);
-  }
-  EXPECT_GE(double(exact), 0.99 * double(got.size()))
-      << what << ": too few elements are the fp32 result rounded";
-}
-
 // A bf16 model's linear kernels compute what the fp32 kernels compute on
 // the bf16 values, rounded once: y with its bias added before rounding; db
 // sums dy in fp32 in the fp32 kernel's order, so it is that sum rounded,
@@ -270,9 +250,9 @@ TEST(MatmulBf16, Bf16ModelHeadsKernelsRoundTheFp32Results) {
       db(b.size(), 0xffff);
   auto wantDx = nanVector(x.size()), wantDw = nanVector(w.size()),
        wantDb = nanVector(b.size());
-  lap_cpu_linear_heads_backward_bf16(dx.data(), dw.data(), db.data(),
-                                     dq.data(), dk.data(), dv.data(), x.data(),
-                                     w.data(), n, in, hq, hkv);
+  lap_cpu_linear_heads_backward_bf16(dx.data(), dw.data(), db.data(), dq.data(),
+                                     dk.data(), dv.data(), x.data(), w.data(),
+                                     n, in, hq, hkv);
   lap_cpu_linear_heads_backward(wantDx.data(), wantDw.data(), wantDb.data(),
                                 fdq.data(), fdk.data(), fdv.data(), fx.data(),
                                 fw.data(), n, in, hq, hkv, LAP_MATMUL_FP32);

@@ -142,4 +142,24 @@ TEST(Rope, FirstPositionShiftsTheAngles) {
   EXPECT_EQ(yt, want);
 }
 
+// A bf16 model's rotation: the fp32 kernel's on the bf16 values, rounded;
+// odd D, a decoding offset, both directions, in place as out of place.
+TEST(Rope, Bf16KernelsRoundTheFp32Rotation) {
+  std::mt19937 rng(7);
+  for (Shape s : {Shape{2, 5, 3, 8}, Shape{1, 7, 2, 65}})
+    for (bool backward : {false, true}) {
+      auto cpu = backward ? lap_cpu_rope_backward : lap_cpu_rope_forward;
+      auto bf16 =
+          backward ? lap_cpu_rope_backward_bf16 : lap_cpu_rope_forward_bf16;
+      auto x = bf16Vector(randomVector(rng, s.size()));
+      auto want = nanVector(x.size());
+      cpu(want.data(), valuesOf(x).data(), s.B, s.T, s.H, s.D, 10000.0f, 3);
+      std::vector<lap_bf16> y(x.size(), 0xffff);
+      bf16(y.data(), x.data(), s.B, s.T, s.H, s.D, 10000.0f, 3);
+      expectRoundedFrom(y, want, backward ? "dx" : "y");
+      bf16(x.data(), x.data(), s.B, s.T, s.H, s.D, 10000.0f, 3);
+      EXPECT_EQ(x, y) << "in place";
+    }
+}
+
 } // namespace

@@ -1,19 +1,22 @@
 // RUN: lap-opt %s --lap-widen-kernels --split-input-file | FileCheck %s
 
-// Rotary embeddings in a bf16 model: their operand converted to f32, their
-// result back to bf16; the norm (a generated loop) and the linear layer
-// (whose kernels take bf16) stay in bf16.
-// CHECK-LABEL: func @rope
+// L2 normalisation in a bf16 model (a kernel without a bf16 variant): its
+// operand converted to f32, its result back to bf16; the rotation and the
+// linear layer (whose kernels take bf16) and the norm (a generated loop)
+// stay in bf16.
+// CHECK-LABEL: func @l2_normalize
 // CHECK-SAME: (%[[X:[^:]*]]: tensor<?x?x2x8xbf16>, %[[W:[^:]*]]: tensor<16x16xbf16>)
 // CHECK-NEXT: %[[X32:.*]] = lap.convert %[[X]] : tensor<?x?x2x8xbf16> to tensor<?x?x2x8xf32>
-// CHECK-NEXT: %[[R32:.*]] = lap.rope %[[X32]] {{.*}} : tensor<?x?x2x8xf32>
-// CHECK-NEXT: %[[R:.*]] = lap.convert %[[R32]] : tensor<?x?x2x8xf32> to tensor<?x?x2x8xbf16>
+// CHECK-NEXT: %[[L32:.*]] = lap.l2_normalize %[[X32]] {{.*}} : tensor<?x?x2x8xf32>
+// CHECK-NEXT: %[[L:.*]] = lap.convert %[[L32]] : tensor<?x?x2x8xf32> to tensor<?x?x2x8xbf16>
+// CHECK-NEXT: %[[R:.*]] = lap.rope %[[L]] {{.*}} : tensor<?x?x2x8xbf16>
 // CHECK-NEXT: %[[N:.*]] = lap.rms_norm %[[R]] {{.*}} : (tensor<?x?x2x8xbf16>) -> tensor<?x?x2x8xbf16>
 // CHECK-NEXT: %[[M:.*]] = lap.merge_heads %[[N]] : tensor<?x?x2x8xbf16> -> tensor<?x?x16xbf16>
 // CHECK-NEXT: %[[Y:.*]] = lap.linear %[[M]], %[[W]] : (tensor<?x?x16xbf16>, tensor<16x16xbf16>) -> tensor<?x?x16xbf16>
 // CHECK-NEXT: return %[[Y]]
-func.func @rope(%x: tensor<?x?x2x8xbf16>, %w: tensor<16x16xbf16>) -> tensor<?x?x16xbf16> {
-  %r = lap.rope %x {base = 1.0e+04 : f32} : tensor<?x?x2x8xbf16>
+func.func @l2_normalize(%x: tensor<?x?x2x8xbf16>, %w: tensor<16x16xbf16>) -> tensor<?x?x16xbf16> {
+  %l = lap.l2_normalize %x {eps = 1.0e-12 : f32} : tensor<?x?x2x8xbf16>
+  %r = lap.rope %l {base = 1.0e+04 : f32} : tensor<?x?x2x8xbf16>
   %n = lap.rms_norm %r {eps = 1.0e-06 : f32} : (tensor<?x?x2x8xbf16>) -> tensor<?x?x2x8xbf16>
   %m = lap.merge_heads %n : tensor<?x?x2x8xbf16> -> tensor<?x?x16xbf16>
   %y = lap.linear %m, %w : (tensor<?x?x16xbf16>, tensor<16x16xbf16>) -> tensor<?x?x16xbf16>
@@ -42,9 +45,9 @@ func.func @attention(%q: tensor<?x?x2x8xbf16>, %do: tensor<?x?x2x8xbf16>) -> (te
 
 // An f32 model is left as it is.
 // CHECK-LABEL: func @fp32
-// CHECK-NEXT: lap.rope %{{.*}} : tensor<?x?x2x8xf32>
+// CHECK-NEXT: lap.l2_normalize %{{.*}} : tensor<?x?x2x8xf32>
 // CHECK-NEXT: return
 func.func @fp32(%x: tensor<?x?x2x8xf32>) -> tensor<?x?x2x8xf32> {
-  %r = lap.rope %x {base = 1.0e+04 : f32} : tensor<?x?x2x8xf32>
+  %r = lap.l2_normalize %x {eps = 1.0e-12 : f32} : tensor<?x?x2x8xf32>
   return %r : tensor<?x?x2x8xf32>
 }

@@ -297,6 +297,27 @@ TEST(CudaRope, ManyHeads) {
   checkRope(1, 4, 20, 128, 3, 19); // H D / 2 > one block of threads
 }
 
+// A bf16 model's: against the CPU's bf16 kernel, within one bf16 step of
+// the scale (a result next to a rounding tie may round the other way).
+TEST(CudaRope, Bf16MatchesCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(20);
+  const int64_t B = 2, T = 5, H = 3, D = 64, n = B * T * H * D;
+  auto x = bf16Vector(randomVector(rng, n));
+  for (bool backward : {false, true}) {
+    auto cpu =
+        backward ? lap_cpu_rope_backward_bf16 : lap_cpu_rope_forward_bf16;
+    auto gpu =
+        backward ? lap_cuda_rope_backward_bf16 : lap_cuda_rope_forward_bf16;
+    std::vector<lap_bf16> want(n);
+    cpu(want.data(), x.data(), B, T, H, D, 10000.0f, 3);
+    DeviceBuffer<lap_bf16> dx(x), dy(std::vector<lap_bf16>(n, 0xffff));
+    gpu(dy, dx, B, T, H, D, 10000.0f, 3);
+    expectWithinScale(valuesOf(dy.host()), valuesOf(want), 0x1p-8,
+                      backward ? "dx" : "y");
+  }
+}
+
 //--- Image tokens and pooling -------------------------------------------------
 
 TEST(CudaPatchify, MatchesCpuWithUncoveredPixels) {

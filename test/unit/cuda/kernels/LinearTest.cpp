@@ -299,9 +299,9 @@ TEST(CudaLinearBf16, HeadsMatchCpu) {
       dw(w.size()), db(b.size());
   lap_cpu_linear_heads_forward_bf16(q.data(), k.data(), v.data(), x.data(),
                                     w.data(), b.data(), n, in, hq, hkv);
-  lap_cpu_linear_heads_backward_bf16(dx.data(), dw.data(), db.data(),
-                                     dq.data(), dk.data(), dv.data(), x.data(),
-                                     w.data(), n, in, hq, hkv);
+  lap_cpu_linear_heads_backward_bf16(dx.data(), dw.data(), db.data(), dq.data(),
+                                     dk.data(), dv.data(), x.data(), w.data(),
+                                     n, in, hq, hkv);
   auto unset = [](size_t size) {
     return DeviceBuffer<lap_bf16>(std::vector<lap_bf16>(size, 0xffff));
   };
