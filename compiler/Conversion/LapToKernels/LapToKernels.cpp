@@ -672,6 +672,14 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](LayerNormGradOp a) {
+        if (isBF16(a.getInput())) {
+          LAP_CALL(layer_norm_backward_bf16, bbuf(a.getGradInput()),
+                   bbuf(a.getGradWeight()), bbuf(a.getGradBias()),
+                   bbuf(a.getGradOutput()), bbuf(a.getInput()),
+                   boptional(a.getWeight()), rowsArg(a.getInput()),
+                   lastArg(a.getInput()), f32(a.getEps()));
+          return success();
+        }
         LAP_CALL(layer_norm_backward, buf(a.getGradInput()),
                  buf(a.getGradWeight()), buf(a.getGradBias()),
                  buf(a.getGradOutput()), buf(a.getInput()),
@@ -680,6 +688,14 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](RMSNormGradOp a) {
+        if (isBF16(a.getInput())) {
+          LAP_CALL(rms_norm_backward_bf16, bbuf(a.getGradInput()),
+                   bbuf(a.getGradWeight()), bbuf(a.getGradOutput()),
+                   bbuf(a.getInput()), boptional(a.getWeight()),
+                   rowsArg(a.getInput()), lastArg(a.getInput()),
+                   f32(a.getEps()));
+          return success();
+        }
         LAP_CALL(rms_norm_backward, buf(a.getGradInput()),
                  buf(a.getGradWeight()), buf(a.getGradOutput()),
                  buf(a.getInput()), optional(a.getWeight()),

@@ -398,7 +398,8 @@ bool lap::isGenerated(Operation *op) {
 
 bool lap::hasBF16Kernel(Operation *op) {
   return isa<LinearOp, LinearGradOp, LinearHeadsOp, LinearHeadsGradOp,
-             LinearCrossEntropyOp, RopeOp, RopeGradOp>(op);
+             LinearCrossEntropyOp, RopeOp, RopeGradOp, LayerNormGradOp,
+             RMSNormGradOp>(op);
 }
 
 bool lap::needsWidening(Operation *op) {

@@ -3,10 +3,13 @@
 // Rows are independent and run in parallel. Parameter gradients are column
 // sums over rows: rows are cut into chunks fixed by the shape (not by the
 // thread count), each chunk sums into its own partial, and the partials are
-// added in chunk order, so the sums are race-free and reproducible.
+// added in chunk order, so the sums are race-free and reproducible. A bf16
+// model's norm gradients (`_bf16`) widen each row into fp32 buffers, run
+// the same code, and round each result once.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/kernels/Bf16.h"
 #include "runtime/kernels/cpu/Kernels.h"
 #include "runtime/kernels/cpu/Parallel.h"
 
@@ -14,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
+#include <type_traits>
 #include <vector>
 
 using lap::cpu::parallelFor;
@@ -88,22 +92,60 @@ void rowsWithColumnSums(int64_t n, int64_t c,
   }
 }
 
+/// Row i of an [n, c] tensor as fp32: the row itself, or a bf16 row's
+/// values widened into `buffer` [c].
+const float *fp32Row(const float *t, int64_t i, int64_t c, float *) {
+  return t + i * c;
+}
+const float *fp32Row(const lap_bf16 *t, int64_t i, int64_t c, float *buffer) {
+  for (int64_t j = 0; j < c; ++j)
+    buffer[j] = lap::bf16::value(t[i * c + j]);
+  return buffer;
+}
+
+/// Where row i's fp32 result is made: the row itself, or for a bf16 tensor
+/// `buffer` [c], which storeRow then rounds into the row.
+float *resultRow(float *t, int64_t i, int64_t c, float *) { return t + i * c; }
+float *resultRow(lap_bf16 *, int64_t, int64_t, float *buffer) { return buffer; }
+void storeRow(float *, int64_t, int64_t, const float *) {}
+void storeRow(lap_bf16 *t, int64_t i, int64_t c, const float *buffer) {
+  for (int64_t j = 0; j < c; ++j)
+    t[i * c + j] = lap::bf16::bits(buffer[j]);
+}
+
+/// The fp32 column sums a kernel's parameter gradient out [c] (nullable) is
+/// made of: out itself, or for bf16 `buffer`'s, rounded by storeRow.
+float *sumsFor(float *out, float *) { return out; }
+float *sumsFor(lap_bf16 *out, float *buffer) { return out ? buffer : nullptr; }
+
+/// Row buffers for a range of rows: none at fp32, `rows` rows of c at bf16.
+template <typename Element>
+std::vector<float> rowBuffers(int64_t rows, int64_t c) {
+  return std::vector<float>(std::is_same_v<Element, float> ? 0 : rows * c);
+}
+
 } // namespace
 
 //--- LayerNorm ---------------------------------------------------------------
 
-extern "C" void lap_cpu_layer_norm_backward(float *dx, float *dw, float *db,
-                                            const float *dy, const float *x,
-                                            const float *w, int64_t n,
-                                            int64_t c, float eps) {
+/// The kernel on tensors of Element (fp32 or bf16), computing in fp32.
+template <typename Element>
+void layerNormBackward(Element *dx, Element *dw, Element *db, const Element *dy,
+                       const Element *x, const Element *w, int64_t n, int64_t c,
+                       float eps) {
+  std::vector<float> buffers = rowBuffers<Element>(3, c);
+  float *sumsW = sumsFor(dw, buffers.data()),
+        *sumsB = sumsFor(db, buffers.data() + c);
+  const float *wf = w ? fp32Row(w, 0, c, buffers.data() + 2 * c) : nullptr;
   rowsWithColumnSums(
-      n, c, {dw, db}, [&](int64_t begin, int64_t end, float *partials) {
+      n, c, {sumsW, sumsB}, [&](int64_t begin, int64_t end, float *partials) {
         float *__restrict accW = partials && dw ? partials : nullptr;
         float *__restrict accB = partials && db ? partials + c : nullptr;
+        std::vector<float> rows = rowBuffers<Element>(3, c);
         for (int64_t i = begin; i < end; ++i) {
-          const float *__restrict xi = x + i * c;
-          const float *__restrict dyi = dy + i * c;
-          float *__restrict dxi = dx + i * c;
+          const float *__restrict xi = fp32Row(x, i, c, rows.data());
+          const float *__restrict dyi = fp32Row(dy, i, c, rows.data() + c);
+          float *__restrict dxi = resultRow(dx, i, c, rows.data() + 2 * c);
           float mean = sum(xi, c) / float(c);
           float rstd =
               1.0f / std::sqrt(centredSquares(xi, mean, c) / float(c) + eps);
@@ -112,16 +154,17 @@ extern "C" void lap_cpu_layer_norm_backward(float *dx, float *dw, float *db,
           float sumG = 0.0f, sumGX = 0.0f;
 #pragma clang loop vectorize(enable) interleave(enable)
           for (int64_t j = 0; j < c; ++j) {
-            float g = w ? dyi[j] * w[j] : dyi[j];
+            float g = wf ? dyi[j] * wf[j] : dyi[j];
             sumG += g;
             sumGX += g * (xi[j] - mean) * rstd;
           }
           float meanG = sumG / float(c), meanGX = sumGX / float(c);
           for (int64_t j = 0; j < c; ++j) {
             float xhat = (xi[j] - mean) * rstd;
-            float g = w ? dyi[j] * w[j] : dyi[j];
+            float g = wf ? dyi[j] * wf[j] : dyi[j];
             dxi[j] = rstd * (g - meanG - xhat * meanGX);
           }
+          storeRow(dx, i, c, dxi);
           if (accW)
             for (int64_t j = 0; j < c; ++j)
               accW[j] += dyi[j] * (xi[j] - mean) * rstd;
@@ -130,35 +173,75 @@ extern "C" void lap_cpu_layer_norm_backward(float *dx, float *dw, float *db,
               accB[j] += dyi[j];
         }
       });
+  if (dw)
+    storeRow(dw, 0, c, sumsW);
+  if (db)
+    storeRow(db, 0, c, sumsB);
+}
+
+extern "C" void lap_cpu_layer_norm_backward(float *dx, float *dw, float *db,
+                                            const float *dy, const float *x,
+                                            const float *w, int64_t n,
+                                            int64_t c, float eps) {
+  layerNormBackward(dx, dw, db, dy, x, w, n, c, eps);
+}
+
+extern "C" void lap_cpu_layer_norm_backward_bf16(
+    lap_bf16 *dx, lap_bf16 *dw, lap_bf16 *db, const lap_bf16 *dy,
+    const lap_bf16 *x, const lap_bf16 *w, int64_t n, int64_t c, float eps) {
+  layerNormBackward(dx, dw, db, dy, x, w, n, c, eps);
 }
 
 //--- RMSNorm -----------------------------------------------------------------
 
-extern "C" void lap_cpu_rms_norm_backward(float *dx, float *dw, const float *dy,
-                                          const float *x, const float *w,
-                                          int64_t n, int64_t c, float eps) {
+/// The kernel on tensors of Element (fp32 or bf16), computing in fp32.
+template <typename Element>
+void rmsNormBackward(Element *dx, Element *dw, const Element *dy,
+                     const Element *x, const Element *w, int64_t n, int64_t c,
+                     float eps) {
+  std::vector<float> buffers = rowBuffers<Element>(2, c);
+  float *sumsW = sumsFor(dw, buffers.data());
+  const float *wf = w ? fp32Row(w, 0, c, buffers.data() + c) : nullptr;
   rowsWithColumnSums(
-      n, c, {dw}, [&](int64_t begin, int64_t end, float *__restrict accW) {
+      n, c, {sumsW}, [&](int64_t begin, int64_t end, float *__restrict accW) {
+        std::vector<float> rows = rowBuffers<Element>(3, c);
         for (int64_t i = begin; i < end; ++i) {
-          const float *__restrict xi = x + i * c;
-          const float *__restrict dyi = dy + i * c;
+          const float *__restrict xi = fp32Row(x, i, c, rows.data());
+          const float *__restrict dyi = fp32Row(dy, i, c, rows.data() + c);
           float r = 1.0f / std::sqrt(dot(xi, xi, c) / float(c) + eps);
           if (dx) {
             // With g = dy * w: dx = r g - x r^3 mean(g x).
-            float *__restrict dxi = dx + i * c;
+            float *__restrict dxi = resultRow(dx, i, c, rows.data() + 2 * c);
             float sumGX = 0.0f;
 #pragma clang loop vectorize(enable) interleave(enable)
             for (int64_t j = 0; j < c; ++j)
-              sumGX += (w ? dyi[j] * w[j] : dyi[j]) * xi[j];
+              sumGX += (wf ? dyi[j] * wf[j] : dyi[j]) * xi[j];
             float k = r * r * r * sumGX / float(c);
             for (int64_t j = 0; j < c; ++j)
-              dxi[j] = r * (w ? dyi[j] * w[j] : dyi[j]) - xi[j] * k;
+              dxi[j] = r * (wf ? dyi[j] * wf[j] : dyi[j]) - xi[j] * k;
+            storeRow(dx, i, c, dxi);
           }
           if (accW)
             for (int64_t j = 0; j < c; ++j)
               accW[j] += dyi[j] * xi[j] * r;
         }
       });
+  if (dw)
+    storeRow(dw, 0, c, sumsW);
+}
+
+extern "C" void lap_cpu_rms_norm_backward(float *dx, float *dw, const float *dy,
+                                          const float *x, const float *w,
+                                          int64_t n, int64_t c, float eps) {
+  rmsNormBackward(dx, dw, dy, x, w, n, c, eps);
+}
+
+extern "C" void lap_cpu_rms_norm_backward_bf16(lap_bf16 *dx, lap_bf16 *dw,
+                                               const lap_bf16 *dy,
+                                               const lap_bf16 *x,
+                                               const lap_bf16 *w, int64_t n,
+                                               int64_t c, float eps) {
+  rmsNormBackward(dx, dw, dy, x, w, n, c, eps);
 }
 
 //--- L2 normalisation and weight normalisation

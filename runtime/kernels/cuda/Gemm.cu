@@ -284,8 +284,10 @@ int64_t columnChunks(int64_t n) {
 }
 
 /// partials [chunks, c]: chunk blockIdx.y's sums of t's terms.
-__global__ void columnPartials(float *partials, lap::cuda::ColumnTerms t,
-                               int64_t n, int64_t c, int64_t rowsPerChunk) {
+template <typename Element>
+__global__ void columnPartials(float *partials,
+                               lap::cuda::ColumnTerms<Element> t, int64_t n,
+                               int64_t c, int64_t rowsPerChunk) {
   __shared__ float lanes[kTileRows][kTileColumns + 1];
   const int64_t j = int64_t(blockIdx.x) * kTileColumns + threadIdx.x;
   const int64_t begin = int64_t(blockIdx.y) * rowsPerChunk;
@@ -293,9 +295,9 @@ __global__ void columnPartials(float *partials, lap::cuda::ColumnTerms t,
   float acc = 0.0f;
   if (j < c)
     for (int64_t i = begin + threadIdx.y; i < end; i += kTileRows) {
-      float v = t.a[i * c + j];
+      float v = lap::cuda::load(t.a[i * c + j]);
       if (t.b) {
-        float f = t.b[i * c + j];
+        float f = lap::cuda::load(t.b[i * c + j]);
         if (t.shift)
           f -= t.shift[i];
         v *= f;
@@ -326,14 +328,10 @@ __global__ void sumChunks(float *out, const float *partials, int64_t chunks,
   out[j] = s;
 }
 
-} // namespace
-
-int64_t lap::cuda::columnSumsScratch(int64_t n, int64_t c) {
-  return columnChunks(n) * c;
-}
-
-void lap::cuda::columnSums(float *out, const ColumnTerms &terms, int64_t n,
-                           int64_t c, float *partials) {
+template <typename Element>
+void columnSumsOf(float *out, const lap::cuda::ColumnTerms<Element> &terms,
+                  int64_t n, int64_t c, float *partials) {
+  using namespace lap::cuda;
   if (c <= 0)
     return;
   const int64_t chunks = columnChunks(n);
@@ -354,6 +352,22 @@ void lap::cuda::columnSums(float *out, const ColumnTerms &terms, int64_t n,
     return;
   sumChunks<<<blocksFor(c), kBlock, 0, stream()>>>(out, partials, chunks, c);
   checkLaunch("sumChunks");
+}
+
+} // namespace
+
+int64_t lap::cuda::columnSumsScratch(int64_t n, int64_t c) {
+  return columnChunks(n) * c;
+}
+
+void lap::cuda::columnSums(float *out, const ColumnTerms<float> &terms,
+                           int64_t n, int64_t c, float *partials) {
+  columnSumsOf(out, terms, n, c, partials);
+}
+
+void lap::cuda::columnSums(float *out, const ColumnTerms<lap_bf16> &terms,
+                           int64_t n, int64_t c, float *partials) {
+  columnSumsOf(out, terms, n, c, partials);
 }
 
 namespace {
@@ -514,12 +528,6 @@ __global__ void roundRows(lap_bf16 *to, const float *from, const lap_bf16 *bias,
                    bias ? from[e] + lap::cuda::load(bias[e % c]) : from[e]);
 }
 
-__global__ void widenAll(float *to, const lap_bf16 *from, int64_t n) {
-  int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (e < n)
-    to[e] = lap::cuda::load(from[e]);
-}
-
 } // namespace
 
 void lap::cuda::roundToBf16(lap_bf16 *to, const float *from, int64_t n,
@@ -528,11 +536,4 @@ void lap::cuda::roundToBf16(lap_bf16 *to, const float *from, int64_t n,
     return;
   roundRows<<<blocksFor(n * c), kBlock, 0, stream()>>>(to, from, bias, n, c);
   checkLaunch("roundToBf16");
-}
-
-void lap::cuda::widen(float *to, const lap_bf16 *from, int64_t n) {
-  if (n <= 0)
-    return;
-  widenAll<<<blocksFor(n), kBlock, 0, stream()>>>(to, from, n);
-  checkLaunch("widen");
 }

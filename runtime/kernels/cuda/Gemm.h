@@ -60,15 +60,12 @@ void gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
 void roundToBf16(lap_bf16 *to, const float *from, int64_t n, int64_t c,
                  const lap_bf16 *bias = nullptr);
 
-/// to [n] = from [n] in fp32.
-void widen(float *to, const lap_bf16 *from, int64_t n);
-
 /// The terms of a column sum over rows i of [n, c] tensors: a[i, j], times
 /// (b[i, j] - shift[i]) * scale[i] where each is given (b [n, c]; shift,
-/// scale [n]).
-struct ColumnTerms {
-  const float *a;
-  const float *b = nullptr;
+/// scale [n]). a and b are fp32 or a bf16 model's bf16 (summed in fp32).
+template <typename Element> struct ColumnTerms {
+  const Element *a;
+  const Element *b = nullptr;
   const float *shift = nullptr;
   const float *scale = nullptr;
 };
@@ -79,8 +76,10 @@ int64_t columnSumsScratch(int64_t n, int64_t c);
 /// out [c] = the column sums of the terms over n rows (0 when n = 0), in an
 /// order fixed by the shape. partials: columnSumsScratch(n, c) floats of
 /// device memory for the call, or null for scratch(kReductionPartials).
-void columnSums(float *out, const ColumnTerms &terms, int64_t n, int64_t c,
-                float *partials = nullptr);
+void columnSums(float *out, const ColumnTerms<float> &terms, int64_t n,
+                int64_t c, float *partials = nullptr);
+void columnSums(float *out, const ColumnTerms<lap_bf16> &terms, int64_t n,
+                int64_t c, float *partials = nullptr);
 
 } // namespace lap::cuda
 

@@ -80,8 +80,8 @@ extern "C" void lap_cuda_linear_backward_bf16(lap_bf16 *dx, lap_bf16 *dw,
                                               const lap_bf16 *w, int64_t n,
                                               int64_t in, int64_t out) {
   // One fp32 scratch for each result in turn (the stream orders them): dx
-  // [n, in], dw [out, in], then dy [n, out] widened and its column sums.
-  float *acc = fp32Results(std::max({n * in, out * in, n * out + out}));
+  // [n, in], dw [out, in], then dy's column sums [out].
+  float *acc = fp32Results(std::max({n * in, out * in, out}));
   if (!acc)
     return;
   if (dx) {
@@ -93,9 +93,8 @@ extern "C" void lap_cuda_linear_backward_bf16(lap_bf16 *dx, lap_bf16 *dw,
     roundToBf16(dw, acc, out, in);
   }
   if (db) {
-    lap::cuda::widen(acc, dy, n * out);
-    columnSums(acc + n * out, {acc}, n, out);
-    roundToBf16(db, acc + n * out, 1, out);
+    columnSums(acc, {dy}, n, out);
+    roundToBf16(db, acc, 1, out);
   }
 }
 

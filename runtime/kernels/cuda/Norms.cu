@@ -4,18 +4,25 @@
 // barriers. Parameter gradients are column sums over rows (Gemm.h's
 // columnSums: fixed row chunks added in chunk order, so they are the same
 // on every run); the norms' rows save their statistics for them to scratch.
+// A bf16 model's norm gradients (`_bf16`) are the same kernels on bf16
+// elements, computed in fp32, each result rounded once.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cuda/Kernels.h"
 
 #include "runtime/kernels/cuda/Context.h"
+#include "runtime/kernels/cuda/Elements.h"
 #include "runtime/kernels/cuda/Gemm.h"
+
+#include <type_traits>
 
 using lap::cuda::blocksFor;
 using lap::cuda::checkLaunch;
 using lap::cuda::columnSums;
 using lap::cuda::kBlock;
+using lap::cuda::load;
+using lap::cuda::store;
 using lap::cuda::stream;
 
 namespace {
@@ -37,47 +44,52 @@ __device__ int64_t warpRow() {
 /// Blocks of kBlock threads for one warp per row of n.
 unsigned rowBlocks(int64_t n) { return blocksFor(n * 32); }
 
-/// Device scratch for the rows' statistics (stats floats per row) and the
-/// column sums' partials, allocated together as both are live at once.
-float *normScratch(int64_t n, int64_t c, int64_t stats) {
+/// Device scratch for the column sums' partials, the rows' statistics
+/// (stats floats per row) and `extra` floats, allocated together as all
+/// are live at once.
+float *normScratch(int64_t n, int64_t c, int64_t stats, int64_t extra = 0) {
   return static_cast<float *>(lap::cuda::scratch(
       lap::cuda::kReductionPartials,
-      size_t(lap::cuda::columnSumsScratch(n, c) + stats * n) * sizeof(float)));
+      size_t(lap::cuda::columnSumsScratch(n, c) + stats * n + extra) *
+          sizeof(float)));
 }
 
 /// x, dy [n, c] -> dx [n, c] of y = (x - mean) rstd * w (w null: 1), and
-/// each row's mean and rstd [n] where given.
-__global__ void layerNormRows(float *dx, float *mean, float *rstd,
-                              const float *dy, const float *x, const float *w,
-                              int64_t n, int64_t c, float eps) {
+/// each row's mean and rstd [n] where given. Element: the tensors' type
+/// (fp32 or bf16), computed in fp32.
+template <typename Element>
+__global__ void layerNormRows(Element *dx, float *mean, float *rstd,
+                              const Element *dy, const Element *x,
+                              const Element *w, int64_t n, int64_t c,
+                              float eps) {
   const int64_t i = warpRow();
   if (i >= n)
     return;
   const int lane = threadIdx.x % 32;
-  const float *xi = x + i * c, *dyi = dy + i * c;
+  const Element *xi = x + i * c, *dyi = dy + i * c;
   float s = 0.0f;
   for (int64_t j = lane; j < c; j += 32)
-    s += xi[j];
+    s += load(xi[j]);
   const float m = warpSum(s) / float(c);
   // Centred squares: a second pass, as exact as the CPU's.
   float q = 0.0f;
   for (int64_t j = lane; j < c; j += 32)
-    q += (xi[j] - m) * (xi[j] - m);
+    q += (load(xi[j]) - m) * (load(xi[j]) - m);
   const float r = 1.0f / sqrtf(warpSum(q) / float(c) + eps);
   // With g = dy * w and xhat the normalised row:
   // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
   float sumG = 0.0f, sumGX = 0.0f;
   for (int64_t j = lane; j < c; j += 32) {
-    float g = w ? dyi[j] * w[j] : dyi[j];
+    float g = w ? load(dyi[j]) * load(w[j]) : load(dyi[j]);
     sumG += g;
-    sumGX += g * (xi[j] - m) * r;
+    sumGX += g * (load(xi[j]) - m) * r;
   }
   const float meanG = warpSum(sumG) / float(c);
   const float meanGX = warpSum(sumGX) / float(c);
   for (int64_t j = lane; j < c; j += 32) {
-    float xhat = (xi[j] - m) * r;
-    float g = w ? dyi[j] * w[j] : dyi[j];
-    dx[i * c + j] = r * (g - meanG - xhat * meanGX);
+    float xhat = (load(xi[j]) - m) * r;
+    float g = w ? load(dyi[j]) * load(w[j]) : load(dyi[j]);
+    store(dx[i * c + j], r * (g - meanG - xhat * meanGX));
   }
   if (mean && lane == 0) {
     mean[i] = m;
@@ -87,26 +99,29 @@ __global__ void layerNormRows(float *dx, float *mean, float *rstd,
 
 /// x, dy [n, c] -> dx [n, c] (nullable) of y = x r * w, r = 1 /
 /// sqrt(mean(x^2) + eps) (w null: 1), and each row's r [n] where given.
-__global__ void rmsNormRows(float *dx, float *rstd, const float *dy,
-                            const float *x, const float *w, int64_t n,
+/// Element as layerNormRows'.
+template <typename Element>
+__global__ void rmsNormRows(Element *dx, float *rstd, const Element *dy,
+                            const Element *x, const Element *w, int64_t n,
                             int64_t c, float eps) {
   const int64_t i = warpRow();
   if (i >= n)
     return;
   const int lane = threadIdx.x % 32;
-  const float *xi = x + i * c, *dyi = dy + i * c;
+  const Element *xi = x + i * c, *dyi = dy + i * c;
   float q = 0.0f;
   for (int64_t j = lane; j < c; j += 32)
-    q += xi[j] * xi[j];
+    q += load(xi[j]) * load(xi[j]);
   const float r = 1.0f / sqrtf(warpSum(q) / float(c) + eps);
   if (dx) {
     // With g = dy * w: dx = r g - x r^3 mean(g x).
     float sumGX = 0.0f;
     for (int64_t j = lane; j < c; j += 32)
-      sumGX += (w ? dyi[j] * w[j] : dyi[j]) * xi[j];
+      sumGX += (w ? load(dyi[j]) * load(w[j]) : load(dyi[j])) * load(xi[j]);
     const float k = r * r * r * warpSum(sumGX) / float(c);
     for (int64_t j = lane; j < c; j += 32)
-      dx[i * c + j] = r * (w ? dyi[j] * w[j] : dyi[j]) - xi[j] * k;
+      store(dx[i * c + j], r * (w ? load(dyi[j]) * load(w[j]) : load(dyi[j])) -
+                               load(xi[j]) * k);
   }
   if (rstd && lane == 0)
     rstd[i] = r;
@@ -208,24 +223,43 @@ __global__ void scaleColumns(float *dx, const float *dy, const float *gamma,
     dx[e] = dy[e] * gamma[e % c];
 }
 
-} // namespace
+/// out [c] = column sums that `sum` writes in fp32: into out itself, or
+/// for a bf16 out into `fp32` [c], then rounded.
+template <typename Sum>
+void columnSumsInto(float *out, float *, int64_t, Sum sum) {
+  sum(out);
+}
+template <typename Sum>
+void columnSumsInto(lap_bf16 *out, float *fp32, int64_t c, Sum sum) {
+  sum(fp32);
+  lap::cuda::roundToBf16(out, fp32, 1, c);
+}
 
-extern "C" void lap_cuda_layer_norm_backward(float *dx, float *dw, float *db,
-                                             const float *dy, const float *x,
-                                             const float *w, int64_t n,
-                                             int64_t c, float eps) {
+/// Extra scratch floats for a bf16 kernel's fp32 column sums of c.
+template <typename Element> int64_t sumsScratch(int64_t c) {
+  return std::is_same_v<Element, float> ? 0 : c;
+}
+
+template <typename Element>
+void layerNormBackward(Element *dx, Element *dw, Element *db, const Element *dy,
+                       const Element *x, const Element *w, int64_t n, int64_t c,
+                       float eps) {
   if (c == 0)
     return;
-  // [partials | mean [n] | rstd [n]]: the statistics only for dw.
-  float *partials = nullptr, *mean = nullptr, *rstd = nullptr;
+  // [partials | mean [n] | rstd [n] | fp32 sums [c] at bf16]: the
+  // statistics only for dw.
+  float *partials = nullptr, *mean = nullptr, *rstd = nullptr, *sums = nullptr;
   if (dw || db) {
-    partials = normScratch(n, c, dw ? 2 : 0);
+    const int64_t stats = dw ? 2 : 0;
+    partials = normScratch(n, c, stats, sumsScratch<Element>(c));
     if (!partials)
       return;
+    float *afterPartials = partials + lap::cuda::columnSumsScratch(n, c);
     if (dw) {
-      mean = partials + lap::cuda::columnSumsScratch(n, c);
+      mean = afterPartials;
       rstd = mean + n;
     }
+    sums = afterPartials + stats * n;
   }
   if (n > 0) {
     layerNormRows<<<rowBlocks(n), kBlock, 0, stream()>>>(dx, mean, rstd, dy, x,
@@ -234,21 +268,24 @@ extern "C" void lap_cuda_layer_norm_backward(float *dx, float *dw, float *db,
   }
   // dw [c] = sum_i dy (x - mean) rstd, db [c] = sum_i dy.
   if (dw)
-    columnSums(dw, {dy, x, mean, rstd}, n, c, partials);
+    columnSumsInto(dw, sums, c, [&](float *out) {
+      columnSums(out, {dy, x, mean, rstd}, n, c, partials);
+    });
   if (db)
-    columnSums(db, {dy}, n, c, partials);
+    columnSumsInto(db, sums, c,
+                   [&](float *out) { columnSums(out, {dy}, n, c, partials); });
 }
 
-extern "C" void lap_cuda_rms_norm_backward(float *dx, float *dw,
-                                           const float *dy, const float *x,
-                                           const float *w, int64_t n, int64_t c,
-                                           float eps) {
+template <typename Element>
+void rmsNormBackward(Element *dx, Element *dw, const Element *dy,
+                     const Element *x, const Element *w, int64_t n, int64_t c,
+                     float eps) {
   if (c == 0 || !(dx || dw))
     return;
-  // [partials | r [n]] for dw.
+  // [partials | r [n] | fp32 sums [c] at bf16] for dw.
   float *partials = nullptr, *rstd = nullptr;
   if (dw) {
-    partials = normScratch(n, c, 1);
+    partials = normScratch(n, c, 1, sumsScratch<Element>(c));
     if (!partials)
       return;
     rstd = partials + lap::cuda::columnSumsScratch(n, c);
@@ -260,7 +297,39 @@ extern "C" void lap_cuda_rms_norm_backward(float *dx, float *dw,
   }
   // dw [c] = sum_i dy x r.
   if (dw)
-    columnSums(dw, {dy, x, nullptr, rstd}, n, c, partials);
+    columnSumsInto(dw, rstd + n, c, [&](float *out) {
+      columnSums(out, {dy, x, nullptr, rstd}, n, c, partials);
+    });
+}
+
+} // namespace
+
+extern "C" void lap_cuda_layer_norm_backward(float *dx, float *dw, float *db,
+                                             const float *dy, const float *x,
+                                             const float *w, int64_t n,
+                                             int64_t c, float eps) {
+  layerNormBackward(dx, dw, db, dy, x, w, n, c, eps);
+}
+
+extern "C" void lap_cuda_layer_norm_backward_bf16(
+    lap_bf16 *dx, lap_bf16 *dw, lap_bf16 *db, const lap_bf16 *dy,
+    const lap_bf16 *x, const lap_bf16 *w, int64_t n, int64_t c, float eps) {
+  layerNormBackward(dx, dw, db, dy, x, w, n, c, eps);
+}
+
+extern "C" void lap_cuda_rms_norm_backward(float *dx, float *dw,
+                                           const float *dy, const float *x,
+                                           const float *w, int64_t n, int64_t c,
+                                           float eps) {
+  rmsNormBackward(dx, dw, dy, x, w, n, c, eps);
+}
+
+extern "C" void lap_cuda_rms_norm_backward_bf16(lap_bf16 *dx, lap_bf16 *dw,
+                                                const lap_bf16 *dy,
+                                                const lap_bf16 *x,
+                                                const lap_bf16 *w, int64_t n,
+                                                int64_t c, float eps) {
+  rmsNormBackward(dx, dw, dy, x, w, n, c, eps);
 }
 
 extern "C" void lap_cuda_l2_normalize_forward(float *y, const float *x,

@@ -16,6 +16,7 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 // The kernels run on libgomp's pool; the tests vary its size.
@@ -216,6 +217,42 @@ TEST(RMSNorm, BackwardMatchesFiniteDifferences) {
 
 //--- L2 normalisation and weight norm
 //--------------------------------------------
+
+// A bf16 model's norm gradients: the fp32 kernels' on the bf16 values,
+// rounded (the column sums too), with and without weights, and rows enough
+// for the column sums to run in several chunks.
+TEST(Norms, Bf16BackwardsRoundTheFp32Results) {
+  std::mt19937 rng(21);
+  for (int64_t n : {int64_t(7), int64_t(300)}) {
+    const int64_t c = 130;
+    auto x = bf16Vector(randomVector(rng, n * c)),
+         dy = bf16Vector(randomVector(rng, n * c)),
+         w = bf16Vector(randomVector(rng, c));
+    auto fx = valuesOf(x), fdy = valuesOf(dy), fw = valuesOf(w);
+    for (bool weighted : {true, false}) {
+      SCOPED_TRACE("n " + std::to_string(n) + (weighted ? ", w" : ", no w"));
+      const lap_bf16 *wb = weighted ? w.data() : nullptr;
+      const float *wf = weighted ? fw.data() : nullptr;
+      std::vector<lap_bf16> dx(x.size(), 0xffff), dw(c, 0xffff), db(c, 0xffff);
+      auto wantDx = nanVector(x.size()), wantDw = nanVector(c),
+           wantDb = nanVector(c);
+      lap_cpu_layer_norm_backward_bf16(dx.data(), dw.data(), db.data(),
+                                       dy.data(), x.data(), wb, n, c, 1e-5f);
+      lap_cpu_layer_norm_backward(wantDx.data(), wantDw.data(), wantDb.data(),
+                                  fdy.data(), fx.data(), wf, n, c, 1e-5f);
+      expectRoundedFrom(dx, wantDx, "layer norm dx");
+      expectRoundedFrom(dw, wantDw, "layer norm dw");
+      expectRoundedFrom(db, wantDb, "layer norm db");
+
+      lap_cpu_rms_norm_backward_bf16(dx.data(), dw.data(), dy.data(), x.data(),
+                                     wb, n, c, 1e-5f);
+      lap_cpu_rms_norm_backward(wantDx.data(), wantDw.data(), fdy.data(),
+                                fx.data(), wf, n, c, 1e-5f);
+      expectRoundedFrom(dx, wantDx, "rms norm dx");
+      expectRoundedFrom(dw, wantDw, "rms norm dw");
+    }
+  }
+}
 
 TEST(L2Normalize, ForwardAndBackward) {
   std::mt19937 rng(6);

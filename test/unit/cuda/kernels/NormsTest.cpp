@@ -113,6 +113,41 @@ TEST(CudaNorms, RmsNormBackwardMatchesCpu) {
   }
 }
 
+// A bf16 model's norm gradients against the CPU's bf16 kernels: within a
+// bf16 step (2^-8 of the scale) plus the tolerances above, as results next
+// to a rounding tie may round the other way.
+TEST(CudaNorms, Bf16BackwardsMatchCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(3);
+  const float eps = 1e-5f;
+  auto within = [](const std::vector<lap_bf16> &got,
+                   const std::vector<lap_bf16> &want, double tolerance,
+                   const char *what) {
+    expectWithinScale(valuesOf(got), valuesOf(want), 0x1p-8 + tolerance, what);
+  };
+  for (Shape s : {Shape{37, 45}, Shape{300, 96}}) {
+    auto x = bf16Vector(randomVector(rng, s.n * s.c, -2.0f, 2.0f)),
+         dy = bf16Vector(randomVector(rng, s.n * s.c)),
+         w = bf16Vector(randomVector(rng, s.c));
+    DeviceBuffer<lap_bf16> dX(x), dDy(dy), dW(w);
+    std::vector<lap_bf16> dx(x.size()), dw(s.c), db(s.c),
+        unset(x.size(), 0xffff);
+    DeviceBuffer<lap_bf16> gx(unset), gw(std::vector<lap_bf16>(s.c, 0xffff)),
+        gb(std::vector<lap_bf16>(s.c, 0xffff));
+    lap_cpu_layer_norm_backward_bf16(dx.data(), dw.data(), db.data(), dy.data(),
+                                     x.data(), w.data(), s.n, s.c, eps);
+    lap_cuda_layer_norm_backward_bf16(gx, gw, gb, dDy, dX, dW, s.n, s.c, eps);
+    within(gx.host(), dx, kElementwise, "layer norm dx");
+    within(gw.host(), dw, kReduction, "layer norm dw");
+    within(gb.host(), db, kReduction, "layer norm db");
+    lap_cpu_rms_norm_backward_bf16(dx.data(), dw.data(), dy.data(), x.data(),
+                                   w.data(), s.n, s.c, eps);
+    lap_cuda_rms_norm_backward_bf16(gx, gw, dDy, dX, dW, s.n, s.c, eps);
+    within(gx.host(), dx, kElementwise, "rms norm dx");
+    within(gw.host(), dw, kReduction, "rms norm dw");
+  }
+}
+
 TEST(CudaNorms, L2NormalizeMatchesCpu) {
   REQUIRE_GPU();
   std::mt19937 rng(3);
