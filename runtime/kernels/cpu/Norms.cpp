@@ -118,6 +118,18 @@ void storeRow(lap_bf16 *t, int64_t i, int64_t c, const float *buffer) {
 float *sumsFor(float *out, float *) { return out; }
 float *sumsFor(lap_bf16 *out, float *buffer) { return out ? buffer : nullptr; }
 
+/// g = dy * w [c] into `buffer`, or dy itself where w is null. (One loop
+/// for the product keeps a null w out of the loops that read g: a
+/// vectorised select would load through it, masked.)
+const float *weighted(const float *dy, const float *w, int64_t c,
+                      float *buffer) {
+  if (!w)
+    return dy;
+  for (int64_t j = 0; j < c; ++j)
+    buffer[j] = dy[j] * w[j];
+  return buffer;
+}
+
 /// Row buffers for a range of rows: none at fp32, `rows` rows of c at bf16.
 template <typename Element>
 std::vector<float> rowBuffers(int64_t rows, int64_t c) {
@@ -141,10 +153,12 @@ void layerNormBackward(Element *dx, Element *dw, Element *db, const Element *dy,
       n, c, {sumsW, sumsB}, [&](int64_t begin, int64_t end, float *partials) {
         float *__restrict accW = partials && dw ? partials : nullptr;
         float *__restrict accB = partials && db ? partials + c : nullptr;
-        std::vector<float> rows = rowBuffers<Element>(3, c);
+        std::vector<float> rows = rowBuffers<Element>(3, c),
+                           product(wf ? c : 0);
         for (int64_t i = begin; i < end; ++i) {
           const float *__restrict xi = fp32Row(x, i, c, rows.data());
           const float *__restrict dyi = fp32Row(dy, i, c, rows.data() + c);
+          const float *__restrict g = weighted(dyi, wf, c, product.data());
           float *__restrict dxi = resultRow(dx, i, c, rows.data() + 2 * c);
           float mean = sum(xi, c) / float(c);
           float rstd =
@@ -154,15 +168,13 @@ void layerNormBackward(Element *dx, Element *dw, Element *db, const Element *dy,
           float sumG = 0.0f, sumGX = 0.0f;
 #pragma clang loop vectorize(enable) interleave(enable)
           for (int64_t j = 0; j < c; ++j) {
-            float g = wf ? dyi[j] * wf[j] : dyi[j];
-            sumG += g;
-            sumGX += g * (xi[j] - mean) * rstd;
+            sumG += g[j];
+            sumGX += g[j] * (xi[j] - mean) * rstd;
           }
           float meanG = sumG / float(c), meanGX = sumGX / float(c);
           for (int64_t j = 0; j < c; ++j) {
             float xhat = (xi[j] - mean) * rstd;
-            float g = wf ? dyi[j] * wf[j] : dyi[j];
-            dxi[j] = rstd * (g - meanG - xhat * meanGX);
+            dxi[j] = rstd * (g[j] - meanG - xhat * meanGX);
           }
           storeRow(dx, i, c, dxi);
           if (accW)
@@ -204,21 +216,19 @@ void rmsNormBackward(Element *dx, Element *dw, const Element *dy,
   const float *wf = w ? fp32Row(w, 0, c, buffers.data() + c) : nullptr;
   rowsWithColumnSums(
       n, c, {sumsW}, [&](int64_t begin, int64_t end, float *__restrict accW) {
-        std::vector<float> rows = rowBuffers<Element>(3, c);
+        std::vector<float> rows = rowBuffers<Element>(3, c),
+                           product(wf ? c : 0);
         for (int64_t i = begin; i < end; ++i) {
           const float *__restrict xi = fp32Row(x, i, c, rows.data());
           const float *__restrict dyi = fp32Row(dy, i, c, rows.data() + c);
           float r = 1.0f / std::sqrt(dot(xi, xi, c) / float(c) + eps);
           if (dx) {
             // With g = dy * w: dx = r g - x r^3 mean(g x).
+            const float *__restrict g = weighted(dyi, wf, c, product.data());
             float *__restrict dxi = resultRow(dx, i, c, rows.data() + 2 * c);
-            float sumGX = 0.0f;
-#pragma clang loop vectorize(enable) interleave(enable)
+            float k = r * r * r * dot(g, xi, c) / float(c);
             for (int64_t j = 0; j < c; ++j)
-              sumGX += (wf ? dyi[j] * wf[j] : dyi[j]) * xi[j];
-            float k = r * r * r * sumGX / float(c);
-            for (int64_t j = 0; j < c; ++j)
-              dxi[j] = r * (wf ? dyi[j] * wf[j] : dyi[j]) - xi[j] * k;
+              dxi[j] = r * g[j] - xi[j] * k;
             storeRow(dx, i, c, dxi);
           }
           if (accW)
