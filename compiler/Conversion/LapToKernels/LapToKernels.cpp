@@ -808,6 +808,13 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](CrossEntropyOp a) {
+        if (isBF16(a.getLogits())) {
+          LAP_CALL(cross_entropy_forward_bf16, buf(a.getLoss()),
+                   bbuf(a.getLogits()), ibuf(a.getTargets()),
+                   rowsArg(a.getLogits()), lastArg(a.getLogits()),
+                   f32(a.getLabelSmoothing()), f32(a.getSoftcap()));
+          return success();
+        }
         LAP_CALL(cross_entropy_forward, buf(a.getLoss()), buf(a.getLogits()),
                  ibuf(a.getTargets()), rowsArg(a.getLogits()),
                  lastArg(a.getLogits()), f32(a.getLabelSmoothing()),
@@ -815,6 +822,14 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](CrossEntropyGradOp a) {
+        if (isBF16(a.getLogits())) {
+          LAP_CALL(cross_entropy_backward_bf16, bbuf(a.getGradLogits()),
+                   buf(a.getGradLoss()), bbuf(a.getLogits()),
+                   ibuf(a.getTargets()), rowsArg(a.getLogits()),
+                   lastArg(a.getLogits()), f32(a.getLabelSmoothing()),
+                   f32(a.getSoftcap()));
+          return success();
+        }
         LAP_CALL(cross_entropy_backward, buf(a.getGradLogits()),
                  buf(a.getGradLoss()), buf(a.getLogits()), ibuf(a.getTargets()),
                  rowsArg(a.getLogits()), lastArg(a.getLogits()),

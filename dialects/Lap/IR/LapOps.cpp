@@ -398,8 +398,8 @@ bool lap::isGenerated(Operation *op) {
 
 bool lap::hasBF16Kernel(Operation *op) {
   return isa<LinearOp, LinearGradOp, LinearHeadsOp, LinearHeadsGradOp,
-             LinearCrossEntropyOp, RopeOp, RopeGradOp, LayerNormGradOp,
-             RMSNormGradOp>(op);
+             LinearCrossEntropyOp, CrossEntropyOp, CrossEntropyGradOp, RopeOp,
+             RopeGradOp, LayerNormGradOp, RMSNormGradOp>(op);
 }
 
 bool lap::needsWidening(Operation *op) {

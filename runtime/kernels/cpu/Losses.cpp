@@ -15,6 +15,7 @@
 #include "runtime/kernels/cpu/Gemm.h"
 #include "runtime/kernels/cpu/Kernels.h"
 #include "runtime/kernels/cpu/Parallel.h"
+#include "runtime/kernels/cpu/Rows.h"
 
 #include <algorithm>
 #include <cmath>
@@ -24,11 +25,15 @@
 #include <vector>
 
 using lap::cpu::expApprox;
+using lap::cpu::fp32Row;
 using lap::cpu::gemm;
 using lap::cpu::Matrix;
 using lap::cpu::operand;
 using lap::cpu::parallelFor;
+using lap::cpu::resultRow;
 using lap::cpu::roundToBf16;
+using lap::cpu::rowBuffers;
+using lap::cpu::storeRow;
 using lap::cpu::tanhApprox;
 
 namespace {
@@ -155,18 +160,21 @@ int64_t countedRows(const int32_t *targets, int64_t n, int64_t V) {
   return count;
 }
 
-template <typename Map>
-void crossEntropyForward(float *loss, const float *logits,
+/// The kernels on logits of Element (fp32, or a bf16 model's bf16: each
+/// row widened, its gradient rounded once).
+template <typename Map, typename Element>
+void crossEntropyForward(float *loss, const Element *logits,
                          const int32_t *targets, int64_t n, int64_t V,
                          float smoothing, Map map) {
   std::vector<double> rowLoss(n, 0.0);
   parallelFor(n, rowGrain(V), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const float *row = logits + i * V;
-      if (counted(targets[i], V))
+    std::vector<float> widened = rowBuffers<Element>(1, V);
+    for (int64_t i = begin; i < end; ++i)
+      if (counted(targets[i], V)) {
+        const float *row = fp32Row(logits, i, V, widened.data());
         rowLoss[i] = crossEntropyRowLoss(row, rowStats(row, V, map), targets[i],
                                          V, smoothing, map);
-    }
+      }
   });
   double total = 0.0;
   for (int64_t i = 0; i < n; ++i)
@@ -175,20 +183,26 @@ void crossEntropyForward(float *loss, const float *logits,
   *loss = count ? float(total / double(count)) : 0.0f;
 }
 
-template <typename Map>
-void crossEntropyBackward(float *dlogits, float dloss, const float *logits,
+template <typename Map, typename Element>
+void crossEntropyBackward(Element *dlogits, float dloss, const Element *logits,
                           const int32_t *targets, int64_t n, int64_t V,
                           float smoothing, Map map) {
   int64_t count = countedRows(targets, n, V);
   float g = count ? dloss / float(count) : 0.0f;
   parallelFor(n, rowGrain(V), [&](int64_t begin, int64_t end) {
+    std::vector<float> widened = rowBuffers<Element>(1, V);
     for (int64_t i = begin; i < end; ++i) {
-      if (!counted(targets[i], V))
-        std::memset(dlogits + i * V, 0, V * sizeof(float));
-      else
-        crossEntropyRowGrad(dlogits + i * V, logits + i * V,
-                            rowStats(logits + i * V, V, map).lse, targets[i], V,
-                            g, smoothing, map);
+      if (!counted(targets[i], V)) {
+        std::memset(dlogits + i * V, 0, V * sizeof(Element));
+        continue;
+      }
+      // The gradient is made in place of the widened row (or, at fp32, of
+      // dlogits' row, which may be the logits' own).
+      const float *row = fp32Row(logits, i, V, widened.data());
+      float *d = resultRow(dlogits, i, V, widened.data());
+      crossEntropyRowGrad(d, row, rowStats(row, V, map).lse, targets[i], V, g,
+                          smoothing, map);
+      storeRow(dlogits, i, V, d);
     }
   });
 }
@@ -289,6 +303,25 @@ lap_cpu_cross_entropy_backward(float *dlogits, const float *dloss,
                                const float *logits, const int32_t *targets,
                                int64_t n, int64_t V, float label_smoothing,
                                float softcap) {
+  withLogitMap(softcap, [&](auto map) {
+    crossEntropyBackward(dlogits, *dloss, logits, targets, n, V,
+                         label_smoothing, map);
+  });
+}
+
+extern "C" void
+lap_cpu_cross_entropy_forward_bf16(float *loss, const lap_bf16 *logits,
+                                   const int32_t *targets, int64_t n, int64_t V,
+                                   float label_smoothing, float softcap) {
+  withLogitMap(softcap, [&](auto map) {
+    crossEntropyForward(loss, logits, targets, n, V, label_smoothing, map);
+  });
+}
+
+extern "C" void lap_cpu_cross_entropy_backward_bf16(
+    lap_bf16 *dlogits, const float *dloss, const lap_bf16 *logits,
+    const int32_t *targets, int64_t n, int64_t V, float label_smoothing,
+    float softcap) {
   withLogitMap(softcap, [&](auto map) {
     crossEntropyBackward(dlogits, *dloss, logits, targets, n, V,
                          label_smoothing, map);

@@ -9,18 +9,22 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/kernels/Bf16.h"
 #include "runtime/kernels/cpu/Kernels.h"
 #include "runtime/kernels/cpu/Parallel.h"
+#include "runtime/kernels/cpu/Rows.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
-#include <type_traits>
 #include <vector>
 
+using lap::cpu::fp32Row;
 using lap::cpu::parallelFor;
+using lap::cpu::resultRow;
+using lap::cpu::rowBuffers;
+using lap::cpu::storeRow;
+using lap::cpu::sumsFor;
 
 namespace {
 
@@ -92,32 +96,6 @@ void rowsWithColumnSums(int64_t n, int64_t c,
   }
 }
 
-/// Row i of an [n, c] tensor as fp32: the row itself, or a bf16 row's
-/// values widened into `buffer` [c].
-const float *fp32Row(const float *t, int64_t i, int64_t c, float *) {
-  return t + i * c;
-}
-const float *fp32Row(const lap_bf16 *t, int64_t i, int64_t c, float *buffer) {
-  for (int64_t j = 0; j < c; ++j)
-    buffer[j] = lap::bf16::value(t[i * c + j]);
-  return buffer;
-}
-
-/// Where row i's fp32 result is made: the row itself, or for a bf16 tensor
-/// `buffer` [c], which storeRow then rounds into the row.
-float *resultRow(float *t, int64_t i, int64_t c, float *) { return t + i * c; }
-float *resultRow(lap_bf16 *, int64_t, int64_t, float *buffer) { return buffer; }
-void storeRow(float *, int64_t, int64_t, const float *) {}
-void storeRow(lap_bf16 *t, int64_t i, int64_t c, const float *buffer) {
-  for (int64_t j = 0; j < c; ++j)
-    t[i * c + j] = lap::bf16::bits(buffer[j]);
-}
-
-/// The fp32 column sums a kernel's parameter gradient out [c] (nullable) is
-/// made of: out itself, or for bf16 `buffer`'s, rounded by storeRow.
-float *sumsFor(float *out, float *) { return out; }
-float *sumsFor(lap_bf16 *out, float *buffer) { return out ? buffer : nullptr; }
-
 /// g = dy * w [c] into `buffer`, or dy itself where w is null. (One loop
 /// for the product keeps a null w out of the loops that read g: a
 /// vectorised select would load through it, masked.)
@@ -128,12 +106,6 @@ const float *weighted(const float *dy, const float *w, int64_t c,
   for (int64_t j = 0; j < c; ++j)
     buffer[j] = dy[j] * w[j];
   return buffer;
-}
-
-/// Row buffers for a range of rows: none at fp32, `rows` rows of c at bf16.
-template <typename Element>
-std::vector<float> rowBuffers(int64_t rows, int64_t c) {
-  return std::vector<float>(std::is_same_v<Element, float> ? 0 : rows * c);
 }
 
 } // namespace

@@ -13,6 +13,7 @@
 #include "runtime/kernels/cuda/Kernels.h"
 
 #include "runtime/kernels/cuda/Context.h"
+#include "runtime/kernels/cuda/Elements.h"
 #include "runtime/kernels/cuda/Gemm.h"
 
 #include <algorithm>
@@ -20,6 +21,8 @@
 
 using lap::cuda::checkLaunch;
 using lap::cuda::gemm;
+using lap::cuda::load;
+using lap::cuda::store;
 using lap::cuda::stream;
 
 namespace {
@@ -132,13 +135,15 @@ __global__ void meanLossKernel(float *loss, const double *rowLoss, int64_t n,
 /// *count, times the cap's slope 1 - tanh^2, and 0 on rows not counted; it
 /// may be logits itself: every thread reads its elements (and the target's)
 /// before the reductions' barriers and writes them after.
-template <bool Capped>
+/// Element: the logits' type (fp32, or a bf16 model's bf16), computed in
+/// fp32.
+template <bool Capped, typename Element>
 __global__ void
-crossEntropyRowsKernel(double *rowLoss, float *dlogits, const float *logits,
+crossEntropyRowsKernel(double *rowLoss, Element *dlogits, const Element *logits,
                        const int32_t *targets, int64_t V, float smoothing,
                        float cap, const float *dloss, const long long *count) {
   const int64_t i = blockIdx.x;
-  const float *row = logits + i * V;
+  const Element *row = logits + i * V;
   const int32_t t = targets[i];
   const float invCap = Capped ? 1.0f / cap : 0.0f;
   if (t < 0 || t >= V) {
@@ -146,14 +151,14 @@ crossEntropyRowsKernel(double *rowLoss, float *dlogits, const float *logits,
       rowLoss[i] = 0.0;
     if (dlogits)
       for (int64_t j = threadIdx.x; j < V; j += blockDim.x)
-        dlogits[i * V + j] = 0.0f;
+        store(dlogits[i * V + j], 0.0f);
     return;
   }
-  const float own = Capped ? cap * tanhf(row[t] * invCap) : row[t];
+  const float own = Capped ? cap * tanhf(load(row[t]) * invCap) : load(row[t]);
   MaxSum ms{-INFINITY, 0.0f};
   float sumZ = 0.0f;
   for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
-    float z = Capped ? cap * tanhf(row[j] * invCap) : row[j];
+    float z = Capped ? cap * tanhf(load(row[j]) * invCap) : load(row[j]);
     push(ms, z);
     sumZ += z;
   }
@@ -167,20 +172,20 @@ crossEntropyRowsKernel(double *rowLoss, float *dlogits, const float *logits,
     return;
   const float g = *count ? *dloss / float(*count) : 0.0f;
   const float uniform = smoothing / float(V);
-  float *d = dlogits + i * V;
+  Element *d = dlogits + i * V;
   for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
     float v;
     if (Capped) {
-      float th = tanhf(row[j] * invCap), slope = 1.0f - th * th;
+      float th = tanhf(load(row[j]) * invCap), slope = 1.0f - th * th;
       v = g * (expf(cap * th - lse) - uniform) * slope;
       if (j == t)
         v -= g * (1.0f - smoothing) * slope;
     } else {
-      v = g * (expf(row[j] - lse) - uniform);
+      v = g * (expf(load(row[j]) - lse) - uniform);
       if (j == t)
         v -= g * (1.0f - smoothing);
     }
-    d[j] = v;
+    store(d[j], v);
   }
 }
 
@@ -274,19 +279,20 @@ void meanLoss(float *loss, const double *rowLoss, int64_t n,
   checkLaunch("meanLoss");
 }
 
-void crossEntropyRows(double *rowLoss, float *dlogits, const float *logits,
+template <typename Element>
+void crossEntropyRows(double *rowLoss, Element *dlogits, const Element *logits,
                       const int32_t *targets, int64_t rows, int64_t V,
                       float smoothing, float softcap, const float *dloss,
                       const long long *count) {
   if (rows == 0)
     return;
   if (softcap > 0.0f)
-    crossEntropyRowsKernel<true>
+    crossEntropyRowsKernel<true, Element>
         <<<unsigned(rows), rowThreads(V), 0, stream()>>>(
             rowLoss, dlogits, logits, targets, V, smoothing, softcap, dloss,
             count);
   else
-    crossEntropyRowsKernel<false>
+    crossEntropyRowsKernel<false, Element>
         <<<unsigned(rows), rowThreads(V), 0, stream()>>>(
             rowLoss, dlogits, logits, targets, V, smoothing, softcap, dloss,
             count);
@@ -304,8 +310,8 @@ extern "C" void lap_cuda_cross_entropy_forward(float *loss, const float *logits,
   if (!rowPartials(p, n))
     return;
   countTargets(p.count, targets, n, V);
-  crossEntropyRows(p.rows, nullptr, logits, targets, n, V, label_smoothing,
-                   softcap, nullptr, p.count);
+  crossEntropyRows(p.rows, static_cast<float *>(nullptr), logits, targets, n, V,
+                   label_smoothing, softcap, nullptr, p.count);
   meanLoss(loss, p.rows, n, p.count, 0.0);
 }
 
@@ -314,6 +320,30 @@ lap_cuda_cross_entropy_backward(float *dlogits, const float *dloss,
                                 const float *logits, const int32_t *targets,
                                 int64_t n, int64_t V, float label_smoothing,
                                 float softcap) {
+  RowPartials p;
+  if (n == 0 || V == 0 || !rowPartials(p, 0))
+    return;
+  countTargets(p.count, targets, n, V);
+  crossEntropyRows(nullptr, dlogits, logits, targets, n, V, label_smoothing,
+                   softcap, dloss, p.count);
+}
+
+extern "C" void lap_cuda_cross_entropy_forward_bf16(
+    float *loss, const lap_bf16 *logits, const int32_t *targets, int64_t n,
+    int64_t V, float label_smoothing, float softcap) {
+  RowPartials p;
+  if (!rowPartials(p, n))
+    return;
+  countTargets(p.count, targets, n, V);
+  crossEntropyRows(p.rows, static_cast<lap_bf16 *>(nullptr), logits, targets, n,
+                   V, label_smoothing, softcap, nullptr, p.count);
+  meanLoss(loss, p.rows, n, p.count, 0.0);
+}
+
+extern "C" void lap_cuda_cross_entropy_backward_bf16(
+    lap_bf16 *dlogits, const float *dloss, const lap_bf16 *logits,
+    const int32_t *targets, int64_t n, int64_t V, float label_smoothing,
+    float softcap) {
   RowPartials p;
   if (n == 0 || V == 0 || !rowPartials(p, 0))
     return;

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -118,6 +119,41 @@ TEST(CrossEntropy, AllIgnored) {
   lap_cpu_cross_entropy_backward(dlogits.data(), &dloss, logits.data(),
                                  targets.data(), 2, 4, 0.1f, 0.0f);
   EXPECT_EQ(dlogits, std::vector<float>(logits.size(), 0.0f));
+}
+
+// A bf16 model's cross-entropy: the fp32 kernel's on the bf16 values, the
+// loss bit for bit and the gradient rounded, with and without a softcap
+// and label smoothing, with ignored positions.
+TEST(CrossEntropy, Bf16KernelsAreTheFp32OnesRounded) {
+  std::mt19937 rng(31);
+  const int64_t n = 23, V = 517;
+  auto logits = bf16Vector(randomVector(rng, n * V, -6.0f, 6.0f));
+  auto values = valuesOf(logits);
+  std::vector<int32_t> targets(n);
+  std::uniform_int_distribution<int32_t> id(0, V - 1);
+  for (int32_t &t : targets)
+    t = id(rng);
+  targets[4] = targets[11] = -1;
+  const float dloss = 0.75f;
+  for (float softcap : {0.0f, 5.0f})
+    for (float smoothing : {0.0f, 0.1f}) {
+      SCOPED_TRACE("softcap " + std::to_string(softcap) + ", smoothing " +
+                   std::to_string(smoothing));
+      float loss = NAN, want = NAN;
+      lap_cpu_cross_entropy_forward_bf16(&loss, logits.data(), targets.data(),
+                                         n, V, smoothing, softcap);
+      lap_cpu_cross_entropy_forward(&want, values.data(), targets.data(), n, V,
+                                    smoothing, softcap);
+      EXPECT_EQ(loss, want);
+      std::vector<lap_bf16> d(logits.size(), 0xffff);
+      auto wantD = nanVector(logits.size());
+      lap_cpu_cross_entropy_backward_bf16(d.data(), &dloss, logits.data(),
+                                          targets.data(), n, V, smoothing,
+                                          softcap);
+      lap_cpu_cross_entropy_backward(wantD.data(), &dloss, values.data(),
+                                     targets.data(), n, V, smoothing, softcap);
+      EXPECT_EQ(d, bf16Vector(wantD));
+    }
 }
 
 TEST(CrossEntropy, WideVocabulary) {

@@ -85,6 +85,40 @@ TEST(CudaLosses, CrossEntropyMatchesCpu) {
   }
 }
 
+// A bf16 model's cross-entropy against the CPU's bf16 kernels: the loss as
+// above, the gradient within a bf16 step (a result next to a rounding tie
+// may round the other way).
+TEST(CudaLosses, CrossEntropyBf16MatchesCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(2);
+  const int64_t n = 37, V = 1000;
+  auto logits = bf16Vector(randomVector(rng, n * V, -8.0f, 8.0f));
+  auto targets = randomTargets(rng, n, V);
+  const float dloss = 0.7f;
+  DeviceBuffer<lap_bf16> dLogits(logits);
+  DeviceBuffer<float> dDloss(std::vector<float>{dloss});
+  DeviceBuffer<int32_t> dTargets(targets);
+  for (Options o : kOptions) {
+    std::vector<float> loss(1);
+    std::vector<lap_bf16> dlogits(logits.size());
+    lap_cpu_cross_entropy_forward_bf16(loss.data(), logits.data(),
+                                       targets.data(), n, V, o.smoothing,
+                                       o.softcap);
+    lap_cpu_cross_entropy_backward_bf16(dlogits.data(), &dloss, logits.data(),
+                                        targets.data(), n, V, o.smoothing,
+                                        o.softcap);
+    DeviceBuffer<float> gLoss(nanVector(1));
+    DeviceBuffer<lap_bf16> gDlogits(std::vector<lap_bf16>(n * V, 0xffff));
+    lap_cuda_cross_entropy_forward_bf16(gLoss, dLogits, dTargets, n, V,
+                                        o.smoothing, o.softcap);
+    lap_cuda_cross_entropy_backward_bf16(gDlogits, dDloss, dLogits, dTargets, n,
+                                         V, o.smoothing, o.softcap);
+    expectWithinScale(gLoss.host(), loss, kReduction, "loss");
+    expectWithinScale(valuesOf(gDlogits.host()), valuesOf(dlogits),
+                      0x1p-8 + kElementwise, "dlogits");
+  }
+}
+
 TEST(CudaLosses, CrossEntropyWithoutCountedRowsIsZero) {
   REQUIRE_GPU();
   std::mt19937 rng(2);
