@@ -626,6 +626,13 @@ LogicalResult Emitter::emitOp(Operation *op) {
       })
       .Case([&](EmbeddingOp a) {
         auto table = cast<ShapedType>(a.getTable().getType());
+        if (isBF16(a.getTable())) {
+          LAP_CALL(embedding_forward_bf16, bbuf(a.getResult()),
+                   bbuf(a.getTable()), ibuf(a.getIndices()),
+                   numelArg(a.getIndices()), i64(table.getDimSize(0)),
+                   i64(table.getDimSize(1)));
+          return success();
+        }
         LAP_CALL(embedding_forward, buf(a.getResult()), buf(a.getTable()),
                  ibuf(a.getIndices()), numelArg(a.getIndices()),
                  i64(table.getDimSize(0)), i64(table.getDimSize(1)));
@@ -633,6 +640,13 @@ LogicalResult Emitter::emitOp(Operation *op) {
       })
       .Case([&](EmbeddingGradOp a) {
         auto table = cast<ShapedType>(a.getGradTable().getType());
+        if (isBF16(a.getGradTable())) {
+          LAP_CALL(embedding_backward_bf16, bbuf(a.getGradTable()),
+                   bbuf(a.getGradOutput()), ibuf(a.getIndices()),
+                   numelArg(a.getIndices()), i64(table.getDimSize(0)),
+                   i64(table.getDimSize(1)));
+          return success();
+        }
         LAP_CALL(embedding_backward, buf(a.getGradTable()),
                  buf(a.getGradOutput()), ibuf(a.getIndices()),
                  numelArg(a.getIndices()), i64(table.getDimSize(0)),

@@ -399,7 +399,8 @@ bool lap::isGenerated(Operation *op) {
 bool lap::hasBF16Kernel(Operation *op) {
   return isa<LinearOp, LinearGradOp, LinearHeadsOp, LinearHeadsGradOp,
              LinearCrossEntropyOp, CrossEntropyOp, CrossEntropyGradOp, RopeOp,
-             RopeGradOp, LayerNormGradOp, RMSNormGradOp>(op);
+             RopeGradOp, LayerNormGradOp, RMSNormGradOp, EmbeddingOp,
+             EmbeddingGradOp>(op);
 }
 
 bool lap::needsWidening(Operation *op) {

@@ -8,13 +8,18 @@
 
 #include "runtime/kernels/cpu/Kernels.h"
 #include "runtime/kernels/cpu/Parallel.h"
+#include "runtime/kernels/cpu/Rows.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+using lap::cpu::fp32Row;
 using lap::cpu::parallelFor;
+using lap::cpu::resultRow;
+using lap::cpu::rowBuffers;
+using lap::cpu::storeRow;
 
 namespace {
 
@@ -55,25 +60,25 @@ struct CubicTaps {
   }
 };
 
-} // namespace
-
-extern "C" void lap_cpu_embedding_forward(float *y, const float *table,
-                                          const int32_t *idx, int64_t n,
-                                          int64_t vocab, int64_t c) {
+/// The kernels on tables of Element (fp32 or bf16): rows are copied as
+/// they are; the gradient's rows are summed in fp32 and rounded once.
+template <typename Element>
+void embeddingForward(Element *y, const Element *table, const int32_t *idx,
+                      int64_t n, int64_t vocab, int64_t c) {
   parallelFor(n, rowGrain(c), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       int64_t v = idx[i];
       if (v >= 0 && v < vocab)
-        std::memcpy(y + i * c, table + v * c, c * sizeof(float));
+        std::memcpy(y + i * c, table + v * c, c * sizeof(Element));
       else
-        std::memset(y + i * c, 0, c * sizeof(float));
+        std::memset(y + i * c, 0, c * sizeof(Element));
     }
   });
 }
 
-extern "C" void lap_cpu_embedding_backward(float *dtable, const float *dy,
-                                           const int32_t *idx, int64_t n,
-                                           int64_t vocab, int64_t c) {
+template <typename Element>
+void embeddingBackward(Element *dtable, const Element *dy, const int32_t *idx,
+                       int64_t n, int64_t vocab, int64_t c) {
   // Counting sort of positions by index: positions[start[v], start[v + 1])
   // are those holding v, in increasing order.
   std::vector<int64_t> start(vocab + 1, 0);
@@ -90,18 +95,49 @@ extern "C" void lap_cpu_embedding_backward(float *dtable, const float *dy,
         positions[cursor[idx[i]]++] = i;
   }
   parallelFor(vocab, rowGrain(c), [&](int64_t begin, int64_t end) {
+    std::vector<float> rows = rowBuffers<Element>(2, c);
     for (int64_t v = begin; v < end; ++v) {
-      float *row = dtable + v * c;
       int64_t first = start[v], last = start[v + 1];
       if (first == last) {
-        std::memset(row, 0, c * sizeof(float));
+        std::memset(dtable + v * c, 0, c * sizeof(Element));
         continue;
       }
-      std::memcpy(row, dy + positions[first] * c, c * sizeof(float));
+      float *sum = resultRow(dtable, v, c, rows.data());
+      std::memcpy(sum, fp32Row(dy, positions[first], c, rows.data() + c),
+                  c * sizeof(float));
       for (int64_t k = first + 1; k < last; ++k)
-        addRow(row, dy + positions[k] * c, c);
+        addRow(sum, fp32Row(dy, positions[k], c, rows.data() + c), c);
+      storeRow(dtable, v, c, sum);
     }
   });
+}
+
+} // namespace
+
+extern "C" void lap_cpu_embedding_forward(float *y, const float *table,
+                                          const int32_t *idx, int64_t n,
+                                          int64_t vocab, int64_t c) {
+  embeddingForward(y, table, idx, n, vocab, c);
+}
+
+extern "C" void lap_cpu_embedding_backward(float *dtable, const float *dy,
+                                           const int32_t *idx, int64_t n,
+                                           int64_t vocab, int64_t c) {
+  embeddingBackward(dtable, dy, idx, n, vocab, c);
+}
+
+extern "C" void lap_cpu_embedding_forward_bf16(lap_bf16 *y,
+                                               const lap_bf16 *table,
+                                               const int32_t *idx, int64_t n,
+                                               int64_t vocab, int64_t c) {
+  embeddingForward(y, table, idx, n, vocab, c);
+}
+
+extern "C" void lap_cpu_embedding_backward_bf16(lap_bf16 *dtable,
+                                                const lap_bf16 *dy,
+                                                const int32_t *idx, int64_t n,
+                                                int64_t vocab, int64_t c) {
+  embeddingBackward(dtable, dy, idx, n, vocab, c);
 }
 
 extern "C" void lap_cpu_add_positions_forward(float *y, const float *x,

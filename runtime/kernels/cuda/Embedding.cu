@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cuda/Context.h"
+#include "runtime/kernels/cuda/Elements.h"
 #include "runtime/kernels/cuda/Kernels.h"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -18,6 +19,8 @@
 
 using lap::cuda::blocksFor;
 using lap::cuda::kBlock;
+using lap::cuda::load;
+using lap::cuda::store;
 
 namespace {
 
@@ -39,15 +42,17 @@ __device__ int64_t column() {
 
 //--- Embeddings ---------------------------------------------------------------
 
-// table [vocab, c], idx [n] -> y [n, c]; block row = i.
-__global__ void embeddingForwardKernel(float *y, const float *table,
+// table [vocab, c], idx [n] -> y [n, c]; block row = i. Element: fp32 or
+// bf16, copied as it is.
+template <typename Element>
+__global__ void embeddingForwardKernel(Element *y, const Element *table,
                                        const int32_t *idx, int64_t vocab,
                                        int64_t c) {
   const int64_t j = column();
   if (j >= c)
     return;
   const int64_t i = blockIdx.x, v = idx[i];
-  y[i * c + j] = v >= 0 && v < vocab ? table[v * c + j] : 0.0f;
+  y[i * c + j] = v >= 0 && v < vocab ? table[v * c + j] : Element(0);
 }
 
 // keys [n] = idx with indices outside [0, vocab) mapped to `dropped` (sorted
@@ -88,8 +93,10 @@ constexpr int kSumColumns = 4, kSumThreads = 128;
 
 // dtable [vocab, c] = sum of dy [n, c] rows rows[starts[v] .. starts[v + 1])
 // in position order (the first copied, as the CPU does), zero when none;
-// block = (table row v, kSumColumns * kSumThreads columns).
-__global__ void segmentSumKernel(float *dtable, const float *dy,
+// block = (table row v, kSumColumns * kSumThreads columns). Element: fp32
+// or bf16, summed in fp32.
+template <typename Element>
+__global__ void segmentSumKernel(Element *dtable, const Element *dy,
                                  const uint32_t *rows, const uint32_t *starts,
                                  int64_t c) {
   const int64_t v = blockIdx.x;
@@ -100,22 +107,23 @@ __global__ void segmentSumKernel(float *dtable, const float *dy,
 #pragma unroll
   for (int m = 0; m < kSumColumns; ++m) {
     int64_t j = j0 + m * kSumThreads;
-    sum[m] = first < last && j < c ? dy[int64_t(rows[first]) * c + j] : 0.0f;
+    sum[m] =
+        first < last && j < c ? load(dy[int64_t(rows[first]) * c + j]) : 0.0f;
   }
   for (uint32_t k = first + 1; k < last; ++k) {
-    const float *row = dy + int64_t(rows[k]) * c;
+    const Element *row = dy + int64_t(rows[k]) * c;
 #pragma unroll
     for (int m = 0; m < kSumColumns; ++m) {
       int64_t j = j0 + m * kSumThreads;
       if (j < c)
-        sum[m] += row[j];
+        sum[m] += load(row[j]);
     }
   }
 #pragma unroll
   for (int m = 0; m < kSumColumns; ++m) {
     int64_t j = j0 + m * kSumThreads;
     if (j < c)
-      dtable[v * c + j] = sum[m];
+      store(dtable[v * c + j], sum[m]);
   }
 }
 
@@ -246,11 +254,9 @@ __global__ void interpolateBackwardKernel(float *dx, const float *dy,
   dx[r * c + j] = sum;
 }
 
-} // namespace
-
-extern "C" void lap_cuda_embedding_forward(float *y, const float *table,
-                                           const int32_t *idx, int64_t n,
-                                           int64_t vocab, int64_t c) {
+template <typename Element>
+void embeddingForward(Element *y, const Element *table, const int32_t *idx,
+                      int64_t n, int64_t vocab, int64_t c) {
   if (n == 0 || c == 0)
     return;
   RowLaunch l(n, c);
@@ -259,15 +265,15 @@ extern "C" void lap_cuda_embedding_forward(float *y, const float *table,
   lap::cuda::checkLaunch("embedding_forward");
 }
 
-extern "C" void lap_cuda_embedding_backward(float *dtable, const float *dy,
-                                            const int32_t *idx, int64_t n,
-                                            int64_t vocab, int64_t c) {
+template <typename Element>
+void embeddingBackward(Element *dtable, const Element *dy, const int32_t *idx,
+                       int64_t n, int64_t vocab, int64_t c) {
   if (vocab == 0 || c == 0)
     return;
   cudaStream_t stream = lap::cuda::stream();
   if (n == 0) {
     lap::cuda::check(
-        cudaMemsetAsync(dtable, 0, size_t(vocab * c) * sizeof(float), stream),
+        cudaMemsetAsync(dtable, 0, size_t(vocab * c) * sizeof(Element), stream),
         "embedding_backward");
     return;
   }
@@ -324,6 +330,34 @@ extern "C" void lap_cuda_embedding_backward(float *dtable, const float *dy,
   segmentSumKernel<<<grid, kSumThreads, 0, stream>>>(dtable, dy, rows.Current(),
                                                      starts, c);
   lap::cuda::checkLaunch("embedding_backward");
+}
+
+} // namespace
+
+extern "C" void lap_cuda_embedding_forward(float *y, const float *table,
+                                           const int32_t *idx, int64_t n,
+                                           int64_t vocab, int64_t c) {
+  embeddingForward(y, table, idx, n, vocab, c);
+}
+
+extern "C" void lap_cuda_embedding_backward(float *dtable, const float *dy,
+                                            const int32_t *idx, int64_t n,
+                                            int64_t vocab, int64_t c) {
+  embeddingBackward(dtable, dy, idx, n, vocab, c);
+}
+
+extern "C" void lap_cuda_embedding_forward_bf16(lap_bf16 *y,
+                                                const lap_bf16 *table,
+                                                const int32_t *idx, int64_t n,
+                                                int64_t vocab, int64_t c) {
+  embeddingForward(y, table, idx, n, vocab, c);
+}
+
+extern "C" void lap_cuda_embedding_backward_bf16(lap_bf16 *dtable,
+                                                 const lap_bf16 *dy,
+                                                 const int32_t *idx, int64_t n,
+                                                 int64_t vocab, int64_t c) {
+  embeddingBackward(dtable, dy, idx, n, vocab, c);
 }
 
 extern "C" void lap_cuda_add_positions_forward(float *y, const float *x,

@@ -101,6 +101,32 @@ TEST(Embedding, BackwardLargeIsDeterministic) {
   expectNear(first, want, 1e-3);
 }
 
+// A bf16 model's: the gather copies the bf16 rows; the gradient is the
+// fp32 kernel's on the bf16 values (rows summed in position order),
+// rounded, bit for bit; unused and out-of-range indices as there.
+TEST(Embedding, Bf16KernelsAreTheFp32OnesRounded) {
+  std::mt19937 rng(41);
+  const int64_t vocab = 37, c = 70, n = 300;
+  std::uniform_int_distribution<int32_t> pick(-1, 30);
+  std::vector<int32_t> idx(n);
+  for (int32_t &v : idx)
+    v = pick(rng);
+  auto table = bf16Vector(randomVector(rng, vocab * c)),
+       dy = bf16Vector(randomVector(rng, n * c));
+  std::vector<lap_bf16> y(n * c, 0xffff), dtable(vocab * c, 0xffff);
+  auto want = nanVector(n * c), wantTable = nanVector(vocab * c);
+  lap_cpu_embedding_forward_bf16(y.data(), table.data(), idx.data(), n, vocab,
+                                 c);
+  lap_cpu_embedding_forward(want.data(), valuesOf(table).data(), idx.data(), n,
+                            vocab, c);
+  EXPECT_EQ(y, bf16Vector(want));
+  lap_cpu_embedding_backward_bf16(dtable.data(), dy.data(), idx.data(), n,
+                                  vocab, c);
+  lap_cpu_embedding_backward(wantTable.data(), valuesOf(dy).data(), idx.data(),
+                             n, vocab, c);
+  EXPECT_EQ(dtable, bf16Vector(wantTable));
+}
+
 TEST(AddPositions, ForwardMatchesReference) {
   std::mt19937 rng(4);
   int64_t B = 3, T = 6, c = 5, offset = 2, P = 5;
