@@ -654,6 +654,14 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](AddPositionsOp a) {
+        if (isBF16(a.getInput())) {
+          LAP_CALL(add_positions_forward_bf16, bbuf(a.getResult()),
+                   bbuf(a.getInput()), bbuf(a.getTable()),
+                   dimArg(a.getInput(), 0), dimArg(a.getInput(), 1),
+                   lastArg(a.getInput()), i64(a.getOffset()),
+                   firstOr0(a.getFirst()));
+          return success();
+        }
         LAP_CALL(add_positions_forward, buf(a.getResult()), buf(a.getInput()),
                  buf(a.getTable()), dimArg(a.getInput(), 0),
                  dimArg(a.getInput(), 1), lastArg(a.getInput()),
@@ -662,6 +670,13 @@ LogicalResult Emitter::emitOp(Operation *op) {
       })
       .Case([&](AddPositionsGradOp a) {
         auto table = cast<ShapedType>(a.getGradTable().getType());
+        if (isBF16(a.getGradOutput())) {
+          LAP_CALL(add_positions_backward_bf16, bbuf(a.getGradTable()),
+                   bbuf(a.getGradOutput()), dimArg(a.getGradOutput(), 0),
+                   dimArg(a.getGradOutput(), 1), lastArg(a.getGradOutput()),
+                   i64(a.getOffset()), i64(table.getDimSize(0)));
+          return success();
+        }
         LAP_CALL(add_positions_backward, buf(a.getGradTable()),
                  buf(a.getGradOutput()), dimArg(a.getGradOutput(), 0),
                  dimArg(a.getGradOutput(), 1), lastArg(a.getGradOutput()),
@@ -741,6 +756,13 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](LayerScaleGradOp a) {
+        if (isBF16(a.getInput())) {
+          LAP_CALL(layer_scale_backward_bf16, bbuf(a.getGradInput()),
+                   bbuf(a.getGradGamma()), bbuf(a.getGradOutput()),
+                   bbuf(a.getInput()), bbuf(a.getGamma()),
+                   rowsArg(a.getInput()), lastArg(a.getInput()));
+          return success();
+        }
         LAP_CALL(layer_scale_backward, buf(a.getGradInput()),
                  buf(a.getGradGamma()), buf(a.getGradOutput()),
                  buf(a.getInput()), buf(a.getGamma()), rowsArg(a.getInput()),

@@ -399,8 +399,9 @@ bool lap::isGenerated(Operation *op) {
 bool lap::hasBF16Kernel(Operation *op) {
   return isa<LinearOp, LinearGradOp, LinearHeadsOp, LinearHeadsGradOp,
              LinearCrossEntropyOp, CrossEntropyOp, CrossEntropyGradOp, RopeOp,
-             RopeGradOp, LayerNormGradOp, RMSNormGradOp, EmbeddingOp,
-             EmbeddingGradOp>(op);
+             RopeGradOp, LayerNormGradOp, RMSNormGradOp, LayerScaleGradOp,
+             EmbeddingOp, EmbeddingGradOp, AddPositionsOp, AddPositionsGradOp>(
+      op);
 }
 
 bool lap::needsWidening(Operation *op) {

@@ -112,6 +112,49 @@ void embeddingBackward(Element *dtable, const Element *dy, const int32_t *idx,
   });
 }
 
+template <typename Element>
+void addPositionsForward(Element *y, const Element *x, const Element *table,
+                         int64_t B, int64_t T, int64_t c, int64_t offset,
+                         int64_t first) {
+  parallelFor(B * T, rowGrain(c), [&](int64_t begin, int64_t end) {
+    std::vector<float> rows = rowBuffers<Element>(3, c);
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t t = first + r % T;
+      if (t < offset) {
+        std::memcpy(y + r * c, x + r * c, c * sizeof(Element));
+        continue;
+      }
+      const float *__restrict in = fp32Row(x, r, c, rows.data());
+      const float *__restrict pos =
+          fp32Row(table, t - offset, c, rows.data() + c);
+      float *__restrict out = resultRow(y, r, c, rows.data() + 2 * c);
+      for (int64_t j = 0; j < c; ++j)
+        out[j] = in[j] + pos[j];
+      storeRow(y, r, c, out);
+    }
+  });
+}
+
+template <typename Element>
+void addPositionsBackward(Element *dtable, const Element *dy, int64_t B,
+                          int64_t T, int64_t c, int64_t offset, int64_t P) {
+  parallelFor(P, rowGrain(B * c), [&](int64_t begin, int64_t end) {
+    std::vector<float> rows = rowBuffers<Element>(2, c);
+    for (int64_t p = begin; p < end; ++p) {
+      int64_t t = p + offset;
+      if (t >= T || B == 0) {
+        std::memset(dtable + p * c, 0, c * sizeof(Element));
+        continue;
+      }
+      float *sum = resultRow(dtable, p, c, rows.data());
+      std::memcpy(sum, fp32Row(dy, t, c, rows.data() + c), c * sizeof(float));
+      for (int64_t b = 1; b < B; ++b)
+        addRow(sum, fp32Row(dy, b * T + t, c, rows.data() + c), c);
+      storeRow(dtable, p, c, sum);
+    }
+  });
+}
+
 } // namespace
 
 extern "C" void lap_cpu_embedding_forward(float *y, const float *table,
@@ -144,38 +187,28 @@ extern "C" void lap_cpu_add_positions_forward(float *y, const float *x,
                                               const float *table, int64_t B,
                                               int64_t T, int64_t c,
                                               int64_t offset, int64_t first) {
-  parallelFor(B * T, rowGrain(c), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      int64_t t = first + r % T;
-      float *__restrict out = y + r * c;
-      const float *__restrict in = x + r * c;
-      if (t < offset) {
-        std::memcpy(out, in, c * sizeof(float));
-        continue;
-      }
-      const float *__restrict pos = table + (t - offset) * c;
-      for (int64_t j = 0; j < c; ++j)
-        out[j] = in[j] + pos[j];
-    }
-  });
+  addPositionsForward(y, x, table, B, T, c, offset, first);
 }
 
 extern "C" void lap_cpu_add_positions_backward(float *dtable, const float *dy,
                                                int64_t B, int64_t T, int64_t c,
                                                int64_t offset, int64_t P) {
-  parallelFor(P, rowGrain(B * c), [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) {
-      float *row = dtable + p * c;
-      int64_t t = p + offset;
-      if (t >= T || B == 0) {
-        std::memset(row, 0, c * sizeof(float));
-        continue;
-      }
-      std::memcpy(row, dy + t * c, c * sizeof(float));
-      for (int64_t b = 1; b < B; ++b)
-        addRow(row, dy + (b * T + t) * c, c);
-    }
-  });
+  addPositionsBackward(dtable, dy, B, T, c, offset, P);
+}
+
+extern "C" void
+lap_cpu_add_positions_forward_bf16(lap_bf16 *y, const lap_bf16 *x,
+                                   const lap_bf16 *table, int64_t B, int64_t T,
+                                   int64_t c, int64_t offset, int64_t first) {
+  addPositionsForward(y, x, table, B, T, c, offset, first);
+}
+
+extern "C" void lap_cpu_add_positions_backward_bf16(lap_bf16 *dtable,
+                                                    const lap_bf16 *dy,
+                                                    int64_t B, int64_t T,
+                                                    int64_t c, int64_t offset,
+                                                    int64_t P) {
+  addPositionsBackward(dtable, dy, B, T, c, offset, P);
 }
 
 extern "C" void lap_cpu_interpolate_positions_forward(float *y, const float *x,

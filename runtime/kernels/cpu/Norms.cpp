@@ -308,24 +308,46 @@ extern "C" void lap_cpu_weight_norm_backward(float *dv, float *dg,
 //--- LayerScale
 //------------------------------------------------------------------
 
+/// LayerScale's gradients on tensors of Element (fp32 or bf16), in fp32.
+template <typename Element>
+void layerScaleBackward(Element *dx, Element *dgamma, const Element *dy,
+                        const Element *x, const Element *gamma, int64_t n,
+                        int64_t c) {
+  std::vector<float> buffers = rowBuffers<Element>(2, c);
+  float *sums = sumsFor(dgamma, buffers.data());
+  const float *g = dx ? fp32Row(gamma, 0, c, buffers.data() + c) : nullptr;
+  rowsWithColumnSums(
+      n, c, {sums}, [&](int64_t begin, int64_t end, float *__restrict acc) {
+        std::vector<float> rows = rowBuffers<Element>(3, c);
+        for (int64_t i = begin; i < end; ++i) {
+          const float *__restrict dyi = fp32Row(dy, i, c, rows.data());
+          if (dx) {
+            float *__restrict dxi = resultRow(dx, i, c, rows.data() + c);
+            for (int64_t j = 0; j < c; ++j)
+              dxi[j] = dyi[j] * g[j];
+            storeRow(dx, i, c, dxi);
+          }
+          if (acc) {
+            const float *__restrict xi = fp32Row(x, i, c, rows.data() + 2 * c);
+            for (int64_t j = 0; j < c; ++j)
+              acc[j] += dyi[j] * xi[j];
+          }
+        }
+      });
+  if (dgamma)
+    storeRow(dgamma, 0, c, sums);
+}
+
 extern "C" void lap_cpu_layer_scale_backward(float *dx, float *dgamma,
                                              const float *dy, const float *x,
                                              const float *gamma, int64_t n,
                                              int64_t c) {
-  rowsWithColumnSums(n, c, {dgamma},
-                     [&](int64_t begin, int64_t end, float *__restrict acc) {
-                       for (int64_t i = begin; i < end; ++i) {
-                         const float *__restrict dyi = dy + i * c;
-                         if (dx) {
-                           float *__restrict dxi = dx + i * c;
-                           for (int64_t j = 0; j < c; ++j)
-                             dxi[j] = dyi[j] * gamma[j];
-                         }
-                         if (acc) {
-                           const float *__restrict xi = x + i * c;
-                           for (int64_t j = 0; j < c; ++j)
-                             acc[j] += dyi[j] * xi[j];
-                         }
-                       }
-                     });
+  layerScaleBackward(dx, dgamma, dy, x, gamma, n, c);
+}
+
+extern "C" void
+lap_cpu_layer_scale_backward_bf16(lap_bf16 *dx, lap_bf16 *dgamma,
+                                  const lap_bf16 *dy, const lap_bf16 *x,
+                                  const lap_bf16 *gamma, int64_t n, int64_t c) {
+  layerScaleBackward(dx, dgamma, dy, x, gamma, n, c);
 }

@@ -134,21 +134,23 @@ size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 // x, y [B * T, c], table [P, c]; block row = row of x. Token t sits at
 // position first + t, which reads table row (first + t - offset) if any.
-__global__ void addPositionsForwardKernel(float *y, const float *x,
-                                          const float *table, int64_t T,
-                                          int64_t c, int64_t offset,
-                                          int64_t first) {
+// Element: fp32 or bf16, added in fp32.
+template <typename Element>
+__global__ void
+addPositionsForwardKernel(Element *y, const Element *x, const Element *table,
+                          int64_t T, int64_t c, int64_t offset, int64_t first) {
   const int64_t j = column();
   if (j >= c)
     return;
   const int64_t r = blockIdx.x, t = first + r % T;
-  y[r * c + j] =
-      t < offset ? x[r * c + j] : x[r * c + j] + table[(t - offset) * c + j];
+  const float in = load(x[r * c + j]);
+  store(y[r * c + j], t < offset ? in : in + load(table[(t - offset) * c + j]));
 }
 
 // dy [B, T, c] -> dtable [P, c]: row p sums dy[b, p + offset] over b in
-// order, zero past the sequence; block row = p.
-__global__ void addPositionsBackwardKernel(float *dtable, const float *dy,
+// order (in fp32), zero past the sequence; block row = p.
+template <typename Element>
+__global__ void addPositionsBackwardKernel(Element *dtable, const Element *dy,
                                            int64_t B, int64_t T, int64_t c,
                                            int64_t offset) {
   const int64_t j = column();
@@ -157,11 +159,11 @@ __global__ void addPositionsBackwardKernel(float *dtable, const float *dy,
   const int64_t p = blockIdx.x, t = p + offset;
   float sum = 0.0f;
   if (t < T && B > 0) {
-    sum = dy[t * c + j];
+    sum = load(dy[t * c + j]);
     for (int64_t b = 1; b < B; ++b)
-      sum += dy[(b * T + t) * c + j];
+      sum += load(dy[(b * T + t) * c + j]);
   }
-  dtable[p * c + j] = sum;
+  store(dtable[p * c + j], sum);
 }
 
 /// The four source rows (clamped to the grid) and weights of output row i
@@ -332,6 +334,29 @@ void embeddingBackward(Element *dtable, const Element *dy, const int32_t *idx,
   lap::cuda::checkLaunch("embedding_backward");
 }
 
+template <typename Element>
+void addPositionsForward(Element *y, const Element *x, const Element *table,
+                         int64_t B, int64_t T, int64_t c, int64_t offset,
+                         int64_t first) {
+  if (B * T == 0 || c == 0)
+    return;
+  RowLaunch l(B * T, c);
+  addPositionsForwardKernel<<<l.grid, l.threads, 0, lap::cuda::stream()>>>(
+      y, x, table, T, c, offset, first);
+  lap::cuda::checkLaunch("add_positions_forward");
+}
+
+template <typename Element>
+void addPositionsBackward(Element *dtable, const Element *dy, int64_t B,
+                          int64_t T, int64_t c, int64_t offset, int64_t P) {
+  if (P == 0 || c == 0)
+    return;
+  RowLaunch l(P, c);
+  addPositionsBackwardKernel<<<l.grid, l.threads, 0, lap::cuda::stream()>>>(
+      dtable, dy, B, T, c, offset);
+  lap::cuda::checkLaunch("add_positions_backward");
+}
+
 } // namespace
 
 extern "C" void lap_cuda_embedding_forward(float *y, const float *table,
@@ -364,23 +389,28 @@ extern "C" void lap_cuda_add_positions_forward(float *y, const float *x,
                                                const float *table, int64_t B,
                                                int64_t T, int64_t c,
                                                int64_t offset, int64_t first) {
-  if (B * T == 0 || c == 0)
-    return;
-  RowLaunch l(B * T, c);
-  addPositionsForwardKernel<<<l.grid, l.threads, 0, lap::cuda::stream()>>>(
-      y, x, table, T, c, offset, first);
-  lap::cuda::checkLaunch("add_positions_forward");
+  addPositionsForward(y, x, table, B, T, c, offset, first);
 }
 
 extern "C" void lap_cuda_add_positions_backward(float *dtable, const float *dy,
                                                 int64_t B, int64_t T, int64_t c,
                                                 int64_t offset, int64_t P) {
-  if (P == 0 || c == 0)
-    return;
-  RowLaunch l(P, c);
-  addPositionsBackwardKernel<<<l.grid, l.threads, 0, lap::cuda::stream()>>>(
-      dtable, dy, B, T, c, offset);
-  lap::cuda::checkLaunch("add_positions_backward");
+  addPositionsBackward(dtable, dy, B, T, c, offset, P);
+}
+
+extern "C" void
+lap_cuda_add_positions_forward_bf16(lap_bf16 *y, const lap_bf16 *x,
+                                    const lap_bf16 *table, int64_t B, int64_t T,
+                                    int64_t c, int64_t offset, int64_t first) {
+  addPositionsForward(y, x, table, B, T, c, offset, first);
+}
+
+extern "C" void lap_cuda_add_positions_backward_bf16(lap_bf16 *dtable,
+                                                     const lap_bf16 *dy,
+                                                     int64_t B, int64_t T,
+                                                     int64_t c, int64_t offset,
+                                                     int64_t P) {
+  addPositionsBackward(dtable, dy, B, T, c, offset, P);
 }
 
 extern "C" void lap_cuda_interpolate_positions_forward(float *y, const float *x,

@@ -215,12 +215,14 @@ __global__ void weightNormGrads(float *dv, float *dg, const float *dw,
     dv[r * d + j] = s * (dwr[j] - vr[j] * t);
 }
 
-/// dx [n, c] = dy * gamma [c], m = n c elements.
-__global__ void scaleColumns(float *dx, const float *dy, const float *gamma,
-                             int64_t m, int64_t c) {
+/// dx [n, c] = dy * gamma [c], m = n c elements; Element as
+/// layerNormRows'.
+template <typename Element>
+__global__ void scaleColumns(Element *dx, const Element *dy,
+                             const Element *gamma, int64_t m, int64_t c) {
   int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (e < m)
-    dx[e] = dy[e] * gamma[e % c];
+    store(dx[e], load(dy[e]) * load(gamma[e % c]));
 }
 
 /// out [c] = column sums that `sum` writes in fp32: into out itself, or
@@ -302,6 +304,27 @@ void rmsNormBackward(Element *dx, Element *dw, const Element *dy,
     });
 }
 
+template <typename Element>
+void layerScaleBackward(Element *dx, Element *dgamma, const Element *dy,
+                        const Element *x, const Element *gamma, int64_t n,
+                        int64_t c) {
+  if (dx && n * c > 0) {
+    scaleColumns<<<blocksFor(n * c), kBlock, 0, stream()>>>(dx, dy, gamma,
+                                                            n * c, c);
+    checkLaunch("scaleColumns");
+  }
+  if (!dgamma || c == 0)
+    return;
+  // [partials | fp32 sums [c] at bf16]; dgamma [c] = sum_i dy x.
+  float *partials = normScratch(n, c, 0, sumsScratch<Element>(c));
+  if (!partials)
+    return;
+  columnSumsInto(dgamma, partials + lap::cuda::columnSumsScratch(n, c), c,
+                 [&](float *out) {
+                   columnSums(out, {dy, x}, n, c, partials);
+                 });
+}
+
 } // namespace
 
 extern "C" void lap_cuda_layer_norm_backward(float *dx, float *dw, float *db,
@@ -373,12 +396,11 @@ extern "C" void lap_cuda_layer_scale_backward(float *dx, float *dgamma,
                                               const float *dy, const float *x,
                                               const float *gamma, int64_t n,
                                               int64_t c) {
-  if (dx && n * c > 0) {
-    scaleColumns<<<blocksFor(n * c), kBlock, 0, stream()>>>(dx, dy, gamma,
-                                                            n * c, c);
-    checkLaunch("scaleColumns");
-  }
-  // dgamma [c] = sum_i dy x.
-  if (dgamma)
-    columnSums(dgamma, {dy, x}, n, c);
+  layerScaleBackward(dx, dgamma, dy, x, gamma, n, c);
+}
+
+extern "C" void lap_cuda_layer_scale_backward_bf16(
+    lap_bf16 *dx, lap_bf16 *dgamma, const lap_bf16 *dy, const lap_bf16 *x,
+    const lap_bf16 *gamma, int64_t n, int64_t c) {
+  layerScaleBackward(dx, dgamma, dy, x, gamma, n, c);
 }

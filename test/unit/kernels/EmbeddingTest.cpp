@@ -141,6 +141,35 @@ TEST(AddPositions, ForwardMatchesReference) {
              1e-6);
 }
 
+// A bf16 model's: the fp32 kernels on the bf16 values, rounded, bit for
+// bit; with an offset and a decoding start.
+TEST(AddPositions, Bf16KernelsAreTheFp32OnesRounded) {
+  std::mt19937 rng(42);
+  const int64_t B = 3, T = 9, c = 40, P = 10, offset = 1;
+  auto x = bf16Vector(randomVector(rng, B * T * c)),
+       table = bf16Vector(randomVector(rng, P * c)),
+       dy = bf16Vector(randomVector(rng, B * T * c));
+  std::vector<lap_bf16> y(x.size(), 0xffff), dtable(table.size(), 0xffff);
+  auto want = nanVector(x.size()), wantTable = nanVector(table.size());
+  lap_cpu_add_positions_forward_bf16(y.data(), x.data(), table.data(), B, T, c,
+                                     offset, 0);
+  lap_cpu_add_positions_forward(want.data(), valuesOf(x).data(),
+                                valuesOf(table).data(), B, T, c, offset, 0);
+  EXPECT_EQ(y, bf16Vector(want));
+  lap_cpu_add_positions_forward_bf16(y.data(), x.data(), table.data(), B, 1, c,
+                                     offset, 4);
+  lap_cpu_add_positions_forward(want.data(), valuesOf(x).data(),
+                                valuesOf(table).data(), B, 1, c, offset, 4);
+  EXPECT_EQ(std::vector<lap_bf16>(y.begin(), y.begin() + B * c),
+            bf16Vector(std::vector<float>(want.begin(), want.begin() + B * c)))
+      << "decoding";
+  lap_cpu_add_positions_backward_bf16(dtable.data(), dy.data(), B, T, c, offset,
+                                      P);
+  lap_cpu_add_positions_backward(wantTable.data(), valuesOf(dy).data(), B, T, c,
+                                 offset, P);
+  EXPECT_EQ(dtable, bf16Vector(wantTable));
+}
+
 TEST(AddPositions, FirstPositionShiftsTheTable) {
   // Tokens t of a decoding step sit at positions first + t.
   std::mt19937 rng(7);

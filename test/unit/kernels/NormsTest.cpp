@@ -325,6 +325,25 @@ TEST(LayerScale, BackwardMatchesFiniteDifferences) {
   EXPECT_EQ(dgammaOnly, dgamma);
 }
 
+// A bf16 model's: the fp32 kernel on the bf16 values, rounded, bit for
+// bit (dgamma's column sums in the same chunks).
+TEST(LayerScale, Bf16KernelIsTheFp32OneRounded) {
+  std::mt19937 rng(43);
+  const int64_t n = 300, c = 130;
+  auto dy = bf16Vector(randomVector(rng, n * c)),
+       x = bf16Vector(randomVector(rng, n * c)),
+       gamma = bf16Vector(randomVector(rng, c));
+  std::vector<lap_bf16> dx(dy.size(), 0xffff), dgamma(c, 0xffff);
+  auto wantDx = nanVector(dy.size()), wantDgamma = nanVector(c);
+  lap_cpu_layer_scale_backward_bf16(dx.data(), dgamma.data(), dy.data(),
+                                    x.data(), gamma.data(), n, c);
+  lap_cpu_layer_scale_backward(wantDx.data(), wantDgamma.data(),
+                               valuesOf(dy).data(), valuesOf(x).data(),
+                               valuesOf(gamma).data(), n, c);
+  EXPECT_EQ(dx, bf16Vector(wantDx));
+  EXPECT_EQ(dgamma, bf16Vector(wantDgamma));
+}
+
 TEST(LayerScale, LargeIsDeterministic) {
   std::mt19937 rng(9);
   int64_t n = 3000, c = 64;

@@ -251,6 +251,29 @@ TEST(CudaPositions, BackwardOffsetAndUnusedRows) {
   expectEqual(dtable.host(), want); // sums over b in the CPU's order
 }
 
+// A bf16 model's: an fp32 sum of two bf16 values rounded once on both
+// sides, and the backward's sums over b in the CPU's order: equal.
+TEST(CudaPositions, Bf16MatchesCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(14);
+  const int64_t B = 3, T = 6, c = 33, P = 8, offset = 1;
+  auto x = bf16Vector(randomVector(rng, B * T * c)),
+       table = bf16Vector(randomVector(rng, P * c)),
+       dy = bf16Vector(randomVector(rng, B * T * c));
+  std::vector<lap_bf16> y(x.size()), dtable(table.size());
+  lap_cpu_add_positions_forward_bf16(y.data(), x.data(), table.data(), B, T, c,
+                                     offset, 0);
+  lap_cpu_add_positions_backward_bf16(dtable.data(), dy.data(), B, T, c, offset,
+                                      P);
+  DeviceBuffer<lap_bf16> dX(x), dTable(table), dDy(dy),
+      gy(std::vector<lap_bf16>(y.size(), 0xffff)),
+      gTable(std::vector<lap_bf16>(dtable.size(), 0xffff));
+  lap_cuda_add_positions_forward_bf16(gy, dX, dTable, B, T, c, offset, 0);
+  lap_cuda_add_positions_backward_bf16(gTable, dDy, B, T, c, offset, P);
+  EXPECT_EQ(gy.host(), y);
+  EXPECT_EQ(gTable.host(), dtable);
+}
+
 /// interpolate_positions both ways, upsampling and downsampling.
 void checkInterpolation(int64_t keep, int64_t from, int64_t to, int64_t c,
                         uint32_t seed) {

@@ -225,4 +225,26 @@ TEST(CudaNorms, LayerScaleBackwardMatchesCpu) {
   }
 }
 
+// A bf16 model's LayerScale gradient against the CPU's bf16 kernel: dx is
+// one product rounded on both sides (equal); dgamma's sums within a bf16
+// step.
+TEST(CudaNorms, LayerScaleBf16MatchesCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(6);
+  const int64_t n = 300, c = 96;
+  auto x = bf16Vector(randomVector(rng, n * c)),
+       dy = bf16Vector(randomVector(rng, n * c)),
+       gamma = bf16Vector(randomVector(rng, c));
+  std::vector<lap_bf16> dx(x.size()), dgamma(c);
+  lap_cpu_layer_scale_backward_bf16(dx.data(), dgamma.data(), dy.data(),
+                                    x.data(), gamma.data(), n, c);
+  DeviceBuffer<lap_bf16> dX(x), dDy(dy), dGamma(gamma),
+      gx(std::vector<lap_bf16>(dx.size(), 0xffff)),
+      gg(std::vector<lap_bf16>(c, 0xffff));
+  lap_cuda_layer_scale_backward_bf16(gx, gg, dDy, dX, dGamma, n, c);
+  EXPECT_EQ(gx.host(), dx);
+  expectWithinScale(valuesOf(gg.host()), valuesOf(dgamma), 0x1p-8 + kReduction,
+                    "dgamma");
+}
+
 } // namespace
