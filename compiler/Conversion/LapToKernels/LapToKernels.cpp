@@ -491,6 +491,10 @@ LogicalResult Emitter::emitOp(Operation *op) {
       .Case([&](DropoutOp a) {
         if (!training)
           copyUnlessShared(a.getResult(), a.getInput());
+        else if (isBF16(a.getInput()))
+          LAP_CALL(dropout_bf16, bbuf(a.getResult()), bbuf(a.getInput()),
+                   numelArg(a.getInput()), f32(a.getRate()), seedArg(),
+                   i64(a.getKey()));
         else
           LAP_CALL(dropout, buf(a.getResult()), buf(a.getInput()),
                    numelArg(a.getInput()), f32(a.getRate()), seedArg(),
@@ -500,6 +504,11 @@ LogicalResult Emitter::emitOp(Operation *op) {
       .Case([&](DropPathOp a) {
         if (!training)
           copyUnlessShared(a.getResult(), a.getInput());
+        else if (isBF16(a.getInput()))
+          LAP_CALL(drop_path_bf16, bbuf(a.getResult()), bbuf(a.getInput()),
+                   dimArg(a.getInput(), 0),
+                   productArg(a.getInput(), 1, rank(a.getInput())),
+                   f32(a.getRate()), seedArg(), i64(a.getKey()));
         else
           LAP_CALL(drop_path, buf(a.getResult()), buf(a.getInput()),
                    dimArg(a.getInput(), 0),

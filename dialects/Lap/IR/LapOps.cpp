@@ -400,8 +400,8 @@ bool lap::hasBF16Kernel(Operation *op) {
   return isa<LinearOp, LinearGradOp, LinearHeadsOp, LinearHeadsGradOp,
              LinearCrossEntropyOp, CrossEntropyOp, CrossEntropyGradOp, RopeOp,
              RopeGradOp, LayerNormGradOp, RMSNormGradOp, LayerScaleGradOp,
-             EmbeddingOp, EmbeddingGradOp, AddPositionsOp, AddPositionsGradOp>(
-      op);
+             EmbeddingOp, EmbeddingGradOp, AddPositionsOp, AddPositionsGradOp,
+             DropoutOp, DropPathOp>(op);
 }
 
 bool lap::needsWidening(Operation *op) {

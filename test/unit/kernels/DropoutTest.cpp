@@ -158,4 +158,25 @@ TEST(DropPath, KeptFractionIsOneMinusRate) {
   EXPECT_NEAR(double(kept) / B, 1.0 - rate, 5e-3);
 }
 
+// A bf16 model's: the fp32 kernels' masks and scaling on the bf16 values,
+// rounded, bit for bit; in place too.
+TEST(Dropout, Bf16KernelsAreTheFp32OnesRounded) {
+  std::mt19937 rng(51);
+  const int64_t B = 4, perSample = 5000, n = B * perSample;
+  auto x = bf16Vector(randomVector(rng, n));
+  auto values = valuesOf(x);
+  const uint64_t seed = 77;
+  std::vector<lap_bf16> y(n, 0xffff);
+  auto want = nanVector(n);
+  lap_cpu_dropout_bf16(y.data(), x.data(), n, 0.3f, &seed, 5);
+  lap_cpu_dropout(want.data(), values.data(), n, 0.3f, &seed, 5);
+  EXPECT_EQ(y, bf16Vector(want));
+  lap_cpu_drop_path_bf16(y.data(), x.data(), B, perSample, 0.5f, &seed, 6);
+  lap_cpu_drop_path(want.data(), values.data(), B, perSample, 0.5f, &seed, 6);
+  EXPECT_EQ(y, bf16Vector(want));
+  lap_cpu_dropout_bf16(x.data(), x.data(), n, 0.3f, &seed, 5);
+  lap_cpu_dropout(values.data(), values.data(), n, 0.3f, &seed, 5);
+  EXPECT_EQ(x, bf16Vector(values)) << "in place";
+}
+
 } // namespace

@@ -99,6 +99,26 @@ TEST(CudaDropout, MasksMatchCpu) {
   }
 }
 
+// A bf16 model's: the same masks, one product rounded on both sides.
+TEST(CudaDropout, Bf16MatchesCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(15);
+  const int64_t B = 4, perSample = 3000, n = B * perSample;
+  auto x = bf16Vector(randomVector(rng, n));
+  const uint64_t seed = 21;
+  DeviceBuffer<uint64_t> deviceSeed(std::vector<uint64_t>{seed});
+  std::vector<lap_bf16> want(n), wantPath(n);
+  lap_cpu_dropout_bf16(want.data(), x.data(), n, 0.3f, &seed, 4);
+  lap_cpu_drop_path_bf16(wantPath.data(), x.data(), B, perSample, 0.5f, &seed,
+                         5);
+  DeviceBuffer<lap_bf16> dX(x), dy(std::vector<lap_bf16>(n, 0xffff)),
+      dPath(std::vector<lap_bf16>(n, 0xffff));
+  lap_cuda_dropout_bf16(dy, dX, n, 0.3f, deviceSeed, 4);
+  lap_cuda_drop_path_bf16(dPath, dX, B, perSample, 0.5f, deviceSeed, 5);
+  EXPECT_EQ(dy.host(), want);
+  EXPECT_EQ(dPath.host(), wantPath);
+}
+
 TEST(CudaDropout, InPlaceMatchesCpu) {
   REQUIRE_GPU();
   std::mt19937 rng(3);
