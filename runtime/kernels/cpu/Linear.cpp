@@ -8,17 +8,19 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/kernels/Bf16.h"
 #include "runtime/kernels/GeluTanh.h"
 #include "runtime/kernels/cpu/FastMath.h"
 #include "runtime/kernels/cpu/Gemm.h"
 #include "runtime/kernels/cpu/Kernels.h"
 #include "runtime/kernels/cpu/Parallel.h"
+#include "runtime/kernels/cpu/Rows.h"
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
+using lap::cpu::fp32Row;
 using lap::cpu::gemm;
 using lap::cpu::Matrix;
 using lap::cpu::operand;
@@ -70,9 +72,15 @@ void columnSums(float *db, int64_t n, int64_t c, Row row) {
   }
 }
 
-/// db [c] = column sums of dy [n, c].
-void columnSums(float *db, const float *dy, int64_t n, int64_t c) {
-  columnSums(db, n, c, [&](int64_t i) { return dy + i * c; });
+/// db [c] = column sums of dy [n, c]: fp32, or bf16 widened row by row.
+template <typename Element>
+void columnSums(float *db, const Element *dy, int64_t n, int64_t c) {
+  columnSums(db, n, c, [&](int64_t i) {
+    thread_local std::vector<float> widened;
+    if constexpr (!std::is_same_v<Element, float>)
+      widened.resize(size_t(c));
+    return fp32Row(dy, i, c, widened.data());
+  });
 }
 
 /// y [n, out] = x [n, in] W^T + b, x and w as the GEMM reads them.
@@ -152,13 +160,7 @@ extern "C" void lap_cpu_linear_backward_bf16(lap_bf16 *dx, lap_bf16 *dw,
   }
   if (db) {
     float *sums = fp32Result(out);
-    columnSums(sums, n, out, [&](int64_t i) {
-      thread_local std::vector<float> row;
-      row.resize(size_t(out));
-      for (int64_t j = 0; j < out; ++j)
-        row[size_t(j)] = lap::bf16::value(dy[i * out + j]);
-      return row.data();
-    });
+    columnSums(sums, dy, n, out);
     roundToBf16(db, sums, 1, out);
   }
 }
