@@ -14,6 +14,12 @@
 // conflict in L1), zero-padded to the width. Scores are kept in base 2
 // (scale * log2 e folded in) so the softmax needs exp2 only.
 //
+// A bf16 model's tensors (the `_bf16` entry points) are widened into the
+// same fp32 tiles as they are read (rows that fp32 reads in place go
+// through a tile of their own), so its products and sums are the fp32
+// kernel's on the bf16 values; dq is summed in fp32 buffers, and each
+// output element is rounded once.
+//
 // The file is compiled once per instruction set by Highway's foreach_target
 // (Targets.h: AVX-512 with 32 vector registers of 16 floats, AVX2 with 16 of
 // 8, generic code for other CPUs), and the entry points at the end dispatch
@@ -28,6 +34,7 @@
 #include <hwy/foreach_target.h> // must precede highway.h
 #include <hwy/highway.h>
 
+#include "runtime/kernels/Bf16.h"
 #include "runtime/kernels/cpu/Isa.h"
 #include "runtime/kernels/cpu/Kernels.h"
 #include "runtime/kernels/cpu/Parallel.h"
@@ -42,6 +49,8 @@
 #include <new>
 #include <tuple>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #if HWY_ARCH_X86
 #include <immintrin.h>
@@ -71,6 +80,9 @@ constexpr int kWidestBlock = kAvx512 ? 128 : 2 * L;
 constexpr float kLog2e = 1.44269504088896340736f;
 constexpr float kLn2 = 0.69314718055994530942f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+using lap::bf16::load;
+using lap::bf16::store;
 
 /// 2^x with a relative error of about 2e-7, vectorisable (no libm call).
 /// Exactly 0 for x < -126, which includes the -inf of masked scores.
@@ -258,43 +270,60 @@ void transpose(float *__restrict dst, int64_t ldd, const float *__restrict src,
 #endif
 }
 
-/// dst[r, 0:D] = src row r (row stride ld) for r < rows, zero up to the
-/// width N (runtime width when N = 0). With D == N the rows are copied
-/// in registers, not by a memcpy call per row.
-template <int N>
-void copyRows(float *__restrict dst, int64_t width, const float *__restrict src,
+/// dst[r, 0:D] = src row r (row stride ld) for r < rows, as fp32, zero up
+/// to the width N (runtime width when N = 0). With D == N the rows are
+/// copied in registers, not by a memcpy call per row.
+template <int N, typename E>
+void copyRows(float *__restrict dst, int64_t width, const E *__restrict src,
               int64_t ld, int64_t rows, int64_t D) {
   if (N != 0 && D == N) {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t d = 0; d < N; ++d)
-        dst[r * N + d] = src[r * ld + d];
+        dst[r * N + d] = load(src[r * ld + d]);
     return;
   }
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t d = 0; d < D; ++d)
-      dst[r * width + d] = src[r * ld + d];
+      dst[r * width + d] = load(src[r * ld + d]);
     for (int64_t d = D; d < width; ++d)
       dst[r * width + d] = 0.0f;
   }
 }
 
+/// Rows [rows, D] of src (row stride ld) as fp32 rows and their stride: fp32
+/// rows are read in place, bf16 ones widened into `tile` (row stride Dp).
+template <int N>
+std::pair<const float *, int64_t> fp32Rows(float *, int64_t, const float *src,
+                                           int64_t ld, int64_t, int64_t) {
+  return {src, ld};
+}
+template <int N>
+std::pair<const float *, int64_t> fp32Rows(float *tile, int64_t Dp,
+                                           const lap_bf16 *src, int64_t ld,
+                                           int64_t rows, int64_t D) {
+  copyRows<N>(tile, Dp, src, ld, rows, D);
+  return {tile, Dp};
+}
+
 /// Asks for rows that are about to be read, which the hardware prefetcher
 /// would fetch too late (they are strided, one short run per row).
-void prefetchRows(const float *src, int64_t ld, int64_t rows, int64_t D) {
+template <typename E>
+void prefetchRows(const E *src, int64_t ld, int64_t rows, int64_t D) {
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t d = 0; d < D; d += 64 / sizeof(float))
+    for (int64_t d = 0; d < D; d += 64 / sizeof(E))
       __builtin_prefetch(src + r * ld + d);
 }
 
 /// sum of a[i] b[i], i < n, in 16 lanes so that it vectorises.
-float dot(const float *__restrict a, const float *__restrict b, int64_t n) {
+template <typename E>
+float dot(const E *__restrict a, const E *__restrict b, int64_t n) {
   float lanes[L] = {}, sum = 0.0f;
   int64_t i = 0;
   for (; i + L <= n; i += L)
     for (int l = 0; l < L; ++l)
-      lanes[l] += a[i + l] * b[i + l];
+      lanes[l] += load(a[i + l]) * load(b[i + l]);
   for (; i < n; ++i)
-    sum += a[i] * b[i];
+    sum += load(a[i]) * load(b[i]);
   for (int l = 0; l < L; ++l)
     sum += lanes[l];
   return sum;
@@ -302,7 +331,7 @@ float dot(const float *__restrict a, const float *__restrict b, int64_t n) {
 
 /// A 64-byte aligned buffer of the calling thread, kept across calls: fresh
 /// pages would fault on every call (slowly, in a VM). Slot 0 holds a
-/// worker's tiles, slot 1 the dq partials of backward.
+/// worker's tiles, slot 1 the fp32 dq sums of backward.
 float *threadBuffer(int slot, int64_t floats) {
   struct Buffer {
     float *data = nullptr;
@@ -403,29 +432,36 @@ template <int N = 16, typename F> void dispatchWidth(int64_t Dp, F &&fn) {
 // of the BQ queries are vectors updated key by key (no horizontal
 // reductions).
 
-struct ForwardArgs {
-  float *o, *lse;
-  const float *q, *k, *v, *alpha, *beta;
+/// Tensors of element type E (fp32, or a bf16 model's bf16); the
+/// logsumexp and the coefficients are fp32 either way.
+template <typename E> struct ForwardArgs {
+  E *o;
+  float *lse;
+  const E *q, *k, *v;
+  const float *alpha, *beta;
 };
 
 int64_t forwardScratch(int64_t Dp) {
-  return Dp * BQ + BQ * Dp + BK * Dp + BK * BQ;
+  return Dp * BQ + BQ * Dp + 2 * BK * Dp + BK * BQ;
 }
 
 /// The query block [t0, t0 + nq) of head h in batch b.
-template <int N>
-void forwardBlock(const Shape &s, const ForwardArgs &a, int64_t b, int64_t h,
-                  int64_t t0, float *ws) {
+template <int N, typename E>
+void forwardBlock(const Shape &s, const ForwardArgs<E> &a, int64_t b,
+                  int64_t h, int64_t t0, float *ws) {
   const int64_t D = s.D, Dp = N ? N : s.Dp, ldq = s.H * D, ldk = s.KV * D;
   const int64_t g = h / s.group(), nq = std::min(s.qStep, s.T - t0);
   float *__restrict Qt = ws;            // [D, BQ] scale * log2e * Q^T
   float *__restrict Acc = Qt + Dp * BQ; // [BQ, Dp] unnormalised P V
   float *__restrict Vp = Acc + BQ * Dp; // [BK, Dp] V
   float *__restrict St = Vp + BK * Dp;  // [BK, BQ] scores, then P^T
+  float *__restrict Wide = St + BK * BQ; // [BK, Dp] bf16 Q, then K, widened
   alignas(64) float rowMax[BQ], rowSum[BQ], corr[BQ], mx[BQ];
   const int64_t W = (nq + L - 1) / L * L; // query lanes computed
 
-  transpose(Qt, BQ, a.q + s.qRow(b, t0, h), ldq, nq, D, s.scale * kLog2e);
+  const auto [qs, ldqs] = fp32Rows<N>(Wide, Dp, a.q + s.qRow(b, t0, h), ldq,
+                                      nq, D);
+  transpose(Qt, BQ, qs, ldqs, nq, D, s.scale * kLog2e);
   std::fill(Acc, Acc + nq * Dp, 0.0f);
   std::fill(rowMax, rowMax + BQ, kNegInf);
   std::fill(rowSum, rowSum + BQ, 0.0f);
@@ -434,22 +470,23 @@ void forwardBlock(const Shape &s, const ForwardArgs &a, int64_t b, int64_t h,
   const int64_t keyEnd = s.causal ? std::min(s.S, t0 + nq) : s.S;
   for (int64_t s0 = 0; s0 < keyEnd; s0 += s.kStep) {
     const int64_t nk = std::min(s.kStep, keyEnd - s0);
-    const float *kb = a.k + s.kRow(b, s0, g);
+    const E *kRows = a.k + s.kRow(b, s0, g);
     if (s0 + s.kStep < keyEnd) {
       const int64_t next = std::min(s.kStep, keyEnd - s0 - s.kStep);
-      prefetchRows(kb + s.kStep * ldk, ldk, next, D);
+      prefetchRows(kRows + s.kStep * ldk, ldk, next, D);
       prefetchRows(a.v + s.kRow(b, s0 + s.kStep, g), ldk, next, D);
     }
+    const auto [kb, ldkb] = fp32Rows<N>(Wide, Dp, kRows, ldk, nk, D);
     const bool masked = s.partlyMasked(t0, s0, nk);
     if (!masked) {
-      gemmNarrow<false>(W, St, BQ, kb, ldk, 1, Qt, BQ, nk, D);
+      gemmNarrow<false>(W, St, BQ, kb, ldkb, 1, Qt, BQ, nk, D);
     } else {
       // By strips of 16 queries: keys after a strip's last query are
       // masked and not computed (the mask below overwrites them).
       for (int64_t c = 0; c < W; c += L) {
         const int64_t rows = std::min(nk, t0 + c + L - s0);
         if (rows > 0)
-          gemm<L, false>(St + c, BQ, kb, ldk, 1, Qt + c, BQ, rows, D);
+          gemm<L, false>(St + c, BQ, kb, ldkb, 1, Qt + c, BQ, rows, D);
       }
     }
     copyRows<N>(Vp, Dp, a.v + s.kRow(b, s0, g), ldk, nk, D);
@@ -490,16 +527,16 @@ void forwardBlock(const Shape &s, const ForwardArgs &a, int64_t b, int64_t h,
   const float al = a.alpha[h], be = a.beta[h];
   for (int64_t i = 0; i < nq; ++i) {
     const int64_t t = t0 + i;
-    float *__restrict out = a.o + s.qRow(b, t, h);
+    E *__restrict out = a.o + s.qRow(b, t, h);
     const float *__restrict acc = Acc + i * Dp;
     const float c = rowSum[i] > 0.0f ? al / rowSum[i] : 0.0f;
     if (be != 0.0f && t < s.S) {
-      const float *__restrict vt = a.v + s.kRow(b, t, g);
+      const E *__restrict vt = a.v + s.kRow(b, t, g);
       for (int64_t d = 0; d < D; ++d)
-        out[d] = c * acc[d] + be * vt[d];
+        store(out[d], c * acc[d] + be * load(vt[d]));
     } else {
       for (int64_t d = 0; d < D; ++d)
-        out[d] = c * acc[d];
+        store(out[d], c * acc[d]);
     }
     a.lse[(b * s.H + h) * s.T + t] =
         rowSum[i] > 0.0f ? (rowMax[i] + std::log2(rowSum[i])) * kLn2 : kNegInf;
@@ -515,9 +552,11 @@ void forwardBlock(const Shape &s, const ForwardArgs &a, int64_t b, int64_t h,
 // dQ into the dq rows in memory. K^T and V^T are transposed once per key
 // block.
 
-struct BackwardArgs {
-  float *dq, *dk, *dv;
-  const float *dout, *q, *k, *v, *o, *lse, *alpha, *beta;
+/// As ForwardArgs; dq is made in fp32 buffers (the dqOut of the tasks).
+template <typename E> struct BackwardArgs {
+  E *dk, *dv;
+  const E *dout, *q, *k, *v, *o;
+  const float *lse, *alpha, *beta;
 };
 
 /// A task's sums for the coefficients' gradients of the G heads of its kv
@@ -526,7 +565,7 @@ struct BackwardArgs {
 using CoefficientSums = double *;
 
 int64_t backwardTiles(int64_t Dp) {
-  return 2 * Dp * BK + 3 * BK * Dp + 3 * BQ * Dp + 2 * BQ * BK;
+  return 2 * Dp * BK + 4 * BK * Dp + 3 * BQ * Dp + 2 * BQ * BK;
 }
 
 /// Gradients of the key block [s0, s0 + nk) of kv head g in batch b from
@@ -535,8 +574,8 @@ int64_t backwardTiles(int64_t Dp) {
 /// group's lse * log2 e and D_i. nextS0 is the task's next key block (or
 /// -1), prefetched during the last query block. With `sums`, adds each
 /// head's sum of P dP over the block into sums[0 .. G).
-template <int N>
-void backwardKeyBlock(const Shape &s, const BackwardArgs &a, float *dqOut,
+template <int N, typename E>
+void backwardKeyBlock(const Shape &s, const BackwardArgs<E> &a, float *dqOut,
                       const float *lse2, const float *rowDot, int64_t b,
                       int64_t g, int64_t s0, int64_t nextS0,
                       CoefficientSums sums, float *ws) {
@@ -553,11 +592,13 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs &a, float *dqOut,
   float *__restrict dQp = dOp + BQ * Dp;  // [BQ, Dp] dQ, when D is padded
   float *__restrict P = dQp + BQ * Dp;    // [BQ, BK] alpha P
   float *__restrict dS = P + BQ * BK;     // [BQ, BK] scale * dS
+  float *__restrict Wide = dS + BQ * BK;  // [BK, Dp] bf16 V widened
 
-  const float *kb = a.k + s.kRow(b, s0, g), *vb = a.v + s.kRow(b, s0, g);
-  transpose(Kt, BK, kb, ldk, nk, D, 1.0f);
-  transpose(Vt, BK, vb, ldk, nk, D, 1.0f);
-  copyRows<N>(Kp, Dp, kb, ldk, nk, D);
+  copyRows<N>(Kp, Dp, a.k + s.kRow(b, s0, g), ldk, nk, D);
+  transpose(Kt, BK, Kp, Dp, nk, D, 1.0f);
+  const auto [vb, ldvb] =
+      fp32Rows<N>(Wide, Dp, a.v + s.kRow(b, s0, g), ldk, nk, D);
+  transpose(Vt, BK, vb, ldvb, nk, D, 1.0f);
   std::fill(dKa, dKa + BK * Dp, 0.0f);
   std::fill(dVa, dVa + BK * Dp, 0.0f);
 
@@ -572,8 +613,8 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs &a, float *dqOut,
     alignas(64) float pdp[BK] = {};
     for (int64_t t0 = firstBlock * s.qStep; t0 < s.T; t0 += s.qStep) {
       const int64_t nq = std::min(s.qStep, s.T - t0);
-      const float *qb = a.q + s.qRow(b, t0, h);
-      const float *db = a.dout + s.qRow(b, t0, h);
+      const E *qb = a.q + s.qRow(b, t0, h);
+      const E *db = a.dout + s.qRow(b, t0, h);
       float *dqb = dqOut + s.qRow(b, t0, h);
       if (t0 + s.qStep < s.T) {
         const int64_t next = std::min(s.qStep, s.T - t0 - s.qStep);
@@ -587,18 +628,20 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs &a, float *dqOut,
       }
 
       // P = 2^(c2 Q K^T - lse2) and dP = dO V^T, [nq, BK].
+      copyRows<N>(Qp, Dp, qb, ldq, nq, D);
+      copyRows<N>(dOp, Dp, db, ldq, nq, D);
       const bool masked = s.partlyMasked(t0, s0, nk);
       if (!masked) {
-        gemmNarrow<false>(nk, P, BK, qb, ldq, 1, Kt, BK, nq, D);
-        gemmNarrow<false>(nk, dS, BK, db, ldq, 1, Vt, BK, nq, D);
+        gemmNarrow<false>(nk, P, BK, Qp, Dp, 1, Kt, BK, nq, D);
+        gemmNarrow<false>(nk, dS, BK, dOp, Dp, 1, Vt, BK, nq, D);
       } else {
         // By strips of 16 keys: queries before a strip's first key see
         // none of it and are not computed (zeroed below).
         for (int64_t c = 0; c < W; c += L) {
           const int64_t i0 = std::clamp<int64_t>(s0 + c - t0, 0, nq);
-          gemm<L, false>(P + i0 * BK + c, BK, qb + i0 * ldq, ldq, 1, Kt + c, BK,
+          gemm<L, false>(P + i0 * BK + c, BK, Qp + i0 * Dp, Dp, 1, Kt + c, BK,
                          nq - i0, D);
-          gemm<L, false>(dS + i0 * BK + c, BK, db + i0 * ldq, ldq, 1, Vt + c,
+          gemm<L, false>(dS + i0 * BK + c, BK, dOp + i0 * Dp, Dp, 1, Vt + c,
                          BK, nq - i0, D);
         }
       }
@@ -629,8 +672,6 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs &a, float *dqOut,
       // i >= j + s0 - t0), dQ += dS K (query i meets keys j <= i + t0 - s0).
       const Band keyRows = masked ? Band{s0 - t0, Band().hi} : Band();
       const Band queryRows = masked ? Band{Band().lo, t0 - s0} : Band();
-      copyRows<N>(Qp, Dp, qb, ldq, nq, D);
-      copyRows<N>(dOp, Dp, db, ldq, nq, D);
       gemm<N, true>(dVa, Dp, P, 1, BK, dOp, Dp, nk, nq, Dp, keyRows);
       gemm<N, true>(dKa, Dp, dS, 1, BK, Qp, Dp, nk, nq, Dp, keyRows);
       if (s.padded()) {
@@ -649,32 +690,36 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs &a, float *dqOut,
 
   for (int64_t j = 0; j < nk; ++j) {
     const int64_t sj = s0 + j;
-    float *__restrict dk = a.dk + s.kRow(b, sj, g);
-    float *__restrict dv = a.dv + s.kRow(b, sj, g);
-    std::copy(dKa + j * Dp, dKa + j * Dp + D, dk);
-    std::copy(dVa + j * Dp, dVa + j * Dp + D, dv);
+    float *__restrict dKj = dKa + j * Dp, *__restrict dVj = dVa + j * Dp;
     // The beta term: V at the query's own position gets beta dO.
     if (sj < s.T)
       for (int64_t h = g * G; h < g * G + G; ++h)
         if (a.beta[h] != 0.0f) {
           const float be = a.beta[h];
-          const float *__restrict dout = a.dout + s.qRow(b, sj, h);
+          const E *__restrict dout = a.dout + s.qRow(b, sj, h);
           for (int64_t d = 0; d < D; ++d)
-            dv[d] += be * dout[d];
+            dVj[d] += be * load(dout[d]);
         }
+    E *__restrict dk = a.dk + s.kRow(b, sj, g);
+    E *__restrict dv = a.dv + s.kRow(b, sj, g);
+    for (int64_t d = 0; d < D; ++d) {
+      store(dk[d], dKj[d]);
+      store(dv[d], dVj[d]);
+    }
   }
 }
 
 /// lse2, rowDot [G, T] for the heads of kv head g in batch b: lse * log2 e
 /// and D_i = rowsum(dO_i * (O_i - beta V_i)) = rowsum(dO'_i * (P V)_i).
 /// With `dOV`, adds each head's sum of dO_i * V_i into dOV[0 .. G).
-void backwardRowTerms(const Shape &s, const BackwardArgs &a, float *lse2,
+template <typename E>
+void backwardRowTerms(const Shape &s, const BackwardArgs<E> &a, float *lse2,
                       float *rowDot, int64_t b, int64_t g, double *dOV) {
   const int64_t G = s.group();
   for (int64_t hg = 0; hg < G; ++hg) {
     const int64_t h = g * G + hg;
     for (int64_t t = 0; t < s.T; ++t) {
-      const float *d = a.dout + s.qRow(b, t, h);
+      const E *d = a.dout + s.qRow(b, t, h);
       float sum = dot(d, a.o + s.qRow(b, t, h), s.D);
       if ((a.beta[h] != 0.0f || dOV) && t < s.S) {
         const float own = dot(d, a.v + s.kRow(b, t, g), s.D);
@@ -688,14 +733,12 @@ void backwardRowTerms(const Shape &s, const BackwardArgs &a, float *lse2,
   }
 }
 
-} // namespace
-
-void attentionForward(float *o, float *lse, const float *q, const float *k,
-                      const float *v, const float *coefficients, int64_t B,
-                      int64_t T, int64_t S, int64_t H, int64_t KV, int64_t D,
-                      float scale, int32_t causal) {
+template <typename E>
+void forward(E *o, float *lse, const E *q, const E *k, const E *v,
+             const float *coefficients, int64_t B, int64_t T, int64_t S,
+             int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
   const Shape s = makeShape(B, T, S, H, KV, D, scale, causal);
-  const ForwardArgs a{o, lse, q, k, v, coefficients, coefficients + H};
+  const ForwardArgs<E> a{o, lse, q, k, v, coefficients, coefficients + H};
   const int64_t nqb = (T + s.qStep - 1) / s.qStep, BH = B * H;
   dispatchWidth(s.Dp, [&](auto width) {
     constexpr int N = decltype(width)::value;
@@ -725,12 +768,11 @@ void attentionForward(float *o, float *lse, const float *q, const float *k,
   });
 }
 
-void attentionBackward(float *dq, float *dk, float *dv, float *dcoefficients,
-                       const float *dout, const float *q, const float *k,
-                       const float *v, const float *o, const float *lse,
-                       const float *coefficients, int64_t B, int64_t T,
-                       int64_t S, int64_t H, int64_t KV, int64_t D, float scale,
-                       int32_t causal) {
+template <typename E>
+void backward(E *dq, E *dk, E *dv, float *dcoefficients, const E *dout,
+              const E *q, const E *k, const E *v, const E *o, const float *lse,
+              const float *coefficients, int64_t B, int64_t T, int64_t S,
+              int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
   const Shape s = makeShape(B, T, S, H, KV, D, scale, causal);
   const int64_t G = s.group(), groups = B * KV;
   const int64_t nkb = (S + s.kStep - 1) / s.kStep, dqSize = B * T * H * D;
@@ -745,11 +787,20 @@ void attentionBackward(float *dq, float *dk, float *dv, float *dcoefficients,
                           std::max<int64_t>(nkb, 1));
   while (chunks > 1 && (chunks - 1) * dqSize > (int64_t(4) << 20))
     --chunks;
-  float *partials =
-      chunks > 1 ? threadBuffer(1, (chunks - 1) * dqSize) : nullptr;
+  // The dq sums in fp32, one per chunk: the first is dq itself when it is
+  // fp32, a buffer rounded into it at the end when it is bf16.
+  constexpr bool inPlace = std::is_same_v<E, float>;
+  const int64_t buffers = inPlace ? chunks - 1 : chunks;
+  float *sums32 = buffers > 0 ? threadBuffer(1, buffers * dqSize) : nullptr;
+  auto dqSum = [&](int64_t c) -> float * {
+    if constexpr (inPlace)
+      if (c == 0)
+        return dq;
+    return sums32 + (inPlace ? c - 1 : c) * dqSize;
+  };
 
-  const BackwardArgs a{
-      dq, dk, dv, dout, q, k, v, o, lse, coefficients, coefficients + H};
+  const BackwardArgs<E> a{dk, dv, dout, q, k, v, o, lse, coefficients,
+                          coefficients + H};
   // Per task [2, G] sums for the coefficients' gradients, added in task
   // order at the end: the result does not depend on the thread count.
   std::vector<double> sums(dcoefficients ? size_t(groups * chunks * 2 * G) : 0);
@@ -766,7 +817,7 @@ void attentionBackward(float *dq, float *dk, float *dv, float *dcoefficients,
           // Every chunk of the group needs the row terms; one sums dO V.
           backwardRowTerms(s, a, lse2, rowDot, b, g,
                            mine && c == 0 ? mine + G : nullptr);
-          float *dqOut = c == 0 ? dq : partials + (c - 1) * dqSize;
+          float *dqOut = dqSum(c);
           for (int64_t t = 0; t < T; ++t)
             std::fill(dqOut + s.qRow(b, t, g * G),
                       dqOut + s.qRow(b, t, g * G + G), 0.0f);
@@ -780,12 +831,13 @@ void attentionBackward(float *dq, float *dk, float *dv, float *dcoefficients,
         [](int64_t) {});
   });
 
-  if (chunks > 1)
+  if (buffers > 0)
     parallelFor(dqSize, 1 << 14, [&](int64_t begin, int64_t end) HWY_ATTR {
-      for (int64_t c = 1; c < chunks; ++c) {
-        const float *__restrict part = partials + (c - 1) * dqSize;
-        for (int64_t i = begin; i < end; ++i)
-          dq[i] += part[i];
+      for (int64_t i = begin; i < end; ++i) {
+        float sum = dqSum(0)[i];
+        for (int64_t c = 1; c < chunks; ++c)
+          sum += dqSum(c)[i];
+        store(dq[i], sum);
       }
     });
 
@@ -804,6 +856,44 @@ void attentionBackward(float *dq, float *dk, float *dv, float *dcoefficients,
     }
 }
 
+} // namespace
+
+void attentionForward(float *o, float *lse, const float *q, const float *k,
+                      const float *v, const float *coefficients, int64_t B,
+                      int64_t T, int64_t S, int64_t H, int64_t KV, int64_t D,
+                      float scale, int32_t causal) {
+  forward(o, lse, q, k, v, coefficients, B, T, S, H, KV, D, scale, causal);
+}
+
+void attentionForwardBf16(lap_bf16 *o, float *lse, const lap_bf16 *q,
+                          const lap_bf16 *k, const lap_bf16 *v,
+                          const float *coefficients, int64_t B, int64_t T,
+                          int64_t S, int64_t H, int64_t KV, int64_t D,
+                          float scale, int32_t causal) {
+  forward(o, lse, q, k, v, coefficients, B, T, S, H, KV, D, scale, causal);
+}
+
+void attentionBackward(float *dq, float *dk, float *dv, float *dcoefficients,
+                       const float *dout, const float *q, const float *k,
+                       const float *v, const float *o, const float *lse,
+                       const float *coefficients, int64_t B, int64_t T,
+                       int64_t S, int64_t H, int64_t KV, int64_t D, float scale,
+                       int32_t causal) {
+  backward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B,
+           T, S, H, KV, D, scale, causal);
+}
+
+void attentionBackwardBf16(lap_bf16 *dq, lap_bf16 *dk, lap_bf16 *dv,
+                           float *dcoefficients, const lap_bf16 *dout,
+                           const lap_bf16 *q, const lap_bf16 *k,
+                           const lap_bf16 *v, const lap_bf16 *o,
+                           const float *lse, const float *coefficients,
+                           int64_t B, int64_t T, int64_t S, int64_t H,
+                           int64_t KV, int64_t D, float scale, int32_t causal) {
+  backward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B,
+           T, S, H, KV, D, scale, causal);
+}
+
 } // namespace lap::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -811,7 +901,9 @@ HWY_AFTER_NAMESPACE();
 namespace lap::cpu {
 
 HWY_EXPORT(attentionForward);
+HWY_EXPORT(attentionForwardBf16);
 HWY_EXPORT(attentionBackward);
+HWY_EXPORT(attentionBackwardBf16);
 
 extern "C" void lap_cpu_attention_forward(float *o, float *lse, const float *q,
                                           const float *k, const float *v,
@@ -831,6 +923,27 @@ extern "C" void lap_cpu_attention_backward(
     int64_t S, int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
   useChosenIsa();
   HWY_DYNAMIC_DISPATCH(attentionBackward)
+  (dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B, T, S, H,
+   KV, D, scale, causal);
+}
+
+extern "C" void lap_cpu_attention_forward_bf16(
+    lap_bf16 *o, float *lse, const lap_bf16 *q, const lap_bf16 *k,
+    const lap_bf16 *v, const float *coefficients, int64_t B, int64_t T,
+    int64_t S, int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
+  useChosenIsa();
+  HWY_DYNAMIC_DISPATCH(attentionForwardBf16)
+  (o, lse, q, k, v, coefficients, B, T, S, H, KV, D, scale, causal);
+}
+
+extern "C" void lap_cpu_attention_backward_bf16(
+    lap_bf16 *dq, lap_bf16 *dk, lap_bf16 *dv, float *dcoefficients,
+    const lap_bf16 *dout, const lap_bf16 *q, const lap_bf16 *k,
+    const lap_bf16 *v, const lap_bf16 *o, const float *lse,
+    const float *coefficients, int64_t B, int64_t T, int64_t S, int64_t H,
+    int64_t KV, int64_t D, float scale, int32_t causal) {
+  useChosenIsa();
+  HWY_DYNAMIC_DISPATCH(attentionBackwardBf16)
   (dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B, T, S, H,
    KV, D, scale, causal);
 }

@@ -6,7 +6,10 @@
 // block keeps a tile of queries (or keys) in shared memory while tiles of
 // the other side stream past, with the softmax kept online, so no T x S
 // matrix is stored; backward recomputes P from the saved logsumexp. Scores
-// are kept in base 2 (scale * log2 e folded in), as on the CPU.
+// are kept in base 2 (scale * log2 e folded in), as on the CPU. A bf16
+// model's tensors (the `_bf16` entry points) are widened as the tiles are
+// loaded and each output element rounded once as it is stored; the
+// logsumexp, the row terms and the coefficients stay fp32.
 //
 // Every product is one of two warp-level primitives on shared-memory tiles
 // whose rows hold DP floats (the head width D rounded up to a compiled
@@ -29,6 +32,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cuda/Context.h"
+#include "runtime/kernels/cuda/Elements.h"
 #include "runtime/kernels/cuda/Kernels.h"
 
 #include <algorithm>
@@ -37,6 +41,9 @@
 #include <type_traits>
 
 namespace {
+
+using lap::cuda::load;
+using lap::cuda::store;
 
 constexpr int kWarps = 4; // per block of the tiled kernels
 constexpr int kThreads = 32 * kWarps;
@@ -109,16 +116,16 @@ __device__ float warpSum(float x) {
   return x;
 }
 
-/// dst [rows][DP + 4] = the first n rows of src (row stride ld, D floats
-/// each), zero elsewhere: padding adds nothing to the products. A warp reads
-/// a row at a time, contiguous in memory.
-template <int DP>
-__device__ void loadTile(float *dst, const float *src, int64_t ld, int n,
-                         int rows, int D) {
+/// dst [rows][DP + 4] = the first n rows of src (row stride ld, D elements
+/// each) as fp32, zero elsewhere: padding adds nothing to the products. A
+/// warp reads a row at a time, contiguous in memory.
+template <int DP, typename E>
+__device__ void loadTile(float *dst, const E *src, int64_t ld, int n, int rows,
+                         int D) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (int i = warp; i < rows; i += kWarps)
     for (int d = lane; d < DP; d += 32)
-      dst[i * (DP + 4) + d] = i < n && d < D ? src[i * ld + d] : 0.0f;
+      dst[i * (DP + 4) + d] = i < n && d < D ? load(src[i * ld + d]) : 0.0f;
 }
 
 /// x[i][j] = A_row(r + 4i) . B_row(c + 8j) over DP, rows of stride DP + 4.
@@ -179,17 +186,16 @@ __device__ void accumulate(float4 (&out)[R][DP / 32], const float *W,
   }
 }
 
-/// Writes a lane's columns of row `row` (D floats) from acc.
-template <int DP>
-__device__ void storeRow(float *row, const float4 (&acc)[DP / 32], int c,
-                         int D) {
+/// Writes a lane's columns of row `row` (D elements) from acc.
+template <int DP, typename E>
+__device__ void storeRow(E *row, const float4 (&acc)[DP / 32], int c, int D) {
 #pragma unroll
   for (int m = 0; m < DP / 32; ++m)
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const int d = 32 * m + 4 * c + q;
       if (d < D)
-        row[d] = lane4(acc[m], q);
+        store(row[d], lane4(acc[m], q));
     }
 }
 
@@ -209,11 +215,11 @@ template <int DP> struct ForwardTiles {
 
 // o [B, T, H, D], lse [B, H, T]; a block per (b, h, query tile), the
 // tiles of a head adjacent (its K and V stay in L2).
-template <int DP>
+template <int DP, typename E>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
-    forwardKernel(float *__restrict__ o, float *__restrict__ lse,
-                  const float *__restrict__ q, const float *__restrict__ k,
-                  const float *__restrict__ v,
+    forwardKernel(E *__restrict__ o, float *__restrict__ lse,
+                  const E *__restrict__ q, const E *__restrict__ k,
+                  const E *__restrict__ v,
                   const float *__restrict__ coefficients, Shape s, int tiles) {
   using F = ForwardTiles<DP>;
   constexpr int R = F::R, C = F::BK / 8, M = DP / 32;
@@ -295,16 +301,16 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
     if (t >= s.T)
       continue;
     const float a = l[i] > 0.0f ? alpha / l[i] : 0.0f;
-    const float *vt = beta != 0.0f && t < s.S ? v + s.kRow(b, t, g) : nullptr;
-    float *out = o + s.qRow(b, t, h);
+    const E *vt = beta != 0.0f && t < s.S ? v + s.kRow(b, t, g) : nullptr;
+    E *out = o + s.qRow(b, t, h);
 #pragma unroll
     for (int j = 0; j < M; ++j)
 #pragma unroll
       for (int q4 = 0; q4 < 4; ++q4) {
         const int d = 32 * j + 4 * c + q4;
         if (d < s.D)
-          out[d] = vt ? a * lane4(acc[i][j], q4) + beta * vt[d]
-                      : a * lane4(acc[i][j], q4);
+          store(out[d], vt ? a * lane4(acc[i][j], q4) + beta * load(vt[d])
+                           : a * lane4(acc[i][j], q4));
       }
     if (c == 0)
       lse[s.row(b, h, t)] =
@@ -322,25 +328,26 @@ constexpr int kRowWarps = 8; // rows per block of the row-term kernel
 // dO_i * (P V)_i)); with own (learned coefficients) also own [B, H, T] =
 // rowsum(dO_i * V_i), the terms of d beta (0 where t >= S). A warp per row
 // of dout, in memory order.
+template <typename E>
 __global__ void
 rowTermsKernel(float *__restrict__ terms, float *__restrict__ own,
-               const float *__restrict__ dout, const float *__restrict__ o,
-               const float *__restrict__ v,
-               const float *__restrict__ coefficients, Shape s, int64_t rows) {
+               const E *__restrict__ dout, const E *__restrict__ o,
+               const E *__restrict__ v, const float *__restrict__ coefficients,
+               Shape s, int64_t rows) {
   const int64_t n = int64_t(blockIdx.x) * kRowWarps + threadIdx.x / 32;
   if (n >= rows)
     return;
   const int lane = threadIdx.x % 32;
   const int h = int(n % s.H), t = int(n / s.H % s.T), b = int(n / s.H / s.T);
-  const float *d = dout + n * s.D, *y = o + n * s.D;
+  const E *d = dout + n * s.D, *y = o + n * s.D;
   const float beta = coefficients[s.H + h];
   float sum = 0.0f, mine = 0.0f;
   for (int i = lane; i < s.D; i += 32)
-    sum += d[i] * y[i];
+    sum += load(d[i]) * load(y[i]);
   if ((beta != 0.0f || own) && t < s.S) {
-    const float *vt = v + s.kRow(b, t, h / s.G);
+    const E *vt = v + s.kRow(b, t, h / s.G);
     for (int i = lane; i < s.D; i += 32)
-      mine += d[i] * vt[i];
+      mine += load(d[i]) * load(vt[i]);
   }
   sum = warpSum(sum);
   mine = warpSum(mine);
@@ -366,13 +373,12 @@ template <int DP> struct KeyTiles {
 // dk, dv [B, S, KV, D]; a block per (b, kv head g, key tile), meeting the
 // query tiles of the G heads of g in turn. With alphaPartials [B, H, tiles]:
 // each head's sum of P dP over the block.
-template <int DP>
+template <int DP, typename E>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
-    keyGradientsKernel(float *__restrict__ dk, float *__restrict__ dv,
+    keyGradientsKernel(E *__restrict__ dk, E *__restrict__ dv,
                        float *__restrict__ alphaPartials,
-                       const float *__restrict__ dout,
-                       const float *__restrict__ q, const float *__restrict__ k,
-                       const float *__restrict__ v,
+                       const E *__restrict__ dout, const E *__restrict__ q,
+                       const E *__restrict__ k, const E *__restrict__ v,
                        const float *__restrict__ lse,
                        const float *__restrict__ terms,
                        const float *__restrict__ coefficients, Shape s,
@@ -474,7 +480,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
     if (key >= s.S)
       continue;
     storeRow<DP>(dk + s.kRow(b, key, g), dK[i], c, s.D);
-    float *out = dv + s.kRow(b, key, g);
+    E *out = dv + s.kRow(b, key, g);
 #pragma unroll
     for (int j = 0; j < M; ++j)
 #pragma unroll
@@ -487,9 +493,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
           for (int h = g * s.G; h < g * s.G + s.G; ++h) {
             const float beta = coefficients[s.H + h];
             if (beta != 0.0f)
-              y += beta * dout[s.qRow(b, key, h) + d];
+              y += beta * load(dout[s.qRow(b, key, h) + d]);
           }
-        out[d] = y;
+        store(out[d], y);
       }
   }
 }
@@ -505,12 +511,11 @@ template <int DP> struct QueryTiles {
 };
 
 // dq [B, T, H, D]; a block per (b, h, query tile), meeting the key tiles.
-template <int DP>
+template <int DP, typename E>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
-    queryGradientsKernel(float *__restrict__ dq, const float *__restrict__ dout,
-                         const float *__restrict__ q,
-                         const float *__restrict__ k,
-                         const float *__restrict__ v,
+    queryGradientsKernel(E *__restrict__ dq, const E *__restrict__ dout,
+                         const E *__restrict__ q, const E *__restrict__ k,
+                         const E *__restrict__ v,
                          const float *__restrict__ lse,
                          const float *__restrict__ terms,
                          const float *__restrict__ coefficients, Shape s,
@@ -688,14 +693,10 @@ float *scratchFloats(int slot, int64_t n) {
       slot, size_t(std::max<int64_t>(n, 1)) * sizeof(float)));
 }
 
-} // namespace
-
-extern "C" void lap_cuda_attention_forward(float *o, float *lse, const float *q,
-                                           const float *k, const float *v,
-                                           const float *coefficients, int64_t B,
-                                           int64_t T, int64_t S, int64_t H,
-                                           int64_t KV, int64_t D, float scale,
-                                           int32_t causal) {
+template <typename E>
+void forward(E *o, float *lse, const E *q, const E *k, const E *v,
+             const float *coefficients, int64_t B, int64_t T, int64_t S,
+             int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
   if (!supported("attention_forward", B, T, S, H, KV, D))
     return;
   const Shape s = makeShape(B, T, S, H, KV, D, scale, causal);
@@ -703,16 +704,16 @@ extern "C" void lap_cuda_attention_forward(float *o, float *lse, const float *q,
     constexpr int DP = decltype(width)::value;
     using F = ForwardTiles<DP>;
     const int64_t tiles = (T + F::BQ - 1) / F::BQ;
-    launch(forwardKernel<DP>, B * H * tiles, kThreads, F::bytes,
+    launch(forwardKernel<DP, E>, B * H * tiles, kThreads, F::bytes,
            "attention_forward", o, lse, q, k, v, coefficients, s, int(tiles));
   });
 }
 
-extern "C" void lap_cuda_attention_backward(
-    float *dq, float *dk, float *dv, float *dcoefficients, const float *dout,
-    const float *q, const float *k, const float *v, const float *o,
-    const float *lse, const float *coefficients, int64_t B, int64_t T,
-    int64_t S, int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
+template <typename E>
+void backward(E *dq, E *dk, E *dv, float *dcoefficients, const E *dout,
+              const E *q, const E *k, const E *v, const E *o, const float *lse,
+              const float *coefficients, int64_t B, int64_t T, int64_t S,
+              int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
   if (!supported("attention_backward", B, T, S, H, KV, D))
     return;
   const Shape s = makeShape(B, T, S, H, KV, D, scale, causal);
@@ -734,13 +735,13 @@ extern "C" void lap_cuda_attention_backward(
     if (!terms || (dcoefficients && !partials))
       return;
     float *own = dcoefficients ? terms + rows : nullptr;
-    launch(rowTermsKernel, (rows + kRowWarps - 1) / kRowWarps, 32 * kRowWarps,
-           0, "attention_backward (row terms)", terms, own, dout, o, v,
-           coefficients, s, rows);
-    launch(keyGradientsKernel<DP>, B * KV * keyTiles, kThreads, K::bytes,
+    launch(rowTermsKernel<E>, (rows + kRowWarps - 1) / kRowWarps,
+           32 * kRowWarps, 0, "attention_backward (row terms)", terms, own,
+           dout, o, v, coefficients, s, rows);
+    launch(keyGradientsKernel<DP, E>, B * KV * keyTiles, kThreads, K::bytes,
            "attention_backward (dk, dv)", dk, dv, partials, dout, q, k, v, lse,
            terms, coefficients, s, int(keyTiles));
-    launch(queryGradientsKernel<DP>, B * H * queryTiles, kThreads, Q::bytes,
+    launch(queryGradientsKernel<DP, E>, B * H * queryTiles, kThreads, Q::bytes,
            "attention_backward (dq)", dq, dout, q, k, v, lse, terms,
            coefficients, s, int(queryTiles));
     if (dcoefficients)
@@ -748,4 +749,41 @@ extern "C" void lap_cuda_attention_backward(
              "attention_backward (dcoefficients)", dcoefficients, partials,
              int(keyTiles), own, int(B), int(H), int(T));
   });
+}
+
+} // namespace
+
+extern "C" void lap_cuda_attention_forward(float *o, float *lse, const float *q,
+                                           const float *k, const float *v,
+                                           const float *coefficients, int64_t B,
+                                           int64_t T, int64_t S, int64_t H,
+                                           int64_t KV, int64_t D, float scale,
+                                           int32_t causal) {
+  forward(o, lse, q, k, v, coefficients, B, T, S, H, KV, D, scale, causal);
+}
+
+extern "C" void lap_cuda_attention_forward_bf16(
+    lap_bf16 *o, float *lse, const lap_bf16 *q, const lap_bf16 *k,
+    const lap_bf16 *v, const float *coefficients, int64_t B, int64_t T,
+    int64_t S, int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
+  forward(o, lse, q, k, v, coefficients, B, T, S, H, KV, D, scale, causal);
+}
+
+extern "C" void lap_cuda_attention_backward(
+    float *dq, float *dk, float *dv, float *dcoefficients, const float *dout,
+    const float *q, const float *k, const float *v, const float *o,
+    const float *lse, const float *coefficients, int64_t B, int64_t T,
+    int64_t S, int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
+  backward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B,
+           T, S, H, KV, D, scale, causal);
+}
+
+extern "C" void lap_cuda_attention_backward_bf16(
+    lap_bf16 *dq, lap_bf16 *dk, lap_bf16 *dv, float *dcoefficients,
+    const lap_bf16 *dout, const lap_bf16 *q, const lap_bf16 *k,
+    const lap_bf16 *v, const lap_bf16 *o, const float *lse,
+    const float *coefficients, int64_t B, int64_t T, int64_t S, int64_t H,
+    int64_t KV, int64_t D, float scale, int32_t causal) {
+  backward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B,
+           T, S, H, KV, D, scale, causal);
 }

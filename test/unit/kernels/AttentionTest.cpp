@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cpu/Kernels.h"
+#include "test/unit/kernels/KernelTestSupport.h"
 
 #include <gtest/gtest.h>
 
@@ -544,6 +545,66 @@ TEST(Attention, ResultsDoNotDependOnThreadCount) {
     EXPECT_EQ(g1.dcoefficients, g3.dcoefficients);
   }
   omp_set_num_threads(saved);
+}
+
+//===----------------------------------------------------------------------===//
+// bf16
+//===----------------------------------------------------------------------===//
+
+/// The bf16 kernels compute what the fp32 ones compute on the same bf16
+/// values (the fp32 backward reading the bf16 O's values), in the same
+/// order, and round each output once: bit for bit the fp32 results
+/// rounded. Covers GQA, causal and not, partial blocks, padded head widths,
+/// the dq partials of few groups (B = 1, KV = 1), cross attention, and the
+/// coefficients' gradients, which stay fp32.
+TEST(AttentionBf16, KernelsAreTheFp32OnesRounded) {
+  using lap::test::bf16Vector;
+  using lap::test::valuesOf;
+  uint32_t seed = 1200;
+  std::vector<Shape> shapes;
+  for (int64_t T : {7, 130})
+    for (bool causal : {false, true}) {
+      shapes.push_back(selfShape(2, T, 4, 2, 64, causal));
+      shapes.push_back(selfShape(1, T, 4, 1, 20, causal));
+    }
+  shapes.push_back(selfShape(1, 257, 2, 1, 32, true));
+  shapes.push_back(Shape{2, 9, 70, 4, 2, 64, false, 0.125}); // cross
+  for (const Shape &s : shapes) {
+    SCOPED_TRACE(s.str());
+    Problem p = makeProblem(s, seed++);
+    const std::vector<lap_bf16> q = bf16Vector(p.q), k = bf16Vector(p.k),
+                                v = bf16Vector(p.v), dout = bf16Vector(p.g);
+    p.q = valuesOf(q), p.k = valuesOf(k), p.v = valuesOf(v);
+    p.g = valuesOf(dout);
+    const std::vector<float> coefficients = p.coefficients();
+
+    Forward f = runForward(p);
+    std::vector<lap_bf16> o(f.o.size(), 0x7fc0);
+    std::vector<float> lse(f.lse.size(), 7.0f);
+    lap_cpu_attention_forward_bf16(o.data(), lse.data(), q.data(), k.data(),
+                                   v.data(), coefficients.data(), s.B, s.T,
+                                   s.S, s.H, s.KV, s.D, float(s.scale),
+                                   s.causal);
+    EXPECT_EQ(o, bf16Vector(f.o));
+    EXPECT_EQ(lse, f.lse);
+
+    // Backward from the bf16 output, as a bf16 model's gradient reads it.
+    const bool learned = s.S == s.T;
+    f.o = valuesOf(o);
+    Backward g = runBackward(p, f, learned);
+    std::vector<lap_bf16> dq(q.size(), 0x7fc0), dk(k.size(), 0x7fc0),
+        dv(v.size(), 0x7fc0);
+    std::vector<float> dc(learned ? 2 * s.H : 0, 7.0f);
+    lap_cpu_attention_backward_bf16(
+        dq.data(), dk.data(), dv.data(), learned ? dc.data() : nullptr,
+        dout.data(), q.data(), k.data(), v.data(), o.data(), lse.data(),
+        coefficients.data(), s.B, s.T, s.S, s.H, s.KV, s.D, float(s.scale),
+        s.causal);
+    EXPECT_EQ(dq, bf16Vector(g.dq));
+    EXPECT_EQ(dk, bf16Vector(g.dk));
+    EXPECT_EQ(dv, bf16Vector(g.dv));
+    EXPECT_EQ(dc, g.dcoefficients);
+  }
 }
 
 // No queries or no keys: nothing to attend to, and nothing may be read.
