@@ -1,7 +1,7 @@
 //===- AttentionTest.cpp - CUDA attention against its CPU twin ------------===//
 //
 // lap_cuda_attention_forward/backward and lap_cpu_attention_forward/backward
-// on the same seeded inputs (the CPU kernels are checked against an
+// (and their bf16 variants) on the same seeded inputs (the CPU kernels are checked against an
 // independent reference in test/unit/kernels/AttentionTest.cpp). Every head
 // of a call has its own kind, so each case mixes them. Outputs start as NaN:
 // an element the kernel skips fails.
@@ -25,9 +25,11 @@
 
 namespace {
 
+using lap::test::bf16Vector;
 using lap::test::DeviceBuffer;
 using lap::test::nanVector;
 using lap::test::randomVector;
+using lap::test::valuesOf;
 
 // Tolerances relative to each tensor's largest magnitude: the kernels sum
 // in fp32 in another order than the CPU (and exp2 differs by a few ulp), so
@@ -37,6 +39,10 @@ using lap::test::randomVector;
 // where P = 1 makes dS vanish) holds only noise of the inputs' scale.
 constexpr double kForwardTolerance = 1e-5;
 constexpr double kBackwardTolerance = 1e-4;
+// A bf16 output is an fp32 result rounded once on each side: the two fp32
+// results differ as above, and their roundings by at most one bf16 step
+// (2^-8 relative) more.
+constexpr double kBf16Step = 1.0 / 256;
 
 struct Case {
   int64_t B, T, S, H, KV, D;
@@ -153,6 +159,63 @@ void check(const Case &c, uint32_t seed) {
   }
 }
 
+/// The bf16 kernels on both sides, on the same bf16 inputs; the backward of
+/// both reads the CPU's bf16 O and lse.
+void checkBf16(const Case &c, uint32_t seed) {
+  SCOPED_TRACE(c.str() + " bf16");
+  std::mt19937 rng(seed);
+  const int64_t nq = c.B * c.T * c.H * c.D, nk = c.B * c.S * c.KV * c.D;
+  const int64_t nl = c.B * c.H * c.T;
+  const float scale = 1.0f / std::sqrt(float(std::max<int64_t>(c.D, 1)));
+  const std::vector<lap_bf16> q = bf16Vector(randomVector(rng, nq, -2.0f, 2.0f));
+  const std::vector<lap_bf16> k = bf16Vector(randomVector(rng, nk, -2.0f, 2.0f));
+  const std::vector<lap_bf16> v = bf16Vector(randomVector(rng, nk));
+  const std::vector<lap_bf16> dout = bf16Vector(randomVector(rng, nq));
+  const std::vector<float> coefficients = coefficientsFor(c);
+  const int32_t causal = c.causal;
+
+  std::vector<lap_bf16> o(nq);
+  std::vector<float> lse(nl);
+  lap_cpu_attention_forward_bf16(o.data(), lse.data(), q.data(), k.data(),
+                                 v.data(), coefficients.data(), c.B, c.T, c.S,
+                                 c.H, c.KV, c.D, scale, causal);
+  std::vector<lap_bf16> dq(nq), dk(nk), dv(nk);
+  std::vector<float> dcoefficients(2 * c.H);
+  lap_cpu_attention_backward_bf16(
+      dq.data(), dk.data(), dv.data(),
+      c.learned ? dcoefficients.data() : nullptr, dout.data(), q.data(),
+      k.data(), v.data(), o.data(), lse.data(), coefficients.data(), c.B, c.T,
+      c.S, c.H, c.KV, c.D, scale, causal);
+
+  const lap_bf16 nan = 0x7fc0;
+  DeviceBuffer<lap_bf16> gq(q), gk(k), gv(v), gdout(dout);
+  DeviceBuffer<float> gcoefficients(coefficients);
+  DeviceBuffer<lap_bf16> go(std::vector<lap_bf16>(nq, nan));
+  DeviceBuffer<float> glse(nanVector(nl));
+  lap_cuda_attention_forward_bf16(go, glse, gq, gk, gv, gcoefficients, c.B,
+                                  c.T, c.S, c.H, c.KV, c.D, scale, causal);
+  expectAttentionClose(valuesOf(go.host()), valuesOf(o),
+                       kForwardTolerance + kBf16Step, "o");
+  expectAttentionClose(glse.host(), lse, kForwardTolerance, "lse");
+
+  DeviceBuffer<lap_bf16> cpuO(o);
+  DeviceBuffer<float> cpuLse(lse);
+  DeviceBuffer<lap_bf16> gdq(std::vector<lap_bf16>(nq, nan)),
+      gdk(std::vector<lap_bf16>(nk, nan)), gdv(std::vector<lap_bf16>(nk, nan));
+  DeviceBuffer<float> gdcoefficients(nanVector(2 * c.H));
+  lap_cuda_attention_backward_bf16(
+      gdq, gdk, gdv, c.learned ? gdcoefficients.get() : nullptr, gdout, gq, gk,
+      gv, cpuO, cpuLse, gcoefficients, c.B, c.T, c.S, c.H, c.KV, c.D, scale,
+      causal);
+  const double tolerance = kBackwardTolerance + kBf16Step;
+  expectAttentionClose(valuesOf(gdq.host()), valuesOf(dq), tolerance, "dq");
+  expectAttentionClose(valuesOf(gdk.host()), valuesOf(dk), tolerance, "dk");
+  expectAttentionClose(valuesOf(gdv.host()), valuesOf(dv), tolerance, "dv");
+  if (c.learned)
+    expectAttentionClose(gdcoefficients.host(), dcoefficients,
+                         kBackwardTolerance, "dcoefficients");
+}
+
 // Self-attention, every kind in one call, D = 64; T = 37 is a partial tile.
 TEST(CudaAttention, MixedKinds) {
   REQUIRE_GPU();
@@ -221,6 +284,17 @@ TEST(CudaAttention, Cross) {
 TEST(CudaAttention, NoKeys) {
   REQUIRE_GPU();
   check({2, 5, 0, 2, 1, 64, false, true}, 25);
+}
+
+// A bf16 model's: mixed kinds, GQA, several tiles, a padded head width,
+// cross attention.
+TEST(CudaAttention, Bf16MatchesCpu) {
+  REQUIRE_GPU();
+  checkBf16({2, 37, 37, 3, 3, 64, true, true}, 30);
+  checkBf16({1, 130, 130, 4, 2, 64, true, true}, 31);
+  checkBf16({2, 130, 130, 4, 1, 128, false, true}, 32);
+  checkBf16({1, 70, 70, 3, 3, 40, true, true}, 33);
+  checkBf16({2, 37, 130, 4, 2, 64, false, false}, 34);
 }
 
 // Backward twice on the same inputs gives the same bits (no float atomics).
