@@ -85,13 +85,19 @@ private:
   /// In the model's precision: a bf16 model converts each parameter where
   /// it is first read.
   Value param(const std::string &name) {
-    auto it = params.find(name);
-    if (it == params.end())
+    Value f32 = master(name);
+    if (!f32)
       return Value();
     Value &entered = enteredParams[name];
     if (!entered)
-      entered = enter(it->second);
+      entered = enter(f32);
     return entered;
+  }
+  /// The parameter named `name` as it is, f32 (the master weights), or a
+  /// null value.
+  Value master(const std::string &name) {
+    auto it = params.find(name);
+    return it == params.end() ? Value() : it->second;
   }
 
   OwningOpRef<ModuleOp> failAt(const std::string &path, const Twine &message) {
@@ -233,10 +239,13 @@ Value ForwardBuilder::attention(Value h, const std::string &prefix,
     kinds = b.getStrArrayAttr(names);
   }
   if (!learned.empty()) {
-    coefficients =
-        b.create<HeadCoefficientsOp>(loc(placement, scope), floats({2, heads}),
-                                     param(scope + ".coefficients"), alpha,
-                                     beta, b.getDenseI64ArrayAttr(learned));
+    // Per-head scalars: f32 at either precision, read from the master
+    // weights themselves.
+    coefficients = b.create<HeadCoefficientsOp>(
+        loc(placement, scope),
+        RankedTensorType::get({2, heads}, b.getF32Type()),
+        master(scope + ".coefficients"), alpha, beta,
+        b.getDenseI64ArrayAttr(learned));
     alpha = beta = DenseF32ArrayAttr();
   }
   FloatAttr scale = b.getF32FloatAttr(float(1.0 / std::sqrt(double(d))));

@@ -20,6 +20,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace lap {
 #define GEN_PASS_DEF_LAPPLANMEMORY
@@ -44,6 +45,11 @@ int64_t lap::scratchBytes(Value result, int64_t maxBatch, int64_t maxSeq) {
     return kColumnSumChunks * cast<ShapedType>(result.getType()).getDimSize(0) *
            4;
   return 0;
+}
+
+int64_t lap::scratchOffset(Value result, int64_t maxBatch, int64_t maxSeq) {
+  return llvm::alignTo(
+      maxBytes(cast<ShapedType>(result.getType()), maxBatch, maxSeq), 16);
 }
 
 namespace {
@@ -76,8 +82,10 @@ int64_t lastUse(Value result, const DenseMap<Operation *, int64_t> &index) {
 /// Bytes of `result` at the largest batch and sequence, with the scratch
 /// it carries (scratchBytes).
 int64_t resultBytes(Value result, int64_t maxBatch, int64_t maxSeq) {
-  return maxBytes(cast<ShapedType>(result.getType()), maxBatch, maxSeq) +
-         scratchBytes(result, maxBatch, maxSeq);
+  const int64_t scratch = scratchBytes(result, maxBatch, maxSeq);
+  return scratch ? scratchOffset(result, maxBatch, maxSeq) + scratch
+                 : maxBytes(cast<ShapedType>(result.getType()), maxBatch,
+                            maxSeq);
 }
 
 struct Interval {

@@ -18,6 +18,11 @@ constexpr int64_t kColumnSumChunks = 64;
 /// `lap.fusion` result it yields).
 int64_t scratchBytes(mlir::Value result, int64_t maxBatch, int64_t maxSeq);
 
+/// Where that scratch begins in the slot: after the result's bytes, rounded
+/// up to 16 (a bf16 result's bytes need not be a multiple of the fp32
+/// scratch's element).
+int64_t scratchOffset(mlir::Value result, int64_t maxBatch, int64_t maxSeq);
+
 /// Prints the plan of every planned function (after --lap-plan-memory):
 /// each intermediate's offset, size and live range, the workspace size, and
 /// the peak bytes of a step (parameters, gradients, batch and workspace).

@@ -283,12 +283,11 @@ private:
     if (slot < 0)
       return emitError(result.getLoc(), "the memory plan gave this result "
                                         "no workspace for its scratch");
-    auto type = cast<ShapedType>(result.getType());
     return Value(b.create<memref::ViewOp>(
         loc(),
         MemRefType::get({scratchBytes(result, maxBatch, maxSeq) / 4},
                         b.getF32Type()),
-        workspace, lb.index(slot + maxBytes(type, maxBatch, maxSeq)),
+        workspace, lb.index(slot + scratchOffset(result, maxBatch, maxSeq)),
         ValueRange{}));
   }
 
@@ -521,11 +520,20 @@ LogicalResult Emitter::emitOp(Operation *op) {
         FailureOr<F32Buffer> lse = logsumexpOf(a);
         if (failed(lse))
           return failure();
-        LAP_CALL(attention_forward, buf(a.getResult()), *lse, buf(a.getQ()),
-                 buf(a.getK()), buf(a.getV()), coefficientsOf(a),
-                 dimArg(a.getQ(), 0), dimArg(a.getQ(), 1), dimArg(a.getK(), 1),
-                 i64(a.getNumHeads()), i64(a.getNumKvHeads()),
-                 dimArg(a.getQ(), 3), f32(a.getScale()), i32(a.getCausal()));
+        if (isBF16(a.getQ()))
+          LAP_CALL(attention_forward_bf16, bbuf(a.getResult()), *lse,
+                   bbuf(a.getQ()), bbuf(a.getK()), bbuf(a.getV()),
+                   coefficientsOf(a), dimArg(a.getQ(), 0), dimArg(a.getQ(), 1),
+                   dimArg(a.getK(), 1), i64(a.getNumHeads()),
+                   i64(a.getNumKvHeads()), dimArg(a.getQ(), 3),
+                   f32(a.getScale()), i32(a.getCausal()));
+        else
+          LAP_CALL(attention_forward, buf(a.getResult()), *lse, buf(a.getQ()),
+                   buf(a.getK()), buf(a.getV()), coefficientsOf(a),
+                   dimArg(a.getQ(), 0), dimArg(a.getQ(), 1),
+                   dimArg(a.getK(), 1), i64(a.getNumHeads()),
+                   i64(a.getNumKvHeads()), dimArg(a.getQ(), 3),
+                   f32(a.getScale()), i32(a.getCausal()));
         return success();
       })
       .Case([&](CachedAttentionOp a) {
@@ -544,14 +552,25 @@ LogicalResult Emitter::emitOp(Operation *op) {
         FailureOr<F32Buffer> lse = logsumexpOf(forward);
         if (failed(lse))
           return failure();
-        LAP_CALL(attention_backward, buf(a.getGradQ()), buf(a.getGradK()),
-                 buf(a.getGradV()), optional(a.getGradCoefficients()),
-                 buf(a.getGradOutput()), buf(a.getQ()), buf(a.getK()),
-                 buf(a.getV()), buf(a.getOutput()), *lse,
-                 coefficientsOf(forward), dimArg(a.getQ(), 0),
-                 dimArg(a.getQ(), 1), dimArg(a.getK(), 1),
-                 i64(forward.getNumHeads()), i64(forward.getNumKvHeads()),
-                 dimArg(a.getQ(), 3), f32(a.getScale()), i32(a.getCausal()));
+        if (isBF16(a.getQ()))
+          LAP_CALL(attention_backward_bf16, bbuf(a.getGradQ()),
+                   bbuf(a.getGradK()), bbuf(a.getGradV()),
+                   optional(a.getGradCoefficients()), bbuf(a.getGradOutput()),
+                   bbuf(a.getQ()), bbuf(a.getK()), bbuf(a.getV()),
+                   bbuf(a.getOutput()), *lse, coefficientsOf(forward),
+                   dimArg(a.getQ(), 0), dimArg(a.getQ(), 1),
+                   dimArg(a.getK(), 1), i64(forward.getNumHeads()),
+                   i64(forward.getNumKvHeads()), dimArg(a.getQ(), 3),
+                   f32(a.getScale()), i32(a.getCausal()));
+        else
+          LAP_CALL(attention_backward, buf(a.getGradQ()), buf(a.getGradK()),
+                   buf(a.getGradV()), optional(a.getGradCoefficients()),
+                   buf(a.getGradOutput()), buf(a.getQ()), buf(a.getK()),
+                   buf(a.getV()), buf(a.getOutput()), *lse,
+                   coefficientsOf(forward), dimArg(a.getQ(), 0),
+                   dimArg(a.getQ(), 1), dimArg(a.getK(), 1),
+                   i64(forward.getNumHeads()), i64(forward.getNumKvHeads()),
+                   dimArg(a.getQ(), 3), f32(a.getScale()), i32(a.getCausal()));
         return success();
       })
       .Case([&](LinearOp a) {

@@ -27,7 +27,8 @@ def Lap_Dialect : Dialect {
 // Element types: an op computes in one precision. Its floating-point
 // tensors of rank >= 1 share one element type, f32 or bf16; a rank-0 float
 // tensor (a loss, the gradient of one) is f32, because losses accumulate in
-// f32 whatever the precision; integer tensors (token ids, labels) are apart.
+// f32 whatever the precision, as are an attention's per-head coefficients
+// and their gradient; integer tensors (token ids, labels) are apart.
 // Kernels accumulate sums, statistics and softmax in f32 at either
 // precision.
 def Lap_ElementTypes : NativeOpTrait<"ElementTypes"> {

@@ -14,10 +14,25 @@
 using namespace mlir;
 using namespace lap;
 
+/// Whether `v` is an attention's [2, H] coefficients or their gradient:
+/// per-head scalars, f32 at every precision (the attention verifiers say
+/// so).
+static bool isCoefficients(Operation *op, Value v) {
+  if (auto a = dyn_cast<AttentionOp>(op))
+    return v == a.getCoefficients();
+  if (auto a = dyn_cast<AttentionGradOp>(op))
+    return v == a.getCoefficients() || v == a.getGradCoefficients();
+  if (auto a = dyn_cast<CachedAttentionOp>(op))
+    return v == a.getCoefficients();
+  return false;
+}
+
 LogicalResult lap::OpTrait::verifyElementTypes(Operation *op) {
   Type shared;
-  auto check = [&](Type type) -> LogicalResult {
-    auto tensor = dyn_cast<RankedTensorType>(type);
+  auto check = [&](Value v) -> LogicalResult {
+    if (isCoefficients(op, v))
+      return success();
+    auto tensor = dyn_cast<RankedTensorType>(v.getType());
     if (!tensor || !isa<FloatType>(tensor.getElementType()))
       return success();
     Type element = tensor.getElementType();
@@ -37,11 +52,11 @@ LogicalResult lap::OpTrait::verifyElementTypes(Operation *op) {
     shared = element;
     return success();
   };
-  for (Type type : op->getOperandTypes())
-    if (failed(check(type)))
+  for (Value v : op->getOperands())
+    if (failed(check(v)))
       return failure();
-  for (Type type : op->getResultTypes())
-    if (failed(check(type)))
+  for (Value v : op->getResults())
+    if (failed(check(v)))
       return failure();
   return success();
 }
@@ -169,6 +184,9 @@ static LogicalResult verifyAttention(Operation *op, RankedTensorType q,
       return op->emitOpError("coefficients must be [2, ")
              << heads << "] (alpha, then beta, per head), got "
              << shapeString(type);
+    if (!type.getElementType().isF32())
+      return op->emitOpError("coefficients must be f32 (per-head scalars "
+                             "stay f32 in a bf16 model)");
     int64_t T = q.getDimSize(1), S = k.getDimSize(1);
     if (cross ||
         (!ShapedType::isDynamic(T) && !ShapedType::isDynamic(S) && T != S))
@@ -397,8 +415,9 @@ bool lap::isGenerated(Operation *op) {
 }
 
 bool lap::hasBF16Kernel(Operation *op) {
-  return isa<LinearOp, LinearGradOp, LinearHeadsOp, LinearHeadsGradOp,
-             LinearCrossEntropyOp, CrossEntropyOp, CrossEntropyGradOp, RopeOp,
+  return isa<AttentionOp, AttentionGradOp, LinearOp, LinearGradOp,
+             LinearHeadsOp, LinearHeadsGradOp, LinearCrossEntropyOp,
+             CrossEntropyOp, CrossEntropyGradOp, RopeOp,
              RopeGradOp, LayerNormGradOp, RMSNormGradOp, LayerScaleGradOp,
              EmbeddingOp, EmbeddingGradOp, AddPositionsOp, AddPositionsGradOp,
              DropoutOp, DropPathOp>(op);

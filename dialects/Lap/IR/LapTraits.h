@@ -8,7 +8,8 @@
 namespace lap::OpTrait {
 
 /// The rule of Lap_ElementTypes (LapDialect.td): float tensors of rank >= 1
-/// share one element type, f32 or bf16; rank-0 float tensors are f32.
+/// share one element type, f32 or bf16; rank-0 float tensors and an
+/// attention's coefficients are f32.
 mlir::LogicalResult verifyElementTypes(mlir::Operation *op);
 
 template <typename ConcreteType>

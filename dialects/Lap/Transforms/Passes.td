@@ -191,25 +191,25 @@ def LapWidenKernels : Pass<"lap-widen-kernels"> {
   let summary = "Compute in f32 the ops of a bf16 model whose kernels take f32 only";
   let description = [{
     Code generation computes in bf16 where it generates the code (loops:
-    elementwise ops, norms, conversions, layout copies); the kernel library
-    takes f32 buffers but for the kernels with a bf16 variant
-    (`hasBF16Kernel`: linear layers, the lm_head with its cross-entropy). Each other op that becomes a library
-    call and has bf16 tensors gets f32 copies of its bf16 operands
-    (`lap.convert`), computes
-    in f32, and its results are converted back to bf16 for their readers.
-    An attention's gradient reads the attention's f32 output, the one its
-    saved logsumexp belongs to. Does nothing to an f32 model. Run after
-    `--lap-fuse-epilogues` and before `--lap-fuse-loops`, which fuses the
-    conversions into the loops beside them.
+    elementwise ops, norms, conversions, layout copies), and most library
+    kernels have a bf16 variant (`hasBF16Kernel`: attention, linear layers,
+    losses, embeddings, rotations, norm gradients, dropout). Each other op
+    that becomes a library call and has bf16 tensors (patchify, class
+    tokens, row losses, l2 and weight norms, resampled positions) gets f32
+    copies of its bf16 operands (`lap.convert`), computes in f32, and its
+    used results are converted back to bf16 for their readers. Does nothing
+    to an f32 model. Run after `--lap-fuse-epilogues` and before
+    `--lap-fuse-loops`, which fuses the conversions into the loops beside
+    them.
 
     Before:
     ```mlir
-    %y = lap.rope %x {base = 1.0e+04 : f32} : tensor<?x?x4x64xbf16>
+    %y = lap.l2_normalize %x {eps = 1.0e-12 : f32} : tensor<?x?x4x64xbf16>
     ```
     After:
     ```mlir
     %x32 = lap.convert %x : tensor<?x?x4x64xbf16> to tensor<?x?x4x64xf32>
-    %y32 = lap.rope %x32 {base = 1.0e+04 : f32} : tensor<?x?x4x64xf32>
+    %y32 = lap.l2_normalize %x32 {eps = 1.0e-12 : f32} : tensor<?x?x4x64xf32>
     %y = lap.convert %y32 : tensor<?x?x4x64xf32> to tensor<?x?x4x64xbf16>
     ```
   }];

@@ -24,30 +24,13 @@ Type widened(Type type) {
   return tensor.clone(Float32Type::get(type.getContext()));
 }
 
-/// The f32 value `v` was converted from, if it was.
-Value f32Source(Value v) {
-  auto convert = v.getDefiningOp<ConvertOp>();
-  return convert && convert.getInput().getType().getElementType().isF32()
-             ? convert.getInput()
-             : Value();
-}
-
 /// `op` in f32, its bf16 operands and results converted at its place.
 void widen(Operation *op) {
   OpBuilder b(op);
   Location loc = op->getLoc();
-  auto attentionGrad = dyn_cast<AttentionGradOp>(op);
-  for (OpOperand &operand : op->getOpOperands()) {
-    Type f32 = widened(operand.get().getType());
-    if (!f32)
-      continue;
-    Value source = f32Source(operand.get());
-    if (attentionGrad && &operand == &attentionGrad.getOutputMutable() &&
-        source)
-      operand.set(source);
-    else
+  for (OpOperand &operand : op->getOpOperands())
+    if (Type f32 = widened(operand.get().getType()))
       operand.set(b.create<ConvertOp>(loc, f32, operand.get()));
-  }
   b.setInsertionPointAfter(op);
   for (OpResult result : op->getResults()) {
     Type bf16 = result.getType(), f32 = widened(bf16);
@@ -71,8 +54,6 @@ struct WidenKernels : lap::impl::LapWidenKernelsBase<WidenKernels> {
         if (needsWidening(&op))
           library.push_back(&op);
     });
-    // In order: an attention is widened before its gradient looks for its
-    // f32 output.
     for (Operation *op : library)
       widen(op);
   }

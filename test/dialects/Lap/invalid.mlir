@@ -55,6 +55,24 @@ func.func @coefficients_shape(%q: tensor<?x?x2x8xf32>, %c: tensor<2x3xf32>) {
 
 // -----
 
+func.func @coefficients_bf16(%q: tensor<?x?x2x8xbf16>, %c: tensor<2x2xbf16>) {
+  // expected-error @+1 {{coefficients must be f32 (per-head scalars stay f32 in a bf16 model)}}
+  %o = lap.attention %q, %q, %q coefficients %c {scale = 0.35 : f32}
+       : tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>, tensor<2x2xbf16> -> tensor<?x?x2x8xbf16>
+  return
+}
+
+// -----
+
+func.func @mixed_beside_coefficients(%q: tensor<?x?x2x8xbf16>, %k: tensor<?x?x2x8xf32>, %c: tensor<2x2xf32>) {
+  // expected-error @+1 {{mixes 'bf16' and 'f32' tensors; an op computes in one precision}}
+  %o = lap.attention %q, %k, %k coefficients %c {scale = 0.35 : f32}
+       : tensor<?x?x2x8xbf16>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<2x2xf32> -> tensor<?x?x2x8xbf16>
+  return
+}
+
+// -----
+
 func.func @coefficients_on_cross_attention(%q: tensor<?x1x2x8xf32>, %kv: tensor<?x?x2x8xf32>, %c: tensor<2x2xf32>) {
   // expected-error @+1 {{coefficients given as a tensor may add the query's own value and need square self-attention}}
   %o = lap.attention %q, %kv, %kv coefficients %c {cross, scale = 0.35 : f32}

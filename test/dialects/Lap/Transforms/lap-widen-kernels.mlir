@@ -25,20 +25,30 @@ func.func @l2_normalize(%x: tensor<?x?x2x8xbf16>, %w: tensor<16x16xbf16>) -> ten
 
 // -----
 
-// The gradient of an attention reads the attention's f32 output (the one
-// its logsumexp belongs to), not the bf16 copy. Of its results only the
-// used one (dq) is converted back: the unused ones stay unused, so that
-// their kernel skips them.
+// An attention and its gradient keep bf16 (their kernels take it; the
+// logsumexp and learned coefficients are f32).
 // CHECK-LABEL: func @attention
-// CHECK: %[[O32:.*]] = lap.attention {{.*}} -> tensor<?x?x2x8xf32>
-// CHECK-NEXT: %[[O:.*]] = lap.convert %[[O32]] : tensor<?x?x2x8xf32> to tensor<?x?x2x8xbf16>
-// CHECK: %[[DQ32:.*]], %{{.*}}, %{{.*}} = lap.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[O32]] {{.*}} : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>
-// CHECK-NEXT: %[[DQ:.*]] = lap.convert %[[DQ32]] : tensor<?x?x2x8xf32> to tensor<?x?x2x8xbf16>
-// CHECK-NEXT: return %[[O]], %[[DQ]]
-func.func @attention(%q: tensor<?x?x2x8xbf16>, %do: tensor<?x?x2x8xbf16>) -> (tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>) {
-  %o = lap.attention %q, %q, %q {causal, scale = 0.35 : f32} : tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16> -> tensor<?x?x2x8xbf16>
-  %dq, %dk, %dv = lap.attention_grad %do, %q, %q, %q, %o {causal, scale = 0.35 : f32} : tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>
-  return %o, %dq : tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>
+// CHECK-NEXT: %[[O:.*]] = lap.attention {{.*}} -> tensor<?x?x2x8xbf16>
+// CHECK-NEXT: %[[DQ:.*]], %{{.*}}, %{{.*}}, %[[DC:.*]] = lap.attention_grad {{.*}} : tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>, tensor<2x2xf32> -> tensor<2x2xf32>
+// CHECK-NEXT: return %[[O]], %[[DQ]], %[[DC]]
+func.func @attention(%q: tensor<?x?x2x8xbf16>, %do: tensor<?x?x2x8xbf16>, %c: tensor<2x2xf32>) -> (tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>, tensor<2x2xf32>) {
+  %o = lap.attention %q, %q, %q coefficients %c {causal, scale = 0.35 : f32} : tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>, tensor<2x2xf32> -> tensor<?x?x2x8xbf16>
+  %dq, %dk, %dv, %dc = lap.attention_grad %do, %q, %q, %q, %o coefficients %c {causal, scale = 0.35 : f32} : tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>, tensor<2x2xf32> -> tensor<2x2xf32>
+  return %o, %dq, %dc : tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>, tensor<2x2xf32>
+}
+
+// -----
+
+// Of a widened op's results only the used one is converted back: an unused
+// one stays unused, so that its kernel skips it.
+// CHECK-LABEL: func @unused_result
+// CHECK-NEXT: %[[DY32:.*]] = lap.convert %{{.*}} : tensor<?x50x16xbf16> to tensor<?x50x16xf32>
+// CHECK-NEXT: %{{.*}}, %[[DT32:.*]] = lap.prepend_tokens_grad %[[DY32]] : tensor<?x50x16xf32> -> tensor<?x48x16xf32>, tensor<2x16xf32>
+// CHECK-NEXT: %[[DT:.*]] = lap.convert %[[DT32]] : tensor<2x16xf32> to tensor<2x16xbf16>
+// CHECK-NEXT: return %[[DT]]
+func.func @unused_result(%dy: tensor<?x50x16xbf16>) -> tensor<2x16xbf16> {
+  %dx, %dt = lap.prepend_tokens_grad %dy : tensor<?x50x16xbf16> -> tensor<?x48x16xbf16>, tensor<2x16xbf16>
+  return %dt : tensor<2x16xbf16>
 }
 
 // -----
