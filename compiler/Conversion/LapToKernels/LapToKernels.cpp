@@ -39,7 +39,19 @@ namespace {
 /// A kernel argument of kind K: the C++ type carries the kind, so that
 /// LAP_CALL checks each call against the kernel's prototype when this file
 /// compiles.
-template <KernelArg K> struct Arg { Value value; };
+template <KernelArg K> struct Arg {
+  Value value;
+  static constexpr bool fits(KernelArg kind) { return kind == K; }
+};
+/// A float tensor's buffer where a kernel takes f32 and its `_bf16` variant
+/// bf16 (LAP_CALL_IN): either kind of buffer, which lapk.call's verifier
+/// then holds to the buffer's element type.
+struct Floats {
+  Value value;
+  static constexpr bool fits(KernelArg kind) {
+    return kind == KernelArg::F32Buffer || kind == KernelArg::BF16Buffer;
+  }
+};
 using F32Buffer = Arg<KernelArg::F32Buffer>;
 using BF16Buffer = Arg<KernelArg::BF16Buffer>;
 using I32Buffer = Arg<KernelArg::I32Buffer>;
@@ -50,6 +62,10 @@ using F32 = Arg<KernelArg::F32>;
 
 /// lapk.call of kernel `name` of Kernels.def, checked against its prototype.
 #define LAP_CALL(name, ...) callKernel<lapk::kernel::name>(#name, __VA_ARGS__)
+/// lapk.call of `name` on f32 tensors, or of `name`_bf16 when `bf16`, with
+/// the same arguments (Floats where the two take the model's precision).
+#define LAP_CALL_IN(bf16, name, ...)                                         \
+  ((bf16) ? LAP_CALL(name##_bf16, __VA_ARGS__) : LAP_CALL(name, __VA_ARGS__))
 
 /// Elements per chunk of an elementwise loop: below twice this, one thread.
 constexpr int64_t kElementGrain = 1 << 14;
@@ -204,6 +220,11 @@ private:
   BF16Buffer boptional(Value v) {
     return v ? bbuf(v) : BF16Buffer{null(b.getBF16Type())};
   }
+  Floats fbuf(Value v) { return {buffer(v)}; }
+  /// An optional tensor of a model computing in bf16 or not.
+  Floats foptional(Value v, bool bf16) {
+    return {v ? buffer(v) : null(bf16 ? b.getBF16Type() : b.getF32Type())};
+  }
   Value null(Type element) {
     return b.create<lapk::NullOp>(loc(), MemRefType::get({0}, element));
   }
@@ -226,9 +247,9 @@ private:
   F32 f32(APFloat v) { return {lb.f32(v.convertToFloat())}; }
   F32 f32(double v) { return {lb.f32(float(v))}; }
 
-  template <typename Function, KernelArg... Kinds>
-  void callKernel(StringRef name, Arg<Kinds>... args) {
-    static_assert(lapk::KernelArgs<Function, Kinds...>::ok);
+  template <typename Function, typename... Args>
+  void callKernel(StringRef name, Args... args) {
+    static_assert(lapk::KernelArgs<Function, Args...>::ok);
     b.create<lapk::CallOp>(loc(), name, ValueRange{args.value...});
   }
 
@@ -490,29 +511,20 @@ LogicalResult Emitter::emitOp(Operation *op) {
       .Case([&](DropoutOp a) {
         if (!training)
           copyUnlessShared(a.getResult(), a.getInput());
-        else if (isBF16(a.getInput()))
-          LAP_CALL(dropout_bf16, bbuf(a.getResult()), bbuf(a.getInput()),
-                   numelArg(a.getInput()), f32(a.getRate()), seedArg(),
-                   i64(a.getKey()));
         else
-          LAP_CALL(dropout, buf(a.getResult()), buf(a.getInput()),
-                   numelArg(a.getInput()), f32(a.getRate()), seedArg(),
-                   i64(a.getKey()));
+          LAP_CALL_IN(isBF16(a.getInput()), dropout, fbuf(a.getResult()),
+                      fbuf(a.getInput()), numelArg(a.getInput()),
+                      f32(a.getRate()), seedArg(), i64(a.getKey()));
         return success();
       })
       .Case([&](DropPathOp a) {
         if (!training)
           copyUnlessShared(a.getResult(), a.getInput());
-        else if (isBF16(a.getInput()))
-          LAP_CALL(drop_path_bf16, bbuf(a.getResult()), bbuf(a.getInput()),
-                   dimArg(a.getInput(), 0),
-                   productArg(a.getInput(), 1, rank(a.getInput())),
-                   f32(a.getRate()), seedArg(), i64(a.getKey()));
         else
-          LAP_CALL(drop_path, buf(a.getResult()), buf(a.getInput()),
-                   dimArg(a.getInput(), 0),
-                   productArg(a.getInput(), 1, rank(a.getInput())),
-                   f32(a.getRate()), seedArg(), i64(a.getKey()));
+          LAP_CALL_IN(isBF16(a.getInput()), drop_path, fbuf(a.getResult()),
+                      fbuf(a.getInput()), dimArg(a.getInput(), 0),
+                      productArg(a.getInput(), 1, rank(a.getInput())),
+                      f32(a.getRate()), seedArg(), i64(a.getKey()));
         return success();
       })
       //--- Kernel library ------------------------------------------------------
@@ -520,20 +532,13 @@ LogicalResult Emitter::emitOp(Operation *op) {
         FailureOr<F32Buffer> lse = logsumexpOf(a);
         if (failed(lse))
           return failure();
-        if (isBF16(a.getQ()))
-          LAP_CALL(attention_forward_bf16, bbuf(a.getResult()), *lse,
-                   bbuf(a.getQ()), bbuf(a.getK()), bbuf(a.getV()),
-                   coefficientsOf(a), dimArg(a.getQ(), 0), dimArg(a.getQ(), 1),
-                   dimArg(a.getK(), 1), i64(a.getNumHeads()),
-                   i64(a.getNumKvHeads()), dimArg(a.getQ(), 3),
-                   f32(a.getScale()), i32(a.getCausal()));
-        else
-          LAP_CALL(attention_forward, buf(a.getResult()), *lse, buf(a.getQ()),
-                   buf(a.getK()), buf(a.getV()), coefficientsOf(a),
-                   dimArg(a.getQ(), 0), dimArg(a.getQ(), 1),
-                   dimArg(a.getK(), 1), i64(a.getNumHeads()),
-                   i64(a.getNumKvHeads()), dimArg(a.getQ(), 3),
-                   f32(a.getScale()), i32(a.getCausal()));
+        LAP_CALL_IN(isBF16(a.getQ()), attention_forward, fbuf(a.getResult()),
+                    *lse, fbuf(a.getQ()), fbuf(a.getK()), fbuf(a.getV()),
+                    coefficientsOf(a), dimArg(a.getQ(), 0),
+                    dimArg(a.getQ(), 1), dimArg(a.getK(), 1),
+                    i64(a.getNumHeads()), i64(a.getNumKvHeads()),
+                    dimArg(a.getQ(), 3), f32(a.getScale()),
+                    i32(a.getCausal()));
         return success();
       })
       .Case([&](CachedAttentionOp a) {
@@ -552,25 +557,15 @@ LogicalResult Emitter::emitOp(Operation *op) {
         FailureOr<F32Buffer> lse = logsumexpOf(forward);
         if (failed(lse))
           return failure();
-        if (isBF16(a.getQ()))
-          LAP_CALL(attention_backward_bf16, bbuf(a.getGradQ()),
-                   bbuf(a.getGradK()), bbuf(a.getGradV()),
-                   optional(a.getGradCoefficients()), bbuf(a.getGradOutput()),
-                   bbuf(a.getQ()), bbuf(a.getK()), bbuf(a.getV()),
-                   bbuf(a.getOutput()), *lse, coefficientsOf(forward),
-                   dimArg(a.getQ(), 0), dimArg(a.getQ(), 1),
-                   dimArg(a.getK(), 1), i64(forward.getNumHeads()),
-                   i64(forward.getNumKvHeads()), dimArg(a.getQ(), 3),
-                   f32(a.getScale()), i32(a.getCausal()));
-        else
-          LAP_CALL(attention_backward, buf(a.getGradQ()), buf(a.getGradK()),
-                   buf(a.getGradV()), optional(a.getGradCoefficients()),
-                   buf(a.getGradOutput()), buf(a.getQ()), buf(a.getK()),
-                   buf(a.getV()), buf(a.getOutput()), *lse,
-                   coefficientsOf(forward), dimArg(a.getQ(), 0),
-                   dimArg(a.getQ(), 1), dimArg(a.getK(), 1),
-                   i64(forward.getNumHeads()), i64(forward.getNumKvHeads()),
-                   dimArg(a.getQ(), 3), f32(a.getScale()), i32(a.getCausal()));
+        LAP_CALL_IN(isBF16(a.getQ()), attention_backward, fbuf(a.getGradQ()),
+                    fbuf(a.getGradK()), fbuf(a.getGradV()),
+                    optional(a.getGradCoefficients()), fbuf(a.getGradOutput()),
+                    fbuf(a.getQ()), fbuf(a.getK()), fbuf(a.getV()),
+                    fbuf(a.getOutput()), *lse, coefficientsOf(forward),
+                    dimArg(a.getQ(), 0), dimArg(a.getQ(), 1),
+                    dimArg(a.getK(), 1), i64(forward.getNumHeads()),
+                    i64(forward.getNumKvHeads()), dimArg(a.getQ(), 3),
+                    f32(a.getScale()), i32(a.getCausal()));
         return success();
       })
       .Case([&](LinearOp a) {
@@ -654,61 +649,35 @@ LogicalResult Emitter::emitOp(Operation *op) {
       })
       .Case([&](EmbeddingOp a) {
         auto table = cast<ShapedType>(a.getTable().getType());
-        if (isBF16(a.getTable())) {
-          LAP_CALL(embedding_forward_bf16, bbuf(a.getResult()),
-                   bbuf(a.getTable()), ibuf(a.getIndices()),
-                   numelArg(a.getIndices()), i64(table.getDimSize(0)),
-                   i64(table.getDimSize(1)));
-          return success();
-        }
-        LAP_CALL(embedding_forward, buf(a.getResult()), buf(a.getTable()),
-                 ibuf(a.getIndices()), numelArg(a.getIndices()),
-                 i64(table.getDimSize(0)), i64(table.getDimSize(1)));
+        LAP_CALL_IN(isBF16(a.getTable()), embedding_forward,
+                    fbuf(a.getResult()), fbuf(a.getTable()),
+                    ibuf(a.getIndices()), numelArg(a.getIndices()),
+                    i64(table.getDimSize(0)), i64(table.getDimSize(1)));
         return success();
       })
       .Case([&](EmbeddingGradOp a) {
         auto table = cast<ShapedType>(a.getGradTable().getType());
-        if (isBF16(a.getGradTable())) {
-          LAP_CALL(embedding_backward_bf16, bbuf(a.getGradTable()),
-                   bbuf(a.getGradOutput()), ibuf(a.getIndices()),
-                   numelArg(a.getIndices()), i64(table.getDimSize(0)),
-                   i64(table.getDimSize(1)));
-          return success();
-        }
-        LAP_CALL(embedding_backward, buf(a.getGradTable()),
-                 buf(a.getGradOutput()), ibuf(a.getIndices()),
-                 numelArg(a.getIndices()), i64(table.getDimSize(0)),
-                 i64(table.getDimSize(1)));
+        LAP_CALL_IN(isBF16(a.getGradTable()), embedding_backward,
+                    fbuf(a.getGradTable()), fbuf(a.getGradOutput()),
+                    ibuf(a.getIndices()), numelArg(a.getIndices()),
+                    i64(table.getDimSize(0)), i64(table.getDimSize(1)));
         return success();
       })
       .Case([&](AddPositionsOp a) {
-        if (isBF16(a.getInput())) {
-          LAP_CALL(add_positions_forward_bf16, bbuf(a.getResult()),
-                   bbuf(a.getInput()), bbuf(a.getTable()),
-                   dimArg(a.getInput(), 0), dimArg(a.getInput(), 1),
-                   lastArg(a.getInput()), i64(a.getOffset()),
-                   firstOr0(a.getFirst()));
-          return success();
-        }
-        LAP_CALL(add_positions_forward, buf(a.getResult()), buf(a.getInput()),
-                 buf(a.getTable()), dimArg(a.getInput(), 0),
-                 dimArg(a.getInput(), 1), lastArg(a.getInput()),
-                 i64(a.getOffset()), firstOr0(a.getFirst()));
+        LAP_CALL_IN(isBF16(a.getInput()), add_positions_forward,
+                    fbuf(a.getResult()), fbuf(a.getInput()), fbuf(a.getTable()),
+                    dimArg(a.getInput(), 0), dimArg(a.getInput(), 1),
+                    lastArg(a.getInput()), i64(a.getOffset()),
+                    firstOr0(a.getFirst()));
         return success();
       })
       .Case([&](AddPositionsGradOp a) {
         auto table = cast<ShapedType>(a.getGradTable().getType());
-        if (isBF16(a.getGradOutput())) {
-          LAP_CALL(add_positions_backward_bf16, bbuf(a.getGradTable()),
-                   bbuf(a.getGradOutput()), dimArg(a.getGradOutput(), 0),
-                   dimArg(a.getGradOutput(), 1), lastArg(a.getGradOutput()),
-                   i64(a.getOffset()), i64(table.getDimSize(0)));
-          return success();
-        }
-        LAP_CALL(add_positions_backward, buf(a.getGradTable()),
-                 buf(a.getGradOutput()), dimArg(a.getGradOutput(), 0),
-                 dimArg(a.getGradOutput(), 1), lastArg(a.getGradOutput()),
-                 i64(a.getOffset()), i64(table.getDimSize(0)));
+        LAP_CALL_IN(isBF16(a.getGradOutput()), add_positions_backward,
+                    fbuf(a.getGradTable()), fbuf(a.getGradOutput()),
+                    dimArg(a.getGradOutput(), 0), dimArg(a.getGradOutput(), 1),
+                    lastArg(a.getGradOutput()), i64(a.getOffset()),
+                    i64(table.getDimSize(0)));
         return success();
       })
       .Case([&](InterpolatePositionsOp a) {
@@ -729,34 +698,21 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](LayerNormGradOp a) {
-        if (isBF16(a.getInput())) {
-          LAP_CALL(layer_norm_backward_bf16, bbuf(a.getGradInput()),
-                   bbuf(a.getGradWeight()), bbuf(a.getGradBias()),
-                   bbuf(a.getGradOutput()), bbuf(a.getInput()),
-                   boptional(a.getWeight()), rowsArg(a.getInput()),
-                   lastArg(a.getInput()), f32(a.getEps()));
-          return success();
-        }
-        LAP_CALL(layer_norm_backward, buf(a.getGradInput()),
-                 buf(a.getGradWeight()), buf(a.getGradBias()),
-                 buf(a.getGradOutput()), buf(a.getInput()),
-                 optional(a.getWeight()), rowsArg(a.getInput()),
-                 lastArg(a.getInput()), f32(a.getEps()));
+        const bool bf16 = isBF16(a.getInput());
+        LAP_CALL_IN(bf16, layer_norm_backward, fbuf(a.getGradInput()),
+                    fbuf(a.getGradWeight()), fbuf(a.getGradBias()),
+                    fbuf(a.getGradOutput()), fbuf(a.getInput()),
+                    foptional(a.getWeight(), bf16), rowsArg(a.getInput()),
+                    lastArg(a.getInput()), f32(a.getEps()));
         return success();
       })
       .Case([&](RMSNormGradOp a) {
-        if (isBF16(a.getInput())) {
-          LAP_CALL(rms_norm_backward_bf16, bbuf(a.getGradInput()),
-                   bbuf(a.getGradWeight()), bbuf(a.getGradOutput()),
-                   bbuf(a.getInput()), boptional(a.getWeight()),
-                   rowsArg(a.getInput()), lastArg(a.getInput()),
-                   f32(a.getEps()));
-          return success();
-        }
-        LAP_CALL(rms_norm_backward, buf(a.getGradInput()),
-                 buf(a.getGradWeight()), buf(a.getGradOutput()),
-                 buf(a.getInput()), optional(a.getWeight()),
-                 rowsArg(a.getInput()), lastArg(a.getInput()), f32(a.getEps()));
+        const bool bf16 = isBF16(a.getInput());
+        LAP_CALL_IN(bf16, rms_norm_backward, fbuf(a.getGradInput()),
+                    fbuf(a.getGradWeight()), fbuf(a.getGradOutput()),
+                    fbuf(a.getInput()), foptional(a.getWeight(), bf16),
+                    rowsArg(a.getInput()), lastArg(a.getInput()),
+                    f32(a.getEps()));
         return success();
       })
       .Case([&](L2NormalizeOp a) {
@@ -784,17 +740,11 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](LayerScaleGradOp a) {
-        if (isBF16(a.getInput())) {
-          LAP_CALL(layer_scale_backward_bf16, bbuf(a.getGradInput()),
-                   bbuf(a.getGradGamma()), bbuf(a.getGradOutput()),
-                   bbuf(a.getInput()), bbuf(a.getGamma()),
-                   rowsArg(a.getInput()), lastArg(a.getInput()));
-          return success();
-        }
-        LAP_CALL(layer_scale_backward, buf(a.getGradInput()),
-                 buf(a.getGradGamma()), buf(a.getGradOutput()),
-                 buf(a.getInput()), buf(a.getGamma()), rowsArg(a.getInput()),
-                 lastArg(a.getInput()));
+        LAP_CALL_IN(isBF16(a.getInput()), layer_scale_backward,
+                    fbuf(a.getGradInput()), fbuf(a.getGradGamma()),
+                    fbuf(a.getGradOutput()), fbuf(a.getInput()),
+                    fbuf(a.getGamma()), rowsArg(a.getInput()),
+                    lastArg(a.getInput()));
         return success();
       })
       .Case<RopeOp, RopeGradOp>([&](Operation *a) {
@@ -804,18 +754,14 @@ LogicalResult Emitter::emitOp(Operation *op) {
         I64 first = rope ? firstOr0(rope.getFirst()) : i64(0);
         F32 angleBase = f32(base.getValueAsDouble());
         Value y = a->getResult(0);
-        if (isBF16(x) && rope)
-          LAP_CALL(rope_forward_bf16, bbuf(y), bbuf(x), dimArg(x, 0),
-                   dimArg(x, 1), dimArg(x, 2), dimArg(x, 3), angleBase, first);
-        else if (isBF16(x))
-          LAP_CALL(rope_backward_bf16, bbuf(y), bbuf(x), dimArg(x, 0),
-                   dimArg(x, 1), dimArg(x, 2), dimArg(x, 3), angleBase, first);
-        else if (rope)
-          LAP_CALL(rope_forward, buf(y), buf(x), dimArg(x, 0), dimArg(x, 1),
-                   dimArg(x, 2), dimArg(x, 3), angleBase, first);
+        if (rope)
+          LAP_CALL_IN(isBF16(x), rope_forward, fbuf(y), fbuf(x), dimArg(x, 0),
+                      dimArg(x, 1), dimArg(x, 2), dimArg(x, 3), angleBase,
+                      first);
         else
-          LAP_CALL(rope_backward, buf(y), buf(x), dimArg(x, 0), dimArg(x, 1),
-                   dimArg(x, 2), dimArg(x, 3), angleBase, first);
+          LAP_CALL_IN(isBF16(x), rope_backward, fbuf(y), fbuf(x), dimArg(x, 0),
+                      dimArg(x, 1), dimArg(x, 2), dimArg(x, 3), angleBase,
+                      first);
         return success();
       })
       .Case([&](PatchifyOp a) {
@@ -872,32 +818,18 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](CrossEntropyOp a) {
-        if (isBF16(a.getLogits())) {
-          LAP_CALL(cross_entropy_forward_bf16, buf(a.getLoss()),
-                   bbuf(a.getLogits()), ibuf(a.getTargets()),
-                   rowsArg(a.getLogits()), lastArg(a.getLogits()),
-                   f32(a.getLabelSmoothing()), f32(a.getSoftcap()));
-          return success();
-        }
-        LAP_CALL(cross_entropy_forward, buf(a.getLoss()), buf(a.getLogits()),
-                 ibuf(a.getTargets()), rowsArg(a.getLogits()),
-                 lastArg(a.getLogits()), f32(a.getLabelSmoothing()),
-                 f32(a.getSoftcap()));
+        LAP_CALL_IN(isBF16(a.getLogits()), cross_entropy_forward,
+                    buf(a.getLoss()), fbuf(a.getLogits()), ibuf(a.getTargets()),
+                    rowsArg(a.getLogits()), lastArg(a.getLogits()),
+                    f32(a.getLabelSmoothing()), f32(a.getSoftcap()));
         return success();
       })
       .Case([&](CrossEntropyGradOp a) {
-        if (isBF16(a.getLogits())) {
-          LAP_CALL(cross_entropy_backward_bf16, bbuf(a.getGradLogits()),
-                   buf(a.getGradLoss()), bbuf(a.getLogits()),
-                   ibuf(a.getTargets()), rowsArg(a.getLogits()),
-                   lastArg(a.getLogits()), f32(a.getLabelSmoothing()),
-                   f32(a.getSoftcap()));
-          return success();
-        }
-        LAP_CALL(cross_entropy_backward, buf(a.getGradLogits()),
-                 buf(a.getGradLoss()), buf(a.getLogits()), ibuf(a.getTargets()),
-                 rowsArg(a.getLogits()), lastArg(a.getLogits()),
-                 f32(a.getLabelSmoothing()), f32(a.getSoftcap()));
+        LAP_CALL_IN(isBF16(a.getLogits()), cross_entropy_backward,
+                    fbuf(a.getGradLogits()), buf(a.getGradLoss()),
+                    fbuf(a.getLogits()), ibuf(a.getTargets()),
+                    rowsArg(a.getLogits()), lastArg(a.getLogits()),
+                    f32(a.getLabelSmoothing()), f32(a.getSoftcap()));
         return success();
       })
       .Case([&](LinearCrossEntropyOp a) {

@@ -82,15 +82,16 @@ namespace kernel {
 #include "runtime/kernels/Kernels.def"
 } // namespace kernel
 
-/// Checks, when it compiles, that arguments of kinds `Kinds` fit the kernel
-/// of C type `Function` in number and kind.
-template <typename Function, KernelArg... Kinds> struct KernelArgs;
-template <typename... Parameters, KernelArg... Kinds>
-struct KernelArgs<void(Parameters...), Kinds...> {
-  static_assert(sizeof...(Parameters) == sizeof...(Kinds),
+/// Checks, when it compiles, that arguments of types `Args` fit the kernel
+/// of C type `Function` in number and kind: `Args::fits(kind)` says which
+/// parameter kinds each can be passed as.
+template <typename Function, typename... Args> struct KernelArgs;
+template <typename... Parameters, typename... Args>
+struct KernelArgs<void(Parameters...), Args...> {
+  static_assert(sizeof...(Parameters) == sizeof...(Args),
                 "the call passes another number of arguments than the "
                 "kernel's prototype in Kernels.def takes");
-  static_assert(((KernelArgOf<Parameters>::kind == Kinds) && ...),
+  static_assert((Args::fits(KernelArgOf<Parameters>::kind) && ...),
                 "an argument's kind differs from the kernel's prototype in "
                 "Kernels.def");
   static constexpr bool ok = true;
