@@ -350,8 +350,7 @@ Value ForwardBuilder::inputs(Block *body) {
     sequence = spec.derived.tokens + side * side - compiled * compiled;
     auto images = RankedTensorType::get(
         {kDynamic, m.channels, imageSize, imageSize}, b.getF32Type());
-    Value input =
-        enter(body->addArgument(images, loc("model.image_size", "images")));
+    Value input = body->addArgument(images, loc("model.image_size", "images"));
     bool dino = m.family == dsl::Family::DINO;
     int64_t outputs = dino ? m.dinoHead.prototypes : m.classes;
     body->addArgument(
@@ -402,21 +401,28 @@ Value ForwardBuilder::gptDecode(Block *body) {
 Value ForwardBuilder::imageTokens(Value images) {
   int64_t side = imageSize / m.patch, patches = side * side;
   Location embed = loc("model.patch", "patch_embed");
-  Value x = b.create<PatchifyOp>(
-      embed, floats({kDynamic, patches, m.channels * m.patch * m.patch}),
-      images, b.getI64IntegerAttr(m.patch));
+  // The f32 images enter the model's precision as patches: patchify only
+  // moves them.
+  Value x = enter(b.create<PatchifyOp>(
+      embed,
+      RankedTensorType::get({kDynamic, patches, m.channels * m.patch * m.patch},
+                            b.getF32Type()),
+      images, b.getI64IntegerAttr(m.patch)));
   x = linear(x, "patch_embed", m.width, embed);
   // Token order: [registers, CLS, patches]; positions cover CLS and patches
   // unless they are patches-only (DeiT-3). Registers never get positions.
-  Value pos = param("pos_embed");
+  Value pos = master("pos_embed");
   Location positions = loc("model.positions", "pos_embed");
   if (pos && imageSize != m.imageSize) {
     // DINO's interpolate_pos_encoding: the CLS position stays, the patch
-    // grid's are resampled to this image's grid.
+    // grid's are resampled to this image's grid, from the f32 table.
     int64_t keep = !m.positions.patchesOnly && m.clsToken ? 1 : 0;
-    pos = b.create<InterpolatePositionsOp>(
+    pos = enter(b.create<InterpolatePositionsOp>(
         loc("train.dino.local_crop_size", "pos_embed"),
-        floats({keep + patches, m.width}), pos, b.getI64IntegerAttr(keep));
+        RankedTensorType::get({keep + patches, m.width}, b.getF32Type()), pos,
+        b.getI64IntegerAttr(keep)));
+  } else if (pos) {
+    pos = param("pos_embed");
   }
   auto prepend = [&](Value tokens, const char *path, const char *name) {
     auto type = cast<RankedTensorType>(x.getType());
