@@ -69,16 +69,20 @@ dnnl_memory_desc_t viewOf(char op, int64_t rows, int64_t cols, int64_t ld,
   return desc;
 }
 
-/// The bf16 matmul C [M, N] = op(A) op(B) + beta C; null where oneDNN has
-/// no implementation of it.
+/// The bf16 matmul C [M, N] = op(A) op(B) (+ bias [N]) + beta C, C of
+/// type `out` (fp32, or bf16 rounded from the fp32 sums); null where oneDNN
+/// has no implementation of it.
 dnnl_primitive_desc_t bf16Matmul(char transa, char transb, int64_t M, int64_t N,
                                  int64_t K, int64_t lda, int64_t ldb,
-                                 int64_t ldc, float beta) {
+                                 int64_t ldc, float beta,
+                                 dnnl_data_type_t out = dnnl_f32,
+                                 bool bias = false) {
   dnnl_memory_desc_t a = viewOf(transa, M, K, lda, dnnl_bf16),
                      b = viewOf(transb, K, N, ldb, dnnl_bf16),
-                     c = viewOf('N', M, N, ldc, dnnl_f32);
+                     c = viewOf('N', M, N, ldc, out),
+                     row = viewOf('N', 1, N, N, dnnl_bf16);
   dnnl_matmul_desc_t desc;
-  check(dnnl_matmul_desc_init(&desc, &a, &b, nullptr, &c),
+  check(dnnl_matmul_desc_init(&desc, &a, &b, bias ? &row : nullptr, &c),
         "dnnl_matmul_desc_init");
   dnnl_primitive_attr_t attr = nullptr;
   dnnl_post_ops_t postOps = nullptr;
@@ -100,10 +104,14 @@ dnnl_primitive_desc_t bf16Matmul(char transa, char transb, int64_t M, int64_t N,
   return pd;
 }
 
+/// bf16Matmul run: C (of type `out`, leading dimension ldc) = op(A) op(B)
+/// (+ bias) + beta C.
 void bf16Gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
-              Matrix A, Matrix B, float beta, float *C, int64_t ldc) {
-  dnnl_primitive_desc_t pd =
-      bf16Matmul(transa, transb, M, N, K, A.ld, B.ld, ldc, beta);
+              Matrix A, Matrix B, float beta, void *C, int64_t ldc,
+              dnnl_data_type_t out = dnnl_f32,
+              const lap_bf16 *bias = nullptr) {
+  dnnl_primitive_desc_t pd = bf16Matmul(transa, transb, M, N, K, A.ld, B.ld,
+                                        ldc, beta, out, bias != nullptr);
   if (!pd) {
     std::fprintf(stderr,
                  "lap: oneDNN has no bf16 matmul for %lld x %lld x %lld\n",
@@ -114,22 +122,31 @@ void bf16Gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
   check(dnnl_primitive_create(&matmul, pd), "dnnl_primitive_create");
   dnnl_memory_desc_t a = viewOf(transa, M, K, A.ld, dnnl_bf16),
                      b = viewOf(transb, K, N, B.ld, dnnl_bf16),
-                     c = viewOf('N', M, N, ldc, dnnl_f32);
-  dnnl_memory_t memory[3] = {};
+                     c = viewOf('N', M, N, ldc, out),
+                     row = viewOf('N', 1, N, N, dnnl_bf16);
+  dnnl_memory_t memory[4] = {};
   const dnnl_engine_t e = engine();
   check(dnnl_memory_create(&memory[0], &a, e, const_cast<void *>(A.data)),
         "dnnl_memory_create");
   check(dnnl_memory_create(&memory[1], &b, e, const_cast<void *>(B.data)),
         "dnnl_memory_create");
   check(dnnl_memory_create(&memory[2], &c, e, C), "dnnl_memory_create");
-  const dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, memory[0]},
-                                   {DNNL_ARG_WEIGHTS, memory[1]},
-                                   {DNNL_ARG_DST, memory[2]}};
-  check(dnnl_primitive_execute(matmul, stream(), 3, args),
+  int count = 3;
+  dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, memory[0]},
+                             {DNNL_ARG_WEIGHTS, memory[1]},
+                             {DNNL_ARG_DST, memory[2]}};
+  if (bias) {
+    check(dnnl_memory_create(&memory[3], &row, e,
+                             const_cast<lap_bf16 *>(bias)),
+          "dnnl_memory_create");
+    args[count++] = {DNNL_ARG_BIAS, memory[3]};
+  }
+  check(dnnl_primitive_execute(matmul, stream(), count, args),
         "dnnl_primitive_execute");
   check(dnnl_stream_wait(stream()), "dnnl_stream_wait");
   for (dnnl_memory_t m : memory)
-    dnnl_memory_destroy(m);
+    if (m)
+      dnnl_memory_destroy(m);
   dnnl_primitive_destroy(matmul);
   dnnl_primitive_desc_destroy(pd);
 }
@@ -160,8 +177,9 @@ void roundRows(T *to, const float *from, int64_t rows, int64_t cols, int64_t ld,
   });
 }
 
-/// This thread's operand buffer `slot` (0 to 3) of at least `size` Ts,
-/// kept between calls (fresh pages would fault on every call).
+/// This thread's buffer `slot` (0 to 3) of at least `size` Ts, kept
+/// between calls (fresh pages would fault on every call): operands use 0
+/// to 2, gemmToBf16's fp32 sums 3.
 template <typename T> T *buffer(int slot, size_t size) {
   thread_local std::vector<T> buffers[4];
   std::vector<T> &b = buffers[slot];
@@ -221,6 +239,19 @@ Matrix lap::cpu::operand(const lap_bf16 *a, int64_t rows, int64_t cols,
         widened[i * ld + j] = lap::bf16::value(a[i * ld + j]);
   });
   return fp32(widened, ld);
+}
+
+void lap::cpu::gemmToBf16(char transa, char transb, int64_t M, int64_t N,
+                          int64_t K, Matrix A, Matrix B, lap_bf16 *C,
+                          const lap_bf16 *bias) {
+  if (M <= 0 || N <= 0)
+    return;
+  if (A.bf16 && B.bf16 && K > 0)
+    return bf16Gemm(transa, transb, M, N, K, A, B, 0.0f, C, N, dnnl_bf16,
+                    bias);
+  float *sums = buffer<float>(3, size_t(M * N));
+  gemm(transa, transb, M, N, K, A, B, 0.0f, sums, N);
+  roundToBf16(C, sums, M, N, bias);
 }
 
 void lap::cpu::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,

@@ -46,7 +46,7 @@ inline Matrix fp32(const float *a, int64_t ld) { return {a, ld, false}; }
 /// a [rows, cols] (leading dimension ld) as a GEMM at `precision` reads
 /// it: a itself at fp32; at bf16 a copy rounded to bf16 (to nearest, ties
 /// to even: runtime/kernels/Bf16.h; same leading dimension) in this
-/// thread's buffer `slot` (0 to 3, kept between calls), so that a kernel
+/// thread's buffer `slot` (0 to 2, kept between calls), so that a kernel
 /// rounds each operand once for all its GEMMs.
 Matrix operand(lap_matmul precision, const float *a, int64_t rows, int64_t cols,
                int64_t ld, int slot);
@@ -66,6 +66,16 @@ void roundToBf16(lap_bf16 *to, const float *from, int64_t rows, int64_t cols,
 /// K = 0 sets C to beta C.
 void gemm(char transa, char transb, int64_t M, int64_t N, int64_t K, Matrix A,
           Matrix B, float beta, float *C, int64_t ldc);
+
+/// C [M, N] (leading dimension N) = op(A) op(B) + bias [N] (nullable),
+/// rounded to bf16 (to nearest, ties to even): a bf16 kernel's GEMM result,
+/// stored. With bf16 operands (bf16Instructions()) oneDNN's matmul rounds
+/// its fp32 sums as it writes them (its conversion flushes fp32 subnormals
+/// to zero), with no fp32 copy of C; otherwise the fp32 GEMM's result in
+/// this thread's buffer is rounded by roundToBf16.
+void gemmToBf16(char transa, char transb, int64_t M, int64_t N, int64_t K,
+                Matrix A, Matrix B, lap_bf16 *C,
+                const lap_bf16 *bias = nullptr);
 
 } // namespace lap::cpu
 

@@ -136,10 +136,8 @@ extern "C" void lap_cpu_linear_forward_bf16(lap_bf16 *y, const lap_bf16 *x,
                                             const lap_bf16 *w,
                                             const lap_bf16 *b, int64_t n,
                                             int64_t in, int64_t out) {
-  float *acc = fp32Result(n * out);
-  gemm('N', 'T', n, out, in, operand(x, n, in, in, 0),
-       operand(w, out, in, in, 1), 0.0f, acc, out);
-  roundToBf16(y, acc, n, out, b);
+  gemmToBf16('N', 'T', n, out, in, operand(x, n, in, in, 0),
+             operand(w, out, in, in, 1), y, b);
 }
 
 extern "C" void lap_cpu_linear_backward_bf16(lap_bf16 *dx, lap_bf16 *dw,
@@ -148,16 +146,10 @@ extern "C" void lap_cpu_linear_backward_bf16(lap_bf16 *dx, lap_bf16 *dw,
                                              const lap_bf16 *w, int64_t n,
                                              int64_t in, int64_t out) {
   const Matrix dyOp = operand(dy, n, out, out, 0);
-  if (dx) {
-    float *acc = fp32Result(n * in);
-    gemm('N', 'N', n, in, out, dyOp, operand(w, out, in, in, 1), 0.0f, acc, in);
-    roundToBf16(dx, acc, n, in);
-  }
-  if (dw) {
-    float *acc = fp32Result(out * in);
-    gemm('T', 'N', out, in, n, dyOp, operand(x, n, in, in, 2), 0.0f, acc, in);
-    roundToBf16(dw, acc, out, in);
-  }
+  if (dx)
+    gemmToBf16('N', 'N', n, in, out, dyOp, operand(w, out, in, in, 1), dx);
+  if (dw)
+    gemmToBf16('T', 'N', out, in, n, dyOp, operand(x, n, in, in, 2), dw);
   if (db) {
     float *sums = fp32Result(out);
     columnSums(sums, dy, n, out);
