@@ -2,10 +2,10 @@
 # run.sh - the training-step benchmark: lap against PyTorch, same models,
 # same shapes, same head kinds, 2 threads, in one run.
 #
-# For gpt-bench and vit-bench (with Laplacian heads), their all-attn twins
-# and gpt-bench with bf16 products and computing in bf16 (both against
-# PyTorch's bf16 autocast, which also runs attention and activations in
-# bf16): compile with lapc, time
+# For gpt-bench and vit-bench (with Laplacian heads), their all-attn twins,
+# gpt-bench with bf16 products, and gpt-bench and vit-bench computing in
+# bf16 (the last three against PyTorch's bf16 autocast, which also runs
+# attention and activations in bf16): compile with lapc, time
 # lap_model_train_step (forward + backward, no optimizer) with
 # lap-step-bench, once per kernel instruction set this CPU
 # runs (AVX-512, AVX2), then the same model's forward + backward in
@@ -54,7 +54,8 @@ for isa in $isas; do
 done
 echo "bench: kernel targets ${targets[*]}" >&2
 
-for model in gpt-bench gpt-bench-attn gpt-bench-bf16 gpt-bench-bf16-model vit-bench vit-bench-attn; do
+for model in gpt-bench gpt-bench-attn gpt-bench-bf16 gpt-bench-bf16-model vit-bench vit-bench-attn \
+             vit-bench-bf16-model; do
   family=${model%%-*}
   for target in "${targets[@]}"; do
     build/bin/lapc "bench/specs/$model.yaml" -o "$out/$model.${target%%:*}.so" \
@@ -101,7 +102,7 @@ def best(model, framework):
     runs = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{model}.{framework}.*.json"))]
     return min(runs, key=lambda r: r["ms_per_step"]["median"])
 models = ["gpt-bench", "gpt-bench-attn", "gpt-bench-bf16", "gpt-bench-bf16-model", "vit-bench",
-          "vit-bench-attn"]
+          "vit-bench-attn", "vit-bench-bf16-model"]
 results = {}
 for model in models:
     torch = best(model, "torch")

@@ -83,9 +83,9 @@ int64_t lastUse(Value result, const DenseMap<Operation *, int64_t> &index) {
 /// it carries (scratchBytes).
 int64_t resultBytes(Value result, int64_t maxBatch, int64_t maxSeq) {
   const int64_t scratch = scratchBytes(result, maxBatch, maxSeq);
-  return scratch ? scratchOffset(result, maxBatch, maxSeq) + scratch
-                 : maxBytes(cast<ShapedType>(result.getType()), maxBatch,
-                            maxSeq);
+  return scratch
+             ? scratchOffset(result, maxBatch, maxSeq) + scratch
+             : maxBytes(cast<ShapedType>(result.getType()), maxBatch, maxSeq);
 }
 
 struct Interval {

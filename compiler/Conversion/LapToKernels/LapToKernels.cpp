@@ -64,7 +64,7 @@ using F32 = Arg<KernelArg::F32>;
 #define LAP_CALL(name, ...) callKernel<lapk::kernel::name>(#name, __VA_ARGS__)
 /// lapk.call of `name` on f32 tensors, or of `name`_bf16 when `bf16`, with
 /// the same arguments (Floats where the two take the model's precision).
-#define LAP_CALL_IN(bf16, name, ...)                                         \
+#define LAP_CALL_IN(bf16, name, ...)                                           \
   ((bf16) ? LAP_CALL(name##_bf16, __VA_ARGS__) : LAP_CALL(name, __VA_ARGS__))
 
 /// Elements per chunk of an elementwise loop: below twice this, one thread.
@@ -534,11 +534,10 @@ LogicalResult Emitter::emitOp(Operation *op) {
           return failure();
         LAP_CALL_IN(isBF16(a.getQ()), attention_forward, fbuf(a.getResult()),
                     *lse, fbuf(a.getQ()), fbuf(a.getK()), fbuf(a.getV()),
-                    coefficientsOf(a), dimArg(a.getQ(), 0),
-                    dimArg(a.getQ(), 1), dimArg(a.getK(), 1),
-                    i64(a.getNumHeads()), i64(a.getNumKvHeads()),
-                    dimArg(a.getQ(), 3), f32(a.getScale()),
-                    i32(a.getCausal()));
+                    coefficientsOf(a), dimArg(a.getQ(), 0), dimArg(a.getQ(), 1),
+                    dimArg(a.getK(), 1), i64(a.getNumHeads()),
+                    i64(a.getNumKvHeads()), dimArg(a.getQ(), 3),
+                    f32(a.getScale()), i32(a.getCausal()));
         return success();
       })
       .Case([&](CachedAttentionOp a) {
@@ -740,11 +739,10 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](LayerScaleGradOp a) {
-        LAP_CALL_IN(isBF16(a.getInput()), layer_scale_backward,
-                    fbuf(a.getGradInput()), fbuf(a.getGradGamma()),
-                    fbuf(a.getGradOutput()), fbuf(a.getInput()),
-                    fbuf(a.getGamma()), rowsArg(a.getInput()),
-                    lastArg(a.getInput()));
+        LAP_CALL_IN(
+            isBF16(a.getInput()), layer_scale_backward, fbuf(a.getGradInput()),
+            fbuf(a.getGradGamma()), fbuf(a.getGradOutput()), fbuf(a.getInput()),
+            fbuf(a.getGamma()), rowsArg(a.getInput()), lastArg(a.getInput()));
         return success();
       })
       .Case<RopeOp, RopeGradOp>([&](Operation *a) {

@@ -417,10 +417,10 @@ bool lap::isGenerated(Operation *op) {
 bool lap::hasBF16Kernel(Operation *op) {
   return isa<AttentionOp, AttentionGradOp, LinearOp, LinearGradOp,
              LinearHeadsOp, LinearHeadsGradOp, LinearCrossEntropyOp,
-             CrossEntropyOp, CrossEntropyGradOp, RopeOp,
-             RopeGradOp, LayerNormGradOp, RMSNormGradOp, LayerScaleGradOp,
-             EmbeddingOp, EmbeddingGradOp, AddPositionsOp, AddPositionsGradOp,
-             DropoutOp, DropPathOp>(op);
+             CrossEntropyOp, CrossEntropyGradOp, RopeOp, RopeGradOp,
+             LayerNormGradOp, RMSNormGradOp, LayerScaleGradOp, EmbeddingOp,
+             EmbeddingGradOp, AddPositionsOp, AddPositionsGradOp, DropoutOp,
+             DropPathOp>(op);
 }
 
 bool lap::needsWidening(Operation *op) {

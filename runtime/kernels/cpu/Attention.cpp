@@ -447,20 +447,20 @@ int64_t forwardScratch(int64_t Dp) {
 
 /// The query block [t0, t0 + nq) of head h in batch b.
 template <int N, typename E>
-void forwardBlock(const Shape &s, const ForwardArgs<E> &a, int64_t b,
-                  int64_t h, int64_t t0, float *ws) {
+void forwardBlock(const Shape &s, const ForwardArgs<E> &a, int64_t b, int64_t h,
+                  int64_t t0, float *ws) {
   const int64_t D = s.D, Dp = N ? N : s.Dp, ldq = s.H * D, ldk = s.KV * D;
   const int64_t g = h / s.group(), nq = std::min(s.qStep, s.T - t0);
-  float *__restrict Qt = ws;            // [D, BQ] scale * log2e * Q^T
-  float *__restrict Acc = Qt + Dp * BQ; // [BQ, Dp] unnormalised P V
-  float *__restrict Vp = Acc + BQ * Dp; // [BK, Dp] V
-  float *__restrict St = Vp + BK * Dp;  // [BK, BQ] scores, then P^T
+  float *__restrict Qt = ws;             // [D, BQ] scale * log2e * Q^T
+  float *__restrict Acc = Qt + Dp * BQ;  // [BQ, Dp] unnormalised P V
+  float *__restrict Vp = Acc + BQ * Dp;  // [BK, Dp] V
+  float *__restrict St = Vp + BK * Dp;   // [BK, BQ] scores, then P^T
   float *__restrict Wide = St + BK * BQ; // [BK, Dp] bf16 Q, then K, widened
   alignas(64) float rowMax[BQ], rowSum[BQ], corr[BQ], mx[BQ];
   const int64_t W = (nq + L - 1) / L * L; // query lanes computed
 
-  const auto [qs, ldqs] = fp32Rows<N>(Wide, Dp, a.q + s.qRow(b, t0, h), ldq,
-                                      nq, D);
+  const auto [qs, ldqs] =
+      fp32Rows<N>(Wide, Dp, a.q + s.qRow(b, t0, h), ldq, nq, D);
   transpose(Qt, BQ, qs, ldqs, nq, D, s.scale * kLog2e);
   std::fill(Acc, Acc + nq * Dp, 0.0f);
   std::fill(rowMax, rowMax + BQ, kNegInf);
@@ -641,8 +641,8 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs<E> &a, float *dqOut,
           const int64_t i0 = std::clamp<int64_t>(s0 + c - t0, 0, nq);
           gemm<L, false>(P + i0 * BK + c, BK, Qp + i0 * Dp, Dp, 1, Kt + c, BK,
                          nq - i0, D);
-          gemm<L, false>(dS + i0 * BK + c, BK, dOp + i0 * Dp, Dp, 1, Vt + c,
-                         BK, nq - i0, D);
+          gemm<L, false>(dS + i0 * BK + c, BK, dOp + i0 * Dp, Dp, 1, Vt + c, BK,
+                         nq - i0, D);
         }
       }
       for (int64_t i = 0; i < nq; ++i) {
@@ -799,8 +799,8 @@ void backward(E *dq, E *dk, E *dv, float *dcoefficients, const E *dout,
     return sums32 + (inPlace ? c - 1 : c) * dqSize;
   };
 
-  const BackwardArgs<E> a{dk, dv, dout, q, k, v, o, lse, coefficients,
-                          coefficients + H};
+  const BackwardArgs<E> a{
+      dk, dv, dout, q, k, v, o, lse, coefficients, coefficients + H};
   // Per task [2, G] sums for the coefficients' gradients, added in task
   // order at the end: the result does not depend on the thread count.
   std::vector<double> sums(dcoefficients ? size_t(groups * chunks * 2 * G) : 0);
@@ -879,8 +879,8 @@ void attentionBackward(float *dq, float *dk, float *dv, float *dcoefficients,
                        const float *coefficients, int64_t B, int64_t T,
                        int64_t S, int64_t H, int64_t KV, int64_t D, float scale,
                        int32_t causal) {
-  backward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B,
-           T, S, H, KV, D, scale, causal);
+  backward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B, T,
+           S, H, KV, D, scale, causal);
 }
 
 void attentionBackwardBf16(lap_bf16 *dq, lap_bf16 *dk, lap_bf16 *dv,
@@ -890,8 +890,8 @@ void attentionBackwardBf16(lap_bf16 *dq, lap_bf16 *dk, lap_bf16 *dv,
                            const float *lse, const float *coefficients,
                            int64_t B, int64_t T, int64_t S, int64_t H,
                            int64_t KV, int64_t D, float scale, int32_t causal) {
-  backward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B,
-           T, S, H, KV, D, scale, causal);
+  backward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B, T,
+           S, H, KV, D, scale, causal);
 }
 
 } // namespace lap::cpu::HWY_NAMESPACE

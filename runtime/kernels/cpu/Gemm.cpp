@@ -108,8 +108,7 @@ dnnl_primitive_desc_t bf16Matmul(char transa, char transb, int64_t M, int64_t N,
 /// (+ bias) + beta C.
 void bf16Gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
               Matrix A, Matrix B, float beta, void *C, int64_t ldc,
-              dnnl_data_type_t out = dnnl_f32,
-              const lap_bf16 *bias = nullptr) {
+              dnnl_data_type_t out = dnnl_f32, const lap_bf16 *bias = nullptr) {
   dnnl_primitive_desc_t pd = bf16Matmul(transa, transb, M, N, K, A.ld, B.ld,
                                         ldc, beta, out, bias != nullptr);
   if (!pd) {
@@ -136,8 +135,7 @@ void bf16Gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
                              {DNNL_ARG_WEIGHTS, memory[1]},
                              {DNNL_ARG_DST, memory[2]}};
   if (bias) {
-    check(dnnl_memory_create(&memory[3], &row, e,
-                             const_cast<lap_bf16 *>(bias)),
+    check(dnnl_memory_create(&memory[3], &row, e, const_cast<lap_bf16 *>(bias)),
           "dnnl_memory_create");
     args[count++] = {DNNL_ARG_BIAS, memory[3]};
   }
@@ -247,8 +245,7 @@ void lap::cpu::gemmToBf16(char transa, char transb, int64_t M, int64_t N,
   if (M <= 0 || N <= 0)
     return;
   if (A.bf16 && B.bf16 && K > 0)
-    return bf16Gemm(transa, transb, M, N, K, A, B, 0.0f, C, N, dnnl_bf16,
-                    bias);
+    return bf16Gemm(transa, transb, M, N, K, A, B, 0.0f, C, N, dnnl_bf16, bias);
   float *sums = buffer<float>(3, size_t(M * N));
   gemm(transa, transb, M, N, K, A, B, 0.0f, sums, N);
   roundToBf16(C, sums, M, N, bias);

@@ -515,8 +515,7 @@ template <int DP, typename E>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
     queryGradientsKernel(E *__restrict__ dq, const E *__restrict__ dout,
                          const E *__restrict__ q, const E *__restrict__ k,
-                         const E *__restrict__ v,
-                         const float *__restrict__ lse,
+                         const E *__restrict__ v, const float *__restrict__ lse,
                          const float *__restrict__ terms,
                          const float *__restrict__ coefficients, Shape s,
                          int tiles) {
@@ -774,8 +773,8 @@ extern "C" void lap_cuda_attention_backward(
     const float *q, const float *k, const float *v, const float *o,
     const float *lse, const float *coefficients, int64_t B, int64_t T,
     int64_t S, int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
-  backward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B,
-           T, S, H, KV, D, scale, causal);
+  backward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B, T,
+           S, H, KV, D, scale, causal);
 }
 
 extern "C" void lap_cuda_attention_backward_bf16(
@@ -784,6 +783,6 @@ extern "C" void lap_cuda_attention_backward_bf16(
     const lap_bf16 *v, const lap_bf16 *o, const float *lse,
     const float *coefficients, int64_t B, int64_t T, int64_t S, int64_t H,
     int64_t KV, int64_t D, float scale, int32_t causal) {
-  backward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B,
-           T, S, H, KV, D, scale, causal);
+  backward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B, T,
+           S, H, KV, D, scale, causal);
 }

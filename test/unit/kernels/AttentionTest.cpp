@@ -582,9 +582,8 @@ TEST(AttentionBf16, KernelsAreTheFp32OnesRounded) {
     std::vector<lap_bf16> o(f.o.size(), 0x7fc0);
     std::vector<float> lse(f.lse.size(), 7.0f);
     lap_cpu_attention_forward_bf16(o.data(), lse.data(), q.data(), k.data(),
-                                   v.data(), coefficients.data(), s.B, s.T,
-                                   s.S, s.H, s.KV, s.D, float(s.scale),
-                                   s.causal);
+                                   v.data(), coefficients.data(), s.B, s.T, s.S,
+                                   s.H, s.KV, s.D, float(s.scale), s.causal);
     EXPECT_EQ(o, bf16Vector(f.o));
     EXPECT_EQ(lse, f.lse);
 

@@ -1,10 +1,11 @@
 //===- AttentionTest.cpp - CUDA attention against its CPU twin ------------===//
 //
 // lap_cuda_attention_forward/backward and lap_cpu_attention_forward/backward
-// (and their bf16 variants) on the same seeded inputs (the CPU kernels are checked against an
-// independent reference in test/unit/kernels/AttentionTest.cpp). Every head
-// of a call has its own kind, so each case mixes them. Outputs start as NaN:
-// an element the kernel skips fails.
+// (and their bf16 variants) on the same seeded inputs (the CPU kernels are
+// checked against an independent reference in
+// test/unit/kernels/AttentionTest.cpp). Every head of a call has its own kind,
+// so each case mixes them. Outputs start as NaN: an element the kernel skips
+// fails.
 //
 //===----------------------------------------------------------------------===//
 
@@ -167,8 +168,10 @@ void checkBf16(const Case &c, uint32_t seed) {
   const int64_t nq = c.B * c.T * c.H * c.D, nk = c.B * c.S * c.KV * c.D;
   const int64_t nl = c.B * c.H * c.T;
   const float scale = 1.0f / std::sqrt(float(std::max<int64_t>(c.D, 1)));
-  const std::vector<lap_bf16> q = bf16Vector(randomVector(rng, nq, -2.0f, 2.0f));
-  const std::vector<lap_bf16> k = bf16Vector(randomVector(rng, nk, -2.0f, 2.0f));
+  const std::vector<lap_bf16> q =
+      bf16Vector(randomVector(rng, nq, -2.0f, 2.0f));
+  const std::vector<lap_bf16> k =
+      bf16Vector(randomVector(rng, nk, -2.0f, 2.0f));
   const std::vector<lap_bf16> v = bf16Vector(randomVector(rng, nk));
   const std::vector<lap_bf16> dout = bf16Vector(randomVector(rng, nq));
   const std::vector<float> coefficients = coefficientsFor(c);
@@ -181,19 +184,19 @@ void checkBf16(const Case &c, uint32_t seed) {
                                  c.H, c.KV, c.D, scale, causal);
   std::vector<lap_bf16> dq(nq), dk(nk), dv(nk);
   std::vector<float> dcoefficients(2 * c.H);
-  lap_cpu_attention_backward_bf16(
-      dq.data(), dk.data(), dv.data(),
-      c.learned ? dcoefficients.data() : nullptr, dout.data(), q.data(),
-      k.data(), v.data(), o.data(), lse.data(), coefficients.data(), c.B, c.T,
-      c.S, c.H, c.KV, c.D, scale, causal);
+  lap_cpu_attention_backward_bf16(dq.data(), dk.data(), dv.data(),
+                                  c.learned ? dcoefficients.data() : nullptr,
+                                  dout.data(), q.data(), k.data(), v.data(),
+                                  o.data(), lse.data(), coefficients.data(),
+                                  c.B, c.T, c.S, c.H, c.KV, c.D, scale, causal);
 
   const lap_bf16 nan = 0x7fc0;
   DeviceBuffer<lap_bf16> gq(q), gk(k), gv(v), gdout(dout);
   DeviceBuffer<float> gcoefficients(coefficients);
   DeviceBuffer<lap_bf16> go(std::vector<lap_bf16>(nq, nan));
   DeviceBuffer<float> glse(nanVector(nl));
-  lap_cuda_attention_forward_bf16(go, glse, gq, gk, gv, gcoefficients, c.B,
-                                  c.T, c.S, c.H, c.KV, c.D, scale, causal);
+  lap_cuda_attention_forward_bf16(go, glse, gq, gk, gv, gcoefficients, c.B, c.T,
+                                  c.S, c.H, c.KV, c.D, scale, causal);
   expectAttentionClose(valuesOf(go.host()), valuesOf(o),
                        kForwardTolerance + kBf16Step, "o");
   expectAttentionClose(glse.host(), lse, kForwardTolerance, "lse");
