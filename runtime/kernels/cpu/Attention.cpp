@@ -68,6 +68,7 @@ constexpr bool kAvx512 = false;
 
 constexpr int64_t BQ = 64; // queries per block, at most
 constexpr int64_t BK = 64; // keys per block, at most
+static_assert(BQ <= BK, "a [BK, Dp] tile holds a block of queries too");
 /// Floats per vector register (elsewhere than AVX-512: two 128-bit
 /// vectors, or one AVX2 vector), the unit of padding and blocking.
 constexpr int L = kAvx512 ? 16 : 8;
