@@ -776,43 +776,47 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](PrependTokensOp a) {
-        LAP_CALL(prepend_tokens_forward, buf(a.getResult()), buf(a.getInput()),
-                 buf(a.getTokens()), dimArg(a.getInput(), 0),
-                 dimArg(a.getInput(), 1), dimArg(a.getTokens(), 0),
-                 lastArg(a.getInput()));
+        LAP_CALL_IN(isBF16(a.getInput()), prepend_tokens_forward,
+                    fbuf(a.getResult()), fbuf(a.getInput()),
+                    fbuf(a.getTokens()), dimArg(a.getInput(), 0),
+                    dimArg(a.getInput(), 1), dimArg(a.getTokens(), 0),
+                    lastArg(a.getInput()));
         return success();
       })
       .Case([&](PrependTokensGradOp a) {
-        LAP_CALL(prepend_tokens_backward, buf(a.getGradInput()),
-                 buf(a.getGradTokens()), buf(a.getGradOutput()),
-                 dimArg(a.getGradInput(), 0), dimArg(a.getGradInput(), 1),
-                 dimArg(a.getGradTokens(), 0), lastArg(a.getGradInput()));
+        LAP_CALL_IN(isBF16(a.getGradOutput()), prepend_tokens_backward,
+                    fbuf(a.getGradInput()), fbuf(a.getGradTokens()),
+                    fbuf(a.getGradOutput()), dimArg(a.getGradInput(), 0),
+                    dimArg(a.getGradInput(), 1), dimArg(a.getGradTokens(), 0),
+                    lastArg(a.getGradInput()));
         return success();
       })
       .Case([&](TakeTokenOp a) {
-        LAP_CALL(take_token_forward, buf(a.getResult()), buf(a.getInput()),
-                 dimArg(a.getInput(), 0), dimArg(a.getInput(), 1),
-                 lastArg(a.getInput()), i64(a.getIndex()));
+        LAP_CALL_IN(isBF16(a.getInput()), take_token_forward,
+                    fbuf(a.getResult()), fbuf(a.getInput()),
+                    dimArg(a.getInput(), 0), dimArg(a.getInput(), 1),
+                    lastArg(a.getInput()), i64(a.getIndex()));
         return success();
       })
       .Case([&](TakeTokenGradOp a) {
-        LAP_CALL(take_token_backward, buf(a.getGradInput()),
-                 buf(a.getGradOutput()), dimArg(a.getInput(), 0),
-                 dimArg(a.getInput(), 1), lastArg(a.getInput()),
-                 i64(a.getIndex()));
+        LAP_CALL_IN(isBF16(a.getInput()), take_token_backward,
+                    fbuf(a.getGradInput()), fbuf(a.getGradOutput()),
+                    dimArg(a.getInput(), 0), dimArg(a.getInput(), 1),
+                    lastArg(a.getInput()), i64(a.getIndex()));
         return success();
       })
       .Case([&](MeanTokensOp a) {
-        LAP_CALL(mean_tokens_forward, buf(a.getResult()), buf(a.getInput()),
-                 dimArg(a.getInput(), 0), dimArg(a.getInput(), 1),
-                 lastArg(a.getInput()), i64(a.getSkip()));
+        LAP_CALL_IN(isBF16(a.getInput()), mean_tokens_forward,
+                    fbuf(a.getResult()), fbuf(a.getInput()),
+                    dimArg(a.getInput(), 0), dimArg(a.getInput(), 1),
+                    lastArg(a.getInput()), i64(a.getSkip()));
         return success();
       })
       .Case([&](MeanTokensGradOp a) {
-        LAP_CALL(mean_tokens_backward, buf(a.getGradInput()),
-                 buf(a.getGradOutput()), dimArg(a.getInput(), 0),
-                 dimArg(a.getInput(), 1), lastArg(a.getInput()),
-                 i64(a.getSkip()));
+        LAP_CALL_IN(isBF16(a.getInput()), mean_tokens_backward,
+                    fbuf(a.getGradInput()), fbuf(a.getGradOutput()),
+                    dimArg(a.getInput(), 0), dimArg(a.getInput(), 1),
+                    lastArg(a.getInput()), i64(a.getSkip()));
         return success();
       })
       .Case([&](CrossEntropyOp a) {

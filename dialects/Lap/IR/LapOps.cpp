@@ -420,7 +420,8 @@ bool lap::hasBF16Kernel(Operation *op) {
              CrossEntropyOp, CrossEntropyGradOp, RopeOp, RopeGradOp,
              LayerNormGradOp, RMSNormGradOp, LayerScaleGradOp, EmbeddingOp,
              EmbeddingGradOp, AddPositionsOp, AddPositionsGradOp, DropoutOp,
-             DropPathOp>(op);
+             DropPathOp, PrependTokensOp, PrependTokensGradOp, TakeTokenOp,
+             TakeTokenGradOp, MeanTokensOp, MeanTokensGradOp>(op);
 }
 
 bool lap::needsWidening(Operation *op) {

@@ -7,11 +7,19 @@
 
 #include "runtime/kernels/cpu/Kernels.h"
 #include "runtime/kernels/cpu/Parallel.h"
+#include "runtime/kernels/cpu/Rows.h"
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
+using lap::bf16::load;
+using lap::bf16::store;
+using lap::cpu::fp32Row;
 using lap::cpu::parallelFor;
+using lap::cpu::resultRow;
+using lap::cpu::rowBuffers;
+using lap::cpu::storeRow;
 
 namespace {
 
@@ -20,21 +28,19 @@ int64_t rowGrain(int64_t width) {
   return std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(1, width));
 }
 
-void copyRow(float *dst, const float *src, int64_t c) {
-  std::memcpy(dst, src, c * sizeof(float));
+/// Rows of fp32 or bf16 elements, moved as they are.
+template <typename Element>
+void copyRow(Element *dst, const Element *src, int64_t c) {
+  std::memcpy(dst, src, size_t(c) * sizeof(Element));
 }
 
-void zeroRow(float *dst, int64_t c) { std::memset(dst, 0, c * sizeof(float)); }
+template <typename Element> void zeroRow(Element *dst, int64_t c) {
+  std::memset(dst, 0, size_t(c) * sizeof(Element));
+}
 
 void addRow(float *__restrict acc, const float *__restrict row, int64_t c) {
   for (int64_t j = 0; j < c; ++j)
     acc[j] += row[j];
-}
-
-void scaleRow(float *__restrict dst, const float *__restrict src, float s,
-              int64_t c) {
-  for (int64_t j = 0; j < c; ++j)
-    dst[j] = src[j] * s;
 }
 
 } // namespace
@@ -85,10 +91,15 @@ extern "C" void lap_cpu_patchify_backward(float *dimages, const float *dy,
 //--- Learned tokens
 //--------------------------------------------------------------
 
-extern "C" void lap_cpu_prepend_tokens_forward(float *y, const float *x,
-                                               const float *tokens, int64_t B,
-                                               int64_t N, int64_t k,
-                                               int64_t c) {
+namespace {
+
+// The token kernels on tensors of Element (fp32, or a bf16 model's bf16):
+// copies move elements as they are; sums run in fp32 (Rows.h) and are
+// rounded once.
+
+template <typename Element>
+void prependTokensForward(Element *y, const Element *x, const Element *tokens,
+                          int64_t B, int64_t N, int64_t k, int64_t c) {
   parallelFor(B * (k + N), rowGrain(c), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       int64_t b = r / (k + N), t = r % (k + N);
@@ -97,10 +108,9 @@ extern "C" void lap_cpu_prepend_tokens_forward(float *y, const float *x,
   });
 }
 
-extern "C" void lap_cpu_prepend_tokens_backward(float *dx, float *dtokens,
-                                                const float *dy, int64_t B,
-                                                int64_t N, int64_t k,
-                                                int64_t c) {
+template <typename Element>
+void prependTokensBackward(Element *dx, Element *dtokens, const Element *dy,
+                           int64_t B, int64_t N, int64_t k, int64_t c) {
   if (dx)
     parallelFor(B * N, rowGrain(c), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r)
@@ -108,30 +118,29 @@ extern "C" void lap_cpu_prepend_tokens_backward(float *dx, float *dtokens,
     });
   if (dtokens)
     parallelFor(k, rowGrain(B * c), [&](int64_t begin, int64_t end) {
+      std::vector<float> buffers = rowBuffers<Element>(2, c);
       for (int64_t t = begin; t < end; ++t) {
-        float *row = dtokens + t * c;
-        zeroRow(row, c);
+        float *sum = resultRow(dtokens, t, c, buffers.data());
+        zeroRow(sum, c);
         for (int64_t b = 0; b < B; ++b)
-          addRow(row, dy + (b * (k + N) + t) * c, c);
+          addRow(sum, fp32Row(dy, b * (k + N) + t, c, buffers.data() + c), c);
+        storeRow(dtokens, t, c, sum);
       }
     });
 }
 
-//--- Pooling
-//------------------------------------------------------------------------
-
-extern "C" void lap_cpu_take_token_forward(float *y, const float *x, int64_t B,
-                                           int64_t T, int64_t c,
-                                           int64_t index) {
+template <typename Element>
+void takeTokenForward(Element *y, const Element *x, int64_t B, int64_t T,
+                      int64_t c, int64_t index) {
   parallelFor(B, rowGrain(c), [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b)
       copyRow(y + b * c, x + (b * T + index) * c, c);
   });
 }
 
-extern "C" void lap_cpu_take_token_backward(float *dx, const float *dy,
-                                            int64_t B, int64_t T, int64_t c,
-                                            int64_t index) {
+template <typename Element>
+void takeTokenBackward(Element *dx, const Element *dy, int64_t B, int64_t T,
+                       int64_t c, int64_t index) {
   parallelFor(B * T, rowGrain(c), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       if (r % T == index)
@@ -142,9 +151,9 @@ extern "C" void lap_cpu_take_token_backward(float *dx, const float *dy,
   });
 }
 
-extern "C" void lap_cpu_mean_tokens_forward(float *y, const float *x, int64_t B,
-                                            int64_t T, int64_t c,
-                                            int64_t skip) {
+template <typename Element>
+void meanTokensForward(Element *y, const Element *x, int64_t B, int64_t T,
+                       int64_t c, int64_t skip) {
   int64_t count = T - skip;
   // Work items are (sample, block of channels), so a small batch still
   // spreads over threads; each output element is summed in token order.
@@ -152,32 +161,128 @@ extern "C" void lap_cpu_mean_tokens_forward(float *y, const float *x, int64_t B,
   int64_t blocks = (c + kBlock - 1) / kBlock;
   parallelFor(B * blocks, rowGrain(count * kBlock),
               [&](int64_t begin, int64_t end) {
+                std::vector<float> buffers = rowBuffers<Element>(2, kBlock);
                 for (int64_t u = begin; u < end; ++u) {
                   int64_t b = u / blocks, j0 = u % blocks * kBlock;
                   int64_t width = std::min(kBlock, c - j0);
-                  float *out = y + b * c + j0;
-                  zeroRow(out, width);
-                  if (count <= 0)
-                    continue;
-                  for (int64_t t = skip; t < T; ++t)
-                    addRow(out, x + (b * T + t) * c + j0, width);
-                  float inv = 1.0f / float(count);
-                  for (int64_t j = 0; j < width; ++j)
-                    out[j] *= inv;
+                  Element *out = y + b * c + j0;
+                  float *sum = resultRow(out, 0, width, buffers.data());
+                  zeroRow(sum, width);
+                  if (count > 0) {
+                    for (int64_t t = skip; t < T; ++t)
+                      addRow(sum,
+                             fp32Row(x + (b * T + t) * c + j0, 0, width,
+                                     buffers.data() + kBlock),
+                             width);
+                    float inv = 1.0f / float(count);
+                    for (int64_t j = 0; j < width; ++j)
+                      sum[j] *= inv;
+                  }
+                  storeRow(out, 0, width, sum);
                 }
               });
+}
+
+template <typename Element>
+void meanTokensBackward(Element *dx, const Element *dy, int64_t B, int64_t T,
+                        int64_t c, int64_t skip) {
+  int64_t count = T - skip;
+  parallelFor(B * T, rowGrain(c), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      if (r % T < skip || count <= 0) {
+        zeroRow(dx + r * c, c);
+        continue;
+      }
+      const float s = 1.0f / float(count);
+      const Element *__restrict from = dy + r / T * c;
+      Element *__restrict to = dx + r * c;
+      for (int64_t j = 0; j < c; ++j)
+        store(to[j], load(from[j]) * s);
+    }
+  });
+}
+
+} // namespace
+
+extern "C" void lap_cpu_prepend_tokens_forward(float *y, const float *x,
+                                               const float *tokens, int64_t B,
+                                               int64_t N, int64_t k,
+                                               int64_t c) {
+  prependTokensForward(y, x, tokens, B, N, k, c);
+}
+
+extern "C" void lap_cpu_prepend_tokens_forward_bf16(lap_bf16 *y,
+                                                    const lap_bf16 *x,
+                                                    const lap_bf16 *tokens,
+                                                    int64_t B, int64_t N,
+                                                    int64_t k, int64_t c) {
+  prependTokensForward(y, x, tokens, B, N, k, c);
+}
+
+extern "C" void lap_cpu_prepend_tokens_backward(float *dx, float *dtokens,
+                                                const float *dy, int64_t B,
+                                                int64_t N, int64_t k,
+                                                int64_t c) {
+  prependTokensBackward(dx, dtokens, dy, B, N, k, c);
+}
+
+extern "C" void lap_cpu_prepend_tokens_backward_bf16(lap_bf16 *dx,
+                                                     lap_bf16 *dtokens,
+                                                     const lap_bf16 *dy,
+                                                     int64_t B, int64_t N,
+                                                     int64_t k, int64_t c) {
+  prependTokensBackward(dx, dtokens, dy, B, N, k, c);
+}
+
+//--- Pooling
+//------------------------------------------------------------------------
+
+extern "C" void lap_cpu_take_token_forward(float *y, const float *x, int64_t B,
+                                           int64_t T, int64_t c,
+                                           int64_t index) {
+  takeTokenForward(y, x, B, T, c, index);
+}
+
+extern "C" void lap_cpu_take_token_forward_bf16(lap_bf16 *y, const lap_bf16 *x,
+                                                int64_t B, int64_t T, int64_t c,
+                                                int64_t index) {
+  takeTokenForward(y, x, B, T, c, index);
+}
+
+extern "C" void lap_cpu_take_token_backward(float *dx, const float *dy,
+                                            int64_t B, int64_t T, int64_t c,
+                                            int64_t index) {
+  takeTokenBackward(dx, dy, B, T, c, index);
+}
+
+extern "C" void lap_cpu_take_token_backward_bf16(lap_bf16 *dx,
+                                                 const lap_bf16 *dy, int64_t B,
+                                                 int64_t T, int64_t c,
+                                                 int64_t index) {
+  takeTokenBackward(dx, dy, B, T, c, index);
+}
+
+extern "C" void lap_cpu_mean_tokens_forward(float *y, const float *x, int64_t B,
+                                            int64_t T, int64_t c,
+                                            int64_t skip) {
+  meanTokensForward(y, x, B, T, c, skip);
+}
+
+extern "C" void lap_cpu_mean_tokens_forward_bf16(lap_bf16 *y, const lap_bf16 *x,
+                                                 int64_t B, int64_t T,
+                                                 int64_t c, int64_t skip) {
+  meanTokensForward(y, x, B, T, c, skip);
 }
 
 extern "C" void lap_cpu_mean_tokens_backward(float *dx, const float *dy,
                                              int64_t B, int64_t T, int64_t c,
                                              int64_t skip) {
-  int64_t count = T - skip;
-  parallelFor(B * T, rowGrain(c), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      if (r % T < skip || count <= 0)
-        zeroRow(dx + r * c, c);
-      else
-        scaleRow(dx + r * c, dy + r / T * c, 1.0f / float(count), c);
-    }
-  });
+  meanTokensBackward(dx, dy, B, T, c, skip);
+}
+
+extern "C" void lap_cpu_mean_tokens_backward_bf16(lap_bf16 *dx,
+                                                  const lap_bf16 *dy, int64_t B,
+                                                  int64_t T, int64_t c,
+                                                  int64_t skip) {
+  meanTokensBackward(dx, dy, B, T, c, skip);
 }

@@ -3,16 +3,22 @@
 // Data movement and sums over the batch or over tokens. Launches are one
 // block row per output row (blockIdx.x) with threads over its columns
 // (blockIdx.y chunks), so each output element is written by one thread and
-// sums run in the CPU's order: deterministic, and equal to the CPU's.
+// sums run in the CPU's order: deterministic, and equal to the CPU's. The
+// token kernels also take a bf16 model's tensors (`_bf16`): copies move
+// them as they are, sums run in fp32 and are rounded once.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cuda/Context.h"
+#include "runtime/kernels/cuda/Elements.h"
 #include "runtime/kernels/cuda/Kernels.h"
 
 #include <algorithm>
 
 namespace {
+
+using lap::cuda::load;
+using lap::cuda::store;
 
 /// The launch covering rows x c elements, a block row per row.
 struct RowLaunch {
@@ -65,9 +71,9 @@ __global__ void patchifyBackwardKernel(float *dimages, const float *dy,
 //--- Learned tokens ----------------------------------------------------------
 
 // x [B, N, c], tokens [k, c] -> y [B, k + N, c]; block row = row of y.
-__global__ void prependForwardKernel(float *y, const float *x,
-                                     const float *tokens, int64_t N, int64_t k,
-                                     int64_t c) {
+template <typename E>
+__global__ void prependForwardKernel(E *y, const E *x, const E *tokens,
+                                     int64_t N, int64_t k, int64_t c) {
   const int64_t j = column();
   if (j >= c)
     return;
@@ -76,8 +82,9 @@ __global__ void prependForwardKernel(float *y, const float *x,
 }
 
 // dy [B, k + N, c] -> dx [B, N, c]; block row = row of dx.
-__global__ void prependBackwardXKernel(float *dx, const float *dy, int64_t N,
-                                       int64_t k, int64_t c) {
+template <typename E>
+__global__ void prependBackwardXKernel(E *dx, const E *dy, int64_t N, int64_t k,
+                                       int64_t c) {
   const int64_t j = column();
   if (j >= c)
     return;
@@ -86,24 +93,25 @@ __global__ void prependBackwardXKernel(float *dx, const float *dy, int64_t N,
 }
 
 // dy [B, k + N, c] -> dtokens [k, c] = sum over b in order; block row = token.
-__global__ void prependBackwardTokensKernel(float *dtokens, const float *dy,
-                                            int64_t B, int64_t N, int64_t k,
-                                            int64_t c) {
+template <typename E>
+__global__ void prependBackwardTokensKernel(E *dtokens, const E *dy, int64_t B,
+                                            int64_t N, int64_t k, int64_t c) {
   const int64_t j = column();
   if (j >= c)
     return;
   const int64_t t = blockIdx.x;
   float sum = 0.0f;
   for (int64_t b = 0; b < B; ++b)
-    sum += dy[(b * (k + N) + t) * c + j];
-  dtokens[t * c + j] = sum;
+    sum += load(dy[(b * (k + N) + t) * c + j]);
+  store(dtokens[t * c + j], sum);
 }
 
 //--- Pooling -----------------------------------------------------------------
 
 // x [B, T, c] -> y [B, c] = x[:, index]; block row = b.
-__global__ void takeTokenForwardKernel(float *y, const float *x, int64_t T,
-                                       int64_t c, int64_t index) {
+template <typename E>
+__global__ void takeTokenForwardKernel(E *y, const E *x, int64_t T, int64_t c,
+                                       int64_t index) {
   const int64_t j = column();
   if (j >= c)
     return;
@@ -112,19 +120,21 @@ __global__ void takeTokenForwardKernel(float *y, const float *x, int64_t T,
 }
 
 // dy [B, c] -> dx [B, T, c], zero but at index; block row = row of dx.
-__global__ void takeTokenBackwardKernel(float *dx, const float *dy, int64_t T,
+template <typename E>
+__global__ void takeTokenBackwardKernel(E *dx, const E *dy, int64_t T,
                                         int64_t c, int64_t index) {
   const int64_t j = column();
   if (j >= c)
     return;
   const int64_t r = blockIdx.x;
-  dx[r * c + j] = r % T == index ? dy[r / T * c + j] : 0.0f;
+  dx[r * c + j] = r % T == index ? dy[r / T * c + j] : E(0);
 }
 
 // x [B, T, c] -> y [B, c] = mean of x[:, skip:T], summed in token order;
 // block row = b.
-__global__ void meanTokensForwardKernel(float *y, const float *x, int64_t T,
-                                        int64_t c, int64_t skip) {
+template <typename E>
+__global__ void meanTokensForwardKernel(E *y, const E *x, int64_t T, int64_t c,
+                                        int64_t skip) {
   const int64_t j = column();
   if (j >= c)
     return;
@@ -132,22 +142,23 @@ __global__ void meanTokensForwardKernel(float *y, const float *x, int64_t T,
   float sum = 0.0f;
   if (count > 0) {
     for (int64_t t = skip; t < T; ++t)
-      sum += x[(b * T + t) * c + j];
+      sum += load(x[(b * T + t) * c + j]);
     sum *= 1.0f / float(count);
   }
-  y[b * c + j] = sum;
+  store(y[b * c + j], sum);
 }
 
 // dy [B, c] -> dx [B, T, c] = dy / count at t >= skip; block row = row of dx.
-__global__ void meanTokensBackwardKernel(float *dx, const float *dy, int64_t T,
+template <typename E>
+__global__ void meanTokensBackwardKernel(E *dx, const E *dy, int64_t T,
                                          int64_t c, int64_t skip) {
   const int64_t j = column();
   if (j >= c)
     return;
   const int64_t r = blockIdx.x, count = T - skip;
-  dx[r * c + j] = r % T < skip || count <= 0
-                      ? 0.0f
-                      : dy[r / T * c + j] * (1.0f / float(count));
+  store(dx[r * c + j], r % T < skip || count <= 0
+                           ? 0.0f
+                           : load(dy[r / T * c + j]) * (1.0f / float(count)));
 }
 
 } // namespace
@@ -175,10 +186,11 @@ extern "C" void lap_cuda_patchify_backward(float *dimages, const float *dy,
   lap::cuda::checkLaunch("patchify_backward");
 }
 
-extern "C" void lap_cuda_prepend_tokens_forward(float *y, const float *x,
-                                                const float *tokens, int64_t B,
-                                                int64_t N, int64_t k,
-                                                int64_t c) {
+namespace {
+
+template <typename E>
+void prependTokensForward(E *y, const E *x, const E *tokens, int64_t B,
+                          int64_t N, int64_t k, int64_t c) {
   if (B * (k + N) == 0 || c == 0)
     return;
   RowLaunch l(B * (k + N), c);
@@ -187,10 +199,9 @@ extern "C" void lap_cuda_prepend_tokens_forward(float *y, const float *x,
   lap::cuda::checkLaunch("prepend_tokens_forward");
 }
 
-extern "C" void lap_cuda_prepend_tokens_backward(float *dx, float *dtokens,
-                                                 const float *dy, int64_t B,
-                                                 int64_t N, int64_t k,
-                                                 int64_t c) {
+template <typename E>
+void prependTokensBackward(E *dx, E *dtokens, const E *dy, int64_t B, int64_t N,
+                           int64_t k, int64_t c) {
   if (c == 0)
     return;
   if (dx && B * N > 0) {
@@ -207,9 +218,9 @@ extern "C" void lap_cuda_prepend_tokens_backward(float *dx, float *dtokens,
   }
 }
 
-extern "C" void lap_cuda_take_token_forward(float *y, const float *x, int64_t B,
-                                            int64_t T, int64_t c,
-                                            int64_t index) {
+template <typename E>
+void takeTokenForward(E *y, const E *x, int64_t B, int64_t T, int64_t c,
+                      int64_t index) {
   if (B == 0 || c == 0)
     return;
   RowLaunch l(B, c);
@@ -218,9 +229,9 @@ extern "C" void lap_cuda_take_token_forward(float *y, const float *x, int64_t B,
   lap::cuda::checkLaunch("take_token_forward");
 }
 
-extern "C" void lap_cuda_take_token_backward(float *dx, const float *dy,
-                                             int64_t B, int64_t T, int64_t c,
-                                             int64_t index) {
+template <typename E>
+void takeTokenBackward(E *dx, const E *dy, int64_t B, int64_t T, int64_t c,
+                       int64_t index) {
   if (B * T == 0 || c == 0)
     return;
   RowLaunch l(B * T, c);
@@ -229,9 +240,9 @@ extern "C" void lap_cuda_take_token_backward(float *dx, const float *dy,
   lap::cuda::checkLaunch("take_token_backward");
 }
 
-extern "C" void lap_cuda_mean_tokens_forward(float *y, const float *x,
-                                             int64_t B, int64_t T, int64_t c,
-                                             int64_t skip) {
+template <typename E>
+void meanTokensForward(E *y, const E *x, int64_t B, int64_t T, int64_t c,
+                       int64_t skip) {
   if (B == 0 || c == 0)
     return;
   RowLaunch l(B, c);
@@ -240,13 +251,96 @@ extern "C" void lap_cuda_mean_tokens_forward(float *y, const float *x,
   lap::cuda::checkLaunch("mean_tokens_forward");
 }
 
-extern "C" void lap_cuda_mean_tokens_backward(float *dx, const float *dy,
-                                              int64_t B, int64_t T, int64_t c,
-                                              int64_t skip) {
+template <typename E>
+void meanTokensBackward(E *dx, const E *dy, int64_t B, int64_t T, int64_t c,
+                        int64_t skip) {
   if (B * T == 0 || c == 0)
     return;
   RowLaunch l(B * T, c);
   meanTokensBackwardKernel<<<l.grid, l.threads, 0, lap::cuda::stream()>>>(
       dx, dy, T, c, skip);
   lap::cuda::checkLaunch("mean_tokens_backward");
+}
+
+} // namespace
+
+extern "C" void lap_cuda_prepend_tokens_forward(float *y, const float *x,
+                                                const float *tokens, int64_t B,
+                                                int64_t N, int64_t k,
+                                                int64_t c) {
+  prependTokensForward(y, x, tokens, B, N, k, c);
+}
+
+extern "C" void lap_cuda_prepend_tokens_forward_bf16(lap_bf16 *y,
+                                                     const lap_bf16 *x,
+                                                     const lap_bf16 *tokens,
+                                                     int64_t B, int64_t N,
+                                                     int64_t k, int64_t c) {
+  prependTokensForward(y, x, tokens, B, N, k, c);
+}
+
+extern "C" void lap_cuda_prepend_tokens_backward(float *dx, float *dtokens,
+                                                 const float *dy, int64_t B,
+                                                 int64_t N, int64_t k,
+                                                 int64_t c) {
+  prependTokensBackward(dx, dtokens, dy, B, N, k, c);
+}
+
+extern "C" void lap_cuda_prepend_tokens_backward_bf16(lap_bf16 *dx,
+                                                      lap_bf16 *dtokens,
+                                                      const lap_bf16 *dy,
+                                                      int64_t B, int64_t N,
+                                                      int64_t k, int64_t c) {
+  prependTokensBackward(dx, dtokens, dy, B, N, k, c);
+}
+
+extern "C" void lap_cuda_take_token_forward(float *y, const float *x, int64_t B,
+                                            int64_t T, int64_t c,
+                                            int64_t index) {
+  takeTokenForward(y, x, B, T, c, index);
+}
+
+extern "C" void lap_cuda_take_token_forward_bf16(lap_bf16 *y, const lap_bf16 *x,
+                                                 int64_t B, int64_t T,
+                                                 int64_t c, int64_t index) {
+  takeTokenForward(y, x, B, T, c, index);
+}
+
+extern "C" void lap_cuda_take_token_backward(float *dx, const float *dy,
+                                             int64_t B, int64_t T, int64_t c,
+                                             int64_t index) {
+  takeTokenBackward(dx, dy, B, T, c, index);
+}
+
+extern "C" void lap_cuda_take_token_backward_bf16(lap_bf16 *dx,
+                                                  const lap_bf16 *dy, int64_t B,
+                                                  int64_t T, int64_t c,
+                                                  int64_t index) {
+  takeTokenBackward(dx, dy, B, T, c, index);
+}
+
+extern "C" void lap_cuda_mean_tokens_forward(float *y, const float *x,
+                                             int64_t B, int64_t T, int64_t c,
+                                             int64_t skip) {
+  meanTokensForward(y, x, B, T, c, skip);
+}
+
+extern "C" void lap_cuda_mean_tokens_forward_bf16(lap_bf16 *y,
+                                                  const lap_bf16 *x, int64_t B,
+                                                  int64_t T, int64_t c,
+                                                  int64_t skip) {
+  meanTokensForward(y, x, B, T, c, skip);
+}
+
+extern "C" void lap_cuda_mean_tokens_backward(float *dx, const float *dy,
+                                              int64_t B, int64_t T, int64_t c,
+                                              int64_t skip) {
+  meanTokensBackward(dx, dy, B, T, c, skip);
+}
+
+extern "C" void lap_cuda_mean_tokens_backward_bf16(lap_bf16 *dx,
+                                                   const lap_bf16 *dy,
+                                                   int64_t B, int64_t T,
+                                                   int64_t c, int64_t skip) {
+  meanTokensBackward(dx, dy, B, T, c, skip);
 }

@@ -206,4 +206,64 @@ TEST(MeanTokens, WideRowsSpanChannelBlocks) {
   expectNear(y, meanTokens(toDouble(x), B, T, c, skip), 1e-6);
 }
 
+// A bf16 model's token kernels: the fp32 kernels on the same bf16 values,
+// each result rounded once, bit for bit (the copies are exact; the sums
+// over the batch or the tokens run in fp32 in the same order). Wide rows
+// span mean_tokens' channel blocks; dx of prepend_tokens is nullable.
+TEST(TokensBf16, KernelsAreTheFp32OnesRounded) {
+  std::mt19937 rng(8);
+  const int64_t B = 3, N = 5, k = 2, c = 1100, T = k + N;
+  const auto x = bf16Vector(randomVector(rng, B * N * c)),
+             tokens = bf16Vector(randomVector(rng, k * c)),
+             dy = bf16Vector(randomVector(rng, B * T * c)),
+             dpooled = bf16Vector(randomVector(rng, B * c));
+  const auto x32 = valuesOf(x), tokens32 = valuesOf(tokens),
+             dy32 = valuesOf(dy), dpooled32 = valuesOf(dpooled);
+  const lap_bf16 nan = 0x7fc0;
+
+  auto y32 = nanVector(B * T * c);
+  std::vector<lap_bf16> y(B * T * c, nan);
+  lap_cpu_prepend_tokens_forward(y32.data(), x32.data(), tokens32.data(), B, N,
+                                 k, c);
+  lap_cpu_prepend_tokens_forward_bf16(y.data(), x.data(), tokens.data(), B, N,
+                                      k, c);
+  EXPECT_EQ(y, bf16Vector(y32));
+
+  auto dx32 = nanVector(B * N * c), dtokens32 = nanVector(k * c);
+  std::vector<lap_bf16> dx(B * N * c, nan), dtokens(k * c, nan),
+      dtokensOnly(k * c, nan);
+  lap_cpu_prepend_tokens_backward(dx32.data(), dtokens32.data(), dy32.data(), B,
+                                  N, k, c);
+  lap_cpu_prepend_tokens_backward_bf16(dx.data(), dtokens.data(), dy.data(), B,
+                                       N, k, c);
+  lap_cpu_prepend_tokens_backward_bf16(nullptr, dtokensOnly.data(), dy.data(),
+                                       B, N, k, c);
+  EXPECT_EQ(dx, bf16Vector(dx32));
+  EXPECT_EQ(dtokens, bf16Vector(dtokens32));
+  EXPECT_EQ(dtokensOnly, dtokens);
+
+  for (int64_t at : {int64_t(0), int64_t(4)}) { // take's index, mean's skip
+    SCOPED_TRACE(at);
+    auto pooled32 = nanVector(B * c), dpooledx32 = nanVector(B * T * c);
+    std::vector<lap_bf16> pooled(B * c, nan), dpooledx(B * T * c, nan);
+    lap_cpu_take_token_forward(pooled32.data(), dy32.data(), B, T, c, at);
+    lap_cpu_take_token_forward_bf16(pooled.data(), dy.data(), B, T, c, at);
+    EXPECT_EQ(pooled, bf16Vector(pooled32));
+    lap_cpu_take_token_backward(dpooledx32.data(), dpooled32.data(), B, T, c,
+                                at);
+    lap_cpu_take_token_backward_bf16(dpooledx.data(), dpooled.data(), B, T, c,
+                                     at);
+    EXPECT_EQ(dpooledx, bf16Vector(dpooledx32));
+
+    lap_cpu_mean_tokens_forward(pooled32.data(), dy32.data(), B, T, c, at);
+    lap_cpu_mean_tokens_forward_bf16(pooled.data(), dy.data(), B, T, c, at);
+    EXPECT_EQ(pooled, bf16Vector(pooled32));
+    lap_cpu_mean_tokens_backward(dpooledx32.data(), dpooled32.data(), B, T, c,
+                                 at);
+    lap_cpu_mean_tokens_backward_bf16(dpooledx.data(), dpooled.data(), B, T, c,
+                                      at);
+    EXPECT_EQ(dpooledx, bf16Vector(dpooledx32));
+  }
+}
+
 } // namespace

@@ -42,13 +42,15 @@ func.func @attention(%q: tensor<?x?x2x8xbf16>, %do: tensor<?x?x2x8xbf16>, %c: te
 // Of a widened op's results only the used one is converted back: an unused
 // one stays unused, so that its kernel skips it.
 // CHECK-LABEL: func @unused_result
-// CHECK-NEXT: %[[DY32:.*]] = lap.convert %{{.*}} : tensor<?x50x16xbf16> to tensor<?x50x16xf32>
-// CHECK-NEXT: %{{.*}}, %[[DT32:.*]] = lap.prepend_tokens_grad %[[DY32]] : tensor<?x50x16xf32> -> tensor<?x48x16xf32>, tensor<2x16xf32>
-// CHECK-NEXT: %[[DT:.*]] = lap.convert %[[DT32]] : tensor<2x16xf32> to tensor<2x16xbf16>
-// CHECK-NEXT: return %[[DT]]
-func.func @unused_result(%dy: tensor<?x50x16xbf16>) -> tensor<2x16xbf16> {
-  %dx, %dt = lap.prepend_tokens_grad %dy : tensor<?x50x16xbf16> -> tensor<?x48x16xbf16>, tensor<2x16xbf16>
-  return %dt : tensor<2x16xbf16>
+// CHECK-NEXT: %[[DY32:.*]] = lap.convert %{{.*}} : tensor<4x8xbf16> to tensor<4x8xf32>
+// CHECK-NEXT: %[[V32:.*]] = lap.convert %{{.*}} : tensor<4x8xbf16> to tensor<4x8xf32>
+// CHECK-NEXT: %[[G32:.*]] = lap.convert %{{.*}} : tensor<4x1xbf16> to tensor<4x1xf32>
+// CHECK-NEXT: %{{.*}}, %[[DG32:.*]] = lap.weight_norm_grad %[[DY32]], %[[V32]], %[[G32]] : tensor<4x8xf32>, tensor<4x1xf32>
+// CHECK-NEXT: %[[DG:.*]] = lap.convert %[[DG32]] : tensor<4x1xf32> to tensor<4x1xbf16>
+// CHECK-NEXT: return %[[DG]]
+func.func @unused_result(%dy: tensor<4x8xbf16>, %v: tensor<4x8xbf16>, %g: tensor<4x1xbf16>) -> tensor<4x1xbf16> {
+  %dv, %dg = lap.weight_norm_grad %dy, %v, %g : tensor<4x8xbf16>, tensor<4x1xbf16>
+  return %dg : tensor<4x1xbf16>
 }
 
 // -----

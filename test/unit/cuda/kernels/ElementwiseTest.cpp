@@ -487,6 +487,53 @@ TEST(CudaMeanTokens, MatchesCpu) {
   }
 }
 
+// A bf16 model's token kernels: copies, and fp32 sums in the CPU's order
+// rounded once on both sides: equal.
+TEST(CudaTokens, Bf16MatchesCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(25);
+  const int64_t B = 3, N = 5, k = 2, c = 600, T = k + N;
+  auto x = bf16Vector(randomVector(rng, B * N * c)),
+       tokens = bf16Vector(randomVector(rng, k * c)),
+       dy = bf16Vector(randomVector(rng, B * T * c)),
+       dpooled = bf16Vector(randomVector(rng, B * c));
+  DeviceBuffer<lap_bf16> gx(x), gTokens(tokens), gDy(dy), gDpooled(dpooled);
+  auto filled = [](int64_t n) { return std::vector<lap_bf16>(n, 0xffff); };
+
+  std::vector<lap_bf16> y = filled(B * T * c);
+  lap_cpu_prepend_tokens_forward_bf16(y.data(), x.data(), tokens.data(), B, N,
+                                      k, c);
+  DeviceBuffer<lap_bf16> gy(filled(B * T * c));
+  lap_cuda_prepend_tokens_forward_bf16(gy, gx, gTokens, B, N, k, c);
+  EXPECT_EQ(gy.host(), y);
+
+  std::vector<lap_bf16> dx = filled(B * N * c), dtokens = filled(k * c);
+  lap_cpu_prepend_tokens_backward_bf16(dx.data(), dtokens.data(), dy.data(), B,
+                                       N, k, c);
+  DeviceBuffer<lap_bf16> gdx(filled(B * N * c)), gdtokens(filled(k * c));
+  lap_cuda_prepend_tokens_backward_bf16(gdx, gdtokens, gDy, B, N, k, c);
+  EXPECT_EQ(gdx.host(), dx);
+  EXPECT_EQ(gdtokens.host(), dtokens);
+
+  for (int64_t at : {int64_t(0), int64_t(4)}) { // take's index, mean's skip
+    std::vector<lap_bf16> pooled = filled(B * c), grad = filled(B * T * c);
+    DeviceBuffer<lap_bf16> gPooled(filled(B * c)), gGrad(filled(B * T * c));
+    lap_cpu_take_token_forward_bf16(pooled.data(), dy.data(), B, T, c, at);
+    lap_cuda_take_token_forward_bf16(gPooled, gDy, B, T, c, at);
+    EXPECT_EQ(gPooled.host(), pooled);
+    lap_cpu_take_token_backward_bf16(grad.data(), dpooled.data(), B, T, c, at);
+    lap_cuda_take_token_backward_bf16(gGrad, gDpooled, B, T, c, at);
+    EXPECT_EQ(gGrad.host(), grad);
+
+    lap_cpu_mean_tokens_forward_bf16(pooled.data(), dy.data(), B, T, c, at);
+    lap_cuda_mean_tokens_forward_bf16(gPooled, gDy, B, T, c, at);
+    EXPECT_EQ(gPooled.host(), pooled);
+    lap_cpu_mean_tokens_backward_bf16(grad.data(), dpooled.data(), B, T, c, at);
+    lap_cuda_mean_tokens_backward_bf16(gGrad, gDpooled, B, T, c, at);
+    EXPECT_EQ(gGrad.host(), grad);
+  }
+}
+
 //--- Decode attention ---------------------------------------------------------
 
 /// attention_decode on both sides from the same caches: the appended keys
