@@ -194,13 +194,12 @@ def LapWidenKernels : Pass<"lap-widen-kernels"> {
     elementwise ops, norms, conversions, layout copies), and most library
     kernels have a bf16 variant (`hasBF16Kernel`: attention, linear layers,
     losses, embeddings, rotations, tokens, norm gradients, dropout). Each
-    other op that becomes a library call and has bf16 tensors (DINO's l2
-    and weight norms) gets f32 copies of its bf16 operands (`lap.convert`),
-    computes in f32, and its used results are converted back to bf16 for
-    their readers. Does nothing
-    to an f32 model. Run after `--lap-fuse-epilogues` and before
-    `--lap-fuse-loops`, which fuses the conversions into the loops beside
-    them.
+    other op that becomes a library call and has bf16 tensors (the l2
+    normalisation of DINO's head) gets f32 copies of its bf16 operands
+    (`lap.convert`), computes in f32, and its used results are converted
+    back to bf16 for their readers. Does nothing to an f32 model. Run after
+    `--lap-fuse-epilogues` and before `--lap-fuse-loops`, which fuses the
+    conversions into the loops beside them.
 
     Before:
     ```mlir
