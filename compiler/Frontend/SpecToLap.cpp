@@ -494,9 +494,9 @@ std::pair<Value, Value> ForwardBuilder::imageForward(Block *body) {
   }
   z = b.create<L2NormalizeOp>(head, z, b.getF32FloatAttr(1e-12f));
   // A transform of the parameters: from the f32 master weights, in f32.
-  Value w = enter(b.create<WeightNormOp>(
-      head, master("dino_head.last_layer.weight_v"),
-      master("dino_head.last_layer.weight_g")));
+  Value w = enter(
+      b.create<WeightNormOp>(head, master("dino_head.last_layer.weight_v"),
+                             master("dino_head.last_layer.weight_g")));
   Value logits =
       b.create<LinearOp>(head, floats({kDynamic, h.prototypes}), z, w, Value());
   float temperature = float(spec.hasTrain ? spec.train.dino.studentTemp : 0.1);
