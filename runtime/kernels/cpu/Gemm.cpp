@@ -1,12 +1,13 @@
 //===- Gemm.cpp - GEMMs through oneDNN, fp32 and bf16 -----------*- C++ -*-===//
 //
 // fp32: the BLAS-like dnnl_sgemm. bf16: oneDNN's matmul primitive (bf16
-// source and weights, fp32 destination, a sum post-op for beta), created
-// per call (oneDNN caches primitives by their description) and used only
-// where it runs on bf16 instructions: elsewhere (AVX2, or AVX-512 without
-// BF16, where oneDNN emulates bf16 more slowly than it multiplies fp32, or
-// oneDNN kept to AVX2 by LAP_CPU_ISA) operand() rounds to fp32 values and
-// the fp32 GEMM multiplies them.
+// source and weights; an fp32 destination with a sum post-op for beta, or
+// a bf16 one with a bf16 bias for gemmToBf16), created per call (oneDNN
+// caches primitives by their description) and used only where it runs on
+// bf16 instructions: elsewhere (AVX2, or AVX-512 without BF16, where
+// oneDNN emulates bf16 more slowly than it multiplies fp32, or oneDNN kept
+// to AVX2 by LAP_CPU_ISA) operand() rounds to fp32 values and the fp32
+// GEMM multiplies them.
 //
 //===----------------------------------------------------------------------===//
 
