@@ -9,7 +9,11 @@
 // are kept in base 2 (scale * log2 e folded in), as on the CPU. A bf16
 // model's tensors (the `_bf16` entry points) are widened as the tiles are
 // loaded and each output element rounded once as it is stored; the
-// logsumexp, the row terms and the coefficients stay fp32.
+// logsumexp, the row terms and the coefficients stay fp32. The products of
+// a bf16 model's heads up to 128 wide run on the tensor cores instead
+// (AttentionTensorCores.cu: the forward, dq, dk and dv); the row terms and
+// the coefficients' sums stay here for both; every other call runs here,
+// on fp32 FMAs.
 //
 // Every product is one of two warp-level primitives on shared-memory tiles
 // whose rows hold DP floats (the head width D rounded up to a compiled
@@ -31,6 +35,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/kernels/cuda/AttentionShape.h"
 #include "runtime/kernels/cuda/Context.h"
 #include "runtime/kernels/cuda/Elements.h"
 #include "runtime/kernels/cuda/Kernels.h"
@@ -42,7 +47,11 @@
 
 namespace {
 
+using lap::cuda::kLn2;
+using lap::cuda::kLog2e;
 using lap::cuda::load;
+using lap::cuda::makeShape;
+using lap::cuda::Shape;
 using lap::cuda::store;
 
 constexpr int kWarps = 4; // per block of the tiled kernels
@@ -51,33 +60,6 @@ constexpr int kThreads = 32 * kWarps;
 // registers a thread (without the hint ptxas stops at 128 and spills).
 constexpr int kBlocksPerSM = 2;
 constexpr int kMaxD = 256;
-constexpr float kLog2e = 1.44269504088896340736f;
-constexpr float kLn2 = 0.69314718055994530942f;
-
-/// A call's sizes as the kernels index them (offsets in 64 bits).
-struct Shape {
-  int B, T, S, H, KV, D;
-  int G;       // H / KV: query heads per kv head
-  float scale; // of the scores
-  float c2;    // scale * log2 e: scores in base 2
-  bool causal;
-
-  // Offsets of rows of q, o, dout, dq [B, T, H, D] and k, v [B, S, KV, D].
-  __device__ int64_t qRow(int b, int t, int h) const {
-    return ((int64_t(b) * T + t) * H + h) * D;
-  }
-  __device__ int64_t kRow(int b, int s, int g) const {
-    return ((int64_t(b) * S + s) * KV + g) * D;
-  }
-  // Index of a row's entry in lse and the row terms [B, H, T].
-  __device__ int64_t row(int b, int h, int t) const {
-    return (int64_t(b) * H + h) * T + t;
-  }
-  // Whether query t sees key s (both may be a tile's padding).
-  __device__ bool visible(int t, int s) const {
-    return t < T && s < S && !(causal && s > t);
-  }
-};
 
 __device__ float4 load4(const float *p) {
   return *reinterpret_cast<const float4 *>(p);
@@ -638,18 +620,6 @@ bool supported(const char *what, int64_t B, int64_t T, int64_t S, int64_t H,
   return true;
 }
 
-Shape makeShape(int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV,
-                int64_t D, float scale, int32_t causal) {
-  Shape s;
-  s.B = int(B), s.T = int(T), s.S = int(S), s.H = int(H), s.KV = int(KV);
-  s.D = int(D);
-  s.G = KV > 0 ? int(H / KV) : 0;
-  s.scale = scale;
-  s.c2 = scale * kLog2e;
-  s.causal = causal != 0;
-  return s;
-}
-
 /// Calls fn(integral_constant<int, DP>) with DP the compiled width that
 /// holds D: 32, 64, 96, 128, 192 or 256 (D <= kMaxD).
 template <typename F> void withWidth(int64_t D, F &&fn) {
@@ -692,6 +662,12 @@ float *scratchFloats(int slot, int64_t n) {
       slot, size_t(std::max<int64_t>(n, 1)) * sizeof(float)));
 }
 
+/// Whether a call runs on the tensor cores (AttentionTensorCores.cu): a
+/// bf16 model's heads up to kTensorCoreMaxD wide.
+template <typename E> bool onTensorCores(int64_t D) {
+  return std::is_same_v<E, lap_bf16> && D <= lap::cuda::kTensorCoreMaxD;
+}
+
 template <typename E>
 void forward(E *o, float *lse, const E *q, const E *k, const E *v,
              const float *coefficients, int64_t B, int64_t T, int64_t S,
@@ -699,6 +675,9 @@ void forward(E *o, float *lse, const E *q, const E *k, const E *v,
   if (!supported("attention_forward", B, T, S, H, KV, D))
     return;
   const Shape s = makeShape(B, T, S, H, KV, D, scale, causal);
+  if constexpr (std::is_same_v<E, lap_bf16>)
+    if (onTensorCores<E>(D))
+      return lap::cuda::tensorCoreForward(o, lse, q, k, v, coefficients, s);
   withWidth(D, [&](auto width) {
     constexpr int DP = decltype(width)::value;
     using F = ForwardTiles<DP>;
@@ -721,7 +700,9 @@ void backward(E *dq, E *dk, E *dv, float *dcoefficients, const E *dout,
     constexpr int DP = decltype(width)::value;
     using K = KeyTiles<DP>;
     using Q = QueryTiles<DP>;
-    const int64_t keyTiles = (S + K::BK - 1) / K::BK;
+    const int64_t keyBlock =
+        onTensorCores<E>(D) ? lap::cuda::kTensorCoreKeys : K::BK;
+    const int64_t keyTiles = (S + keyBlock - 1) / keyBlock;
     const int64_t queryTiles = (T + Q::BQ - 1) / Q::BQ;
     // Scratch: the row terms D_i [B, H, T], then with learned coefficients
     // each row's dO . V [B, H, T]; the d alpha partials [B, H, keyTiles].
@@ -737,12 +718,18 @@ void backward(E *dq, E *dk, E *dv, float *dcoefficients, const E *dout,
     launch(rowTermsKernel<E>, (rows + kRowWarps - 1) / kRowWarps,
            32 * kRowWarps, 0, "attention_backward (row terms)", terms, own,
            dout, o, v, coefficients, s, rows);
-    launch(keyGradientsKernel<DP, E>, B * KV * keyTiles, kThreads, K::bytes,
-           "attention_backward (dk, dv)", dk, dv, partials, dout, q, k, v, lse,
-           terms, coefficients, s, int(keyTiles));
-    launch(queryGradientsKernel<DP, E>, B * H * queryTiles, kThreads, Q::bytes,
-           "attention_backward (dq)", dq, dout, q, k, v, lse, terms,
-           coefficients, s, int(queryTiles));
+    if (onTensorCores<E>(D)) {
+      if constexpr (std::is_same_v<E, lap_bf16>)
+        lap::cuda::tensorCoreGradients(dq, dk, dv, partials, dout, q, k, v, lse,
+                                       terms, coefficients, s);
+    } else {
+      launch(keyGradientsKernel<DP, E>, B * KV * keyTiles, kThreads, K::bytes,
+             "attention_backward (dk, dv)", dk, dv, partials, dout, q, k, v,
+             lse, terms, coefficients, s, int(keyTiles));
+      launch(queryGradientsKernel<DP, E>, B * H * queryTiles, kThreads,
+             Q::bytes, "attention_backward (dq)", dq, dout, q, k, v, lse, terms,
+             coefficients, s, int(queryTiles));
+    }
     if (dcoefficients)
       launch(coefficientsKernel, 2 * H, kSumThreads, 0,
              "attention_backward (dcoefficients)", dcoefficients, partials,

@@ -44,6 +44,13 @@ constexpr double kBackwardTolerance = 1e-4;
 // results differ as above, and their roundings by at most one bf16 step
 // (2^-8 relative) more.
 constexpr double kBf16Step = 1.0 / 256;
+// A bf16 model's heads up to 128 wide run on the tensor cores, where P
+// and dS enter the next product as bf16: each weight is off by at most
+// half a step. So O is off by at most |alpha| / 2 steps of max |v| (here
+// |alpha| <= 1.3, |v| <= 1); the gradients' sums of such products stay as
+// far within one more step of the scale the tolerances count in (at
+// least 1).
+constexpr double kBf16Weights = kBf16Step;
 
 struct Case {
   int64_t B, T, S, H, KV, D;
@@ -198,7 +205,7 @@ void checkBf16(const Case &c, uint32_t seed) {
   lap_cuda_attention_forward_bf16(go, glse, gq, gk, gv, gcoefficients, c.B, c.T,
                                   c.S, c.H, c.KV, c.D, scale, causal);
   expectAttentionClose(valuesOf(go.host()), valuesOf(o),
-                       kForwardTolerance + kBf16Step, "o");
+                       kForwardTolerance + kBf16Step + kBf16Weights, "o");
   expectAttentionClose(glse.host(), lse, kForwardTolerance, "lse");
 
   DeviceBuffer<lap_bf16> cpuO(o);
@@ -210,7 +217,7 @@ void checkBf16(const Case &c, uint32_t seed) {
       gdq, gdk, gdv, c.learned ? gdcoefficients.get() : nullptr, gdout, gq, gk,
       gv, cpuO, cpuLse, gcoefficients, c.B, c.T, c.S, c.H, c.KV, c.D, scale,
       causal);
-  const double tolerance = kBackwardTolerance + kBf16Step;
+  const double tolerance = kBackwardTolerance + kBf16Step + kBf16Weights;
   expectAttentionClose(valuesOf(gdq.host()), valuesOf(dq), tolerance, "dq");
   expectAttentionClose(valuesOf(gdk.host()), valuesOf(dk), tolerance, "dk");
   expectAttentionClose(valuesOf(gdv.host()), valuesOf(dv), tolerance, "dv");
@@ -298,6 +305,26 @@ TEST(CudaAttention, Bf16MatchesCpu) {
   checkBf16({2, 130, 130, 4, 1, 128, false, true}, 32);
   checkBf16({1, 70, 70, 3, 3, 40, true, true}, 33);
   checkBf16({2, 37, 130, 4, 2, 64, false, false}, 34);
+  checkBf16({1, 70, 70, 3, 3, 160, true, true}, 35); // beyond the tensor cores
+}
+
+// The tensor cores' forward and backward (bf16 heads up to 128 wide): both
+// compiled widths, widths that pad (D = 36 also loads element by element,
+// D = 100 pads to 128), many tiles with and without the mask, GQA, a
+// single token, cross attention both ways round, and no keys.
+TEST(CudaAttention, Bf16OnTensorCores) {
+  REQUIRE_GPU();
+  checkBf16({1, 300, 300, 3, 3, 64, true, false}, 40);
+  checkBf16({1, 300, 300, 3, 3, 64, false, true}, 41);
+  checkBf16({2, 200, 200, 3, 3, 128, true, true}, 42);
+  checkBf16({1, 130, 130, 4, 2, 36, true, true}, 43);
+  checkBf16({1, 130, 130, 3, 3, 100, false, false}, 44);
+  checkBf16({2, 130, 130, 8, 2, 128, true, false}, 45);
+  checkBf16({3, 1, 1, 3, 3, 64, true, true}, 46);
+  checkBf16({2, 65, 200, 4, 2, 128, false, true}, 47);
+  checkBf16({2, 200, 65, 4, 4, 64, false, false}, 48);
+  checkBf16({2, 5, 0, 2, 1, 64, false, true}, 49);
+  checkBf16({1, 37, 37, 3, 3, 1, true, true}, 50);
 }
 
 // Backward twice on the same inputs gives the same bits (no float atomics).

@@ -1,0 +1,78 @@
+//===- AttentionShape.h - An attention call's sizes in device code -*- CUDA -*-===//
+//
+// For the attention kernels (Attention.cu, AttentionTensorCores.cu): the
+// sizes of one call, the offsets of its rows and which keys a query sees.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_RUNTIME_KERNELS_CUDA_ATTENTIONSHAPE_H
+#define LAP_RUNTIME_KERNELS_CUDA_ATTENTIONSHAPE_H
+
+#include <cstdint>
+
+namespace lap::cuda {
+
+constexpr float kLog2e = 1.44269504088896340736f;
+constexpr float kLn2 = 0.69314718055994530942f;
+
+/// A call's sizes as the kernels index them (offsets in 64 bits).
+struct Shape {
+  int B, T, S, H, KV, D;
+  int G;       // H / KV: query heads per kv head
+  float scale; // of the scores
+  float c2;    // scale * log2 e: scores in base 2
+  bool causal;
+
+  // Offsets of rows of q, o, dout, dq [B, T, H, D] and k, v [B, S, KV, D].
+  __device__ int64_t qRow(int b, int t, int h) const {
+    return ((int64_t(b) * T + t) * H + h) * D;
+  }
+  __device__ int64_t kRow(int b, int s, int g) const {
+    return ((int64_t(b) * S + s) * KV + g) * D;
+  }
+  // Index of a row's entry in lse and the row terms [B, H, T].
+  __device__ int64_t row(int b, int h, int t) const {
+    return (int64_t(b) * H + h) * T + t;
+  }
+  // Whether query t sees key s (both may be a tile's padding).
+  __device__ bool visible(int t, int s) const {
+    return t < T && s < S && !(causal && s > t);
+  }
+};
+
+/// The Shape of a call whose sizes the caller has checked.
+inline Shape makeShape(int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV,
+                       int64_t D, float scale, int32_t causal) {
+  Shape s;
+  s.B = int(B), s.T = int(T), s.S = int(S), s.H = int(H), s.KV = int(KV);
+  s.D = int(D);
+  s.G = KV > 0 ? int(H / KV) : 0;
+  s.scale = scale;
+  s.c2 = scale * kLog2e;
+  s.causal = causal != 0;
+  return s;
+}
+
+/// A bf16 model's attention on tensor cores (AttentionTensorCores.cu), for
+/// head widths up to kTensorCoreMaxD; Attention.cu hands such calls to it.
+constexpr int kTensorCoreMaxD = 128;
+/// Keys per block of the dk, dv kernel: the tiles of alphaPartials.
+constexpr int kTensorCoreKeys = 64;
+
+void tensorCoreForward(uint16_t *o, float *lse, const uint16_t *q,
+                       const uint16_t *k, const uint16_t *v,
+                       const float *coefficients, const Shape &s);
+
+/// dq, dk, dv (and with alphaPartials [B, H, ceil(S / kTensorCoreKeys)]
+/// each block's sum of P dP) from the row terms D_i [B, H, T] that
+/// Attention.cu computes first.
+void tensorCoreGradients(uint16_t *dq, uint16_t *dk, uint16_t *dv,
+                         float *alphaPartials, const uint16_t *dout,
+                         const uint16_t *q, const uint16_t *k,
+                         const uint16_t *v, const float *lse,
+                         const float *terms, const float *coefficients,
+                         const Shape &s);
+
+} // namespace lap::cuda
+
+#endif // LAP_RUNTIME_KERNELS_CUDA_ATTENTIONSHAPE_H
