@@ -3,7 +3,8 @@
 // lap-gpu-attention-bench [--tokens N] [--width N] [--warmup N] [--iters N]
 //
 // Times lap_cuda_attention_forward and forward + backward (the kernels a
-// CUDA library calls once per layer for all its heads) at head dims 64 and
+// CUDA library calls once per layer for all its heads), in bf16 (a bf16
+// model's `_bf16` kernels: the tensor cores) and fp32, at head dims 64 and
 // 128, sequence lengths 512 ... 8192, causal and not, with every head
 // softmax attention (`attn`) and with half of them Laplacian (V − PV:
 // alpha −1, beta 1), the shapes FlashAttention's benchmarks use: `tokens`
@@ -44,6 +45,98 @@ double medianMs(cudaStream_t stream, int64_t warmup, int64_t iters, F body) {
   return ms[ms.size() / 2];
 }
 
+struct Shape {
+  int64_t b, n, h, d;
+  int32_t causal;
+  bool mixed; // half the heads (the odd ones) Laplacian
+};
+
+// The kernels of either element type, as a library of that precision calls
+// them.
+void forwardOf(float *o, float *lse, const float *q, const float *k,
+               const float *v, const float *c, const Shape &s, float scale) {
+  lap_cuda_attention_forward(o, lse, q, k, v, c, s.b, s.n, s.n, s.h, s.h, s.d,
+                             scale, s.causal);
+}
+void forwardOf(lap_bf16 *o, float *lse, const lap_bf16 *q, const lap_bf16 *k,
+               const lap_bf16 *v, const float *c, const Shape &s, float scale) {
+  lap_cuda_attention_forward_bf16(o, lse, q, k, v, c, s.b, s.n, s.n, s.h, s.h,
+                                  s.d, scale, s.causal);
+}
+void backwardOf(float *dq, float *dk, float *dv, const float *dout,
+                const float *q, const float *k, const float *v, const float *o,
+                const float *lse, const float *c, const Shape &s, float scale) {
+  lap_cuda_attention_backward(dq, dk, dv, nullptr, dout, q, k, v, o, lse, c,
+                              s.b, s.n, s.n, s.h, s.h, s.d, scale, s.causal);
+}
+void backwardOf(lap_bf16 *dq, lap_bf16 *dk, lap_bf16 *dv, const lap_bf16 *dout,
+                const lap_bf16 *q, const lap_bf16 *k, const lap_bf16 *v,
+                const lap_bf16 *o, const float *lse, const float *c,
+                const Shape &s, float scale) {
+  lap_cuda_attention_backward_bf16(dq, dk, dv, nullptr, dout, q, k, v, o, lse,
+                                   c, s.b, s.n, s.n, s.h, s.h, s.d, scale,
+                                   s.causal);
+}
+
+/// The forward and forward + backward times of one shape at element type E.
+template <typename E>
+nlohmann::json timeShape(const Shape &s, cudaStream_t stream, int64_t warmup,
+                         int64_t iters, std::mt19937 &rng) {
+  const int64_t elements = s.b * s.n * s.h * s.d;
+  // Declared with their type: with `auto` they would be dependent, and
+  // `->as<E>()` would need `template`.
+  const std::unique_ptr<DeviceBuffer>
+      q = randomElements<E>(elements, rng),
+      k = randomElements<E>(elements, rng),
+      v = randomElements<E>(elements, rng),
+      dout = randomElements<E>(elements, rng),
+      o = randomElements<E>(elements, rng, true),
+      dq = randomElements<E>(elements, rng, true),
+      dk = randomElements<E>(elements, rng, true),
+      dv = randomElements<E>(elements, rng, true),
+      lse = randomElements<float>(s.b * s.h * s.n, rng, true);
+  // alpha then beta per head: attn (1, 0), laplacian (-1, 1) on the odd
+  // heads when mixed.
+  std::vector<float> coefficients(size_t(2 * s.h));
+  for (int64_t i = 0; i < s.h; ++i) {
+    bool laplacian = s.mixed && i % 2 == 1;
+    coefficients[size_t(i)] = laplacian ? -1.0f : 1.0f;
+    coefficients[size_t(s.h + i)] = laplacian ? 1.0f : 0.0f;
+  }
+  DeviceBuffer c(size_t(2 * s.h) * 4);
+  check(cudaMemcpy(c.data, coefficients.data(), size_t(2 * s.h) * 4,
+                   cudaMemcpyHostToDevice),
+        "cudaMemcpy");
+  const float scale = 1.0f / std::sqrt(float(s.d));
+  auto forward = [&] {
+    forwardOf(o->as<E>(), lse->as<float>(), q->as<E>(), k->as<E>(), v->as<E>(),
+              c.as<float>(), s, scale);
+  };
+  double forwardMs = medianMs(stream, warmup, iters, forward);
+  double bothMs = medianMs(stream, warmup, iters, [&] {
+    forward();
+    backwardOf(dq->as<E>(), dk->as<E>(), dv->as<E>(), dout->as<E>(), q->as<E>(),
+               k->as<E>(), v->as<E>(), o->as<E>(), lse->as<float>(),
+               c.as<float>(), s, scale);
+  });
+  double flops = 4.0 * double(s.b * s.h) * double(s.n) * double(s.n) *
+                 double(s.d) * (s.causal ? 0.5 : 1.0);
+  return {
+      {"framework", "lap"},
+      {"kernel", "attention"},
+      {"head_dim", s.d},
+      {"seq", s.n},
+      {"batch", s.b},
+      {"heads", s.h},
+      {"causal", s.causal != 0},
+      {"kinds", s.mixed ? "mixed" : "attn"},
+      {"forward_ms", forwardMs},
+      {"forward_tflops", flops / (forwardMs * 1e-3) / 1e12},
+      {"forward_backward_ms", bothMs},
+      {"forward_backward_tflops", 3.5 * flops / (bothMs * 1e-3) / 1e12},
+  };
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -60,70 +153,25 @@ int main(int argc, char **argv) {
     check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
     std::mt19937 rng(1);
 
-    for (int64_t d : {64, 128})
-      for (int64_t n : {512, 1024, 2048, 4096, 8192})
-        for (int32_t causal : {0, 1})
-          for (bool mixed : {false, true}) {
-            const int64_t b = std::max<int64_t>(1, tokens / n), h = width / d;
-            const int64_t elements = b * n * h * d;
-            auto q = randomFloats(elements, rng),
-                 k = randomFloats(elements, rng),
-                 v = randomFloats(elements, rng),
-                 dout = randomFloats(elements, rng),
-                 o = randomFloats(elements, rng, true),
-                 dq = randomFloats(elements, rng, true),
-                 dk = randomFloats(elements, rng, true),
-                 dv = randomFloats(elements, rng, true),
-                 lse = randomFloats(b * h * n, rng, true);
-            // alpha then beta per head: attn (1, 0), laplacian (-1, 1) on
-            // the odd heads when mixed.
-            std::vector<float> coefficients(size_t(2 * h));
-            for (int64_t i = 0; i < h; ++i) {
-              bool laplacian = mixed && i % 2 == 1;
-              coefficients[size_t(i)] = laplacian ? -1.0f : 1.0f;
-              coefficients[size_t(h + i)] = laplacian ? 1.0f : 0.0f;
+    for (const char *precision : {"bf16", "fp32"})
+      for (int64_t d : {64, 128})
+        for (int64_t n : {512, 1024, 2048, 4096, 8192})
+          for (int32_t causal : {0, 1})
+            for (bool mixed : {false, true}) {
+              Shape shape{std::max<int64_t>(1, tokens / n),
+                          n,
+                          width / d,
+                          d,
+                          causal,
+                          mixed};
+              nlohmann::json out =
+                  std::string(precision) == "bf16"
+                      ? timeShape<lap_bf16>(shape, stream, warmup, iters, rng)
+                      : timeShape<float>(shape, stream, warmup, iters, rng);
+              out["device"] = prop.name;
+              out["precision"] = precision;
+              std::cout << out.dump() << std::endl;
             }
-            DeviceBuffer c(size_t(2 * h) * 4);
-            check(cudaMemcpy(c.data, coefficients.data(), size_t(2 * h) * 4,
-                             cudaMemcpyHostToDevice),
-                  "cudaMemcpy");
-            const float scale = 1.0f / std::sqrt(float(d));
-            auto forward = [&] {
-              lap_cuda_attention_forward(o->as<float>(), lse->as<float>(),
-                                         q->as<float>(), k->as<float>(),
-                                         v->as<float>(), c.as<float>(), b, n, n,
-                                         h, h, d, scale, causal);
-            };
-            double forwardMs = medianMs(stream, warmup, iters, forward);
-            double bothMs = medianMs(stream, warmup, iters, [&] {
-              forward();
-              lap_cuda_attention_backward(
-                  dq->as<float>(), dk->as<float>(), dv->as<float>(), nullptr,
-                  dout->as<float>(), q->as<float>(), k->as<float>(),
-                  v->as<float>(), o->as<float>(), lse->as<float>(),
-                  c.as<float>(), b, n, n, h, h, d, scale, causal);
-            });
-            double flops = 4.0 * double(b * h) * double(n) * double(n) *
-                           double(d) * (causal ? 0.5 : 1.0);
-            nlohmann::json out{
-                {"framework", "lap"},
-                {"kernel", "attention (fp32)"},
-                {"device", prop.name},
-                {"precision", "fp32"},
-                {"head_dim", d},
-                {"seq", n},
-                {"batch", b},
-                {"heads", h},
-                {"causal", causal != 0},
-                {"kinds", mixed ? "mixed" : "attn"},
-                {"forward_ms", forwardMs},
-                {"forward_tflops", flops / (forwardMs * 1e-3) / 1e12},
-                {"forward_backward_ms", bothMs},
-                {"forward_backward_tflops",
-                 3.5 * flops / (bothMs * 1e-3) / 1e12},
-            };
-            std::cout << out.dump() << std::endl;
-          }
     return 0;
   } catch (const std::exception &e) {
     std::cerr << "lap-gpu-attention-bench: error: " << e.what() << "\n";

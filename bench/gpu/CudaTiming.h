@@ -8,6 +8,8 @@
 #ifndef LAP_BENCH_GPU_CUDATIMING_H
 #define LAP_BENCH_GPU_CUDATIMING_H
 
+#include "runtime/kernels/Bf16.h"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace lap::bench {
@@ -38,17 +41,22 @@ struct DeviceBuffer {
   void *data = nullptr;
 };
 
-/// `n` floats of device memory, uniform in [-1, 1] (a product of zeros runs
-/// faster than real data), or zeros.
-inline std::unique_ptr<DeviceBuffer> randomFloats(int64_t n, std::mt19937 &rng,
-                                                  bool zero = false) {
-  auto buffer = std::make_unique<DeviceBuffer>(size_t(n) * 4);
-  std::vector<float> host(size_t(n), 0.0f);
+/// `n` elements E (float, or lap_bf16's bits) of device memory, uniform in
+/// [-1, 1] (a product of zeros runs faster than real data), or zeros.
+template <typename E = float>
+std::unique_ptr<DeviceBuffer> randomElements(int64_t n, std::mt19937 &rng,
+                                             bool zero = false) {
+  auto buffer = std::make_unique<DeviceBuffer>(size_t(n) * sizeof(E));
+  std::vector<E> host(size_t(n), E(0));
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
   if (!zero)
-    for (float &x : host)
-      x = value(rng);
-  check(cudaMemcpy(buffer->data, host.data(), size_t(n) * 4,
+    for (E &x : host) {
+      if constexpr (std::is_same_v<E, float>)
+        x = value(rng);
+      else
+        x = lap::bf16::bits(value(rng));
+    }
+  check(cudaMemcpy(buffer->data, host.data(), size_t(n) * sizeof(E),
                    cudaMemcpyHostToDevice),
         "cudaMemcpy");
   return buffer;

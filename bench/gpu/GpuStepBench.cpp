@@ -50,8 +50,8 @@ nlohmann::json summary(const std::vector<double> &ms) {
 double gemmCeiling(cudaStream_t stream) {
   const int64_t n = 8192;
   std::mt19937 rng(1);
-  auto a = randomFloats(n * n, rng), b = randomFloats(n * n, rng),
-       c = randomFloats(n * n, rng, true);
+  auto a = randomElements(n * n, rng), b = randomElements(n * n, rng),
+       c = randomElements(n * n, rng, true);
   lap::cuda::setStream(stream);
   std::vector<double> ms = timeRuns(stream, 2, 5, [&](int64_t) {
     lap::cuda::gemm(LAP_MATMUL_FP32, 'N', 'T', n, n, n, a->as<float>(), n,
