@@ -1,12 +1,14 @@
 //===- AttentionShape.h - An attention call's sizes in device code -*- CUDA -*-===//
 //
-// For the attention kernels (Attention.cu, AttentionTensorCores.cu): the
+// For the attention kernels (Attention.cu, AttentionTensorCores.h): the
 // sizes of one call, the offsets of its rows and which keys a query sees.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef LAP_RUNTIME_KERNELS_CUDA_ATTENTIONSHAPE_H
 #define LAP_RUNTIME_KERNELS_CUDA_ATTENTIONSHAPE_H
+
+#include "runtime/kernels/cuda/TensorCores.h" // __device__, also emulated
 
 #include <cstdint>
 

@@ -12,6 +12,7 @@
 #include "runtime/kernels/cpu/Kernels.h"
 #include "runtime/kernels/cuda/Kernels.h"
 #include "test/unit/cuda/RequireGpu.h"
+#include "test/unit/cuda/kernels/AttentionChecks.h"
 #include "test/unit/cuda/kernels/DeviceBuffer.h"
 #include "test/unit/kernels/KernelTestSupport.h"
 
@@ -28,90 +29,10 @@ namespace {
 
 using lap::test::bf16Vector;
 using lap::test::DeviceBuffer;
+using namespace lap::test::attention;
 using lap::test::nanVector;
 using lap::test::randomVector;
 using lap::test::valuesOf;
-
-// Tolerances relative to each tensor's largest magnitude: the kernels sum
-// in fp32 in another order than the CPU (and exp2 differs by a few ulp), so
-// errors scale with the tensor, not with each entry. Backward's sums are
-// longer and dS = P (alpha dP - D_i) cancels. Magnitudes below 1 count as
-// 1: a tensor that is zero but for rounding (dq and dk of a single token,
-// where P = 1 makes dS vanish) holds only noise of the inputs' scale.
-constexpr double kForwardTolerance = 1e-5;
-constexpr double kBackwardTolerance = 1e-4;
-// A bf16 output is an fp32 result rounded once on each side: the two fp32
-// results differ as above, and their roundings by at most one bf16 step
-// (2^-8 relative) more.
-constexpr double kBf16Step = 1.0 / 256;
-// A bf16 model's heads up to 128 wide run on the tensor cores, where P
-// and dS enter the next product as bf16: each weight is off by at most
-// half a step. So O is off by at most |alpha| / 2 steps of max |v| (here
-// |alpha| <= 1.3, |v| <= 1); the gradients' sums of such products stay as
-// far within one more step of the scale the tolerances count in (at
-// least 1).
-constexpr double kBf16Weights = kBf16Step;
-
-struct Case {
-  int64_t B, T, S, H, KV, D;
-  bool causal;
-  bool learned; // dcoefficients requested
-  std::string str() const {
-    return "B=" + std::to_string(B) + " T=" + std::to_string(T) +
-           " S=" + std::to_string(S) + " H=" + std::to_string(H) +
-           " KV=" + std::to_string(KV) + " D=" + std::to_string(D) +
-           (causal ? " causal" : "") + (learned ? " learned" : "");
-  }
-};
-
-/// [2, H] coefficients: heads cycle through attn (1, 0), laplacian (-1, 1)
-/// and an arbitrary learned-like pair; cross attention (S != T) takes no
-/// beta, so its heads get arbitrary alphas.
-std::vector<float> coefficientsFor(const Case &c) {
-  const float kinds[3][2] = {{1.0f, 0.0f}, {-1.0f, 1.0f}, {0.7f, -0.4f}};
-  std::vector<float> coefficients(2 * c.H);
-  for (int64_t h = 0; h < c.H; ++h) {
-    const bool self = c.S == c.T;
-    coefficients[h] = self ? kinds[h % 3][0] : (h % 2 ? -0.6f : 1.3f);
-    coefficients[c.H + h] = self ? kinds[h % 3][1] : 0.0f;
-  }
-  return coefficients;
-}
-
-/// Expects got to match want within tol times want's largest finite
-/// magnitude (at least 1); infinite entries (lse of a row without keys)
-/// must match exactly. Reports the count and the worst entry, not every
-/// one.
-void expectAttentionClose(const std::vector<float> &got,
-                          const std::vector<float> &want, double tol,
-                          const char *what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  double largest = 1.0;
-  for (float w : want)
-    if (std::isfinite(w))
-      largest = std::max(largest, double(std::fabs(w)));
-  const double bound = tol * largest;
-  size_t bad = 0, worst = 0;
-  double worstError = 0.0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const bool ok = std::isfinite(want[i])
-                        ? std::fabs(double(got[i]) - want[i]) <= bound
-                        : got[i] == want[i];
-    if (ok)
-      continue;
-    const double error = std::isnan(got[i]) || !std::isfinite(want[i])
-                             ? INFINITY
-                             : std::fabs(double(got[i]) - want[i]);
-    if (bad++ == 0 || error > worstError) {
-      worst = i;
-      worstError = error;
-    }
-  }
-  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << want.size()
-                     << " beyond " << bound << "; worst at " << worst
-                     << ": got " << (bad ? got[worst] : 0.0f) << ", want "
-                     << (bad ? want[worst] : 0.0f);
-}
 
 /// Forward and backward of one case on the GPU and the CPU. The backward
 /// of both reads the CPU's O and lse, so that only the backward differs.
@@ -171,58 +92,34 @@ void check(const Case &c, uint32_t seed) {
 /// both reads the CPU's bf16 O and lse.
 void checkBf16(const Case &c, uint32_t seed) {
   SCOPED_TRACE(c.str() + " bf16");
-  std::mt19937 rng(seed);
-  const int64_t nq = c.B * c.T * c.H * c.D, nk = c.B * c.S * c.KV * c.D;
-  const int64_t nl = c.B * c.H * c.T;
-  const float scale = 1.0f / std::sqrt(float(std::max<int64_t>(c.D, 1)));
-  const std::vector<lap_bf16> q =
-      bf16Vector(randomVector(rng, nq, -2.0f, 2.0f));
-  const std::vector<lap_bf16> k =
-      bf16Vector(randomVector(rng, nk, -2.0f, 2.0f));
-  const std::vector<lap_bf16> v = bf16Vector(randomVector(rng, nk));
-  const std::vector<lap_bf16> dout = bf16Vector(randomVector(rng, nq));
-  const std::vector<float> coefficients = coefficientsFor(c);
-  const int32_t causal = c.causal;
-
-  std::vector<lap_bf16> o(nq);
-  std::vector<float> lse(nl);
-  lap_cpu_attention_forward_bf16(o.data(), lse.data(), q.data(), k.data(),
-                                 v.data(), coefficients.data(), c.B, c.T, c.S,
-                                 c.H, c.KV, c.D, scale, causal);
-  std::vector<lap_bf16> dq(nq), dk(nk), dv(nk);
-  std::vector<float> dcoefficients(2 * c.H);
-  lap_cpu_attention_backward_bf16(dq.data(), dk.data(), dv.data(),
-                                  c.learned ? dcoefficients.data() : nullptr,
-                                  dout.data(), q.data(), k.data(), v.data(),
-                                  o.data(), lse.data(), coefficients.data(),
-                                  c.B, c.T, c.S, c.H, c.KV, c.D, scale, causal);
-
+  const Bf16Run cpu(c, seed);
+  const size_t nq = cpu.q.size(), nk = cpu.k.size();
   const lap_bf16 nan = 0x7fc0;
-  DeviceBuffer<lap_bf16> gq(q), gk(k), gv(v), gdout(dout);
-  DeviceBuffer<float> gcoefficients(coefficients);
+  DeviceBuffer<lap_bf16> gq(cpu.q), gk(cpu.k), gv(cpu.v), gdout(cpu.dout);
+  DeviceBuffer<float> gcoefficients(cpu.coefficients);
   DeviceBuffer<lap_bf16> go(std::vector<lap_bf16>(nq, nan));
-  DeviceBuffer<float> glse(nanVector(nl));
+  DeviceBuffer<float> glse(nanVector(cpu.lse.size()));
   lap_cuda_attention_forward_bf16(go, glse, gq, gk, gv, gcoefficients, c.B, c.T,
-                                  c.S, c.H, c.KV, c.D, scale, causal);
-  expectAttentionClose(valuesOf(go.host()), valuesOf(o),
+                                  c.S, c.H, c.KV, c.D, cpu.scale, c.causal);
+  expectAttentionClose(valuesOf(go.host()), valuesOf(cpu.o),
                        kForwardTolerance + kBf16Step + kBf16Weights, "o");
-  expectAttentionClose(glse.host(), lse, kForwardTolerance, "lse");
+  expectAttentionClose(glse.host(), cpu.lse, kForwardTolerance, "lse");
 
-  DeviceBuffer<lap_bf16> cpuO(o);
-  DeviceBuffer<float> cpuLse(lse);
+  DeviceBuffer<lap_bf16> cpuO(cpu.o);
+  DeviceBuffer<float> cpuLse(cpu.lse);
   DeviceBuffer<lap_bf16> gdq(std::vector<lap_bf16>(nq, nan)),
       gdk(std::vector<lap_bf16>(nk, nan)), gdv(std::vector<lap_bf16>(nk, nan));
   DeviceBuffer<float> gdcoefficients(nanVector(2 * c.H));
   lap_cuda_attention_backward_bf16(
       gdq, gdk, gdv, c.learned ? gdcoefficients.get() : nullptr, gdout, gq, gk,
-      gv, cpuO, cpuLse, gcoefficients, c.B, c.T, c.S, c.H, c.KV, c.D, scale,
-      causal);
+      gv, cpuO, cpuLse, gcoefficients, c.B, c.T, c.S, c.H, c.KV, c.D, cpu.scale,
+      c.causal);
   const double tolerance = kBackwardTolerance + kBf16Step + kBf16Weights;
-  expectAttentionClose(valuesOf(gdq.host()), valuesOf(dq), tolerance, "dq");
-  expectAttentionClose(valuesOf(gdk.host()), valuesOf(dk), tolerance, "dk");
-  expectAttentionClose(valuesOf(gdv.host()), valuesOf(dv), tolerance, "dv");
+  expectAttentionClose(valuesOf(gdq.host()), valuesOf(cpu.dq), tolerance, "dq");
+  expectAttentionClose(valuesOf(gdk.host()), valuesOf(cpu.dk), tolerance, "dk");
+  expectAttentionClose(valuesOf(gdv.host()), valuesOf(cpu.dv), tolerance, "dv");
   if (c.learned)
-    expectAttentionClose(gdcoefficients.host(), dcoefficients,
+    expectAttentionClose(gdcoefficients.host(), cpu.dcoefficients,
                          kBackwardTolerance, "dcoefficients");
 }
 

@@ -1,0 +1,584 @@
+//===- AttentionTensorCores.h - bf16 attention on tensor cores --*- CUDA -*-===//
+//
+// attention_forward_bf16 and attention_backward_bf16 for head widths up to
+// 128: the semantics and outputs of Attention.cu's fp32-FMA kernels (O =
+// alpha P V + beta V_t per head, the logsumexp saved in natural log; the
+// backward deterministic, from the row terms D_i that Attention.cu computes
+// first), with every product on the tensor cores (mma.sync m16n8k16: bf16
+// operands, fp32 sums), in the form of FlashAttention-2:
+//  - a block owns 64 rows of one head (queries; keys in the dk, dv kernel),
+//    a warp 16 of them, while tiles of the other side pass through shared
+//    memory;
+//  - a warp's products (scores, dP) stay in its accumulator registers,
+//    where the softmax and dS are computed, and are repacked in registers
+//    as the A operand of the next product (P V, dS K, P^T dO, dS^T Q).
+//    That repacking rounds P and dS to bf16, as FlashAttention does: the
+//    one rounding beyond the fp32 kernels'; the softmax's sums stay fp32.
+// The widths are padded with zeros to DP = 64 or 128, which add nothing.
+//
+// The kernels are written in TensorCores.h's primitives, so that the
+// emulator runs this source on the CPU too; the launch plans below take
+// the launcher (CUDA's in AttentionTensorCores.cu, or the emulator's).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_RUNTIME_KERNELS_CUDA_ATTENTIONTENSORCORES_H
+#define LAP_RUNTIME_KERNELS_CUDA_ATTENTIONTENSORCORES_H
+
+#include "runtime/kernels/cuda/AttentionShape.h"
+#include "runtime/kernels/cuda/TensorCores.h"
+
+#include <cstdint>
+#include <initializer_list>
+
+namespace lap::cuda::tensorcore {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+// A warp owns 16 rows of its block's tile (queries, or keys in the dk/dv
+// kernel), while tiles of the other side pass through shared memory.
+constexpr int kRows = 16 * kWarps;
+constexpr int kForwardKeys = 64;     // keys per tile of the forward
+constexpr int kBackwardQueries = 32; // queries per tile of dk, dv
+constexpr int kBackwardKeys = 32;    // keys per tile of dq
+static_assert(kRows <= kForwardKeys, "Q is staged in the K tile");
+static_assert(kTensorCoreKeys == kRows, "the dk, dv kernel's key tile");
+
+// Tiles in shared memory hold DP-wide bf16 rows (the head width padded with
+// zeros) with a stride of LD = DP + 8 elements: 4 banks past a multiple of
+// 32, which puts the eight rows that a fragment load or an ldmatrix phase
+// reads on distinct banks, and keeps rows 16-byte aligned.
+
+/// dst [rows][LD] = the first n rows of src (row stride ld, D elements),
+/// zero elsewhere. Eight elements per thread and step: one 16-byte load
+/// where rows allow it (`vectors`: D % 8 == 0 and 16-byte aligned bases).
+template <int DP>
+__device__ void loadTile(uint16_t *dst, const uint16_t *src, int64_t ld, int n,
+                         int rows, int D, bool vectors) {
+  constexpr int LD = DP + 8, chunks = DP / 8;
+  for (int i = threadIdx.x; i < rows * chunks; i += kThreads) {
+    const int row = i / chunks, d = i % chunks * 8;
+    uint4 x = make_uint4(0, 0, 0, 0);
+    if (row < n && d < D) {
+      const uint16_t *from = src + row * ld + d;
+      if (vectors) {
+        x = load16(from);
+      } else {
+        uint16_t e[8];
+        for (int j = 0; j < 8; ++j)
+          e[j] = d + j < D ? from[j] : 0;
+        memcpy(&x, e, sizeof x);
+      }
+    }
+    store16(dst + row * LD + d, x);
+  }
+}
+
+/// The maximum and sum over the four lanes of a quad (4g .. 4g + 3), which
+/// together hold a row of a C fragment; every lane gets the result.
+__device__ inline float quadMax(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ inline float quadSum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+__device__ inline float warpSum(float x) {
+  for (int o = 16; o > 0; o /= 2)
+    x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+
+/// A's fragment for k step j: rows 0..15 of `rows` (stride LD), columns
+/// 16j .. 16j + 15.
+template <int LD>
+__device__ void loadA(uint32_t (&a)[4], const uint16_t *rows, int j, int g,
+                      int c) {
+  const uint16_t *at = rows + g * LD + 16 * j + 2 * c;
+  a[0] = word(at);
+  a[1] = word(at + 8 * LD);
+  a[2] = word(at + 8);
+  a[3] = word(at + 8 * LD + 8);
+}
+
+/// c += A B^T for the 8 rows of `rows` (stride LD) as B^T, at k step j: the
+/// products of A's rows with rows kept as they lie (K, or any row tile).
+template <int LD>
+__device__ void mmaRows(float (&c4)[4], const uint32_t (&a)[4],
+                        const uint16_t *rows, int j, int g, int c) {
+  const uint16_t *at = rows + g * LD + 16 * j + 2 * c;
+  mma(c4, a, word(at), word(at + 8));
+}
+
+/// acc += W M: W [16][16 KK] in C fragments (w[2kk], w[2kk + 1] span keys
+/// 16kk .. 16kk + 15), rounded to bf16 as A; M [16 KK][8 NO] the rows of
+/// `rows` (stride LD), read transposed by ldmatrix as B, matrix j of a
+/// step holding rows +8 (j odd) and columns +8 (j >= 2).
+template <int KK, int NO, int LD>
+__device__ void accumulate(float (&acc)[NO][4], const float (&w)[2 * KK][4],
+                           const uint16_t *rows, int lane) {
+  const uint16_t *at =
+      rows + (lane / 8 % 2 * 8 + lane % 8) * LD + lane / 16 * 8;
+#pragma unroll
+  for (int kk = 0; kk < KK; ++kk) {
+    const uint32_t a[4] = {
+        packBf16(w[2 * kk][0], w[2 * kk][1]),
+        packBf16(w[2 * kk][2], w[2 * kk][3]),
+        packBf16(w[2 * kk + 1][0], w[2 * kk + 1][1]),
+        packBf16(w[2 * kk + 1][2], w[2 * kk + 1][3]),
+    };
+#pragma unroll
+    for (int j = 0; j < NO / 2; ++j) {
+      uint32_t b[4];
+      loadTransposed(b, at + 16 * kk * LD + 16 * j);
+      mma(acc[2 * j], a, b[0], b[1]);
+      mma(acc[2 * j + 1], a, b[2], b[3]);
+    }
+  }
+}
+
+template <int N> __device__ void zero(float (&x)[N][4]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    x[i][0] = x[i][1] = x[i][2] = x[i][3] = 0.0f;
+}
+
+/// Stores row r (0: g, 1: g + 8) of acc's C fragments, times a, into `row`
+/// (D elements).
+template <int NO>
+__device__ void storeRow(uint16_t *row, const float (&acc)[NO][4], int r,
+                         float a, int c, int D) {
+#pragma unroll
+  for (int j = 0; j < NO; ++j)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int d = 8 * j + 2 * c + i;
+      if (d < D)
+        row[d] = bf16Bits(a * acc[j][2 * r + i]);
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// Forward
+//===----------------------------------------------------------------------===//
+
+// o [B, T, H, D], lse [B, H, T]; a block per (b, h, kRows queries), the
+// tiles of a head adjacent (its K and V stay in L2), costliest first.
+template <int DP>
+__global__ void __launch_bounds__(kThreads)
+    forwardKernel(uint16_t *__restrict__ o, float *__restrict__ lse,
+                  const uint16_t *__restrict__ q,
+                  const uint16_t *__restrict__ k,
+                  const uint16_t *__restrict__ v,
+                  const float *__restrict__ coefficients, Shape s, int tiles,
+                  bool vectors) {
+  constexpr int LD = DP + 8, KS = DP / 16, NO = DP / 8;
+  constexpr int NS = kForwardKeys / 8; // 8-key column tiles of the scores
+  alignas(16) __shared__ uint16_t Ks[kForwardKeys * LD];
+  alignas(16) __shared__ uint16_t Vs[kForwardKeys * LD];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, c = lane % 4;
+
+  const int bh = blockIdx.x / tiles;
+  const int t0 = (tiles - 1 - int(blockIdx.x % tiles)) * kRows;
+  const int b = bh / s.H, h = bh % s.H, kv = h / s.G;
+  const int nq = min(kRows, s.T - t0);
+  const int tq = t0 + 16 * warp + g; // the query of row g; of g + 8: tq + 8
+  const int64_t ldq = int64_t(s.H) * s.D, ldk = int64_t(s.KV) * s.D;
+
+  // Q passes through the K tile into the warp's A fragments.
+  loadTile<DP>(Ks, q + s.qRow(b, t0, h), ldq, nq, kRows, s.D, vectors);
+  __syncthreads();
+  uint32_t qf[KS][4];
+#pragma unroll
+  for (int j = 0; j < KS; ++j)
+    loadA<LD>(qf[j], Ks + 16 * warp * LD, j, g, c);
+
+  // Per row of the lane (g, g + 8): the running max (base 2) and the
+  // lane's part of the row sum; the unnormalised P V of its columns.
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  float acc[NO][4];
+  zero(acc);
+
+  // Causal: keys past the tile's last query are masked for all of it.
+  const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
+  for (int s0 = 0; s0 < keyEnd; s0 += kForwardKeys) {
+    const int nk = min(kForwardKeys, s.S - s0);
+    __syncthreads(); // Q's fragments, or the previous tile, are read
+    loadTile<DP>(Ks, k + s.kRow(b, s0, kv), ldk, nk, kForwardKeys, s.D,
+                 vectors);
+    loadTile<DP>(Vs, v + s.kRow(b, s0, kv), ldk, nk, kForwardKeys, s.D,
+                 vectors);
+    __syncthreads();
+
+    float x[NS][4];
+    zero(x);
+#pragma unroll
+    for (int n = 0; n < NS; ++n)
+#pragma unroll
+      for (int j = 0; j < KS; ++j)
+        mmaRows<LD>(x[n], qf[j], Ks + 8 * n * LD, j, g, c);
+
+    // Online softmax; x[n][2r + i] is row r's key s0 + 8n + 2c + i.
+    float corr[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int t = tq + 8 * r;
+      float mx = m[r];
+#pragma unroll
+      for (int n = 0; n < NS; ++n)
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          float &e = x[n][2 * r + i];
+          e = s.visible(t, s0 + 8 * n + 2 * c + i) ? s.c2 * e : -INFINITY;
+          mx = fmaxf(mx, e);
+        }
+      mx = quadMax(mx);
+      // A row that has seen no key yet keeps -inf and gets P = 0.
+      const float ref = mx == -INFINITY ? 0.0f : mx;
+      corr[r] = exp2f(m[r] - ref);
+      m[r] = mx;
+      float sum = 0.0f;
+#pragma unroll
+      for (int n = 0; n < NS; ++n)
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          float &e = x[n][2 * r + i];
+          e = exp2f(e - ref);
+          sum += e;
+        }
+      l[r] = l[r] * corr[r] + sum;
+    }
+#pragma unroll
+    for (int j = 0; j < NO; ++j) {
+      acc[j][0] *= corr[0];
+      acc[j][1] *= corr[0];
+      acc[j][2] *= corr[1];
+      acc[j][3] *= corr[1];
+    }
+    accumulate<NS / 2, NO, LD>(acc, x, Vs, lane); // acc += P V
+  }
+
+  // Epilogue: O = alpha P V / l + beta V_t, V_t at the query's own position.
+  const float alpha = coefficients[h], beta = coefficients[s.H + h];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float sum = quadSum(l[r]);
+    const int t = tq + 8 * r;
+    if (t >= s.T)
+      continue;
+    const float a = sum > 0.0f ? alpha / sum : 0.0f;
+    uint16_t *out = o + s.qRow(b, t, h);
+    if (beta != 0.0f && t < s.S) {
+      const uint16_t *vt = v + s.kRow(b, t, kv);
+#pragma unroll
+      for (int j = 0; j < NO; ++j)
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const int d = 8 * j + 2 * c + i;
+          if (d < s.D)
+            out[d] = bf16Bits(a * acc[j][2 * r + i] + beta * bf16Value(vt[d]));
+        }
+    } else {
+      storeRow(out, acc, r, a, c, s.D);
+    }
+    if (c == 0)
+      lse[s.row(b, h, t)] = sum > 0.0f ? (m[r] + log2f(sum)) * kLn2 : -INFINITY;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Backward (the row terms D_i and the coefficients' sums: Attention.cu)
+//===----------------------------------------------------------------------===//
+
+template <int DP> struct KeyTiles {
+  static constexpr int LD = DP + 8;
+  // K, V [kRows][LD], Q, dO [kBackwardQueries][LD] (bf16), then lse *
+  // log2 e and D_i [kBackwardQueries].
+  static constexpr size_t bytes =
+      2 * (2 * kRows + 2 * kBackwardQueries) * LD + 8 * kBackwardQueries;
+};
+
+// dk, dv [B, S, KV, D]; a block per (b, kv head, kRows keys), meeting the
+// query tiles of the G heads of its kv head in turn. The products are
+// transposed (keys by queries), so that a warp's 16 keys are the rows of
+// its fragments: S^T = K Q^T, dP^T = V dO^T, dV += (alpha P)^T dO, dK +=
+// dS^T Q. With alphaPartials [B, H, tiles]: each head's sum of P dP over
+// the block.
+template <int DP>
+__global__ void __launch_bounds__(kThreads) keyGradientsKernel(
+    uint16_t *__restrict__ dk, uint16_t *__restrict__ dv,
+    float *__restrict__ alphaPartials, const uint16_t *__restrict__ dout,
+    const uint16_t *__restrict__ q, const uint16_t *__restrict__ k,
+    const uint16_t *__restrict__ v, const float *__restrict__ lse,
+    const float *__restrict__ terms, const float *__restrict__ coefficients,
+    Shape s, int tiles, bool vectors) {
+  constexpr int LD = DP + 8, KS = DP / 16, NO = DP / 8;
+  constexpr int NS = kBackwardQueries / 8; // 8-query column tiles
+  __shared__ float warpSums[kWarps];
+  LAP_DYNAMIC_SHARED(shared);
+  uint16_t *Ks = reinterpret_cast<uint16_t *>(shared);
+  uint16_t *Vs = Ks + kRows * LD;
+  uint16_t *Qs = Vs + kRows * LD;
+  uint16_t *dOs = Qs + kBackwardQueries * LD;
+  float *Ls = reinterpret_cast<float *>(dOs + kBackwardQueries * LD);
+  float *Ds = Ls + kBackwardQueries;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, c = lane % 4;
+
+  // Under a causal mask the first key tiles meet the most queries: they
+  // come first.
+  const int bg = blockIdx.x / tiles, tile = blockIdx.x % tiles;
+  const int s0 = tile * kRows;
+  const int b = bg / s.KV, kv = bg % s.KV;
+  const int nk = min(kRows, s.S - s0);
+  const int sk = s0 + 16 * warp + g; // the key of row g; of g + 8: sk + 8
+  const int64_t ldq = int64_t(s.H) * s.D, ldk = int64_t(s.KV) * s.D;
+  const uint16_t *Kw = Ks + 16 * warp * LD, *Vw = Vs + 16 * warp * LD;
+
+  loadTile<DP>(Ks, k + s.kRow(b, s0, kv), ldk, nk, kRows, s.D, vectors);
+  loadTile<DP>(Vs, v + s.kRow(b, s0, kv), ldk, nk, kRows, s.D, vectors);
+  float dK[NO][4], dV[NO][4];
+  zero(dK);
+  zero(dV);
+
+  // Causal: queries before s0 see none of these keys.
+  const int tStart = s.causal ? s0 / kBackwardQueries * kBackwardQueries : 0;
+  for (int hg = 0; hg < s.G; ++hg) {
+    const int h = kv * s.G + hg;
+    const float alpha = coefficients[h];
+    float pdp = 0.0f; // sum of P dP over the lane's entries
+    for (int t0 = tStart; t0 < s.T; t0 += kBackwardQueries) {
+      const int nq = min(kBackwardQueries, s.T - t0);
+      __syncthreads(); // the previous query tile is read
+      loadTile<DP>(Qs, q + s.qRow(b, t0, h), ldq, nq, kBackwardQueries, s.D,
+                   vectors);
+      loadTile<DP>(dOs, dout + s.qRow(b, t0, h), ldq, nq, kBackwardQueries, s.D,
+                   vectors);
+      for (int j = threadIdx.x; j < kBackwardQueries; j += kThreads) {
+        Ls[j] = j < nq ? lse[s.row(b, h, t0 + j)] * kLog2e : 0.0f;
+        Ds[j] = j < nq ? terms[s.row(b, h, t0 + j)] : 0.0f;
+      }
+      __syncthreads();
+      float x[NS][4], dp[NS][4];
+      zero(x);
+      zero(dp);
+#pragma unroll
+      for (int j = 0; j < KS; ++j) {
+        uint32_t a[4];
+        loadA<LD>(a, Kw, j, g, c);
+#pragma unroll
+        for (int n = 0; n < NS; ++n)
+          mmaRows<LD>(x[n], a, Qs + 8 * n * LD, j, g, c);
+        loadA<LD>(a, Vw, j, g, c);
+#pragma unroll
+        for (int n = 0; n < NS; ++n)
+          mmaRows<LD>(dp[n], a, dOs + 8 * n * LD, j, g, c);
+      }
+      // x[n][e] is key sk + 8 (e / 2) and query t0 + 8n + 2c + e % 2; it
+      // becomes alpha P^T, dp becomes dS^T.
+#pragma unroll
+      for (int n = 0; n < NS; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int j = 8 * n + 2 * c + e % 2;
+          const bool seen = s.visible(t0 + j, sk + 8 * (e / 2));
+          const float p = seen ? exp2f(s.c2 * x[n][e] - Ls[j]) : 0.0f;
+          const float d = seen ? dp[n][e] : 0.0f;
+          pdp += p * d;
+          x[n][e] = alpha * p;
+          dp[n][e] = s.scale * p * (alpha * d - Ds[j]);
+        }
+      accumulate<NS / 2, NO, LD>(dV, x, dOs, lane);
+      accumulate<NS / 2, NO, LD>(dK, dp, Qs, lane);
+    }
+    if (alphaPartials) { // a fixed order: lanes, then warps
+      pdp = warpSum(pdp);
+      if (lane == 0)
+        warpSums[warp] = pdp;
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        float sum = 0.0f;
+        for (int w = 0; w < kWarps; ++w)
+          sum += warpSums[w];
+        alphaPartials[(int64_t(b) * s.H + h) * tiles + tile] = sum;
+      }
+      __syncthreads(); // warpSums is free again
+    }
+  }
+
+  // dv gets the beta terms: V at a query's own position gets beta dO, from
+  // each head of the group, in head order (as the CPU adds them).
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int key = sk + 8 * r;
+    if (key >= s.S)
+      continue;
+    storeRow(dk + s.kRow(b, key, kv), dK, r, 1.0f, c, s.D);
+    uint16_t *out = dv + s.kRow(b, key, kv);
+#pragma unroll
+    for (int j = 0; j < NO; ++j)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int d = 8 * j + 2 * c + i;
+        if (d >= s.D)
+          continue;
+        float y = dV[j][2 * r + i];
+        if (key < s.T)
+          for (int h = kv * s.G; h < kv * s.G + s.G; ++h) {
+            const float beta = coefficients[s.H + h];
+            if (beta != 0.0f)
+              y += beta * bf16Value(dout[s.qRow(b, key, h) + d]);
+          }
+        out[d] = bf16Bits(y);
+      }
+  }
+}
+
+// dq [B, T, H, D]; a block per (b, h, kRows queries), meeting the key
+// tiles: S = Q K^T, dP = dO V^T, dQ += dS K.
+template <int DP>
+__global__ void __launch_bounds__(kThreads) queryGradientsKernel(
+    uint16_t *__restrict__ dq, const uint16_t *__restrict__ dout,
+    const uint16_t *__restrict__ q, const uint16_t *__restrict__ k,
+    const uint16_t *__restrict__ v, const float *__restrict__ lse,
+    const float *__restrict__ terms, const float *__restrict__ coefficients,
+    Shape s, int tiles, bool vectors) {
+  constexpr int LD = DP + 8, KS = DP / 16, NO = DP / 8;
+  constexpr int NS = kBackwardKeys / 8; // 8-key column tiles
+  static_assert(2 * kBackwardKeys == kRows, "Q and dO pass through K and V");
+  alignas(16) __shared__ uint16_t Ks[2 * kBackwardKeys * LD];
+  uint16_t *Vs = Ks + kBackwardKeys * LD;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, c = lane % 4;
+
+  const int bh = blockIdx.x / tiles;
+  const int t0 = (tiles - 1 - int(blockIdx.x % tiles)) * kRows;
+  const int b = bh / s.H, h = bh % s.H, kv = h / s.G;
+  const int nq = min(kRows, s.T - t0);
+  const int tq = t0 + 16 * warp + g; // the query of row g; of g + 8: tq + 8
+  const int64_t ldq = int64_t(s.H) * s.D, ldk = int64_t(s.KV) * s.D;
+
+  // Q and dO pass through the K and V tiles into A fragments.
+  uint32_t qf[KS][4], of[KS][4];
+  loadTile<DP>(Ks, q + s.qRow(b, t0, h), ldq, nq, kRows, s.D, vectors);
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < KS; ++j)
+    loadA<LD>(qf[j], Ks + 16 * warp * LD, j, g, c);
+  __syncthreads();
+  loadTile<DP>(Ks, dout + s.qRow(b, t0, h), ldq, nq, kRows, s.D, vectors);
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < KS; ++j)
+    loadA<LD>(of[j], Ks + 16 * warp * LD, j, g, c);
+
+  float lse2[2], rowD[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const bool real = tq + 8 * r < s.T;
+    lse2[r] = real ? lse[s.row(b, h, tq + 8 * r)] * kLog2e : 0.0f;
+    rowD[r] = real ? terms[s.row(b, h, tq + 8 * r)] : 0.0f;
+  }
+  const float alpha = coefficients[h];
+  float dQ[NO][4];
+  zero(dQ);
+
+  const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
+  for (int s0 = 0; s0 < keyEnd; s0 += kBackwardKeys) {
+    const int nk = min(kBackwardKeys, s.S - s0);
+    __syncthreads(); // dO's fragments, or the previous tile, are read
+    loadTile<DP>(Ks, k + s.kRow(b, s0, kv), ldk, nk, kBackwardKeys, s.D,
+                 vectors);
+    loadTile<DP>(Vs, v + s.kRow(b, s0, kv), ldk, nk, kBackwardKeys, s.D,
+                 vectors);
+    __syncthreads();
+    float x[NS][4], dp[NS][4];
+    zero(x);
+    zero(dp);
+#pragma unroll
+    for (int n = 0; n < NS; ++n)
+#pragma unroll
+      for (int j = 0; j < KS; ++j) {
+        mmaRows<LD>(x[n], qf[j], Ks + 8 * n * LD, j, g, c);
+        mmaRows<LD>(dp[n], of[j], Vs + 8 * n * LD, j, g, c);
+      }
+      // x[n][e] is query tq + 8 (e / 2) and key s0 + 8n + 2c + e % 2; it
+      // becomes dS.
+#pragma unroll
+    for (int n = 0; n < NS; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = e / 2;
+        const bool seen = s.visible(tq + 8 * r, s0 + 8 * n + 2 * c + e % 2);
+        const float p = seen ? exp2f(s.c2 * x[n][e] - lse2[r]) : 0.0f;
+        const float d = seen ? dp[n][e] : 0.0f;
+        x[n][e] = s.scale * p * (alpha * d - rowD[r]);
+      }
+    accumulate<NS / 2, NO, LD>(dQ, x, Ks, lane); // dQ += dS K
+  }
+
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+    if (tq + 8 * r < s.T)
+      storeRow(dq + s.qRow(b, tq + 8 * r, h), dQ, r, 1.0f, c, s.D);
+}
+
+//===----------------------------------------------------------------------===//
+// Launch plans
+//===----------------------------------------------------------------------===//
+
+inline int64_t tilesOf(int64_t n, int64_t tile) {
+  return (n + tile - 1) / tile;
+}
+
+/// Whether every row of these tensors can be read 16 bytes at a time.
+inline bool vectorRows(const Shape &s,
+                       std::initializer_list<const void *> bases) {
+  if (s.D % 8 != 0)
+    return false;
+  for (const void *p : bases)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
+      return false;
+  return true;
+}
+
+// What a call launches, through launch(kernel, blocks, threads,
+// sharedBytes, what, args...).
+
+template <typename Launch>
+void launchForward(Launch &&launch, uint16_t *o, float *lse, const uint16_t *q,
+                   const uint16_t *k, const uint16_t *v,
+                   const float *coefficients, const Shape &s) {
+  const int64_t tiles = tilesOf(s.T, kRows);
+  launch(s.D <= 64 ? forwardKernel<64> : forwardKernel<128>,
+         int64_t(s.B) * s.H * tiles, kThreads, size_t(0),
+         "attention_forward (tensor cores)", o, lse, q, k, v, coefficients, s,
+         int(tiles), vectorRows(s, {q, k, v}));
+}
+
+template <typename Launch>
+void launchGradients(Launch &&launch, uint16_t *dq, uint16_t *dk, uint16_t *dv,
+                     float *alphaPartials, const uint16_t *dout,
+                     const uint16_t *q, const uint16_t *k, const uint16_t *v,
+                     const float *lse, const float *terms,
+                     const float *coefficients, const Shape &s) {
+  const int64_t keyTiles = tilesOf(s.S, kRows);
+  const int64_t queryTiles = tilesOf(s.T, kRows);
+  const bool vectors = vectorRows(s, {dout, q, k, v});
+  const bool narrow = s.D <= 64;
+  launch(narrow ? keyGradientsKernel<64> : keyGradientsKernel<128>,
+         int64_t(s.B) * s.KV * keyTiles, kThreads,
+         narrow ? KeyTiles<64>::bytes : KeyTiles<128>::bytes,
+         "attention_backward (dk, dv on tensor cores)", dk, dv, alphaPartials,
+         dout, q, k, v, lse, terms, coefficients, s, int(keyTiles), vectors);
+  launch(narrow ? queryGradientsKernel<64> : queryGradientsKernel<128>,
+         int64_t(s.B) * s.H * queryTiles, kThreads, size_t(0),
+         "attention_backward (dq on tensor cores)", dq, dout, q, k, v, lse,
+         terms, coefficients, s, int(queryTiles), vectors);
+}
+
+} // namespace lap::cuda::tensorcore
+
+#endif // LAP_RUNTIME_KERNELS_CUDA_ATTENTIONTENSORCORES_H

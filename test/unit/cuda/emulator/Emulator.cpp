@@ -1,0 +1,165 @@
+//===- Emulator.cpp - CUDA blocks as host threads -------------------------===//
+
+#include "test/unit/cuda/emulator/Emulator.h"
+
+#include "runtime/kernels/cuda/TensorCores.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+thread_local EmulatedIndex threadIdx, blockIdx;
+
+namespace {
+
+[[noreturn]] void abortWith(const char *why) {
+  std::fprintf(stderr, "emulator: %s\n", why);
+  std::abort();
+}
+
+/// A reusable barrier of n threads.
+class Barrier {
+public:
+  explicit Barrier(int n) : n(n) {}
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex);
+    const uint64_t arrival = generation;
+    if (++count == n) {
+      count = 0;
+      ++generation;
+      released.notify_all();
+      return;
+    }
+    if (!released.wait_for(lock, std::chrono::seconds(60),
+                           [&] { return generation != arrival; }))
+      abortWith("a barrier was not reached by every thread of its block or "
+                "warp within a minute");
+  }
+
+private:
+  std::mutex mutex;
+  std::condition_variable released;
+  const int n;
+  int count = 0;
+  uint64_t generation = 0;
+};
+
+/// What the lanes of a warp put down for one warp-wide operation, read by
+/// the others between its two barriers.
+struct Warp {
+  Barrier barrier{32};
+  uint32_t a[32][4], b[32][2];
+  float c[32][4], x[32];
+  const uint16_t *rows[32];
+};
+
+struct Block {
+  Block(int threads, size_t sharedBytes)
+      : barrier(threads), warps(new Warp[(threads + 31) / 32]),
+        shared((sharedBytes + 15) / 16) {
+    memset(shared.data(), 0xff, shared.size() * sizeof(uint4));
+  }
+  Barrier barrier;
+  std::unique_ptr<Warp[]> warps;
+  std::vector<uint4> shared;
+};
+
+thread_local Block *block = nullptr;
+
+Warp &warp() { return block->warps[threadIdx.x / 32]; }
+int lane() { return int(threadIdx.x % 32); }
+
+/// The bf16 element in half `half` (0: the lower) of a register.
+float element(uint32_t reg, int half) {
+  return lap::cuda::bf16Value(uint16_t(reg >> (16 * half)));
+}
+
+} // namespace
+
+void __syncthreads() { block->barrier.wait(); }
+
+float __shfl_xor_sync(unsigned, float x, int laneMask) {
+  Warp &w = warp();
+  w.x[lane()] = x;
+  w.barrier.wait();
+  const float y = w.x[lane() ^ laneMask];
+  w.barrier.wait();
+  return y;
+}
+
+namespace lap::cuda {
+
+// Where each fragment element lives (TensorCores.h's table, from the PTX
+// ISA): A[row][k] in lane 4 (row % 8) + k % 8 / 2, register row / 8 +
+// 2 (k / 8); B[k][col] in lane 4 col + k % 8 / 2, register k / 8; both in
+// half k % 2. A lane's C entry e is row g + 8 (e / 2), column 2c + e % 2.
+void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  Warp &w = warp();
+  const int l = lane();
+  for (int i = 0; i < 4; ++i) {
+    w.a[l][i] = a[i];
+    w.c[l][i] = c[i];
+  }
+  w.b[l][0] = b0;
+  w.b[l][1] = b1;
+  w.barrier.wait();
+  float d[4];
+  for (int e = 0; e < 4; ++e) {
+    const int row = l / 4 + 8 * (e / 2), col = 2 * (l % 4) + e % 2;
+    float sum = w.c[l][e];
+    for (int k = 0; k < 16; ++k)
+      sum += element(w.a[4 * (row % 8) + k % 8 / 2][row / 8 + 2 * (k / 8)],
+                     k % 2) *
+             element(w.b[4 * col + k % 8 / 2][k / 8], k % 2);
+    d[e] = sum;
+  }
+  w.barrier.wait();
+  for (int e = 0; e < 4; ++e)
+    c[e] = d[e];
+}
+
+// Matrix j's row i is at the address of lane 8j + i; lane 4g + c receives
+// its rows 2c and 2c + 1 of column g.
+void loadTransposed(uint32_t (&r)[4], const uint16_t *row) {
+  if (reinterpret_cast<uintptr_t>(row) % 16 != 0)
+    abortWith("ldmatrix: a row address is not 16-byte aligned");
+  Warp &w = warp();
+  const int l = lane(), g = l / 4, c = l % 4;
+  w.rows[l] = row;
+  w.barrier.wait();
+  for (int j = 0; j < 4; ++j)
+    r[j] = uint32_t(w.rows[8 * j + 2 * c][g]) |
+           uint32_t(w.rows[8 * j + 2 * c + 1][g]) << 16;
+  w.barrier.wait();
+}
+
+uint4 *dynamicShared() { return block->shared.data(); }
+
+} // namespace lap::cuda
+
+namespace lap::test::emulator {
+
+void run(int64_t blocks, int threads, size_t sharedBytes,
+         const std::function<void()> &body) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    Block state(threads, sharedBytes);
+    std::vector<std::thread> pool;
+    pool.reserve(size_t(threads));
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        threadIdx.x = unsigned(t);
+        blockIdx.x = unsigned(b);
+        block = &state;
+        body();
+      });
+    for (std::thread &thread : pool)
+      thread.join();
+  }
+}
+
+} // namespace lap::test::emulator
