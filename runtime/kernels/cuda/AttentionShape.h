@@ -1,6 +1,6 @@
 //===- AttentionShape.h - An attention call's sizes in device code -*- CUDA -*-===//
 //
-// For the attention kernels (Attention.cu, AttentionTensorCores.h): the
+// For the attention kernels (AttentionCudaCores.h, AttentionTensorCores.h): the
 // sizes of one call, the offsets of its rows and which keys a query sees.
 //
 //===----------------------------------------------------------------------===//
@@ -8,7 +8,7 @@
 #ifndef LAP_RUNTIME_KERNELS_CUDA_ATTENTIONSHAPE_H
 #define LAP_RUNTIME_KERNELS_CUDA_ATTENTIONSHAPE_H
 
-#include "runtime/kernels/cuda/TensorCores.h" // __device__, also emulated
+#include "runtime/kernels/cuda/DeviceCode.h"
 
 #include <cstdint>
 
@@ -54,26 +54,6 @@ inline Shape makeShape(int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV,
   s.causal = causal != 0;
   return s;
 }
-
-/// A bf16 model's attention on tensor cores (AttentionTensorCores.cu), for
-/// head widths up to kTensorCoreMaxD; Attention.cu hands such calls to it.
-constexpr int kTensorCoreMaxD = 128;
-/// Keys per block of the dk, dv kernel: the tiles of alphaPartials.
-constexpr int kTensorCoreKeys = 64;
-
-void tensorCoreForward(uint16_t *o, float *lse, const uint16_t *q,
-                       const uint16_t *k, const uint16_t *v,
-                       const float *coefficients, const Shape &s);
-
-/// dq, dk, dv (and with alphaPartials [B, H, ceil(S / kTensorCoreKeys)]
-/// each block's sum of P dP) from the row terms D_i [B, H, T] that
-/// Attention.cu computes first.
-void tensorCoreGradients(uint16_t *dq, uint16_t *dk, uint16_t *dv,
-                         float *alphaPartials, const uint16_t *dout,
-                         const uint16_t *q, const uint16_t *k,
-                         const uint16_t *v, const float *lse,
-                         const float *terms, const float *coefficients,
-                         const Shape &s);
 
 } // namespace lap::cuda
 

@@ -17,8 +17,7 @@
 // The widths are padded with zeros to DP = 64 or 128, which add nothing.
 //
 // The kernels are written in TensorCores.h's primitives, so that the
-// emulator runs this source on the CPU too; the launch plans below take
-// the launcher (CUDA's in AttentionTensorCores.cu, or the emulator's).
+// emulator runs this source on the CPU too; Attention.h chooses them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +25,7 @@
 #define LAP_RUNTIME_KERNELS_CUDA_ATTENTIONTENSORCORES_H
 
 #include "runtime/kernels/cuda/AttentionShape.h"
+#include "runtime/kernels/cuda/Elements.h"
 #include "runtime/kernels/cuda/TensorCores.h"
 
 #include <cstdint>
@@ -33,6 +33,7 @@
 
 namespace lap::cuda::tensorcore {
 
+constexpr int kMaxD = 128; // heads are padded to DP = 64 or 128
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 // A warp owns 16 rows of its block's tile (queries, or keys in the dk/dv
@@ -42,7 +43,6 @@ constexpr int kForwardKeys = 64;     // keys per tile of the forward
 constexpr int kBackwardQueries = 32; // queries per tile of dk, dv
 constexpr int kBackwardKeys = 32;    // keys per tile of dq
 static_assert(kRows <= kForwardKeys, "Q is staged in the K tile");
-static_assert(kTensorCoreKeys == kRows, "the dk, dv kernel's key tile");
 
 // Tiles in shared memory hold DP-wide bf16 rows (the head width padded with
 // zeros) with a stride of LD = DP + 8 elements: 4 banks past a multiple of
@@ -155,7 +155,7 @@ __device__ void storeRow(uint16_t *row, const float (&acc)[NO][4], int r,
     for (int i = 0; i < 2; ++i) {
       const int d = 8 * j + 2 * c + i;
       if (d < D)
-        row[d] = bf16Bits(a * acc[j][2 * r + i]);
+        store(row[d], a * acc[j][2 * r + i]);
     }
 }
 
@@ -278,7 +278,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int i = 0; i < 2; ++i) {
           const int d = 8 * j + 2 * c + i;
           if (d < s.D)
-            out[d] = bf16Bits(a * acc[j][2 * r + i] + beta * bf16Value(vt[d]));
+            store(out[d], a * acc[j][2 * r + i] + beta * load(vt[d]));
         }
     } else {
       storeRow(out, acc, r, a, c, s.D);
@@ -317,7 +317,7 @@ __global__ void __launch_bounds__(kThreads) keyGradientsKernel(
   constexpr int LD = DP + 8, KS = DP / 16, NO = DP / 8;
   constexpr int NS = kBackwardQueries / 8; // 8-query column tiles
   __shared__ float warpSums[kWarps];
-  LAP_DYNAMIC_SHARED(shared);
+  LAP_DYNAMIC_SHARED(uint4, shared);
   uint16_t *Ks = reinterpret_cast<uint16_t *>(shared);
   uint16_t *Vs = Ks + kRows * LD;
   uint16_t *Qs = Vs + kRows * LD;
@@ -429,9 +429,9 @@ __global__ void __launch_bounds__(kThreads) keyGradientsKernel(
           for (int h = kv * s.G; h < kv * s.G + s.G; ++h) {
             const float beta = coefficients[s.H + h];
             if (beta != 0.0f)
-              y += beta * bf16Value(dout[s.qRow(b, key, h) + d]);
+              y += beta * load(dout[s.qRow(b, key, h) + d]);
           }
-        out[d] = bf16Bits(y);
+        store(out[d], y);
       }
   }
 }
@@ -544,23 +544,23 @@ inline bool vectorRows(const Shape &s,
   return true;
 }
 
-// What a call launches, through launch(kernel, blocks, threads,
-// sharedBytes, what, args...).
+// What a call launches, through device.launch(kernel, blocks, threads,
+// sharedBytes, what, args...) (Attention.h).
 
-template <typename Launch>
-void launchForward(Launch &&launch, uint16_t *o, float *lse, const uint16_t *q,
-                   const uint16_t *k, const uint16_t *v,
+template <typename Device>
+void launchForward(const Device &device, uint16_t *o, float *lse,
+                   const uint16_t *q, const uint16_t *k, const uint16_t *v,
                    const float *coefficients, const Shape &s) {
   const int64_t tiles = tilesOf(s.T, kRows);
-  launch(s.D <= 64 ? forwardKernel<64> : forwardKernel<128>,
-         int64_t(s.B) * s.H * tiles, kThreads, size_t(0),
-         "attention_forward (tensor cores)", o, lse, q, k, v, coefficients, s,
-         int(tiles), vectorRows(s, {q, k, v}));
+  device.launch(s.D <= 64 ? forwardKernel<64> : forwardKernel<128>,
+                int64_t(s.B) * s.H * tiles, kThreads, size_t(0),
+                "attention_forward (tensor cores)", o, lse, q, k, v,
+                coefficients, s, int(tiles), vectorRows(s, {q, k, v}));
 }
 
-template <typename Launch>
-void launchGradients(Launch &&launch, uint16_t *dq, uint16_t *dk, uint16_t *dv,
-                     float *alphaPartials, const uint16_t *dout,
+template <typename Device>
+void launchGradients(const Device &device, uint16_t *dq, uint16_t *dk,
+                     uint16_t *dv, float *alphaPartials, const uint16_t *dout,
                      const uint16_t *q, const uint16_t *k, const uint16_t *v,
                      const float *lse, const float *terms,
                      const float *coefficients, const Shape &s) {
@@ -568,15 +568,16 @@ void launchGradients(Launch &&launch, uint16_t *dq, uint16_t *dk, uint16_t *dv,
   const int64_t queryTiles = tilesOf(s.T, kRows);
   const bool vectors = vectorRows(s, {dout, q, k, v});
   const bool narrow = s.D <= 64;
-  launch(narrow ? keyGradientsKernel<64> : keyGradientsKernel<128>,
-         int64_t(s.B) * s.KV * keyTiles, kThreads,
-         narrow ? KeyTiles<64>::bytes : KeyTiles<128>::bytes,
-         "attention_backward (dk, dv on tensor cores)", dk, dv, alphaPartials,
-         dout, q, k, v, lse, terms, coefficients, s, int(keyTiles), vectors);
-  launch(narrow ? queryGradientsKernel<64> : queryGradientsKernel<128>,
-         int64_t(s.B) * s.H * queryTiles, kThreads, size_t(0),
-         "attention_backward (dq on tensor cores)", dq, dout, q, k, v, lse,
-         terms, coefficients, s, int(queryTiles), vectors);
+  device.launch(narrow ? keyGradientsKernel<64> : keyGradientsKernel<128>,
+                int64_t(s.B) * s.KV * keyTiles, kThreads,
+                narrow ? KeyTiles<64>::bytes : KeyTiles<128>::bytes,
+                "attention_backward (dk, dv on tensor cores)", dk, dv,
+                alphaPartials, dout, q, k, v, lse, terms, coefficients, s,
+                int(keyTiles), vectors);
+  device.launch(narrow ? queryGradientsKernel<64> : queryGradientsKernel<128>,
+                int64_t(s.B) * s.H * queryTiles, kThreads, size_t(0),
+                "attention_backward (dq on tensor cores)", dq, dout, q, k, v,
+                lse, terms, coefficients, s, int(queryTiles), vectors);
 }
 
 } // namespace lap::cuda::tensorcore

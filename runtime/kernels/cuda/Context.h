@@ -12,6 +12,8 @@
 #ifndef LAP_RUNTIME_KERNELS_CUDA_CONTEXT_H
 #define LAP_RUNTIME_KERNELS_CUDA_CONTEXT_H
 
+#include "runtime/kernels/cuda/ScratchSlots.h"
+
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -42,22 +44,12 @@ bool checkLaunch(const char *kernel);
 /// recorded).
 cublasLtHandle_t lt();
 
-/// Device scratch of at least `bytes` for kernel `slot` (a small integer
-/// naming the user, so that two kernels' scratch never alias), kept and
+/// Device scratch of at least `bytes` for kernel `slot` (ScratchSlots.h:
+/// a small integer naming the user, so that two kernels' scratch never
+/// alias), kept and
 /// grown between calls: allocated outside any captured region once the
 /// first call has run. Null on failure (recorded).
 void *scratch(int slot, size_t bytes);
-
-/// Scratch slots.
-enum ScratchSlot : int {
-  kGemmWorkspace = 0, ///< cuBLASLt's workspace
-  kCrossEntropyChunk, ///< linear_cross_entropy's logits chunk
-  kReductionPartials, ///< deterministic column sums' partial sums
-  kAttentionScratch,  ///< attention backward's per-row terms
-  kNewtonSchulz,      ///< Muon's orthogonalisation (Update.h)
-  kBf16Result,        ///< a bf16 kernel's fp32 results before rounding
-  kScratchSlots
-};
 
 /// Threads per block of the library's one-dimensional launches, and the
 /// number of blocks that covers n of them.

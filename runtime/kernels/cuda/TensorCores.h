@@ -1,13 +1,12 @@
 //===- TensorCores.h - Warp-level tensor-core primitives ---------*- CUDA -*-===//
 //
-// What the tensor-core kernels (AttentionTensorCores.h) are written in:
-// mma.sync m16n8k16 on bf16, ldmatrix's transposed load, bf16 conversions,
-// 4- and 16-byte moves, and the CUDA built-ins they use. Under nvcc these
-// are the hardware's. Compiled as host C++ they are declared here and
-// defined by an emulator (test/unit/cuda/emulator), which runs a block as
-// one host thread per CUDA thread and gives each warp-wide operation the
-// semantics the PTX ISA documents: so the kernels' own source runs, and is
-// tested, on any machine.
+// What the tensor-core kernels (AttentionTensorCores.h) are written in, with
+// DeviceCode.h's CUDA: mma.sync m16n8k16 on bf16, ldmatrix's transposed
+// load, bf16 pairs, 4- and 16-byte moves. Under nvcc these are the
+// hardware's. Compiled as host C++ they are declared here and defined by
+// the emulator (test/unit/cuda/emulator), which gives each warp-wide
+// operation the semantics the PTX ISA documents: so the kernels' own source
+// runs, and is tested, on any machine.
 //
 // Fragments of m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16"):
 // lane = 4 g + c (g = lane / 4, c = lane % 4); each 32-bit register holds
@@ -23,7 +22,8 @@
 #ifndef LAP_RUNTIME_KERNELS_CUDA_TENSORCORES_H
 #define LAP_RUNTIME_KERNELS_CUDA_TENSORCORES_H
 
-#include <cmath>
+#include "runtime/kernels/cuda/DeviceCode.h"
+
 #include <cstdint>
 #include <cstring>
 
@@ -31,37 +31,6 @@
 #include <cuda_bf16.h>
 #else
 #include "runtime/kernels/Bf16.h"
-
-#include <algorithm>
-
-// The CUDA language as the emulator provides it.
-#define __global__
-#define __device__
-#define __shared__ static // one block runs at a time
-#define __launch_bounds__(...)
-
-struct alignas(16) uint4 {
-  uint32_t x, y, z, w;
-};
-inline uint4 make_uint4(uint32_t x, uint32_t y, uint32_t z, uint32_t w) {
-  return {x, y, z, w};
-}
-struct EmulatedIndex {
-  unsigned x;
-};
-extern thread_local EmulatedIndex threadIdx, blockIdx;
-void __syncthreads();
-float __shfl_xor_sync(unsigned mask, float x, int laneMask);
-using std::min;
-#endif
-
-/// Declares `name`, the block's dynamic shared memory as an array of uint4.
-/// (Under nvcc the array itself: reached through a function, its accesses
-/// cost registers.)
-#ifdef __CUDACC__
-#define LAP_DYNAMIC_SHARED(name) extern __shared__ uint4 name[]
-#else
-#define LAP_DYNAMIC_SHARED(name) uint4 *name = lap::cuda::dynamicShared()
 #endif
 
 namespace lap::cuda {
@@ -89,14 +58,6 @@ __device__ inline void loadTransposed(uint32_t (&r)[4], const uint16_t *row) {
                : "r"(at));
 }
 
-__device__ inline float bf16Value(uint16_t bits) {
-  return __bfloat162float(__ushort_as_bfloat16(bits));
-}
-/// x rounded to bf16 (to nearest, ties to even).
-__device__ inline uint16_t bf16Bits(float x) {
-  return __bfloat16_as_ushort(__float2bfloat16_rn(x));
-}
-
 /// Two fp32 as bf16 in one register, lo first.
 __device__ inline uint32_t packBf16(float lo, float hi) {
   const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
@@ -120,17 +81,9 @@ __device__ inline void store16(uint16_t *p, uint4 x) {
 
 void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
 void loadTransposed(uint32_t (&r)[4], const uint16_t *row);
-uint4 *dynamicShared();
 
-inline float bf16Value(uint16_t bits) {
-  const uint32_t u = uint32_t(bits) << 16;
-  float x;
-  memcpy(&x, &u, sizeof x);
-  return x;
-}
-inline uint16_t bf16Bits(float x) { return lap::bf16::bits(x); }
 inline uint32_t packBf16(float lo, float hi) {
-  return uint32_t(bf16Bits(lo)) | uint32_t(bf16Bits(hi)) << 16;
+  return uint32_t(lap::bf16::bits(lo)) | uint32_t(lap::bf16::bits(hi)) << 16;
 }
 
 inline uint32_t word(const uint16_t *p) {

@@ -2,6 +2,7 @@
 
 #include "test/unit/cuda/emulator/Emulator.h"
 
+#include "runtime/kernels/cuda/Elements.h"
 #include "runtime/kernels/cuda/TensorCores.h"
 
 #include <chrono>
@@ -76,12 +77,13 @@ int lane() { return int(threadIdx.x % 32); }
 
 /// The bf16 element in half `half` (0: the lower) of a register.
 float element(uint32_t reg, int half) {
-  return lap::cuda::bf16Value(uint16_t(reg >> (16 * half)));
+  return lap::cuda::load(lap_bf16(reg >> (16 * half)));
 }
 
 } // namespace
 
 void __syncthreads() { block->barrier.wait(); }
+void __syncwarp() { warp().barrier.wait(); }
 
 float __shfl_xor_sync(unsigned, float x, int laneMask) {
   Warp &w = warp();
@@ -138,7 +140,7 @@ void loadTransposed(uint32_t (&r)[4], const uint16_t *row) {
   w.barrier.wait();
 }
 
-uint4 *dynamicShared() { return block->shared.data(); }
+void *dynamicShared() { return block->shared.data(); }
 
 } // namespace lap::cuda
 

@@ -16,9 +16,15 @@
 #ifndef LAP_TEST_UNIT_CUDA_EMULATOR_EMULATOR_H
 #define LAP_TEST_UNIT_CUDA_EMULATOR_EMULATOR_H
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace lap::test::emulator {
 
@@ -28,14 +34,31 @@ namespace lap::test::emulator {
 void run(int64_t blocks, int threads, size_t sharedBytes,
          const std::function<void()> &body);
 
-/// The launcher that launch plans (runtime/kernels/cuda/
-/// AttentionTensorCores.h) take, here running each launch on the emulator.
-struct Launch {
+/// The Device of the CUDA kernels' plans (runtime/kernels/cuda/
+/// Attention.h) on the emulator: launches run here, scratch is host memory
+/// (NaN until written), failures are recorded.
+class Device {
+public:
   template <typename... Params, typename... Args>
-  void operator()(void (*kernel)(Params...), int64_t blocks, int threads,
-                  size_t sharedBytes, const char *, Args... args) const {
+  void launch(void (*kernel)(Params...), int64_t blocks, int threads,
+              size_t sharedBytes, const char *, Args... args) const {
     run(blocks, threads, sharedBytes, [&] { kernel(args...); });
   }
+  float *floats(int slot, int64_t n) const {
+    std::vector<float> &buffer = scratch[slot];
+    buffer.assign(size_t(std::max<int64_t>(n, 1)), NAN);
+    return buffer.data();
+  }
+  void fail(const std::string &why) const {
+    if (failure.empty())
+      failure = why;
+  }
+  /// The first failure since the last call; empty if none.
+  std::string takeFailure() const { return std::exchange(failure, {}); }
+
+private:
+  mutable std::map<int, std::vector<float>> scratch;
+  mutable std::string failure;
 };
 
 } // namespace lap::test::emulator

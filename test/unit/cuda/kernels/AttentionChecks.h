@@ -1,8 +1,11 @@
 //===- AttentionChecks.h - What the CUDA attention tests share ---*- C++ -*-===//
 //
-// Cases, tolerances and the comparison of the CUDA attention kernels with
-// their CPU twins, for the tests on a GPU (AttentionTest.cpp) and on the
-// emulator (test/unit/cuda/emulator).
+// Cases, tolerances and the check of the CUDA attention kernels against
+// their CPU twins on the same seeded inputs, for the tests on a GPU
+// (AttentionTest.cpp) and on the emulator (test/unit/cuda/emulator). The
+// CPU kernels are checked against an independent reference in
+// test/unit/kernels/AttentionTest.cpp. Every head of a call has its own
+// kind, so each case mixes them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +22,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace lap::test::attention {
@@ -104,39 +108,117 @@ inline void expectAttentionClose(const std::vector<float> &got,
                      << (bad ? want[worst] : 0.0f);
 }
 
-/// A bf16 case's seeded inputs and what the CPU's bf16 kernels make of
-/// them (dcoefficients only for a learned case).
-struct Bf16Run {
-  Bf16Run(const Case &c, uint32_t seed)
-      : c(c), scale(1.0f / std::sqrt(float(std::max<int64_t>(c.D, 1)))) {
+/// One case's seeded inputs at element type E (float, or lap_bf16's bits).
+template <typename E> struct Inputs {
+  Inputs(const Case &c, uint32_t seed)
+      : c(c), scale(1.0f / std::sqrt(float(std::max<int64_t>(c.D, 1)))),
+        coefficients(coefficientsFor(c)) {
     std::mt19937 rng(seed);
-    const int64_t nq = c.B * c.T * c.H * c.D, nk = c.B * c.S * c.KV * c.D;
+    const size_t nq = size_t(c.B * c.T * c.H * c.D);
+    const size_t nk = size_t(c.B * c.S * c.KV * c.D);
     // Queries and keys in [-2, 2]: scores of about +-2, a peaked softmax.
-    q = bf16Vector(randomVector(rng, nq, -2.0f, 2.0f));
-    k = bf16Vector(randomVector(rng, nk, -2.0f, 2.0f));
-    v = bf16Vector(randomVector(rng, nk));
-    dout = bf16Vector(randomVector(rng, nq));
-    coefficients = coefficientsFor(c);
-    o.resize(nq), dq.resize(nq), dk.resize(nk), dv.resize(nk);
-    lse.resize(c.B * c.H * c.T), dcoefficients.resize(2 * c.H);
-    lap_cpu_attention_forward_bf16(o.data(), lse.data(), q.data(), k.data(),
-                                   v.data(), coefficients.data(), c.B, c.T, c.S,
-                                   c.H, c.KV, c.D, scale, c.causal);
-    lap_cpu_attention_backward_bf16(
-        dq.data(), dk.data(), dv.data(),
-        c.learned ? dcoefficients.data() : nullptr, dout.data(), q.data(),
-        k.data(), v.data(), o.data(), lse.data(), coefficients.data(), c.B, c.T,
-        c.S, c.H, c.KV, c.D, scale, c.causal);
+    q = elements(randomVector(rng, nq, -2.0f, 2.0f));
+    k = elements(randomVector(rng, nk, -2.0f, 2.0f));
+    v = elements(randomVector(rng, nk));
+    dout = elements(randomVector(rng, nq));
+  }
+  static std::vector<E> elements(const std::vector<float> &x) {
+    if constexpr (std::is_same_v<E, float>)
+      return x;
+    else
+      return bf16Vector(x);
   }
 
   Case c;
   float scale;
-  std::vector<lap_bf16> q, k, v, dout;
   std::vector<float> coefficients;
-  // The CPU's
-  std::vector<lap_bf16> o, dq, dk, dv;
+  std::vector<E> q, k, v, dout;
+};
+
+/// What a backend makes of the inputs (outputs start as NaN: an element
+/// that a kernel skips fails). dcoefficients is only written for a learned
+/// case.
+template <typename E> struct Outputs {
+  explicit Outputs(const Inputs<E> &in)
+      : o(in.q.size(), nan()), dq(in.q.size(), nan()), dk(in.k.size(), nan()),
+        dv(in.k.size(), nan()),
+        lse(nanVector(size_t(in.c.B * in.c.H * in.c.T))),
+        dcoefficients(nanVector(size_t(2 * in.c.H))) {}
+  static E nan() {
+    if constexpr (std::is_same_v<E, float>)
+      return NAN;
+    else
+      return 0x7fc0;
+  }
+  std::vector<E> o, dq, dk, dv;
   std::vector<float> lse, dcoefficients;
 };
+
+inline void cpuForward(float *o, float *lse, const Inputs<float> &in) {
+  const Case &c = in.c;
+  lap_cpu_attention_forward(o, lse, in.q.data(), in.k.data(), in.v.data(),
+                            in.coefficients.data(), c.B, c.T, c.S, c.H, c.KV,
+                            c.D, in.scale, c.causal);
+}
+inline void cpuForward(lap_bf16 *o, float *lse, const Inputs<lap_bf16> &in) {
+  const Case &c = in.c;
+  lap_cpu_attention_forward_bf16(o, lse, in.q.data(), in.k.data(), in.v.data(),
+                                 in.coefficients.data(), c.B, c.T, c.S, c.H,
+                                 c.KV, c.D, in.scale, c.causal);
+}
+inline void cpuBackward(Outputs<float> &out, const Inputs<float> &in) {
+  const Case &c = in.c;
+  lap_cpu_attention_backward(out.dq.data(), out.dk.data(), out.dv.data(),
+                             c.learned ? out.dcoefficients.data() : nullptr,
+                             in.dout.data(), in.q.data(), in.k.data(),
+                             in.v.data(), out.o.data(), out.lse.data(),
+                             in.coefficients.data(), c.B, c.T, c.S, c.H, c.KV,
+                             c.D, in.scale, c.causal);
+}
+inline void cpuBackward(Outputs<lap_bf16> &out, const Inputs<lap_bf16> &in) {
+  const Case &c = in.c;
+  lap_cpu_attention_backward_bf16(
+      out.dq.data(), out.dk.data(), out.dv.data(),
+      c.learned ? out.dcoefficients.data() : nullptr, in.dout.data(),
+      in.q.data(), in.k.data(), in.v.data(), out.o.data(), out.lse.data(),
+      in.coefficients.data(), c.B, c.T, c.S, c.H, c.KV, c.D, in.scale,
+      c.causal);
+}
+
+inline std::vector<float> floatsOf(const std::vector<float> &x) { return x; }
+inline std::vector<float> floatsOf(const std::vector<lap_bf16> &x) {
+  return valuesOf(x);
+}
+
+/// Backend::run(in, cpu, got) on one case against the CPU's kernels: its
+/// forward into got.o and got.lse; its backward, reading the CPU's O and
+/// lse (so that only the backward differs), into got's gradients.
+template <typename Backend, typename E>
+void checkAgainstCpu(const Case &c, uint32_t seed) {
+  const bool bf16 = std::is_same_v<E, lap_bf16>;
+  SCOPED_TRACE(c.str() + (bf16 ? " bf16" : ""));
+  const Inputs<E> in(c, seed);
+  Outputs<E> cpu(in), got(in);
+  cpuForward(cpu.o.data(), cpu.lse.data(), in);
+  cpuBackward(cpu, in);
+  Backend::run(in, cpu, got);
+
+  const double rounding = bf16 ? kBf16Step + kBf16Weights : 0.0;
+  expectAttentionClose(floatsOf(got.o), floatsOf(cpu.o),
+                       kForwardTolerance + rounding, "o");
+  expectAttentionClose(got.lse, cpu.lse, kForwardTolerance, "lse");
+  const double tolerance = kBackwardTolerance + rounding;
+  expectAttentionClose(floatsOf(got.dq), floatsOf(cpu.dq), tolerance, "dq");
+  expectAttentionClose(floatsOf(got.dk), floatsOf(cpu.dk), tolerance, "dk");
+  expectAttentionClose(floatsOf(got.dv), floatsOf(cpu.dv), tolerance, "dv");
+  if (c.learned) {
+    expectAttentionClose(got.dcoefficients, cpu.dcoefficients,
+                         kBackwardTolerance, "dcoefficients");
+  } else { // null: nothing written, so the NaN stay
+    for (float x : got.dcoefficients)
+      EXPECT_TRUE(std::isnan(x)) << "dcoefficients written though null";
+  }
+}
 
 } // namespace lap::test::attention
 

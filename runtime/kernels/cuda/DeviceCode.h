@@ -1,0 +1,65 @@
+//===- DeviceCode.h - CUDA device code that also runs emulated --*- CUDA -*-===//
+//
+// Kernels that include this header are compiled by nvcc for the GPU and, as
+// host C++, run by the emulator (test/unit/cuda/emulator) on any machine.
+// Under nvcc it adds nothing. In host C++ it declares the part of the CUDA
+// language such kernels use, which the emulator defines: the qualifiers,
+// threadIdx and blockIdx, __syncthreads and __syncwarp, float shuffles,
+// the vector types; and LAP_DYNAMIC_SHARED for dynamic shared memory.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_RUNTIME_KERNELS_CUDA_DEVICECODE_H
+#define LAP_RUNTIME_KERNELS_CUDA_DEVICECODE_H
+
+#include <cmath>
+#include <cstdint>
+
+#ifdef __CUDACC__
+
+/// Declares `name`, the block's dynamic shared memory as an array of `type`.
+#define LAP_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+
+#else
+
+#include <algorithm>
+
+#define __global__
+#define __device__
+#define __shared__ static // one block runs at a time
+#define __launch_bounds__(...)
+
+struct alignas(16) uint4 {
+  uint32_t x, y, z, w;
+};
+inline uint4 make_uint4(uint32_t x, uint32_t y, uint32_t z, uint32_t w) {
+  return {x, y, z, w};
+}
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+inline float4 make_float4(float x, float y, float z, float w) {
+  return {x, y, z, w};
+}
+
+struct EmulatedIndex {
+  unsigned x;
+};
+extern thread_local EmulatedIndex threadIdx, blockIdx;
+void __syncthreads();
+void __syncwarp();
+float __shfl_xor_sync(unsigned mask, float x, int laneMask);
+using std::max;
+using std::min;
+
+namespace lap::cuda {
+/// The emulated block's dynamic shared memory.
+void *dynamicShared();
+} // namespace lap::cuda
+
+#define LAP_DYNAMIC_SHARED(type, name)                                         \
+  type *name = static_cast<type *>(lap::cuda::dynamicShared())
+
+#endif
+
+#endif // LAP_RUNTIME_KERNELS_CUDA_DEVICECODE_H
