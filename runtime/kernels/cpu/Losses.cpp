@@ -1,10 +1,12 @@
 //===- Losses.cpp - cross-entropy and row losses over logits ----*- C++ -*-===//
 //
-// Rows of logits can be wide (vocabularies of 8K-64K), so each row's
-// logsumexp is one pass over memory: an online softmax by blocks that stay
-// in L1 (the block's max first, then its exponentials against the running
-// max). exp and tanh are inline polynomials (FastMath.h) so the element
-// loops vectorise. Row results are summed in row order, so the losses do
+// Rows of logits can be wide (vocabularies of 8K-64K). A cross-entropy row
+// maps its logits (softcap) and takes their exponentials once, into
+// buffers of the row's width that its loss and gradient then read; a row
+// loss's logsumexp is one pass over memory: an online softmax by blocks
+// that stay in L1 (the block's max first, then its exponentials against
+// the running max). exp and tanh are inline polynomials (FastMath.h) so the
+// element loops vectorise. Row results are summed in row order, so the losses do
 // not depend on the thread count. The lm_head's
 // cross-entropy also comes fused with its linear layer, forward and
 // backward, a chunk of rows at a time (no [n, V] logits in memory).
@@ -42,24 +44,20 @@ namespace {
 /// Each is increasing, so the max of the mapped row is the mapped max.
 struct Identity {
   float operator()(float l) const { return l; }
+  float slope(float) const { return 1.0f; }
 };
 struct Softcap {
   float cap, invCap;
   float operator()(float l) const { return cap * tanhApprox(l * invCap); }
-  /// d cap tanh(l / cap) / dl = 1 - tanh^2.
-  float slope(float l) const {
-    float th = tanhApprox(l * invCap);
+  /// d z / dl of z = cap tanh(l / cap), from z: 1 - tanh^2.
+  float slope(float z) const {
+    float th = z * invCap;
     return 1.0f - th * th;
   }
 };
 struct Scaled {
   float scale;
   float operator()(float l) const { return l * scale; }
-};
-
-struct RowStats {
-  float lse;   // logsumexp of the mapped row
-  double sumZ; // sum of the mapped row (for label smoothing)
 };
 
 /// max of a[0, len). LLVM 19 vectorises no float max reduction without
@@ -81,12 +79,12 @@ float blockMax(const float *__restrict a, int64_t len) {
   return m;
 }
 
-/// One pass over a row: logsumexp and sum of z = map(l).
+/// One pass over a row: the logsumexp of z = map(l).
 template <typename Map>
-RowStats rowStats(const float *__restrict l, int64_t V, Map map) {
+float rowLogSumExp(const float *__restrict l, int64_t V, Map map) {
   constexpr int64_t kBlock = 1024;
   float m = -std::numeric_limits<float>::infinity();
-  double s = 0.0, sumZ = 0.0;
+  double s = 0.0;
   for (int64_t b0 = 0; b0 < V; b0 += kBlock) {
     const float *__restrict lb = l + b0;
     int64_t len = std::min(kBlock, V - b0);
@@ -95,17 +93,13 @@ RowStats rowStats(const float *__restrict l, int64_t V, Map map) {
       s *= std::exp(double(m) - double(bm));
       m = bm;
     }
-    float bs = 0.0f, bz = 0.0f;
+    float bs = 0.0f;
 #pragma clang loop vectorize(enable) interleave(enable)
-    for (int64_t j = 0; j < len; ++j) {
-      float z = map(lb[j]);
-      bs += expApprox(z - m);
-      bz += z;
-    }
+    for (int64_t j = 0; j < len; ++j)
+      bs += expApprox(map(lb[j]) - m);
     s += bs;
-    sumZ += bz;
   }
-  return {float(double(m) + std::log(s)), sumZ};
+  return float(double(m) + std::log(s));
 }
 
 /// Rows per parallel chunk so that a chunk is worth waking a thread for.
@@ -117,40 +111,64 @@ int64_t rowGrain(int64_t width) {
 /// target outside [0, V), which the runtime rejects before a step.
 bool counted(int32_t target, int64_t V) { return target >= 0 && target < V; }
 
-/// A row's loss from its statistics, -sum_k q_k log p_k with
-/// q = (1 - s) onehot + s / V.
+/// A cross-entropy row's softmax: z = map(l) and e = exp(z - max z), kept
+/// in buffers of the row's width, so that the loss and its gradient take
+/// no further exp or tanh (rowLogSumExp's one pass would leave the gradient
+/// to compute both again).
+struct Softmax {
+  float lse;   // logsumexp of z
+  float inv;   // 1 / sum e: softmax(z) = e inv
+  double sumZ; // sum of z (for label smoothing)
+};
+
+/// Fills z [V] (which may be l itself) and e [V] for row l.
 template <typename Map>
-double crossEntropyRowLoss(const float *row, const RowStats &st, int32_t target,
-                           int64_t V, float smoothing, Map map) {
-  return double(st.lse) - (1.0 - smoothing) * map(row[target]) -
-         smoothing / double(V) * st.sumZ;
+Softmax softmaxRow(float *z, float *__restrict e, const float *l, int64_t V,
+                   Map map) {
+#pragma clang loop vectorize(assume_safety)
+  for (int64_t j = 0; j < V; ++j)
+    z[j] = map(l[j]);
+  const float m = blockMax(z, V);
+  // Block sums in fp32, added in double, as rowLogSumExp does.
+  constexpr int64_t kBlock = 1024;
+  double s = 0.0, sumZ = 0.0;
+  for (int64_t b0 = 0; b0 < V; b0 += kBlock) {
+    const int64_t len = std::min(kBlock, V - b0);
+    float bs = 0.0f, bz = 0.0f;
+#pragma clang loop vectorize(enable) interleave(enable)
+    for (int64_t j = b0; j < b0 + len; ++j) {
+      e[j] = expApprox(z[j] - m);
+      bs += e[j];
+      bz += z[j];
+    }
+    s += bs;
+    sumZ += bz;
+  }
+  return {float(double(m) + std::log(s)), float(1.0 / s), sumZ};
 }
 
-/// d [V] = g (softmax(map(row)) - q), times the cap's derivative with a
-/// softcap, for counted target t; lse is the row's. d may be row itself (in
-/// place).
+/// A row's loss from its softmax, -sum_k q_k log p_k with
+/// q = (1 - s) onehot + s / V.
+double crossEntropyRowLoss(const float *z, const Softmax &sm, int32_t target,
+                           int64_t V, float smoothing) {
+  return double(sm.lse) - (1.0 - smoothing) * z[target] -
+         smoothing / double(V) * sm.sumZ;
+}
+
+/// d [V] = g (softmax(z) - q) dz/dl for counted target t, from the row's
+/// softmax. d may be z itself (in place).
 template <typename Map>
-void crossEntropyRowGrad(float *d, const float *row, float lse, int32_t t,
-                         int64_t V, float g, float smoothing, Map map) {
-  const float uniform = smoothing / float(V), own = row[t];
-  // In place, d[j] is written after row[j] is read and nothing else of the
+void crossEntropyRowGrad(float *d, const float *z, const float *__restrict e,
+                         const Softmax &sm, int32_t t, int64_t V, float g,
+                         float smoothing, Map map) {
+  const float uniform = smoothing / float(V), own = map.slope(z[t]);
+  // In place, d[j] is written after z[j] is read and nothing else of the
   // row: safe to vectorise (the alias check would otherwise fall back to
-  // scalar code when d == row).
-  if constexpr (std::is_same_v<Map, Softcap>) {
-    // Computes tanh once per element for both the softmax and the slope.
+  // scalar code when d == z).
 #pragma clang loop vectorize(assume_safety)
-    for (int64_t j = 0; j < V; ++j) {
-      float th = tanhApprox(row[j] * map.invCap);
-      float p = expApprox(map.cap * th - lse);
-      d[j] = g * (p - uniform) * (1.0f - th * th);
-    }
-    d[t] -= g * (1.0f - smoothing) * map.slope(own);
-  } else {
-#pragma clang loop vectorize(assume_safety)
-    for (int64_t j = 0; j < V; ++j)
-      d[j] = g * (expApprox(map(row[j]) - lse) - uniform);
-    d[t] -= g * (1.0f - smoothing);
-  }
+  for (int64_t j = 0; j < V; ++j)
+    d[j] = g * (e[j] * sm.inv - uniform) * map.slope(z[j]);
+  d[t] -= g * (1.0f - smoothing) * own;
 }
 
 int64_t countedRows(const int32_t *targets, int64_t n, int64_t V) {
@@ -168,12 +186,12 @@ void crossEntropyForward(float *loss, const Element *logits,
                          float smoothing, Map map) {
   std::vector<double> rowLoss(n, 0.0);
   parallelFor(n, rowGrain(V), [&](int64_t begin, int64_t end) {
-    std::vector<float> widened = rowBuffers<Element>(1, V);
+    std::vector<float> widened = rowBuffers<Element>(1, V), z(V), e(V);
     for (int64_t i = begin; i < end; ++i)
       if (counted(targets[i], V)) {
         const float *row = fp32Row(logits, i, V, widened.data());
-        rowLoss[i] = crossEntropyRowLoss(row, rowStats(row, V, map), targets[i],
-                                         V, smoothing, map);
+        const Softmax sm = softmaxRow(z.data(), e.data(), row, V, map);
+        rowLoss[i] = crossEntropyRowLoss(z.data(), sm, targets[i], V, smoothing);
       }
   });
   double total = 0.0;
@@ -190,17 +208,18 @@ void crossEntropyBackward(Element *dlogits, float dloss, const Element *logits,
   int64_t count = countedRows(targets, n, V);
   float g = count ? dloss / float(count) : 0.0f;
   parallelFor(n, rowGrain(V), [&](int64_t begin, int64_t end) {
-    std::vector<float> widened = rowBuffers<Element>(1, V);
+    std::vector<float> widened = rowBuffers<Element>(1, V), z(V), e(V);
     for (int64_t i = begin; i < end; ++i) {
       if (!counted(targets[i], V)) {
         std::memset(dlogits + i * V, 0, V * sizeof(Element));
         continue;
       }
       // The gradient is made in place of the widened row (or, at fp32, of
-      // dlogits' row, which may be the logits' own).
+      // dlogits' row, which may be the logits' own: read before, into z).
       const float *row = fp32Row(logits, i, V, widened.data());
+      const Softmax sm = softmaxRow(z.data(), e.data(), row, V, map);
       float *d = resultRow(dlogits, i, V, widened.data());
-      crossEntropyRowGrad(d, row, rowStats(row, V, map).lse, targets[i], V, g,
+      crossEntropyRowGrad(d, z.data(), e.data(), sm, targets[i], V, g,
                           smoothing, map);
       storeRow(dlogits, i, V, d);
     }
@@ -213,7 +232,8 @@ void crossEntropyBackward(Element *dlogits, float dloss, const Element *logits,
 constexpr int64_t kChunkFloats = int64_t(1) << 22;
 
 /// This thread's buffer `Slot` of at least `floats` (the logits chunk, a
-/// bf16 kernel's fp32 dx and dw), kept between calls.
+/// bf16 kernel's fp32 dx and dw, a row's exponentials), kept between
+/// calls.
 template <int Slot> float *buffer(int64_t floats) {
   thread_local std::vector<float> buffer;
   if (int64_t(buffer.size()) < floats)
@@ -247,17 +267,17 @@ void linearCrossEntropy(float *loss, float *dx, float *dw, float dloss,
     const int32_t *tc = targets + r0;
     gemm('N', 'T', m, V, C, xc, wOp, 0.0f, logits, V);
     parallelFor(m, rowGrain(V), [&](int64_t begin, int64_t end) {
+      float *e = buffer<3>(V); // this thread's exponentials
       for (int64_t i = begin; i < end; ++i) {
-        float *row = logits + i * V;
+        float *row = logits + i * V; // z, then the gradient, in place
         rowLoss[size_t(i)] = 0.0;
         if (!counted(tc[i], V)) {
           std::memset(row, 0, V * sizeof(float));
           continue;
         }
-        const RowStats st = rowStats(row, V, map);
-        rowLoss[size_t(i)] =
-            crossEntropyRowLoss(row, st, tc[i], V, smoothing, map);
-        crossEntropyRowGrad(row, row, st.lse, tc[i], V, g, smoothing, map);
+        const Softmax sm = softmaxRow(row, e, row, V, map);
+        rowLoss[size_t(i)] = crossEntropyRowLoss(row, sm, tc[i], V, smoothing);
+        crossEntropyRowGrad(row, row, e, sm, tc[i], V, g, smoothing, map);
       }
     });
     for (int64_t i = 0; i < m; ++i)
@@ -380,7 +400,7 @@ extern "C" void lap_cpu_row_loss_forward(float *loss, const float *logits,
       } else {
         // lse >= z_k: the terms are not negative, so nothing cancels (as
         // lse sum t - sum t z would at low temperatures).
-        float lse = rowStats(l, K, Scaled{scale}).lse, sum = 0.0f;
+        float lse = rowLogSumExp(l, K, Scaled{scale}), sum = 0.0f;
 #pragma clang loop vectorize(enable) interleave(enable)
         for (int64_t k = 0; k < K; ++k)
           sum += t[k] * (lse - l[k] * scale);
@@ -420,7 +440,7 @@ extern "C" void lap_cpu_row_loss_backward(float *dlogits, const float *dloss,
           d[k] = g * (1.0f / (1.0f + expApprox(-l[k])) - t[k]);
         continue;
       }
-      float lse = rowStats(l, K, Scaled{scale}).lse;
+      float lse = rowLogSumExp(l, K, Scaled{scale});
       float sumT = 0.0f;
 #pragma clang loop vectorize(enable) interleave(enable)
       for (int64_t k = 0; k < K; ++k)
