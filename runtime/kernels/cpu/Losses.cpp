@@ -6,10 +6,10 @@
 // loss's logsumexp is one pass over memory: an online softmax by blocks
 // that stay in L1 (the block's max first, then its exponentials against
 // the running max). exp and tanh are inline polynomials (FastMath.h) so the
-// element loops vectorise. Row results are summed in row order, so the losses do
-// not depend on the thread count. The lm_head's
-// cross-entropy also comes fused with its linear layer, forward and
-// backward, a chunk of rows at a time (no [n, V] logits in memory).
+// element loops vectorise. Row results are summed in row order, so the losses
+// do not depend on the thread count. The lm_head's cross-entropy also comes
+// fused with its linear layer, forward and backward, a chunk of rows at a time
+// (no [n, V] logits in memory).
 //
 //===----------------------------------------------------------------------===//
 
@@ -191,7 +191,8 @@ void crossEntropyForward(float *loss, const Element *logits,
       if (counted(targets[i], V)) {
         const float *row = fp32Row(logits, i, V, widened.data());
         const Softmax sm = softmaxRow(z.data(), e.data(), row, V, map);
-        rowLoss[i] = crossEntropyRowLoss(z.data(), sm, targets[i], V, smoothing);
+        rowLoss[i] =
+            crossEntropyRowLoss(z.data(), sm, targets[i], V, smoothing);
       }
   });
   double total = 0.0;
