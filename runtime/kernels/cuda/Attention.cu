@@ -8,46 +8,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cuda/Attention.h"
-#include "runtime/kernels/cuda/Context.h"
+#include "runtime/kernels/cuda/CudaDevice.h"
 #include "runtime/kernels/cuda/Kernels.h"
 
-#include <algorithm>
-#include <climits>
-#include <string>
-
-namespace {
-
-using namespace lap::cuda;
-
-/// Attention.h's Device on the GPU.
-struct CudaDevice {
-  /// Launches kernel on `blocks` blocks of `threads` with `bytes` of
-  /// dynamic shared memory (opted in above the default 48 KiB) on the
-  /// calling thread's stream; nothing for zero blocks.
-  template <typename... Params, typename... Args>
-  void launch(void (*kernel)(Params...), int64_t blocks, int threads,
-              size_t bytes, const char *what, Args... args) const {
-    if (blocks == 0)
-      return;
-    if (blocks > INT_MAX)
-      return fail(std::string(what) + ": too many blocks");
-    if (bytes > 48 * 1024 &&
-        !check(cudaFuncSetAttribute(kernel,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    int(bytes)),
-               what))
-      return;
-    kernel<<<unsigned(blocks), threads, bytes, stream()>>>(args...);
-    checkLaunch(what);
-  }
-  float *floats(int slot, int64_t n) const {
-    return static_cast<float *>(
-        scratch(slot, size_t(std::max<int64_t>(n, 1)) * sizeof(float)));
-  }
-  void fail(const std::string &why) const { lap::cuda::fail(why); }
-};
-
-} // namespace
+using lap::cuda::CudaDevice;
+namespace attention = lap::cuda::attention;
 
 extern "C" void lap_cuda_attention_forward(float *o, float *lse, const float *q,
                                            const float *k, const float *v,

@@ -4,7 +4,8 @@
 // host C++, run by the emulator (test/unit/cuda/emulator) on any machine.
 // Under nvcc it adds nothing. In host C++ it declares the part of the CUDA
 // language such kernels use, which the emulator defines: the qualifiers,
-// threadIdx and blockIdx, __syncthreads and __syncwarp, float shuffles,
+// threadIdx, blockIdx and blockDim, __syncthreads and __syncwarp, float
+// shuffles,
 // the vector types; and LAP_DYNAMIC_SHARED for dynamic shared memory.
 //
 //===----------------------------------------------------------------------===//
@@ -45,7 +46,7 @@ inline float4 make_float4(float x, float y, float z, float w) {
 struct EmulatedIndex {
   unsigned x;
 };
-extern thread_local EmulatedIndex threadIdx, blockIdx;
+extern thread_local EmulatedIndex threadIdx, blockIdx, blockDim;
 void __syncthreads();
 void __syncwarp();
 float __shfl_xor_sync(unsigned mask, float x, int laneMask);

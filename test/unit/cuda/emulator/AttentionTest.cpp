@@ -2,14 +2,16 @@
 //
 // lap_cuda_attention_forward/backward and their bf16 variants as the GPU
 // runs them (runtime/kernels/cuda/Attention.h's plan: the fp32-FMA kernels,
-// the tensor-core ones, the row terms and the coefficients' sums), from
-// their own source on the emulator, against the CPU's kernels:
-// AttentionChecks.h's checkAgainstCpu, as on a GPU. Smaller cases than the
+// the tensor-core ones, the row terms and the coefficients' sums), and
+// lap_cuda_attention_decode (DecodeAttention.h), from their own source on
+// the emulator, against the CPU's kernels:
+// AttentionChecks.h's checks, as on a GPU. Smaller cases than the
 // GPU's, which the emulator runs in seconds.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cuda/Attention.h"
+#include "runtime/kernels/cuda/DecodeAttention.h"
 #include "test/unit/cuda/emulator/Emulator.h"
 #include "test/unit/cuda/kernels/AttentionChecks.h"
 
@@ -38,6 +40,16 @@ struct Emulated {
         in.q.data(), in.k.data(), in.v.data(), cpu.o.data(), cpu.lse.data(),
         in.coefficients.data(), c.B, c.T, c.S, c.H, c.KV, c.D, in.scale,
         c.causal);
+    EXPECT_EQ(device.takeFailure(), "");
+  }
+
+  static void decode(const DecodeInputs &in, std::vector<float> &o,
+                     std::vector<float> &kCache, std::vector<float> &vCache) {
+    const Device device;
+    lap::cuda::decoding::decode(device, o.data(), kCache.data(), vCache.data(),
+                                in.q.data(), in.k.data(), in.v.data(),
+                                in.coefficients.data(), in.B, in.T, in.first,
+                                in.capacity, in.H, in.KV, in.D, in.scale);
     EXPECT_EQ(device.takeFailure(), "");
   }
 };
@@ -91,6 +103,16 @@ TEST(EmulatedCudaAttention, Bf16EdgeShapes) {
   checkBf16({2, 1, 1, 3, 3, 64, true, true}, 21);
   checkBf16({1, 5, 0, 2, 1, 64, false, true}, 22);
   checkBf16({1, 20, 20, 3, 3, 160, true, true}, 23);
+}
+
+// Decode against a cache: after a prefix with GQA and D % 32 != 0; a
+// prompt from an empty cache; more keys than the block's warps take at
+// once, at each register layout.
+TEST(EmulatedCudaDecodeAttention, MatchesCpu) {
+  checkDecodeAgainstCpu<Emulated>(2, 3, 5, 12, 4, 2, 40, 25);
+  checkDecodeAgainstCpu<Emulated>(1, 9, 0, 9, 2, 2, 7, 26);
+  for (int64_t D : {32, 64, 128, 200})
+    checkDecodeAgainstCpu<Emulated>(1, 1, 300, 310, 2, 1, D, 27 + uint32_t(D));
 }
 
 // A shape the kernels cannot take is a recorded failure, not a launch.

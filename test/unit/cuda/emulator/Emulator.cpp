@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-thread_local EmulatedIndex threadIdx, blockIdx;
+thread_local EmulatedIndex threadIdx, blockIdx, blockDim;
 
 namespace {
 
@@ -156,6 +156,7 @@ void run(int64_t blocks, int threads, size_t sharedBytes,
       pool.emplace_back([&, t] {
         threadIdx.x = unsigned(t);
         blockIdx.x = unsigned(b);
+        blockDim.x = unsigned(threads);
         block = &state;
         body();
       });

@@ -40,9 +40,10 @@ void run(int64_t blocks, int threads, size_t sharedBytes,
 class Device {
 public:
   template <typename... Params, typename... Args>
-  void launch(void (*kernel)(Params...), int64_t blocks, int threads,
+  bool launch(void (*kernel)(Params...), int64_t blocks, int threads,
               size_t sharedBytes, const char *, Args... args) const {
     run(blocks, threads, sharedBytes, [&] { kernel(args...); });
+    return true;
   }
   float *floats(int slot, int64_t n) const {
     std::vector<float> &buffer = scratch[slot];

@@ -220,6 +220,56 @@ void checkAgainstCpu(const Case &c, uint32_t seed) {
   }
 }
 
+/// A decode call's seeded inputs: a cache holding B sequences of capacity
+/// positions, T new queries, keys and values at positions first ..
+/// first + T - 1, and per-head (alpha, beta) of either sign.
+struct DecodeInputs {
+  DecodeInputs(int64_t B, int64_t T, int64_t first, int64_t capacity, int64_t H,
+               int64_t KV, int64_t D, uint32_t seed)
+      : B(B), T(T), first(first), capacity(capacity), H(H), KV(KV), D(D),
+        scale(1.0f / std::sqrt(float(D))) {
+    std::mt19937 rng(seed);
+    const size_t cache = size_t(B * capacity * KV * D);
+    const size_t fresh = size_t(B * T * KV * D);
+    q = randomVector(rng, size_t(B * T * H * D));
+    k = randomVector(rng, fresh), v = randomVector(rng, fresh);
+    kCache = randomVector(rng, cache), vCache = randomVector(rng, cache);
+    coefficients = randomVector(rng, size_t(H), 0.5f, 1.5f);
+    const std::vector<float> beta = randomVector(rng, size_t(H), -0.5f, 0.5f);
+    coefficients.insert(coefficients.end(), beta.begin(), beta.end());
+  }
+  int64_t B, T, first, capacity, H, KV, D;
+  float scale;
+  std::vector<float> q, k, v, kCache, vCache, coefficients;
+};
+
+/// attention_decode by Backend::decode(in, o, kCache, vCache) and by the
+/// CPU from the same caches: the appended keys and values and the untouched
+/// cache rows exactly, o within 1e-5 of max(1, |o|) (sums in another
+/// order).
+template <typename Backend>
+void checkDecodeAgainstCpu(int64_t B, int64_t T, int64_t first,
+                           int64_t capacity, int64_t H, int64_t KV, int64_t D,
+                           uint32_t seed) {
+  SCOPED_TRACE("decode B=" + std::to_string(B) + " T=" + std::to_string(T) +
+               " first=" + std::to_string(first) + " H=" + std::to_string(H) +
+               " KV=" + std::to_string(KV) + " D=" + std::to_string(D));
+  const DecodeInputs in(B, T, first, capacity, H, KV, D, seed);
+  std::vector<float> want = nanVector(in.q.size()), kWant = in.kCache,
+                     vWant = in.vCache;
+  lap_cpu_attention_decode(want.data(), kWant.data(), vWant.data(), in.q.data(),
+                           in.k.data(), in.v.data(), in.coefficients.data(), B,
+                           T, first, capacity, H, KV, D, in.scale);
+  std::vector<float> got = nanVector(in.q.size()), kGot = in.kCache,
+                     vGot = in.vCache;
+  Backend::decode(in, got, kGot, vGot);
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], 1e-5 * std::max(1.0f, std::fabs(want[i])))
+        << "o at " << i;
+  EXPECT_TRUE(kGot == kWant) << "the key cache differs";
+  EXPECT_TRUE(vGot == vWant) << "the value cache differs";
+}
+
 } // namespace lap::test::attention
 
 #endif // LAP_TEST_UNIT_CUDA_KERNELS_ATTENTIONCHECKS_H

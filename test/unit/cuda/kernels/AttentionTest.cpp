@@ -74,10 +74,24 @@ struct Gpu {
     got.dq = dq.host(), got.dk = dk.host(), got.dv = dv.host();
     got.dcoefficients = dcoefficients.host();
   }
+
+  static void decode(const DecodeInputs &in, std::vector<float> &o,
+                     std::vector<float> &kCache, std::vector<float> &vCache) {
+    DeviceBuffer<float> q(in.q), k(in.k), v(in.v), gk(kCache), gv(vCache),
+        coefficients(in.coefficients), go(o);
+    lap_cuda_attention_decode(go, gk, gv, q, k, v, coefficients, in.B, in.T,
+                              in.first, in.capacity, in.H, in.KV, in.D,
+                              in.scale);
+    o = go.host(), kCache = gk.host(), vCache = gv.host();
+  }
 };
 
 void check(const Case &c, uint32_t seed) {
   checkAgainstCpu<Gpu, float>(c, seed);
+}
+void checkDecode(int64_t B, int64_t T, int64_t first, int64_t capacity,
+                 int64_t H, int64_t KV, int64_t D, uint32_t seed) {
+  checkDecodeAgainstCpu<Gpu>(B, T, first, capacity, H, KV, D, seed);
 }
 void checkBf16(const Case &c, uint32_t seed) {
   checkAgainstCpu<Gpu, lap_bf16>(c, seed);
@@ -182,6 +196,25 @@ TEST(CudaAttention, Bf16OnTensorCores) {
   checkBf16({2, 200, 65, 4, 4, 64, false, false}, 48);
   checkBf16({2, 5, 0, 2, 1, 64, false, true}, 49);
   checkBf16({1, 37, 37, 3, 3, 1, true, true}, 50);
+}
+
+// Decode against a cache: after a prefix with GQA and D % 32 != 0; a
+// prompt from an empty cache; more keys than the block's warps take at
+// once, at each register layout.
+TEST(CudaDecodeAttention, AfterPrefixGrouped) {
+  REQUIRE_GPU();
+  checkDecode(2, 3, 5, 12, 4, 2, 40, 25);
+}
+
+TEST(CudaDecodeAttention, PromptFromEmptyCache) {
+  REQUIRE_GPU();
+  checkDecode(1, 9, 0, 9, 2, 2, 7, 26);
+}
+
+TEST(CudaDecodeAttention, LongContextHeadSizes) {
+  REQUIRE_GPU();
+  for (int64_t D : {32, 64, 128, 200})
+    checkDecode(2, 1, 700, 720, 4, 1, D, 27 + uint32_t(D));
 }
 
 // Backward twice on the same inputs gives the same bits (no float atomics).

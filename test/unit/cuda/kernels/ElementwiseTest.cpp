@@ -1,14 +1,13 @@
-//===- ElementwiseTest.cpp - CUDA data movement, positions, decode --------===//
+//===- ElementwiseTest.cpp - CUDA data movement and positions -------------===//
 //
-// Each CUDA kernel of Copy, Dropout, Embedding, Rope, Tokens and
-// DecodeAttention against its CPU twin on the same seeded inputs. Outputs
+// Each CUDA kernel of Copy, Dropout, Embedding, Rope and Tokens against its
+// CPU twin on the same seeded inputs. Outputs
 // start as NaN on both sides, so a skipped or accumulated element fails.
 // Tolerances:
 //  - exact where the GPU does the CPU's arithmetic: copies, gathers, masks,
 //    and sums the GPU adds in the CPU's order (embedding, positions, tokens);
 //  - 1e-6 relative for rope and bicubic resampling (FMA contraction may
-//    differ: a few ulps);
-//  - 1e-5 relative for decode attention, whose sums run in another order.
+//    differ: a few ulps).
 // Relative errors are |got - want| / max(1, |want|): values that cancel to
 // near zero are held to the absolute tolerance.
 //
@@ -532,52 +531,6 @@ TEST(CudaTokens, Bf16MatchesCpu) {
     lap_cuda_mean_tokens_backward_bf16(gGrad, gDpooled, B, T, c, at);
     EXPECT_EQ(gGrad.host(), grad);
   }
-}
-
-//--- Decode attention ---------------------------------------------------------
-
-/// attention_decode on both sides from the same caches: the appended keys
-/// and values and the untouched cache rows exactly, o within 1e-5.
-void checkDecode(int64_t B, int64_t T, int64_t first, int64_t capacity,
-                 int64_t H, int64_t KV, int64_t D, uint32_t seed) {
-  std::mt19937 rng(seed);
-  const int64_t cache = B * capacity * KV * D, fresh = B * T * KV * D;
-  Floats q = randomVector(rng, B * T * H * D), k = randomVector(rng, fresh),
-         v = randomVector(rng, fresh), kCache = randomVector(rng, cache),
-         vCache = randomVector(rng, cache);
-  Floats coefficients = randomVector(rng, H, 0.5f, 1.5f),
-         beta = randomVector(rng, H, -0.5f, 0.5f);
-  coefficients.insert(coefficients.end(), beta.begin(), beta.end()); // [2, H]
-  const float scale = 1.0f / std::sqrt(float(D));
-
-  DeviceBuffer<float> dq(q), dk(k), dv(v), dkCache(kCache), dvCache(vCache),
-      dcoefficients(coefficients), dout(nanVector(q.size()));
-  Floats want = nanVector(q.size());
-  lap_cpu_attention_decode(want.data(), kCache.data(), vCache.data(), q.data(),
-                           k.data(), v.data(), coefficients.data(), B, T, first,
-                           capacity, H, KV, D, scale);
-  lap_cuda_attention_decode(dout, dkCache, dvCache, dq, dk, dv, dcoefficients,
-                            B, T, first, capacity, H, KV, D, scale);
-  expectClose(dout.host(), want, 1e-5);
-  expectEqual(dkCache.host(), kCache);
-  expectEqual(dvCache.host(), vCache);
-}
-
-TEST(CudaDecodeAttention, AfterPrefixGrouped) {
-  REQUIRE_GPU();
-  checkDecode(2, 3, 5, 12, 4, 2, 40, 25); // first > 0, H / KV = 2, D % 32 != 0
-}
-
-TEST(CudaDecodeAttention, PromptFromEmptyCache) {
-  REQUIRE_GPU();
-  checkDecode(1, 9, 0, 9, 2, 2, 7, 26); // first = 0, a full cache
-}
-
-TEST(CudaDecodeAttention, LongContextHeadSizes) {
-  REQUIRE_GPU();
-  // More keys than the block's warps take at once, each register layout.
-  for (int64_t D : {32, 64, 128, 200})
-    checkDecode(2, 1, 700, 720, 4, 1, D, 27 + uint32_t(D));
 }
 
 } // namespace
