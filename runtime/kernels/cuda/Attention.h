@@ -7,7 +7,8 @@
 // and the launches. It is written against a Device: CUDA's in
 // Attention.cu, or the emulator's in the tests, which so run the whole of
 // it on the CPU. A Device provides
-//  - launch(kernel, blocks, threads, sharedBytes, what, args...): false if
+//  - launch(kernel, grid, block, sharedBytes, what, args...), the grid
+//    and block as dim3 or as counts (a row of blocks of threads): false if
 //    the launch failed (recorded);
 //  - floats(slot, n): n floats of scratch of the slot (Context.h's
 //    ScratchSlot), or null after recording why;

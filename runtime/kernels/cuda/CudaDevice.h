@@ -3,13 +3,25 @@
 // Kernel families written as plans over a Device (Attention.h,
 // DecodeAttention.h) take this one in their .cu files: launches on the
 // calling thread's stream, Context.h's scratch, failures recorded there.
-// The emulator's Device (test/unit/cuda/emulator) runs the same plans on
-// the CPU. For .cu files only (it launches kernels).
+// For .cu files only (it launches kernels). Built for the emulator
+// (LAP_CUDA_EMULATOR: test/unit/cuda/emulator compiles the .cu files of
+// such families as host C++), it is the emulator's Device instead, so that
+// the entry points themselves run on the CPU.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef LAP_RUNTIME_KERNELS_CUDA_CUDADEVICE_H
 #define LAP_RUNTIME_KERNELS_CUDA_CUDADEVICE_H
+
+#ifdef LAP_CUDA_EMULATOR
+
+#include "test/unit/cuda/emulator/Emulator.h"
+
+namespace lap::cuda {
+using CudaDevice = lap::test::emulator::Device;
+} // namespace lap::cuda
+
+#else
 
 #include "runtime/kernels/cuda/Context.h"
 
@@ -22,27 +34,35 @@ namespace lap::cuda {
 
 /// The Device of the kernels' plans on the GPU.
 struct CudaDevice {
-  /// Launches kernel on `blocks` blocks of `threads` with `bytes` of
-  /// dynamic shared memory (opted in above the default 48 KiB) on the
-  /// calling thread's stream; nothing for zero blocks. False when the launch
-  /// failed (recorded).
+  /// Launches kernel on a grid of blocks with `bytes` of dynamic shared
+  /// memory (opted in above the default 48 KiB) on the calling thread's
+  /// stream; nothing for an empty grid. False when the launch failed
+  /// (recorded).
   template <typename... Params, typename... Args>
-  bool launch(void (*kernel)(Params...), int64_t blocks, int threads,
-              size_t bytes, const char *what, Args... args) const {
-    if (blocks == 0)
+  bool launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t bytes,
+              const char *what, Args... args) const {
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0)
       return true;
-    if (blocks > INT_MAX) {
-      fail(std::string(what) + ": too many blocks");
-      return false;
-    }
     if (bytes > 48 * 1024 &&
         !check(cudaFuncSetAttribute(kernel,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     int(bytes)),
                what))
       return false;
-    kernel<<<unsigned(blocks), threads, bytes, stream()>>>(args...);
+    kernel<<<grid, block, bytes, stream()>>>(args...);
     return checkLaunch(what);
+  }
+  /// The same on a row of `blocks` blocks (beyond 2^31 - 1: a recorded
+  /// failure).
+  template <typename... Params, typename... Args>
+  bool launch(void (*kernel)(Params...), int64_t blocks, int threads,
+              size_t bytes, const char *what, Args... args) const {
+    if (blocks > INT_MAX) {
+      fail(std::string(what) + ": too many blocks");
+      return false;
+    }
+    return launch(kernel, dim3(unsigned(blocks)), dim3(unsigned(threads)),
+                  bytes, what, args...);
   }
   float *floats(int slot, int64_t n) const {
     return static_cast<float *>(
@@ -52,5 +72,7 @@ struct CudaDevice {
 };
 
 } // namespace lap::cuda
+
+#endif
 
 #endif // LAP_RUNTIME_KERNELS_CUDA_CUDADEVICE_H

@@ -43,10 +43,12 @@ inline float4 make_float4(float x, float y, float z, float w) {
   return {x, y, z, w};
 }
 
-struct EmulatedIndex {
-  unsigned x;
+struct dim3 {
+  constexpr dim3(unsigned x = 1, unsigned y = 1, unsigned z = 1)
+      : x(x), y(y), z(z) {}
+  unsigned x, y, z;
 };
-extern thread_local EmulatedIndex threadIdx, blockIdx, blockDim;
+extern thread_local dim3 threadIdx, blockIdx, blockDim;
 void __syncthreads();
 void __syncwarp();
 float __shfl_xor_sync(unsigned mask, float x, int laneMask);

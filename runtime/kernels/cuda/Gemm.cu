@@ -1,4 +1,4 @@
-//===- Gemm.cu - cuBLASLt GEMMs and deterministic column sums ---*- CUDA -*-===//
+//===- Gemm.cu - cuBLASLt GEMMs; the column sums on CUDA --------*- CUDA -*-===//
 //
 // cuBLASLt is column-major: a row-major [M, N] matrix with leading dimension
 // ld is the column-major [N, M] one with the same ld, so row-major
@@ -15,7 +15,9 @@
 #include "runtime/kernels/cuda/Gemm.h"
 
 #include "runtime/kernels/GeluTanh.h"
+#include "runtime/kernels/cuda/ColumnSums.h"
 #include "runtime/kernels/cuda/Context.h"
+#include "runtime/kernels/cuda/CudaDevice.h"
 #include "runtime/kernels/cuda/Elements.h"
 
 #include <algorithm>
@@ -26,6 +28,7 @@
 using lap::cuda::blocksFor;
 using lap::cuda::check;
 using lap::cuda::checkLaunch;
+using lap::cuda::CudaDevice;
 using lap::cuda::Epilogue;
 using lap::cuda::kBlock;
 using lap::cuda::kGemmWorkspace;
@@ -273,101 +276,25 @@ __global__ void geluGradAfter(float *C, int64_t ldc, int64_t M, int64_t N,
   C[at] *= lap::gelu::slope(x, tanhf(lap::gelu::tanhArgument(x)));
 }
 
-/// Column sums: a block covers 32 columns of one row chunk, its 8 row lanes
-/// striding the chunk's rows; lanes are then added in lane order.
-constexpr int kTileColumns = 32, kTileRows = 8;
-
-/// Row chunks of a column sum: a function of n alone, so the summation
-/// order is fixed by the shape.
-int64_t columnChunks(int64_t n) {
-  return std::clamp<int64_t>((n + 63) / 64, 1, 256);
-}
-
-/// partials [chunks, c]: chunk blockIdx.y's sums of t's terms.
-template <typename Element>
-__global__ void columnPartials(float *partials,
-                               lap::cuda::ColumnTerms<Element> t, int64_t n,
-                               int64_t c, int64_t rowsPerChunk) {
-  __shared__ float lanes[kTileRows][kTileColumns + 1];
-  const int64_t j = int64_t(blockIdx.x) * kTileColumns + threadIdx.x;
-  const int64_t begin = int64_t(blockIdx.y) * rowsPerChunk;
-  const int64_t end = std::min(n, begin + rowsPerChunk);
-  float acc = 0.0f;
-  if (j < c)
-    for (int64_t i = begin + threadIdx.y; i < end; i += kTileRows) {
-      float v = lap::cuda::load(t.a[i * c + j]);
-      if (t.b) {
-        float f = lap::cuda::load(t.b[i * c + j]);
-        if (t.shift)
-          f -= t.shift[i];
-        v *= f;
-      }
-      if (t.scale)
-        v *= t.scale[i];
-      acc += v;
-    }
-  lanes[threadIdx.y][threadIdx.x] = acc;
-  __syncthreads();
-  if (threadIdx.y == 0 && j < c) {
-    float s = lanes[0][threadIdx.x];
-    for (int r = 1; r < kTileRows; ++r)
-      s += lanes[r][threadIdx.x];
-    partials[blockIdx.y * c + j] = s;
-  }
-}
-
-/// out [c] = sum of partials [chunks, c] in chunk order.
-__global__ void sumChunks(float *out, const float *partials, int64_t chunks,
-                          int64_t c) {
-  int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j >= c)
-    return;
-  float s = partials[j];
-  for (int64_t k = 1; k < chunks; ++k)
-    s += partials[k * c + j];
-  out[j] = s;
-}
-
-template <typename Element>
-void columnSumsOf(float *out, const lap::cuda::ColumnTerms<Element> &terms,
-                  int64_t n, int64_t c, float *partials) {
-  using namespace lap::cuda;
-  if (c <= 0)
-    return;
-  const int64_t chunks = columnChunks(n);
-  const int64_t rowsPerChunk = (n + chunks - 1) / chunks;
-  // One chunk's partial is the sum itself.
-  if (chunks == 1)
-    partials = out;
-  else if (!partials)
-    partials = static_cast<float *>(
-        scratch(kReductionPartials, size_t(chunks * c) * sizeof(float)));
-  if (!partials)
-    return;
-  dim3 grid(blocksFor(c, kTileColumns), unsigned(chunks));
-  columnPartials<<<grid, dim3(kTileColumns, kTileRows), 0, stream()>>>(
-      partials, terms, n, c, rowsPerChunk);
-  checkLaunch("columnPartials");
-  if (chunks == 1)
-    return;
-  sumChunks<<<blocksFor(c), kBlock, 0, stream()>>>(out, partials, chunks, c);
-  checkLaunch("sumChunks");
-}
-
 } // namespace
 
 int64_t lap::cuda::columnSumsScratch(int64_t n, int64_t c) {
-  return columnChunks(n) * c;
+  return columns::columnSumsScratch(n, c);
 }
 
 void lap::cuda::columnSums(float *out, const ColumnTerms<float> &terms,
                            int64_t n, int64_t c, float *partials) {
-  columnSumsOf(out, terms, n, c, partials);
+  columns::columnSums(CudaDevice(), out, terms, n, c, partials);
 }
 
 void lap::cuda::columnSums(float *out, const ColumnTerms<lap_bf16> &terms,
                            int64_t n, int64_t c, float *partials) {
-  columnSumsOf(out, terms, n, c, partials);
+  columns::columnSums(CudaDevice(), out, terms, n, c, partials);
+}
+
+void lap::cuda::roundToBf16(lap_bf16 *to, const float *from, int64_t n,
+                            int64_t c, const lap_bf16 *bias) {
+  columns::roundToBf16(CudaDevice(), to, from, n, c, bias);
 }
 
 namespace {
@@ -515,25 +442,4 @@ void lap::cuda::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
                             N, K, A, lda, B, ldb, C, ldc);
   bool wasFused = false;
   matmul(q, transa, transb, CUBLASLT_EPILOGUE_DEFAULT, beta, wasFused);
-}
-
-namespace {
-
-__global__ void roundRows(lap_bf16 *to, const float *from, const lap_bf16 *bias,
-                          int64_t n, int64_t c) {
-  int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (e >= n * c)
-    return;
-  lap::cuda::store(to[e],
-                   bias ? from[e] + lap::cuda::load(bias[e % c]) : from[e]);
-}
-
-} // namespace
-
-void lap::cuda::roundToBf16(lap_bf16 *to, const float *from, int64_t n,
-                            int64_t c, const lap_bf16 *bias) {
-  if (n * c <= 0)
-    return;
-  roundRows<<<blocksFor(n * c), kBlock, 0, stream()>>>(to, from, bias, n, c);
-  checkLaunch("roundToBf16");
 }

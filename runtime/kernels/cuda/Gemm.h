@@ -14,6 +14,7 @@
 #define LAP_RUNTIME_KERNELS_CUDA_GEMM_H
 
 #include "runtime/kernels/KernelEnums.h"
+#include "runtime/kernels/cuda/ColumnTerms.h"
 
 #include <cstdint>
 
@@ -59,16 +60,6 @@ void gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
 /// nearest, ties to even).
 void roundToBf16(lap_bf16 *to, const float *from, int64_t n, int64_t c,
                  const lap_bf16 *bias = nullptr);
-
-/// The terms of a column sum over rows i of [n, c] tensors: a[i, j], times
-/// (b[i, j] - shift[i]) * scale[i] where each is given (b [n, c]; shift,
-/// scale [n]). a and b are fp32 or a bf16 model's bf16 (summed in fp32).
-template <typename Element> struct ColumnTerms {
-  const Element *a;
-  const Element *b = nullptr;
-  const float *shift = nullptr;
-  const float *scale = nullptr;
-};
 
 /// Floats of device scratch columnSums needs for n rows of c.
 int64_t columnSumsScratch(int64_t n, int64_t c);

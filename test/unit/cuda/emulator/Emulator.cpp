@@ -5,16 +5,16 @@
 #include "runtime/kernels/cuda/Elements.h"
 #include "runtime/kernels/cuda/TensorCores.h"
 
-#include <chrono>
-#include <condition_variable>
+#include <ucontext.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <mutex>
-#include <thread>
+#include <string>
+#include <utility>
 #include <vector>
 
-thread_local EmulatedIndex threadIdx, blockIdx, blockDim;
+thread_local dim3 threadIdx, blockIdx, blockDim;
 
 namespace {
 
@@ -23,28 +23,37 @@ namespace {
   std::abort();
 }
 
-/// A reusable barrier of n threads.
+/// The fibers of the block being run, one per CUDA thread, on this OS
+/// thread: each runs until it waits at a barrier or ends, then yields to
+/// the scheduler in run(), which resumes them in turn.
+struct Fiber {
+  ucontext_t context;
+  std::unique_ptr<char[]> stack;
+  dim3 index;
+  bool done = false;
+};
+ucontext_t scheduler;
+Fiber *current = nullptr;
+uint64_t events = 0; // arrivals and ends: the scheduler's sign of progress
+
+void yield() { swapcontext(&current->context, &scheduler); }
+
+/// A reusable barrier of n fibers.
 class Barrier {
 public:
   explicit Barrier(int n) : n(n) {}
   void wait() {
-    std::unique_lock<std::mutex> lock(mutex);
-    const uint64_t arrival = generation;
+    ++events;
     if (++count == n) {
       count = 0;
       ++generation;
-      released.notify_all();
       return;
     }
-    if (!released.wait_for(lock, std::chrono::seconds(60),
-                           [&] { return generation != arrival; }))
-      abortWith("a barrier was not reached by every thread of its block or "
-                "warp within a minute");
+    for (const uint64_t arrival = generation; generation == arrival;)
+      yield();
   }
 
 private:
-  std::mutex mutex;
-  std::condition_variable released;
   const int n;
   int count = 0;
   uint64_t generation = 0;
@@ -70,10 +79,14 @@ struct Block {
   std::vector<uint4> shared;
 };
 
-thread_local Block *block = nullptr;
+Block *currentBlock = nullptr;
 
-Warp &warp() { return block->warps[threadIdx.x / 32]; }
-int lane() { return int(threadIdx.x % 32); }
+/// The thread's index in its block, x fastest (as CUDA numbers warps).
+unsigned linearThread() {
+  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+Warp &warp() { return currentBlock->warps[linearThread() / 32]; }
+int lane() { return int(linearThread() % 32); }
 
 /// The bf16 element in half `half` (0: the lower) of a register.
 float element(uint32_t reg, int half) {
@@ -82,7 +95,7 @@ float element(uint32_t reg, int half) {
 
 } // namespace
 
-void __syncthreads() { block->barrier.wait(); }
+void __syncthreads() { currentBlock->barrier.wait(); }
 void __syncwarp() { warp().barrier.wait(); }
 
 float __shfl_xor_sync(unsigned, float x, int laneMask) {
@@ -140,29 +153,79 @@ void loadTransposed(uint32_t (&r)[4], const uint16_t *row) {
   w.barrier.wait();
 }
 
-void *dynamicShared() { return block->shared.data(); }
+void *dynamicShared() { return currentBlock->shared.data(); }
 
 } // namespace lap::cuda
 
+namespace {
+std::string failure; // the first since the last take
+} // namespace
+
+std::string lap::cuda::takeFailure() { return std::exchange(failure, {}); }
+
 namespace lap::test::emulator {
 
-void run(int64_t blocks, int threads, size_t sharedBytes,
+void Device::fail(const std::string &why) const {
+  if (failure.empty())
+    failure = why;
+}
+
+namespace {
+
+const std::function<void()> *currentBody = nullptr;
+
+void fiberMain() {
+  (*currentBody)();
+  current->done = true;
+  ++events;
+  yield();
+}
+
+} // namespace
+
+void run(dim3 grid, dim3 block, size_t sharedBytes,
          const std::function<void()> &body) {
-  for (int64_t b = 0; b < blocks; ++b) {
-    Block state(threads, sharedBytes);
-    std::vector<std::thread> pool;
-    pool.reserve(size_t(threads));
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        threadIdx.x = unsigned(t);
-        blockIdx.x = unsigned(b);
-        blockDim.x = unsigned(threads);
-        block = &state;
-        body();
-      });
-    for (std::thread &thread : pool)
-      thread.join();
-  }
+  constexpr size_t kStackBytes = size_t(1) << 18;
+  const unsigned threads = block.x * block.y * block.z;
+  currentBody = &body;
+  std::vector<Fiber> fibers(threads);
+  for (unsigned z = 0; z < grid.z; ++z)
+    for (unsigned y = 0; y < grid.y; ++y)
+      for (unsigned x = 0; x < grid.x; ++x) {
+        Block state(int(threads), sharedBytes);
+        currentBlock = &state;
+        blockIdx = dim3(x, y, z);
+        blockDim = block;
+        for (unsigned t = 0; t < threads; ++t) {
+          Fiber &f = fibers[t];
+          if (!f.stack)
+            f.stack.reset(new char[kStackBytes]);
+          f.done = false;
+          f.index = dim3(t % block.x, t / block.x % block.y,
+                         t / (block.x * block.y));
+          getcontext(&f.context);
+          f.context.uc_stack.ss_sp = f.stack.get();
+          f.context.uc_stack.ss_size = kStackBytes;
+          f.context.uc_link = nullptr;
+          makecontext(&f.context, fiberMain, 0);
+        }
+        for (unsigned left = threads; left > 0;) {
+          const uint64_t before = events;
+          left = 0;
+          for (Fiber &f : fibers) {
+            if (f.done)
+              continue;
+            current = &f;
+            threadIdx = f.index;
+            swapcontext(&scheduler, &f.context);
+            left += !f.done;
+          }
+          if (left > 0 && events == before)
+            abortWith("a barrier is not reached by every thread of its "
+                      "block or warp");
+        }
+      }
+  current = nullptr;
 }
 
 } // namespace lap::test::emulator

@@ -1,67 +1,77 @@
 //===- Emulator.h - CUDA blocks as host threads -------------------*- C++ -*-===//
 //
-// Runs kernels written in runtime/kernels/cuda/TensorCores.h's primitives
-// on the CPU, from their own source compiled as host C++. A block is one
-// host thread per CUDA thread, so __syncthreads and the warp-wide
-// operations meet as on a GPU; blocks run one after another. The warp-wide
+// Runs kernels written in runtime/kernels/cuda/DeviceCode.h's CUDA (and
+// TensorCores.h's primitives) on the CPU, from their own source compiled as
+// host C++. A block's CUDA threads are fibers on the calling thread, which
+// a scheduler resumes in turn, each until it waits at a barrier
+// (__syncthreads, or the warp's for a warp-wide operation) or ends; blocks
+// run one after another. So the emulation is deterministic. The warp-wide
 // operations (mma.sync m16n8k16, ldmatrix .x4 .trans, shuffles) exchange
 // the lanes' registers and give each lane what the PTX ISA documents it
-// receives. What the emulator cannot show: the hardware's own rounding of
-// a product's sum (it sums in fp32, in k order) and its scheduling. A
-// barrier that not every thread reaches aborts with a message rather than
-// hang; so does a misaligned ldmatrix row.
+// receives. What the emulator cannot show: the hardware's own rounding of a
+// product's sum (it sums in fp32, in k order), its scheduling, and what
+// nvcc makes of the source. A barrier that not every thread reaches aborts
+// with a message rather than hang; so does a misaligned ldmatrix row.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef LAP_TEST_UNIT_CUDA_EMULATOR_EMULATOR_H
 #define LAP_TEST_UNIT_CUDA_EMULATOR_EMULATOR_H
 
+#include "runtime/kernels/cuda/DeviceCode.h"
 #include <algorithm>
 #include <cmath>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace lap::test::emulator {
 
-/// Runs body() as `blocks` blocks of `threads` threads each, with
-/// `sharedBytes` of dynamic shared memory (filled with 0xff bytes, a bf16
-/// NaN, so that reading what no thread wrote shows).
-void run(int64_t blocks, int threads, size_t sharedBytes,
+/// Runs body() as a grid of blocks of threads, one block after another,
+/// each with `sharedBytes` of dynamic shared memory (filled with 0xff
+/// bytes, a bf16 NaN, so that reading what no thread wrote shows).
+void run(dim3 grid, dim3 block, size_t sharedBytes,
          const std::function<void()> &body);
 
 /// The Device of the CUDA kernels' plans (runtime/kernels/cuda/
 /// Attention.h) on the emulator: launches run here, scratch is host memory
-/// (NaN until written), failures are recorded.
+/// (NaN until written), failures are recorded as Context.h records them
+/// (lap::cuda::takeFailure below).
 class Device {
 public:
   template <typename... Params, typename... Args>
-  bool launch(void (*kernel)(Params...), int64_t blocks, int threads,
+  bool launch(void (*kernel)(Params...), dim3 grid, dim3 block,
               size_t sharedBytes, const char *, Args... args) const {
-    run(blocks, threads, sharedBytes, [&] { kernel(args...); });
+    run(grid, block, sharedBytes, [&] { kernel(args...); });
     return true;
+  }
+  template <typename... Params, typename... Args>
+  bool launch(void (*kernel)(Params...), int64_t blocks, int threads,
+              size_t sharedBytes, const char *what, Args... args) const {
+    return launch(kernel, dim3(unsigned(blocks)), dim3(unsigned(threads)),
+                  sharedBytes, what, args...);
   }
   float *floats(int slot, int64_t n) const {
     std::vector<float> &buffer = scratch[slot];
     buffer.assign(size_t(std::max<int64_t>(n, 1)), NAN);
     return buffer.data();
   }
-  void fail(const std::string &why) const {
-    if (failure.empty())
-      failure = why;
-  }
-  /// The first failure since the last call; empty if none.
-  std::string takeFailure() const { return std::exchange(failure, {}); }
+  void fail(const std::string &why) const;
 
 private:
   mutable std::map<int, std::vector<float>> scratch;
-  mutable std::string failure;
 };
 
 } // namespace lap::test::emulator
+
+namespace lap::cuda {
+/// Takes the first failure an emulated call recorded since the last take
+/// (empty if none): Context.h's, for code built for the emulator.
+std::string takeFailure();
+} // namespace lap::cuda
 
 #endif // LAP_TEST_UNIT_CUDA_EMULATOR_EMULATOR_H
