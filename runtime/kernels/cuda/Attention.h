@@ -4,15 +4,8 @@
 // refuses, which kernels take the call (AttentionTensorCores.h for a bf16
 // model's heads up to 128 wide, AttentionCudaCores.h otherwise; the row
 // terms and the coefficients' sums from the latter for both), the scratch
-// and the launches. It is written against a Device: CUDA's in
-// Attention.cu, or the emulator's in the tests, which so run the whole of
-// it on the CPU. A Device provides
-//  - launch(kernel, grid, block, sharedBytes, what, args...), the grid
-//    and block as dim3 or as counts (a row of blocks of threads): false if
-//    the launch failed (recorded);
-//  - floats(slot, n): n floats of scratch of the slot (Context.h's
-//    ScratchSlot), or null after recording why;
-//  - fail(why): records the call's failure.
+// and the launches, written against a Device (CudaDevice.h): CUDA's, or
+// the emulator's, which so runs the whole of it on the CPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +24,10 @@
 #include <type_traits>
 
 namespace lap::cuda::attention {
+
+// Each .cu file that includes this header has its own copy of its kernels
+// and plans (and the emulator's program, of all of them).
+namespace {
 
 /// Records why the kernels cannot take this shape and returns false.
 template <typename Device>
@@ -73,7 +70,7 @@ template <typename F> void withWidth(int64_t D, F &&fn) {
 
 /// Whether a call runs on the tensor cores (AttentionTensorCores.h): a
 /// bf16 model's heads up to 128 wide.
-template <typename E> bool onTensorCores(int64_t D) {
+template <typename E> constexpr bool onTensorCores(int64_t D) {
   return std::is_same_v<E, lap_bf16> && D <= tensorcore::kMaxD;
 }
 
@@ -86,17 +83,19 @@ void forward(const Device &device, E *o, float *lse, const E *q, const E *k,
   if (!supported(device, "attention_forward", B, T, S, H, KV, D))
     return;
   const Shape s = makeShape(B, T, S, H, KV, D, scale, causal);
-  if constexpr (std::is_same_v<E, lap_bf16>)
-    if (onTensorCores<E>(D))
-      return tensorcore::launchForward(device, o, lse, q, k, v, coefficients,
-                                       s);
   withWidth(D, [&](auto width) {
     constexpr int DP = decltype(width)::value;
-    using F = cudacores::ForwardTiles<DP>;
-    const int64_t tiles = (T + F::BQ - 1) / F::BQ;
-    device.launch(cudacores::forwardKernel<DP, E>, B * H * tiles,
-                  cudacores::kThreads, F::bytes, "attention_forward", o, lse, q,
-                  k, v, coefficients, s, int(tiles));
+    // DP <= 128 exactly when D <= 128; no kernel is built that no call takes.
+    if constexpr (onTensorCores<E>(DP)) {
+      if constexpr (std::is_same_v<E, lap_bf16>) // for nvcc's front end
+        tensorcore::launchForward(device, o, lse, q, k, v, coefficients, s);
+    } else {
+      using F = cudacores::ForwardTiles<DP>;
+      const int64_t tiles = (T + F::BQ - 1) / F::BQ;
+      device.launch(cudacores::forwardKernel<DP, E>, B * H * tiles,
+                    cudacores::kThreads, F::bytes, "attention_forward", o, lse,
+                    q, k, v, coefficients, s, int(tiles));
+    }
   });
 }
 
@@ -113,9 +112,11 @@ void backward(const Device &device, E *dq, E *dk, E *dv, float *dcoefficients,
   const int64_t rows = B * T * H;
   withWidth(D, [&](auto width) {
     constexpr int DP = decltype(width)::value;
+    // As in forward: no kernel is built that no call takes.
+    constexpr bool tensorCores = onTensorCores<E>(DP);
     using K = cudacores::KeyTiles<DP>;
     using Q = cudacores::QueryTiles<DP>;
-    const int64_t keyBlock = onTensorCores<E>(D) ? tensorcore::kRows : K::BK;
+    const int64_t keyBlock = tensorCores ? tensorcore::kRows : K::BK;
     const int64_t keyTiles = (S + keyBlock - 1) / keyBlock;
     const int64_t queryTiles = (T + Q::BQ - 1) / Q::BQ;
     // Scratch: the row terms D_i [B, H, T], then with learned coefficients
@@ -133,8 +134,8 @@ void backward(const Device &device, E *dq, E *dk, E *dv, float *dcoefficients,
                   32 * cudacores::kRowWarps, 0,
                   "attention_backward (row terms)", terms, own, dout, o, v,
                   coefficients, s, rows);
-    if (onTensorCores<E>(D)) {
-      if constexpr (std::is_same_v<E, lap_bf16>)
+    if constexpr (tensorCores) {
+      if constexpr (std::is_same_v<E, lap_bf16>) // as in forward
         tensorcore::launchGradients(device, dq, dk, dv, partials, dout, q, k, v,
                                     lse, terms, coefficients, s);
     } else {
@@ -155,6 +156,7 @@ void backward(const Device &device, E *dq, E *dk, E *dv, float *dcoefficients,
   });
 }
 
+} // namespace
 } // namespace lap::cuda::attention
 
 #endif // LAP_RUNTIME_KERNELS_CUDA_ATTENTION_H

@@ -46,6 +46,10 @@
 
 namespace lap::cuda::cudacores {
 
+// Each .cu file that includes this header has its own copy of its kernels
+// and plans (and the emulator's program, of all of them).
+namespace {
+
 constexpr int kWarps = 4; // per block of the tiled kernels
 constexpr int kThreads = 32 * kWarps;
 // The register budget of the tiled kernels: two blocks per SM, up to 255
@@ -588,6 +592,7 @@ __global__ void coefficientsKernel(float *__restrict__ dcoefficients,
     dcoefficients[blockIdx.x] = float(sums[0]);
 }
 
+} // namespace
 } // namespace lap::cuda::cudacores
 
 #endif // LAP_RUNTIME_KERNELS_CUDA_ATTENTIONCUDACORES_H

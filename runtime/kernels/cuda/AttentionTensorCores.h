@@ -1,9 +1,9 @@
 //===- AttentionTensorCores.h - bf16 attention on tensor cores --*- CUDA -*-===//
 //
 // attention_forward_bf16 and attention_backward_bf16 for head widths up to
-// 128: the semantics and outputs of Attention.cu's fp32-FMA kernels (O =
+// 128: the semantics and outputs of AttentionCudaCores.h's kernels (O =
 // alpha P V + beta V_t per head, the logsumexp saved in natural log; the
-// backward deterministic, from the row terms D_i that Attention.cu computes
+// backward deterministic, from the row terms D_i that those kernels compute
 // first), with every product on the tensor cores (mma.sync m16n8k16: bf16
 // operands, fp32 sums), in the form of FlashAttention-2:
 //  - a block owns 64 rows of one head (queries; keys in the dk, dv kernel),
@@ -32,6 +32,10 @@
 #include <initializer_list>
 
 namespace lap::cuda::tensorcore {
+
+// Each .cu file that includes this header has its own copy of its kernels
+// and plans (and the emulator's program, of all of them).
+namespace {
 
 constexpr int kMaxD = 128; // heads are padded to DP = 64 or 128
 constexpr int kWarps = 4;
@@ -289,7 +293,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 //===----------------------------------------------------------------------===//
-// Backward (the row terms D_i and the coefficients' sums: Attention.cu)
+// Backward (the row terms D_i and the coefficients' sums: AttentionCudaCores.h)
 //===----------------------------------------------------------------------===//
 
 template <int DP> struct KeyTiles {
@@ -545,7 +549,7 @@ inline bool vectorRows(const Shape &s,
 }
 
 // What a call launches, through device.launch(kernel, blocks, threads,
-// sharedBytes, what, args...) (Attention.h).
+// sharedBytes, what, args...) (CudaDevice.h).
 
 template <typename Device>
 void launchForward(const Device &device, uint16_t *o, float *lse,
@@ -580,6 +584,7 @@ void launchGradients(const Device &device, uint16_t *dq, uint16_t *dk,
                 lse, terms, coefficients, s, int(queryTiles), vectors);
 }
 
+} // namespace
 } // namespace lap::cuda::tensorcore
 
 #endif // LAP_RUNTIME_KERNELS_CUDA_ATTENTIONTENSORCORES_H

@@ -3,7 +3,7 @@
 // The library's column sums, which bias and norm-weight gradients are:
 // fixed row chunks whose partials are added in chunk order, so a sum is
 // the same on every run; and the rounding of fp32 results to bf16. Kernels
-// in DeviceCode.h's CUDA, plans over a Device (Attention.h), so that the
+// in DeviceCode.h's CUDA, plans over a Device (CudaDevice.h), so that the
 // emulator runs them too. Gemm.h's columnSums and roundToBf16 are these
 // plans on CUDA's device.
 //
@@ -23,7 +23,8 @@
 
 namespace lap::cuda::columns {
 
-// Each .cu file that includes this header has its own copy of the kernels.
+// Each .cu file that includes this header has its own copy of its kernels
+// and plans (and the emulator's program, of all of them).
 namespace {
 
 /// Column sums: a block covers 32 columns of one row chunk, its 8 row lanes
@@ -90,8 +91,6 @@ __global__ void roundRows(lap_bf16 *to, const float *from, const lap_bf16 *bias,
   store(to[e], bias ? from[e] + load(bias[e % c]) : from[e]);
 }
 
-} // namespace
-
 /// Floats of device scratch columnSums needs for n rows of c.
 inline int64_t columnSumsScratch(int64_t n, int64_t c) {
   return columnChunks(n) * c;
@@ -136,6 +135,7 @@ void roundToBf16(const Device &device, lap_bf16 *to, const float *from,
                   kRoundThreads, 0, "roundToBf16", to, from, bias, n, c);
 }
 
+} // namespace
 } // namespace lap::cuda::columns
 
 #endif // LAP_RUNTIME_KERNELS_CUDA_COLUMNSUMS_H

@@ -1,12 +1,20 @@
 //===- CudaDevice.h - The kernels' plans on the GPU -------------*- CUDA -*-===//
 //
-// Kernel families written as plans over a Device (Attention.h,
-// DecodeAttention.h) take this one in their .cu files: launches on the
-// calling thread's stream, Context.h's scratch, failures recorded there.
-// For .cu files only (it launches kernels). Built for the emulator
-// (LAP_CUDA_EMULATOR: test/unit/cuda/emulator compiles the .cu files of
-// such families as host C++), it is the emulator's Device instead, so that
-// the entry points themselves run on the CPU.
+// Kernel families written in DeviceCode.h's CUDA launch their kernels
+// through plans over a Device (Attention.h, DecodeAttention.h, Norms.h,
+// ColumnSums.h). A Device provides
+//  - launch(kernel, grid, block, sharedBytes, what, args...), the grid and
+//    block as dim3 or as counts (a row of blocks of threads): false if the
+//    launch failed (recorded);
+//  - floats(slot, n): n floats of scratch of the slot (ScratchSlots.h), or
+//    null after recording why;
+//  - fail(why): records the call's failure.
+// CudaDevice is the GPU's: launches on the calling thread's stream,
+// Context.h's scratch and failures. For .cu files only (it launches
+// kernels). Built for the emulator (LAP_CUDA_EMULATOR: test/unit/cuda/
+// emulator compiles those families' .cu files as host C++), it is the
+// emulator's Device instead, so that the entry points themselves run on
+// the CPU.
 //
 //===----------------------------------------------------------------------===//
 

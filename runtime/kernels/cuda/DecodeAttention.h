@@ -7,7 +7,7 @@
 // online softmax (running max, sum, and P V in registers, a lane holding
 // channels lane + 32 m); the warps' partial results are merged at the end.
 // The kernels are in DeviceCode.h's CUDA and the plan takes a Device
-// (Attention.h), so the emulator runs this source too.
+// (CudaDevice.h), so the emulator runs this source too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +19,10 @@
 #include <cstdint>
 
 namespace lap::cuda::decoding {
+
+// Each .cu file that includes this header has its own copy of its kernels
+// and plans (and the emulator's program, of all of them).
+namespace {
 
 constexpr int kAppendThreads = 256;
 constexpr int kDecodeWarps = 16; ///< per block: keys read in parallel
@@ -171,6 +175,7 @@ void decode(const Device &device, float *o, float *kCache, float *vCache,
     device.fail("attention_decode: head dimension above 256");
 }
 
+} // namespace
 } // namespace lap::cuda::decoding
 
 #endif // LAP_RUNTIME_KERNELS_CUDA_DECODEATTENTION_H

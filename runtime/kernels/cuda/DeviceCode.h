@@ -2,11 +2,12 @@
 //
 // Kernels that include this header are compiled by nvcc for the GPU and, as
 // host C++, run by the emulator (test/unit/cuda/emulator) on any machine.
-// Under nvcc it adds nothing. In host C++ it declares the part of the CUDA
-// language such kernels use, which the emulator defines: the qualifiers,
-// threadIdx, blockIdx and blockDim, __syncthreads and __syncwarp, float
-// shuffles,
-// the vector types; and LAP_DYNAMIC_SHARED for dynamic shared memory.
+// Under nvcc it adds nothing. Built for the emulator (LAP_CUDA_EMULATOR) it
+// declares the part of the CUDA language such kernels use, which the
+// emulator defines: the qualifiers, threadIdx, blockIdx and blockDim,
+// __syncthreads and __syncwarp, float shuffles, the vector types; and
+// LAP_DYNAMIC_SHARED for dynamic shared memory. Any other compiler is an
+// error: these definitions must never meet the real CUDA headers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,7 +22,7 @@
 /// Declares `name`, the block's dynamic shared memory as an array of `type`.
 #define LAP_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 
-#else
+#elif defined(LAP_CUDA_EMULATOR)
 
 #include <algorithm>
 
@@ -63,6 +64,8 @@ void *dynamicShared();
 #define LAP_DYNAMIC_SHARED(type, name)                                         \
   type *name = static_cast<type *>(lap::cuda::dynamicShared())
 
+#else
+#error "DeviceCode.h: build with nvcc, or with LAP_CUDA_EMULATOR"
 #endif
 
 #endif // LAP_RUNTIME_KERNELS_CUDA_DEVICECODE_H

@@ -6,7 +6,7 @@
 // on every run); the norms' rows save their statistics for them to scratch.
 // A bf16 model's norm gradients (`_bf16`) are the same kernels on bf16
 // elements, computed in fp32, each result rounded once. Kernels in
-// DeviceCode.h's CUDA, plans over a Device (Attention.h): the emulator runs
+// DeviceCode.h's CUDA, plans over a Device (CudaDevice.h): the emulator runs
 // this source too.
 //
 //===----------------------------------------------------------------------===//
@@ -24,7 +24,8 @@
 
 namespace lap::cuda::norms {
 
-// Each .cu file that includes this header has its own copy of the kernels.
+// Each .cu file that includes this header has its own copy of its kernels
+// and plans (and the emulator's program, of all of them).
 namespace {
 
 /// The sum over the warp, in every lane (a butterfly: each step adds the
@@ -218,8 +219,6 @@ __global__ void scaleColumns(Element *dx, const Element *dy,
     store(dx[e], load(dy[e]) * load(gamma[e % c]));
 }
 
-} // namespace
-
 /// Device scratch for the column sums' partials, the rows' statistics
 /// (stats floats per row) and `extra` floats, allocated together as all
 /// are live at once.
@@ -374,6 +373,7 @@ void weightNormBackward(const Device &device, float *dv, float *dg,
                   dv, dg, dw, v, g, k, d);
 }
 
+} // namespace
 } // namespace lap::cuda::norms
 
 #endif // LAP_RUNTIME_KERNELS_CUDA_NORMS_H

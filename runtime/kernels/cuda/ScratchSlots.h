@@ -2,7 +2,8 @@
 //
 // The slots of Context.h's scratch: a small integer naming each user, so
 // that two kernels' scratch never alias. Apart from Context.h so that code
-// the emulator also compiles (Attention.h) names them without CUDA.
+// the emulator also compiles (the plans over a Device, CudaDevice.h) names
+// them without CUDA.
 //
 //===----------------------------------------------------------------------===//
 

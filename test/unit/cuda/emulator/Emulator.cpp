@@ -1,4 +1,4 @@
-//===- Emulator.cpp - CUDA blocks as host threads -------------------------===//
+//===- Emulator.cpp - CUDA blocks as fibers on the CPU --------------------===//
 
 #include "test/unit/cuda/emulator/Emulator.h"
 
@@ -201,8 +201,8 @@ void run(dim3 grid, dim3 block, size_t sharedBytes,
           if (!f.stack)
             f.stack.reset(new char[kStackBytes]);
           f.done = false;
-          f.index = dim3(t % block.x, t / block.x % block.y,
-                         t / (block.x * block.y));
+          f.index =
+              dim3(t % block.x, t / block.x % block.y, t / (block.x * block.y));
           getcontext(&f.context);
           f.context.uc_stack.ss_sp = f.stack.get();
           f.context.uc_stack.ss_size = kStackBytes;

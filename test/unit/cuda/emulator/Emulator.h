@@ -1,4 +1,4 @@
-//===- Emulator.h - CUDA blocks as host threads -------------------*- C++ -*-===//
+//===- Emulator.h - CUDA blocks as fibers on the CPU -------------*- C++ -*-===//
 //
 // Runs kernels written in runtime/kernels/cuda/DeviceCode.h's CUDA (and
 // TensorCores.h's primitives) on the CPU, from their own source compiled as
@@ -10,8 +10,11 @@
 // the lanes' registers and give each lane what the PTX ISA documents it
 // receives. What the emulator cannot show: the hardware's own rounding of a
 // product's sum (it sums in fp32, in k order), its scheduling, and what
-// nvcc makes of the source. A barrier that not every thread reaches aborts
-// with a message rather than hang; so does a misaligned ldmatrix row.
+// nvcc makes of the source; nor a read of static shared memory no thread
+// wrote (__shared__ arrays are static here: zero at first, then what the
+// last block left; only dynamic shared memory starts as NaN). A barrier
+// that not every thread reaches aborts with a message rather than hang; so
+// does a misaligned ldmatrix row.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,7 +41,7 @@ void run(dim3 grid, dim3 block, size_t sharedBytes,
          const std::function<void()> &body);
 
 /// The Device of the CUDA kernels' plans (runtime/kernels/cuda/
-/// Attention.h) on the emulator: launches run here, scratch is host memory
+/// CudaDevice.h) on the emulator: launches run here, scratch is host memory
 /// (NaN until written), failures are recorded as Context.h records them
 /// (lap::cuda::takeFailure below).
 class Device {
