@@ -88,11 +88,6 @@ __device__ inline float groupSum(float x) {
     x += __shfl_xor_sync(0xffffffffu, x, o);
   return x;
 }
-__device__ inline float warpSum(float x) {
-  for (int o = 16; o > 0; o /= 2)
-    x += __shfl_xor_sync(0xffffffffu, x, o);
-  return x;
-}
 
 /// dst [rows][DP + 4] = the first n rows of src (row stride ld, D elements
 /// each) as fp32, zero elsewhere: padding adds nothing to the products. A
@@ -435,19 +430,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
       accumulate<DP, R, K::BQ>(dV, Pw, dOs, r, c);
       accumulate<DP, R, K::BQ>(dK, dSw, Qs, r, c);
     }
-    if (alphaPartials) { // a fixed order: lanes, then warps
-      pdp = warpSum(pdp);
-      if (lane == 0)
-        warpSums[warp] = pdp;
-      __syncthreads();
-      if (threadIdx.x == 0) {
-        float sum = 0.0f;
-        for (int w = 0; w < kWarps; ++w)
-          sum += warpSums[w];
-        alphaPartials[(int64_t(b) * s.H + h) * tiles + tile] = sum;
-      }
-      __syncthreads(); // warpSums is free again
-    }
+    if (alphaPartials)
+      blockSum<kWarps>(alphaPartials[(int64_t(b) * s.H + h) * tiles + tile],
+                       pdp, warpSums);
   }
 
   // dv gets the beta terms: V at a query's own position gets beta dO, from

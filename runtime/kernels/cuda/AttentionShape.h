@@ -1,7 +1,8 @@
 //===- AttentionShape.h - An attention call's sizes in device code -*- CUDA -*-===//
 //
 // For the attention kernels (AttentionCudaCores.h, AttentionTensorCores.h): the
-// sizes of one call, the offsets of its rows and which keys a query sees.
+// sizes of one call, the offsets of its rows and which keys a query sees;
+// and the reductions both families make.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,6 +42,32 @@ struct Shape {
     return t < T && s < S && !(causal && s > t);
   }
 };
+
+/// The sum over the warp, in every lane (a butterfly: every lane adds the
+/// same values in the same order).
+__device__ inline float warpSum(float x) {
+  for (int o = 16; o > 0; o /= 2)
+    x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+
+/// to = the sum of x over a block of Warps warps, in a fixed order (each
+/// warp's butterfly, then the warps in order); every thread calls it.
+/// warpSums: Warps floats of shared memory, free again on return.
+template <int Warps>
+__device__ inline void blockSum(float &to, float x, float *warpSums) {
+  x = warpSum(x);
+  if (threadIdx.x % 32 == 0)
+    warpSums[threadIdx.x / 32] = x;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float sum = 0.0f;
+    for (int w = 0; w < Warps; ++w)
+      sum += warpSums[w];
+    to = sum;
+  }
+  __syncthreads();
+}
 
 /// The Shape of a call whose sizes the caller has checked.
 inline Shape makeShape(int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV,

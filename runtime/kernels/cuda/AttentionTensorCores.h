@@ -88,11 +88,6 @@ __device__ inline float quadSum(float x) {
   x += __shfl_xor_sync(0xffffffffu, x, 1);
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
-__device__ inline float warpSum(float x) {
-  for (int o = 16; o > 0; o /= 2)
-    x += __shfl_xor_sync(0xffffffffu, x, o);
-  return x;
-}
 
 /// A's fragment for k step j: rows 0..15 of `rows` (stride LD), columns
 /// 16j .. 16j + 15.
@@ -397,19 +392,9 @@ __global__ void __launch_bounds__(kThreads) keyGradientsKernel(
       accumulate<NS / 2, NO, LD>(dV, x, dOs, lane);
       accumulate<NS / 2, NO, LD>(dK, dp, Qs, lane);
     }
-    if (alphaPartials) { // a fixed order: lanes, then warps
-      pdp = warpSum(pdp);
-      if (lane == 0)
-        warpSums[warp] = pdp;
-      __syncthreads();
-      if (threadIdx.x == 0) {
-        float sum = 0.0f;
-        for (int w = 0; w < kWarps; ++w)
-          sum += warpSums[w];
-        alphaPartials[(int64_t(b) * s.H + h) * tiles + tile] = sum;
-      }
-      __syncthreads(); // warpSums is free again
-    }
+    if (alphaPartials)
+      blockSum<kWarps>(alphaPartials[(int64_t(b) * s.H + h) * tiles + tile],
+                       pdp, warpSums);
   }
 
   // dv gets the beta terms: V at a query's own position gets beta dO, from
