@@ -78,6 +78,21 @@ __device__ void loadTile(uint16_t *dst, const uint16_t *src, int64_t ld, int n,
   }
 }
 
+/// Ks, Vs [Keys][LD] = keys and values s0 .. s0 + Keys - 1 of kv head kv
+/// (zero past S), between barriers: after every thread's reads of the
+/// tiles before, and before anyone's reads of these.
+template <int DP, int Keys>
+__device__ void loadKeysAndValues(uint16_t *Ks, uint16_t *Vs, const uint16_t *k,
+                                  const uint16_t *v, const Shape &s, int b,
+                                  int s0, int kv, bool vectors) {
+  const int64_t ldk = int64_t(s.KV) * s.D;
+  const int nk = min(Keys, s.S - s0);
+  __syncthreads();
+  loadTile<DP>(Ks, k + s.kRow(b, s0, kv), ldk, nk, Keys, s.D, vectors);
+  loadTile<DP>(Vs, v + s.kRow(b, s0, kv), ldk, nk, Keys, s.D, vectors);
+  __syncthreads();
+}
+
 /// The maximum and sum over the four lanes of a quad (4g .. 4g + 3), which
 /// together hold a row of a C fragment; every lane gets the result.
 __device__ inline float quadMax(float x) {
@@ -184,7 +199,7 @@ __global__ void __launch_bounds__(kThreads)
   const int b = bh / s.H, h = bh % s.H, kv = h / s.G;
   const int nq = min(kRows, s.T - t0);
   const int tq = t0 + 16 * warp + g; // the query of row g; of g + 8: tq + 8
-  const int64_t ldq = int64_t(s.H) * s.D, ldk = int64_t(s.KV) * s.D;
+  const int64_t ldq = int64_t(s.H) * s.D;
 
   // Q passes through the K tile into the warp's A fragments.
   loadTile<DP>(Ks, q + s.qRow(b, t0, h), ldq, nq, kRows, s.D, vectors);
@@ -203,13 +218,8 @@ __global__ void __launch_bounds__(kThreads)
   // Causal: keys past the tile's last query are masked for all of it.
   const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
   for (int s0 = 0; s0 < keyEnd; s0 += kForwardKeys) {
-    const int nk = min(kForwardKeys, s.S - s0);
-    __syncthreads(); // Q's fragments, or the previous tile, are read
-    loadTile<DP>(Ks, k + s.kRow(b, s0, kv), ldk, nk, kForwardKeys, s.D,
-                 vectors);
-    loadTile<DP>(Vs, v + s.kRow(b, s0, kv), ldk, nk, kForwardKeys, s.D,
-                 vectors);
-    __syncthreads();
+    // Once Q's fragments, or the previous tile, are read.
+    loadKeysAndValues<DP, kForwardKeys>(Ks, Vs, k, v, s, b, s0, kv, vectors);
 
     float x[NS][4];
     zero(x);
@@ -447,7 +457,7 @@ __global__ void __launch_bounds__(kThreads) queryGradientsKernel(
   const int b = bh / s.H, h = bh % s.H, kv = h / s.G;
   const int nq = min(kRows, s.T - t0);
   const int tq = t0 + 16 * warp + g; // the query of row g; of g + 8: tq + 8
-  const int64_t ldq = int64_t(s.H) * s.D, ldk = int64_t(s.KV) * s.D;
+  const int64_t ldq = int64_t(s.H) * s.D;
 
   // Q and dO pass through the K and V tiles into A fragments.
   uint32_t qf[KS][4], of[KS][4];
@@ -476,13 +486,8 @@ __global__ void __launch_bounds__(kThreads) queryGradientsKernel(
 
   const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
   for (int s0 = 0; s0 < keyEnd; s0 += kBackwardKeys) {
-    const int nk = min(kBackwardKeys, s.S - s0);
-    __syncthreads(); // dO's fragments, or the previous tile, are read
-    loadTile<DP>(Ks, k + s.kRow(b, s0, kv), ldk, nk, kBackwardKeys, s.D,
-                 vectors);
-    loadTile<DP>(Vs, v + s.kRow(b, s0, kv), ldk, nk, kBackwardKeys, s.D,
-                 vectors);
-    __syncthreads();
+    // Once dO's fragments, or the previous tile, are read.
+    loadKeysAndValues<DP, kBackwardKeys>(Ks, Vs, k, v, s, b, s0, kv, vectors);
     float x[NS][4], dp[NS][4];
     zero(x);
     zero(dp);
