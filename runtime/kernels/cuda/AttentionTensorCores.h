@@ -83,8 +83,8 @@ __device__ void loadTile(uint16_t *dst, const uint16_t *src, int64_t ld, int n,
 /// tiles before, and before anyone's reads of these.
 template <int DP, int Keys>
 __device__ void loadKeysAndValues(uint16_t *Ks, uint16_t *Vs, const uint16_t *k,
-                                  const uint16_t *v, const Shape &s, int b,
-                                  int s0, int kv, bool vectors) {
+                                  const uint16_t *v, Shape s, int b, int s0,
+                                  int kv, bool vectors) {
   const int64_t ldk = int64_t(s.KV) * s.D;
   const int nk = min(Keys, s.S - s0);
   __syncthreads();
