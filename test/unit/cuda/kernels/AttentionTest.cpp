@@ -449,29 +449,34 @@ TEST(CudaDecodeAttention, LongContextHeadSizes) {
     checkDecode(2, 1, 700, 720, 4, 1, D, 27 + uint32_t(D));
 }
 
-// Backward twice on the same inputs gives the same bits (no float atomics).
-TEST(CudaAttention, BackwardIsDeterministic) {
-  REQUIRE_GPU();
+/// Backward twice on the same inputs gives the same bits (no float
+/// atomics), on E's kernels (for bf16: the tensor cores).
+template <typename E> void expectDeterministicBackward() {
+  SCOPED_TRACE((std::is_same_v<E, lap_bf16> ? "bf16" : "fp32"));
   const Case c{2, 130, 130, 4, 2, 64, true, true};
-  std::mt19937 rng(26);
-  const int64_t nq = c.B * c.T * c.H * c.D, nk = c.B * c.S * c.KV * c.D;
-  const float scale = 0.125f;
-  DeviceBuffer<float> q(randomVector(rng, nq, -2.0f, 2.0f)),
-      k(randomVector(rng, nk, -2.0f, 2.0f)), v(randomVector(rng, nk)),
-      dout(randomVector(rng, nq)), coefficients(coefficientsFor(c));
-  DeviceBuffer<float> o(nq), lse(c.B * c.H * c.T);
-  lap_cuda_attention_forward(o, lse, q, k, v, coefficients, c.B, c.T, c.S, c.H,
-                             c.KV, c.D, scale, 1);
+  const Inputs<E> in(c, 26);
+  const size_t nq = in.q.size(), nk = in.k.size();
+  DeviceBuffer<E> q(in.q), k(in.k), v(in.v), dout(in.dout), o(nq);
+  DeviceBuffer<float> coefficients(in.coefficients),
+      lse(size_t(c.B * c.H * c.T));
+  cudaForward(o, lse, q, k, v, coefficients, c, in.scale);
   std::vector<std::vector<float>> runs[2];
   for (auto &run : runs) {
-    DeviceBuffer<float> dq(nq), dk(nk), dv(nk), dcoefficients(2 * c.H);
-    lap_cuda_attention_backward(dq, dk, dv, dcoefficients, dout, q, k, v, o,
-                                lse, coefficients, c.B, c.T, c.S, c.H, c.KV,
-                                c.D, scale, 1);
-    run = {dq.host(), dk.host(), dv.host(), dcoefficients.host()};
+    DeviceBuffer<E> dq(nq), dk(nk), dv(nk);
+    DeviceBuffer<float> dcoefficients(size_t(2 * c.H));
+    cudaBackward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients,
+                 c, in.scale);
+    run = {floatsOf(dq.host()), floatsOf(dk.host()), floatsOf(dv.host()),
+           dcoefficients.host()};
   }
   for (int i = 0; i < 4; ++i)
     EXPECT_TRUE(runs[0][i] == runs[1][i]) << "output " << i << " differs";
+}
+
+TEST(CudaAttention, BackwardIsDeterministic) {
+  REQUIRE_GPU();
+  expectDeterministicBackward<float>();
+  expectDeterministicBackward<lap_bf16>();
 }
 
 // A shape the kernels cannot take is a recorded failure, not a launch.
