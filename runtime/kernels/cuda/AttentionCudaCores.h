@@ -206,11 +206,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
   const float *Qw = Qs + warp * 4 * R * F::LD;
   float *Pw = Ps + warp * 4 * R * F::LP;
 
-  // Costliest tiles first: under a causal mask, the last ones.
-  const int bh = blockIdx.x / tiles;
-  const int t0 = (tiles - 1 - int(blockIdx.x % tiles)) * F::BQ;
-  const int b = bh / s.H, h = bh % s.H, g = h / s.G;
-  const int nq = min(F::BQ, s.T - t0);
+  const auto [b, h, g, t0, nq] = s.queryTile(tiles, F::BQ);
   const int tq = t0 + warp * 4 * R + r; // query of row i: tq + 4i
   const int64_t ldq = int64_t(s.H) * s.D, ldk = int64_t(s.KV) * s.D;
 
@@ -435,8 +431,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
                        pdp, warpSums);
   }
 
-  // dv gets the beta terms: V at a query's own position gets beta dO, from
-  // each head of the group, in head order (as the CPU adds them).
+  // dk; dv with its beta terms.
 #pragma unroll
   for (int i = 0; i < R; ++i) {
     const int key = sk + 4 * i;
@@ -453,11 +448,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
           continue;
         float y = lane4(dV[i][j], q4);
         if (key < s.T)
-          for (int h = g * s.G; h < g * s.G + s.G; ++h) {
-            const float beta = coefficients[s.H + h];
-            if (beta != 0.0f)
-              y += beta * load(dout[s.qRow(b, key, h) + d]);
-          }
+          y += s.betaTerms(coefficients, dout, b, key, g, d);
         store(out[d], y);
       }
   }
@@ -496,10 +487,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
   const float *dOw = dOs + warp * 4 * R * Q::LD;
   float *dSw = dSs + warp * 4 * R * Q::LP;
 
-  const int bh = blockIdx.x / tiles;
-  const int t0 = (tiles - 1 - int(blockIdx.x % tiles)) * Q::BQ;
-  const int b = bh / s.H, h = bh % s.H, g = h / s.G;
-  const int nq = min(Q::BQ, s.T - t0);
+  const auto [b, h, g, t0, nq] = s.queryTile(tiles, Q::BQ);
   const int tq = t0 + warp * 4 * R + r; // query of row i: tq + 4i
   const int64_t ldq = int64_t(s.H) * s.D, ldk = int64_t(s.KV) * s.D;
 

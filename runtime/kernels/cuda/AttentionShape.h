@@ -10,6 +10,7 @@
 #define LAP_RUNTIME_KERNELS_CUDA_ATTENTIONSHAPE_H
 
 #include "runtime/kernels/cuda/DeviceCode.h"
+#include "runtime/kernels/cuda/Elements.h"
 
 #include <cstdint>
 
@@ -36,6 +37,31 @@ struct Shape {
   // Index of a row's entry in lse and the row terms [B, H, T].
   __device__ int64_t row(int b, int h, int t) const {
     return (int64_t(b) * H + h) * T + t;
+  }
+  // The query tile of a kernel with a block per (b, h, tile of `rows`
+  // queries): the tiles of a head adjacent (its K and V stay in L2), the
+  // costliest first (under a causal mask, the last).
+  struct QueryTile {
+    int b, h, kv, t0, nq; // kv: h's kv head; nq: the tile's real queries
+  };
+  __device__ QueryTile queryTile(int tiles, int rows) const {
+    const int bh = blockIdx.x / tiles;
+    const int t0 = (tiles - 1 - int(blockIdx.x % tiles)) * rows;
+    return {bh / H, bh % H, bh % H / G, t0, min(rows, T - t0)};
+  }
+  // dv's beta terms at `key` (< T) of kv head kv, column d: V at a query's
+  // own position gets beta dO from each head of the group, in head order
+  // (as the CPU adds them).
+  template <typename E>
+  __device__ float betaTerms(const float *coefficients, const E *dout, int b,
+                             int key, int kv, int d) const {
+    float sum = 0.0f;
+    for (int h = kv * G; h < kv * G + G; ++h) {
+      const float beta = coefficients[H + h];
+      if (beta != 0.0f)
+        sum += beta * load(dout[qRow(b, key, h) + d]);
+    }
+    return sum;
   }
   // Whether query t sees key s (both may be a tile's padding).
   __device__ bool visible(int t, int s) const {

@@ -194,10 +194,7 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, c = lane % 4;
 
-  const int bh = blockIdx.x / tiles;
-  const int t0 = (tiles - 1 - int(blockIdx.x % tiles)) * kRows;
-  const int b = bh / s.H, h = bh % s.H, kv = h / s.G;
-  const int nq = min(kRows, s.T - t0);
+  const auto [b, h, kv, t0, nq] = s.queryTile(tiles, kRows);
   const int tq = t0 + 16 * warp + g; // the query of row g; of g + 8: tq + 8
   const int64_t ldq = int64_t(s.H) * s.D;
 
@@ -407,8 +404,7 @@ __global__ void __launch_bounds__(kThreads) keyGradientsKernel(
                        pdp, warpSums);
   }
 
-  // dv gets the beta terms: V at a query's own position gets beta dO, from
-  // each head of the group, in head order (as the CPU adds them).
+  // dk; dv with its beta terms.
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int key = sk + 8 * r;
@@ -425,11 +421,7 @@ __global__ void __launch_bounds__(kThreads) keyGradientsKernel(
           continue;
         float y = dV[j][2 * r + i];
         if (key < s.T)
-          for (int h = kv * s.G; h < kv * s.G + s.G; ++h) {
-            const float beta = coefficients[s.H + h];
-            if (beta != 0.0f)
-              y += beta * load(dout[s.qRow(b, key, h) + d]);
-          }
+          y += s.betaTerms(coefficients, dout, b, key, kv, d);
         store(out[d], y);
       }
   }
@@ -452,10 +444,7 @@ __global__ void __launch_bounds__(kThreads) queryGradientsKernel(
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, c = lane % 4;
 
-  const int bh = blockIdx.x / tiles;
-  const int t0 = (tiles - 1 - int(blockIdx.x % tiles)) * kRows;
-  const int b = bh / s.H, h = bh % s.H, kv = h / s.G;
-  const int nq = min(kRows, s.T - t0);
+  const auto [b, h, kv, t0, nq] = s.queryTile(tiles, kRows);
   const int tq = t0 + 16 * warp + g; // the query of row g; of g + 8: tq + 8
   const int64_t ldq = int64_t(s.H) * s.D;
 
