@@ -14,7 +14,7 @@
 #include <cstdint>
 
 // The CUDA kernels compute the same masks on the device (runtime/kernels/
-// cuda/Dropout.cu), so the hash compiles for both sides under nvcc.
+// cuda/Dropout.h), so the hash compiles for both sides under nvcc.
 #ifdef __CUDACC__
 #define LAP_HOST_DEVICE __host__ __device__
 #else

@@ -121,11 +121,12 @@ void backward(const Device &device, E *dq, E *dk, E *dv, float *dcoefficients,
     const int64_t queryTiles = (T + Q::BQ - 1) / Q::BQ;
     // Scratch: the row terms D_i [B, H, T], then with learned coefficients
     // each row's dO . V [B, H, T]; the d alpha partials [B, H, keyTiles].
-    float *terms =
-        device.floats(kAttentionScratch, dcoefficients ? 2 * rows : rows);
-    float *partials = dcoefficients
-                          ? device.floats(kReductionPartials, B * H * keyTiles)
-                          : nullptr;
+    float *terms = deviceScratch<float>(device, kAttentionScratch,
+                                        dcoefficients ? 2 * rows : rows);
+    float *partials =
+        dcoefficients
+            ? deviceScratch<float>(device, kReductionPartials, B * H * keyTiles)
+            : nullptr;
     if (!terms || (dcoefficients && !partials))
       return;
     float *own = dcoefficients ? terms + rows : nullptr;

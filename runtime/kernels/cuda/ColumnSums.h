@@ -111,7 +111,7 @@ void columnSums(const Device &device, float *out,
   if (chunks == 1)
     partials = out;
   else if (!partials)
-    partials = device.floats(kReductionPartials, chunks * c);
+    partials = deviceScratch<float>(device, kReductionPartials, chunks * c);
   if (!partials)
     return;
   const dim3 grid(unsigned((c + kTileColumns - 1) / kTileColumns),

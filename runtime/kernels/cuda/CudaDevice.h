@@ -2,19 +2,23 @@
 //
 // Kernel families written in DeviceCode.h's CUDA launch their kernels
 // through plans over a Device (Attention.h, DecodeAttention.h, Norms.h,
-// ColumnSums.h). A Device provides
+// ColumnSums.h, Losses.h, Embedding.h, Rope.h, Tokens.h, Dropout.h). A
+// Device provides
 //  - launch(kernel, grid, block, sharedBytes, what, args...), the grid and
 //    block as dim3 or as counts (a row of blocks of threads): false if the
 //    launch failed (recorded);
-//  - floats(slot, n): n floats of scratch of the slot (ScratchSlots.h), or
-//    null after recording why;
+//  - bytes(slot, n): n bytes of scratch of the slot (ScratchSlots.h, whose
+//    deviceScratch<T> counts in elements), or null after recording why;
+//  - zero(p, bytes) and copy(to, from, bytes) of device memory;
+//  - gemm(...): Gemm.h's two GEMMs, without epilogues;
+//  - sortPairs(...): a stable radix sort of (key, value) pairs;
 //  - fail(why): records the call's failure.
-// CudaDevice is the GPU's: launches on the calling thread's stream,
-// Context.h's scratch and failures. For .cu files only (it launches
-// kernels). Built for the emulator (LAP_CUDA_EMULATOR: test/unit/cuda/
-// emulator compiles those families' .cu files as host C++), it is the
-// emulator's Device instead, so that the entry points themselves run on
-// the CPU.
+// CudaDevice is the GPU's: all on the calling thread's stream, with
+// cuBLASLt's GEMMs, CUB's sort, Context.h's scratch and failures. For .cu
+// files only (it launches kernels). Built for the emulator
+// (LAP_CUDA_EMULATOR: test/unit/cuda/emulator compiles those families' .cu
+// files as host C++), it is the emulator's Device instead, so that the
+// entry points themselves run on the CPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +36,7 @@ using CudaDevice = lap::test::emulator::Device;
 #else
 
 #include "runtime/kernels/cuda/Context.h"
+#include "runtime/kernels/cuda/Gemm.h"
 
 #include <algorithm>
 #include <climits>
@@ -72,10 +77,33 @@ struct CudaDevice {
     return launch(kernel, dim3(unsigned(blocks)), dim3(unsigned(threads)),
                   bytes, what, args...);
   }
-  float *floats(int slot, int64_t n) const {
-    return static_cast<float *>(
-        scratch(slot, size_t(std::max<int64_t>(n, 1)) * sizeof(float)));
+  void *bytes(int slot, size_t n) const { return scratch(slot, n); }
+  void zero(void *p, size_t n) const {
+    if (n > 0)
+      check(cudaMemsetAsync(p, 0, n, stream()), "cudaMemsetAsync");
   }
+  void copy(void *to, const void *from, size_t n) const {
+    if (n > 0)
+      check(cudaMemcpyAsync(to, from, n, cudaMemcpyDeviceToDevice, stream()),
+            "cudaMemcpyAsync");
+  }
+  void gemm(lap_matmul precision, char transa, char transb, int64_t M,
+            int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+            int64_t ldb, float beta, float *C, int64_t ldc) const {
+    lap::cuda::gemm(precision, transa, transb, M, N, K, A, lda, B, ldb, beta, C,
+                    ldc);
+  }
+  void gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
+            const lap_bf16 *A, int64_t lda, const lap_bf16 *B, int64_t ldb,
+            float beta, float *C, int64_t ldc) const {
+    lap::cuda::gemm(transa, transb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+  }
+  /// keysOut, valuesOut [n] = the pairs (keysIn[i], valuesIn[i]) sorted
+  /// stably by the keys' low `bits` bits (CUB's radix sort; its temporary
+  /// storage in scratch slot kSortStorage). False if it failed (recorded).
+  bool sortPairs(const uint32_t *keysIn, uint32_t *keysOut,
+                 const uint32_t *valuesIn, uint32_t *valuesOut, int64_t n,
+                 int bits) const;
   void fail(const std::string &why) const { lap::cuda::fail(why); }
 };
 

@@ -5,9 +5,10 @@
 // Under nvcc it adds nothing. Built for the emulator (LAP_CUDA_EMULATOR) it
 // declares the part of the CUDA language such kernels use, which the
 // emulator defines: the qualifiers, threadIdx, blockIdx and blockDim,
-// __syncthreads and __syncwarp, float shuffles, the vector types; and
-// LAP_DYNAMIC_SHARED for dynamic shared memory. Any other compiler is an
-// error: these definitions must never meet the real CUDA headers.
+// __syncthreads and __syncwarp, shuffles of float, double and long long, the
+// vector types; and LAP_DYNAMIC_SHARED for dynamic shared memory. Any other
+// compiler is an error: these definitions must never meet the real CUDA
+// headers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,6 +54,8 @@ extern thread_local dim3 threadIdx, blockIdx, blockDim;
 void __syncthreads();
 void __syncwarp();
 float __shfl_xor_sync(unsigned mask, float x, int laneMask);
+double __shfl_xor_sync(unsigned mask, double x, int laneMask);
+long long __shfl_xor_sync(unsigned mask, long long x, int laneMask);
 using std::max;
 using std::min;
 

@@ -225,8 +225,9 @@ __global__ void scaleColumns(Element *dx, const Element *dy,
 template <typename Device>
 float *normScratch(const Device &device, int64_t n, int64_t c, int64_t stats,
                    int64_t extra = 0) {
-  return device.floats(kReductionPartials,
-                       columns::columnSumsScratch(n, c) + stats * n + extra);
+  return deviceScratch<float>(device, kReductionPartials,
+                              columns::columnSumsScratch(n, c) + stats * n +
+                                  extra);
 }
 
 /// out [c] = column sums that `sum` writes in fp32: into out itself, or

@@ -10,6 +10,9 @@
 #ifndef LAP_RUNTIME_KERNELS_CUDA_SCRATCHSLOTS_H
 #define LAP_RUNTIME_KERNELS_CUDA_SCRATCHSLOTS_H
 
+#include <cstddef>
+#include <cstdint>
+
 namespace lap::cuda {
 
 enum ScratchSlot : int {
@@ -19,8 +22,17 @@ enum ScratchSlot : int {
   kAttentionScratch,  ///< attention backward's per-row terms
   kNewtonSchulz,      ///< Muon's orthogonalisation (Update.h)
   kBf16Result,        ///< a bf16 kernel's fp32 results before rounding
+  kSortStorage,       ///< a sort's temporary storage (CudaDevice.h)
   kScratchSlots
 };
+
+/// n elements of type T (at least one) of the slot's scratch from a Device
+/// (CudaDevice.h), or null after the Device recorded why.
+template <typename T, typename Device>
+T *deviceScratch(const Device &device, ScratchSlot slot, int64_t n) {
+  return static_cast<T *>(
+      device.bytes(slot, size_t(n > 1 ? n : 1) * sizeof(T)));
+}
 
 } // namespace lap::cuda
 

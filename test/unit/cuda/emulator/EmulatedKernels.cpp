@@ -8,5 +8,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cuda/Attention.cu"
+#include "runtime/kernels/cuda/Copy.cu"
 #include "runtime/kernels/cuda/DecodeAttention.cu"
+#include "runtime/kernels/cuda/Dropout.cu"
+#include "runtime/kernels/cuda/Embedding.cu"
+#include "runtime/kernels/cuda/Losses.cu"
 #include "runtime/kernels/cuda/Norms.cu"
+#include "runtime/kernels/cuda/Rope.cu"
+#include "runtime/kernels/cuda/Tokens.cu"

@@ -2,13 +2,16 @@
 
 #include "test/unit/cuda/emulator/Emulator.h"
 
+#include "runtime/kernels/cpu/Gemm.h"
 #include "runtime/kernels/cuda/Elements.h"
 #include "runtime/kernels/cuda/TensorCores.h"
 
 #include <ucontext.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -64,7 +67,8 @@ private:
 struct Warp {
   Barrier barrier{32};
   uint32_t a[32][4], b[32][2];
-  float c[32][4], x[32];
+  float c[32][4];
+  uint64_t x[32];
   const uint16_t *rows[32];
 };
 
@@ -98,13 +102,30 @@ float element(uint32_t reg, int half) {
 void __syncthreads() { currentBlock->barrier.wait(); }
 void __syncwarp() { warp().barrier.wait(); }
 
-float __shfl_xor_sync(unsigned, float x, int laneMask) {
+namespace {
+
+/// Lane ^ laneMask's x (any type of up to 8 bytes).
+template <typename T> T shuffleXor(T x, int laneMask) {
+  static_assert(sizeof(T) <= sizeof(uint64_t));
   Warp &w = warp();
-  w.x[lane()] = x;
+  memcpy(&w.x[lane()], &x, sizeof x);
   w.barrier.wait();
-  const float y = w.x[lane() ^ laneMask];
+  T y;
+  memcpy(&y, &w.x[lane() ^ laneMask], sizeof y);
   w.barrier.wait();
   return y;
+}
+
+} // namespace
+
+float __shfl_xor_sync(unsigned, float x, int laneMask) {
+  return shuffleXor(x, laneMask);
+}
+double __shfl_xor_sync(unsigned, double x, int laneMask) {
+  return shuffleXor(x, laneMask);
+}
+long long __shfl_xor_sync(unsigned, long long x, int laneMask) {
+  return shuffleXor(x, laneMask);
 }
 
 namespace lap::cuda {
@@ -164,6 +185,75 @@ std::string failure; // the first since the last take
 std::string lap::cuda::takeFailure() { return std::exchange(failure, {}); }
 
 namespace lap::test::emulator {
+
+void *Device::bytes(int slot, size_t n) const {
+  std::vector<uint4> &buffer = scratch[slot];
+  buffer.resize(std::max<size_t>((n + 15) / 16, 1));
+  memset(buffer.data(), 0xff, buffer.size() * sizeof(uint4));
+  return buffer.data();
+}
+
+void Device::zero(void *p, size_t n) const { memset(p, 0, n); }
+
+void Device::copy(void *to, const void *from, size_t n) const {
+  const auto *t = static_cast<const char *>(to),
+             *f = static_cast<const char *>(from);
+  if (n > 0 && t < f + n && f < t + n)
+    abortWith("copy: the ranges overlap");
+  memcpy(to, from, n);
+}
+
+bool Device::sortPairs(const uint32_t *keysIn, uint32_t *keysOut,
+                       const uint32_t *valuesIn, uint32_t *valuesOut, int64_t n,
+                       int bits) const {
+  const uint32_t mask = bits >= 32 ? ~0u : (1u << bits) - 1;
+  std::vector<int64_t> order(size_t(std::max<int64_t>(n, 0)));
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = int64_t(i);
+  // Stable: equal keys in their input order.
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    const uint32_t ka = keysIn[a] & mask, kb = keysIn[b] & mask;
+    return ka < kb || (ka == kb && a < b);
+  });
+  for (size_t i = 0; i < order.size(); ++i) {
+    keysOut[i] = keysIn[order[i]];
+    valuesOut[i] = valuesIn[order[i]];
+  }
+  return true;
+}
+
+namespace {
+
+/// An operand [rows, cols] of a GEMM (op 'T': stored transposed) as
+/// lap::cpu::gemm reads it at `precision`.
+lap::cpu::Matrix operand(lap_matmul precision, char op, int64_t rows,
+                         int64_t cols, const float *a, int64_t ld, int slot) {
+  return op == 'N' ? lap::cpu::operand(precision, a, rows, cols, ld, slot)
+                   : lap::cpu::operand(precision, a, cols, rows, ld, slot);
+}
+lap::cpu::Matrix operand(char op, int64_t rows, int64_t cols, const lap_bf16 *a,
+                         int64_t ld, int slot) {
+  return op == 'N' ? lap::cpu::operand(a, rows, cols, ld, slot)
+                   : lap::cpu::operand(a, cols, rows, ld, slot);
+}
+
+} // namespace
+
+void Device::gemm(lap_matmul precision, char transa, char transb, int64_t M,
+                  int64_t N, int64_t K, const float *A, int64_t lda,
+                  const float *B, int64_t ldb, float beta, float *C,
+                  int64_t ldc) const {
+  lap::cpu::gemm(transa, transb, M, N, K,
+                 operand(precision, transa, M, K, A, lda, 0),
+                 operand(precision, transb, K, N, B, ldb, 1), beta, C, ldc);
+}
+
+void Device::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
+                  const lap_bf16 *A, int64_t lda, const lap_bf16 *B,
+                  int64_t ldb, float beta, float *C, int64_t ldc) const {
+  lap::cpu::gemm(transa, transb, M, N, K, operand(transa, M, K, A, lda, 0),
+                 operand(transb, K, N, B, ldb, 1), beta, C, ldc);
+}
 
 void Device::fail(const std::string &why) const {
   if (failure.empty())

@@ -21,9 +21,8 @@
 #ifndef LAP_TEST_UNIT_CUDA_EMULATOR_EMULATOR_H
 #define LAP_TEST_UNIT_CUDA_EMULATOR_EMULATOR_H
 
+#include "runtime/kernels/KernelEnums.h"
 #include "runtime/kernels/cuda/DeviceCode.h"
-#include <algorithm>
-#include <cmath>
 
 #include <cstddef>
 #include <cstdint>
@@ -42,8 +41,10 @@ void run(dim3 grid, dim3 block, size_t sharedBytes,
 
 /// The Device of the CUDA kernels' plans (runtime/kernels/cuda/
 /// CudaDevice.h) on the emulator: launches run here, scratch is host memory
-/// (NaN until written), failures are recorded as Context.h records them
-/// (lap::cuda::takeFailure below).
+/// (all bits set, a NaN, until written), GEMMs are the CPU's (lap::cpu::gemm:
+/// cuBLASLt cannot run here) and sorts std::sort's (for CUB's),
+/// failures are recorded as Context.h records them (lap::cuda::takeFailure
+/// below).
 class Device {
 public:
   template <typename... Params, typename... Args>
@@ -58,15 +59,22 @@ public:
     return launch(kernel, dim3(unsigned(blocks)), dim3(unsigned(threads)),
                   sharedBytes, what, args...);
   }
-  float *floats(int slot, int64_t n) const {
-    std::vector<float> &buffer = scratch[slot];
-    buffer.assign(size_t(std::max<int64_t>(n, 1)), NAN);
-    return buffer.data();
-  }
+  void *bytes(int slot, size_t n) const;
+  void zero(void *p, size_t n) const;
+  void copy(void *to, const void *from, size_t n) const;
+  void gemm(lap_matmul precision, char transa, char transb, int64_t M,
+            int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+            int64_t ldb, float beta, float *C, int64_t ldc) const;
+  void gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
+            const lap_bf16 *A, int64_t lda, const lap_bf16 *B, int64_t ldb,
+            float beta, float *C, int64_t ldc) const;
+  bool sortPairs(const uint32_t *keysIn, uint32_t *keysOut,
+                 const uint32_t *valuesIn, uint32_t *valuesOut, int64_t n,
+                 int bits) const;
   void fail(const std::string &why) const;
 
 private:
-  mutable std::map<int, std::vector<float>> scratch;
+  mutable std::map<int, std::vector<uint4>> scratch;
 };
 
 } // namespace lap::test::emulator
