@@ -54,17 +54,24 @@ static_assert(kRows <= kForwardKeys, "Q is staged in the K tile");
 // reads on distinct banks, and keeps rows 16-byte aligned.
 
 /// dst [rows][LD] = the first n rows of src (row stride ld, D elements),
-/// zero elsewhere. Eight elements per thread and step: one 16-byte load
-/// where rows allow it (`vectors`: D % 8 == 0 and 16-byte aligned bases).
-template <int DP>
+/// zero elsewhere. Eight elements per thread and step: one 16-byte move
+/// where rows allow it (`vectors`: D % 8 == 0 and 16-byte aligned bases),
+/// which with Async is an asynchronous copy (the caller commits and waits
+/// for it: TensorCores.h); otherwise stores of what the thread read.
+template <int DP, bool Async = false>
 __device__ void loadTile(uint16_t *dst, const uint16_t *src, int64_t ld, int n,
                          int rows, int D, bool vectors) {
   constexpr int LD = DP + 8, chunks = DP / 8;
   for (int i = threadIdx.x; i < rows * chunks; i += kThreads) {
     const int row = i / chunks, d = i % chunks * 8;
+    const bool inside = row < n && d < D;
+    const uint16_t *from = inside ? src + row * ld + d : src;
+    if (Async && vectors) {
+      copyAsync16(dst + row * LD + d, from, inside);
+      continue;
+    }
     uint4 x = make_uint4(0, 0, 0, 0);
-    if (row < n && d < D) {
-      const uint16_t *from = src + row * ld + d;
+    if (inside) {
       if (vectors) {
         x = load16(from);
       } else {
@@ -78,20 +85,68 @@ __device__ void loadTile(uint16_t *dst, const uint16_t *src, int64_t ld, int n,
   }
 }
 
-/// Ks, Vs [Keys][LD] = keys and values s0 .. s0 + Keys - 1 of kv head kv
-/// (zero past S), between barriers: after every thread's reads of the
-/// tiles before, and before anyone's reads of these.
-template <int DP, int Keys>
-__device__ void loadKeysAndValues(uint16_t *Ks, uint16_t *Vs, const uint16_t *k,
-                                  const uint16_t *v, Shape s, int b, int s0,
-                                  int kv, bool vectors) {
-  const int64_t ldk = int64_t(s.KV) * s.D;
-  const int nk = min(Keys, s.S - s0);
-  __syncthreads();
-  loadTile<DP>(Ks, k + s.kRow(b, s0, kv), ldk, nk, Keys, s.D, vectors);
-  loadTile<DP>(Vs, v + s.kRow(b, s0, kv), ldk, nk, Keys, s.D, vectors);
-  __syncthreads();
-}
+/// Shared memory of a key tile pipeline (forEachKeyTile): two stages, each
+/// a K and a V tile [Keys][LD].
+template <int DP, int Keys> struct KeyStages {
+  static constexpr int LD = DP + 8;
+  static constexpr int tile = Keys * LD; // elements
+  static constexpr size_t bytes = 2 * 2 * size_t(tile) * sizeof(uint16_t);
+};
+
+/// The key tiles s0 = 0, Keys, ... below keyEnd of kv head kv, K and V
+/// [Keys][LD] (zero past S), through the two stages of `stages`
+/// (KeyStages): while a block works on one tile, the next one's copies are
+/// in flight. Constructing it starts the first tile's copies into stage 0;
+/// until the first next(), the block may use stage 1 for itself.
+template <int DP, int Keys> class KeyPipeline {
+  using Stages = KeyStages<DP, Keys>;
+
+public:
+  __device__ KeyPipeline(uint16_t *stages, const uint16_t *k, const uint16_t *v,
+                         Shape s, int b, int kv, int keyEnd, bool vectors)
+      : stages(stages), k(k), v(v), s(s), b(b), kv(kv), keyEnd(keyEnd),
+        vectors(vectors) {
+    if (keyEnd > 0)
+      start(0, 0);
+  }
+
+  /// Tile s0's keys (its values follow at valuesOf), once every thread's
+  /// copies of it have landed; the next tile's copies are started first,
+  /// after every thread is done with the tile before this one.
+  __device__ const uint16_t *next(int s0) {
+    if (s0 + Keys < keyEnd) {
+      __syncthreads(); // the other stage's last readers are done
+      start(s0 + Keys, stage ^ 1);
+      waitCopies<1>();
+    } else {
+      waitCopies<0>();
+    }
+    __syncthreads();
+    const uint16_t *keys = stages + 2 * stage * Stages::tile;
+    stage ^= 1;
+    return keys;
+  }
+  __device__ static const uint16_t *valuesOf(const uint16_t *keys) {
+    return keys + Stages::tile;
+  }
+
+private:
+  __device__ void start(int s0, int into) {
+    uint16_t *Ks = stages + 2 * into * Stages::tile;
+    const int64_t row = s.kRow(b, s0, kv), ldk = int64_t(s.KV) * s.D;
+    const int nk = min(Keys, s.S - s0);
+    loadTile<DP, true>(Ks, k + row, ldk, nk, Keys, s.D, vectors);
+    loadTile<DP, true>(Ks + Stages::tile, v + row, ldk, nk, Keys, s.D, vectors);
+    commitCopies();
+  }
+
+  uint16_t *stages;
+  const uint16_t *k, *v;
+  Shape s;
+  int b, kv, keyEnd;
+  bool vectors;
+  int stage = 0;
+};
 
 /// The maximum and sum over the four lanes of a quad (4g .. 4g + 3), which
 /// together hold a row of a C fragment; every lane gets the result.
@@ -189,22 +244,14 @@ __global__ void __launch_bounds__(kThreads)
                   bool vectors) {
   constexpr int LD = DP + 8, KS = DP / 16, NO = DP / 8;
   constexpr int NS = kForwardKeys / 8; // 8-key column tiles of the scores
-  alignas(16) __shared__ uint16_t Ks[kForwardKeys * LD];
-  alignas(16) __shared__ uint16_t Vs[kForwardKeys * LD];
+  LAP_DYNAMIC_SHARED(uint4, shared);   // KeyStages<DP, kForwardKeys>
+  uint16_t *stages = reinterpret_cast<uint16_t *>(shared);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, c = lane % 4;
 
   const auto [b, h, kv, t0, nq] = s.queryTile(tiles, kRows);
   const int tq = t0 + 16 * warp + g; // the query of row g; of g + 8: tq + 8
   const int64_t ldq = int64_t(s.H) * s.D;
-
-  // Q passes through the K tile into the warp's A fragments.
-  loadTile<DP>(Ks, q + s.qRow(b, t0, h), ldq, nq, kRows, s.D, vectors);
-  __syncthreads();
-  uint32_t qf[KS][4];
-#pragma unroll
-  for (int j = 0; j < KS; ++j)
-    loadA<LD>(qf[j], Ks + 16 * warp * LD, j, g, c);
 
   // Per row of the lane (g, g + 8): the running max (base 2) and the
   // lane's part of the row sum; the unnormalised P V of its columns.
@@ -214,10 +261,20 @@ __global__ void __launch_bounds__(kThreads)
 
   // Causal: keys past the tile's last query are masked for all of it.
   const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
-  for (int s0 = 0; s0 < keyEnd; s0 += kForwardKeys) {
-    // Once Q's fragments, or the previous tile, are read.
-    loadKeysAndValues<DP, kForwardKeys>(Ks, Vs, k, v, s, b, s0, kv, vectors);
+  KeyPipeline<DP, kForwardKeys> keys(stages, k, v, s, b, kv, keyEnd, vectors);
 
+  // Meanwhile Q passes through stage 1's K tile into the warp's A
+  // fragments.
+  uint16_t *Qs = stages + 2 * KeyStages<DP, kForwardKeys>::tile;
+  loadTile<DP>(Qs, q + s.qRow(b, t0, h), ldq, nq, kRows, s.D, vectors);
+  __syncthreads();
+  uint32_t qf[KS][4];
+#pragma unroll
+  for (int j = 0; j < KS; ++j)
+    loadA<LD>(qf[j], Qs + 16 * warp * LD, j, g, c);
+
+  for (int s0 = 0; s0 < keyEnd; s0 += kForwardKeys) {
+    const uint16_t *Ks = keys.next(s0), *Vs = keys.valuesOf(Ks);
     float x[NS][4];
     zero(x);
 #pragma unroll
@@ -438,9 +495,10 @@ __global__ void __launch_bounds__(kThreads) queryGradientsKernel(
     Shape s, int tiles, bool vectors) {
   constexpr int LD = DP + 8, KS = DP / 16, NO = DP / 8;
   constexpr int NS = kBackwardKeys / 8; // 8-key column tiles
-  static_assert(2 * kBackwardKeys == kRows, "Q and dO pass through K and V");
-  alignas(16) __shared__ uint16_t Ks[2 * kBackwardKeys * LD];
-  uint16_t *Vs = Ks + kBackwardKeys * LD;
+  static_assert(2 * kBackwardKeys == kRows,
+                "Q and dO pass through a stage's K and V");
+  LAP_DYNAMIC_SHARED(uint4, shared); // KeyStages<DP, kBackwardKeys>
+  uint16_t *stages = reinterpret_cast<uint16_t *>(shared);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, c = lane % 4;
 
@@ -448,19 +506,24 @@ __global__ void __launch_bounds__(kThreads) queryGradientsKernel(
   const int tq = t0 + 16 * warp + g; // the query of row g; of g + 8: tq + 8
   const int64_t ldq = int64_t(s.H) * s.D;
 
-  // Q and dO pass through the K and V tiles into A fragments.
+  const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
+  KeyPipeline<DP, kBackwardKeys> keys(stages, k, v, s, b, kv, keyEnd, vectors);
+
+  // Meanwhile Q and dO pass through stage 1's K and V tiles into A
+  // fragments.
+  uint16_t *staging = stages + 2 * KeyStages<DP, kBackwardKeys>::tile;
   uint32_t qf[KS][4], of[KS][4];
-  loadTile<DP>(Ks, q + s.qRow(b, t0, h), ldq, nq, kRows, s.D, vectors);
+  loadTile<DP>(staging, q + s.qRow(b, t0, h), ldq, nq, kRows, s.D, vectors);
   __syncthreads();
 #pragma unroll
   for (int j = 0; j < KS; ++j)
-    loadA<LD>(qf[j], Ks + 16 * warp * LD, j, g, c);
+    loadA<LD>(qf[j], staging + 16 * warp * LD, j, g, c);
   __syncthreads();
-  loadTile<DP>(Ks, dout + s.qRow(b, t0, h), ldq, nq, kRows, s.D, vectors);
+  loadTile<DP>(staging, dout + s.qRow(b, t0, h), ldq, nq, kRows, s.D, vectors);
   __syncthreads();
 #pragma unroll
   for (int j = 0; j < KS; ++j)
-    loadA<LD>(of[j], Ks + 16 * warp * LD, j, g, c);
+    loadA<LD>(of[j], staging + 16 * warp * LD, j, g, c);
 
   float lse2[2], rowD[2];
 #pragma unroll
@@ -473,10 +536,8 @@ __global__ void __launch_bounds__(kThreads) queryGradientsKernel(
   float dQ[NO][4];
   zero(dQ);
 
-  const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
   for (int s0 = 0; s0 < keyEnd; s0 += kBackwardKeys) {
-    // Once dO's fragments, or the previous tile, are read.
-    loadKeysAndValues<DP, kBackwardKeys>(Ks, Vs, k, v, s, b, s0, kv, vectors);
+    const uint16_t *Ks = keys.next(s0), *Vs = keys.valuesOf(Ks);
     float x[NS][4], dp[NS][4];
     zero(x);
     zero(dp);
@@ -535,8 +596,11 @@ void launchForward(const Device &device, uint16_t *o, float *lse,
                    const uint16_t *q, const uint16_t *k, const uint16_t *v,
                    const float *coefficients, const Shape &s) {
   const int64_t tiles = tilesOf(s.T, kRows);
-  device.launch(s.D <= 64 ? forwardKernel<64> : forwardKernel<128>,
-                int64_t(s.B) * s.H * tiles, kThreads, size_t(0),
+  const bool narrow = s.D <= 64;
+  device.launch(narrow ? forwardKernel<64> : forwardKernel<128>,
+                int64_t(s.B) * s.H * tiles, kThreads,
+                narrow ? KeyStages<64, kForwardKeys>::bytes
+                       : KeyStages<128, kForwardKeys>::bytes,
                 "attention_forward (tensor cores)", o, lse, q, k, v,
                 coefficients, s, int(tiles), vectorRows(s, {q, k, v}));
 }
@@ -558,7 +622,9 @@ void launchGradients(const Device &device, uint16_t *dq, uint16_t *dk,
                 alphaPartials, dout, q, k, v, lse, terms, coefficients, s,
                 int(keyTiles), vectors);
   device.launch(narrow ? queryGradientsKernel<64> : queryGradientsKernel<128>,
-                int64_t(s.B) * s.H * queryTiles, kThreads, size_t(0),
+                int64_t(s.B) * s.H * queryTiles, kThreads,
+                narrow ? KeyStages<64, kBackwardKeys>::bytes
+                       : KeyStages<128, kBackwardKeys>::bytes,
                 "attention_backward (dq on tensor cores)", dq, dout, q, k, v,
                 lse, terms, coefficients, s, int(queryTiles), vectors);
 }

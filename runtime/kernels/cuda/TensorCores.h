@@ -2,11 +2,11 @@
 //
 // What the tensor-core kernels (AttentionTensorCores.h) are written in, with
 // DeviceCode.h's CUDA: mma.sync m16n8k16 on bf16, ldmatrix's transposed
-// load, bf16 pairs, 4- and 16-byte moves. Under nvcc these are the
-// hardware's. Compiled as host C++ they are declared here and defined by
-// the emulator (test/unit/cuda/emulator), which gives each warp-wide
-// operation the semantics the PTX ISA documents: so the kernels' own source
-// runs, and is tested, on any machine.
+// load, bf16 pairs, 4- and 16-byte moves, asynchronous copies (cp.async). Under
+// nvcc these are the hardware's. Compiled as host C++ they are declared here
+// and defined by the emulator (test/unit/cuda/emulator), which gives each
+// warp-wide operation the semantics the PTX ISA documents: so the kernels' own
+// source runs, and is tested, on any machine.
 //
 // Fragments of m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16"):
 // lane = 4 g + c (g = lane / 4, c = lane % 4); each 32-bit register holds
@@ -77,6 +77,29 @@ __device__ inline void store16(uint16_t *p, uint4 x) {
   *reinterpret_cast<uint4 *>(p) = x;
 }
 
+/// Starts copying 16 bytes from global memory to shared memory (both
+/// 16-byte aligned), or zeros when !valid (`from` is then not read), without
+/// holding a register: cp.async, completed by waitCopies.
+__device__ inline void copyAsync16(uint16_t *to, const uint16_t *from,
+                                   bool valid) {
+  const auto at = static_cast<uint32_t>(__cvta_generic_to_shared(to));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+               :
+               : "r"(at), "l"(from), "r"(valid ? 16 : 0)
+               : "memory");
+}
+
+/// Closes the group of the copies this thread started since the last.
+__device__ inline void commitCopies() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+/// Waits until at most Pending of this thread's closed groups are still in
+/// flight. Other threads' copies are seen after a barrier that follows.
+template <int Pending> __device__ inline void waitCopies() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
+}
+
 #else // the emulator's
 
 void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
@@ -97,6 +120,14 @@ inline uint4 load16(const uint16_t *p) {
   return x;
 }
 inline void store16(uint16_t *p, uint4 x) { memcpy(p, &x, sizeof x); }
+
+// The emulator reads the source when a copy starts and writes shared memory
+// when the thread waits for its group: a read before the wait sees what was
+// there before.
+void copyAsync16(uint16_t *to, const uint16_t *from, bool valid);
+void commitCopies();
+void waitCopies(int pending);
+template <int Pending> inline void waitCopies() { waitCopies(Pending); }
 
 #endif
 

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
@@ -34,6 +35,14 @@ struct Fiber {
   std::unique_ptr<char[]> stack;
   dim3 index;
   bool done = false;
+  /// Asynchronous copies (cp.async) started and not yet waited for: the
+  /// open group, and the closed ones, oldest first.
+  struct Copy {
+    uint16_t *to;
+    uint4 bytes;
+  };
+  std::vector<Copy> open;
+  std::deque<std::vector<Copy>> groups;
 };
 ucontext_t scheduler;
 Fiber *current = nullptr;
@@ -174,6 +183,28 @@ void loadTransposed(uint32_t (&r)[4], const uint16_t *row) {
   w.barrier.wait();
 }
 
+void copyAsync16(uint16_t *to, const uint16_t *from, bool valid) {
+  if (reinterpret_cast<uintptr_t>(to) % 16 != 0 ||
+      (valid && reinterpret_cast<uintptr_t>(from) % 16 != 0))
+    abortWith("cp.async: an address is not 16-byte aligned");
+  uint4 bytes{0, 0, 0, 0};
+  if (valid)
+    memcpy(&bytes, from, sizeof bytes);
+  current->open.push_back({to, bytes});
+}
+
+void commitCopies() {
+  current->groups.push_back(std::move(current->open));
+  current->open.clear();
+}
+
+void waitCopies(int pending) {
+  for (auto &groups = current->groups; int(groups.size()) > pending;
+       groups.pop_front())
+    for (const Fiber::Copy &copy : groups.front())
+      memcpy(copy.to, &copy.bytes, sizeof copy.bytes);
+}
+
 void *dynamicShared() { return currentBlock->shared.data(); }
 
 } // namespace lap::cuda
@@ -266,6 +297,8 @@ const std::function<void()> *currentBody = nullptr;
 
 void fiberMain() {
   (*currentBody)();
+  if (!current->open.empty() || !current->groups.empty())
+    abortWith("a thread ended with asynchronous copies not waited for");
   current->done = true;
   ++events;
   yield();

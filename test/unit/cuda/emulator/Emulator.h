@@ -8,13 +8,16 @@
 // run one after another. So the emulation is deterministic. The warp-wide
 // operations (mma.sync m16n8k16, ldmatrix .x4 .trans, shuffles) exchange
 // the lanes' registers and give each lane what the PTX ISA documents it
-// receives. What the emulator cannot show: the hardware's own rounding of a
-// product's sum (it sums in fp32, in k order), its scheduling, and what
-// nvcc makes of the source; nor a read of static shared memory no thread
-// wrote (__shared__ arrays are static here: zero at first, then what the
-// last block left; only dynamic shared memory starts as NaN). A barrier
-// that not every thread reaches aborts with a message rather than hang; so
-// does a misaligned ldmatrix row.
+// receives. An asynchronous copy (cp.async) lands in shared memory only
+// when its thread waits for its group, so a read that comes too early sees
+// the old contents. What the emulator cannot show: the hardware's own
+// rounding of a product's sum (it sums in fp32, in k order), its
+// scheduling, and what nvcc makes of the source; nor a read of static shared
+// memory no thread wrote (__shared__ arrays are static here: zero at first,
+// then what the last block left; only dynamic shared memory starts as NaN). A
+// barrier that not every thread reaches aborts with a message rather than hang;
+// so do a misaligned ldmatrix row or cp.async address, and a thread that ends
+// with copies not waited for.
 //
 //===----------------------------------------------------------------------===//
 
