@@ -13,7 +13,10 @@
 //    where the softmax and dS are computed, and are repacked in registers
 //    as the A operand of the next product (P V, dS K, P^T dO, dS^T Q).
 //    That repacking rounds P and dS to bf16, as FlashAttention does: the
-//    one rounding beyond the fp32 kernels'; the softmax's sums stay fp32.
+//    one rounding beyond the fp32 kernels'; the softmax's sums stay fp32;
+//  - the tiles that pass through shared memory are copied asynchronously
+//    (cp.async) into two stages: the next one is in flight while the block
+//    works on this one (TilePipeline).
 // The widths are padded with zeros to DP = 64 or 128, which add nothing.
 //
 // The kernels are written in TensorCores.h's primitives, so that the
@@ -85,68 +88,74 @@ __device__ void loadTile(uint16_t *dst, const uint16_t *src, int64_t ld, int n,
   }
 }
 
-/// Shared memory of a key tile pipeline (forEachKeyTile): two stages, each
-/// a K and a V tile [Keys][LD].
-template <int DP, int Keys> struct KeyStages {
-  static constexpr int LD = DP + 8;
-  static constexpr int tile = Keys * LD; // elements
-  static constexpr size_t bytes = 2 * 2 * size_t(tile) * sizeof(uint16_t);
-};
-
-/// The key tiles s0 = 0, Keys, ... below keyEnd of kv head kv, K and V
-/// [Keys][LD] (zero past S), through the two stages of `stages`
-/// (KeyStages): while a block works on one tile, the next one's copies are
-/// in flight. Constructing it starts the first tile's copies into stage 0;
-/// until the first next(), the block may use stage 1 for itself.
-template <int DP, int Keys> class KeyPipeline {
-  using Stages = KeyStages<DP, Keys>;
-
+/// The tiles a block meets in turn, through two stages of `stages` (each
+/// StageElements bf16 elements): while the block works on tile i, tile i +
+/// 1's copies are in flight. load(i, stage) starts tile i's copies into
+/// `stage` (it may also store into it); the pipeline commits them.
+/// Constructing the pipeline starts tile 0 into stage 0; until the first
+/// next(), the block may use stage 1 for itself.
+template <int StageElements, typename Load> class TilePipeline {
 public:
-  __device__ KeyPipeline(uint16_t *stages, const uint16_t *k, const uint16_t *v,
-                         Shape s, int b, int kv, int keyEnd, bool vectors)
-      : stages(stages), k(k), v(v), s(s), b(b), kv(kv), keyEnd(keyEnd),
-        vectors(vectors) {
-    if (keyEnd > 0)
+  __device__ TilePipeline(uint16_t *stages, int count, Load load)
+      : stages(stages), count(count), load(load) {
+    if (count > 0)
       start(0, 0);
   }
 
-  /// Tile s0's keys (its values follow at valuesOf), once every thread's
-  /// copies of it have landed; the next tile's copies are started first,
-  /// after every thread is done with the tile before this one.
-  __device__ const uint16_t *next(int s0) {
-    if (s0 + Keys < keyEnd) {
+  /// Tile i's stage, once every thread's copies of it have landed (tiles
+  /// in order); tile i + 1's copies start first, once every thread is done
+  /// with tile i - 1.
+  __device__ const uint16_t *next(int i) {
+    if (i + 1 < count) {
       __syncthreads(); // the other stage's last readers are done
-      start(s0 + Keys, stage ^ 1);
+      start(i + 1, stage ^ 1);
       waitCopies<1>();
     } else {
       waitCopies<0>();
     }
     __syncthreads();
-    const uint16_t *keys = stages + 2 * stage * Stages::tile;
+    const uint16_t *tile = stages + stage * StageElements;
     stage ^= 1;
-    return keys;
-  }
-  __device__ static const uint16_t *valuesOf(const uint16_t *keys) {
-    return keys + Stages::tile;
+    return tile;
   }
 
 private:
-  __device__ void start(int s0, int into) {
-    uint16_t *Ks = stages + 2 * into * Stages::tile;
-    const int64_t row = s.kRow(b, s0, kv), ldk = int64_t(s.KV) * s.D;
-    const int nk = min(Keys, s.S - s0);
-    loadTile<DP, true>(Ks, k + row, ldk, nk, Keys, s.D, vectors);
-    loadTile<DP, true>(Ks + Stages::tile, v + row, ldk, nk, Keys, s.D, vectors);
+  __device__ void start(int i, int into) {
+    load(i, stages + into * StageElements);
     commitCopies();
   }
 
   uint16_t *stages;
-  const uint16_t *k, *v;
-  Shape s;
-  int b, kv, keyEnd;
-  bool vectors;
+  int count;
+  Load load;
   int stage = 0;
 };
+
+/// The TilePipeline of `load` (whose type is deduced).
+template <int StageElements, typename Load>
+__device__ TilePipeline<StageElements, Load> pipeline(uint16_t *stages,
+                                                      int count, Load load) {
+  return {stages, count, load};
+}
+
+/// A stage of K and V tiles [Keys][LD] (keys, then values).
+template <int DP, int Keys> struct KeyStage {
+  static constexpr int tile = Keys * (DP + 8);
+  static constexpr int elements = 2 * tile;
+  static constexpr size_t pipelineBytes = 2 * elements * sizeof(uint16_t);
+};
+
+/// Starts copying keys and values s0 .. s0 + Keys - 1 of a kv head (k and v
+/// at its key 0; zero past S) into a KeyStage.
+template <int DP, int Keys>
+__device__ void loadKeys(uint16_t *stage, const uint16_t *k, const uint16_t *v,
+                         const Shape &s, int s0, bool vectors) {
+  const int64_t ldk = int64_t(s.KV) * s.D;
+  const int nk = min(Keys, s.S - s0);
+  loadTile<DP, true>(stage, k + s0 * ldk, ldk, nk, Keys, s.D, vectors);
+  loadTile<DP, true>(stage + KeyStage<DP, Keys>::tile, v + s0 * ldk, ldk, nk,
+                     Keys, s.D, vectors);
+}
 
 /// The maximum and sum over the four lanes of a quad (4g .. 4g + 3), which
 /// together hold a row of a C fragment; every lane gets the result.
@@ -244,7 +253,8 @@ __global__ void __launch_bounds__(kThreads)
                   bool vectors) {
   constexpr int LD = DP + 8, KS = DP / 16, NO = DP / 8;
   constexpr int NS = kForwardKeys / 8; // 8-key column tiles of the scores
-  LAP_DYNAMIC_SHARED(uint4, shared);   // KeyStages<DP, kForwardKeys>
+  using Stage = KeyStage<DP, kForwardKeys>;
+  LAP_DYNAMIC_SHARED(uint4, shared); // two Stages
   uint16_t *stages = reinterpret_cast<uint16_t *>(shared);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, c = lane % 4;
@@ -261,11 +271,17 @@ __global__ void __launch_bounds__(kThreads)
 
   // Causal: keys past the tile's last query are masked for all of it.
   const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
-  KeyPipeline<DP, kForwardKeys> keys(stages, k, v, s, b, kv, keyEnd, vectors);
+  const int64_t head = s.kRow(b, 0, kv); // key 0 of the kv head
+  auto keys = pipeline<Stage::elements>(
+      stages, (keyEnd + kForwardKeys - 1) / kForwardKeys,
+      [&](int i, uint16_t *stage) {
+        loadKeys<DP, kForwardKeys>(stage, k + head, v + head, s,
+                                   i * kForwardKeys, vectors);
+      });
 
   // Meanwhile Q passes through stage 1's K tile into the warp's A
   // fragments.
-  uint16_t *Qs = stages + 2 * KeyStages<DP, kForwardKeys>::tile;
+  uint16_t *Qs = stages + Stage::elements;
   loadTile<DP>(Qs, q + s.qRow(b, t0, h), ldq, nq, kRows, s.D, vectors);
   __syncthreads();
   uint32_t qf[KS][4];
@@ -274,7 +290,7 @@ __global__ void __launch_bounds__(kThreads)
     loadA<LD>(qf[j], Qs + 16 * warp * LD, j, g, c);
 
   for (int s0 = 0; s0 < keyEnd; s0 += kForwardKeys) {
-    const uint16_t *Ks = keys.next(s0), *Vs = keys.valuesOf(Ks);
+    const uint16_t *Ks = keys.next(s0 / kForwardKeys), *Vs = Ks + Stage::tile;
     float x[NS][4];
     zero(x);
 #pragma unroll
@@ -355,12 +371,14 @@ __global__ void __launch_bounds__(kThreads)
 // Backward (the row terms D_i and the coefficients' sums: AttentionCudaCores.h)
 //===----------------------------------------------------------------------===//
 
-template <int DP> struct KeyTiles {
-  static constexpr int LD = DP + 8;
-  // K, V [kRows][LD], Q, dO [kBackwardQueries][LD] (bf16), then lse *
-  // log2 e and D_i [kBackwardQueries].
-  static constexpr size_t bytes =
-      2 * (2 * kRows + 2 * kBackwardQueries) * LD + 8 * kBackwardQueries;
+/// A stage of the dk, dv kernel's query tiles: Q and dO [kBackwardQueries]
+/// [LD] (bf16), then lse * log2 e and D_i [kBackwardQueries] (fp32).
+template <int DP> struct QueryStage {
+  static constexpr int tile = kBackwardQueries * (DP + 8);
+  static constexpr int elements = 2 * tile + 2 * kBackwardQueries * 2;
+  /// The dk, dv kernel's shared memory: K, V [kRows][LD], then two stages.
+  static constexpr size_t kernelBytes =
+      (2 * kRows * (DP + 8) + 2 * elements) * sizeof(uint16_t);
 };
 
 // dk, dv [B, S, KV, D]; a block per (b, kv head, kRows keys), meeting the
@@ -379,14 +397,12 @@ __global__ void __launch_bounds__(kThreads) keyGradientsKernel(
     Shape s, int tiles, bool vectors) {
   constexpr int LD = DP + 8, KS = DP / 16, NO = DP / 8;
   constexpr int NS = kBackwardQueries / 8; // 8-query column tiles
+  using Stage = QueryStage<DP>;
   __shared__ float warpSums[kWarps];
-  LAP_DYNAMIC_SHARED(uint4, shared);
+  LAP_DYNAMIC_SHARED(uint4, shared); // Stage::kernelBytes
   uint16_t *Ks = reinterpret_cast<uint16_t *>(shared);
   uint16_t *Vs = Ks + kRows * LD;
-  uint16_t *Qs = Vs + kRows * LD;
-  uint16_t *dOs = Qs + kBackwardQueries * LD;
-  float *Ls = reinterpret_cast<float *>(dOs + kBackwardQueries * LD);
-  float *Ds = Ls + kBackwardQueries;
+  uint16_t *stages = Vs + kRows * LD;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, c = lane % 4;
 
@@ -400,30 +416,44 @@ __global__ void __launch_bounds__(kThreads) keyGradientsKernel(
   const int64_t ldq = int64_t(s.H) * s.D, ldk = int64_t(s.KV) * s.D;
   const uint16_t *Kw = Ks + 16 * warp * LD, *Vw = Vs + 16 * warp * LD;
 
+  // The query tiles of each head of the group in turn; causal: queries
+  // before s0 see none of these keys.
+  const int tStart = s.causal ? s0 / kBackwardQueries * kBackwardQueries : 0;
+  const int perHead =
+      s.T > tStart ? (s.T - tStart + kBackwardQueries - 1) / kBackwardQueries
+                   : 0;
+  auto queries = pipeline<Stage::elements>(
+      stages, s.G * perHead, [&](int i, uint16_t *stage) {
+        const int h = kv * s.G + i / perHead;
+        const int t0 = tStart + i % perHead * kBackwardQueries;
+        const int nq = min(kBackwardQueries, s.T - t0);
+        loadTile<DP, true>(stage, q + s.qRow(b, t0, h), ldq, nq,
+                           kBackwardQueries, s.D, vectors);
+        loadTile<DP, true>(stage + Stage::tile, dout + s.qRow(b, t0, h), ldq,
+                           nq, kBackwardQueries, s.D, vectors);
+        float *Ls = reinterpret_cast<float *>(stage + 2 * Stage::tile);
+        float *Ds = Ls + kBackwardQueries;
+        for (int j = threadIdx.x; j < kBackwardQueries; j += kThreads) {
+          Ls[j] = j < nq ? lse[s.row(b, h, t0 + j)] * kLog2e : 0.0f;
+          Ds[j] = j < nq ? terms[s.row(b, h, t0 + j)] : 0.0f;
+        }
+      });
   loadTile<DP>(Ks, k + s.kRow(b, s0, kv), ldk, nk, kRows, s.D, vectors);
   loadTile<DP>(Vs, v + s.kRow(b, s0, kv), ldk, nk, kRows, s.D, vectors);
   float dK[NO][4], dV[NO][4];
   zero(dK);
   zero(dV);
 
-  // Causal: queries before s0 see none of these keys.
-  const int tStart = s.causal ? s0 / kBackwardQueries * kBackwardQueries : 0;
   for (int hg = 0; hg < s.G; ++hg) {
     const int h = kv * s.G + hg;
     const float alpha = coefficients[h];
     float pdp = 0.0f; // sum of P dP over the lane's entries
-    for (int t0 = tStart; t0 < s.T; t0 += kBackwardQueries) {
-      const int nq = min(kBackwardQueries, s.T - t0);
-      __syncthreads(); // the previous query tile is read
-      loadTile<DP>(Qs, q + s.qRow(b, t0, h), ldq, nq, kBackwardQueries, s.D,
-                   vectors);
-      loadTile<DP>(dOs, dout + s.qRow(b, t0, h), ldq, nq, kBackwardQueries, s.D,
-                   vectors);
-      for (int j = threadIdx.x; j < kBackwardQueries; j += kThreads) {
-        Ls[j] = j < nq ? lse[s.row(b, h, t0 + j)] * kLog2e : 0.0f;
-        Ds[j] = j < nq ? terms[s.row(b, h, t0 + j)] : 0.0f;
-      }
-      __syncthreads();
+    for (int j = 0; j < perHead; ++j) {
+      const int t0 = tStart + j * kBackwardQueries;
+      const uint16_t *Qs = queries.next(hg * perHead + j);
+      const uint16_t *dOs = Qs + Stage::tile;
+      const float *Ls = reinterpret_cast<const float *>(Qs + 2 * Stage::tile);
+      const float *Ds = Ls + kBackwardQueries;
       float x[NS][4], dp[NS][4];
       zero(x);
       zero(dp);
@@ -497,7 +527,8 @@ __global__ void __launch_bounds__(kThreads) queryGradientsKernel(
   constexpr int NS = kBackwardKeys / 8; // 8-key column tiles
   static_assert(2 * kBackwardKeys == kRows,
                 "Q and dO pass through a stage's K and V");
-  LAP_DYNAMIC_SHARED(uint4, shared); // KeyStages<DP, kBackwardKeys>
+  using Stage = KeyStage<DP, kBackwardKeys>;
+  LAP_DYNAMIC_SHARED(uint4, shared); // two Stages
   uint16_t *stages = reinterpret_cast<uint16_t *>(shared);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, c = lane % 4;
@@ -507,11 +538,17 @@ __global__ void __launch_bounds__(kThreads) queryGradientsKernel(
   const int64_t ldq = int64_t(s.H) * s.D;
 
   const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
-  KeyPipeline<DP, kBackwardKeys> keys(stages, k, v, s, b, kv, keyEnd, vectors);
+  const int64_t head = s.kRow(b, 0, kv); // key 0 of the kv head
+  auto keys = pipeline<Stage::elements>(
+      stages, (keyEnd + kBackwardKeys - 1) / kBackwardKeys,
+      [&](int i, uint16_t *stage) {
+        loadKeys<DP, kBackwardKeys>(stage, k + head, v + head, s,
+                                    i * kBackwardKeys, vectors);
+      });
 
   // Meanwhile Q and dO pass through stage 1's K and V tiles into A
   // fragments.
-  uint16_t *staging = stages + 2 * KeyStages<DP, kBackwardKeys>::tile;
+  uint16_t *staging = stages + Stage::elements;
   uint32_t qf[KS][4], of[KS][4];
   loadTile<DP>(staging, q + s.qRow(b, t0, h), ldq, nq, kRows, s.D, vectors);
   __syncthreads();
@@ -537,7 +574,7 @@ __global__ void __launch_bounds__(kThreads) queryGradientsKernel(
   zero(dQ);
 
   for (int s0 = 0; s0 < keyEnd; s0 += kBackwardKeys) {
-    const uint16_t *Ks = keys.next(s0), *Vs = keys.valuesOf(Ks);
+    const uint16_t *Ks = keys.next(s0 / kBackwardKeys), *Vs = Ks + Stage::tile;
     float x[NS][4], dp[NS][4];
     zero(x);
     zero(dp);
@@ -599,8 +636,8 @@ void launchForward(const Device &device, uint16_t *o, float *lse,
   const bool narrow = s.D <= 64;
   device.launch(narrow ? forwardKernel<64> : forwardKernel<128>,
                 int64_t(s.B) * s.H * tiles, kThreads,
-                narrow ? KeyStages<64, kForwardKeys>::bytes
-                       : KeyStages<128, kForwardKeys>::bytes,
+                narrow ? KeyStage<64, kForwardKeys>::pipelineBytes
+                       : KeyStage<128, kForwardKeys>::pipelineBytes,
                 "attention_forward (tensor cores)", o, lse, q, k, v,
                 coefficients, s, int(tiles), vectorRows(s, {q, k, v}));
 }
@@ -615,16 +652,16 @@ void launchGradients(const Device &device, uint16_t *dq, uint16_t *dk,
   const int64_t queryTiles = tilesOf(s.T, kRows);
   const bool vectors = vectorRows(s, {dout, q, k, v});
   const bool narrow = s.D <= 64;
-  device.launch(narrow ? keyGradientsKernel<64> : keyGradientsKernel<128>,
-                int64_t(s.B) * s.KV * keyTiles, kThreads,
-                narrow ? KeyTiles<64>::bytes : KeyTiles<128>::bytes,
-                "attention_backward (dk, dv on tensor cores)", dk, dv,
-                alphaPartials, dout, q, k, v, lse, terms, coefficients, s,
-                int(keyTiles), vectors);
+  device.launch(
+      narrow ? keyGradientsKernel<64> : keyGradientsKernel<128>,
+      int64_t(s.B) * s.KV * keyTiles, kThreads,
+      narrow ? QueryStage<64>::kernelBytes : QueryStage<128>::kernelBytes,
+      "attention_backward (dk, dv on tensor cores)", dk, dv, alphaPartials,
+      dout, q, k, v, lse, terms, coefficients, s, int(keyTiles), vectors);
   device.launch(narrow ? queryGradientsKernel<64> : queryGradientsKernel<128>,
                 int64_t(s.B) * s.H * queryTiles, kThreads,
-                narrow ? KeyStages<64, kBackwardKeys>::bytes
-                       : KeyStages<128, kBackwardKeys>::bytes,
+                narrow ? KeyStage<64, kBackwardKeys>::pipelineBytes
+                       : KeyStage<128, kBackwardKeys>::pipelineBytes,
                 "attention_backward (dq on tensor cores)", dq, dout, q, k, v,
                 lse, terms, coefficients, s, int(queryTiles), vectors);
 }
