@@ -14,9 +14,10 @@
 //    as the A operand of the next product (P V, dS K, P^T dO, dS^T Q).
 //    That repacking rounds P and dS to bf16, as FlashAttention does: the
 //    one rounding beyond the fp32 kernels'; the softmax's sums stay fp32;
-//  - the tiles that pass through shared memory are copied asynchronously
-//    (cp.async) into two stages: the next one is in flight while the block
-//    works on this one (TilePipeline).
+//  - the tiles a block meets in turn (keys and values; queries and dO in
+//    the dk, dv kernel) are copied asynchronously (cp.async) into two
+//    stages: the next one is in flight while the block works on this one
+//    (TilePipeline).
 // The widths are padded with zeros to DP = 64 or 128, which add nothing.
 //
 // The kernels are written in TensorCores.h's primitives, so that the
@@ -102,21 +103,19 @@ public:
       start(0, 0);
   }
 
-  /// Tile i's stage, once every thread's copies of it have landed (tiles
-  /// in order); tile i + 1's copies start first, once every thread is done
-  /// with tile i - 1.
+  /// Tile i's stage (i % 2), once every thread's copies of it have landed;
+  /// tile i + 1's copies start first, once every thread is done with tile
+  /// i - 1. Tiles are taken in order: 0, 1, 2, ...
   __device__ const uint16_t *next(int i) {
     if (i + 1 < count) {
       __syncthreads(); // the other stage's last readers are done
-      start(i + 1, stage ^ 1);
+      start(i + 1, (i + 1) % 2);
       waitCopies<1>();
     } else {
       waitCopies<0>();
     }
     __syncthreads();
-    const uint16_t *tile = stages + stage * StageElements;
-    stage ^= 1;
-    return tile;
+    return stages + i % 2 * StageElements;
   }
 
 private:
@@ -128,7 +127,6 @@ private:
   uint16_t *stages;
   int count;
   Load load;
-  int stage = 0;
 };
 
 /// The TilePipeline of `load` (whose type is deduced).

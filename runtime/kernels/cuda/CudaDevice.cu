@@ -21,7 +21,7 @@ bool CudaDevice::sortPairs(const uint32_t *keysIn, uint32_t *keysOut,
                                              bits, stream()),
              "sort: storage size"))
     return false;
-  void *storage = scratch(kSortStorage, bytes);
+  void *storage = scratch(kSortStorage, bytes > 0 ? bytes : 1);
   return storage && check(cub::DeviceRadixSort::SortPairs(
                               storage, bytes, keysIn, keysOut, valuesIn,
                               valuesOut, int(n), 0, bits, stream()),

@@ -10,7 +10,7 @@
 //  - bytes(slot, n): n bytes of scratch of the slot (ScratchSlots.h, whose
 //    deviceScratch<T> counts in elements), or null after recording why;
 //  - zero(p, bytes) and copy(to, from, bytes) of device memory;
-//  - gemm(...): Gemm.h's two GEMMs, without epilogues;
+//  - gemm(...), gemmToBf16(...): Gemm.h's GEMMs, without epilogues;
 //  - sortPairs(...): a stable radix sort of (key, value) pairs;
 //  - fail(why): records the call's failure.
 // CudaDevice is the GPU's: all on the calling thread's stream, with
@@ -38,7 +38,6 @@ using CudaDevice = lap::test::emulator::Device;
 #include "runtime/kernels/cuda/Context.h"
 #include "runtime/kernels/cuda/Gemm.h"
 
-#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <string>
@@ -97,6 +96,11 @@ struct CudaDevice {
             const lap_bf16 *A, int64_t lda, const lap_bf16 *B, int64_t ldb,
             float beta, float *C, int64_t ldc) const {
     lap::cuda::gemm(transa, transb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+  }
+  void gemmToBf16(char transa, char transb, int64_t M, int64_t N, int64_t K,
+                  const lap_bf16 *A, int64_t lda, const lap_bf16 *B,
+                  int64_t ldb, lap_bf16 *C) const {
+    lap::cuda::gemmToBf16(transa, transb, M, N, K, A, lda, B, ldb, C);
   }
   /// keysOut, valuesOut [n] = the pairs (keysIn[i], valuesIn[i]) sorted
   /// stably by the keys' low `bits` bits (CUB's radix sort; its temporary

@@ -270,6 +270,10 @@ void embeddingBackward(const Device &device, Element *dtable, const Element *dy,
     device.zero(dtable, size_t(vocab * c) * sizeof(Element));
     return;
   }
+  if (n > INT32_MAX) { // the sort's item count is an int
+    device.fail("embedding_backward: more than 2^31 - 1 rows");
+    return;
+  }
   // Valid indices are < min(vocab, 2^31): that bound marks dropped ones, and
   // the sort looks only at the bits it needs (17 for a 65,536 vocabulary).
   const uint32_t dropped = uint32_t(std::min<int64_t>(vocab, int64_t(1) << 31));

@@ -8,7 +8,9 @@
 // alignment, which the algorithms depend on) and kept per thread, like the
 // cuBLASLt handle. At bf16 precision cuBLASLt rounds the fp32 operands to
 // bf16 itself and runs the tensor cores' bf16 products with fp32
-// accumulation (CUBLAS_COMPUTE_32F_FAST_16BF).
+// accumulation (CUBLAS_COMPUTE_32F_FAST_16BF). A bf16 model's bf16 operands
+// go to the tensor cores as they are, their fp32 sums written as fp32
+// (gemm) or rounded to bf16 as cuBLASLt stores them (gemmToBf16).
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +32,7 @@ using lap::cuda::check;
 using lap::cuda::checkLaunch;
 using lap::cuda::CudaDevice;
 using lap::cuda::Epilogue;
+using lap::cuda::kBf16Result;
 using lap::cuda::kBlock;
 using lap::cuda::kGemmWorkspace;
 using lap::cuda::lt;
@@ -52,24 +55,27 @@ uint32_t alignmentOf(const void *p) {
 /// beta D, for the row-major one: m = N, n = M, A = B, B = A.
 struct Problem {
   cublasComputeType_t compute;
-  cudaDataType_t input; ///< A's and B's elements (C is fp32)
+  cudaDataType_t input;  ///< A's and B's elements
+  cudaDataType_t output; ///< C's elements
   cublasOperation_t opA, opB;
   uint64_t m, n, k;
   int64_t lda, ldb, ldc;
   const void *A, *B;
-  float *C;
+  void *C;
   const void *bias, *aux; ///< the epilogue's vectors (null: none)
 };
 
 /// The row-major C [M, N] = op(A) op(B) as cuBLASLt's column-major
 /// problem C^T = op(B)^T op(A)^T: operands swapped, each keeping its own
 /// transpose flag.
-Problem problem(cublasComputeType_t compute, cudaDataType_t input, char transa,
-                char transb, int64_t M, int64_t N, int64_t K, const void *A,
-                int64_t lda, const void *B, int64_t ldb, float *C, int64_t ldc,
-                const void *bias = nullptr, const void *aux = nullptr) {
+Problem problem(cublasComputeType_t compute, cudaDataType_t input,
+                cudaDataType_t output, char transa, char transb, int64_t M,
+                int64_t N, int64_t K, const void *A, int64_t lda, const void *B,
+                int64_t ldb, void *C, int64_t ldc, const void *bias = nullptr,
+                const void *aux = nullptr) {
   return {compute,
           input,
+          output,
           transb == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N,
           transa == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N,
           uint64_t(N),
@@ -103,10 +109,10 @@ void destroy(Plan &p) {
   p = {};
 }
 
-/// The compute type, the input type, transa, transb, M, N, K, lda, ldb,
-/// ldc, the cuBLASLt epilogue, and the alignments of A, B, C, the bias and
-/// the epilogue's auxiliary matrix.
-using PlanKey = std::tuple<int, int, char, char, int64_t, int64_t, int64_t,
+/// The compute type, the input and output types, transa, transb, M, N, K,
+/// lda, ldb, ldc, the cuBLASLt epilogue, and the alignments of A, B, C, the
+/// bias and the epilogue's auxiliary matrix.
+using PlanKey = std::tuple<int, int, int, char, char, int64_t, int64_t, int64_t,
                            int64_t, int64_t, int64_t, int, uint32_t, uint32_t,
                            uint32_t, uint32_t, uint32_t>;
 
@@ -167,7 +173,7 @@ bool build(cublasLtHandle_t lt, Plan &p, const Problem &q,
             check(cublasLtMatrixLayoutCreate(&p.b, q.input, nB ? q.k : q.n,
                                              nB ? q.n : q.k, q.ldb),
                   "cublasLtMatrixLayoutCreate") &&
-            check(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, q.m, q.n, q.ldc),
+            check(cublasLtMatrixLayoutCreate(&p.c, q.output, q.m, q.n, q.ldc),
                   "cublasLtMatrixLayoutCreate");
   cublasLtMatmulPreference_t pref = nullptr;
   const uint64_t workspace = kWorkspaceBytes;
@@ -347,20 +353,18 @@ void epilogueAfter(Epilogue epilogue, int64_t M, int64_t N, int64_t K,
   }
 }
 
-/// Runs q, C = op(A) op(B) + beta C with `epilogue` where cuBLASLt fuses
-/// it, on its plan (made at the shape's first call); false where it did not
-/// run (recorded). wasFused: whether the epilogue ran with it. transa and
+/// The plan of q with `epilogue` where cuBLASLt fuses it (made at the
+/// shape's first call), or null where there is none (recorded). transa and
 /// transb are the row-major call's.
-bool matmul(const Problem &q, char transa, char transb,
-            cublasLtEpilogue_t epilogue, float beta, bool &wasFused) {
+Plan *planOf(const Problem &q, char transa, char transb,
+             cublasLtEpilogue_t epilogue) {
   cublasLtHandle_t handle = lt();
-  void *workspace = handle ? scratch(kGemmWorkspace, kWorkspaceBytes) : nullptr;
-  if (!workspace)
-    return false;
+  if (!handle)
+    return nullptr;
   // q is column-major: its (m, n) are the row-major (N, M).
-  const PlanKey key(int(q.compute), int(q.input), transa, transb, int64_t(q.n),
-                    int64_t(q.m), int64_t(q.k), q.ldb, q.lda, q.ldc,
-                    int(epilogue), alignmentOf(q.B), alignmentOf(q.A),
+  const PlanKey key(int(q.compute), int(q.input), int(q.output), transa, transb,
+                    int64_t(q.n), int64_t(q.m), int64_t(q.k), q.ldb, q.lda,
+                    q.ldc, int(epilogue), alignmentOf(q.B), alignmentOf(q.A),
                     alignmentOf(q.C), alignmentOf(q.bias), alignmentOf(q.aux));
   thread_local Plans plans;
   auto found = plans.byKey.find(key);
@@ -368,20 +372,35 @@ bool matmul(const Problem &q, char transa, char transb,
     Plan p;
     if (!build(handle, p, q, epilogue)) {
       destroy(p);
-      return false;
+      return nullptr;
     }
     found = plans.byKey.emplace(key, p).first;
   }
-  Plan &p = found->second;
+  return &found->second;
+}
+
+/// Runs q on its plan p: C = op(A) op(B) + beta C, with p's epilogue where
+/// fused; false where it did not run (recorded).
+bool run(Plan &p, const Problem &q, float beta) {
+  void *workspace = scratch(kGemmWorkspace, kWorkspaceBytes);
   // The plan is per shape: this call's vectors go into its descriptor.
-  if (p.fused && !setVectors(p.desc, q.bias, q.aux))
+  if (!workspace || (p.fused && !setVectors(p.desc, q.bias, q.aux)))
     return false;
   const float alpha = 1.0f;
-  wasFused = p.fused;
-  return check(cublasLtMatmul(handle, p.desc, &alpha, q.A, p.a, q.B, p.b, &beta,
+  return check(cublasLtMatmul(lt(), p.desc, &alpha, q.A, p.a, q.B, p.b, &beta,
                               q.C, p.c, q.C, p.c, &p.algo, workspace,
                               kWorkspaceBytes, stream()),
                "cublasLtMatmul");
+}
+
+/// Runs q, C = op(A) op(B) + beta C with `epilogue` where cuBLASLt fuses
+/// it; false where it did not run (recorded). wasFused: whether the
+/// epilogue ran with it.
+bool matmul(const Problem &q, char transa, char transb,
+            cublasLtEpilogue_t epilogue, float beta, bool &wasFused) {
+  Plan *p = planOf(q, transa, transb, epilogue);
+  wasFused = p && p->fused;
+  return p && run(*p, q, beta);
 }
 
 } // namespace
@@ -417,8 +436,8 @@ void lap::cuda::gemm(lap_matmul precision, char transa, char transb, int64_t M,
   const cublasComputeType_t compute = precision == LAP_MATMUL_BF16
                                           ? CUBLAS_COMPUTE_32F_FAST_16BF
                                           : CUBLAS_COMPUTE_32F;
-  const Problem q = problem(compute, CUDA_R_32F, transa, transb, M, N, K, A,
-                            lda, B, ldb, C, ldc, bias, aux);
+  const Problem q = problem(compute, CUDA_R_32F, CUDA_R_32F, transa, transb, M,
+                            N, K, A, lda, B, ldb, C, ldc, bias, aux);
   // cuBLASLt takes an auxiliary matrix only with a leading dimension that is
   // a multiple of 8; other shapes get the epilogue from a kernel.
   const cublasLtEpilogue_t fused = aux && ldc % 8 != 0
@@ -438,8 +457,42 @@ void lap::cuda::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
     scaleWithoutProducts(C, ldc, M, N, beta);
     return;
   }
-  const Problem q = problem(CUBLAS_COMPUTE_32F, CUDA_R_16BF, transa, transb, M,
-                            N, K, A, lda, B, ldb, C, ldc);
+  const Problem q = problem(CUBLAS_COMPUTE_32F, CUDA_R_16BF, CUDA_R_32F, transa,
+                            transb, M, N, K, A, lda, B, ldb, C, ldc);
   bool wasFused = false;
   matmul(q, transa, transb, CUBLASLT_EPILOGUE_DEFAULT, beta, wasFused);
+}
+
+void lap::cuda::gemmToBf16(char transa, char transb, int64_t M, int64_t N,
+                           int64_t K, const lap_bf16 *A, int64_t lda,
+                           const lap_bf16 *B, int64_t ldb, lap_bf16 *C,
+                           const lap_bf16 *bias) {
+  if (M <= 0 || N <= 0)
+    return;
+  if (K <= 0 && !bias) {
+    check(cudaMemsetAsync(C, 0, size_t(M * N) * sizeof(lap_bf16), stream()),
+          "cudaMemsetAsync");
+    return;
+  }
+  if (K > 0) {
+    const Problem q =
+        problem(CUBLAS_COMPUTE_32F, CUDA_R_16BF, CUDA_R_16BF, transa, transb, M,
+                N, K, A, lda, B, ldb, C, N, bias);
+    Plan *p = planOf(q, transa, transb,
+                     bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
+    if (!p)
+      return;
+    if (p->fused || !bias) {
+      run(*p, q, 0.0f);
+      return;
+    }
+  }
+  // A bias but no algorithm that adds it as it rounds (or no products):
+  // the fp32 GEMM, then the bias and one rounding.
+  auto *acc =
+      static_cast<float *>(scratch(kBf16Result, size_t(M * N) * sizeof(float)));
+  if (!acc)
+    return;
+  gemm(transa, transb, M, N, K, A, lda, B, ldb, 0.0f, acc, N);
+  roundToBf16(C, acc, M, N, bias);
 }

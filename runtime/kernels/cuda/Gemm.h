@@ -56,6 +56,17 @@ void gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
           const lap_bf16 *A, int64_t lda, const lap_bf16 *B, int64_t ldb,
           float beta, float *C, int64_t ldc);
 
+/// C [M, N] (leading dimension N) = op(A) op(B) + bias [N] (nullable) of a
+/// bf16 model's bf16 tensors, rounded to bf16 (to nearest, ties to even):
+/// bf16 products summed in fp32, and cuBLASLt writes the bf16 result (with
+/// the bias added before the rounding by its BIAS epilogue), with no fp32
+/// copy of C. With a bias that no algorithm fuses (or K = 0), the fp32 GEMM
+/// writes scratch kBf16Result, which roundToBf16 then rounds: a caller with
+/// a bias must not hold that slot.
+void gemmToBf16(char transa, char transb, int64_t M, int64_t N, int64_t K,
+                const lap_bf16 *A, int64_t lda, const lap_bf16 *B, int64_t ldb,
+                lap_bf16 *C, const lap_bf16 *bias = nullptr);
+
 /// to [n, c] = from [n, c] + bias [c] (nullable), rounded to bf16 (to
 /// nearest, ties to even).
 void roundToBf16(lap_bf16 *to, const float *from, int64_t n, int64_t c,

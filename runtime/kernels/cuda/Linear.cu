@@ -20,6 +20,7 @@
 using lap::cuda::columnSums;
 using lap::cuda::Epilogue;
 using lap::cuda::gemm;
+using lap::cuda::gemmToBf16;
 using lap::cuda::roundToBf16;
 
 namespace {
@@ -66,12 +67,8 @@ extern "C" void lap_cuda_linear_forward_bf16(lap_bf16 *y, const lap_bf16 *x,
                                              const lap_bf16 *w,
                                              const lap_bf16 *b, int64_t n,
                                              int64_t in, int64_t out) {
-  // acc [n, out] = x [n, in] w^T in fp32, then + b and rounded.
-  float *acc = fp32Results(n * out);
-  if (!acc)
-    return;
-  gemm('N', 'T', n, out, in, x, in, w, in, 0.0f, acc, out);
-  roundToBf16(y, acc, n, out, b);
+  // y [n, out] = x [n, in] w^T + b, summed in fp32 and rounded once.
+  gemmToBf16('N', 'T', n, out, in, x, in, w, in, y, b);
 }
 
 extern "C" void lap_cuda_linear_backward_bf16(lap_bf16 *dx, lap_bf16 *dw,
@@ -79,20 +76,16 @@ extern "C" void lap_cuda_linear_backward_bf16(lap_bf16 *dx, lap_bf16 *dw,
                                               const lap_bf16 *x,
                                               const lap_bf16 *w, int64_t n,
                                               int64_t in, int64_t out) {
-  // One fp32 scratch for each result in turn (the stream orders them): dx
-  // [n, in], dw [out, in], then dy's column sums [out].
-  float *acc = fp32Results(std::max({n * in, out * in, out}));
-  if (!acc)
-    return;
-  if (dx) {
-    gemm('N', 'N', n, in, out, dy, out, w, in, 0.0f, acc, in);
-    roundToBf16(dx, acc, n, in);
-  }
-  if (dw) {
-    gemm('T', 'N', out, in, n, dy, out, x, in, 0.0f, acc, in);
-    roundToBf16(dw, acc, out, in);
-  }
+  // dx [n, in] = dy [n, out] w [out, in]; dw [out, in] = dy^T x.
+  if (dx)
+    gemmToBf16('N', 'N', n, in, out, dy, out, w, in, dx);
+  if (dw)
+    gemmToBf16('T', 'N', out, in, n, dy, out, x, in, dw);
+  // db [out]: dy's column sums in fp32 scratch, rounded.
   if (db) {
+    float *acc = fp32Results(out);
+    if (!acc)
+      return;
     columnSums(acc, {dy}, n, out);
     roundToBf16(db, acc, 1, out);
   }

@@ -386,18 +386,16 @@ void linearCrossEntropy(const Device &device, float *loss, lap_bf16 *dx,
   countTargets(device, p.count, targets, n, V);
   const int64_t rows = chunkRows(n, V);
   // Scratch: the fp32 logits chunk (its gradient in place); then, in one
-  // allocation, dw [V, C] and a chunk's dx rows [rows, C] in fp32 and the
-  // gradient chunk rounded to bf16 [rows, V] for the GEMMs.
+  // allocation, dw [V, C] in fp32 and the gradient chunk rounded to bf16
+  // [rows, V] for the GEMMs.
   const int64_t dwFloats = (V * C + 63) / 64 * 64,
-                dxFloats = (rows * C + 63) / 64 * 64,
                 chunk = rows * std::max<int64_t>(V, 1);
   float *logits = deviceScratch<float>(device, kCrossEntropyChunk, chunk);
-  float *dw32 = deviceScratch<float>(device, kBf16Result,
-                                     dwFloats + dxFloats + chunk / 2 + 1);
+  float *dw32 =
+      deviceScratch<float>(device, kBf16Result, dwFloats + chunk / 2 + 1);
   if (!logits || !dw32)
     return;
-  float *dx32 = dw32 + dwFloats;
-  auto *dlogits = reinterpret_cast<lap_bf16 *>(dx32 + dxFloats);
+  auto *dlogits = reinterpret_cast<lap_bf16 *>(dw32 + dwFloats);
   for (int64_t r0 = 0; r0 < n; r0 += rows) {
     const int64_t m = std::min(rows, n - r0);
     const lap_bf16 *xc = x + r0 * C;
@@ -409,11 +407,9 @@ void linearCrossEntropy(const Device &device, float *loss, lap_bf16 *dx,
     if (!dx && !dw)
       continue;
     columns::roundToBf16(device, dlogits, logits, m, V);
-    // dx rows [m, C] = dlogits [m, V] w [V, C].
-    if (dx) {
-      device.gemm('N', 'N', m, C, V, dlogits, V, w, C, 0.0f, dx32, C);
-      columns::roundToBf16(device, dx + r0 * C, dx32, m, C);
-    }
+    // dx rows [m, C] = dlogits [m, V] w [V, C], written as bf16.
+    if (dx)
+      device.gemmToBf16('N', 'N', m, C, V, dlogits, V, w, C, dx + r0 * C);
     // dw [V, C] = sum over chunks of dlogits^T [V, m] x rows [m, C].
     if (dw)
       device.gemm('T', 'N', V, C, m, dlogits, V, xc, C, r0 == 0 ? 0.0f : 1.0f,

@@ -121,9 +121,9 @@ inline uint4 load16(const uint16_t *p) {
 }
 inline void store16(uint16_t *p, uint4 x) { memcpy(p, &x, sizeof x); }
 
-// The emulator reads the source when a copy starts and writes shared memory
-// when the thread waits for its group: a read before the wait sees what was
-// there before.
+// The emulator reads the source when a copy starts, writes NaN to its
+// destination at once and the data when the thread waits for its group: a
+// read before the wait, or of a tile being refilled, sees NaN.
 void copyAsync16(uint16_t *to, const uint16_t *from, bool valid);
 void commitCopies();
 void waitCopies(int pending);

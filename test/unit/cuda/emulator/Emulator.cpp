@@ -191,6 +191,8 @@ void copyAsync16(uint16_t *to, const uint16_t *from, bool valid) {
   if (valid)
     memcpy(&bytes, from, sizeof bytes);
   current->open.push_back({to, bytes});
+  // Until it lands, what a reader finds there is undefined: NaN.
+  memset(to, 0xff, sizeof bytes);
 }
 
 void commitCopies() {
@@ -284,6 +286,14 @@ void Device::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
                   int64_t ldb, float beta, float *C, int64_t ldc) const {
   lap::cpu::gemm(transa, transb, M, N, K, operand(transa, M, K, A, lda, 0),
                  operand(transb, K, N, B, ldb, 1), beta, C, ldc);
+}
+
+void Device::gemmToBf16(char transa, char transb, int64_t M, int64_t N,
+                        int64_t K, const lap_bf16 *A, int64_t lda,
+                        const lap_bf16 *B, int64_t ldb, lap_bf16 *C) const {
+  lap::cpu::gemmToBf16(transa, transb, M, N, K,
+                       operand(transa, M, K, A, lda, 0),
+                       operand(transb, K, N, B, ldb, 1), C);
 }
 
 void Device::fail(const std::string &why) const {

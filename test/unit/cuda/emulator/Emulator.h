@@ -8,16 +8,16 @@
 // run one after another. So the emulation is deterministic. The warp-wide
 // operations (mma.sync m16n8k16, ldmatrix .x4 .trans, shuffles) exchange
 // the lanes' registers and give each lane what the PTX ISA documents it
-// receives. An asynchronous copy (cp.async) lands in shared memory only
-// when its thread waits for its group, so a read that comes too early sees
-// the old contents. What the emulator cannot show: the hardware's own
-// rounding of a product's sum (it sums in fp32, in k order), its
-// scheduling, and what nvcc makes of the source; nor a read of static shared
-// memory no thread wrote (__shared__ arrays are static here: zero at first,
-// then what the last block left; only dynamic shared memory starts as NaN). A
-// barrier that not every thread reaches aborts with a message rather than hang;
-// so do a misaligned ldmatrix row or cp.async address, and a thread that ends
-// with copies not waited for.
+// receives. An asynchronous copy (cp.async) writes NaN at once and its
+// data when its thread waits for its group, so that reading a tile too
+// early, or while it is being refilled, shows. What the emulator cannot show:
+// the hardware's own rounding of a product's sum (it sums in fp32, in k order),
+// its scheduling, and what nvcc makes of the source; nor a read of static
+// shared memory no thread wrote (__shared__ arrays are static here: zero at
+// first, then what the last block left; only dynamic shared memory starts as
+// NaN). A barrier that not every thread reaches aborts with a message rather
+// than hang; so do a misaligned ldmatrix row or cp.async address, and a thread
+// that ends with copies not waited for.
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,6 +71,9 @@ public:
   void gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
             const lap_bf16 *A, int64_t lda, const lap_bf16 *B, int64_t ldb,
             float beta, float *C, int64_t ldc) const;
+  void gemmToBf16(char transa, char transb, int64_t M, int64_t N, int64_t K,
+                  const lap_bf16 *A, int64_t lda, const lap_bf16 *B,
+                  int64_t ldb, lap_bf16 *C) const;
   bool sortPairs(const uint32_t *keysIn, uint32_t *keysOut,
                  const uint32_t *valuesIn, uint32_t *valuesOut, int64_t n,
                  int bits) const;

@@ -425,6 +425,8 @@ TEST(CudaAttention, Bf16OnTensorCores) {
   checkBf16({2, 130, 130, 8, 2, 128, true, false}, 45);
   checkBf16({3, 1, 1, 3, 3, 64, true, true}, 46);
   checkBf16({2, 65, 200, 4, 2, 128, false, true}, 47);
+  // Causal with keys past the last query: key tiles no query tile meets.
+  checkBf16({2, 65, 200, 4, 2, 64, true, true}, 51);
   checkBf16({2, 200, 65, 4, 4, 64, false, false}, 48);
   checkBf16({2, 5, 0, 2, 1, 64, false, true}, 49);
   checkBf16({1, 37, 37, 3, 3, 1, true, true}, 50);
