@@ -29,7 +29,9 @@ namespace {
 
 /// The fibers of the block being run, one per CUDA thread, on this OS
 /// thread: each runs until it waits at a barrier or ends, then yields to
-/// the scheduler in run(), which resumes them in turn.
+/// the next one that has not ended, in turn; the last to end returns to
+/// run(). A launch's fibers run its blocks one after another: a fiber that
+/// ended its block waits in fiberMain for the next.
 struct Fiber {
   ucontext_t context;
   std::unique_ptr<char[]> stack;
@@ -44,11 +46,38 @@ struct Fiber {
   std::vector<Copy> open;
   std::deque<std::vector<Copy>> groups;
 };
-ucontext_t scheduler;
+ucontext_t scheduler;       // run()'s
+std::vector<Fiber> *fibers; // the launch's
 Fiber *current = nullptr;
-uint64_t events = 0; // arrivals and ends: the scheduler's sign of progress
+uint64_t events = 0;       // arrivals and ends: the sign of progress
+uint64_t eventsAtTurn = 0; // events when the turn last wrapped around
 
-void yield() { swapcontext(&current->context, &scheduler); }
+/// Switches to the next fiber that has not ended (which may be this one),
+/// or to run() when none is left. A whole turn of the fibers without an
+/// arrival or an end is a deadlock.
+void yield() {
+  std::vector<Fiber> &all = *fibers;
+  const size_t n = all.size(), from = size_t(current - all.data());
+  for (size_t step = 1; step <= n; ++step) {
+    const size_t i = (from + step) % n;
+    if (i == 0) { // a new turn
+      if (events == eventsAtTurn)
+        abortWith("a barrier is not reached by every thread of its block or "
+                  "warp");
+      eventsAtTurn = events;
+    }
+    if (all[i].done)
+      continue;
+    if (i == from)
+      return;
+    Fiber *previous = current;
+    current = &all[i];
+    threadIdx = current->index;
+    swapcontext(&previous->context, &current->context);
+    return;
+  }
+  swapcontext(&current->context, &scheduler);
+}
 
 /// A reusable barrier of n fibers.
 class Barrier {
@@ -305,13 +334,16 @@ namespace {
 
 const std::function<void()> *currentBody = nullptr;
 
+/// A fiber's life: the body for each block of the launch in turn.
 void fiberMain() {
-  (*currentBody)();
-  if (!current->open.empty() || !current->groups.empty())
-    abortWith("a thread ended with asynchronous copies not waited for");
-  current->done = true;
-  ++events;
-  yield();
+  for (;;) {
+    (*currentBody)();
+    if (!current->open.empty() || !current->groups.empty())
+      abortWith("a thread ended with asynchronous copies not waited for");
+    current->done = true;
+    ++events;
+    yield();
+  }
 }
 
 } // namespace
@@ -321,7 +353,16 @@ void run(dim3 grid, dim3 block, size_t sharedBytes,
   constexpr size_t kStackBytes = size_t(1) << 18;
   const unsigned threads = block.x * block.y * block.z;
   currentBody = &body;
-  std::vector<Fiber> fibers(threads);
+  std::vector<Fiber> launch(threads);
+  fibers = &launch;
+  for (Fiber &f : launch) {
+    f.stack.reset(new char[kStackBytes]);
+    getcontext(&f.context);
+    f.context.uc_stack.ss_sp = f.stack.get();
+    f.context.uc_stack.ss_size = kStackBytes;
+    f.context.uc_link = nullptr;
+    makecontext(&f.context, fiberMain, 0);
+  }
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
       for (unsigned x = 0; x < grid.x; ++x) {
@@ -330,35 +371,19 @@ void run(dim3 grid, dim3 block, size_t sharedBytes,
         blockIdx = dim3(x, y, z);
         blockDim = block;
         for (unsigned t = 0; t < threads; ++t) {
-          Fiber &f = fibers[t];
-          if (!f.stack)
-            f.stack.reset(new char[kStackBytes]);
-          f.done = false;
-          f.index =
+          launch[t].done = false;
+          launch[t].index =
               dim3(t % block.x, t / block.x % block.y, t / (block.x * block.y));
-          getcontext(&f.context);
-          f.context.uc_stack.ss_sp = f.stack.get();
-          f.context.uc_stack.ss_size = kStackBytes;
-          f.context.uc_link = nullptr;
-          makecontext(&f.context, fiberMain, 0);
         }
-        for (unsigned left = threads; left > 0;) {
-          const uint64_t before = events;
-          left = 0;
-          for (Fiber &f : fibers) {
-            if (f.done)
-              continue;
-            current = &f;
-            threadIdx = f.index;
-            swapcontext(&scheduler, &f.context);
-            left += !f.done;
-          }
-          if (left > 0 && events == before)
-            abortWith("a barrier is not reached by every thread of its "
-                      "block or warp");
-        }
+        // The first fiber starts (or resumes from its last block's end);
+        // the block is done when the last one returns here.
+        current = &launch[0];
+        threadIdx = current->index;
+        eventsAtTurn = events - 1;
+        swapcontext(&scheduler, &current->context);
       }
   current = nullptr;
+  fibers = nullptr;
 }
 
 } // namespace lap::test::emulator
