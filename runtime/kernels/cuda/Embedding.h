@@ -252,11 +252,8 @@ __global__ void interpolateBackwardKernel(float *dx, const float *dy,
 template <typename Device, typename Element>
 void embeddingForward(const Device &device, Element *y, const Element *table,
                       const int32_t *idx, int64_t n, int64_t vocab, int64_t c) {
-  if (n == 0 || c == 0)
-    return;
-  RowLaunch l(n, c);
-  device.launch(embeddingForwardKernel<Element>, l.grid, l.block, 0,
-                "embedding_forward", y, table, idx, vocab, c);
+  RowLaunch::launch(device, embeddingForwardKernel<Element>, n, c, 0,
+                    "embedding_forward", y, table, idx, vocab, c);
 }
 
 /// lap_cuda_embedding_backward (Element = float) or its _bf16 variant.
@@ -317,11 +314,8 @@ template <typename Device, typename Element>
 void addPositionsForward(const Device &device, Element *y, const Element *x,
                          const Element *table, int64_t B, int64_t T, int64_t c,
                          int64_t offset, int64_t first) {
-  if (B * T == 0 || c == 0)
-    return;
-  RowLaunch l(B * T, c);
-  device.launch(addPositionsForwardKernel<Element>, l.grid, l.block, 0,
-                "add_positions_forward", y, x, table, T, c, offset, first);
+  RowLaunch::launch(device, addPositionsForwardKernel<Element>, B * T, c, 0,
+                    "add_positions_forward", y, x, table, T, c, offset, first);
 }
 
 /// lap_cuda_add_positions_backward (Element = float) or its _bf16 variant.
@@ -329,11 +323,8 @@ template <typename Device, typename Element>
 void addPositionsBackward(const Device &device, Element *dtable,
                           const Element *dy, int64_t B, int64_t T, int64_t c,
                           int64_t offset, int64_t P) {
-  if (P == 0 || c == 0)
-    return;
-  RowLaunch l(P, c);
-  device.launch(addPositionsBackwardKernel<Element>, l.grid, l.block, 0,
-                "add_positions_backward", dtable, dy, B, T, c, offset);
+  RowLaunch::launch(device, addPositionsBackwardKernel<Element>, P, c, 0,
+                    "add_positions_backward", dtable, dy, B, T, c, offset);
 }
 
 /// lap_cuda_interpolate_positions_forward.
@@ -341,11 +332,8 @@ template <typename Device>
 void interpolatePositionsForward(const Device &device, float *y, const float *x,
                                  int64_t keep, int64_t from, int64_t to,
                                  int64_t c) {
-  if (keep + to * to == 0 || c == 0)
-    return;
-  RowLaunch l(keep + to * to, c);
-  device.launch(interpolateForwardKernel, l.grid, l.block, 0,
-                "interpolate_positions_forward", y, x, keep, from, to, c);
+  RowLaunch::launch(device, interpolateForwardKernel, keep + to * to, c, 0,
+                    "interpolate_positions_forward", y, x, keep, from, to, c);
 }
 
 /// lap_cuda_interpolate_positions_backward.
@@ -361,9 +349,9 @@ void interpolatePositionsBackward(const Device &device, float *dx,
     device.fail("interpolate_positions_backward: more than 1536 rows");
     return;
   }
-  RowLaunch l(keep + from * from, c);
-  device.launch(interpolateBackwardKernel, l.grid, l.block, shared,
-                "interpolate_positions_backward", dx, dy, keep, from, to, c);
+  RowLaunch::launch(device, interpolateBackwardKernel, keep + from * from, c,
+                    shared, "interpolate_positions_backward", dx, dy, keep,
+                    from, to, c);
 }
 
 } // namespace

@@ -12,20 +12,28 @@
 #include "runtime/kernels/cuda/DeviceCode.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
 namespace lap::cuda {
 
-/// The launch covering rows x c elements, a block row per row.
+/// The launch of a kernel over rows x c elements: a block row per row.
 struct RowLaunch {
   /// Threads per block at most.
   static constexpr int64_t kMaxThreads = 256;
 
-  dim3 grid, block;
-  RowLaunch(int64_t rows, int64_t c) {
+  /// Launches kernel (Device: CudaDevice.h) over rows x c elements with
+  /// `sharedBytes` of dynamic shared memory; nothing when there are none.
+  template <typename Device, typename Kernel, typename... Args>
+  static void launch(const Device &device, Kernel kernel, int64_t rows,
+                     int64_t c, size_t sharedBytes, const char *what,
+                     Args... args) {
+    if (rows == 0 || c == 0)
+      return;
     const int64_t threads = std::min<int64_t>(kMaxThreads, (c + 31) / 32 * 32);
-    grid = dim3(unsigned(rows), unsigned((c + threads - 1) / threads));
-    block = dim3(unsigned(threads));
+    device.launch(kernel,
+                  dim3(unsigned(rows), unsigned((c + threads - 1) / threads)),
+                  dim3(unsigned(threads)), sharedBytes, what, args...);
   }
 
   /// The column of the calling thread of a RowLaunch's kernel.

@@ -157,22 +157,17 @@ template <typename Device>
 void patchifyForward(const Device &device, float *y, const float *images,
                      int64_t B, int64_t C, int64_t Hi, int64_t Wi, int64_t p) {
   int64_t Hp = Hi / p, Wp = Wi / p, rows = B * Hp * Wp, width = C * p * p;
-  if (rows == 0 || width == 0)
-    return;
-  RowLaunch l(rows, width);
-  device.launch(patchifyForwardKernel, l.grid, l.block, 0, "patchify_forward",
-                y, images, C, Hi, Wi, p, Hp, Wp);
+  RowLaunch::launch(device, patchifyForwardKernel, rows, width, 0,
+                    "patchify_forward", y, images, C, Hi, Wi, p, Hp, Wp);
 }
 
 /// lap_cuda_patchify_backward.
 template <typename Device>
 void patchifyBackward(const Device &device, float *dimages, const float *dy,
                       int64_t B, int64_t C, int64_t Hi, int64_t Wi, int64_t p) {
-  if (B * C * Hi == 0 || Wi == 0)
-    return;
-  RowLaunch l(B * C * Hi, Wi);
-  device.launch(patchifyBackwardKernel, l.grid, l.block, 0, "patchify_backward",
-                dimages, dy, C, Hi, Wi, p, Hi / p, Wi / p);
+  RowLaunch::launch(device, patchifyBackwardKernel, B * C * Hi, Wi, 0,
+                    "patchify_backward", dimages, dy, C, Hi, Wi, p, Hi / p,
+                    Wi / p);
 }
 
 /// lap_cuda_prepend_tokens_forward (E = float) or its _bf16 variant.
@@ -180,73 +175,52 @@ template <typename Device, typename E>
 void prependTokensForward(const Device &device, E *y, const E *x,
                           const E *tokens, int64_t B, int64_t N, int64_t k,
                           int64_t c) {
-  if (B * (k + N) == 0 || c == 0)
-    return;
-  RowLaunch l(B * (k + N), c);
-  device.launch(prependForwardKernel<E>, l.grid, l.block, 0,
-                "prepend_tokens_forward", y, x, tokens, N, k, c);
+  RowLaunch::launch(device, prependForwardKernel<E>, B * (k + N), c, 0,
+                    "prepend_tokens_forward", y, x, tokens, N, k, c);
 }
 
 /// lap_cuda_prepend_tokens_backward (E = float) or its _bf16 variant.
 template <typename Device, typename E>
 void prependTokensBackward(const Device &device, E *dx, E *dtokens, const E *dy,
                            int64_t B, int64_t N, int64_t k, int64_t c) {
-  if (c == 0)
-    return;
-  if (dx && B * N > 0) {
-    RowLaunch l(B * N, c);
-    device.launch(prependBackwardXKernel<E>, l.grid, l.block, 0,
-                  "prepend_tokens_backward", dx, dy, N, k, c);
-  }
-  if (dtokens && k > 0) {
-    RowLaunch l(k, c);
-    device.launch(prependBackwardTokensKernel<E>, l.grid, l.block, 0,
-                  "prepend_tokens_backward", dtokens, dy, B, N, k, c);
-  }
+  if (dx)
+    RowLaunch::launch(device, prependBackwardXKernel<E>, B * N, c, 0,
+                      "prepend_tokens_backward", dx, dy, N, k, c);
+  if (dtokens)
+    RowLaunch::launch(device, prependBackwardTokensKernel<E>, k, c, 0,
+                      "prepend_tokens_backward", dtokens, dy, B, N, k, c);
 }
 
 /// lap_cuda_take_token_forward (E = float) or its _bf16 variant.
 template <typename Device, typename E>
 void takeTokenForward(const Device &device, E *y, const E *x, int64_t B,
                       int64_t T, int64_t c, int64_t index) {
-  if (B == 0 || c == 0)
-    return;
-  RowLaunch l(B, c);
-  device.launch(takeTokenForwardKernel<E>, l.grid, l.block, 0,
-                "take_token_forward", y, x, T, c, index);
+  RowLaunch::launch(device, takeTokenForwardKernel<E>, B, c, 0,
+                    "take_token_forward", y, x, T, c, index);
 }
 
 /// lap_cuda_take_token_backward (E = float) or its _bf16 variant.
 template <typename Device, typename E>
 void takeTokenBackward(const Device &device, E *dx, const E *dy, int64_t B,
                        int64_t T, int64_t c, int64_t index) {
-  if (B * T == 0 || c == 0)
-    return;
-  RowLaunch l(B * T, c);
-  device.launch(takeTokenBackwardKernel<E>, l.grid, l.block, 0,
-                "take_token_backward", dx, dy, T, c, index);
+  RowLaunch::launch(device, takeTokenBackwardKernel<E>, B * T, c, 0,
+                    "take_token_backward", dx, dy, T, c, index);
 }
 
 /// lap_cuda_mean_tokens_forward (E = float) or its _bf16 variant.
 template <typename Device, typename E>
 void meanTokensForward(const Device &device, E *y, const E *x, int64_t B,
                        int64_t T, int64_t c, int64_t skip) {
-  if (B == 0 || c == 0)
-    return;
-  RowLaunch l(B, c);
-  device.launch(meanTokensForwardKernel<E>, l.grid, l.block, 0,
-                "mean_tokens_forward", y, x, T, c, skip);
+  RowLaunch::launch(device, meanTokensForwardKernel<E>, B, c, 0,
+                    "mean_tokens_forward", y, x, T, c, skip);
 }
 
 /// lap_cuda_mean_tokens_backward (E = float) or its _bf16 variant.
 template <typename Device, typename E>
 void meanTokensBackward(const Device &device, E *dx, const E *dy, int64_t B,
                         int64_t T, int64_t c, int64_t skip) {
-  if (B * T == 0 || c == 0)
-    return;
-  RowLaunch l(B * T, c);
-  device.launch(meanTokensBackwardKernel<E>, l.grid, l.block, 0,
-                "mean_tokens_backward", dx, dy, T, c, skip);
+  RowLaunch::launch(device, meanTokensBackwardKernel<E>, B * T, c, 0,
+                    "mean_tokens_backward", dx, dy, T, c, skip);
 }
 
 } // namespace
