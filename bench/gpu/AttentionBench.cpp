@@ -78,23 +78,36 @@ void backwardOf(lap_bf16 *dq, lap_bf16 *dk, lap_bf16 *dv, const lap_bf16 *dout,
                                    s.causal);
 }
 
+/// A shape's tensors at element type E, allocated and filled once for all
+/// shapes: q, k, v, dout random; o, dq, dk, dv and lse zero. Every shape
+/// has `elements` per tensor (b n = tokens, h d = width) and at most
+/// `rows` logsumexps.
+template <typename E> struct Tensors {
+  Tensors(int64_t elements, int64_t rows, std::mt19937 &rng)
+      : elements(elements), rows(rows), q(randomElements<E>(elements, rng)),
+        k(randomElements<E>(elements, rng)),
+        v(randomElements<E>(elements, rng)),
+        dout(randomElements<E>(elements, rng)),
+        o(randomElements<E>(elements, rng, true)),
+        dq(randomElements<E>(elements, rng, true)),
+        dk(randomElements<E>(elements, rng, true)),
+        dv(randomElements<E>(elements, rng, true)),
+        lse(randomElements<float>(rows, rng, true)) {}
+  int64_t elements, rows;
+  std::unique_ptr<DeviceBuffer> q, k, v, dout, o, dq, dk, dv, lse;
+};
+
 /// The forward and forward + backward times of one shape at element type E.
 template <typename E>
-nlohmann::json timeShape(const Shape &s, cudaStream_t stream, int64_t warmup,
-                         int64_t iters, std::mt19937 &rng) {
-  const int64_t elements = s.b * s.n * s.h * s.d;
-  // Declared with their type: with `auto` they would be dependent, and
+nlohmann::json timeShape(const Shape &s, const Tensors<E> &t,
+                         cudaStream_t stream, int64_t warmup, int64_t iters) {
+  if (s.b * s.n * s.h * s.d > t.elements || s.b * s.h * s.n > t.rows)
+    throw std::runtime_error("a shape larger than the tensors");
+  // Named with their type: with `auto` they would be dependent, and
   // `->as<E>()` would need `template`.
-  const std::unique_ptr<DeviceBuffer>
-      q = randomElements<E>(elements, rng),
-      k = randomElements<E>(elements, rng),
-      v = randomElements<E>(elements, rng),
-      dout = randomElements<E>(elements, rng),
-      o = randomElements<E>(elements, rng, true),
-      dq = randomElements<E>(elements, rng, true),
-      dk = randomElements<E>(elements, rng, true),
-      dv = randomElements<E>(elements, rng, true),
-      lse = randomElements<float>(s.b * s.h * s.n, rng, true);
+  const std::unique_ptr<DeviceBuffer> &q = t.q, &k = t.k, &v = t.v,
+                                      &dout = t.dout, &o = t.o, &dq = t.dq,
+                                      &dk = t.dk, &dv = t.dv, &lse = t.lse;
   // alpha then beta per head: attn (1, 0), laplacian (-1, 1) on the odd
   // heads when mixed.
   std::vector<float> coefficients(size_t(2 * s.h));
@@ -153,7 +166,12 @@ int main(int argc, char **argv) {
     check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
     std::mt19937 rng(1);
 
-    for (const char *precision : {"bf16", "fp32"})
+    // Every shape: b = tokens / n (at least 1) sequences of n tokens,
+    // width / d heads.
+    auto timeAll = [&](auto element, const char *precision) {
+      using E = decltype(element);
+      const int64_t elements = std::max<int64_t>(tokens, 8192) * width;
+      const Tensors<E> tensors(elements, elements / 64, rng);
       for (int64_t d : {64, 128})
         for (int64_t n : {512, 1024, 2048, 4096, 8192})
           for (int32_t causal : {0, 1})
@@ -165,13 +183,14 @@ int main(int argc, char **argv) {
                           causal,
                           mixed};
               nlohmann::json out =
-                  std::string(precision) == "bf16"
-                      ? timeShape<lap_bf16>(shape, stream, warmup, iters, rng)
-                      : timeShape<float>(shape, stream, warmup, iters, rng);
+                  timeShape<E>(shape, tensors, stream, warmup, iters);
               out["device"] = prop.name;
               out["precision"] = precision;
               std::cout << out.dump() << std::endl;
             }
+    };
+    timeAll(lap_bf16(0), "bf16");
+    timeAll(float(0), "fp32");
     return 0;
   } catch (const std::exception &e) {
     std::cerr << "lap-gpu-attention-bench: error: " << e.what() << "\n";

@@ -1,14 +1,16 @@
 # The GPU benchmark's models and the micro-batch each is timed at: sizes
 # that give an H200 work to do, in fp32 (gpt2-124m-bf16: with bf16
-# products; gpt2-124m-bf16-model: computing in bf16). bench/specs/NAME.yaml, timed by every run; and the paper's
-# models (specs/NAME.yaml), whose fp32 steps take seconds, timed with fewer
-# iterations by `run.sh --paper-models`.
+# products; gpt2-124m-bf16-model: computing in bf16, against the same
+# PyTorch runs as gpt2-124m-bf16, named third: PyTorch's autocast is one
+# mode for both). bench/specs/NAME.yaml, timed by every run; and the
+# paper's models (specs/NAME.yaml), whose fp32 steps take seconds, timed
+# with fewer iterations by `run.sh --paper-models`.
 GPU_BENCH_MODELS=(
   "gpt-bench 64"
   "vit-bench 256"
   "gpt2-124m 16"
   "gpt2-124m-bf16 16"
-  "gpt2-124m-bf16-model 16"
+  "gpt2-124m-bf16-model 16 gpt2-124m-bf16"
 )
 GPU_PAPER_MODELS=(
   "gpt2_561m_5L 8"

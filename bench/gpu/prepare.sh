@@ -33,7 +33,7 @@ LAP_PREBUILT_MODELS="$PWD/$out/models" build/bin/lap-cuda-model-tests \
 
 for entry in "${GPU_BENCH_MODELS[@]/#/bench/specs/}" \
   "${GPU_PAPER_MODELS[@]/#/specs/}"; do
-  read -r spec batch <<<"$entry"
+  read -r spec batch _ <<<"$entry"
   name=$(basename "$spec")
   build/bin/lapc "$spec.yaml" --target=cuda --max-batch "$batch" \
     -o "$out/models/$name.cuda.so"
@@ -59,13 +59,22 @@ for target in cpu cuda; do
 done
 cp test/runtime/Inputs/corpus.txt "$out/train/"
 
-# Every library the binaries and models load that a CUDA image may lack.
+# Every library the binaries and models load that a CUDA image may lack,
+# the CUDA runtime included (small); not the driver, cuBLAS or NCCL, which
+# the GPU machine has (run.sh also looks in PyTorch's wheels).
 for file in "$out"/bin/* "$out"/lib/libLap*.so "$out"/models/*.so; do
   ldd "$file" | awk '/=> \// {print $3}'
 done | sort -u | grep -v -E \
-  '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s)\.so|libcuda|libcublas|libnccl' |
+  '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcuda|libcublas|libcublasLt|libnccl)\.so' |
   while read -r lib; do cp -L "$lib" "$out/lib/"; done
 
 strip "$out"/bin/*
-tar -C build -cJf build/gpu-prebuilt.tar.xz gpu-prebuilt
+XZ_OPT=-T0 tar -C build -cJf build/gpu-prebuilt.tar.xz gpu-prebuilt
+# It travels with the repository, 64 MiB in all.
+size=$(stat -c %s build/gpu-prebuilt.tar.xz)
+if ((size > 58 << 20)); then
+  echo "prepare.sh: build/gpu-prebuilt.tar.xz is $((size >> 20)) MiB, over" \
+    "the 58 MiB that can travel with the repository" >&2
+  exit 1
+fi
 ls -l build/gpu-prebuilt.tar.xz
