@@ -170,6 +170,14 @@ int main(int argc, char **argv) {
     memory.download(&lossValue, loss.data, 4);
 
     bool text = m["family"] == "gpt";
+    // The spec's train.precision and train.matmul_precision, as the
+    // manifest prints it.
+    const std::string spec = m["spec"];
+    const bool bf16Model =
+                   spec.find("\n  precision: bf16") != std::string::npos,
+               bf16Products =
+                   bf16Model ||
+                   spec.find("\n  matmul_precision: bf16") != std::string::npos;
     double median = replay[replay.size() / 2];
     double tflops =
         bench::trainStepFlops(m, batch, seq) / (median * 1e-3) / 1e12;
@@ -180,7 +188,8 @@ int main(int argc, char **argv) {
         {"framework", "lap"},
         {"device", prop.name},
         {"model", m["name"]},
-        {"precision", "fp32"},
+        {"precision", bf16Model ? "bf16" : "fp32"},
+        {"matmul_precision", bf16Products ? "bf16" : "fp32"},
         {"batch", batch},
         {"seq", seq},
         {"parameters", model.parameterElements()},

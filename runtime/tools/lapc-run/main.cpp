@@ -157,7 +157,7 @@ int main(int argc, char **argv) {
                       "A checkpoint directory (default: the run's newest)");
   evalCmd->add_option("--device", eval.device,
                       "cpu, cuda or cuda:N (default: the device the library "
-                      "was compiled for; dino runs need a CPU library)");
+                      "was compiled for)");
   evalCmd
       ->add_option("--batches", eval.batches,
                    "Validation batches (default: all)")
