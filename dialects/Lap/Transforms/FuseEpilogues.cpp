@@ -16,6 +16,11 @@ using namespace lap;
 
 namespace {
 
+/// Whether v holds f32 elements. The fused kernels are f32 only: fusing a
+/// bf16 model's layers would widen them (--lap-widen-kernels), their GEMMs
+/// and their weights, to f32, which costs far more than the GELU's pass.
+bool isF32(Value v) { return getElementTypeOrSelf(v.getType()).isF32(); }
+
 /// The reader of `v` that comes first in the block, or null.
 Operation *firstReader(Value v) {
   Operation *first = nullptr;
@@ -30,7 +35,8 @@ Operation *firstReader(Value v) {
 void fuseForward(Block &body) {
   SmallVector<std::pair<LinearOp, GeluTanhOp>> pairs;
   for (LinearOp linear : body.getOps<LinearOp>())
-    if (auto gelu = dyn_cast_or_null<GeluTanhOp>(firstReader(linear)))
+    if (auto gelu = dyn_cast_or_null<GeluTanhOp>(firstReader(linear));
+        gelu && isF32(linear.getInput()) && isF32(linear.getResult()))
       pairs.push_back({linear, gelu});
   for (auto [linear, gelu] : pairs) {
     OpBuilder b(linear);
@@ -56,7 +62,8 @@ void fuseBackward(Block &body) {
     Value dx = grad.getGradOutput();
     if (grad.getActivation() == "gelu_tanh" && dx.hasOneUse() &&
         dx.getDefiningOp<LinearGradOp>() &&
-        cast<OpResult>(dx).getResultNumber() == 0)
+        cast<OpResult>(dx).getResultNumber() == 0 && isF32(dx) &&
+        isF32(dx.getDefiningOp<LinearGradOp>().getGradOutput()))
       grads.push_back(grad);
   }
   for (ActivationGradOp grad : grads) {

@@ -79,8 +79,10 @@ TEST_P(PrecisionTest, Bf16ModelComputesTheFp32ModelToBf16Precision) {
 // Learned head kinds beside fixed ones: a bf16 model computes their [2, H]
 // coefficients and their gradients in f32 (per-head scalars), so each
 // layer's coefficient gradient, not only the model's largest gradients,
-// is the fp32 model's to bf16's precision (measured worst 1.9-2.0% of
-// each layer's largest).
+// is the fp32 model's to bf16's precision: within 6% of each layer's
+// largest (measured worst 4.5%, layer 0; 2% while the bf16 model's MLPs
+// still ran as the fp32 model's fused GEMM + GELU, with the pre-activation
+// in fp32).
 TEST(Bf16LearnedKinds, CoefficientGradientsMatchTheFp32Model) {
   const std::string spec = R"(model:
   family: gpt
@@ -120,8 +122,7 @@ attention:
     for (int64_t i = 0; i < info.elements; ++i)
       largest = std::max(largest, std::fabs(want[i]));
     EXPECT_GT(largest, 0.0f) << "no gradient reached the coefficients";
-    expectWithinScale(got, want, size_t(info.elements), kBf16ModelTolerance,
-                      name);
+    expectWithinScale(got, want, size_t(info.elements), 6e-2, name);
   }
 }
 

@@ -59,3 +59,21 @@ func.func @no_bias(%x: tensor<?x8xf32>, %w: tensor<16x8xf32>) -> tensor<?x16xf32
   %a = lap.gelu_tanh %h : tensor<?x16xf32>
   return %a : tensor<?x16xf32>
 }
+
+// -----
+
+// A bf16 model's layers stay apart: the fused kernels are f32 only, and
+// widening the layers to f32 would cost more than the GELU's pass.
+// CHECK-LABEL: func @bf16
+// CHECK-NOT: lap.linear_gelu
+// CHECK-NOT: lap.gelu_linear_grad
+// CHECK: return
+func.func @bf16(%x: tensor<?x8xbf16>, %w1: tensor<16x8xbf16>, %w2: tensor<8x16xbf16>, %dy: tensor<?x8xbf16>)
+    -> (tensor<?x8xbf16>, tensor<?x16xbf16>) {
+  %h = lap.linear %x, %w1 : (tensor<?x8xbf16>, tensor<16x8xbf16>) -> tensor<?x16xbf16>
+  %a = lap.gelu_tanh %h : tensor<?x16xbf16>
+  %y = lap.linear %a, %w2 : (tensor<?x16xbf16>, tensor<8x16xbf16>) -> tensor<?x8xbf16>
+  %da, %dw2, %db2 = lap.linear_grad %dy, %a, %w2 : tensor<?x8xbf16>, tensor<?x16xbf16>, tensor<8x16xbf16> -> tensor<8xbf16>
+  %dh = lap.activation_grad %da, %h {activation = "gelu_tanh"} : tensor<?x16xbf16>
+  return %y, %dh : tensor<?x8xbf16>, tensor<?x16xbf16>
+}
