@@ -9,6 +9,7 @@
 //    launch failed (recorded);
 //  - bytes(slot, n): n bytes of scratch of the slot (ScratchSlots.h, whose
 //    deviceScratch<T> counts in elements), or null after recording why;
+//    chunkFloats(): how many floats a chunked kernel's chunk holds;
 //  - zero(p, bytes) and copy(to, from, bytes) of device memory;
 //  - gemm(...), gemmToBf16(...): Gemm.h's GEMMs, without epilogues;
 //  - sortPairs(...): a stable radix sort of (key, value) pairs;
@@ -77,6 +78,10 @@ struct CudaDevice {
                   bytes, what, args...);
   }
   void *bytes(int slot, size_t n) const { return scratch(slot, n); }
+  /// The floats a chunk of a chunked kernel holds (the lm_head's logits):
+  /// 256 MiB, so that a 50,000-word vocabulary's chunks are 1,300 rows,
+  /// GEMMs the tensor cores fill, and dW is summed over few of them.
+  int64_t chunkFloats() const { return int64_t(1) << 26; }
   void zero(void *p, size_t n) const {
     if (n > 0)
       check(cudaMemsetAsync(p, 0, n, stream()), "cudaMemsetAsync");

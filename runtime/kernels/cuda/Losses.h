@@ -34,9 +34,6 @@ namespace {
 /// Threads of the single block that counts targets and adds row losses.
 constexpr int kReduceThreads = 1024;
 
-/// The rows of logits linear_cross_entropy makes at a time: 16 MiB.
-constexpr int64_t kChunkFloats = int64_t(1) << 22;
-
 /// Threads per row: a warp for narrow rows, up to 512 for wide ones.
 inline int rowThreads(int64_t width) {
   return int(std::clamp<int64_t>((width + 31) / 32 * 32, 32, 512));
@@ -326,9 +323,11 @@ void crossEntropyBackward(const Device &device, Element *dlogits,
                    softcap, dloss, p.count);
 }
 
-/// Rows of logits linearCrossEntropy makes at a time for n rows of V.
-inline int64_t chunkRows(int64_t n, int64_t V) {
-  return std::clamp<int64_t>(kChunkFloats / std::max<int64_t>(V, 1), 1,
+/// Rows of logits linearCrossEntropy makes at a time for n rows of V: as
+/// many as the Device's chunk holds.
+template <typename Device>
+int64_t chunkRows(const Device &device, int64_t n, int64_t V) {
+  return std::clamp<int64_t>(device.chunkFloats() / std::max<int64_t>(V, 1), 1,
                              std::max<int64_t>(n, 1));
 }
 
@@ -344,7 +343,7 @@ void linearCrossEntropy(const Device &device, float *loss, float *dx, float *dw,
   countTargets(device, p.count, targets, n, V);
   if (n == 0 && dw)
     device.zero(dw, size_t(V * C) * sizeof(float));
-  const int64_t rows = chunkRows(n, V);
+  const int64_t rows = chunkRows(device, n, V);
   float *logits = nullptr;
   if (n > 0) {
     logits = deviceScratch<float>(device, kCrossEntropyChunk,
@@ -384,7 +383,7 @@ void linearCrossEntropy(const Device &device, float *loss, lap_bf16 *dx,
   if (!rowPartials(device, p, n))
     return;
   countTargets(device, p.count, targets, n, V);
-  const int64_t rows = chunkRows(n, V);
+  const int64_t rows = chunkRows(device, n, V);
   // Scratch: the fp32 logits chunk (its gradient in place); then, in one
   // allocation, dw [V, C] in fp32 and the gradient chunk rounded to bf16
   // [rows, V] for the GEMMs.

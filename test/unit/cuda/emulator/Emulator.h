@@ -63,6 +63,9 @@ public:
                   sharedBytes, what, args...);
   }
   void *bytes(int slot, size_t n) const;
+  /// The CPU kernels' chunk, 2^22 floats: small enough that the tests'
+  /// shapes span several.
+  int64_t chunkFloats() const { return int64_t(1) << 22; }
   void zero(void *p, size_t n) const;
   void copy(void *to, const void *from, size_t n) const;
   void gemm(lap_matmul precision, char transa, char transb, int64_t M,

@@ -139,12 +139,10 @@ TEST(CudaLosses, CrossEntropyWithoutCountedRowsIsZero) {
   expectWithinScale(empty.host(), {0.0f}, 0.0, "loss of no rows");
 }
 
-TEST(CudaLosses, LinearCrossEntropyMatchesCpuAcrossChunks) {
-  REQUIRE_GPU();
+/// lap_cuda_linear_cross_entropy on n rows against the CPU's.
+void checkLinearCrossEntropy(int64_t n) {
   std::mt19937 rng(3);
-  // A chunk is 2^22 / V = 104 rows of logits: n = 220 makes chunks of 104,
-  // 104 and 12 rows, so dw accumulates across chunks.
-  const int64_t n = 220, C = 48, V = 40000;
+  const int64_t C = 48, V = 40000;
   auto x = randomVector(rng, n * C), w = randomVector(rng, V * C);
   auto targets = randomTargets(rng, n, V);
   const float dloss = 1.3f;
@@ -179,13 +177,28 @@ TEST(CudaLosses, LinearCrossEntropyMatchesCpuAcrossChunks) {
   }
 }
 
-// A bf16 model's lm_head with its cross-entropy against the CPU's, across
-// chunks: the GEMMs sum in other orders, dx and dw rounded to bf16 (one
-// bf16 step, 2^-7, on top of the bf16 bound).
-TEST(CudaLosses, LinearCrossEntropyBf16MatchesCpuAcrossChunks) {
+// Chunks of logits rows: the CPU's and the emulator's are 2^22 floats, 2^22
+// / V = 104 rows here, so n = 220 makes chunks of 104, 104 and 12 rows and
+// dw accumulates across them; a GPU's are 2^26 floats (1677 rows), so it
+// meets several only at n = 3400 (chunks of 1677, 1677 and 46).
+TEST(CudaLosses, LinearCrossEntropyMatchesCpuAcrossChunks) {
   REQUIRE_GPU();
+  checkLinearCrossEntropy(220);
+}
+
+#ifndef LAP_CUDA_EMULATOR
+TEST(CudaLosses, LinearCrossEntropyMatchesCpuAcrossGpuChunks) {
+  REQUIRE_GPU();
+  checkLinearCrossEntropy(3400);
+}
+#endif
+
+/// A bf16 model's lm_head with its cross-entropy against the CPU's, on n
+/// rows: the GEMMs sum in other orders, dx and dw rounded to bf16 (one bf16
+/// step, 2^-7, on top of the bf16 bound).
+void checkLinearCrossEntropyBf16(int64_t n) {
   std::mt19937 rng(4);
-  const int64_t n = 220, C = 48, V = 40000;
+  const int64_t C = 48, V = 40000;
   auto x = bf16Vector(randomVector(rng, n * C)),
        w = bf16Vector(randomVector(rng, V * C));
   auto targets = randomTargets(rng, n, V);
@@ -208,6 +221,18 @@ TEST(CudaLosses, LinearCrossEntropyBf16MatchesCpuAcrossChunks) {
   expectWithinScale(valuesOf(gDx.host()), valuesOf(dx), tolerance, "dx");
   expectWithinScale(valuesOf(gDw.host()), valuesOf(dw), tolerance, "dw");
 }
+
+TEST(CudaLosses, LinearCrossEntropyBf16MatchesCpuAcrossChunks) {
+  REQUIRE_GPU();
+  checkLinearCrossEntropyBf16(220);
+}
+
+#ifndef LAP_CUDA_EMULATOR
+TEST(CudaLosses, LinearCrossEntropyBf16MatchesCpuAcrossGpuChunks) {
+  REQUIRE_GPU();
+  checkLinearCrossEntropyBf16(3400);
+}
+#endif
 
 TEST(CudaLosses, RowLossesMatchCpu) {
   REQUIRE_GPU();
