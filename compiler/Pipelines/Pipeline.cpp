@@ -22,8 +22,11 @@ void lap::buildLapPipeline(mlir::OpPassManager &pm,
   if (options.fuseEpilogues)
     pm.addPass(createLapFuseEpilogues());
   pm.addPass(createLapWidenKernels());
-  if (options.fuseLoops)
-    pm.addPass(createLapFuseLoops());
+  if (options.fuseLoops) {
+    LapFuseLoopsOptions fusion;
+    fusion.biasesInLoops = options.biasesInLoops;
+    pm.addPass(createLapFuseLoops(fusion));
+  }
 }
 
 void lap::buildMemoryPlanPipeline(mlir::OpPassManager &pm,

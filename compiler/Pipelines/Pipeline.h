@@ -28,6 +28,12 @@ struct LapPipelineOptions : mlir::PassPipelineOptions<LapPipelineOptions> {
       llvm::cl::desc("Fuse a tanh GELU and its gradient into the GEMMs "
                      "around it (--lap-fuse-epilogues)"),
       llvm::cl::init(true)};
+  Option<bool> biasesInLoops{
+      *this, "biases-in-loops",
+      llvm::cl::desc("Move linear layers' biases and bias gradients into "
+                     "the loops around them (the target's choice: "
+                     "Target::biasesInLoops)"),
+      llvm::cl::init(true)};
 };
 
 /// Adds lap's passes, in order, to `pm`.

@@ -45,6 +45,11 @@ public:
   /// Whether this lapc can make the target's code (--emit=target and
   /// beyond); false with an error printed when it cannot.
   virtual bool canGenerateCode() const { return true; }
+  /// Whether linear layers' biases and bias gradients move into the
+  /// generated loops around them (--lap-fuse-loops' biases-in-loops):
+  /// where those loops add them in the pass they make anyway, rather than
+  /// the GEMMs' own epilogues.
+  virtual bool biasesInLoops() const { return true; }
   /// The passes from the kernel form to this target's code in MLIR.
   virtual void buildLowering(mlir::OpPassManager &pm) const = 0;
   /// The manifest's `target` object: the device and what the code needs.

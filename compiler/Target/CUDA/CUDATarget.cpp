@@ -100,6 +100,11 @@ public:
     return false;
   }
 
+  // cuBLASLt's epilogues add a bias and its gradient as the GEMM writes;
+  // in a generated loop a bias gradient is a column sum whose row chunks
+  // (64 at most) would each be one GPU thread.
+  bool biasesInLoops() const override { return false; }
+
   void buildLowering(OpPassManager &pm) const override {
     lap::buildCUDALoweringPipeline(pm, arch);
   }

@@ -216,13 +216,17 @@ private:
 };
 
 struct FuseLoops : lap::impl::LapFuseLoopsBase<FuseLoops> {
+  using LapFuseLoopsBase::LapFuseLoopsBase;
+
   void runOnOperation() override {
-    getOperation()->walk([](func::FuncOp func) {
+    getOperation()->walk([&](func::FuncOp func) {
       if (!func.getBody().hasOneBlock())
         return;
       Block &body = func.getBody().front();
-      splitBiases(body);
-      splitBiasGradients(body);
+      if (biasesInLoops) {
+        splitBiases(body);
+        splitBiasGradients(body);
+      }
       LoopFusion(body).run(body);
     });
   }

@@ -267,7 +267,17 @@ def LapFuseLoops : Pass<"lap-fuse-loops"> {
       lap.yield %a : tensor<?x?x256xf32>
     }
     ```
+
+    With `biases-in-loops=false` the linear layers keep their biases and
+    bias gradients (a target whose GEMMs add them better than its loops:
+    CUDA's, where cuBLASLt's epilogues do, and a loop with column sums
+    would run each chunk of rows as one thread).
   }];
+  let options = [
+    Option<"biasesInLoops", "biases-in-loops", "bool", "true",
+           "Move linear layers' biases and bias gradients into the loops "
+           "around them">,
+  ];
 }
 
 #endif // LAP_TRANSFORMS_PASSES
