@@ -259,7 +259,12 @@ TrainResult lap::train::train(ModelOnDevice &calls, TrainDevice &device,
   }
 
   DeviceArray grads(device, model.parameterElements());
-  DeviceArray accumulated(device, model.parameterElements());
+  // A step of one micro-batch on one rank: its gradients are the step's as
+  // they are, with no copy into an accumulator (ZeRO-1's reduce-scatter
+  // wants the two apart).
+  const bool direct = config.accumulation == 1 && !parallel.zero();
+  DeviceArray accumulated =
+      direct ? DeviceArray() : DeviceArray(device, model.parameterElements());
   std::optional<Progress> progress;
   if (lead)
     progress.emplace(config.steps, start, config.runDir + "/metrics.jsonl",
@@ -278,7 +283,7 @@ TrainResult lap::train::train(ModelOnDevice &calls, TrainDevice &device,
       config.stopAt > 0 ? std::min(config.stopAt, config.steps) : config.steps;
   int64_t step = start;
   for (; step < end; ++step) {
-    float *acc = accumulated.data();
+    float *acc = direct ? grads.data() : accumulated.data();
     double loss = 0;
     int64_t units = 0;
     for (int64_t micro = 0; micro < perRank; ++micro) {
@@ -294,8 +299,9 @@ TrainResult lap::train::train(ModelOnDevice &calls, TrainDevice &device,
         units += regime.next(batch);
         microLoss = calls.trainStep(p, grads.data(), batch, dropoutSeed);
       }
-      device.accumulate(acc, grads.data(), 1.0f / float(config.accumulation),
-                        model.parameterElements(), micro == 0);
+      if (!direct)
+        device.accumulate(acc, grads.data(), 1.0f / float(config.accumulation),
+                          model.parameterElements(), micro == 0);
       loss += microLoss / double(config.accumulation);
     }
     float *reduced = parallel.reduce(acc, grads.data());
