@@ -16,12 +16,14 @@ cd "$(dirname "$0")/../.."
 # The benchmark models and the micro-batch each is timed at on the GPU.
 source bench/gpu/models.sh
 
-ninja -C build lapc lapc-run lap-cuda-kernel-tests lap-cuda-model-tests \
+ninja -C build lapc lapc-run lap-cuda-tests lap-nccl-comm-tests \
+  lap-cuda-kernel-tests lap-cuda-model-tests \
   lap-cuda-train-device-tests lap-gpu-step-bench lap-gpu-attention-bench \
   LapTrainCUDA LapCommNCCL >/dev/null
 out=build/gpu-prebuilt
 rm -rf "$out" && mkdir -p "$out"/{bin,lib,models,specs,train}
-cp build/bin/{lapc-run,lap-cuda-kernel-tests,lap-cuda-model-tests} \
+cp build/bin/{lapc-run,lap-cuda-tests,lap-nccl-comm-tests} \
+  build/bin/{lap-cuda-kernel-tests,lap-cuda-model-tests} \
   build/bin/{lap-cuda-train-device-tests,lap-gpu-step-bench} \
   build/bin/lap-gpu-attention-bench "$out/bin/"
 # lapc-run's GPU plugins, where it looks: ../lib beside bin/.

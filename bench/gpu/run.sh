@@ -78,19 +78,46 @@ for binary in "$pre"/bin/* "$pre"/lib/libLap*.so "$pre"/models/*.so; do
   [[ -n $missing ]] && say "$binary: missing libraries: $missing"
 done
 
-# Tests: every CUDA kernel against its CPU twin, the trainer's GPU
-# arithmetic against the host's, whole models against the CPU library of
-# the same spec.
-for suite in kernel train-device model; do
+# Tests: the toolchain (nvcc, cuBLASLt, NCCL) and the NCCL communicator,
+# every CUDA kernel against its CPU twin, the trainer's GPU arithmetic
+# against the host's, whole models against the CPU library of the same
+# spec. A suite that crashes names the test it was in.
+failing=()
+for suite in cuda nccl-comm cuda-kernel cuda-train-device cuda-model; do
+  log=$work/$suite-tests.log
   LAP_PREBUILT_MODELS=$pre/models timed 120 "${lap[@]}" \
-    "$pre/bin/lap-cuda-$suite-tests" --gtest_output="json:$work/$suite-tests.json" \
-    >"$work/$suite-tests.log" 2>&1
-  say "$suite tests: exit $?"
+    "$pre/bin/lap-$suite-tests" --gtest_output="json:$work/$suite-tests.json" \
+    >"$log" 2>&1
+  status=$?
+  say "$suite tests: exit $status"
   # The counts, and each failure (not each skipped test).
-  grep -E '^\[  (PASSED  |SKIPPED |FAILED  )\] |Failure' "$work/$suite-tests.log" |
+  grep -E '^\[  (PASSED  |SKIPPED |FAILED  )\] |Failure' "$log" |
     grep -v '^\[  SKIPPED \] [A-Za-z]' | head -30 | summarise
+  if ((status > 1)); then
+    grep '^\[ RUN      \]' "$log" | tail -1 | summarise
+    tail -4 "$log" | summarise
+  fi
+  if [[ $suite == cuda-kernel ]]; then
+    mapfile -t failing < <(sed -n \
+      's/^\[  FAILED  \] \([^ ]*\.[^ ]*\).*/\1/p' "$log" | sort -u | head -3)
+    ((status > 1)) && failing+=("$(sed -n 's/^\[ RUN      \] //p' "$log" | tail -1)")
+  fi
   save
 done
+
+# The first failing kernel tests again under compute-sanitizer's memcheck:
+# the kernel and address of a bad access.
+if ((${#failing[@]})); then
+  filter=$(IFS=:; echo "${failing[*]}")
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  timed 90 "${lap[@]}" "$sanitizer" --tool memcheck --print-limit 10 \
+    "$pre/bin/lap-cuda-kernel-tests" --gtest_filter="$filter" \
+    >"$work/sanitizer.log" 2>&1
+  say "compute-sanitizer on $filter: exit $?"
+  grep -E '^========= (Invalid|Program hit|    at|ERROR SUMMARY)|Address' \
+    "$work/sanitizer.log" | head -24 | summarise
+  save
+fi
 
 # lapc-run: a run on the GPU alone, one the CPU starts (steps 1-2), the GPU
 # continues (3-4) and the CPU finishes, one on the CPU, and one on the GPU
