@@ -8,8 +8,10 @@
 # has no MLIR, so no lapc); needs nvidia-smi, python3 with torch and
 # pyyaml. Stages run in that order within a deadline (LAP_GPU_SECONDS, 480
 # by default); a stage with no time left is skipped and says so.
-# --paper-models also times specs/gpt2_561m_5L.yaml and
-# specs/vit_b_deit3_12L.yaml (give it a few more minutes).
+# Last, Nsight Compute times every kernel of a bf16 GPT-2 step (where the
+# step's time goes). --paper-models also times specs/gpt2_561m_5L.yaml and
+# specs/vit_b_deit3_12L.yaml (give it a few more minutes); --quick runs the
+# tests and the kernel profile alone.
 #
 # Everything the run writes goes to build/gpu-results; $OUT (or
 # build/gpu-results-out) gets two files, refreshed after every stage so
@@ -18,11 +20,12 @@
 #   run(command="bench/gpu/run.sh", carry=["build/gpu-prebuilt.tar.xz"],
 #       timeout_s=600)
 set -uo pipefail
-paper_models=
+paper_models= quick=
 case ${1:-} in
   --paper-models) paper_models=1 ;;
+  --quick) quick=1 ;;
   "") ;;
-  *) echo "usage: bench/gpu/run.sh [--paper-models]" >&2; exit 2 ;;
+  *) echo "usage: bench/gpu/run.sh [--paper-models | --quick]" >&2; exit 2 ;;
 esac
 cd "$(dirname "$0")/../.."
 source bench/gpu/models.sh
@@ -117,6 +120,31 @@ if ((${#failing[@]})); then
   grep -E '^========= (Invalid|Program hit|    at|ERROR SUMMARY)|Address' \
     "$work/sanitizer.log" | head -24 | summarise
   save
+fi
+
+# Where a step's time goes: Nsight Compute times every launch of the two
+# plain steps of lap-gpu-step-bench's profiler range (not the ceilings'
+# GEMMs, not the graph replays), at the card's own clocks; kernel_table.py
+# sums them by kernel.
+profile_kernels() {
+  local name=gpt2-124m-bf16-model batch=16 ncu
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  if [[ -z $ncu ]]; then
+    say "no Nsight Compute (ncu): no kernel profile"
+    return
+  fi
+  timed 150 "$ncu" --profile-from-start off --clock-control none \
+    --metrics gpu__time_duration.sum --csv "${lap[@]}" \
+    "$pre/bin/lap-gpu-step-bench" "$pre/models/$name.cuda.so" \
+    --batch "$batch" --warmup 1 --iters 1 >"$work/$name.kernels.csv" \
+    2>"$work/$name.ncu.err" || tail -3 "$work/$name.ncu.err" | summarise
+  python3 bench/gpu/kernel_table.py "$work/$name.kernels.csv" 2 | summarise
+  save
+}
+if [[ $quick ]]; then
+  profile_kernels
+  say "run.sh --quick: done in $SECONDS s"
+  exit
 fi
 
 # lapc-run: a run on the GPU alone, one the CPU starts (steps 1-2), the GPU
@@ -249,5 +277,6 @@ for m in models:
           f"{(lap['fraction_of_bf16_gemm'] or nan) if lap else nan:10.3f} "
           f"{ms(eager):9.2f} {ms(compiled):9.2f} {best / ms(lap):8.2f}x")
 PY
+profile_kernels
 say "run.sh: done in $SECONDS s"
 save

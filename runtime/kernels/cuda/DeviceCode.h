@@ -5,10 +5,10 @@
 // Under nvcc it adds nothing. Built for the emulator (LAP_CUDA_EMULATOR) it
 // declares the part of the CUDA language such kernels use, which the
 // emulator defines: the qualifiers, threadIdx, blockIdx and blockDim,
-// __syncthreads and __syncwarp, shuffles of float, double and long long, the
-// vector types; and LAP_DYNAMIC_SHARED for dynamic shared memory. Any other
-// compiler is an error: these definitions must never meet the real CUDA
-// headers.
+// __syncthreads and __syncwarp, shuffles of float, double and long long,
+// __fmul_rn, the vector types; and LAP_DYNAMIC_SHARED for dynamic shared
+// memory. Any other compiler is an error: these definitions must never meet
+// the real CUDA headers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,6 +56,9 @@ void __syncwarp();
 float __shfl_xor_sync(unsigned mask, float x, int laneMask);
 double __shfl_xor_sync(unsigned mask, double x, int laneMask);
 long long __shfl_xor_sync(unsigned mask, long long x, int laneMask);
+/// A product rounded on its own, never fused into an add: what nvcc's
+/// __fmul_rn guarantees, and host C++ does for a call's result.
+inline float __fmul_rn(float a, float b) { return a * b; }
 using std::max;
 using std::min;
 

@@ -72,9 +72,12 @@ __global__ void layerNormRows(Element *dx, float *mean, float *rstd,
   const float r = 1.0f / sqrtf(warpSum(q) / float(c) + eps);
   // With g = dy * w and xhat the normalised row:
   // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
+  // g rounded on its own (__fmul_rn): nvcc would otherwise fuse it into
+  // the sum here and the difference below, each differently, and leave a
+  // rounding error where g - mean(g) is exactly 0 (one column).
   float sumG = 0.0f, sumGX = 0.0f;
   for (int64_t j = lane; j < c; j += 32) {
-    float g = w ? load(dyi[j]) * load(w[j]) : load(dyi[j]);
+    float g = w ? __fmul_rn(load(dyi[j]), load(w[j])) : load(dyi[j]);
     sumG += g;
     sumGX += g * (load(xi[j]) - m) * r;
   }
@@ -82,7 +85,7 @@ __global__ void layerNormRows(Element *dx, float *mean, float *rstd,
   const float meanGX = warpSum(sumGX) / float(c);
   for (int64_t j = lane; j < c; j += 32) {
     float xhat = (load(xi[j]) - m) * r;
-    float g = w ? load(dyi[j]) * load(w[j]) : load(dyi[j]);
+    float g = w ? __fmul_rn(load(dyi[j]), load(w[j])) : load(dyi[j]);
     store(dx[i * c + j], r * (g - meanG - xhat * meanGX));
   }
   if (mean && lane == 0) {

@@ -101,11 +101,12 @@ inline void expectNear(const std::vector<float> &got,
 
 /// |got - want| <= tolerance * max |want| everywhere (NaN fails): the same
 /// values computed another way (another device, fusion or summation
-/// order), held to the largest magnitude of the tensor; reports the worst
-/// element.
+/// order), held to the largest magnitude of the tensor, or to leastScale
+/// where that is larger; reports the worst element.
 inline void expectWithinScale(const float *got, const float *want, size_t n,
-                              double tolerance, const std::string &what) {
-  double scale = 0.0, worst = 0.0;
+                              double tolerance, const std::string &what,
+                              double leastScale = 0.0) {
+  double scale = leastScale, worst = 0.0;
   size_t at = 0;
   for (size_t i = 0; i < n; ++i) {
     scale = std::max(scale, std::fabs(double(want[i])));
