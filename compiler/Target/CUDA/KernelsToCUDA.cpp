@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Target/CUDA/IterationOnWarp.h"
 #include "compiler/Target/CUDA/Passes.h"
 #include "compiler/Target/HostLowering.h"
 #include "dialects/Lapk/IR/LapkOps.h"
@@ -166,7 +167,8 @@ private:
   }
 
   /// `loop` as kernel @<parent>_loop_<k>(values..., n): thread i of the
-  /// grid runs iteration i < n. Constants are cloned into it; the values
+  /// grid runs iteration i < n, or, where its iterations walk rows, warp i
+  /// does (IterationOnWarp.h). Constants are cloned into it; the values
   /// it uses from above are its parameters (indices as i64), passed by the
   /// host in a frame.
   LogicalResult outline(scf::ParallelOp loop, StringRef parent, int k) {
@@ -204,6 +206,15 @@ private:
     Value thread = in.create<gpu::ThreadIdOp>(loc, gpu::Dimension::x);
     Value i = in.create<arith::AddIOp>(
         loc, in.create<arith::MulIOp>(loc, block, width), thread);
+    // An iteration that walks rows runs on a warp, thread i as lane i % 32
+    // of iteration i / 32 (IterationOnWarp.h).
+    bool onWarp = cuda::runsOnWarp(loop);
+    Value lane;
+    if (onWarp) {
+      Value lanes = in.create<arith::ConstantIndexOp>(loc, cuda::kWarpLanes);
+      lane = in.create<arith::RemUIOp>(loc, i, lanes);
+      i = in.create<arith::DivUIOp>(loc, i, lanes);
+    }
     Value n = in.create<arith::IndexCastOp>(loc, in.getIndexType(),
                                             entry->getArguments().back());
     auto inRange = in.create<scf::IfOp>(
@@ -212,8 +223,12 @@ private:
     in.create<gpu::ReturnOp>(loc);
     map.map(loop.getInductionVars()[0], i);
     OpBuilder then = inRange.getThenBodyBuilder();
-    for (Operation &op : loop.getBody()->without_terminator())
-      then.clone(op, map);
+    if (onWarp) {
+      cuda::cloneOnWarp(then, loop, lane, map);
+    } else {
+      for (Operation &op : loop.getBody()->without_terminator())
+        then.clone(op, map);
+    }
 
     OpBuilder host(loop);
     SmallVector<Value> values(captures.begin(), captures.end());
@@ -221,12 +236,16 @@ private:
         host.create<arith::IndexCastOp>(loc, i64, loop.getUpperBound()[0]);
     values.push_back(count);
     Value frame = storeFrame(host, loc, values);
+    Value threads = onWarp
+                        ? host.create<arith::MulIOp>(
+                              loc, count, constant(host, loc, cuda::kWarpLanes))
+                        : count;
     auto launchType =
         FunctionType::get(context, {ptrType, i64, ptrType, i64}, {});
     host.create<func::CallOp>(
         loc, declare("lap_cuda_launch", launchType),
-        ValueRange{cString(host, loc, "lap_kernel_" + name, name), count, frame,
-                   constant(host, loc, int64_t(values.size()))});
+        ValueRange{cString(host, loc, "lap_kernel_" + name, name), threads,
+                   frame, constant(host, loc, int64_t(values.size()))});
     loop.erase();
     return success();
   }

@@ -12,7 +12,8 @@ def LapkToCUDA : Pass<"lapk-to-cuda", "::mlir::ModuleOp"> {
 
     - each `scf.parallel` is outlined into a kernel, `gpu.func
       @lap_gen_f_loop_N(values..., n) kernel` in `gpu.module @lap_kernels`,
-      one thread per iteration (iterations past n do nothing); the host
+      one thread per iteration (iterations past n do nothing), or one warp
+      per iteration where the iteration walks a row (IterationOnWarp.h); the host
       enqueues it on the call's stream through `lap_cuda_launch(name, n,
       frame, slots)`, the values it uses in an on-stack frame of 8-byte
       slots, as kernel parameters. What the kernel form does with memory
@@ -37,6 +38,7 @@ def LapkToCUDA : Pass<"lapk-to-cuda", "::mlir::ModuleOp"> {
     "::mlir::LLVM::LLVMDialect", "::mlir::scf::SCFDialect",
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
     "::mlir::memref::MemRefDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::NVVM::NVVMDialect",
   ];
 }
 

@@ -1,0 +1,242 @@
+//===- IterationOnWarp.cpp - One loop iteration on a warp's 32 lanes ------===//
+
+#include "compiler/Target/CUDA/IterationOnWarp.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace lap::cuda {
+namespace {
+
+/// The op that folds loop-carried `arg` into the next value, when the
+/// loop's iterations may be summed in any order: an add marked reassoc,
+/// or a max or min, of f32, the only use of `arg`, used only as the next
+/// value (a running sum is no reduction).
+Operation *reductionOf(BlockArgument arg, Value next) {
+  Operation *op = next.getDefiningOp();
+  if (!arg.getType().isF32() || !arg.hasOneUse() || !next.hasOneUse() ||
+      !op ||
+      op->getBlock() != arg.getOwner() ||
+      !llvm::is_contained(op->getOperands(), arg))
+    return nullptr;
+  if (auto add = dyn_cast<arith::AddFOp>(op))
+    return arith::bitEnumContainsAll(add.getFastmath(),
+                                     arith::FastMathFlags::reassoc)
+               ? op
+               : nullptr;
+  return isa<arith::MaximumFOp, arith::MinimumFOp>(op) ? op : nullptr;
+}
+
+/// The value reduction `op` starts from: -0 for a sum, -inf for a max,
+/// +inf for a min.
+Value identityOf(OpBuilder &b, Location loc, Operation *op) {
+  float value = isa<arith::AddFOp>(op) ? -0.0f
+                : isa<arith::MaximumFOp>(op)
+                    ? -std::numeric_limits<float>::infinity()
+                    : std::numeric_limits<float>::infinity();
+  return b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(value));
+}
+
+/// `a` and `b` combined as reduction `op` combines them.
+Value combine(OpBuilder &b, Location loc, Operation *op, Value x, Value y) {
+  OperationState state(loc, op->getName(), ValueRange{x, y},
+                       op->getResultTypes(), op->getAttrs());
+  return b.create(state)->getResult(0);
+}
+
+/// Whether `index` addresses an element of `loop`'s own step: its
+/// induction variable, or that plus a value from outside the loop.
+bool ownElement(Value index, scf::ForOp loop) {
+  Value iv = loop.getInductionVar();
+  if (index == iv)
+    return true;
+  auto add = index.getDefiningOp<arith::AddIOp>();
+  if (!add)
+    return false;
+  Value other = add.getLhs() == iv   ? add.getRhs()
+                : add.getRhs() == iv ? add.getLhs()
+                                     : Value();
+  return other && loop.isDefinedOutsideOfLoop(other);
+}
+
+/// Whether two indices are the same value (or the same sum of values).
+bool sameIndex(Value a, Value b) {
+  if (a == b)
+    return true;
+  auto x = a.getDefiningOp<arith::AddIOp>(),
+       y = b.getDefiningOp<arith::AddIOp>();
+  return x && y &&
+         ((x.getLhs() == y.getLhs() && x.getRhs() == y.getRhs()) ||
+          (x.getLhs() == y.getRhs() && x.getRhs() == y.getLhs()));
+}
+
+/// Whether `op` writes memory (itself or an op inside it).
+bool writesMemory(Operation *op) {
+  WalkResult found = op->walk([](Operation *inner) {
+    auto effects = dyn_cast<MemoryEffectOpInterface>(inner);
+    if (effects ? effects.hasEffect<MemoryEffects::Write>()
+                : !inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>() &&
+                      !isMemoryEffectFree(inner))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return found.wasInterrupted();
+}
+
+/// Whether the steps of `loop` can run on different lanes: reductions as
+/// reductionOf accepts; each store to an element of its own step, and
+/// each load of a memref the loop stores to from an element it stores.
+bool spreads(scf::ForOp loop) {
+  for (auto [arg, next] :
+       llvm::zip(loop.getRegionIterArgs(), loop.getYieldedValues()))
+    if (!reductionOf(arg, next))
+      return false;
+  llvm::DenseMap<Value, SmallVector<Value>> stored;
+  WalkResult bad = loop.getBody()->walk([&](Operation *op) {
+    if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      if (store.getIndices().size() != 1 ||
+          !ownElement(store.getIndices()[0], loop))
+        return WalkResult::interrupt();
+      stored[store.getMemRef()].push_back(store.getIndices()[0]);
+      return WalkResult::advance();
+    }
+    if (isa<memref::LoadOp>(op) || op->getNumRegions() || !writesMemory(op))
+      return WalkResult::advance();
+    return WalkResult::interrupt(); // a write other than a store
+  });
+  if (bad.wasInterrupted())
+    return false;
+  bad = loop.getBody()->walk([&](memref::LoadOp load) {
+    auto at = stored.find(load.getMemRef());
+    if (at == stored.end())
+      return WalkResult::advance();
+    if (load.getIndices().size() == 1 &&
+        llvm::all_of(at->second, [&](Value index) {
+          return sameIndex(index, load.getIndices()[0]);
+        }))
+      return WalkResult::advance();
+    return WalkResult::interrupt();
+  });
+  return !bad.wasInterrupted();
+}
+
+/// `value` reduced as `op` reduces across the warp's lanes: a butterfly of
+/// shuffles, which leaves every lane the same bits (each step combines the
+/// same two values, in either order, and the ops are commutative).
+Value acrossWarp(OpBuilder &b, Location loc, Operation *op, Value value) {
+  for (int32_t offset = kWarpLanes / 2; offset > 0; offset /= 2) {
+    Value other = b.create<gpu::ShuffleOp>(loc, value, offset, kWarpLanes,
+                                           gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    value = combine(b, loc, op, value, other);
+  }
+  return value;
+}
+
+void syncWarp(OpBuilder &b, Location loc) {
+  Value all = b.create<arith::ConstantOp>(loc, b.getI32IntegerAttr(-1));
+  b.create<NVVM::SyncWarpOp>(loc, all);
+}
+
+/// `loop` cloned for lane `lane`: its steps from lb + lane * step by
+/// kWarpLanes steps, each reduction from its identity, then combined
+/// across the warp and with the loop's initial value.
+void cloneSpread(OpBuilder &b, scf::ForOp loop, Value lane, IRMapping &map) {
+  Location loc = loop.getLoc();
+  Value step = map.lookupOrDefault(loop.getStep());
+  Value lower =
+      b.create<arith::AddIOp>(loc, map.lookupOrDefault(loop.getLowerBound()),
+                              b.create<arith::MulIOp>(loc, lane, step));
+  Value stride = b.create<arith::MulIOp>(
+      loc, step, b.create<arith::ConstantIndexOp>(loc, kWarpLanes));
+  SmallVector<Operation *> reductions;
+  SmallVector<Value> identities;
+  for (auto [arg, next] :
+       llvm::zip(loop.getRegionIterArgs(), loop.getYieldedValues())) {
+    reductions.push_back(reductionOf(arg, next));
+    identities.push_back(identityOf(b, loc, reductions.back()));
+  }
+  auto spread = b.create<scf::ForOp>(
+      loc, lower, map.lookupOrDefault(loop.getUpperBound()), stride, identities,
+      [&](OpBuilder &in, Location, Value iv, ValueRange args) {
+        map.map(loop.getInductionVar(), iv);
+        map.map(loop.getRegionIterArgs(), args);
+        for (Operation &op : loop.getBody()->without_terminator())
+          in.clone(op, map);
+        SmallVector<Value> yields;
+        for (Value v : loop.getYieldedValues())
+          yields.push_back(map.lookupOrDefault(v));
+        in.create<scf::YieldOp>(loc, yields);
+      });
+  for (auto [k, op] : llvm::enumerate(reductions)) {
+    Value total = acrossWarp(b, loc, op, spread.getResult(k));
+    map.map(
+        loop.getResult(k),
+        combine(b, loc, op, map.lookupOrDefault(loop.getInitArgs()[k]), total));
+  }
+}
+
+} // namespace
+
+bool runsOnWarp(scf::ParallelOp loop) {
+  bool rowLoop = false;
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    if (auto inner = dyn_cast<scf::ForOp>(op)) {
+      if (!inner.getLowerBound().getType().isIndex() || !spreads(inner))
+        return false;
+      std::optional<int64_t> trips =
+          constantTripCount(getAsOpFoldResult(inner.getLowerBound()),
+                            getAsOpFoldResult(inner.getUpperBound()),
+                            getAsOpFoldResult(inner.getStep()));
+      rowLoop |= !trips || *trips >= kWarpLanes;
+      continue;
+    }
+    if (op.getNumResults() && writesMemory(&op))
+      return false;
+  }
+  return rowLoop;
+}
+
+void cloneOnWarp(OpBuilder &b, scf::ParallelOp loop, Value lane,
+                 IRMapping &map) {
+  Location loc = loop.getLoc();
+  Value laneZero;
+  // A write waits for every lane's reads before it, and every lane's reads
+  // after it wait for it.
+  bool synced = true;
+  auto sync = [&] {
+    if (!synced)
+      syncWarp(b, loc);
+    synced = true;
+  };
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    bool writes = writesMemory(&op);
+    if (writes)
+      sync();
+    if (auto inner = dyn_cast<scf::ForOp>(op)) {
+      cloneSpread(b, inner, lane, map);
+    } else if (writes) {
+      if (!laneZero)
+        laneZero =
+            b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, lane,
+                                    b.create<arith::ConstantIndexOp>(loc, 0));
+      auto first = b.create<scf::IfOp>(loc, laneZero, /*withElse=*/false);
+      first.getThenBodyBuilder().clone(op, map);
+    } else {
+      b.clone(op, map);
+    }
+    synced = false;
+    if (writes)
+      sync();
+  }
+}
+
+} // namespace lap::cuda
