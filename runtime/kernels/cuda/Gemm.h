@@ -6,7 +6,8 @@
 // (CUBLAS_COMPUTE_32F: no TF32), at bf16 with bf16 products of the rounded
 // operands (CUBLAS_COMPUTE_32F_FAST_16BF). And
 // the library's deterministic column sums, which bias and norm-weight
-// gradients are: fixed row chunks whose partials are added in chunk order.
+// gradients are: fixed row chunks whose partials are added in an order
+// fixed by the shape.
 //
 //===----------------------------------------------------------------------===//
 

@@ -136,15 +136,16 @@ __global__ void meanLossKernel(float *loss, const double *rowLoss, int64_t n,
 /// *count, times the cap's slope 1 - tanh^2, and 0 on rows not counted; it
 /// may be logits itself: every thread reads its elements (and the target's)
 /// before the reductions' barriers and writes them after.
-/// Element: the logits' type (fp32, or a bf16 model's bf16), computed in
-/// fp32.
-template <bool Capped, typename Element>
+/// In, Out: the logits' and their gradient's types (fp32, or a bf16
+/// model's bf16; fp32 logits with bf16 gradients for the lm_head's GEMMs),
+/// computed in fp32.
+template <bool Capped, typename In, typename Out>
 __global__ void
-crossEntropyRowsKernel(double *rowLoss, Element *dlogits, const Element *logits,
+crossEntropyRowsKernel(double *rowLoss, Out *dlogits, const In *logits,
                        const int32_t *targets, int64_t V, float smoothing,
                        float cap, const float *dloss, const long long *count) {
   const int64_t i = blockIdx.x;
-  const Element *row = logits + i * V;
+  const In *row = logits + i * V;
   const int32_t t = targets[i];
   const float invCap = Capped ? 1.0f / cap : 0.0f;
   if (t < 0 || t >= V) {
@@ -173,7 +174,7 @@ crossEntropyRowsKernel(double *rowLoss, Element *dlogits, const Element *logits,
     return;
   const float g = *count ? *dloss / float(*count) : 0.0f;
   const float uniform = smoothing / float(V);
-  Element *d = dlogits + i * V;
+  Out *d = dlogits + i * V;
   for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
     float v;
     if (Capped) {
@@ -284,13 +285,13 @@ void meanLoss(const Device &device, float *loss, const double *rowLoss,
                 n, count, denom);
 }
 
-template <typename Device, typename Element>
-void crossEntropyRows(const Device &device, double *rowLoss, Element *dlogits,
-                      const Element *logits, const int32_t *targets,
-                      int64_t rows, int64_t V, float smoothing, float softcap,
+template <typename Device, typename In, typename Out>
+void crossEntropyRows(const Device &device, double *rowLoss, Out *dlogits,
+                      const In *logits, const int32_t *targets, int64_t rows,
+                      int64_t V, float smoothing, float softcap,
                       const float *dloss, const long long *count) {
-  device.launch(softcap > 0.0f ? crossEntropyRowsKernel<true, Element>
-                               : crossEntropyRowsKernel<false, Element>,
+  device.launch(softcap > 0.0f ? crossEntropyRowsKernel<true, In, Out>
+                               : crossEntropyRowsKernel<false, In, Out>,
                 rows, rowThreads(V), 0, "crossEntropyRows", rowLoss, dlogits,
                 logits, targets, V, smoothing, softcap, dloss, count);
 }
@@ -384,9 +385,8 @@ void linearCrossEntropy(const Device &device, float *loss, lap_bf16 *dx,
     return;
   countTargets(device, p.count, targets, n, V);
   const int64_t rows = chunkRows(device, n, V);
-  // Scratch: the fp32 logits chunk (its gradient in place); then, in one
-  // allocation, dw [V, C] in fp32 and the gradient chunk rounded to bf16
-  // [rows, V] for the GEMMs.
+  // Scratch: the fp32 logits chunk; then, in one allocation, dw [V, C] in
+  // fp32 and the chunk's gradient in bf16 [rows, V], the GEMMs' operand.
   const int64_t dwFloats = (V * C + 63) / 64 * 64,
                 chunk = rows * std::max<int64_t>(V, 1);
   float *logits = deviceScratch<float>(device, kCrossEntropyChunk, chunk);
@@ -398,14 +398,13 @@ void linearCrossEntropy(const Device &device, float *loss, lap_bf16 *dx,
   for (int64_t r0 = 0; r0 < n; r0 += rows) {
     const int64_t m = std::min(rows, n - r0);
     const lap_bf16 *xc = x + r0 * C;
-    // logits [m, V] = x rows [m, C] w^T (w [V, C]); then, in place, their
-    // gradient, rounded for the GEMMs below.
+    // logits [m, V] = x rows [m, C] w^T (w [V, C]); then their gradient,
+    // rounded to bf16 as it is written, for the GEMMs below.
     device.gemm('N', 'T', m, V, C, xc, C, w, C, 0.0f, logits, V);
-    crossEntropyRows(device, p.rows + r0, dx || dw ? logits : nullptr, logits,
+    crossEntropyRows(device, p.rows + r0, dx || dw ? dlogits : nullptr, logits,
                      targets + r0, m, V, smoothing, softcap, dloss, p.count);
     if (!dx && !dw)
       continue;
-    columns::roundToBf16(device, dlogits, logits, m, V);
     // dx rows [m, C] = dlogits [m, V] w [V, C], written as bf16.
     if (dx)
       device.gemmToBf16('N', 'N', m, C, V, dlogits, V, w, C, dx + r0 * C);

@@ -2,7 +2,7 @@
 //
 // One warp per row: a row's sums are warp shuffles, no shared memory or
 // barriers. Parameter gradients are column sums over rows (Gemm.h's
-// columnSums: fixed row chunks added in chunk order, so they are the same
+// columnSums: fixed row chunks added in an order fixed by the shape, the same
 // on every run); the norms' rows save their statistics for them to scratch.
 // A bf16 model's norm gradients (`_bf16`) are the same kernels on bf16
 // elements, computed in fp32, each result rounded once. Kernels in
