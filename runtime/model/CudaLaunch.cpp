@@ -48,7 +48,7 @@ Image &image() {
   return i;
 }
 
-/// Threads per block of a generated loop: one thread per iteration.
+/// Threads per block of a generated loop.
 constexpr int kLoopBlock = 256;
 /// The most parameters a generated kernel takes (the values its loop uses).
 constexpr int64_t kMaxSlots = 256;
@@ -57,9 +57,10 @@ constexpr int64_t kMaxSlots = 256;
 
 extern "C" {
 
-/// Runs generated kernel `name` over n iterations on the thread's stream;
-/// frame holds its `slots` parameters, 8 bytes each.
-void lap_cuda_launch(const char *name, int64_t n, int64_t *frame,
+/// Runs generated kernel `name` over n iterations on the thread's stream,
+/// each on `lanes` threads (1 or 32), or on a block of its own (0); frame
+/// holds its `slots` parameters, 8 bytes each.
+void lap_cuda_launch(const char *name, int64_t n, int64_t lanes, int64_t *frame,
                      int64_t slots) {
   if (n <= 0)
     return;
@@ -85,7 +86,9 @@ void lap_cuda_launch(const char *name, int64_t n, int64_t *frame,
   std::array<void *, kMaxSlots> parameters;
   for (int64_t k = 0; k < slots; ++k)
     parameters[k] = frame + k;
-  dim3 grid(unsigned((n + kLoopBlock - 1) / kLoopBlock)), block(kLoopBlock);
+  const int64_t blocks =
+      lanes == 0 ? n : (n * lanes + kLoopBlock - 1) / kLoopBlock;
+  const dim3 grid(static_cast<unsigned>(blocks)), block(kLoopBlock);
   lap::cuda::check(cudaLaunchKernel(reinterpret_cast<const void *>(kernel),
                                     grid, block, parameters.data(), 0,
                                     lap::cuda::stream()),

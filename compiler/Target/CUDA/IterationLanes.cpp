@@ -1,6 +1,6 @@
-//===- IterationOnWarp.cpp - One loop iteration on a warp's 32 lanes ------===//
+//===- IterationLanes.cpp - The threads that run one loop iteration -------===//
 
-#include "compiler/Target/CUDA/IterationOnWarp.h"
+#include "compiler/Target/CUDA/IterationLanes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <algorithm>
 #include <limits>
 
 using namespace mlir;
@@ -22,8 +23,7 @@ namespace {
 /// value (a running sum is no reduction).
 Operation *reductionOf(BlockArgument arg, Value next) {
   Operation *op = next.getDefiningOp();
-  if (!arg.getType().isF32() || !arg.hasOneUse() || !next.hasOneUse() ||
-      !op ||
+  if (!arg.getType().isF32() || !arg.hasOneUse() || !next.hasOneUse() || !op ||
       op->getBlock() != arg.getOwner() ||
       !llvm::is_contained(op->getOperands(), arg))
     return nullptr;
@@ -45,7 +45,7 @@ Value identityOf(OpBuilder &b, Location loc, Operation *op) {
   return b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(value));
 }
 
-/// `a` and `b` combined as reduction `op` combines them.
+/// `x` and `y` combined as reduction `op` combines them.
 Value combine(OpBuilder &b, Location loc, Operation *op, Value x, Value y) {
   OperationState state(loc, op->getName(), ValueRange{x, y},
                        op->getResultTypes(), op->getAttrs());
@@ -132,8 +132,9 @@ bool spreads(scf::ForOp loop) {
 /// shuffles, which leaves every lane the same bits (each step combines the
 /// same two values, in either order, and the ops are commutative).
 Value acrossWarp(OpBuilder &b, Location loc, Operation *op, Value value) {
-  for (int32_t offset = kWarpLanes / 2; offset > 0; offset /= 2) {
-    Value other = b.create<gpu::ShuffleOp>(loc, value, offset, kWarpLanes,
+  constexpr int32_t warp = int32_t(Lanes::kWarp);
+  for (int32_t offset = warp / 2; offset > 0; offset /= 2) {
+    Value other = b.create<gpu::ShuffleOp>(loc, value, offset, warp,
                                            gpu::ShuffleMode::XOR)
                       .getShuffleResult();
     value = combine(b, loc, op, value, other);
@@ -141,22 +142,28 @@ Value acrossWarp(OpBuilder &b, Location loc, Operation *op, Value value) {
   return value;
 }
 
-void syncWarp(OpBuilder &b, Location loc) {
+/// A barrier of the lanes: the warp's, or the block's.
+void syncLanes(OpBuilder &b, Location loc, Lanes lanes) {
+  if (lanes == Lanes::kBlock) {
+    b.create<gpu::BarrierOp>(loc);
+    return;
+  }
   Value all = b.create<arith::ConstantOp>(loc, b.getI32IntegerAttr(-1));
   b.create<NVVM::SyncWarpOp>(loc, all);
 }
 
-/// `loop` cloned for lane `lane`: its steps from lb + lane * step by
-/// kWarpLanes steps, each reduction from its identity, then combined
-/// across the warp and with the loop's initial value.
-void cloneSpread(OpBuilder &b, scf::ForOp loop, Value lane, IRMapping &map) {
+/// `loop` cloned for lane `lane` of `count`: its steps from lb + lane *
+/// step by `count` steps, each reduction (a warp's only) from its
+/// identity, then combined across the warp and with the loop's initial
+/// value.
+void cloneSpread(OpBuilder &b, scf::ForOp loop, Value lane, Value count,
+                 IRMapping &map) {
   Location loc = loop.getLoc();
   Value step = map.lookupOrDefault(loop.getStep());
   Value lower =
       b.create<arith::AddIOp>(loc, map.lookupOrDefault(loop.getLowerBound()),
                               b.create<arith::MulIOp>(loc, lane, step));
-  Value stride = b.create<arith::MulIOp>(
-      loc, step, b.create<arith::ConstantIndexOp>(loc, kWarpLanes));
+  Value stride = b.create<arith::MulIOp>(loc, step, count);
   SmallVector<Operation *> reductions;
   SmallVector<Value> identities;
   for (auto [arg, next] :
@@ -186,27 +193,31 @@ void cloneSpread(OpBuilder &b, scf::ForOp loop, Value lane, IRMapping &map) {
 
 } // namespace
 
-bool runsOnWarp(scf::ParallelOp loop) {
-  bool rowLoop = false;
+Lanes lanesOf(scf::ParallelOp loop) {
+  bool sums = false;
+  int64_t longest = 0;
   for (Operation &op : loop.getBody()->without_terminator()) {
     if (auto inner = dyn_cast<scf::ForOp>(op)) {
       if (!inner.getLowerBound().getType().isIndex() || !spreads(inner))
-        return false;
+        return Lanes::kThread;
+      sums |= inner.getNumResults() > 0;
       std::optional<int64_t> trips =
           constantTripCount(getAsOpFoldResult(inner.getLowerBound()),
                             getAsOpFoldResult(inner.getUpperBound()),
                             getAsOpFoldResult(inner.getStep()));
-      rowLoop |= !trips || *trips >= kWarpLanes;
+      longest = std::max(longest, trips.value_or(INT64_MAX));
       continue;
     }
     if (op.getNumResults() && writesMemory(&op))
-      return false;
+      return Lanes::kThread;
   }
-  return rowLoop;
+  if (!sums && longest >= 256)
+    return Lanes::kBlock;
+  return longest >= int64_t(Lanes::kWarp) ? Lanes::kWarp : Lanes::kThread;
 }
 
-void cloneOnWarp(OpBuilder &b, scf::ParallelOp loop, Value lane,
-                 IRMapping &map) {
+void cloneOnLanes(OpBuilder &b, scf::ParallelOp loop, Lanes lanes, Value lane,
+                  Value count, IRMapping &map) {
   Location loc = loop.getLoc();
   Value laneZero;
   // A write waits for every lane's reads before it, and every lane's reads
@@ -214,7 +225,7 @@ void cloneOnWarp(OpBuilder &b, scf::ParallelOp loop, Value lane,
   bool synced = true;
   auto sync = [&] {
     if (!synced)
-      syncWarp(b, loc);
+      syncLanes(b, loc, lanes);
     synced = true;
   };
   for (Operation &op : loop.getBody()->without_terminator()) {
@@ -222,7 +233,7 @@ void cloneOnWarp(OpBuilder &b, scf::ParallelOp loop, Value lane,
     if (writes)
       sync();
     if (auto inner = dyn_cast<scf::ForOp>(op)) {
-      cloneSpread(b, inner, lane, map);
+      cloneSpread(b, inner, lane, count, map);
     } else if (writes) {
       if (!laneZero)
         laneZero =
@@ -233,7 +244,7 @@ void cloneOnWarp(OpBuilder &b, scf::ParallelOp loop, Value lane,
     } else {
       b.clone(op, map);
     }
-    synced = false;
+    synced &= isMemoryEffectFree(&op);
     if (writes)
       sync();
   }

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Target/CUDA/IterationOnWarp.h"
+#include "compiler/Target/CUDA/IterationLanes.h"
 #include "compiler/Target/CUDA/Passes.h"
 #include "compiler/Target/HostLowering.h"
 #include "dialects/Lapk/IR/LapkOps.h"
@@ -168,9 +168,9 @@ private:
 
   /// `loop` as kernel @<parent>_loop_<k>(values..., n): thread i of the
   /// grid runs iteration i < n, or, where its iterations walk rows, warp i
-  /// does (IterationOnWarp.h). Constants are cloned into it; the values
-  /// it uses from above are its parameters (indices as i64), passed by the
-  /// host in a frame.
+  /// or block i does (IterationLanes.h). Constants are cloned into it; the
+  /// values it uses from above are its parameters (indices as i64), passed by
+  /// the host in a frame.
   LogicalResult outline(scf::ParallelOp loop, StringRef parent, int k) {
     Location loc = loop.getLoc();
     if (loop.getNumLoops() != 1 || loop.getNumResults() != 0)
@@ -201,19 +201,20 @@ private:
                                              loc, in.getIndexType(), arg)
                                        : arg);
     }
+    // Iteration i runs on thread i; or, where it walks rows
+    // (IterationLanes.h), on lanes i * 32 .. i * 32 + 31 of the grid, or on
+    // block i.
+    cuda::Lanes lanes = cuda::lanesOf(loop);
     Value block = in.create<gpu::BlockIdOp>(loc, gpu::Dimension::x);
     Value width = in.create<gpu::BlockDimOp>(loc, gpu::Dimension::x);
     Value thread = in.create<gpu::ThreadIdOp>(loc, gpu::Dimension::x);
-    Value i = in.create<arith::AddIOp>(
-        loc, in.create<arith::MulIOp>(loc, block, width), thread);
-    // An iteration that walks rows runs on a warp, thread i as lane i % 32
-    // of iteration i / 32 (IterationOnWarp.h).
-    bool onWarp = cuda::runsOnWarp(loop);
-    Value lane;
-    if (onWarp) {
-      Value lanes = in.create<arith::ConstantIndexOp>(loc, cuda::kWarpLanes);
-      lane = in.create<arith::RemUIOp>(loc, i, lanes);
-      i = in.create<arith::DivUIOp>(loc, i, lanes);
+    Value i = block, lane = thread, count = width;
+    if (lanes != cuda::Lanes::kBlock) {
+      i = in.create<arith::AddIOp>(
+          loc, in.create<arith::MulIOp>(loc, block, width), thread);
+      count = in.create<arith::ConstantIndexOp>(loc, int64_t(lanes));
+      lane = in.create<arith::RemUIOp>(loc, i, count);
+      i = in.create<arith::DivUIOp>(loc, i, count);
     }
     Value n = in.create<arith::IndexCastOp>(loc, in.getIndexType(),
                                             entry->getArguments().back());
@@ -223,29 +224,26 @@ private:
     in.create<gpu::ReturnOp>(loc);
     map.map(loop.getInductionVars()[0], i);
     OpBuilder then = inRange.getThenBodyBuilder();
-    if (onWarp) {
-      cuda::cloneOnWarp(then, loop, lane, map);
-    } else {
+    if (lanes == cuda::Lanes::kThread) {
       for (Operation &op : loop.getBody()->without_terminator())
         then.clone(op, map);
+    } else {
+      cuda::cloneOnLanes(then, loop, lanes, lane, count, map);
     }
 
     OpBuilder host(loop);
     SmallVector<Value> values(captures.begin(), captures.end());
-    Value count =
+    Value iterations =
         host.create<arith::IndexCastOp>(loc, i64, loop.getUpperBound()[0]);
-    values.push_back(count);
+    values.push_back(iterations);
     Value frame = storeFrame(host, loc, values);
-    Value threads = onWarp
-                        ? host.create<arith::MulIOp>(
-                              loc, count, constant(host, loc, cuda::kWarpLanes))
-                        : count;
     auto launchType =
-        FunctionType::get(context, {ptrType, i64, ptrType, i64}, {});
+        FunctionType::get(context, {ptrType, i64, i64, ptrType, i64}, {});
     host.create<func::CallOp>(
         loc, declare("lap_cuda_launch", launchType),
-        ValueRange{cString(host, loc, "lap_kernel_" + name, name), threads,
-                   frame, constant(host, loc, int64_t(values.size()))});
+        ValueRange{cString(host, loc, "lap_kernel_" + name, name), iterations,
+                   constant(host, loc, int64_t(lanes)), frame,
+                   constant(host, loc, int64_t(values.size()))});
     loop.erase();
     return success();
   }

@@ -13,10 +13,10 @@ def LapkToCUDA : Pass<"lapk-to-cuda", "::mlir::ModuleOp"> {
     - each `scf.parallel` is outlined into a kernel, `gpu.func
       @lap_gen_f_loop_N(values..., n) kernel` in `gpu.module @lap_kernels`,
       one thread per iteration (iterations past n do nothing), or one warp
-      per iteration where the iteration walks a row (IterationOnWarp.h); the host
-      enqueues it on the call's stream through `lap_cuda_launch(name, n,
-      frame, slots)`, the values it uses in an on-stack frame of 8-byte
-      slots, as kernel parameters. What the kernel form does with memory
+      or one block per iteration where the iteration walks a row
+      (IterationLanes.h); the host enqueues it on the call's stream
+      through `lap_cuda_launch(name, n, lanes, frame, slots)`, the values
+      it uses in an on-stack frame of 8-byte slots, as kernel parameters. What the kernel form does with memory
       outside its loops (the loss gradient's seed, learned head
       coefficients) becomes a kernel of one iteration: the host touches no
       device memory, and a value read from it that the host would need is

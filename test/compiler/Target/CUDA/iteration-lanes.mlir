@@ -1,25 +1,24 @@
 // RUN: lap-opt %s --lapk-to-cuda | FileCheck %s
 
-// A loop whose iterations walk rows runs one warp per iteration: 32 threads
-// each, their loops over the row stepping by 32 from their lane, their sums
-// combined with shuffles and then with the loop's initial value, what they
-// write outside those loops written by lane 0, and a warp barrier around
-// each write. Loops that could not run so keep one thread per iteration.
+// A loop whose iterations walk rows runs one warp per iteration where the
+// iteration sums along its row, and one block per iteration where it does
+// not: its loops over the row step by the lane count from their lane, a
+// warp's sums combined with shuffles and then with the loop's initial
+// value, what the iteration writes outside those loops written by lane 0,
+// and a barrier of the lanes around each write. Loops that could not run
+// so keep one thread per iteration.
 
-// The host launches 32 threads per row; the kernel's bound stays the rows.
+// The host launches each loop with its rows and the threads of a row: 32,
+// a block (0), or one.
 // CHECK-LABEL: func.func @lap_gen_rows(
-// CHECK: %[[ROWS:.*]] = arith.index_cast %{{.*}} : index to i64
-// CHECK: %[[THREADS:.*]] = arith.muli %[[ROWS]], %{{.*}} : i64
-// CHECK: call @lap_cuda_launch(%{{.*}}, %[[THREADS]],
-// Refused loops launch one thread per iteration.
+// CHECK-DAG: %[[WARP:.*]] = llvm.mlir.constant(32 : i64) : i64
+// CHECK-DAG: %[[BLOCK:.*]] = llvm.mlir.constant(0 : i64) : i64
+// CHECK-DAG: %[[THREAD:.*]] = llvm.mlir.constant(1 : i64) : i64
+// CHECK: %[[R0:.*]] = arith.index_cast %{{.*}} : index to i64
+// CHECK: call @lap_cuda_launch(%{{.*}}, %[[R0]], %[[WARP]],
 // CHECK: %[[R1:.*]] = arith.index_cast %{{.*}} : index to i64
-// CHECK: call @lap_cuda_launch(%{{.*}}, %[[R1]],
-// CHECK: %[[R2:.*]] = arith.index_cast %{{.*}} : index to i64
-// CHECK: call @lap_cuda_launch(%{{.*}}, %[[R2]],
-// CHECK: %[[R3:.*]] = arith.index_cast %{{.*}} : index to i64
-// CHECK: call @lap_cuda_launch(%{{.*}}, %[[R3]],
-// CHECK: %[[R4:.*]] = arith.index_cast %{{.*}} : index to i64
-// CHECK: call @lap_cuda_launch(%{{.*}}, %[[R4]],
+// CHECK: call @lap_cuda_launch(%{{.*}}, %[[R1]], %[[BLOCK]],
+// CHECK-COUNT-4: call @lap_cuda_launch(%{{.*}}, %{{.*}}, %[[THREAD]],
 
 // CHECK-LABEL: gpu.func @lap_gen_rows_loop_0(
 // CHECK: %[[I:.*]] = arith.addi
@@ -51,19 +50,33 @@
 // CHECK: nvvm.bar.warp.sync
 // CHECK: gpu.return
 
+// A row of 512 with no sum: a block's threads, the block's barrier.
+// CHECK-LABEL: gpu.func @lap_gen_rows_loop_1(
+// CHECK: %[[BROW:.*]] = gpu.block_id x
+// CHECK: %[[BWIDTH:.*]] = gpu.block_dim x
+// CHECK: %[[BLANE:.*]] = gpu.thread_id x
+// CHECK: arith.cmpi ult, %[[BROW]],
+// CHECK: scf.for %{{.*}} = %[[BLANE]] to %c512 step %[[BWIDTH]] {
+// CHECK: memref.store
+// CHECK: gpu.barrier
+// CHECK: arith.cmpi eq, %[[BLANE]], %c0 : index
+// CHECK: gpu.barrier
+// CHECK-NOT: gpu.shuffle
+// CHECK: gpu.return
+
 // Refused: a sum without reassoc (its order is kept), a store to another
 // step's element, a row of 8, a loop-carried value that is not a
 // reduction. Each keeps one thread per iteration.
-// CHECK-LABEL: gpu.func @lap_gen_rows_loop_1(
-// CHECK-NOT: gpu.shuffle
-// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1
 // CHECK-LABEL: gpu.func @lap_gen_rows_loop_2(
-// CHECK-NOT: arith.remui
+// CHECK-NOT: gpu.shuffle
 // CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1
 // CHECK-LABEL: gpu.func @lap_gen_rows_loop_3(
 // CHECK-NOT: arith.remui
-// CHECK: scf.for %{{.*}} = %c0 to %c8 step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1
 // CHECK-LABEL: gpu.func @lap_gen_rows_loop_4(
+// CHECK-NOT: arith.remui
+// CHECK: scf.for %{{.*}} = %c0 to %c8 step %c1
+// CHECK-LABEL: gpu.func @lap_gen_rows_loop_5(
 // CHECK-NOT: arith.remui
 // CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1
 // CHECK: gpu.return
@@ -75,6 +88,7 @@ func.func @lap_gen_rows(%params: memref<16xi8>, %ws: memref<65536xi8>,
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index
   %c64 = arith.constant 64 : index
+  %c512 = arith.constant 512 : index
   %zero = arith.constant 0.0 : f32
   %lowest = arith.constant -3.0e38 : f32
   %x = memref.view %ws[%c0][] : memref<65536xi8> to memref<4096xf32>
@@ -104,6 +118,19 @@ func.func @lap_gen_rows(%params: memref<16xi8>, %ws: memref<65536xi8>,
       memref.store %e, %y[%at] : memref<4096xf32>
     }
     memref.store %sum, %stat[%i] : memref<64xf32>
+    scf.reduce
+  }
+  // Rows of 512 scaled, and a value of each row: nothing summed.
+  scf.parallel (%i) = (%c0) to (%rows) step (%c1) {
+    %base = arith.muli %i, %c512 : index
+    scf.for %j = %c0 to %c512 step %c1 {
+      %at = arith.addi %base, %j : index
+      %v = memref.load %x[%at] : memref<4096xf32>
+      %d = arith.mulf %v, %lowest : f32
+      memref.store %d, %y[%at] : memref<4096xf32>
+    }
+    %lead = memref.load %x[%base] : memref<4096xf32>
+    memref.store %lead, %stat[%i] : memref<64xf32>
     scf.reduce
   }
   // A sum in order.

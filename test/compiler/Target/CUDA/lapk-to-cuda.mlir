@@ -17,10 +17,11 @@ memref.global "private" constant @lap_coefficients_0 : memref<2xf32> = dense<[1.
 // A constant a library kernel reads goes at its device address.
 // CHECK: %[[COEFFICIENTS:.*]] = call @lap_cuda_symbol(%[[NAME]]) : (!llvm.ptr) -> !llvm.ptr
 // CHECK: call @lap_cuda_attention_forward(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[COEFFICIENTS]],
-// The loop is enqueued as a kernel: the values it uses, then its trip
-// count, in a frame of 8-byte slots.
+// The loop is enqueued as a kernel: its trip count, the threads of an
+// iteration, and the values it uses, then its trip count, in a frame of
+// 8-byte slots.
 // CHECK: %[[FRAME:.*]] = llvm.alloca %{{.*}} x i64 {alignment = 8 : i64} : (i64) -> !llvm.ptr
-// CHECK: call @lap_cuda_launch(%{{.*}}, %{{.*}}, %[[FRAME]], %{{.*}}) : (!llvm.ptr, i64, !llvm.ptr, i64) -> ()
+// CHECK: call @lap_cuda_launch(%{{.*}}, %{{.*}}, %{{.*}}, %[[FRAME]], %{{.*}}) : (!llvm.ptr, i64, i64, !llvm.ptr, i64) -> ()
 // The seed's store is a kernel of one iteration: the host touches no
 // device memory.
 // CHECK: call @lap_cuda_launch(
@@ -56,7 +57,7 @@ memref.global "private" constant @lap_coefficients_0 : memref<2xf32> = dense<[1.
 // CHECK: memref.store
 // Kernels are declared from Kernels.def.
 // CHECK-DAG: func.func private @lap_cuda_linear_forward(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i32)
-// CHECK-DAG: func.func private @lap_cuda_launch(!llvm.ptr, i64, !llvm.ptr, i64)
+// CHECK-DAG: func.func private @lap_cuda_launch(!llvm.ptr, i64, i64, !llvm.ptr, i64)
 
 func.func @lap_gen_step(%params: memref<768xi8>, %ws: memref<4096xi8>,
                         %x: memref<512xf32>, %loss: memref<512xf32>,
