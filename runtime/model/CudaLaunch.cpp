@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include <array>
+#include <climits>
 #include <map>
 #include <mutex>
 #include <string>
@@ -48,8 +49,10 @@ Image &image() {
   return i;
 }
 
-/// Threads per block of a generated loop.
+/// Threads per block of a generated loop: whole warps, so that a warp's
+/// lanes run one iteration (lanes 32) and agree on its bound.
 constexpr int kLoopBlock = 256;
+static_assert(kLoopBlock % 32 == 0);
 /// The most parameters a generated kernel takes (the values its loop uses).
 constexpr int64_t kMaxSlots = 256;
 
@@ -88,6 +91,11 @@ void lap_cuda_launch(const char *name, int64_t n, int64_t lanes, int64_t *frame,
     parameters[k] = frame + k;
   const int64_t blocks =
       lanes == 0 ? n : (n * lanes + kLoopBlock - 1) / kLoopBlock;
+  if (blocks > INT32_MAX) {
+    lap::cuda::fail(std::string("kernel ") + name + " needs " +
+                    std::to_string(blocks) + " blocks, over CUDA's 2^31 - 1");
+    return;
+  }
   const dim3 grid(static_cast<unsigned>(blocks)), block(kLoopBlock);
   lap::cuda::check(cudaLaunchKernel(reinterpret_cast<const void *>(kernel),
                                     grid, block, parameters.data(), 0,

@@ -9,6 +9,8 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "llvm/ADT/SetVector.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -91,24 +93,58 @@ bool writesMemory(Operation *op) {
   return found.wasInterrupted();
 }
 
+/// The buffer memref `m` lies in and its bytes there: a view's source and
+/// range where its shift is a constant and its shape static; else all of
+/// `m`, or, for a view at an unknown shift, all of its source. Distinct
+/// buffers (the entry's arguments) do not overlap.
+struct Extent {
+  Value buffer;
+  int64_t begin = 0, end = INT64_MAX;
+};
+Extent extentOf(Value m) {
+  auto view = m.getDefiningOp<memref::ViewOp>();
+  if (!view)
+    return {m};
+  auto type = cast<MemRefType>(m.getType());
+  std::optional<int64_t> shift = getConstantIntValue(view.getByteShift());
+  if (!shift || !type.hasStaticShape())
+    return {view.getSource()};
+  return {view.getSource(), *shift,
+          *shift + type.getNumElements() * type.getElementTypeBitWidth() / 8};
+}
+bool overlap(const Extent &a, const Extent &b) {
+  return a.buffer == b.buffer && a.begin < b.end && b.begin < a.end;
+}
+
 /// Whether the steps of `loop` can run on different lanes: reductions as
-/// reductionOf accepts; each store to an element of its own step, and
-/// each load of a memref the loop stores to from an element it stores.
+/// reductionOf accepts; every store of a memref to one element of its own
+/// step, defined outside the loop (the same for every store of it); every
+/// load of a memref the loop stores to from that element; and no other
+/// memref the loop touches overlapping one it stores to.
 bool spreads(scf::ForOp loop) {
   for (auto [arg, next] :
        llvm::zip(loop.getRegionIterArgs(), loop.getYieldedValues()))
     if (!reductionOf(arg, next))
       return false;
-  llvm::DenseMap<Value, SmallVector<Value>> stored;
+  llvm::DenseMap<Value, Value> stored; // memref -> the index it stores at
+  llvm::SetVector<Value> touched;
   WalkResult bad = loop.getBody()->walk([&](Operation *op) {
     if (auto store = dyn_cast<memref::StoreOp>(op)) {
-      if (store.getIndices().size() != 1 ||
+      Value m = store.getMemRef();
+      touched.insert(m);
+      if (store.getIndices().size() != 1 || !loop.isDefinedOutsideOfLoop(m) ||
           !ownElement(store.getIndices()[0], loop))
         return WalkResult::interrupt();
-      stored[store.getMemRef()].push_back(store.getIndices()[0]);
+      auto [at, first] = stored.try_emplace(m, store.getIndices()[0]);
+      return first || sameIndex(at->second, store.getIndices()[0])
+                 ? WalkResult::advance()
+                 : WalkResult::interrupt();
+    }
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      touched.insert(load.getMemRef());
       return WalkResult::advance();
     }
-    if (isa<memref::LoadOp>(op) || op->getNumRegions() || !writesMemory(op))
+    if (op->getNumRegions() || !writesMemory(op))
       return WalkResult::advance();
     return WalkResult::interrupt(); // a write other than a store
   });
@@ -116,16 +152,18 @@ bool spreads(scf::ForOp loop) {
     return false;
   bad = loop.getBody()->walk([&](memref::LoadOp load) {
     auto at = stored.find(load.getMemRef());
-    if (at == stored.end())
-      return WalkResult::advance();
-    if (load.getIndices().size() == 1 &&
-        llvm::all_of(at->second, [&](Value index) {
-          return sameIndex(index, load.getIndices()[0]);
-        }))
-      return WalkResult::advance();
-    return WalkResult::interrupt();
+    return at == stored.end() || (load.getIndices().size() == 1 &&
+                                  sameIndex(at->second, load.getIndices()[0]))
+               ? WalkResult::advance()
+               : WalkResult::interrupt();
   });
-  return !bad.wasInterrupted();
+  if (bad.wasInterrupted())
+    return false;
+  for (auto [m, index] : stored)
+    for (Value other : touched)
+      if (other != m && overlap(extentOf(m), extentOf(other)))
+        return false;
+  return true;
 }
 
 /// `value` reduced as `op` reduces across the warp's lanes: a butterfly of
@@ -208,7 +246,10 @@ Lanes lanesOf(scf::ParallelOp loop) {
       longest = std::max(longest, trips.value_or(INT64_MAX));
       continue;
     }
-    if (op.getNumResults() && writesMemory(&op))
+    // A value some lane writes would be read by the others; a buffer
+    // allocated here, one per lane.
+    if ((op.getNumResults() && writesMemory(&op)) ||
+        hasEffect<MemoryEffects::Allocate>(&op))
       return Lanes::kThread;
   }
   if (!sums && longest >= 256)

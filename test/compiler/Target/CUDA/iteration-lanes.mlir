@@ -18,7 +18,7 @@
 // CHECK: call @lap_cuda_launch(%{{.*}}, %[[R0]], %[[WARP]],
 // CHECK: %[[R1:.*]] = arith.index_cast %{{.*}} : index to i64
 // CHECK: call @lap_cuda_launch(%{{.*}}, %[[R1]], %[[BLOCK]],
-// CHECK-COUNT-4: call @lap_cuda_launch(%{{.*}}, %{{.*}}, %[[THREAD]],
+// CHECK-COUNT-6: call @lap_cuda_launch(%{{.*}}, %{{.*}}, %[[THREAD]],
 
 // CHECK-LABEL: gpu.func @lap_gen_rows_loop_0(
 // CHECK: %[[I:.*]] = arith.addi
@@ -66,7 +66,8 @@
 
 // Refused: a sum without reassoc (its order is kept), a store to another
 // step's element, a row of 8, a loop-carried value that is not a
-// reduction. Each keeps one thread per iteration.
+// reduction, a store to memory another view reads, two stores of one
+// memref at different elements. Each keeps one thread per iteration.
 // CHECK-LABEL: gpu.func @lap_gen_rows_loop_2(
 // CHECK-NOT: gpu.shuffle
 // CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1
@@ -77,6 +78,12 @@
 // CHECK-NOT: arith.remui
 // CHECK: scf.for %{{.*}} = %c0 to %c8 step %c1
 // CHECK-LABEL: gpu.func @lap_gen_rows_loop_5(
+// CHECK-NOT: arith.remui
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1
+// CHECK-LABEL: gpu.func @lap_gen_rows_loop_6(
+// CHECK-NOT: arith.remui
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1
+// CHECK-LABEL: gpu.func @lap_gen_rows_loop_7(
 // CHECK-NOT: arith.remui
 // CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1
 // CHECK: gpu.return
@@ -91,9 +98,14 @@ func.func @lap_gen_rows(%params: memref<16xi8>, %ws: memref<65536xi8>,
   %c512 = arith.constant 512 : index
   %zero = arith.constant 0.0 : f32
   %lowest = arith.constant -3.0e38 : f32
+  %c4 = arith.constant 4 : index
+  %c16384 = arith.constant 16384 : index
+  %c32768 = arith.constant 32768 : index
   %x = memref.view %ws[%c0][] : memref<65536xi8> to memref<4096xf32>
-  %y = memref.view %ws[%c0][] : memref<65536xi8> to memref<4096xf32>
-  %stat = memref.view %ws[%c0][] : memref<65536xi8> to memref<64xf32>
+  %y = memref.view %ws[%c16384][] : memref<65536xi8> to memref<4096xf32>
+  %stat = memref.view %ws[%c32768][] : memref<65536xi8> to memref<64xf32>
+  // x one element on: it overlaps x.
+  %shifted = memref.view %ws[%c4][] : memref<65536xi8> to memref<4096xf32>
   %rows = arith.muli %B, %T : index
   // Each row: its sum and maximum, the row minus its sum, and the sum.
   scf.parallel (%i) = (%c0) to (%rows) step (%c1) {
@@ -175,6 +187,30 @@ func.func @lap_gen_rows(%params: memref<16xi8>, %ws: memref<65536xi8>,
       %next = arith.addf %s, %v fastmath<reassoc> : f32
       memref.store %next, %y[%at] : memref<4096xf32>
       scf.yield %next : f32
+    }
+    scf.reduce
+  }
+  // A store to memory another view of the loop reads: x[j + 1] is
+  // shifted[j].
+  scf.parallel (%i) = (%c0) to (%rows) step (%c1) {
+    %base = arith.muli %i, %c64 : index
+    scf.for %j = %c0 to %c64 step %c1 {
+      %at = arith.addi %base, %j : index
+      %v = memref.load %x[%at] : memref<4096xf32>
+      memref.store %v, %shifted[%at] : memref<4096xf32>
+    }
+    scf.reduce
+  }
+  // Two stores of one memref at different elements of a step.
+  scf.parallel (%i) = (%c0) to (%rows) step (%c1) {
+    %base = arith.muli %i, %c64 : index
+    %next = arith.addi %base, %c1 : index
+    scf.for %j = %c0 to %c64 step %c1 {
+      %at = arith.addi %base, %j : index
+      %after = arith.addi %next, %j : index
+      %v = memref.load %x[%at] : memref<4096xf32>
+      memref.store %v, %y[%at] : memref<4096xf32>
+      memref.store %v, %y[%after] : memref<4096xf32>
     }
     scf.reduce
   }
