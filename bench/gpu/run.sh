@@ -6,7 +6,7 @@
 # torch.compile, on the same GPU in the same run. Takes what
 # bench/gpu/prepare.sh built here (build/gpu-prebuilt.tar.xz: that machine
 # has no MLIR, so no lapc); needs nvidia-smi, python3 with torch and
-# pyyaml. Stages run in that order within a deadline (LAP_GPU_SECONDS, 480
+# pyyaml. Stages run in that order within a deadline (LAP_GPU_SECONDS, 540
 # by default); a stage with no time left is skipped and says so.
 # Last, Nsight Compute times every kernel of a bf16 GPT-2 step (where the
 # step's time goes). --paper-models also times specs/gpt2_561m_5L.yaml and
@@ -29,7 +29,7 @@ case ${1:-} in
 esac
 cd "$(dirname "$0")/../.."
 source bench/gpu/models.sh
-deadline=$((SECONDS + ${LAP_GPU_SECONDS:-480}))
+deadline=$((SECONDS + ${LAP_GPU_SECONDS:-540}))
 work=$PWD/build/gpu-results
 out=${OUT:-$PWD/build/gpu-results-out}
 mkdir -p "$work" "$out"
