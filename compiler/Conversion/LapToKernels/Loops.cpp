@@ -58,6 +58,11 @@ void LoopBuilder::store(Value value, Value buffer, Value i) {
   b.create<memref::StoreOp>(loc, value, buffer, ValueRange{i});
 }
 Value LoopBuilder::roundToBF16(Value v) {
+  // A bf16 value widened rounds back to itself: no second rounding (a
+  // weight's bf16 copy stored as it was made).
+  if (auto widened = v.getDefiningOp<arith::ExtFOp>())
+    if (widened.getIn().getType().isBF16())
+      return widened.getIn();
   return b.create<arith::TruncFOp>(loc, b.getBF16Type(), v);
 }
 
