@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Where a step's GPU time goes: Nsight Compute's CSV of every launch
 (gpu__time_duration.sum) summed by kernel and divided by the steps it
-covers. Prints the total and the kernels that take the most, one line each.
+covers. Prints the total, the time of each family of kernels (generated
+loops, cuBLAS GEMMs, each of the kernel library's namespaces), and the
+kernels that take the most, one line each.
 
     kernel_table.py KERNELS.csv STEPS [ROWS]
 """
@@ -37,6 +39,18 @@ def short(name, width=96):
     return name if len(name) <= width else name[:width - 3] + "..."
 
 
+def family(name):
+    """The part of the step a kernel belongs to: lapc's generated loops,
+    cuBLAS(Lt)'s GEMMs, or the kernel library's namespace."""
+    if name.startswith("lap_gen_"):
+        return "generated loops"
+    if re.search(r"nvjet|cublas|gemm|xmma|splitK", name, re.IGNORECASE):
+        return "cuBLAS GEMMs"
+    path = re.sub(r"^void |<unnamed>::|\(anonymous namespace\)::", "", name)
+    parts = path.split("(")[0].split("<")[0].split("::")
+    return parts[0] if len(parts) > 1 else "other"
+
+
 def main():
     path, steps = sys.argv[1], int(sys.argv[2])
     rows = int(sys.argv[3]) if len(sys.argv) > 3 else 30
@@ -51,7 +65,16 @@ def main():
     print(f"\nGPU time per step {step * 1e3:.2f} ms in "
           f"{sum(count.values()) / steps:.0f} launches of {len(total)} kernels "
           f"({path.rsplit('/', 1)[-1]})")
-    print(f"{'ms/step':>8} {'%':>5} {'launches':>8} {'us each':>8}  kernel")
+    families, launched = defaultdict(float), defaultdict(int)
+    for name in total:
+        families[family(name)] += total[name]
+        launched[family(name)] += count[name]
+    print(f"{'ms/step':>8} {'%':>5} {'launches':>8}  family")
+    for f in sorted(families, key=families.get, reverse=True):
+        ms = families[f] / steps * 1e3
+        print(f"{ms:8.3f} {100 * ms / (step * 1e3):5.1f} "
+              f"{launched[f] / steps:8.1f}  {f}")
+    print(f"\n{'ms/step':>8} {'%':>5} {'launches':>8} {'us each':>8}  kernel")
     for name in sorted(total, key=total.get, reverse=True)[:rows]:
         ms = total[name] / steps * 1e3
         print(f"{ms:8.3f} {100 * ms / (step * 1e3):5.1f} "
