@@ -1,6 +1,7 @@
-# Detects CUDA 13 (nvcc, cuBLASLt, NCCL) and enables it, building sm_90
-# machine code and the compute_80 and compute_90 PTX that GPUs of compute
-# capability 8.0 and later compile when they load it (lapc --gpu).
+# Detects CUDA 13 (nvcc, cuBLASLt, NCCL) and enables it, building sm_90a
+# machine code (Hopper's wgmma: runtime/kernels/cuda/WarpGroupMma.h) and the
+# compute_80 and compute_90 PTX that GPUs of compute capability 8.0 and later
+# compile when they load it (lapc --gpu).
 # Sets LAP_HAVE_CUDA. Without CUDA the project configures, builds and tests.
 set(LAP_HAVE_CUDA OFF)
 if(NOT LAP_CUDA STREQUAL "OFF")
@@ -12,7 +13,7 @@ if(NOT LAP_CUDA STREQUAL "OFF")
   if(CMAKE_CUDA_COMPILER)
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       # "native" fails to configure without a GPU.
-      set(CMAKE_CUDA_ARCHITECTURES 80-virtual 90)
+      set(CMAKE_CUDA_ARCHITECTURES 80-virtual 90a-real 90-virtual)
     endif()
     # nvcc's host compiler stays GCC: CUDA 13 supports it without flags.
     if(NOT DEFINED CMAKE_CUDA_HOST_COMPILER)

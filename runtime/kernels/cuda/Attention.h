@@ -2,7 +2,8 @@
 //
 // The plan of lap_cuda_attention_forward/backward (and _bf16): the sizes it
 // refuses, which kernels take the call (AttentionTensorCores.h for a bf16
-// model's heads up to 128 wide, AttentionCudaCores.h otherwise; the row
+// model's heads up to 128 wide, AttentionHopper.h's in their place on
+// compute capability 9.0; AttentionCudaCores.h otherwise; the row
 // terms and the coefficients' sums from the latter for both), the scratch
 // and the launches, written against a Device (CudaDevice.h): CUDA's, or
 // the emulator's, which so runs the whole of it on the CPU.
@@ -13,6 +14,7 @@
 #define LAP_RUNTIME_KERNELS_CUDA_ATTENTION_H
 
 #include "runtime/kernels/cuda/AttentionCudaCores.h"
+#include "runtime/kernels/cuda/AttentionHopper.h"
 #include "runtime/kernels/cuda/AttentionShape.h"
 #include "runtime/kernels/cuda/AttentionTensorCores.h"
 #include "runtime/kernels/cuda/ScratchSlots.h"
@@ -87,8 +89,12 @@ void forward(const Device &device, E *o, float *lse, const E *q, const E *k,
     constexpr int DP = decltype(width)::value;
     // DP <= 128 exactly when D <= 128; no kernel is built that no call takes.
     if constexpr (onTensorCores<E>(DP)) {
-      if constexpr (std::is_same_v<E, lap_bf16>) // for nvcc's front end
-        tensorcore::launchForward(device, o, lse, q, k, v, coefficients, s);
+      if constexpr (std::is_same_v<E, lap_bf16>) { // for nvcc's front end
+        if (device.hopper())
+          hopper::launchForward(device, o, lse, q, k, v, coefficients, s);
+        else
+          tensorcore::launchForward(device, o, lse, q, k, v, coefficients, s);
+      }
     } else {
       using F = cudacores::ForwardTiles<DP>;
       const int64_t tiles = (T + F::BQ - 1) / F::BQ;
@@ -116,7 +122,10 @@ void backward(const Device &device, E *dq, E *dk, E *dv, float *dcoefficients,
     constexpr bool tensorCores = onTensorCores<E>(DP);
     using K = cudacores::KeyTiles<DP>;
     using Q = cudacores::QueryTiles<DP>;
-    const int64_t keyBlock = tensorCores ? tensorcore::kRows : K::BK;
+    const bool onHopper = tensorCores && device.hopper();
+    const int64_t keyBlock = onHopper      ? hopper::kRows
+                             : tensorCores ? tensorcore::kRows
+                                           : K::BK;
     const int64_t keyTiles = (S + keyBlock - 1) / keyBlock;
     const int64_t queryTiles = (T + Q::BQ - 1) / Q::BQ;
     // Scratch: the row terms D_i [B, H, T], then with learned coefficients
@@ -136,9 +145,14 @@ void backward(const Device &device, E *dq, E *dk, E *dv, float *dcoefficients,
                   "attention_backward (row terms)", terms, own, dout, o, v,
                   coefficients, s, rows);
     if constexpr (tensorCores) {
-      if constexpr (std::is_same_v<E, lap_bf16>) // as in forward
-        tensorcore::launchGradients(device, dq, dk, dv, partials, dout, q, k, v,
-                                    lse, terms, coefficients, s);
+      if constexpr (std::is_same_v<E, lap_bf16>) { // as in forward
+        if (onHopper)
+          hopper::launchGradients(device, dq, dk, dv, partials, dout, q, k, v,
+                                  lse, terms, coefficients, s);
+        else
+          tensorcore::launchGradients(device, dq, dk, dv, partials, dout, q, k,
+                                      v, lse, terms, coefficients, s);
+      }
     } else {
       device.launch(cudacores::keyGradientsKernel<DP, E>, B * KV * keyTiles,
                     cudacores::kThreads, K::bytes,

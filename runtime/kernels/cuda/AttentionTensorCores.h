@@ -94,11 +94,18 @@ __device__ void loadTile(uint16_t *dst, const uint16_t *src, int64_t ld, int n,
 /// 1's copies are in flight. load(i, stage) starts tile i's copies into
 /// `stage` (it may also store into it); the pipeline commits them.
 /// Constructing the pipeline starts tile 0 into stage 0; until the first
-/// next(), the block may use stage 1 for itself.
-template <int StageElements, typename Load> class TilePipeline {
+/// next(), the block may use stage 1 for itself. landed() runs in each
+/// thread once its copies of a tile have landed, before the barrier that
+/// hands the tile to the block (Hopper's kernels fence there for wgmma).
+struct NothingToDo {
+  __device__ void operator()() const {}
+};
+template <int StageElements, typename Load, typename Landed = NothingToDo>
+class TilePipeline {
 public:
-  __device__ TilePipeline(uint16_t *stages, int count, Load load)
-      : stages(stages), count(count), load(load) {
+  __device__ TilePipeline(uint16_t *stages, int count, Load load,
+                          Landed landed = {})
+      : stages(stages), count(count), load(load), landed(landed) {
     if (count > 0)
       start(0, 0);
   }
@@ -116,6 +123,7 @@ public:
     } else {
       waitCopies<0>();
     }
+    landed();
     __syncthreads();
     const uint16_t *tile = stages + stage * StageElements;
     stage ^= 1;
@@ -131,14 +139,15 @@ private:
   uint16_t *stages;
   int count;
   Load load;
+  Landed landed;
   int stage = 0; // tile i's: i % 2
 };
 
-/// The TilePipeline of `load` (whose type is deduced).
-template <int StageElements, typename Load>
-__device__ TilePipeline<StageElements, Load> pipeline(uint16_t *stages,
-                                                      int count, Load load) {
-  return {stages, count, load};
+/// The TilePipeline of `load` and `landed` (whose types are deduced).
+template <int StageElements, typename Load, typename Landed = NothingToDo>
+__device__ TilePipeline<StageElements, Load, Landed>
+pipeline(uint16_t *stages, int count, Load load, Landed landed = {}) {
+  return {stages, count, load, landed};
 }
 
 /// A stage of K and V tiles [Keys][LD] (keys, then values).
@@ -240,6 +249,89 @@ __device__ void storeRow(uint16_t *row, const float (&acc)[NO][4], int r,
     }
 }
 
+/// A key tile's step of the online softmax for a lane's rows of C
+/// fragments: x[n][2r + i] is row r's (query tq + 8r) score of key s0 + 8n
+/// + 2c + i, replaced by its unnormalised P (base 2). m holds each row's
+/// running maximum, l the lane's part of its sum; acc, the rows' P V so
+/// far, is rescaled to the new maximum.
+template <int NS, int NO>
+__device__ inline void softmaxStep(float (&x)[NS][4], float (&m)[2],
+                                   float (&l)[2], float (&acc)[NO][4],
+                                   const Shape &s, int tq, int s0, int c) {
+  float corr[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int t = tq + 8 * r;
+    float mx = m[r];
+#pragma unroll
+    for (int n = 0; n < NS; ++n)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        float &e = x[n][2 * r + i];
+        e = s.visible(t, s0 + 8 * n + 2 * c + i) ? s.c2 * e : -INFINITY;
+        mx = fmaxf(mx, e);
+      }
+    mx = quadMax(mx);
+    // A row that has seen no key yet keeps -inf and gets P = 0.
+    const float ref = mx == -INFINITY ? 0.0f : mx;
+    corr[r] = exp2f(m[r] - ref);
+    m[r] = mx;
+    float sum = 0.0f;
+#pragma unroll
+    for (int n = 0; n < NS; ++n)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        float &e = x[n][2 * r + i];
+        e = exp2f(e - ref);
+        sum += e;
+      }
+    l[r] = l[r] * corr[r] + sum;
+  }
+#pragma unroll
+  for (int j = 0; j < NO; ++j) {
+    acc[j][0] *= corr[0];
+    acc[j][1] *= corr[0];
+    acc[j][2] *= corr[1];
+    acc[j][3] *= corr[1];
+  }
+}
+
+/// The forward's epilogue for a lane's rows (queries tq, tq + 8) of head h:
+/// O = alpha P V / l + beta V_t, V_t at the query's own position, from
+/// acc's unnormalised P V; the logsumexp in natural log.
+template <int NO>
+__device__ inline void
+storeForward(uint16_t *o, float *lse, const float (&acc)[NO][4],
+             const float (&m)[2], const float (&l)[2], const uint16_t *v,
+             const float *coefficients, const Shape &s, int b, int h, int kv,
+             int tq, int c) {
+  const float alpha = coefficients[h], beta = coefficients[s.H + h];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float sum = quadSum(l[r]);
+    const int t = tq + 8 * r;
+    if (t >= s.T)
+      continue;
+    const float a = sum > 0.0f ? alpha / sum : 0.0f;
+    uint16_t *out = o + s.qRow(b, t, h);
+    if (beta != 0.0f && t < s.S) {
+      const uint16_t *vt = v + s.kRow(b, t, kv);
+#pragma unroll
+      for (int j = 0; j < NO; ++j)
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const int d = 8 * j + 2 * c + i;
+          if (d < s.D)
+            store(out[d], a * acc[j][2 * r + i] + beta * load(vt[d]));
+        }
+    } else {
+      storeRow(out, acc, r, a, c, s.D);
+    }
+    if (c == 0)
+      lse[s.row(b, h, t)] = sum > 0.0f ? (m[r] + log2f(sum)) * kLn2 : -INFINITY;
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Forward
 //===----------------------------------------------------------------------===//
@@ -302,77 +394,112 @@ __global__ void __launch_bounds__(kThreads)
       for (int j = 0; j < KS; ++j)
         mmaRows<LD>(x[n], qf[j], Ks + 8 * n * LD, j, g, c);
 
-    // Online softmax; x[n][2r + i] is row r's key s0 + 8n + 2c + i.
-    float corr[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int t = tq + 8 * r;
-      float mx = m[r];
-#pragma unroll
-      for (int n = 0; n < NS; ++n)
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          float &e = x[n][2 * r + i];
-          e = s.visible(t, s0 + 8 * n + 2 * c + i) ? s.c2 * e : -INFINITY;
-          mx = fmaxf(mx, e);
-        }
-      mx = quadMax(mx);
-      // A row that has seen no key yet keeps -inf and gets P = 0.
-      const float ref = mx == -INFINITY ? 0.0f : mx;
-      corr[r] = exp2f(m[r] - ref);
-      m[r] = mx;
-      float sum = 0.0f;
-#pragma unroll
-      for (int n = 0; n < NS; ++n)
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          float &e = x[n][2 * r + i];
-          e = exp2f(e - ref);
-          sum += e;
-        }
-      l[r] = l[r] * corr[r] + sum;
-    }
-#pragma unroll
-    for (int j = 0; j < NO; ++j) {
-      acc[j][0] *= corr[0];
-      acc[j][1] *= corr[0];
-      acc[j][2] *= corr[1];
-      acc[j][3] *= corr[1];
-    }
+    softmaxStep(x, m, l, acc, s, tq, s0, c);
     accumulate<NS / 2, NO, LD>(acc, x, Vs, lane); // acc += P V
   }
 
-  // Epilogue: O = alpha P V / l + beta V_t, V_t at the query's own position.
-  const float alpha = coefficients[h], beta = coefficients[s.H + h];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const float sum = quadSum(l[r]);
-    const int t = tq + 8 * r;
-    if (t >= s.T)
-      continue;
-    const float a = sum > 0.0f ? alpha / sum : 0.0f;
-    uint16_t *out = o + s.qRow(b, t, h);
-    if (beta != 0.0f && t < s.S) {
-      const uint16_t *vt = v + s.kRow(b, t, kv);
-#pragma unroll
-      for (int j = 0; j < NO; ++j)
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const int d = 8 * j + 2 * c + i;
-          if (d < s.D)
-            store(out[d], a * acc[j][2 * r + i] + beta * load(vt[d]));
-        }
-    } else {
-      storeRow(out, acc, r, a, c, s.D);
-    }
-    if (c == 0)
-      lse[s.row(b, h, t)] = sum > 0.0f ? (m[r] + log2f(sum)) * kLn2 : -INFINITY;
-  }
+  storeForward(o, lse, acc, m, l, v, coefficients, s, b, h, kv, tq, c);
 }
 
 //===----------------------------------------------------------------------===//
 // Backward (the row terms D_i and the coefficients' sums: AttentionCudaCores.h)
 //===----------------------------------------------------------------------===//
+
+/// The dk, dv kernels' terms on a lane's C fragments of S^T and dP^T:
+/// x[n][e] is key sk + 8 (e / 2) and query t0 + j, j = 8n + 2c + e % 2,
+/// whose lse (base 2) is Ls[j] and row term Ds[j]. x becomes alpha P^T,
+/// dp becomes dS^T; pdp gathers P dP.
+template <int NS>
+__device__ inline void keyGradientTerms(float (&x)[NS][4], float (&dp)[NS][4],
+                                        float &pdp, float alpha,
+                                        const float *Ls, const float *Ds,
+                                        const Shape &s, int t0, int sk, int c) {
+#pragma unroll
+  for (int n = 0; n < NS; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int j = 8 * n + 2 * c + e % 2;
+      const bool seen = s.visible(t0 + j, sk + 8 * (e / 2));
+      const float p = seen ? exp2f(s.c2 * x[n][e] - Ls[j]) : 0.0f;
+      const float d = seen ? dp[n][e] : 0.0f;
+      pdp += p * d;
+      x[n][e] = alpha * p;
+      dp[n][e] = s.scale * p * (alpha * d - Ds[j]);
+    }
+}
+
+/// dk and dv for a lane's rows (keys sk, sk + 8) of the C fragments dK,
+/// dV; dv with its beta terms.
+template <int NO>
+__device__ inline void
+storeKeyGradients(uint16_t *dk, uint16_t *dv, const float (&dK)[NO][4],
+                  const float (&dV)[NO][4], const uint16_t *dout,
+                  const float *coefficients, const Shape &s, int b, int kv,
+                  int sk, int c) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int key = sk + 8 * r;
+    if (key >= s.S)
+      continue;
+    storeRow(dk + s.kRow(b, key, kv), dK, r, 1.0f, c, s.D);
+    uint16_t *out = dv + s.kRow(b, key, kv);
+#pragma unroll
+    for (int j = 0; j < NO; ++j)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int d = 8 * j + 2 * c + i;
+        if (d >= s.D)
+          continue;
+        float y = dV[j][2 * r + i];
+        if (key < s.T)
+          y += s.betaTerms(coefficients, dout, b, key, kv, d);
+        store(out[d], y);
+      }
+  }
+}
+
+/// The lse (base 2) and row term of a lane's rows (queries tq, tq + 8) of
+/// head h; zero past T.
+__device__ inline void rowStatistics(float (&lse2)[2], float (&rowD)[2],
+                                     const float *lse, const float *terms,
+                                     const Shape &s, int b, int h, int tq) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const bool real = tq + 8 * r < s.T;
+    lse2[r] = real ? lse[s.row(b, h, tq + 8 * r)] * kLog2e : 0.0f;
+    rowD[r] = real ? terms[s.row(b, h, tq + 8 * r)] : 0.0f;
+  }
+}
+
+/// The dq kernels' terms on a lane's C fragments of S and dP: x[n][e] is
+/// query tq + 8 (e / 2) and key s0 + 8n + 2c + e % 2; it becomes dS.
+template <int NS>
+__device__ inline void
+queryGradientTerms(float (&x)[NS][4], const float (&dp)[NS][4],
+                   const float (&lse2)[2], const float (&rowD)[2], float alpha,
+                   const Shape &s, int tq, int s0, int c) {
+#pragma unroll
+  for (int n = 0; n < NS; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = e / 2;
+      const bool seen = s.visible(tq + 8 * r, s0 + 8 * n + 2 * c + e % 2);
+      const float p = seen ? exp2f(s.c2 * x[n][e] - lse2[r]) : 0.0f;
+      const float d = seen ? dp[n][e] : 0.0f;
+      x[n][e] = s.scale * p * (alpha * d - rowD[r]);
+    }
+}
+
+/// dq for a lane's rows (queries tq, tq + 8) of head h.
+template <int NO>
+__device__ inline void
+storeQueryGradients(uint16_t *dq, const float (&dQ)[NO][4], const Shape &s,
+                    int b, int h, int tq, int c) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+    if (tq + 8 * r < s.T)
+      storeRow(dq + s.qRow(b, tq + 8 * r, h), dQ, r, 1.0f, c, s.D);
+}
 
 /// A stage of the dk, dv kernel's query tiles: Q and dO [kBackwardQueries]
 /// [LD] (bf16), then lse * log2 e and D_i [kBackwardQueries] (fp32).
@@ -472,20 +599,7 @@ __global__ void __launch_bounds__(kThreads) keyGradientsKernel(
         for (int n = 0; n < NS; ++n)
           mmaRows<LD>(dp[n], a, dOs + 8 * n * LD, j, g, c);
       }
-      // x[n][e] is key sk + 8 (e / 2) and query t0 + 8n + 2c + e % 2; it
-      // becomes alpha P^T, dp becomes dS^T.
-#pragma unroll
-      for (int n = 0; n < NS; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int j = 8 * n + 2 * c + e % 2;
-          const bool seen = s.visible(t0 + j, sk + 8 * (e / 2));
-          const float p = seen ? exp2f(s.c2 * x[n][e] - Ls[j]) : 0.0f;
-          const float d = seen ? dp[n][e] : 0.0f;
-          pdp += p * d;
-          x[n][e] = alpha * p;
-          dp[n][e] = s.scale * p * (alpha * d - Ds[j]);
-        }
+      keyGradientTerms(x, dp, pdp, alpha, Ls, Ds, s, t0, sk, c);
       accumulate<NS / 2, NO, LD>(dV, x, dOs, lane);
       accumulate<NS / 2, NO, LD>(dK, dp, Qs, lane);
     }
@@ -494,27 +608,7 @@ __global__ void __launch_bounds__(kThreads) keyGradientsKernel(
                        pdp, warpSums);
   }
 
-  // dk; dv with its beta terms.
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int key = sk + 8 * r;
-    if (key >= s.S)
-      continue;
-    storeRow(dk + s.kRow(b, key, kv), dK, r, 1.0f, c, s.D);
-    uint16_t *out = dv + s.kRow(b, key, kv);
-#pragma unroll
-    for (int j = 0; j < NO; ++j)
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int d = 8 * j + 2 * c + i;
-        if (d >= s.D)
-          continue;
-        float y = dV[j][2 * r + i];
-        if (key < s.T)
-          y += s.betaTerms(coefficients, dout, b, key, kv, d);
-        store(out[d], y);
-      }
-  }
+  storeKeyGradients(dk, dv, dK, dV, dout, coefficients, s, b, kv, sk, c);
 }
 
 // dq [B, T, H, D]; a block per (b, h, kRows queries), meeting the key
@@ -566,12 +660,7 @@ __global__ void __launch_bounds__(kThreads) queryGradientsKernel(
     loadA<LD>(of[j], staging + 16 * warp * LD, j, g, c);
 
   float lse2[2], rowD[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const bool real = tq + 8 * r < s.T;
-    lse2[r] = real ? lse[s.row(b, h, tq + 8 * r)] * kLog2e : 0.0f;
-    rowD[r] = real ? terms[s.row(b, h, tq + 8 * r)] : 0.0f;
-  }
+  rowStatistics(lse2, rowD, lse, terms, s, b, h, tq);
   const float alpha = coefficients[h];
   float dQ[NO][4];
   zero(dQ);
@@ -588,25 +677,11 @@ __global__ void __launch_bounds__(kThreads) queryGradientsKernel(
         mmaRows<LD>(x[n], qf[j], Ks + 8 * n * LD, j, g, c);
         mmaRows<LD>(dp[n], of[j], Vs + 8 * n * LD, j, g, c);
       }
-      // x[n][e] is query tq + 8 (e / 2) and key s0 + 8n + 2c + e % 2; it
-      // becomes dS.
-#pragma unroll
-    for (int n = 0; n < NS; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int r = e / 2;
-        const bool seen = s.visible(tq + 8 * r, s0 + 8 * n + 2 * c + e % 2);
-        const float p = seen ? exp2f(s.c2 * x[n][e] - lse2[r]) : 0.0f;
-        const float d = seen ? dp[n][e] : 0.0f;
-        x[n][e] = s.scale * p * (alpha * d - rowD[r]);
-      }
+    queryGradientTerms(x, dp, lse2, rowD, alpha, s, tq, s0, c);
     accumulate<NS / 2, NO, LD>(dQ, x, Ks, lane); // dQ += dS K
   }
 
-#pragma unroll
-  for (int r = 0; r < 2; ++r)
-    if (tq + 8 * r < s.T)
-      storeRow(dq + s.qRow(b, tq + 8 * r, h), dQ, r, 1.0f, c, s.D);
+  storeQueryGradients(dq, dQ, s, b, h, tq, c);
 }
 
 //===----------------------------------------------------------------------===//

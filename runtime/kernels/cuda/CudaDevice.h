@@ -13,6 +13,7 @@
 //  - zero(p, bytes) and copy(to, from, bytes) of device memory;
 //  - gemm(...), gemmToBf16(...): Gemm.h's GEMMs, without epilogues;
 //  - sortPairs(...): a stable radix sort of (key, value) pairs;
+//  - hopper(): whether Hopper's kernels (wgmma, WarpGroupMma.h) run here;
 //  - fail(why): records the call's failure.
 // CudaDevice is the GPU's: all on the calling thread's stream, with
 // cuBLASLt's GEMMs, CUB's sort, Context.h's scratch and failures. For .cu
@@ -113,6 +114,9 @@ struct CudaDevice {
   bool sortPairs(const uint32_t *keysIn, uint32_t *keysOut,
                  const uint32_t *valuesIn, uint32_t *valuesOut, int64_t n,
                  int bits) const;
+  /// Whether the calling thread's device is of compute capability 9.0 and
+  /// this library has its sm_90a machine code.
+  bool hopper() const;
   void fail(const std::string &why) const { lap::cuda::fail(why); }
 };
 

@@ -5,6 +5,7 @@
 #include "runtime/kernels/cpu/Gemm.h"
 #include "runtime/kernels/cuda/Elements.h"
 #include "runtime/kernels/cuda/TensorCores.h"
+#include "runtime/kernels/cuda/WarpGroupMma.h"
 
 #include <ucontext.h>
 
@@ -45,6 +46,14 @@ struct Fiber {
   };
   std::vector<Copy> open;
   std::deque<std::vector<Copy>> groups;
+  /// Warpgroup MMAs issued and not yet waited for: the accumulator they
+  /// write and its value; the open group, and the closed ones, oldest first.
+  struct Product {
+    float *d;
+    std::vector<float> values;
+  };
+  std::vector<Product> openProducts;
+  std::deque<std::vector<Product>> productGroups;
 };
 ucontext_t scheduler;       // run()'s
 std::vector<Fiber> *fibers; // the launch's
@@ -110,14 +119,28 @@ struct Warp {
   const uint16_t *rows[32];
 };
 
+/// What the 128 threads of a warpgroup put down for one wgmma, read by
+/// the others between its two barriers: each one's accumulator (as it
+/// stands once its earlier products land) and A registers, and the
+/// operands' descriptors.
+struct WarpGroup {
+  static constexpr int kMaxN = 128;
+  Barrier barrier{128};
+  float d[128][kMaxN / 2];
+  uint32_t a[128][4];
+  lap::cuda::hopper::SharedMatrix sharedA[128], sharedB[128];
+};
+
 struct Block {
   Block(int threads, size_t sharedBytes)
-      : barrier(threads), warps(new Warp[(threads + 31) / 32]),
-        shared((sharedBytes + 15) / 16) {
+      : threads(threads), barrier(threads),
+        warps(new Warp[(threads + 31) / 32]), shared((sharedBytes + 15) / 16) {
     memset(shared.data(), 0xff, shared.size() * sizeof(uint4));
   }
+  const int threads;
   Barrier barrier;
   std::unique_ptr<Warp[]> warps;
+  std::unique_ptr<WarpGroup[]> warpGroups; // made by the first wgmma
   std::vector<uint4> shared;
 };
 
@@ -240,6 +263,152 @@ void *dynamicShared() { return currentBlock->shared.data(); }
 
 } // namespace lap::cuda
 
+//===----------------------------------------------------------------------===//
+// Warpgroup MMAs (WarpGroupMma.h)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+using lap::cuda::hopper::SharedMatrix;
+
+WarpGroup &warpGroup() {
+  Block &block = *currentBlock;
+  if (block.threads % 128 != 0)
+    abortWith("wgmma: the block is not whole warpgroups");
+  if (!block.warpGroups)
+    block.warpGroups.reset(new WarpGroup[block.threads / 128]);
+  return block.warpGroups[linearThread() / 128];
+}
+
+/// The bf16 at byte `offset` from `start` after the 128-byte swizzle of
+/// addresses (WarpGroupMma.h): the 16-byte chunk (bits 4..6) XOR the row
+/// of 128 bytes within its 1024 (bits 7..9).
+float swizzledElement(const char *start, uint32_t offset) {
+  auto at = reinterpret_cast<uintptr_t>(start) + offset;
+  at ^= (at >> 7 & 7) << 4;
+  uint16_t bits;
+  memcpy(&bits, reinterpret_cast<const void *>(at), sizeof bits);
+  return lap::cuda::load(lap_bf16(bits));
+}
+
+/// Element (row, k) of a K-major operand, k < 16.
+float kMajor(const SharedMatrix &m, int row, int k) {
+  return swizzledElement(
+      m.start, uint32_t(row % 8 * 128 + row / 8 * m.strideBytes + k * 2));
+}
+/// Element (k, col) of an MN-major B, k < 16.
+float mnMajor(const SharedMatrix &m, int k, int col) {
+  return swizzledElement(m.start,
+                         uint32_t(col % 64 * 2 + col / 64 * m.leadingBytes +
+                                  k % 8 * 128 + k / 8 * m.strideBytes));
+}
+
+/// The value the thread's accumulator d will hold once its issued products
+/// land: the last one issued on it, else what it holds.
+const float *landedValue(const Fiber &f, const float *d) {
+  for (auto p = f.openProducts.rbegin(); p != f.openProducts.rend(); ++p)
+    if (p->d == d)
+      return p->values.data();
+  for (auto g = f.productGroups.rbegin(); g != f.productGroups.rend(); ++g)
+    for (auto p = g->rbegin(); p != g->rend(); ++p)
+      if (p->d == d)
+        return p->values.data();
+  return d;
+}
+
+/// One wgmma of shape m64nNk16 for the calling thread: d (+)= A B, A from
+/// registers (a, when aShared is null) or shared memory (K-major), B from
+/// shared memory (K-major, or MN-major when bTransposed).
+void warpGroupMma(float *d, int n, const uint32_t *a,
+                  const SharedMatrix *aShared, const SharedMatrix &b,
+                  bool bTransposed, bool accumulate) {
+  WarpGroup &group = warpGroup();
+  Fiber &self = *current;
+  const int t = int(linearThread() % 128), count = n / 2;
+  const float *input = landedValue(self, d);
+  for (int i = 0; i < count; ++i)
+    group.d[t][i] = accumulate ? input[i] : 0.0f;
+  for (int i = 0; a && i < 4; ++i)
+    group.a[t][i] = a[i];
+  if (aShared)
+    group.sharedA[t] = *aShared;
+  group.sharedB[t] = b;
+  if (reinterpret_cast<uintptr_t>(b.start) % 16 != 0 ||
+      (aShared && reinterpret_cast<uintptr_t>(aShared->start) % 16 != 0))
+    abortWith("wgmma: an operand does not start on 16 bytes");
+  group.barrier.wait();
+  auto same = [](const SharedMatrix &x, const SharedMatrix &y) {
+    return x.start == y.start && x.strideBytes == y.strideBytes &&
+           x.leadingBytes == y.leadingBytes;
+  };
+  if (!same(group.sharedB[t], group.sharedB[0]) ||
+      (aShared && !same(group.sharedA[t], group.sharedA[0])))
+    abortWith("wgmma: the threads of a warpgroup give different descriptors");
+  // Element (row, k) of A; from registers as mma.sync's A fragment of
+  // warp row / 16 (TensorCores.h's table).
+  auto elementOfA = [&](int row, int k) {
+    if (aShared)
+      return kMajor(*aShared, row, k);
+    const int r = row % 16;
+    return element(
+        group.a[row / 16 * 32 + 4 * (r % 8) + k % 8 / 2][r / 8 + 2 * (k / 8)],
+        k % 2);
+  };
+  const int w = t / 32, g = t % 32 / 4, c = t % 4;
+  Fiber::Product product{d, std::vector<float>(size_t(count))};
+  for (int i = 0; i < count; ++i) {
+    const int j = i / 4, e = i % 4;
+    const int row = 16 * w + g + 8 * (e / 2), col = 8 * j + 2 * c + e % 2;
+    float sum = group.d[t][i];
+    for (int k = 0; k < 16; ++k)
+      sum += elementOfA(row, k) *
+             (bTransposed ? mnMajor(b, k, col) : kMajor(b, col, k));
+    product.values[size_t(i)] = sum;
+  }
+  group.barrier.wait();
+  self.openProducts.push_back(std::move(product));
+  // Until the group is waited for, the accumulator is the hardware's.
+  for (int i = 0; i < count; ++i)
+    d[i] = NAN;
+}
+
+} // namespace
+
+namespace lap::cuda::hopper {
+
+void fence() {}
+
+void commit() {
+  current->productGroups.push_back(std::move(current->openProducts));
+  current->openProducts.clear();
+}
+
+void wait(int pending) {
+  if (!current->openProducts.empty())
+    abortWith("wgmma: a wait with products not committed");
+  for (auto &groups = current->productGroups; int(groups.size()) > pending;
+       groups.pop_front())
+    for (const Fiber::Product &p : groups.front())
+      memcpy(p.d, p.values.data(), p.values.size() * sizeof(float));
+}
+
+void mmaShared(float (&d)[8][4], SharedMatrix a, SharedMatrix b,
+               bool accumulate) {
+  warpGroupMma(&d[0][0], 64, nullptr, &a, b, false, accumulate);
+}
+void mmaShared(float (&d)[16][4], SharedMatrix a, SharedMatrix b,
+               bool accumulate) {
+  warpGroupMma(&d[0][0], 128, nullptr, &a, b, false, accumulate);
+}
+void mmaRegisters(float (&d)[8][4], const uint32_t (&a)[4], SharedMatrix b) {
+  warpGroupMma(&d[0][0], 64, a, nullptr, b, true, true);
+}
+void mmaRegisters(float (&d)[16][4], const uint32_t (&a)[4], SharedMatrix b) {
+  warpGroupMma(&d[0][0], 128, a, nullptr, b, true, true);
+}
+
+} // namespace lap::cuda::hopper
+
 namespace {
 std::string failure; // the first since the last take
 } // namespace
@@ -325,6 +494,13 @@ void Device::gemmToBf16(char transa, char transb, int64_t M, int64_t N,
                        operand(transb, K, N, B, ldb, 1), C);
 }
 
+namespace {
+bool hopperDevice = false;
+} // namespace
+
+void setHopper(bool on) { hopperDevice = on; }
+bool Device::hopper() const { return hopperDevice; }
+
 void Device::fail(const std::string &why) const {
   if (failure.empty())
     failure = why;
@@ -340,6 +516,8 @@ void fiberMain() {
     (*currentBody)();
     if (!current->open.empty() || !current->groups.empty())
       abortWith("a thread ended with asynchronous copies not waited for");
+    if (!current->openProducts.empty() || !current->productGroups.empty())
+      abortWith("a thread ended with wgmma products not waited for");
     current->done = true;
     ++events;
     yield();

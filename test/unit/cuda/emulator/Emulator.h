@@ -42,6 +42,10 @@ namespace lap::test::emulator {
 void run(dim3 grid, dim3 block, size_t sharedBytes,
          const std::function<void()> &body);
 
+/// Makes the emulated device one of compute capability 9.0 (Hopper's
+/// kernels, WarpGroupMma.h), or not (the default).
+void setHopper(bool on);
+
 /// The Device of the CUDA kernels' plans (runtime/kernels/cuda/
 /// CudaDevice.h) on the emulator: launches run here, scratch is host memory
 /// (all bits set, a NaN, until written), GEMMs are the CPU's (lap::cpu::gemm:
@@ -80,6 +84,8 @@ public:
   bool sortPairs(const uint32_t *keysIn, uint32_t *keysOut,
                  const uint32_t *valuesIn, uint32_t *valuesOut, int64_t n,
                  int bits) const;
+  /// Whether the plans take Hopper's kernels: as setHopper last said.
+  bool hopper() const;
   void fail(const std::string &why) const;
 
 private:

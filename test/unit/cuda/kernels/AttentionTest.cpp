@@ -14,6 +14,9 @@
 #include "test/unit/cuda/RequireGpu.h"
 #include "test/unit/cuda/kernels/DeviceBuffer.h"
 #include "test/unit/kernels/KernelTestSupport.h"
+#ifdef LAP_CUDA_EMULATOR
+#include "test/unit/cuda/emulator/Emulator.h"
+#endif
 
 #include <gtest/gtest.h>
 
@@ -415,8 +418,7 @@ TEST(CudaAttention, Bf16MatchesCpu) {
 // compiled widths, widths that pad (D = 36 also loads element by element,
 // D = 100 pads to 128), many tiles with and without the mask, GQA, a
 // single token, cross attention both ways round, and no keys.
-TEST(CudaAttention, Bf16OnTensorCores) {
-  REQUIRE_GPU();
+void checkTensorCoreCases() {
   checkBf16({1, 300, 300, 3, 3, 64, true, false}, 40);
   checkBf16({1, 300, 300, 3, 3, 64, false, true}, 41);
   checkBf16({2, 200, 200, 3, 3, 128, true, true}, 42);
@@ -431,6 +433,25 @@ TEST(CudaAttention, Bf16OnTensorCores) {
   checkBf16({2, 5, 0, 2, 1, 64, false, true}, 49);
   checkBf16({1, 37, 37, 3, 3, 1, true, true}, 50);
 }
+TEST(CudaAttention, Bf16OnTensorCores) {
+  REQUIRE_GPU();
+  checkTensorCoreCases();
+}
+
+#ifdef LAP_CUDA_EMULATOR
+// The same on an emulated device of compute capability 9.0, whose forward
+// is Hopper's (AttentionHopper.h: wgmma; 128 queries a block, 128 keys a
+// tile); on a GPU the device decides.
+TEST(CudaAttention, Bf16OnHopper) {
+  struct Hopper {
+    Hopper() { lap::test::emulator::setHopper(true); }
+    ~Hopper() { lap::test::emulator::setHopper(false); }
+  } hopper;
+  checkTensorCoreCases();
+  checkBf16({1, 260, 260, 2, 1, 128, true, true}, 52);
+  checkBf16({1, 260, 300, 2, 2, 64, false, false}, 53);
+}
+#endif
 
 // Decode against a cache: after a prefix with GQA and D % 32 != 0; a
 // prompt from an empty cache; more keys than the block's warps take at

@@ -1,0 +1,473 @@
+//===- AttentionHopper.h - bf16 attention on Hopper's wgmma ------*- CUDA -*-===//
+//
+// attention_forward_bf16 and attention_backward_bf16 for head widths up to
+// 128 on compute capability 9.0: AttentionTensorCores.h's kernels (the same
+// outputs; P and dS rounded to bf16 as A operands, the sums in fp32), with
+// their products on warpgroup MMAs (WarpGroupMma.h) instead of mma.sync:
+//  - a block of two warpgroups owns 128 rows (queries; keys in the dk, dv
+//    kernel), a warpgroup 64 of them, a warp 16: the rows of its
+//    accumulator fragments, laid out as mma.sync's, so that the online
+//    softmax, the gradients' terms and the epilogues are the mma.sync
+//    kernels' own;
+//  - products of two tiles read both from shared memory; a product by P or
+//    dS takes it from the registers that held S or dP;
+//  - the block's own rows, and the tiles of the other side (128 keys and
+//    their values in the forward, 64 in dq; 64 queries with their dO, lse
+//    and D_i in dk, dv), are copied asynchronously (cp.async, two stages:
+//    TilePipeline) into the 128-byte swizzle that wgmma reads, 64 columns
+//    per block of rows.
+// Attention.h launches them where Device::hopper() holds; the emulator runs
+// this source on the CPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAP_RUNTIME_KERNELS_CUDA_ATTENTIONHOPPER_H
+#define LAP_RUNTIME_KERNELS_CUDA_ATTENTIONHOPPER_H
+
+#include "runtime/kernels/cuda/AttentionShape.h"
+#include "runtime/kernels/cuda/AttentionTensorCores.h"
+#include "runtime/kernels/cuda/TensorCores.h"
+#include "runtime/kernels/cuda/WarpGroupMma.h"
+
+#include <cstdint>
+
+namespace lap::cuda::hopper {
+
+// Each .cu file that includes this header has its own copy of its kernels
+// and plans (and the emulator's program, of all of them).
+namespace {
+
+constexpr int kGroups = 2; // warpgroups per block
+constexpr int kThreads = 128 * kGroups;
+constexpr int kRows = 64 * kGroups; // queries per block
+constexpr int kKeys = 128;          // keys per tile
+
+/// A tile of Rows rows of DP bf16 (DP a multiple of 64) in shared memory as
+/// wgmma reads it: DP / 64 blocks [Rows][64], each in the 128-byte swizzle.
+template <int Rows, int DP> struct SwizzledTile {
+  static constexpr int elements = Rows * DP;
+  /// The element offset of (row, col).
+  __device__ static int at(int row, int col) {
+    return col / 64 * Rows * 64 + int(swizzled(row, col % 64) / 2);
+  }
+  /// Starts copying the first n rows of src (row stride ld, D elements)
+  /// into `tile`, zeros elsewhere: 16 bytes a thread and step, as
+  /// cp.async where rows allow it (`vectors`, TensorCores.h), else as
+  /// stores of what the thread read. The caller commits the copies.
+  __device__ static void load(uint16_t *tile, const uint16_t *src, int64_t ld,
+                              int n, int D, bool vectors) {
+    constexpr int chunks = DP / 8;
+    for (int i = threadIdx.x; i < Rows * chunks; i += kThreads) {
+      const int row = i / chunks, d = i % chunks * 8;
+      const bool inside = row < n && d < D;
+      const uint16_t *from = inside ? src + row * ld + d : src;
+      uint16_t *to = tile + at(row, d);
+      if (vectors) {
+        copyAsync16(to, from, inside);
+        continue;
+      }
+      uint16_t e[8] = {};
+      for (int j = 0; inside && j < 8; ++j)
+        e[j] = d + j < D ? from[j] : 0;
+      uint4 x;
+      memcpy(&x, e, sizeof x);
+      store16(to, x);
+    }
+  }
+};
+
+/// The forward kernel's shared memory: Q, then two stages of a key tile
+/// and its values, from the first 1024-aligned byte (the swizzle is of
+/// addresses).
+template <int DP> struct ForwardLayout {
+  using Queries = SwizzledTile<kRows, DP>;
+  using Keys = SwizzledTile<kKeys, DP>;
+  static constexpr int stageElements = 2 * Keys::elements;
+  static constexpr size_t bytes =
+      1024 + (Queries::elements + 2 * stageElements) * sizeof(uint16_t);
+};
+
+/// P [64][16 N] in C fragments (x[2kk], x[2kk + 1] span its columns 16kk ..
+/// 16kk + 15) as the A fragments of N k steps, rounded to bf16.
+template <int N>
+__device__ inline void packA(uint32_t (&a)[N][4], const float (&x)[2 * N][4]) {
+#pragma unroll
+  for (int kk = 0; kk < N; ++kk) {
+    a[kk][0] = packBf16(x[2 * kk][0], x[2 * kk][1]);
+    a[kk][1] = packBf16(x[2 * kk][2], x[2 * kk][3]);
+    a[kk][2] = packBf16(x[2 * kk + 1][0], x[2 * kk + 1][1]);
+    a[kk][3] = packBf16(x[2 * kk + 1][2], x[2 * kk + 1][3]);
+  }
+}
+
+/// The operand at step j (16 columns) of a SwizzledTile of Rows rows as
+/// wgmma's K-major A or B, from its row `row` (a multiple of 8): k steps
+/// 0..3 in the first 64-column block, 4..7 in the second, 32 bytes apart.
+template <int Rows>
+__device__ inline SharedMatrix kMajor(const uint16_t *tile, int row, int j) {
+  return sharedMatrix(tile + j / 4 * Rows * 64 + row * 64 + j % 4 * 16, 1024);
+}
+
+/// The operand at step kk (16 rows) of a SwizzledTile of Rows rows as
+/// wgmma's MN-major B: 8 rows to an atom (1024 bytes), 64-column blocks
+/// Rows * 128 bytes apart.
+template <int Rows>
+__device__ inline SharedMatrix mnMajor(const uint16_t *tile, int kk) {
+  return sharedMatrix(tile + kk * 16 * 64, 1024, Rows * 128);
+}
+
+__device__ inline uint16_t *aligned1024(void *p) {
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  return reinterpret_cast<uint16_t *>((at + 1023) & ~uintptr_t(1023));
+}
+
+// o [B, T, H, D], lse [B, H, T]; a block per (b, h, kRows queries), the
+// tiles of a head adjacent (its K and V stay in L2), costliest first.
+template <int DP>
+__global__ void __launch_bounds__(kThreads, 1)
+    forwardKernel(uint16_t *__restrict__ o, float *__restrict__ lse,
+                  const uint16_t *__restrict__ q,
+                  const uint16_t *__restrict__ k,
+                  const uint16_t *__restrict__ v,
+                  const float *__restrict__ coefficients, Shape s, int tiles,
+                  bool vectors) {
+  using Layout = ForwardLayout<DP>;
+  using Keys = typename Layout::Keys;
+  constexpr int KS = DP / 16, NO = DP / 8, NS = kKeys / 8;
+  LAP_DYNAMIC_SHARED(uint4, shared); // Layout::bytes
+  uint16_t *Qs = aligned1024(shared);
+  uint16_t *stages = Qs + Layout::Queries::elements;
+  const int group = threadIdx.x / 128, warp = threadIdx.x / 32 % 4;
+  const int lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+
+  const auto [b, h, kv, t0, nq] = s.queryTile(tiles, kRows);
+  // The query of the lane's row g; of row g + 8: tq + 8.
+  const int tq = t0 + 64 * group + 16 * warp + g;
+
+  // Per row of the lane: the running max (base 2) and the lane's part of
+  // the row sum; the unnormalised P V of its columns.
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  float acc[NO][4];
+  tensorcore::zero(acc);
+
+  // Q's copies are the oldest group: the wait for the first key tile
+  // covers them.
+  Layout::Queries::load(Qs, q + s.qRow(b, t0, h), int64_t(s.H) * s.D, nq, s.D,
+                        vectors);
+  commitCopies();
+  // Causal: keys past the tile's last query are masked for all of it.
+  const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
+  const int64_t head = s.kRow(b, 0, kv), ldk = int64_t(s.KV) * s.D;
+  auto keys = tensorcore::pipeline<Layout::stageElements>(
+      stages, (keyEnd + kKeys - 1) / kKeys,
+      [&](int i, uint16_t *stage) {
+        const int s0 = i * kKeys, n = min(kKeys, s.S - s0);
+        Keys::load(stage, k + head + s0 * ldk, ldk, n, s.D, vectors);
+        Keys::load(stage + Keys::elements, v + head + s0 * ldk, ldk, n, s.D,
+                   vectors);
+      },
+      [] { fenceSharedForMma(); });
+
+  const int row = 64 * group; // the warpgroup's first query of the tile
+  for (int s0 = 0, i = 0; s0 < keyEnd; s0 += kKeys, ++i) {
+    const uint16_t *Ks = keys.next(i), *Vs = Ks + Keys::elements;
+    float x[NS][4];
+    fence();
+#pragma unroll
+    for (int j = 0; j < KS; ++j)
+      mmaShared(x, kMajor<kRows>(Qs, row, j), kMajor<kKeys>(Ks, 0, j), j > 0);
+    commit();
+    wait<0>();
+
+    tensorcore::softmaxStep(x, m, l, acc, s, tq, s0, c);
+
+    // acc += P V, 16 keys a step. P is packed as A fragments first:
+    // registers written between the fence and the products would make
+    // ptxas fence before each.
+    uint32_t p[NS / 2][4];
+    packA(p, x);
+    fence();
+#pragma unroll
+    for (int kk = 0; kk < NS / 2; ++kk)
+      mmaRegisters(acc, p[kk], mnMajor<kKeys>(Vs, kk));
+    commit();
+    wait<0>();
+  }
+  waitCopies<0>(); // Q's, where no key tile was loaded
+
+  tensorcore::storeForward(o, lse, acc, m, l, v, coefficients, s, b, h, kv, tq,
+                           c);
+}
+
+//===----------------------------------------------------------------------===//
+// Backward (the row terms D_i and the coefficients' sums: AttentionCudaCores.h)
+//===----------------------------------------------------------------------===//
+
+constexpr int kGradientQueries = 64; // queries per tile of dk, dv
+constexpr int kGradientKeys = 64;    // keys per tile of dq
+
+/// The dk, dv kernel's shared memory: the block's K and V, then two stages
+/// of a query tile: Q, dO, then lse * log2 e and D_i (fp32) in 1024 bytes,
+/// which keeps the next stage 1024-aligned.
+template <int DP> struct KeyGradientLayout {
+  using Own = SwizzledTile<kRows, DP>;
+  using Tile = SwizzledTile<kGradientQueries, DP>;
+  static_assert(2 * kGradientQueries * sizeof(float) <= 1024);
+  static constexpr int stageElements = 2 * Tile::elements + 512;
+  static constexpr size_t bytes =
+      1024 + (2 * Own::elements + 2 * stageElements) * sizeof(uint16_t);
+};
+
+// dk, dv [B, S, KV, D]; a block per (b, kv head, kRows keys), meeting the
+// query tiles of the G heads of its kv head in turn; a warpgroup owns 64
+// of the keys. The products are transposed (keys by queries), so that the
+// keys are the rows of the accumulators: S^T = K Q^T, dP^T = V dO^T, dV +=
+// (alpha P)^T dO, dK += dS^T Q. With alphaPartials [B, H, tiles]: each
+// head's sum of P dP over the block.
+template <int DP>
+__global__ void __launch_bounds__(kThreads, 1) keyGradientsKernel(
+    uint16_t *__restrict__ dk, uint16_t *__restrict__ dv,
+    float *__restrict__ alphaPartials, const uint16_t *__restrict__ dout,
+    const uint16_t *__restrict__ q, const uint16_t *__restrict__ k,
+    const uint16_t *__restrict__ v, const float *__restrict__ lse,
+    const float *__restrict__ terms, const float *__restrict__ coefficients,
+    Shape s, int tiles, bool vectors) {
+  using Layout = KeyGradientLayout<DP>;
+  using Own = typename Layout::Own;
+  using Tile = typename Layout::Tile;
+  constexpr int KS = DP / 16, NO = DP / 8, NS = kGradientQueries / 8;
+  __shared__ float warpSums[kThreads / 32];
+  LAP_DYNAMIC_SHARED(uint4, shared); // Layout::bytes
+  uint16_t *Ks = aligned1024(shared), *Vs = Ks + Own::elements;
+  uint16_t *stages = Vs + Own::elements;
+  const int group = threadIdx.x / 128, warp = threadIdx.x / 32 % 4;
+  const int lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+
+  // Under a causal mask the first key tiles meet the most queries: they
+  // come first.
+  const int bg = blockIdx.x / tiles, tile = blockIdx.x % tiles;
+  const int s0 = tile * kRows;
+  const int b = bg / s.KV, kv = bg % s.KV;
+  const int nk = min(kRows, s.S - s0);
+  const int row = 64 * group;              // the warpgroup's first key
+  const int sk = s0 + row + 16 * warp + g; // the lane's keys: sk, sk + 8
+  const int64_t ldq = int64_t(s.H) * s.D, ldk = int64_t(s.KV) * s.D;
+
+  // K's and V's copies are the oldest group: the wait for the first query
+  // tile covers them.
+  Own::load(Ks, k + s.kRow(b, s0, kv), ldk, nk, s.D, vectors);
+  Own::load(Vs, v + s.kRow(b, s0, kv), ldk, nk, s.D, vectors);
+  commitCopies();
+  // The query tiles of each head of the group in turn; causal: queries
+  // before s0 see none of these keys.
+  const int tStart = s.causal ? s0 / kGradientQueries * kGradientQueries : 0;
+  const int perHead =
+      s.T > tStart ? (s.T - tStart + kGradientQueries - 1) / kGradientQueries
+                   : 0;
+  auto queries = tensorcore::pipeline<Layout::stageElements>(
+      stages, s.G * perHead,
+      [&](int i, uint16_t *stage) {
+        const int h = kv * s.G + i / perHead;
+        const int t0 = tStart + i % perHead * kGradientQueries;
+        const int nq = min(kGradientQueries, s.T - t0);
+        Tile::load(stage, q + s.qRow(b, t0, h), ldq, nq, s.D, vectors);
+        Tile::load(stage + Tile::elements, dout + s.qRow(b, t0, h), ldq, nq,
+                   s.D, vectors);
+        float *Ls = reinterpret_cast<float *>(stage + 2 * Tile::elements);
+        float *Ds = Ls + kGradientQueries;
+        for (int j = threadIdx.x; j < kGradientQueries; j += kThreads) {
+          Ls[j] = j < nq ? lse[s.row(b, h, t0 + j)] * kLog2e : 0.0f;
+          Ds[j] = j < nq ? terms[s.row(b, h, t0 + j)] : 0.0f;
+        }
+      },
+      [] { fenceSharedForMma(); });
+  float dK[NO][4], dV[NO][4];
+  tensorcore::zero(dK);
+  tensorcore::zero(dV);
+
+  for (int hg = 0; hg < s.G; ++hg) {
+    const int h = kv * s.G + hg;
+    const float alpha = coefficients[h];
+    float pdp = 0.0f; // sum of P dP over the lane's entries
+    for (int j = 0; j < perHead; ++j) {
+      const int t0 = tStart + j * kGradientQueries;
+      const uint16_t *Qs = queries.next(hg * perHead + j);
+      const uint16_t *dOs = Qs + Tile::elements;
+      const float *Ls =
+          reinterpret_cast<const float *>(Qs + 2 * Tile::elements);
+      const float *Ds = Ls + kGradientQueries;
+      float x[NS][4], dp[NS][4];
+      fence();
+#pragma unroll
+      for (int i = 0; i < KS; ++i)
+        mmaShared(x, kMajor<kRows>(Ks, row, i),
+                  kMajor<kGradientQueries>(Qs, 0, i), i > 0);
+#pragma unroll
+      for (int i = 0; i < KS; ++i)
+        mmaShared(dp, kMajor<kRows>(Vs, row, i),
+                  kMajor<kGradientQueries>(dOs, 0, i), i > 0);
+      commit();
+      wait<0>();
+
+      tensorcore::keyGradientTerms(x, dp, pdp, alpha, Ls, Ds, s, t0, sk, c);
+
+      // dV += (alpha P)^T dO, dK += dS^T Q, 16 queries a step.
+      uint32_t pa[NS / 2][4], sa[NS / 2][4];
+      packA(pa, x);
+      packA(sa, dp);
+      fence();
+#pragma unroll
+      for (int kk = 0; kk < NS / 2; ++kk)
+        mmaRegisters(dV, pa[kk], mnMajor<kGradientQueries>(dOs, kk));
+#pragma unroll
+      for (int kk = 0; kk < NS / 2; ++kk)
+        mmaRegisters(dK, sa[kk], mnMajor<kGradientQueries>(Qs, kk));
+      commit();
+      wait<0>();
+    }
+    if (alphaPartials)
+      blockSum<kThreads / 32>(
+          alphaPartials[(int64_t(b) * s.H + h) * tiles + tile], pdp, warpSums);
+  }
+  waitCopies<0>(); // K's and V's, where no query tile was loaded
+
+  tensorcore::storeKeyGradients(dk, dv, dK, dV, dout, coefficients, s, b, kv,
+                                sk, c);
+}
+
+/// The dq kernel's shared memory: the block's Q and dO, then two stages of
+/// a key tile and its values.
+template <int DP> struct QueryGradientLayout {
+  using Own = SwizzledTile<kRows, DP>;
+  using Tile = SwizzledTile<kGradientKeys, DP>;
+  static constexpr int stageElements = 2 * Tile::elements;
+  static constexpr size_t bytes =
+      1024 + (2 * Own::elements + 2 * stageElements) * sizeof(uint16_t);
+};
+
+// dq [B, T, H, D]; a block per (b, h, kRows queries), a warpgroup owning 64
+// of them, meeting the key tiles: S = Q K^T, dP = dO V^T, dQ += dS K.
+template <int DP>
+__global__ void __launch_bounds__(kThreads, 1) queryGradientsKernel(
+    uint16_t *__restrict__ dq, const uint16_t *__restrict__ dout,
+    const uint16_t *__restrict__ q, const uint16_t *__restrict__ k,
+    const uint16_t *__restrict__ v, const float *__restrict__ lse,
+    const float *__restrict__ terms, const float *__restrict__ coefficients,
+    Shape s, int tiles, bool vectors) {
+  using Layout = QueryGradientLayout<DP>;
+  using Own = typename Layout::Own;
+  using Tile = typename Layout::Tile;
+  constexpr int KS = DP / 16, NO = DP / 8, NS = kGradientKeys / 8;
+  LAP_DYNAMIC_SHARED(uint4, shared); // Layout::bytes
+  uint16_t *Qs = aligned1024(shared), *dOs = Qs + Own::elements;
+  uint16_t *stages = dOs + Own::elements;
+  const int group = threadIdx.x / 128, warp = threadIdx.x / 32 % 4;
+  const int lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+
+  const auto [b, h, kv, t0, nq] = s.queryTile(tiles, kRows);
+  const int row = 64 * group;              // the warpgroup's first query
+  const int tq = t0 + row + 16 * warp + g; // the lane's queries: tq, tq + 8
+  const int64_t ldq = int64_t(s.H) * s.D;
+
+  // Q's and dO's copies are the oldest group: the wait for the first key
+  // tile covers them.
+  Own::load(Qs, q + s.qRow(b, t0, h), ldq, nq, s.D, vectors);
+  Own::load(dOs, dout + s.qRow(b, t0, h), ldq, nq, s.D, vectors);
+  commitCopies();
+  const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
+  const int64_t head = s.kRow(b, 0, kv), ldk = int64_t(s.KV) * s.D;
+  auto keys = tensorcore::pipeline<Layout::stageElements>(
+      stages, (keyEnd + kGradientKeys - 1) / kGradientKeys,
+      [&](int i, uint16_t *stage) {
+        const int s0 = i * kGradientKeys, n = min(kGradientKeys, s.S - s0);
+        Tile::load(stage, k + head + s0 * ldk, ldk, n, s.D, vectors);
+        Tile::load(stage + Tile::elements, v + head + s0 * ldk, ldk, n, s.D,
+                   vectors);
+      },
+      [] { fenceSharedForMma(); });
+
+  float lse2[2], rowD[2];
+  tensorcore::rowStatistics(lse2, rowD, lse, terms, s, b, h, tq);
+  const float alpha = coefficients[h];
+  float dQ[NO][4];
+  tensorcore::zero(dQ);
+
+  for (int s0 = 0, i = 0; s0 < keyEnd; s0 += kGradientKeys, ++i) {
+    const uint16_t *Ks = keys.next(i), *Vs = Ks + Tile::elements;
+    float x[NS][4], dp[NS][4];
+    fence();
+#pragma unroll
+    for (int j = 0; j < KS; ++j)
+      mmaShared(x, kMajor<kRows>(Qs, row, j), kMajor<kGradientKeys>(Ks, 0, j),
+                j > 0);
+#pragma unroll
+    for (int j = 0; j < KS; ++j)
+      mmaShared(dp, kMajor<kRows>(dOs, row, j), kMajor<kGradientKeys>(Vs, 0, j),
+                j > 0);
+    commit();
+    wait<0>();
+
+    tensorcore::queryGradientTerms(x, dp, lse2, rowD, alpha, s, tq, s0, c);
+
+    uint32_t a[NS / 2][4]; // dQ += dS K, 16 keys a step
+    packA(a, x);
+    fence();
+#pragma unroll
+    for (int kk = 0; kk < NS / 2; ++kk)
+      mmaRegisters(dQ, a[kk], mnMajor<kGradientKeys>(Ks, kk));
+    commit();
+    wait<0>();
+  }
+  waitCopies<0>(); // Q's and dO's, where no key tile was loaded
+
+  tensorcore::storeQueryGradients(dq, dQ, s, b, h, tq, c);
+}
+
+//===----------------------------------------------------------------------===//
+// Launch plans
+//===----------------------------------------------------------------------===//
+
+// What a call launches, through device.launch(kernel, blocks, threads,
+// sharedBytes, what, args...) (CudaDevice.h).
+
+template <typename Device>
+void launchForward(const Device &device, uint16_t *o, float *lse,
+                   const uint16_t *q, const uint16_t *k, const uint16_t *v,
+                   const float *coefficients, const Shape &s) {
+  const int64_t tiles = tensorcore::tilesOf(s.T, kRows);
+  const bool narrow = s.D <= 64;
+  device.launch(narrow ? forwardKernel<64> : forwardKernel<128>,
+                int64_t(s.B) * s.H * tiles, kThreads,
+                narrow ? ForwardLayout<64>::bytes : ForwardLayout<128>::bytes,
+                "attention_forward (wgmma)", o, lse, q, k, v, coefficients, s,
+                int(tiles), tensorcore::vectorRows(s, {q, k, v}));
+}
+
+template <typename Device>
+void launchGradients(const Device &device, uint16_t *dq, uint16_t *dk,
+                     uint16_t *dv, float *alphaPartials, const uint16_t *dout,
+                     const uint16_t *q, const uint16_t *k, const uint16_t *v,
+                     const float *lse, const float *terms,
+                     const float *coefficients, const Shape &s) {
+  const int64_t keyTiles = tensorcore::tilesOf(s.S, kRows);
+  const int64_t queryTiles = tensorcore::tilesOf(s.T, kRows);
+  const bool vectors = tensorcore::vectorRows(s, {dout, q, k, v});
+  const bool narrow = s.D <= 64;
+  device.launch(
+      narrow ? keyGradientsKernel<64> : keyGradientsKernel<128>,
+      int64_t(s.B) * s.KV * keyTiles, kThreads,
+      narrow ? KeyGradientLayout<64>::bytes : KeyGradientLayout<128>::bytes,
+      "attention_backward (dk, dv on wgmma)", dk, dv, alphaPartials, dout, q, k,
+      v, lse, terms, coefficients, s, int(keyTiles), vectors);
+  device.launch(narrow ? queryGradientsKernel<64> : queryGradientsKernel<128>,
+                int64_t(s.B) * s.H * queryTiles, kThreads,
+                narrow ? QueryGradientLayout<64>::bytes
+                       : QueryGradientLayout<128>::bytes,
+                "attention_backward (dq on wgmma)", dq, dout, q, k, v, lse,
+                terms, coefficients, s, int(queryTiles), vectors);
+}
+
+} // namespace
+} // namespace lap::cuda::hopper
+
+#endif // LAP_RUNTIME_KERNELS_CUDA_ATTENTIONHOPPER_H
