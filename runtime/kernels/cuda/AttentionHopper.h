@@ -13,9 +13,11 @@
 //    dS takes it from the registers that held S or dP;
 //  - the block's own rows, and the tiles of the other side (128 keys and
 //    their values in the forward, 64 in dq; 64 queries with their dO, lse
-//    and D_i in dk, dv), are copied asynchronously (cp.async, two stages:
-//    TilePipeline) into the 128-byte swizzle that wgmma reads, 64 columns
-//    per block of rows.
+//    and D_i in dk, dv), are copied asynchronously (cp.async: TilePipeline)
+//    into the 128-byte swizzle that wgmma reads, 64 columns per block of
+//    rows;
+//  - the forward overlaps a tile's softmax with the previous tile's P V,
+//    as FlashAttention-3 does within a warpgroup.
 // Attention.h launches them where Device::hopper() holds; the emulator runs
 // this source on the CPU.
 //
@@ -76,15 +78,16 @@ template <int Rows, int DP> struct SwizzledTile {
   }
 };
 
-/// The forward kernel's shared memory: Q, then two stages of a key tile
+/// The forward kernel's shared memory: Q, then three stages of a key tile
 /// and its values, from the first 1024-aligned byte (the swizzle is of
-/// addresses).
+/// addresses): 225 KiB at head width 128, of the 227 KiB a block may have.
 template <int DP> struct ForwardLayout {
   using Queries = SwizzledTile<kRows, DP>;
   using Keys = SwizzledTile<kKeys, DP>;
   static constexpr int stageElements = 2 * Keys::elements;
   static constexpr size_t bytes =
-      1024 + (Queries::elements + 2 * stageElements) * sizeof(uint16_t);
+      1024 + (Queries::elements + 3 * stageElements) * sizeof(uint16_t);
+  static_assert(bytes <= 227 * 1024);
 };
 
 /// P [64][16 N] in C fragments (x[2kk], x[2kk + 1] span its columns 16kk ..
@@ -114,11 +117,6 @@ __device__ inline SharedMatrix kMajor(const uint16_t *tile, int row, int j) {
 template <int Rows>
 __device__ inline SharedMatrix mnMajor(const uint16_t *tile, int kk) {
   return sharedMatrix(tile + kk * 16 * 64, 1024, Rows * 128);
-}
-
-__device__ inline uint16_t *aligned1024(void *p) {
-  const auto at = reinterpret_cast<uintptr_t>(p);
-  return reinterpret_cast<uint16_t *>((at + 1023) & ~uintptr_t(1023));
 }
 
 // o [B, T, H, D], lse [B, H, T]; a block per (b, h, kRows queries), the
@@ -158,7 +156,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Causal: keys past the tile's last query are masked for all of it.
   const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
   const int64_t head = s.kRow(b, 0, kv), ldk = int64_t(s.KV) * s.D;
-  auto keys = tensorcore::pipeline<Layout::stageElements>(
+  auto keys = tensorcore::pipeline<Layout::stageElements, 3>(
       stages, (keyEnd + kKeys - 1) / kKeys,
       [&](int i, uint16_t *stage) {
         const int s0 = i * kKeys, n = min(kKeys, s.S - s0);
@@ -168,30 +166,56 @@ __global__ void __launch_bounds__(kThreads, 1)
       },
       [] { fenceSharedForMma(); });
 
+  // Tile i's P V is issued with tile i + 1's scores and runs while the
+  // warpgroup computes their softmax (three stages keep tile i's V in
+  // place meanwhile); the last one after the loop. Tile 0 comes with a P V
+  // of P = 0 (on its own V, which is finite), not a branch, after which
+  // ptxas would fence.
   const int row = 64 * group; // the warpgroup's first query of the tile
+  uint32_t p[NS / 2][4] = {}; // the last tile's P as A fragments (bf16)
+  const uint16_t *lastV = nullptr;
   for (int s0 = 0, i = 0; s0 < keyEnd; s0 += kKeys, ++i) {
     const uint16_t *Ks = keys.next(i), *Vs = Ks + Keys::elements;
+    if (i == 0)
+      lastV = Vs;
     float x[NS][4];
+    fenceOperands(acc);
+    fenceOperands(p);
     fence();
 #pragma unroll
     for (int j = 0; j < KS; ++j)
       mmaShared(x, kMajor<kRows>(Qs, row, j), kMajor<kKeys>(Ks, 0, j), j > 0);
     commit();
+#pragma unroll
+    for (int kk = 0; kk < NS / 2; ++kk)
+      mmaRegisters(acc, p[kk], mnMajor<kKeys>(lastV, kk));
+    commit();
+    wait<1>(); // the scores; P V may still run
+    fenceOperands(x);
+
+    float corr[2];
+    if (s.allVisible(tq - g, 16, s0, kKeys)) // the warp's rows
+      tensorcore::softmaxScores<false>(x, m, l, corr, s, tq, s0, c);
+    else
+      tensorcore::softmaxScores<true>(x, m, l, corr, s, tq, s0, c);
+
     wait<0>();
-
-    tensorcore::softmaxStep(x, m, l, acc, s, tq, s0, c);
-
-    // acc += P V, 16 keys a step. P is packed as A fragments first:
-    // registers written between the fence and the products would make
-    // ptxas fence before each.
-    uint32_t p[NS / 2][4];
+    fenceOperands(acc);
+    fenceOperands(p);
+    tensorcore::rescale(acc, corr);
     packA(p, x);
+    lastV = Vs;
+  }
+  if (lastV) {
+    fenceOperands(acc);
+    fenceOperands(p);
     fence();
 #pragma unroll
     for (int kk = 0; kk < NS / 2; ++kk)
-      mmaRegisters(acc, p[kk], mnMajor<kKeys>(Vs, kk));
+      mmaRegisters(acc, p[kk], mnMajor<kKeys>(lastV, kk));
     commit();
     wait<0>();
+    fenceOperands(acc);
   }
   waitCopies<0>(); // Q's, where no key tile was loaded
 
@@ -308,13 +332,24 @@ __global__ void __launch_bounds__(kThreads, 1) keyGradientsKernel(
                   kMajor<kGradientQueries>(dOs, 0, i), i > 0);
       commit();
       wait<0>();
+      fenceOperands(x);
+      fenceOperands(dp);
 
-      tensorcore::keyGradientTerms(x, dp, pdp, alpha, Ls, Ds, s, t0, sk, c);
+      if (s.allVisible(t0, kGradientQueries, sk - g, 16))
+        tensorcore::keyGradientTerms<false>(x, dp, pdp, alpha, Ls, Ds, s, t0,
+                                            sk, c);
+      else
+        tensorcore::keyGradientTerms<true>(x, dp, pdp, alpha, Ls, Ds, s, t0, sk,
+                                           c);
 
       // dV += (alpha P)^T dO, dK += dS^T Q, 16 queries a step.
       uint32_t pa[NS / 2][4], sa[NS / 2][4];
       packA(pa, x);
       packA(sa, dp);
+      fenceOperands(dV);
+      fenceOperands(dK);
+      fenceOperands(pa);
+      fenceOperands(sa);
       fence();
 #pragma unroll
       for (int kk = 0; kk < NS / 2; ++kk)
@@ -324,6 +359,8 @@ __global__ void __launch_bounds__(kThreads, 1) keyGradientsKernel(
         mmaRegisters(dK, sa[kk], mnMajor<kGradientQueries>(Qs, kk));
       commit();
       wait<0>();
+      fenceOperands(dV);
+      fenceOperands(dK);
     }
     if (alphaPartials)
       blockSum<kThreads / 32>(
@@ -406,17 +443,27 @@ __global__ void __launch_bounds__(kThreads, 1) queryGradientsKernel(
                 j > 0);
     commit();
     wait<0>();
+    fenceOperands(x);
+    fenceOperands(dp);
 
-    tensorcore::queryGradientTerms(x, dp, lse2, rowD, alpha, s, tq, s0, c);
+    if (s.allVisible(tq - g, 16, s0, kGradientKeys))
+      tensorcore::queryGradientTerms<false>(x, dp, lse2, rowD, alpha, s, tq, s0,
+                                            c);
+    else
+      tensorcore::queryGradientTerms<true>(x, dp, lse2, rowD, alpha, s, tq, s0,
+                                           c);
 
     uint32_t a[NS / 2][4]; // dQ += dS K, 16 keys a step
     packA(a, x);
+    fenceOperands(dQ);
+    fenceOperands(a);
     fence();
 #pragma unroll
     for (int kk = 0; kk < NS / 2; ++kk)
       mmaRegisters(dQ, a[kk], mnMajor<kGradientKeys>(Ks, kk));
     commit();
     wait<0>();
+    fenceOperands(dQ);
   }
   waitCopies<0>(); // Q's and dO's, where no key tile was loaded
 

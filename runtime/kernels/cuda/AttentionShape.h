@@ -67,6 +67,11 @@ struct Shape {
   __device__ bool visible(int t, int s) const {
     return t < T && s < S && !(causal && s > t);
   }
+  // Whether queries t0 .. t0 + nt - 1 all see keys s0 .. s0 + ns - 1: a
+  // tile of them needs no mask.
+  __device__ bool allVisible(int t0, int nt, int s0, int ns) const {
+    return t0 + nt <= T && s0 + ns <= S && !(causal && s0 + ns - 1 > t0);
+  }
 };
 
 /// The sum over the warp, in every lane (a butterfly: every lane adds the

@@ -89,18 +89,20 @@ __device__ void loadTile(uint16_t *dst, const uint16_t *src, int64_t ld, int n,
   }
 }
 
-/// The tiles a block meets in turn, through two stages of `stages` (each
-/// StageElements bf16 elements): while the block works on tile i, tile i +
-/// 1's copies are in flight. load(i, stage) starts tile i's copies into
-/// `stage` (it may also store into it); the pipeline commits them.
-/// Constructing the pipeline starts tile 0 into stage 0; until the first
-/// next(), the block may use stage 1 for itself. landed() runs in each
-/// thread once its copies of a tile have landed, before the barrier that
-/// hands the tile to the block (Hopper's kernels fence there for wgmma).
+/// The tiles a block meets in turn, through Stages stages of `stages`
+/// (each StageElements bf16 elements): while the block works on tile i,
+/// tile i + 1's copies are in flight, and with three stages tile i - 1
+/// stays where it was. load(i, stage) starts tile i's copies into `stage`
+/// (it may also store into it); the pipeline commits them. Constructing
+/// the pipeline starts tile 0 into stage 0; until the first next(), the
+/// block may use stage 1 for itself. landed() runs in each thread once its
+/// copies of a tile have landed, before the barrier that hands the tile to
+/// the block (Hopper's kernels fence there for wgmma).
 struct NothingToDo {
   __device__ void operator()() const {}
 };
-template <int StageElements, typename Load, typename Landed = NothingToDo>
+template <int StageElements, typename Load, typename Landed = NothingToDo,
+          int Stages = 2>
 class TilePipeline {
 public:
   __device__ TilePipeline(uint16_t *stages, int count, Load load,
@@ -110,15 +112,17 @@ public:
       start(0, 0);
   }
 
-  /// Tile i's stage (i % 2), once every thread's copies of it have landed;
-  /// tile i + 1's copies start first, once every thread is done with tile
-  /// i - 1. Tiles are taken in order: 0, 1, 2, ... (the stage is counted,
-  /// not computed from i: ptxas then gives the forward kernel at head width
-  /// 128 165 registers instead of 191, three blocks per SM on sm_90).
+  /// Tile i's stage (i % Stages), once every thread's copies of it have
+  /// landed; tile i + 1's copies start first, once every thread is done
+  /// with tile i + 1 - Stages. Tiles are taken in order: 0, 1, 2, ... (the
+  /// stage is counted, not computed from i: ptxas then gives the forward
+  /// kernel at head width 128 165 registers instead of 191, three blocks
+  /// per SM on sm_90).
   __device__ const uint16_t *next(int i) {
+    const int following = stage + 1 < Stages ? stage + 1 : 0;
     if (i + 1 < count) {
-      __syncthreads(); // the other stage's last readers are done
-      start(i + 1, stage ^ 1);
+      __syncthreads(); // the following stage's last readers are done
+      start(i + 1, following);
       waitCopies<1>();
     } else {
       waitCopies<0>();
@@ -126,7 +130,7 @@ public:
     landed();
     __syncthreads();
     const uint16_t *tile = stages + stage * StageElements;
-    stage ^= 1;
+    stage = following;
     return tile;
   }
 
@@ -140,12 +144,13 @@ private:
   int count;
   Load load;
   Landed landed;
-  int stage = 0; // tile i's: i % 2
+  int stage = 0; // tile i's: i % Stages
 };
 
 /// The TilePipeline of `load` and `landed` (whose types are deduced).
-template <int StageElements, typename Load, typename Landed = NothingToDo>
-__device__ TilePipeline<StageElements, Load, Landed>
+template <int StageElements, int Stages = 2, typename Load,
+          typename Landed = NothingToDo>
+__device__ TilePipeline<StageElements, Load, Landed, Stages>
 pipeline(uint16_t *stages, int count, Load load, Landed landed = {}) {
   return {stages, count, load, landed};
 }
@@ -252,13 +257,13 @@ __device__ void storeRow(uint16_t *row, const float (&acc)[NO][4], int r,
 /// A key tile's step of the online softmax for a lane's rows of C
 /// fragments: x[n][2r + i] is row r's (query tq + 8r) score of key s0 + 8n
 /// + 2c + i, replaced by its unnormalised P (base 2). m holds each row's
-/// running maximum, l the lane's part of its sum; acc, the rows' P V so
-/// far, is rescaled to the new maximum.
-template <int NS, int NO>
-__device__ inline void softmaxStep(float (&x)[NS][4], float (&m)[2],
-                                   float (&l)[2], float (&acc)[NO][4],
-                                   const Shape &s, int tq, int s0, int c) {
-  float corr[2];
+/// running maximum, l the lane's part of its sum; corr[r], what row r's
+/// P V so far is to be scaled by for the new maximum. Masked: some query
+/// of the warp does not see some key of the tile (Shape::allVisible).
+template <bool Masked, int NS>
+__device__ inline void softmaxScores(float (&x)[NS][4], float (&m)[2],
+                                     float (&l)[2], float (&corr)[2],
+                                     const Shape &s, int tq, int s0, int c) {
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int t = tq + 8 * r;
@@ -268,7 +273,8 @@ __device__ inline void softmaxStep(float (&x)[NS][4], float (&m)[2],
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         float &e = x[n][2 * r + i];
-        e = s.visible(t, s0 + 8 * n + 2 * c + i) ? s.c2 * e : -INFINITY;
+        e = !Masked || s.visible(t, s0 + 8 * n + 2 * c + i) ? s.c2 * e
+                                                            : -INFINITY;
         mx = fmaxf(mx, e);
       }
     mx = quadMax(mx);
@@ -287,6 +293,11 @@ __device__ inline void softmaxStep(float (&x)[NS][4], float (&m)[2],
       }
     l[r] = l[r] * corr[r] + sum;
   }
+}
+
+/// Scales rows g and g + 8 of C fragments by corr[0] and corr[1].
+template <int NO>
+__device__ inline void rescale(float (&acc)[NO][4], const float (&corr)[2]) {
 #pragma unroll
   for (int j = 0; j < NO; ++j) {
     acc[j][0] *= corr[0];
@@ -394,7 +405,11 @@ __global__ void __launch_bounds__(kThreads)
       for (int j = 0; j < KS; ++j)
         mmaRows<LD>(x[n], qf[j], Ks + 8 * n * LD, j, g, c);
 
-    softmaxStep(x, m, l, acc, s, tq, s0, c);
+    // Masked on every tile: an unmasked copy of the step would take 165
+    // registers to 186, three blocks per SM to two.
+    float corr[2];
+    softmaxScores<true>(x, m, l, corr, s, tq, s0, c);
+    rescale(acc, corr);
     accumulate<NS / 2, NO, LD>(acc, x, Vs, lane); // acc += P V
   }
 
@@ -408,8 +423,8 @@ __global__ void __launch_bounds__(kThreads)
 /// The dk, dv kernels' terms on a lane's C fragments of S^T and dP^T:
 /// x[n][e] is key sk + 8 (e / 2) and query t0 + j, j = 8n + 2c + e % 2,
 /// whose lse (base 2) is Ls[j] and row term Ds[j]. x becomes alpha P^T,
-/// dp becomes dS^T; pdp gathers P dP.
-template <int NS>
+/// dp becomes dS^T; pdp gathers P dP. Masked as in softmaxScores.
+template <bool Masked, int NS>
 __device__ inline void keyGradientTerms(float (&x)[NS][4], float (&dp)[NS][4],
                                         float &pdp, float alpha,
                                         const float *Ls, const float *Ds,
@@ -419,7 +434,7 @@ __device__ inline void keyGradientTerms(float (&x)[NS][4], float (&dp)[NS][4],
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int j = 8 * n + 2 * c + e % 2;
-      const bool seen = s.visible(t0 + j, sk + 8 * (e / 2));
+      const bool seen = !Masked || s.visible(t0 + j, sk + 8 * (e / 2));
       const float p = seen ? exp2f(s.c2 * x[n][e] - Ls[j]) : 0.0f;
       const float d = seen ? dp[n][e] : 0.0f;
       pdp += p * d;
@@ -473,7 +488,8 @@ __device__ inline void rowStatistics(float (&lse2)[2], float (&rowD)[2],
 
 /// The dq kernels' terms on a lane's C fragments of S and dP: x[n][e] is
 /// query tq + 8 (e / 2) and key s0 + 8n + 2c + e % 2; it becomes dS.
-template <int NS>
+/// Masked as in softmaxScores.
+template <bool Masked, int NS>
 __device__ inline void
 queryGradientTerms(float (&x)[NS][4], const float (&dp)[NS][4],
                    const float (&lse2)[2], const float (&rowD)[2], float alpha,
@@ -483,7 +499,8 @@ queryGradientTerms(float (&x)[NS][4], const float (&dp)[NS][4],
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int r = e / 2;
-      const bool seen = s.visible(tq + 8 * r, s0 + 8 * n + 2 * c + e % 2);
+      const bool seen =
+          !Masked || s.visible(tq + 8 * r, s0 + 8 * n + 2 * c + e % 2);
       const float p = seen ? exp2f(s.c2 * x[n][e] - lse2[r]) : 0.0f;
       const float d = seen ? dp[n][e] : 0.0f;
       x[n][e] = s.scale * p * (alpha * d - rowD[r]);
@@ -599,7 +616,10 @@ __global__ void __launch_bounds__(kThreads) keyGradientsKernel(
         for (int n = 0; n < NS; ++n)
           mmaRows<LD>(dp[n], a, dOs + 8 * n * LD, j, g, c);
       }
-      keyGradientTerms(x, dp, pdp, alpha, Ls, Ds, s, t0, sk, c);
+      if (s.allVisible(t0, kBackwardQueries, sk - g, 16))
+        keyGradientTerms<false>(x, dp, pdp, alpha, Ls, Ds, s, t0, sk, c);
+      else
+        keyGradientTerms<true>(x, dp, pdp, alpha, Ls, Ds, s, t0, sk, c);
       accumulate<NS / 2, NO, LD>(dV, x, dOs, lane);
       accumulate<NS / 2, NO, LD>(dK, dp, Qs, lane);
     }
@@ -677,7 +697,10 @@ __global__ void __launch_bounds__(kThreads) queryGradientsKernel(
         mmaRows<LD>(x[n], qf[j], Ks + 8 * n * LD, j, g, c);
         mmaRows<LD>(dp[n], of[j], Vs + 8 * n * LD, j, g, c);
       }
-    queryGradientTerms(x, dp, lse2, rowD, alpha, s, tq, s0, c);
+    if (s.allVisible(tq - g, 16, s0, kBackwardKeys))
+      queryGradientTerms<false>(x, dp, lse2, rowD, alpha, s, tq, s0, c);
+    else
+      queryGradientTerms<true>(x, dp, lse2, rowD, alpha, s, tq, s0, c);
     accumulate<NS / 2, NO, LD>(dQ, x, Ks, lane); // dQ += dS K
   }
 

@@ -72,6 +72,34 @@ __device__ inline SharedMatrix sharedMatrix(const void *start,
           uint64_t((strideBytes & 0x3ffff) >> 4) << 32 | uint64_t(1) << 62};
 }
 
+/// `shared` (dynamic shared memory, with 1023 bytes to spare) advanced to
+/// its first 1024-aligned byte in the shared window, where a swizzled tile
+/// may start.
+__device__ inline uint16_t *aligned1024(void *shared) {
+  const auto at = static_cast<uint32_t>(__cvta_generic_to_shared(shared));
+  return reinterpret_cast<uint16_t *>(static_cast<char *>(shared) +
+                                      (1024 - at % 1024) % 1024);
+}
+
+/// Keeps the compiler from moving other work on these registers across
+/// the fence or wait next to the call (wgmma reads and writes them behind
+/// its back): after each wait, and before each fence, on the products'
+/// accumulators and A registers.
+template <int N> __device__ inline void fenceOperands(float (&x)[N][4]) {
+#pragma unroll
+  for (int j = 0; j < N; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      asm volatile("" : "+f"(x[j][e])::"memory");
+}
+template <int N> __device__ inline void fenceOperands(uint32_t (&a)[N][4]) {
+#pragma unroll
+  for (int j = 0; j < N; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      asm volatile("" : "+r"(a[j][e])::"memory");
+}
+
 /// Orders this thread's earlier register writes before the group's next
 /// wgmma (required before the first, and after touching their registers).
 __device__ inline void fence() {
@@ -220,6 +248,12 @@ inline SharedMatrix sharedMatrix(const void *start, uint32_t strideBytes,
                                  uint32_t leadingBytes = 16) {
   return {static_cast<const char *>(start), strideBytes, leadingBytes};
 }
+inline uint16_t *aligned1024(void *shared) {
+  const auto at = reinterpret_cast<uintptr_t>(shared);
+  return reinterpret_cast<uint16_t *>((at + 1023) & ~uintptr_t(1023));
+}
+template <int N> inline void fenceOperands(float (&)[N][4]) {}
+template <int N> inline void fenceOperands(uint32_t (&)[N][4]) {}
 
 // The products are computed when issued; d holds NaN until the thread
 // waits for their group, so that reading it early shows.

@@ -333,9 +333,14 @@ void warpGroupMma(float *d, int n, const uint32_t *a,
   if (aShared)
     group.sharedA[t] = *aShared;
   group.sharedB[t] = b;
-  if (reinterpret_cast<uintptr_t>(b.start) % 16 != 0 ||
-      (aShared && reinterpret_cast<uintptr_t>(aShared->start) % 16 != 0))
-    abortWith("wgmma: an operand does not start on 16 bytes");
+  // Descriptors have a 16-byte start, and the kernels' base offset 0: an
+  // operand starts in the first 128-byte row of a 1024-byte atom.
+  auto misplaced = [](const SharedMatrix &m) {
+    return (reinterpret_cast<uintptr_t>(m.start) & 0x38f) != 0;
+  };
+  if (misplaced(b) || (aShared && misplaced(*aShared)))
+    abortWith("wgmma: an operand does not start within the first row of its "
+              "1024-byte atom on 16 bytes");
   group.barrier.wait();
   auto same = [](const SharedMatrix &x, const SharedMatrix &y) {
     return x.start == y.start && x.strideBytes == y.strideBytes &&

@@ -8,16 +8,22 @@
 // run one after another. So the emulation is deterministic. The warp-wide
 // operations (mma.sync m16n8k16, ldmatrix .x4 .trans, shuffles) exchange
 // the lanes' registers and give each lane what the PTX ISA documents it
-// receives. An asynchronous copy (cp.async) writes NaN at once and its
-// data when its thread waits for its group, so that reading a tile too
-// early, or while it is being refilled, shows. What the emulator cannot show:
-// the hardware's own rounding of a product's sum (it sums in fp32, in k order),
-// its scheduling, and what nvcc makes of the source; nor a read of static
-// shared memory no thread wrote (__shared__ arrays are static here: zero at
-// first, then what the last block left; only dynamic shared memory starts as
-// NaN). A barrier that not every thread reaches aborts with a message rather
-// than hang; so do a misaligned ldmatrix row or cp.async address, and a thread
-// that ends with copies not waited for.
+// receives; a warpgroup's wgmma (WarpGroupMma.h) gathers its 128 threads'
+// registers and reads its shared-memory operands through their
+// descriptors and the 128-byte swizzle, and leaves NaN in the accumulators
+// until the thread waits for their group. An asynchronous copy (cp.async)
+// writes NaN at once and its data when its thread waits for its group, so
+// that reading a tile too early, or while it is being refilled, shows.
+// What the emulator cannot show: the hardware's own rounding of a
+// product's sum (it sums in fp32, in k order), its scheduling, and what
+// nvcc makes of the source; nor a read of static shared memory no thread
+// wrote (__shared__ arrays are static here: zero at first, then what the
+// last block left; only dynamic shared memory starts as NaN); nor a
+// missing wgmma fence, or shared memory rewritten under a wgmma in flight
+// (operands are read when it is issued). A barrier that not every thread
+// reaches aborts with a message rather than hang; so do a misaligned
+// ldmatrix row, cp.async address or wgmma operand, and a thread that ends
+// with copies or products not waited for.
 //
 //===----------------------------------------------------------------------===//
 
