@@ -239,7 +239,7 @@ template <int DP> struct KeyGradientLayout {
   static_assert(2 * kGradientQueries * sizeof(float) <= 1024);
   static constexpr int stageElements = 2 * Tile::elements + 512;
   static constexpr size_t bytes =
-      1024 + (2 * Own::elements + 2 * stageElements) * sizeof(uint16_t);
+      1024 + (2 * Own::elements + 3 * stageElements) * sizeof(uint16_t);
 };
 
 // dk, dv [B, S, KV, D]; a block per (b, kv head, kRows keys), meeting the
@@ -288,7 +288,7 @@ __global__ void __launch_bounds__(kThreads, 1) keyGradientsKernel(
   const int perHead =
       s.T > tStart ? (s.T - tStart + kGradientQueries - 1) / kGradientQueries
                    : 0;
-  auto queries = tensorcore::pipeline<Layout::stageElements>(
+  auto queries = tensorcore::pipeline<Layout::stageElements, 3>(
       stages, s.G * perHead,
       [&](int i, uint16_t *stage) {
         const int h = kv * s.G + i / perHead;
@@ -309,6 +309,39 @@ __global__ void __launch_bounds__(kThreads, 1) keyGradientsKernel(
   tensorcore::zero(dK);
   tensorcore::zero(dV);
 
+  // At head width 64 a query tile's dV and dK products are issued with the
+  // next tile's S^T and dP^T and run while the warpgroup computes their
+  // terms, as in the forward (the first tile's with P = dS = 0 on its own
+  // Q and dO). At 128 the registers that takes would spill: the products
+  // follow the terms.
+  constexpr bool overlap = DP <= 64;
+  uint32_t pa[NS / 2][4] = {}, sa[NS / 2][4] = {}; // alpha P^T, dS^T (bf16)
+  const uint16_t *lastQ = nullptr;                 // their tile's Q, then dO
+  // dV += (alpha P)^T dO, dK += dS^T Q, 16 queries a step.
+  auto issueGradients = [&] {
+#pragma unroll
+    for (int kk = 0; kk < NS / 2; ++kk)
+      mmaRegisters(dV, pa[kk],
+                   mnMajor<kGradientQueries>(lastQ + Tile::elements, kk));
+#pragma unroll
+    for (int kk = 0; kk < NS / 2; ++kk)
+      mmaRegisters(dK, sa[kk], mnMajor<kGradientQueries>(lastQ, kk));
+    commit();
+  };
+  auto fenceGradients = [&] {
+    fenceOperands(dV);
+    fenceOperands(dK);
+    fenceOperands(pa);
+    fenceOperands(sa);
+  };
+  auto applyGradients = [&] {
+    fenceGradients();
+    fence();
+    issueGradients();
+    wait<0>();
+    fenceOperands(dV);
+    fenceOperands(dK);
+  };
   for (int hg = 0; hg < s.G; ++hg) {
     const int h = kv * s.G + hg;
     const float alpha = coefficients[h];
@@ -320,7 +353,10 @@ __global__ void __launch_bounds__(kThreads, 1) keyGradientsKernel(
       const float *Ls =
           reinterpret_cast<const float *>(Qs + 2 * Tile::elements);
       const float *Ds = Ls + kGradientQueries;
+      if (!lastQ)
+        lastQ = Qs;
       float x[NS][4], dp[NS][4];
+      fenceGradients();
       fence();
 #pragma unroll
       for (int i = 0; i < KS; ++i)
@@ -331,7 +367,12 @@ __global__ void __launch_bounds__(kThreads, 1) keyGradientsKernel(
         mmaShared(dp, kMajor<kRows>(Vs, row, i),
                   kMajor<kGradientQueries>(dOs, 0, i), i > 0);
       commit();
-      wait<0>();
+      if constexpr (overlap) {
+        issueGradients();
+        wait<1>(); // S^T and dP^T; dV's and dK's products may still run
+      } else {
+        wait<0>();
+      }
       fenceOperands(x);
       fenceOperands(dp);
 
@@ -342,44 +383,35 @@ __global__ void __launch_bounds__(kThreads, 1) keyGradientsKernel(
         tensorcore::keyGradientTerms<true>(x, dp, pdp, alpha, Ls, Ds, s, t0, sk,
                                            c);
 
-      // dV += (alpha P)^T dO, dK += dS^T Q, 16 queries a step.
-      uint32_t pa[NS / 2][4], sa[NS / 2][4];
+      if constexpr (overlap)
+        wait<0>();
+      fenceGradients();
       packA(pa, x);
       packA(sa, dp);
-      fenceOperands(dV);
-      fenceOperands(dK);
-      fenceOperands(pa);
-      fenceOperands(sa);
-      fence();
-#pragma unroll
-      for (int kk = 0; kk < NS / 2; ++kk)
-        mmaRegisters(dV, pa[kk], mnMajor<kGradientQueries>(dOs, kk));
-#pragma unroll
-      for (int kk = 0; kk < NS / 2; ++kk)
-        mmaRegisters(dK, sa[kk], mnMajor<kGradientQueries>(Qs, kk));
-      commit();
-      wait<0>();
-      fenceOperands(dV);
-      fenceOperands(dK);
+      lastQ = Qs;
+      if constexpr (!overlap)
+        applyGradients();
     }
     if (alphaPartials)
       blockSum<kThreads / 32>(
           alphaPartials[(int64_t(b) * s.H + h) * tiles + tile], pdp, warpSums);
   }
+  if (overlap && lastQ)
+    applyGradients();
   waitCopies<0>(); // K's and V's, where no query tile was loaded
 
   tensorcore::storeKeyGradients(dk, dv, dK, dV, dout, coefficients, s, b, kv,
                                 sk, c);
 }
 
-/// The dq kernel's shared memory: the block's Q and dO, then two stages of
-/// a key tile and its values.
+/// The dq kernel's shared memory: the block's Q and dO, then three stages
+/// of a key tile and its values.
 template <int DP> struct QueryGradientLayout {
   using Own = SwizzledTile<kRows, DP>;
   using Tile = SwizzledTile<kGradientKeys, DP>;
   static constexpr int stageElements = 2 * Tile::elements;
   static constexpr size_t bytes =
-      1024 + (2 * Own::elements + 2 * stageElements) * sizeof(uint16_t);
+      1024 + (2 * Own::elements + 3 * stageElements) * sizeof(uint16_t);
 };
 
 // dq [B, T, H, D]; a block per (b, h, kRows queries), a warpgroup owning 64
@@ -413,7 +445,7 @@ __global__ void __launch_bounds__(kThreads, 1) queryGradientsKernel(
   commitCopies();
   const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
   const int64_t head = s.kRow(b, 0, kv), ldk = int64_t(s.KV) * s.D;
-  auto keys = tensorcore::pipeline<Layout::stageElements>(
+  auto keys = tensorcore::pipeline<Layout::stageElements, 3>(
       stages, (keyEnd + kGradientKeys - 1) / kGradientKeys,
       [&](int i, uint16_t *stage) {
         const int s0 = i * kGradientKeys, n = min(kGradientKeys, s.S - s0);
@@ -429,9 +461,18 @@ __global__ void __launch_bounds__(kThreads, 1) queryGradientsKernel(
   float dQ[NO][4];
   tensorcore::zero(dQ);
 
+  // Tile i's dQ += dS K is issued with tile i + 1's products and runs
+  // while the warpgroup computes their terms, as in the forward (tile 0's
+  // with dS = 0 on its own K).
+  uint32_t a[NS / 2][4] = {}; // the last tile's dS as A fragments (bf16)
+  const uint16_t *lastK = nullptr;
   for (int s0 = 0, i = 0; s0 < keyEnd; s0 += kGradientKeys, ++i) {
     const uint16_t *Ks = keys.next(i), *Vs = Ks + Tile::elements;
+    if (i == 0)
+      lastK = Ks;
     float x[NS][4], dp[NS][4];
+    fenceOperands(dQ);
+    fenceOperands(a);
     fence();
 #pragma unroll
     for (int j = 0; j < KS; ++j)
@@ -442,7 +483,11 @@ __global__ void __launch_bounds__(kThreads, 1) queryGradientsKernel(
       mmaShared(dp, kMajor<kRows>(dOs, row, j), kMajor<kGradientKeys>(Vs, 0, j),
                 j > 0);
     commit();
-    wait<0>();
+#pragma unroll
+    for (int kk = 0; kk < NS / 2; ++kk)
+      mmaRegisters(dQ, a[kk], mnMajor<kGradientKeys>(lastK, kk));
+    commit();
+    wait<1>(); // S and dP; dQ's product may still run
     fenceOperands(x);
     fenceOperands(dp);
 
@@ -453,14 +498,19 @@ __global__ void __launch_bounds__(kThreads, 1) queryGradientsKernel(
       tensorcore::queryGradientTerms<true>(x, dp, lse2, rowD, alpha, s, tq, s0,
                                            c);
 
-    uint32_t a[NS / 2][4]; // dQ += dS K, 16 keys a step
+    wait<0>();
+    fenceOperands(dQ);
+    fenceOperands(a);
     packA(a, x);
+    lastK = Ks;
+  }
+  if (lastK) { // dQ += dS K, 16 keys a step
     fenceOperands(dQ);
     fenceOperands(a);
     fence();
 #pragma unroll
     for (int kk = 0; kk < NS / 2; ++kk)
-      mmaRegisters(dQ, a[kk], mnMajor<kGradientKeys>(Ks, kk));
+      mmaRegisters(dQ, a[kk], mnMajor<kGradientKeys>(lastK, kk));
     commit();
     wait<0>();
     fenceOperands(dQ);

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -47,10 +48,16 @@ struct Fiber {
   std::vector<Copy> open;
   std::deque<std::vector<Copy>> groups;
   /// Warpgroup MMAs issued and not yet waited for: the accumulator they
-  /// write and its value; the open group, and the closed ones, oldest first.
+  /// write and its value, and what they read (the thread's A registers, a
+  /// hash of the shared-memory operands), which must not change until the
+  /// wait; the open group, and the closed ones, oldest first.
   struct Product {
     float *d;
     std::vector<float> values;
+    const uint32_t *a;
+    uint32_t aValues[4];
+    std::function<uint64_t()> hashOperands;
+    uint64_t operandHash;
   };
   std::vector<Product> openProducts;
   std::deque<std::vector<Product>> productGroups;
@@ -360,7 +367,27 @@ void warpGroupMma(float *d, int n, const uint32_t *a,
         k % 2);
   };
   const int w = t / 32, g = t % 32 / 4, c = t % 4;
-  Fiber::Product product{d, std::vector<float>(size_t(count))};
+  Fiber::Product product{d, std::vector<float>(size_t(count)), a, {}, {}, 0};
+  for (int i = 0; a && i < 4; ++i)
+    product.aValues[i] = a[i];
+  // Every element of the shared-memory operands, hashed (FNV-1a).
+  product.hashOperands = [aShared = aShared ? *aShared : SharedMatrix{},
+                          fromShared = aShared != nullptr, b, bTransposed, n] {
+    uint64_t h = 14695981039346656037ull;
+    auto add = [&](float x) {
+      uint32_t bits;
+      memcpy(&bits, &x, sizeof bits);
+      h = (h ^ bits) * 1099511628211ull;
+    };
+    for (int k = 0; k < 16; ++k) {
+      for (int row = 0; fromShared && row < 64; ++row)
+        add(kMajor(aShared, row, k));
+      for (int col = 0; col < n; ++col)
+        add(bTransposed ? mnMajor(b, k, col) : kMajor(b, col, k));
+    }
+    return h;
+  };
+  product.operandHash = product.hashOperands();
   for (int i = 0; i < count; ++i) {
     const int j = i / 4, e = i % 4;
     const int row = 16 * w + g + 8 * (e / 2), col = 8 * j + 2 * c + e % 2;
@@ -393,8 +420,13 @@ void wait(int pending) {
     abortWith("wgmma: a wait with products not committed");
   for (auto &groups = current->productGroups; int(groups.size()) > pending;
        groups.pop_front())
-    for (const Fiber::Product &p : groups.front())
+    for (const Fiber::Product &p : groups.front()) {
+      if ((p.a && memcmp(p.a, p.aValues, sizeof p.aValues) != 0) ||
+          p.hashOperands() != p.operandHash)
+        abortWith("wgmma: an operand (A registers or shared memory) changed "
+                  "before the wait for its group");
       memcpy(p.d, p.values.data(), p.values.size() * sizeof(float));
+    }
 }
 
 void mmaShared(float (&d)[8][4], SharedMatrix a, SharedMatrix b,

@@ -19,11 +19,11 @@
 // nvcc makes of the source; nor a read of static shared memory no thread
 // wrote (__shared__ arrays are static here: zero at first, then what the
 // last block left; only dynamic shared memory starts as NaN); nor a
-// missing wgmma fence, or shared memory rewritten under a wgmma in flight
-// (operands are read when it is issued). A barrier that not every thread
-// reaches aborts with a message rather than hang; so do a misaligned
-// ldmatrix row, cp.async address or wgmma operand, and a thread that ends
-// with copies or products not waited for.
+// missing wgmma fence. A barrier that not every thread reaches aborts with
+// a message rather than hang; so do a misaligned ldmatrix row, cp.async
+// address or wgmma operand, a wgmma operand (the thread's A registers, or
+// shared memory) that changes before the wait for its group, and a thread
+// that ends with copies or products not waited for.
 //
 //===----------------------------------------------------------------------===//
 
