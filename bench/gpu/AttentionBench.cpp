@@ -1,6 +1,7 @@
 //===- AttentionBench.cpp - Time the fused attention kernel -----*- C++ -*-===//
 //
 // lap-gpu-attention-bench [--tokens N] [--width N] [--warmup N] [--iters N]
+//                          [--seq N] [--fp32 0|1]
 //
 // Times lap_cuda_attention_forward and forward + backward (the kernels a
 // CUDA library calls once per layer for all its heads), in bf16 (a bf16
@@ -10,7 +11,8 @@
 // alpha −1, beta 1), the shapes FlashAttention's benchmarks use: `tokens`
 // (16384) per batch, `width` (2048) / head dim heads. FLOPs as
 // FlashAttention counts them: 4·B·H·N²·D forward, half of it causal, and
-// backward 2.5 times the forward. Prints one JSON object per shape;
+// backward 2.5 times the forward. --seq N times sequences of N alone,
+// --fp32 0 bf16 alone. Prints one JSON object per shape;
 // bench/gpu/torch_attention.py times PyTorch on the same shapes.
 //
 //===----------------------------------------------------------------------===//
@@ -158,6 +160,11 @@ int main(int argc, char **argv) {
     int64_t width = flag(argc, argv, "--width", 2048);
     int64_t warmup = flag(argc, argv, "--warmup", 2);
     int64_t iters = flag(argc, argv, "--iters", 10);
+    const int64_t onlySeq = flag(argc, argv, "--seq", 0);
+    const bool fp32 = flag(argc, argv, "--fp32", 1) != 0;
+    const std::vector<int64_t> seqs =
+        onlySeq > 0 ? std::vector<int64_t>{onlySeq}
+                    : std::vector<int64_t>{512, 1024, 2048, 4096, 8192};
     cudaStream_t stream;
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
           "cudaStreamCreate");
@@ -173,7 +180,7 @@ int main(int argc, char **argv) {
       const int64_t elements = std::max<int64_t>(tokens, 8192) * width;
       const Tensors<E> tensors(elements, elements / 64, rng);
       for (int64_t d : {64, 128})
-        for (int64_t n : {512, 1024, 2048, 4096, 8192})
+        for (int64_t n : seqs)
           for (int32_t causal : {0, 1})
             for (bool mixed : {false, true}) {
               Shape shape{std::max<int64_t>(1, tokens / n),
@@ -190,7 +197,8 @@ int main(int argc, char **argv) {
             }
     };
     timeAll(lap_bf16(0), "bf16");
-    timeAll(float(0), "fp32");
+    if (fp32)
+      timeAll(float(0), "fp32");
     return 0;
   } catch (const std::exception &e) {
     std::cerr << "lap-gpu-attention-bench: error: " << e.what() << "\n";

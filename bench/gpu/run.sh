@@ -11,7 +11,8 @@
 # Last, Nsight Compute times every kernel of a bf16 GPT-2 step (where the
 # step's time goes). --paper-models also times specs/gpt2_561m_5L.yaml and
 # specs/vit_b_deit3_12L.yaml (give it a few more minutes); --quick runs the
-# tests and the kernel profile alone.
+# tests, lap's bf16 attention at sequences of 4096 and the kernel profile
+# alone.
 #
 # Everything the run writes goes to build/gpu-results; $OUT (or
 # build/gpu-results-out) gets two files, refreshed after every stage so
@@ -142,6 +143,12 @@ profile_kernels() {
   save
 }
 if [[ $quick ]]; then
+  timed 60 "${lap[@]}" "$pre/bin/lap-gpu-attention-bench" --iters 5 \
+    --seq 4096 --fp32 0 >"$work/attention.lap.jsonl" \
+    2>"$work/attention.lap.err" || tail -3 "$work/attention.lap.err" | summarise
+  python3 bench/gpu/attention_table.py "$work/attention.lap.jsonl" \
+    /dev/null | summarise
+  save
   profile_kernels
   say "run.sh --quick: done in $SECONDS s"
   exit
