@@ -47,7 +47,7 @@ constexpr int kKeys = 128;          // keys per tile
 /// A tile of Rows rows of DP bf16 (DP a multiple of 64) in shared memory as
 /// wgmma reads it: DP / 64 blocks [Rows][64], each in the 128-byte swizzle.
 template <int Rows, int DP> struct SwizzledTile {
-  static constexpr int elements = Rows * DP;
+  static constexpr int rows = Rows, elements = Rows * DP;
   /// The element offset of (row, col).
   __device__ static int at(int row, int col) {
     return col / 64 * Rows * 64 + int(swizzled(row, col % 64) / 2);
@@ -77,6 +77,25 @@ template <int Rows, int DP> struct SwizzledTile {
     }
   }
 };
+
+/// The pipeline (three stages) of the tiles of Tile::rows keys of kv head
+/// `kv` of sequence b up to keyEnd: a stage holds the keys' K, then V.
+template <typename Tile>
+__device__ auto keyTiles(uint16_t *stages, int keyEnd, const uint16_t *k,
+                         const uint16_t *v, int b, int kv, const Shape &s,
+                         bool vectors) {
+  const int64_t head = s.kRow(b, 0, kv), ldk = int64_t(s.KV) * s.D;
+  const int S = s.S, D = s.D;
+  return tensorcore::pipeline<2 * Tile::elements, 3>(
+      stages, (keyEnd + Tile::rows - 1) / Tile::rows,
+      [=](int i, uint16_t *stage) {
+        const int s0 = i * Tile::rows, n = min(Tile::rows, S - s0);
+        Tile::load(stage, k + head + s0 * ldk, ldk, n, D, vectors);
+        Tile::load(stage + Tile::elements, v + head + s0 * ldk, ldk, n, D,
+                   vectors);
+      },
+      [] { fenceSharedForMma(); });
+}
 
 /// The forward kernel's shared memory: Q, then three stages of a key tile
 /// and its values, from the first 1024-aligned byte (the swizzle is of
@@ -155,16 +174,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   commitCopies();
   // Causal: keys past the tile's last query are masked for all of it.
   const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
-  const int64_t head = s.kRow(b, 0, kv), ldk = int64_t(s.KV) * s.D;
-  auto keys = tensorcore::pipeline<Layout::stageElements, 3>(
-      stages, (keyEnd + kKeys - 1) / kKeys,
-      [&](int i, uint16_t *stage) {
-        const int s0 = i * kKeys, n = min(kKeys, s.S - s0);
-        Keys::load(stage, k + head + s0 * ldk, ldk, n, s.D, vectors);
-        Keys::load(stage + Keys::elements, v + head + s0 * ldk, ldk, n, s.D,
-                   vectors);
-      },
-      [] { fenceSharedForMma(); });
+  auto keys = keyTiles<Keys>(stages, keyEnd, k, v, b, kv, s, vectors);
 
   // Tile i's P V is issued with tile i + 1's scores and runs while the
   // warpgroup computes their softmax (three stages keep tile i's V in
@@ -444,16 +454,7 @@ __global__ void __launch_bounds__(kThreads, 1) queryGradientsKernel(
   Own::load(dOs, dout + s.qRow(b, t0, h), ldq, nq, s.D, vectors);
   commitCopies();
   const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
-  const int64_t head = s.kRow(b, 0, kv), ldk = int64_t(s.KV) * s.D;
-  auto keys = tensorcore::pipeline<Layout::stageElements, 3>(
-      stages, (keyEnd + kGradientKeys - 1) / kGradientKeys,
-      [&](int i, uint16_t *stage) {
-        const int s0 = i * kGradientKeys, n = min(kGradientKeys, s.S - s0);
-        Tile::load(stage, k + head + s0 * ldk, ldk, n, s.D, vectors);
-        Tile::load(stage + Tile::elements, v + head + s0 * ldk, ldk, n, s.D,
-                   vectors);
-      },
-      [] { fenceSharedForMma(); });
+  auto keys = keyTiles<Tile>(stages, keyEnd, k, v, b, kv, s, vectors);
 
   float lse2[2], rowD[2];
   tensorcore::rowStatistics(lse2, rowD, lse, terms, s, b, h, tq);
