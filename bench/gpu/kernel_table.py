@@ -48,6 +48,8 @@ def family(name):
         return "cuBLAS GEMMs"
     path = re.sub(r"^void |<unnamed>::|\(anonymous namespace\)::", "", name)
     parts = path.split("(")[0].split("<")[0].split("::")
+    if parts[:2] == ["lap", "cuda"]:  # lap::cuda::tensorcore::..., hopper, ...
+        return parts[2] if len(parts) > 3 else "lap::cuda"
     return parts[0] if len(parts) > 1 else "other"
 
 
