@@ -439,9 +439,10 @@ TEST(CudaAttention, Bf16OnTensorCores) {
 }
 
 #ifdef LAP_CUDA_EMULATOR
-// The same on an emulated device of compute capability 9.0, whose forward
-// is Hopper's (AttentionHopper.h: wgmma; 128 queries a block, 128 keys a
-// tile); on a GPU the device decides.
+// The same on an emulated device of compute capability 9.0, whose
+// attention is Hopper's (AttentionHopper.h: wgmma, 128 rows a block), and
+// cases of several such blocks and tiles. On a GPU the device decides
+// which family the tests above meet.
 TEST(CudaAttention, Bf16OnHopper) {
   struct Hopper {
     Hopper() { lap::test::emulator::setHopper(true); }
