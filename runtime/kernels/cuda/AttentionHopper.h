@@ -16,8 +16,10 @@
 //    and D_i in dk, dv), are copied asynchronously (cp.async: TilePipeline)
 //    into the 128-byte swizzle that wgmma reads, 64 columns per block of
 //    rows;
-//  - the forward overlaps a tile's softmax with the previous tile's P V,
-//    as FlashAttention-3 does within a warpgroup.
+//  - a tile's softmax or gradient terms run while the previous tile's
+//    product by P or dS does, as FlashAttention-3 overlaps them within a
+//    warpgroup (in dK/dV at head width 64 only: at 128 the registers it
+//    takes would spill).
 // Attention.h launches them where Device::hopper() holds; the emulator runs
 // this source on the CPU.
 //
