@@ -242,9 +242,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 constexpr int kGradientQueries = 64; // queries per tile of dk, dv
 constexpr int kGradientKeys = 64;    // keys per tile of dq
 
-/// The dk, dv kernel's shared memory: the block's K and V, then two stages
-/// of a query tile: Q, dO, then lse * log2 e and D_i (fp32) in 1024 bytes,
-/// which keeps the next stage 1024-aligned.
+/// The dk, dv kernel's shared memory: the block's K and V, then three
+/// stages of a query tile: Q, dO, then lse * log2 e and D_i (fp32) in 1024
+/// bytes, which keeps the next stage 1024-aligned.
 template <int DP> struct KeyGradientLayout {
   using Own = SwizzledTile<kRows, DP>;
   using Tile = SwizzledTile<kGradientQueries, DP>;
@@ -252,6 +252,7 @@ template <int DP> struct KeyGradientLayout {
   static constexpr int stageElements = 2 * Tile::elements + 512;
   static constexpr size_t bytes =
       1024 + (2 * Own::elements + 3 * stageElements) * sizeof(uint16_t);
+  static_assert(bytes <= 227 * 1024);
 };
 
 // dk, dv [B, S, KV, D]; a block per (b, kv head, kRows keys), meeting the
@@ -424,6 +425,7 @@ template <int DP> struct QueryGradientLayout {
   static constexpr int stageElements = 2 * Tile::elements;
   static constexpr size_t bytes =
       1024 + (2 * Own::elements + 3 * stageElements) * sizeof(uint16_t);
+  static_assert(bytes <= 227 * 1024);
 };
 
 // dq [B, T, H, D]; a block per (b, h, kRows queries), a warpgroup owning 64
