@@ -8,14 +8,17 @@
 //    kernel), a warpgroup 64 of them, a warp 16: the rows of its
 //    accumulator fragments, laid out as mma.sync's, so that the online
 //    softmax, the gradients' terms and the epilogues are the mma.sync
-//    kernels' own;
+//    kernels' own. The forward's block has a third, producer warpgroup
+//    that copies the tiles, with stage barriers (WarpSpecialization.h)
+//    in place of block-wide ones, and its two consumers take turns to
+//    issue their products, as in FlashAttention-3;
 //  - products of two tiles read both from shared memory; a product by P or
 //    dS takes it from the registers that held S or dP;
 //  - the block's own rows, and the tiles of the other side (128 keys and
 //    their values in the forward, 64 in dq; 64 queries with their dO, lse
-//    and D_i in dk, dv), are copied asynchronously (cp.async: TilePipeline)
-//    into the 128-byte swizzle that wgmma reads, 64 columns per block of
-//    rows;
+//    and D_i in dk, dv), are copied asynchronously (cp.async; TilePipeline
+//    in the gradients) into the 128-byte swizzle that wgmma reads, 64
+//    columns per block of rows;
 //  - a tile's softmax or gradient terms run while the previous tile's
 //    product by P or dS does, as FlashAttention-3 overlaps them within a
 //    warpgroup (in dK/dV at head width 64 only: at 128 the registers it
@@ -32,6 +35,7 @@
 #include "runtime/kernels/cuda/AttentionTensorCores.h"
 #include "runtime/kernels/cuda/TensorCores.h"
 #include "runtime/kernels/cuda/WarpGroupMma.h"
+#include "runtime/kernels/cuda/WarpSpecialization.h"
 
 #include <cstdint>
 
@@ -55,13 +59,16 @@ template <int Rows, int DP> struct SwizzledTile {
     return col / 64 * Rows * 64 + int(swizzled(row, col % 64) / 2);
   }
   /// Starts copying the first n rows of src (row stride ld, D elements)
-  /// into `tile`, zeros elsewhere: 16 bytes a thread and step, as
-  /// cp.async where rows allow it (`vectors`, TensorCores.h), else as
-  /// stores of what the thread read. The caller commits the copies.
+  /// into `tile`, zeros elsewhere: 16 bytes a thread and step (`thread` of
+  /// `threads` copying), as cp.async where rows allow it (`vectors`,
+  /// TensorCores.h), else as stores of what the thread read. The caller
+  /// commits the copies.
   __device__ static void load(uint16_t *tile, const uint16_t *src, int64_t ld,
-                              int n, int D, bool vectors) {
+                              int n, int D, bool vectors,
+                              int thread = threadIdx.x,
+                              int threads = kThreads) {
     constexpr int chunks = DP / 8;
-    for (int i = threadIdx.x; i < Rows * chunks; i += kThreads) {
+    for (int i = thread; i < Rows * chunks; i += threads) {
       const int row = i / chunks, d = i % chunks * 8;
       const bool inside = row < n && d < D;
       const uint16_t *from = inside ? src + row * ld + d : src;
@@ -101,15 +108,23 @@ __device__ auto keyTiles(uint16_t *stages, int keyEnd, const uint16_t *k,
 
 /// The forward kernel's shared memory: Q, then three stages of a key tile
 /// and its values, from the first 1024-aligned byte (the swizzle is of
-/// addresses): 225 KiB at head width 128, of the 227 KiB a block may have.
+/// addresses), then the barriers: Q's, each stage's "landed" and "vacant".
+/// 225 KiB at head width 128, of the 227 KiB a block may have.
 template <int DP> struct ForwardLayout {
   using Queries = SwizzledTile<kRows, DP>;
   using Keys = SwizzledTile<kKeys, DP>;
+  static constexpr int stages = 3;
   static constexpr int stageElements = 2 * Keys::elements;
-  static constexpr size_t bytes =
-      1024 + (Queries::elements + 3 * stageElements) * sizeof(uint16_t);
+  static constexpr int tileElements =
+      Queries::elements + stages * stageElements;
+  static constexpr size_t bytes = 1024 + tileElements * sizeof(uint16_t) +
+                                  (1 + 2 * stages) * sizeof(uint64_t);
   static_assert(bytes <= 227 * 1024);
 };
+
+// The forward's warpgroups: a producer, which copies Q and the key tiles,
+// then two consumers, 64 queries each.
+constexpr int kForwardThreads = 128 + kThreads;
 
 /// P [64][16 N] in C fragments (x[2kk], x[2kk + 1] span its columns 16kk ..
 /// 16kk + 15) as the A fragments of N k steps, rounded to bf16.
@@ -141,9 +156,14 @@ __device__ inline SharedMatrix mnMajor(const uint16_t *tile, int kk) {
 }
 
 // o [B, T, H, D], lse [B, H, T]; a block per (b, h, kRows queries), the
-// tiles of a head adjacent (its K and V stay in L2), costliest first.
+// tiles of a head adjacent (its K and V stay in L2), costliest first. The
+// producer warpgroup copies Q, then each key tile (K and V) into a free
+// stage; each consumer waits for a tile to land and frees it when its last
+// product by it is done. The consumers take turns to issue their products
+// (named barriers 1 and 2), so that one's softmax runs while the other's
+// products do, as in FlashAttention-3.
 template <int DP>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kForwardThreads, 1)
     forwardKernel(uint16_t *__restrict__ o, float *__restrict__ lse,
                   const uint16_t *__restrict__ q,
                   const uint16_t *__restrict__ k,
@@ -153,44 +173,86 @@ __global__ void __launch_bounds__(kThreads, 1)
   using Layout = ForwardLayout<DP>;
   using Keys = typename Layout::Keys;
   constexpr int KS = DP / 16, NO = DP / 8, NS = kKeys / 8;
+  constexpr int Stages = Layout::stages;
   LAP_DYNAMIC_SHARED(uint4, shared); // Layout::bytes
   uint16_t *Qs = aligned1024(shared);
   uint16_t *stages = Qs + Layout::Queries::elements;
-  const int group = threadIdx.x / 128, warp = threadIdx.x / 32 % 4;
-  const int lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+  uint64_t *queriesLanded =
+      reinterpret_cast<uint64_t *>(Qs + Layout::tileElements);
+  uint64_t *landed = queriesLanded + 1, *vacant = landed + Stages;
 
   const auto [b, h, kv, t0, nq] = s.queryTile(tiles, kRows);
+  // Causal: keys past the tile's last query are masked for all of it.
+  const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
+  const int count = (keyEnd + kKeys - 1) / kKeys;
+  if (threadIdx.x == 0) {
+    initBarrier(queriesLanded, 128);
+    for (int i = 0; i < Stages; ++i) {
+      initBarrier(&landed[i], 128);
+      initBarrier(&vacant[i], kThreads);
+    }
+  }
+  __syncthreads();
+
+  if (threadIdx.x < 128) { // the producer
+    shrinkRegisters<24>();
+    const int thread = threadIdx.x;
+    Layout::Queries::load(Qs, q + s.qRow(b, t0, h), int64_t(s.H) * s.D, nq, s.D,
+                          vectors, thread, 128);
+    // Where rows cannot be copied whole they are stored: ordered before
+    // the arrival, and made visible to wgmma.
+    __threadfence_block();
+    fenceSharedForMma();
+    arriveWhenCopied(queriesLanded);
+    const int64_t head = s.kRow(b, 0, kv), ldk = int64_t(s.KV) * s.D;
+    for (int i = 0; i < count; ++i) {
+      const int stage = i % Stages, s0 = i * kKeys;
+      const int n = min(kKeys, s.S - s0);
+      waitBarrier(&vacant[stage], (i / Stages & 1) ^ 1);
+      uint16_t *to = stages + stage * Layout::stageElements;
+      Keys::load(to, k + head + s0 * ldk, ldk, n, s.D, vectors, thread, 128);
+      Keys::load(to + Keys::elements, v + head + s0 * ldk, ldk, n, s.D, vectors,
+                 thread, 128);
+      __threadfence_block();
+      fenceSharedForMma();
+      arriveWhenCopied(&landed[stage]);
+    }
+    commitCopies(); // and waits for them, before the threads end
+    waitCopies<0>();
+    return;
+  }
+
+  growRegisters<240>();
+  const int consumer = threadIdx.x / 128 - 1, warp = threadIdx.x / 32 % 4;
+  const int lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+  const int row = 64 * consumer; // the consumer's first query of the tile
   // The query of the lane's row g; of row g + 8: tq + 8.
-  const int tq = t0 + 64 * group + 16 * warp + g;
+  const int tq = t0 + row + 16 * warp + g;
 
   // Per row of the lane: the running max (base 2) and the lane's part of
   // the row sum; the unnormalised P V of its columns.
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
   float acc[NO][4];
   tensorcore::zero(acc);
-
-  // Q's copies are the oldest group: the wait for the first key tile
-  // covers them.
-  Layout::Queries::load(Qs, q + s.qRow(b, t0, h), int64_t(s.H) * s.D, nq, s.D,
-                        vectors);
-  commitCopies();
-  // Causal: keys past the tile's last query are masked for all of it.
-  const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
-  auto keys = keyTiles<Keys>(stages, keyEnd, k, v, b, kv, s, vectors);
+  waitBarrier(queriesLanded, 0);
+  if (consumer == 1 && count > 0)
+    arriveNamed(1, kThreads); // consumer 0 issues first
 
   // Tile i's P V is issued with tile i + 1's scores and runs while the
-  // warpgroup computes their softmax (three stages keep tile i's V in
-  // place meanwhile); the last one after the loop. Tile 0 comes with a P V
-  // of P = 0 (on its own V, which is finite), not a branch, after which
-  // ptxas would fence.
-  const int row = 64 * group; // the warpgroup's first query of the tile
+  // warpgroup computes their softmax; tile i's stage is freed after it.
+  // Tile 0 comes with a P V of P = 0 (on its own V, which is finite), not
+  // a branch, after which ptxas would fence.
   uint32_t p[NS / 2][4] = {}; // the last tile's P as A fragments (bf16)
   const uint16_t *lastV = nullptr;
-  for (int s0 = 0, i = 0; s0 < keyEnd; s0 += kKeys, ++i) {
-    const uint16_t *Ks = keys.next(i), *Vs = Ks + Keys::elements;
+  for (int i = 0; i < count; ++i) {
+    const int stage = i % Stages, s0 = i * kKeys;
+    waitBarrier(&landed[stage], i / Stages & 1);
+    const uint16_t *Ks = stages + stage * Layout::stageElements;
+    const uint16_t *Vs = Ks + Keys::elements;
     if (i == 0)
       lastV = Vs;
     float x[NS][4];
+    syncNamed(1 + consumer, kThreads); // this consumer's turn
     fenceOperands(acc);
     fenceOperands(p);
     fence();
@@ -202,7 +264,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int kk = 0; kk < NS / 2; ++kk)
       mmaRegisters(acc, p[kk], mnMajor<kKeys>(lastV, kk));
     commit();
-    wait<1>(); // the scores; P V may still run
+    if (consumer == 0 || i + 1 < count)
+      arriveNamed(2 - consumer, kThreads); // the other's turn
+    wait<1>();                             // the scores; P V may still run
     fenceOperands(x);
 
     float corr[2];
@@ -214,6 +278,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     wait<0>();
     fenceOperands(acc);
     fenceOperands(p);
+    if (i > 0)
+      arrive(&vacant[(i - 1) % Stages]); // tile i - 1 is done with
     tensorcore::rescale(acc, corr);
     packA(p, x);
     lastV = Vs;
@@ -229,7 +295,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     wait<0>();
     fenceOperands(acc);
   }
-  waitCopies<0>(); // Q's, where no key tile was loaded
 
   tensorcore::storeForward(o, lse, acc, m, l, v, coefficients, s, b, h, kv, tq,
                            c);
@@ -539,7 +604,7 @@ void launchForward(const Device &device, uint16_t *o, float *lse,
   const int64_t tiles = tensorcore::tilesOf(s.T, kRows);
   const bool narrow = s.D <= 64;
   device.launch(narrow ? forwardKernel<64> : forwardKernel<128>,
-                int64_t(s.B) * s.H * tiles, kThreads,
+                int64_t(s.B) * s.H * tiles, kForwardThreads,
                 narrow ? ForwardLayout<64>::bytes : ForwardLayout<128>::bytes,
                 "attention_forward (wgmma)", o, lse, q, k, v, coefficients, s,
                 int(tiles), tensorcore::vectorRows(s, {q, k, v}));

@@ -6,6 +6,7 @@
 #include "runtime/kernels/cuda/Elements.h"
 #include "runtime/kernels/cuda/TensorCores.h"
 #include "runtime/kernels/cuda/WarpGroupMma.h"
+#include "runtime/kernels/cuda/WarpSpecialization.h"
 
 #include <ucontext.h>
 
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -138,6 +140,19 @@ struct WarpGroup {
   lap::cuda::hopper::SharedMatrix sharedA[128], sharedB[128];
 };
 
+/// A stage barrier (mbarrier): the arrivals a phase takes, those still to
+/// come, and the phase's parity.
+struct StageBarrier {
+  int count = 0, pending = 0, phase = 0;
+};
+
+/// A named barrier (bar.sync / bar.arrive): its thread count, the arrivals
+/// so far, and how many times it has opened.
+struct NamedBarrier {
+  int count = 0, arrived = 0;
+  uint64_t generation = 0;
+};
+
 struct Block {
   Block(int threads, size_t sharedBytes)
       : threads(threads), barrier(threads),
@@ -149,6 +164,8 @@ struct Block {
   std::unique_ptr<Warp[]> warps;
   std::unique_ptr<WarpGroup[]> warpGroups; // made by the first wgmma
   std::vector<uint4> shared;
+  std::map<const uint64_t *, StageBarrier> stageBarriers;
+  std::map<int, NamedBarrier> namedBarriers;
 };
 
 Block *currentBlock = nullptr;
@@ -427,6 +444,86 @@ void wait(int pending) {
                   "before the wait for its group");
       memcpy(p.d, p.values.data(), p.values.size() * sizeof(float));
     }
+}
+
+namespace {
+
+StageBarrier &stageBarrier(uint64_t *barrier) {
+  auto found = currentBlock->stageBarriers.find(barrier);
+  if (found == currentBlock->stageBarriers.end())
+    abortWith("mbarrier: used before it was initialised");
+  return found->second;
+}
+
+/// This thread's cp.async copies, landed now (completion may come at any
+/// time before it is waited for).
+void landCopies() {
+  for (const Fiber::Copy &copy : current->open)
+    memcpy(copy.to, &copy.bytes, sizeof copy.bytes);
+  current->open.clear();
+  for (; !current->groups.empty(); current->groups.pop_front())
+    for (const Fiber::Copy &copy : current->groups.front())
+      memcpy(copy.to, &copy.bytes, sizeof copy.bytes);
+}
+
+/// One arrival at named barrier `id` of `threads` threads; true when it
+/// opened the barrier.
+bool arriveAt(int id, int threads, uint64_t &generation) {
+  if (id <= 0 || id > 15 || threads % 32 != 0)
+    abortWith("bar: an id outside 1..15 or a count not of whole warps");
+  NamedBarrier &b = currentBlock->namedBarriers[id];
+  if (b.arrived == 0)
+    b.count = threads;
+  else if (b.count != threads)
+    abortWith("bar: arrivals at one barrier give different counts");
+  ++events;
+  generation = b.generation;
+  if (++b.arrived < b.count)
+    return false;
+  b.arrived = 0;
+  ++b.generation;
+  return true;
+}
+
+} // namespace
+
+void initBarrier(uint64_t *barrier, int count) {
+  currentBlock->stageBarriers[barrier] = {count, count, 0};
+  memset(barrier, 0, sizeof *barrier);
+}
+
+void arrive(uint64_t *barrier) {
+  StageBarrier &b = stageBarrier(barrier);
+  ++events;
+  if (--b.pending > 0)
+    return;
+  b.pending = b.count;
+  b.phase ^= 1;
+}
+
+void arriveWhenCopied(uint64_t *barrier) {
+  landCopies();
+  arrive(barrier);
+}
+
+bool tryWait(uint64_t *barrier, int parity) {
+  if (stageBarrier(barrier).phase != parity)
+    return true;
+  ::yield();
+  return false;
+}
+
+void syncNamed(int id, int threads) {
+  uint64_t generation;
+  if (arriveAt(id, threads, generation))
+    return;
+  while (currentBlock->namedBarriers[id].generation == generation)
+    ::yield();
+}
+
+void arriveNamed(int id, int threads) {
+  uint64_t generation;
+  arriveAt(id, threads, generation);
 }
 
 void mmaShared(float (&d)[8][4], SharedMatrix a, SharedMatrix b,

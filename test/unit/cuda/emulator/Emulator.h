@@ -11,7 +11,9 @@
 // receives; a warpgroup's wgmma (WarpGroupMma.h) gathers its 128 threads'
 // registers and reads its shared-memory operands through their
 // descriptors and the 128-byte swizzle, and leaves NaN in the accumulators
-// until the thread waits for their group. An asynchronous copy (cp.async)
+// until the thread waits for their group; stage barriers (mbarrier) and
+// named barriers (WarpSpecialization.h) count arrivals as the hardware
+// does, a copy arriving when it lands. An asynchronous copy (cp.async)
 // writes NaN at once and its data when its thread waits for its group, so
 // that reading a tile too early, or while it is being refilled, shows.
 // What the emulator cannot show: the hardware's own rounding of a

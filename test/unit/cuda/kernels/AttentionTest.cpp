@@ -451,6 +451,9 @@ TEST(CudaAttention, Bf16OnHopper) {
   checkTensorCoreCases();
   checkBf16({1, 260, 260, 2, 1, 128, true, true}, 52);
   checkBf16({1, 260, 300, 2, 2, 64, false, false}, 53);
+  // More key tiles than the forward's three stages: each is reused.
+  checkBf16({1, 130, 600, 2, 1, 64, false, true}, 54);
+  checkBf16({1, 520, 520, 1, 1, 128, true, false}, 55);
 }
 #endif
 
