@@ -126,6 +126,18 @@ template <int DP> struct ForwardLayout {
 // then two consumers, 64 queries each.
 constexpr int kForwardThreads = 128 + kThreads;
 
+/// The producer thread's arrival at `barrier` once what it wrote to a tile
+/// has landed: when its copies complete (SwizzledTile::load copies rows
+/// whole where `vectors`), else at once, after its stores, which
+/// mbarrier.arrive releases.
+__device__ inline void landedAll(uint64_t *barrier, bool vectors) {
+  fenceSharedForMma();
+  if (vectors)
+    arriveWhenCopied(barrier);
+  else
+    arrive(barrier);
+}
+
 /// P [64][16 N] in C fragments (x[2kk], x[2kk + 1] span its columns 16kk ..
 /// 16kk + 15) as the A fragments of N k steps, rounded to bf16.
 template <int N>
@@ -199,11 +211,7 @@ __global__ void __launch_bounds__(kForwardThreads, 1)
     const int thread = threadIdx.x;
     Layout::Queries::load(Qs, q + s.qRow(b, t0, h), int64_t(s.H) * s.D, nq, s.D,
                           vectors, thread, 128);
-    // Where rows cannot be copied whole they are stored: ordered before
-    // the arrival, and made visible to wgmma.
-    __threadfence_block();
-    fenceSharedForMma();
-    arriveWhenCopied(queriesLanded);
+    landedAll(queriesLanded, vectors);
     const int64_t head = s.kRow(b, 0, kv), ldk = int64_t(s.KV) * s.D;
     for (int i = 0; i < count; ++i) {
       const int stage = i % Stages, s0 = i * kKeys;
@@ -213,9 +221,7 @@ __global__ void __launch_bounds__(kForwardThreads, 1)
       Keys::load(to, k + head + s0 * ldk, ldk, n, s.D, vectors, thread, 128);
       Keys::load(to + Keys::elements, v + head + s0 * ldk, ldk, n, s.D, vectors,
                  thread, 128);
-      __threadfence_block();
-      fenceSharedForMma();
-      arriveWhenCopied(&landed[stage]);
+      landedAll(&landed[stage], vectors);
     }
     commitCopies(); // and waits for them, before the threads end
     waitCopies<0>();
@@ -235,6 +241,7 @@ __global__ void __launch_bounds__(kForwardThreads, 1)
   float acc[NO][4];
   tensorcore::zero(acc);
   waitBarrier(queriesLanded, 0);
+  fenceSharedForMma();
   if (consumer == 1 && count > 0)
     arriveNamed(1, kThreads); // consumer 0 issues first
 
@@ -247,6 +254,7 @@ __global__ void __launch_bounds__(kForwardThreads, 1)
   for (int i = 0; i < count; ++i) {
     const int stage = i % Stages, s0 = i * kKeys;
     waitBarrier(&landed[stage], i / Stages & 1);
+    fenceSharedForMma(); // the producer's writes, for wgmma
     const uint16_t *Ks = stages + stage * Layout::stageElements;
     const uint16_t *Vs = Ks + Keys::elements;
     if (i == 0)

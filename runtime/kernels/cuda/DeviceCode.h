@@ -5,10 +5,10 @@
 // Under nvcc it adds nothing. Built for the emulator (LAP_CUDA_EMULATOR) it
 // declares the part of the CUDA language such kernels use, which the
 // emulator defines: the qualifiers, threadIdx, blockIdx and blockDim,
-// __syncthreads and __syncwarp, __threadfence_block, shuffles of float,
-// double and long long, __fmul_rn, the vector types; and LAP_DYNAMIC_SHARED for
-// dynamic shared memory. Any other compiler is an error: these definitions must
-// never meet the real CUDA headers.
+// __syncthreads and __syncwarp, shuffles of float, double and long long,
+// __fmul_rn, the vector types; and LAP_DYNAMIC_SHARED for dynamic shared
+// memory. Any other compiler is an error: these definitions must never meet
+// the real CUDA headers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,9 +53,6 @@ struct dim3 {
 extern thread_local dim3 threadIdx, blockIdx, blockDim;
 void __syncthreads();
 void __syncwarp();
-/// Orders this thread's memory accesses: the emulator's threads run one at
-/// a time, so they are ordered already.
-inline void __threadfence_block() {}
 float __shfl_xor_sync(unsigned mask, float x, int laneMask);
 double __shfl_xor_sync(unsigned mask, double x, int laneMask);
 long long __shfl_xor_sync(unsigned mask, long long x, int laneMask);

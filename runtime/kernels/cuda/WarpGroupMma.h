@@ -113,8 +113,8 @@ __device__ inline void commit() {
 template <int Pending> __device__ inline void wait() {
   LAP_WGMMA("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
 }
-/// Makes this thread's shared-memory writes (stores, completed cp.async)
-/// visible to wgmma's reads, once a barrier follows.
+/// Orders the shared-memory writes this thread has made or seen (another
+/// thread's, after a barrier) before wgmma's reads of them.
 __device__ inline void fenceSharedForMma() {
   LAP_WGMMA("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
