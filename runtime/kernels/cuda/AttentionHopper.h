@@ -167,6 +167,30 @@ __device__ inline SharedMatrix mnMajor(const uint16_t *tile, int kk) {
   return sharedMatrix(tile + kk * 16 * 64, 1024, Rows * 128);
 }
 
+/// Issues acc += A B, A in registers (N k steps), B the first 16 N rows of
+/// `tile` (Rows rows) as MN-major: not committed, not waited for.
+template <int Rows, int N, int NO>
+__device__ inline void issueProducts(float (&acc)[NO][4],
+                                     const uint32_t (&a)[N][4],
+                                     const uint16_t *tile) {
+#pragma unroll
+  for (int kk = 0; kk < N; ++kk)
+    mmaRegisters(acc, a[kk], mnMajor<Rows>(tile, kk));
+}
+
+/// The same, fenced before and waited for.
+template <int Rows, int N, int NO>
+__device__ inline void applyProducts(float (&acc)[NO][4], uint32_t (&a)[N][4],
+                                     const uint16_t *tile) {
+  fenceOperands(acc);
+  fenceOperands(a);
+  fence();
+  issueProducts<Rows>(acc, a, tile);
+  commit();
+  wait<0>();
+  fenceOperands(acc);
+}
+
 // o [B, T, H, D], lse [B, H, T]; a block per (b, h, kRows queries), the
 // tiles of a head adjacent (its K and V stay in L2), costliest first. The
 // producer warpgroup copies Q, then each key tile (K and V) into a free
@@ -268,9 +292,7 @@ __global__ void __launch_bounds__(kForwardThreads, 1)
     for (int j = 0; j < KS; ++j)
       mmaShared(x, kMajor<kRows>(Qs, row, j), kMajor<kKeys>(Ks, 0, j), j > 0);
     commit();
-#pragma unroll
-    for (int kk = 0; kk < NS / 2; ++kk)
-      mmaRegisters(acc, p[kk], mnMajor<kKeys>(lastV, kk));
+    issueProducts<kKeys>(acc, p, lastV);
     commit();
     if (consumer == 0 || i + 1 < count)
       arriveNamed(2 - consumer, kThreads); // the other's turn
@@ -292,17 +314,8 @@ __global__ void __launch_bounds__(kForwardThreads, 1)
     packA(p, x);
     lastV = Vs;
   }
-  if (lastV) {
-    fenceOperands(acc);
-    fenceOperands(p);
-    fence();
-#pragma unroll
-    for (int kk = 0; kk < NS / 2; ++kk)
-      mmaRegisters(acc, p[kk], mnMajor<kKeys>(lastV, kk));
-    commit();
-    wait<0>();
-    fenceOperands(acc);
-  }
+  if (lastV)
+    applyProducts<kKeys>(acc, p, lastV);
 
   tensorcore::storeForward(o, lse, acc, m, l, v, coefficients, s, b, h, kv, tq,
                            c);
@@ -405,13 +418,8 @@ __global__ void __launch_bounds__(kThreads, 1) keyGradientsKernel(
   const uint16_t *lastQ = nullptr;                 // their tile's Q, then dO
   // dV += (alpha P)^T dO, dK += dS^T Q, 16 queries a step.
   auto issueGradients = [&] {
-#pragma unroll
-    for (int kk = 0; kk < NS / 2; ++kk)
-      mmaRegisters(dV, pa[kk],
-                   mnMajor<kGradientQueries>(lastQ + Tile::elements, kk));
-#pragma unroll
-    for (int kk = 0; kk < NS / 2; ++kk)
-      mmaRegisters(dK, sa[kk], mnMajor<kGradientQueries>(lastQ, kk));
+    issueProducts<kGradientQueries>(dV, pa, lastQ + Tile::elements);
+    issueProducts<kGradientQueries>(dK, sa, lastQ);
     commit();
   };
   auto fenceGradients = [&] {
@@ -561,9 +569,7 @@ __global__ void __launch_bounds__(kThreads, 1) queryGradientsKernel(
       mmaShared(dp, kMajor<kRows>(dOs, row, j), kMajor<kGradientKeys>(Vs, 0, j),
                 j > 0);
     commit();
-#pragma unroll
-    for (int kk = 0; kk < NS / 2; ++kk)
-      mmaRegisters(dQ, a[kk], mnMajor<kGradientKeys>(lastK, kk));
+    issueProducts<kGradientKeys>(dQ, a, lastK);
     commit();
     wait<1>(); // S and dP; dQ's product may still run
     fenceOperands(x);
@@ -582,17 +588,8 @@ __global__ void __launch_bounds__(kThreads, 1) queryGradientsKernel(
     packA(a, x);
     lastK = Ks;
   }
-  if (lastK) { // dQ += dS K, 16 keys a step
-    fenceOperands(dQ);
-    fenceOperands(a);
-    fence();
-#pragma unroll
-    for (int kk = 0; kk < NS / 2; ++kk)
-      mmaRegisters(dQ, a[kk], mnMajor<kGradientKeys>(lastK, kk));
-    commit();
-    wait<0>();
-    fenceOperands(dQ);
-  }
+  if (lastK) // dQ += dS K
+    applyProducts<kGradientKeys>(dQ, a, lastK);
   waitCopies<0>(); // Q's and dO's, where no key tile was loaded
 
   tensorcore::storeQueryGradients(dq, dQ, s, b, h, tq, c);
