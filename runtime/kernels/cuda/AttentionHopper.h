@@ -87,8 +87,22 @@ template <int Rows, int DP> struct SwizzledTile {
   }
 };
 
+/// Starts copying key tile i (Tile::rows keys from i Tile::rows; zero
+/// past S) of a kv head (k and v at its key 0, rows ldk apart) into
+/// `stage`: K, then V (SwizzledTile::load, `thread` of `threads`).
+template <typename Tile>
+__device__ void loadKeyTile(uint16_t *stage, int i, const uint16_t *k,
+                            const uint16_t *v, int64_t ldk, int S, int D,
+                            bool vectors, int thread = threadIdx.x,
+                            int threads = kThreads) {
+  const int s0 = i * Tile::rows, n = min(Tile::rows, S - s0);
+  Tile::load(stage, k + s0 * ldk, ldk, n, D, vectors, thread, threads);
+  Tile::load(stage + Tile::elements, v + s0 * ldk, ldk, n, D, vectors, thread,
+             threads);
+}
+
 /// The pipeline (three stages) of the tiles of Tile::rows keys of kv head
-/// `kv` of sequence b up to keyEnd: a stage holds the keys' K, then V.
+/// `kv` of sequence b up to keyEnd (loadKeyTile).
 template <typename Tile>
 __device__ auto keyTiles(uint16_t *stages, int keyEnd, const uint16_t *k,
                          const uint16_t *v, int b, int kv, const Shape &s,
@@ -98,10 +112,7 @@ __device__ auto keyTiles(uint16_t *stages, int keyEnd, const uint16_t *k,
   return tensorcore::pipeline<2 * Tile::elements, 3>(
       stages, (keyEnd + Tile::rows - 1) / Tile::rows,
       [=](int i, uint16_t *stage) {
-        const int s0 = i * Tile::rows, n = min(Tile::rows, S - s0);
-        Tile::load(stage, k + head + s0 * ldk, ldk, n, D, vectors);
-        Tile::load(stage + Tile::elements, v + head + s0 * ldk, ldk, n, D,
-                   vectors);
+        loadKeyTile<Tile>(stage, i, k + head, v + head, ldk, S, D, vectors);
       },
       [] { fenceSharedForMma(); });
 }
@@ -238,13 +249,10 @@ __global__ void __launch_bounds__(kForwardThreads, 1)
     landedAll(queriesLanded, vectors);
     const int64_t head = s.kRow(b, 0, kv), ldk = int64_t(s.KV) * s.D;
     for (int i = 0; i < count; ++i) {
-      const int stage = i % Stages, s0 = i * kKeys;
-      const int n = min(kKeys, s.S - s0);
+      const int stage = i % Stages;
       waitBarrier(&vacant[stage], (i / Stages & 1) ^ 1);
-      uint16_t *to = stages + stage * Layout::stageElements;
-      Keys::load(to, k + head + s0 * ldk, ldk, n, s.D, vectors, thread, 128);
-      Keys::load(to + Keys::elements, v + head + s0 * ldk, ldk, n, s.D, vectors,
-                 thread, 128);
+      loadKeyTile<Keys>(stages + stage * Layout::stageElements, i, k + head,
+                        v + head, ldk, s.S, s.D, vectors, thread, 128);
       landedAll(&landed[stage], vectors);
     }
     commitCopies(); // and waits for them, before the threads end
@@ -381,27 +389,19 @@ __global__ void __launch_bounds__(kThreads, 1) keyGradientsKernel(
   Own::load(Ks, k + s.kRow(b, s0, kv), ldk, nk, s.D, vectors);
   Own::load(Vs, v + s.kRow(b, s0, kv), ldk, nk, s.D, vectors);
   commitCopies();
-  // The query tiles of each head of the group in turn; causal: queries
-  // before s0 see none of these keys.
-  const int tStart = s.causal ? s0 / kGradientQueries * kGradientQueries : 0;
-  const int perHead =
-      s.T > tStart ? (s.T - tStart + kGradientQueries - 1) / kGradientQueries
-                   : 0;
+  const tensorcore::GroupQueryTiles<kGradientQueries> tiled(s, s0);
+  const int perHead = tiled.perHead;
   auto queries = tensorcore::pipeline<Layout::stageElements, 3>(
       stages, s.G * perHead,
       [&](int i, uint16_t *stage) {
-        const int h = kv * s.G + i / perHead;
-        const int t0 = tStart + i % perHead * kGradientQueries;
+        const int h = kv * s.G + i / perHead, t0 = tiled.t0(i % perHead);
         const int nq = min(kGradientQueries, s.T - t0);
         Tile::load(stage, q + s.qRow(b, t0, h), ldq, nq, s.D, vectors);
         Tile::load(stage + Tile::elements, dout + s.qRow(b, t0, h), ldq, nq,
                    s.D, vectors);
-        float *Ls = reinterpret_cast<float *>(stage + 2 * Tile::elements);
-        float *Ds = Ls + kGradientQueries;
-        for (int j = threadIdx.x; j < kGradientQueries; j += kThreads) {
-          Ls[j] = j < nq ? lse[s.row(b, h, t0 + j)] * kLog2e : 0.0f;
-          Ds[j] = j < nq ? terms[s.row(b, h, t0 + j)] : 0.0f;
-        }
+        tensorcore::loadRowStatistics<kGradientQueries, kThreads>(
+            reinterpret_cast<float *>(stage + 2 * Tile::elements), lse, terms,
+            s, b, h, t0, nq);
       },
       [] { fenceSharedForMma(); });
   float dK[NO][4], dV[NO][4];
@@ -441,7 +441,7 @@ __global__ void __launch_bounds__(kThreads, 1) keyGradientsKernel(
     const float alpha = coefficients[h];
     float pdp = 0.0f; // sum of P dP over the lane's entries
     for (int j = 0; j < perHead; ++j) {
-      const int t0 = tStart + j * kGradientQueries;
+      const int t0 = tiled.t0(j);
       const uint16_t *Qs = queries.next(hg * perHead + j);
       const uint16_t *dOs = Qs + Tile::elements;
       const float *Ls =

@@ -518,6 +518,33 @@ storeQueryGradients(uint16_t *dq, const float (&dQ)[NO][4], const Shape &s,
       storeRow(dq + s.qRow(b, tq + 8 * r, h), dQ, r, 1.0f, c, s.D);
 }
 
+/// The query tiles of Rows queries a dk, dv block meets: those of each
+/// head of its kv head's group in turn, from tStart (causal: the tile that
+/// holds s0, the block's first key; queries before it see none of its
+/// keys), perHead a head. Tile i is head kv G + i / perHead's tile
+/// i % perHead; a head's tile j starts at query t0(j).
+template <int Rows> struct GroupQueryTiles {
+  __device__ GroupQueryTiles(const Shape &s, int s0)
+      : tStart(s.causal ? s0 / Rows * Rows : 0),
+        perHead(s.T > tStart ? (s.T - tStart + Rows - 1) / Rows : 0) {}
+  __device__ int t0(int j) const { return tStart + j * Rows; }
+  int tStart, perHead;
+};
+
+/// Ls[j] = the lse (base 2) and Ls[Rows + j] = the row term D_i of query
+/// t0 + j of head h, for j < Rows, zero past the nq real ones; every thread
+/// of a block of Threads calls it.
+template <int Rows, int Threads>
+__device__ inline void loadRowStatistics(float *Ls, const float *lse,
+                                         const float *terms, const Shape &s,
+                                         int b, int h, int t0, int nq) {
+  float *Ds = Ls + Rows;
+  for (int j = threadIdx.x; j < Rows; j += Threads) {
+    Ls[j] = j < nq ? lse[s.row(b, h, t0 + j)] * kLog2e : 0.0f;
+    Ds[j] = j < nq ? terms[s.row(b, h, t0 + j)] : 0.0f;
+  }
+}
+
 /// A stage of the dk, dv kernel's query tiles: Q and dO [kBackwardQueries]
 /// [LD] (bf16), then lse * log2 e and D_i [kBackwardQueries] (fp32).
 template <int DP> struct QueryStage {
@@ -563,27 +590,19 @@ __global__ void __launch_bounds__(kThreads) keyGradientsKernel(
   const int64_t ldq = int64_t(s.H) * s.D, ldk = int64_t(s.KV) * s.D;
   const uint16_t *Kw = Ks + 16 * warp * LD, *Vw = Vs + 16 * warp * LD;
 
-  // The query tiles of each head of the group in turn; causal: queries
-  // before s0 see none of these keys.
-  const int tStart = s.causal ? s0 / kBackwardQueries * kBackwardQueries : 0;
-  const int perHead =
-      s.T > tStart ? (s.T - tStart + kBackwardQueries - 1) / kBackwardQueries
-                   : 0;
+  const GroupQueryTiles<kBackwardQueries> tiled(s, s0);
+  const int perHead = tiled.perHead;
   auto queries = pipeline<Stage::elements>(
       stages, s.G * perHead, [&](int i, uint16_t *stage) {
-        const int h = kv * s.G + i / perHead;
-        const int t0 = tStart + i % perHead * kBackwardQueries;
+        const int h = kv * s.G + i / perHead, t0 = tiled.t0(i % perHead);
         const int nq = min(kBackwardQueries, s.T - t0);
         loadTile<DP, true>(stage, q + s.qRow(b, t0, h), ldq, nq,
                            kBackwardQueries, s.D, vectors);
         loadTile<DP, true>(stage + Stage::tile, dout + s.qRow(b, t0, h), ldq,
                            nq, kBackwardQueries, s.D, vectors);
-        float *Ls = reinterpret_cast<float *>(stage + 2 * Stage::tile);
-        float *Ds = Ls + kBackwardQueries;
-        for (int j = threadIdx.x; j < kBackwardQueries; j += kThreads) {
-          Ls[j] = j < nq ? lse[s.row(b, h, t0 + j)] * kLog2e : 0.0f;
-          Ds[j] = j < nq ? terms[s.row(b, h, t0 + j)] : 0.0f;
-        }
+        loadRowStatistics<kBackwardQueries, kThreads>(
+            reinterpret_cast<float *>(stage + 2 * Stage::tile), lse, terms, s,
+            b, h, t0, nq);
       });
   loadTile<DP>(Ks, k + s.kRow(b, s0, kv), ldk, nk, kRows, s.D, vectors);
   loadTile<DP>(Vs, v + s.kRow(b, s0, kv), ldk, nk, kRows, s.D, vectors);
@@ -596,7 +615,7 @@ __global__ void __launch_bounds__(kThreads) keyGradientsKernel(
     const float alpha = coefficients[h];
     float pdp = 0.0f; // sum of P dP over the lane's entries
     for (int j = 0; j < perHead; ++j) {
-      const int t0 = tStart + j * kBackwardQueries;
+      const int t0 = tiled.t0(j);
       const uint16_t *Qs = queries.next(hg * perHead + j);
       const uint16_t *dOs = Qs + Stage::tile;
       const float *Ls = reinterpret_cast<const float *>(Qs + 2 * Stage::tile);
