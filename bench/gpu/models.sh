@@ -3,8 +3,9 @@
 # products; gpt2-124m-bf16-model: computing in bf16, against the same
 # PyTorch runs as gpt2-124m-bf16, named third: PyTorch's autocast is one
 # mode for both). bench/specs/NAME.yaml, timed by every run; and the
-# paper's models (specs/NAME.yaml), whose fp32 steps take seconds, timed
-# with fewer iterations by `run.sh --paper-models`.
+# paper's models (the spec's path, less .yaml), timed with fewer iterations
+# by `run.sh --paper-models`: in bf16 first (the 561M model's MFU target),
+# then in fp32, whose steps take seconds.
 GPU_BENCH_MODELS=(
   "gpt-bench 64"
   "vit-bench 256"
@@ -13,6 +14,8 @@ GPU_BENCH_MODELS=(
   "gpt2-124m-bf16-model 16 gpt2-124m-bf16"
 )
 GPU_PAPER_MODELS=(
-  "gpt2_561m_5L 8"
-  "vit_b_deit3_12L 64"
+  "bench/specs/gpt2_561m_5L-bf16 16"
+  "bench/specs/vit_b_deit3_12L-bf16 128"
+  "specs/gpt2_561m_5L 8"
+  "specs/vit_b_deit3_12L 64"
 )

@@ -34,7 +34,7 @@ LAP_PREBUILT_MODELS="$PWD/$out/models" build/bin/lap-cuda-model-tests \
   --gtest_filter='*Build*' >/dev/null
 
 for entry in "${GPU_BENCH_MODELS[@]/#/bench/specs/}" \
-  "${GPU_PAPER_MODELS[@]/#/specs/}"; do
+  "${GPU_PAPER_MODELS[@]}"; do
   read -r spec batch _ <<<"$entry"
   name=$(basename "$spec")
   build/bin/lapc "$spec.yaml" --target=cuda --max-batch "$batch" \

@@ -9,8 +9,9 @@
 # pyyaml. Stages run in that order within a deadline (LAP_GPU_SECONDS, 540
 # by default); a stage with no time left is skipped and says so.
 # Last, Nsight Compute times every kernel of a bf16 GPT-2 step (where the
-# step's time goes). --paper-models also times specs/gpt2_561m_5L.yaml and
-# specs/vit_b_deit3_12L.yaml (give it a few more minutes); --quick runs the
+# step's time goes). --paper-models also times the paper's models,
+# specs/gpt2_561m_5L.yaml and specs/vit_b_deit3_12L.yaml, in bf16 and in
+# fp32 (give it a few more minutes); --quick runs the
 # tests, lap's bf16 attention at sequences of 4096 and the kernel profile
 # alone.
 #
@@ -252,7 +253,8 @@ for entry in "${GPU_BENCH_MODELS[@]}"; do
 done
 if [[ $paper_models ]]; then
   for entry in "${GPU_PAPER_MODELS[@]}"; do
-    read -r name batch <<<"$entry"
+    read -r spec batch <<<"$entry"
+    name=$(basename "$spec")
     time_step "$name" "$batch" 1 3
     timed_models+=("$name")
     save
