@@ -598,6 +598,13 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](LinearGeluOp a) {
+        if (isBF16(a.getResult())) {
+          LAP_CALL(linear_gelu_forward_bf16, bbuf(a.getResult()),
+                   bbuf(a.getPre()), bbuf(a.getInput()), bbuf(a.getWeight()),
+                   boptional(a.getBias()), rowsArg(a.getInput()),
+                   lastArg(a.getInput()), lastArg(a.getResult()));
+          return success();
+        }
         LAP_CALL(linear_gelu_forward, buf(a.getResult()), buf(a.getPre()),
                  buf(a.getInput()), buf(a.getWeight()), optional(a.getBias()),
                  rowsArg(a.getInput()), lastArg(a.getInput()),
@@ -605,6 +612,13 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](GeluLinearGradOp a) {
+        if (isBF16(a.getPre())) {
+          LAP_CALL(gelu_linear_backward_bf16, bbuf(a.getGradPre()),
+                   bbuf(a.getGradBias()), bbuf(a.getGradOutput()),
+                   bbuf(a.getWeight()), bbuf(a.getPre()), rowsArg(a.getPre()),
+                   lastArg(a.getPre()), lastArg(a.getGradOutput()));
+          return success();
+        }
         LAP_CALL(gelu_linear_backward, buf(a.getGradPre()),
                  buf(a.getGradBias()), buf(a.getGradOutput()),
                  buf(a.getWeight()), buf(a.getPre()), rowsArg(a.getPre()),

@@ -415,13 +415,13 @@ bool lap::isGenerated(Operation *op) {
 }
 
 bool lap::hasBF16Kernel(Operation *op) {
-  return isa<AttentionOp, AttentionGradOp, LinearOp, LinearGradOp,
-             LinearHeadsOp, LinearHeadsGradOp, LinearCrossEntropyOp,
-             CrossEntropyOp, CrossEntropyGradOp, RopeOp, RopeGradOp,
-             LayerNormGradOp, RMSNormGradOp, LayerScaleGradOp, EmbeddingOp,
-             EmbeddingGradOp, AddPositionsOp, AddPositionsGradOp, DropoutOp,
-             DropPathOp, PrependTokensOp, PrependTokensGradOp, TakeTokenOp,
-             TakeTokenGradOp, MeanTokensOp, MeanTokensGradOp>(op);
+  return isa<AttentionOp, AttentionGradOp, LinearOp, LinearGradOp, LinearGeluOp,
+             GeluLinearGradOp, LinearHeadsOp, LinearHeadsGradOp,
+             LinearCrossEntropyOp, CrossEntropyOp, CrossEntropyGradOp, RopeOp,
+             RopeGradOp, LayerNormGradOp, RMSNormGradOp, LayerScaleGradOp,
+             EmbeddingOp, EmbeddingGradOp, AddPositionsOp, AddPositionsGradOp,
+             DropoutOp, DropPathOp, PrependTokensOp, PrependTokensGradOp,
+             TakeTokenOp, TakeTokenGradOp, MeanTokensOp, MeanTokensGradOp>(op);
 }
 
 bool lap::needsWidening(Operation *op) {

@@ -16,10 +16,17 @@ using namespace lap;
 
 namespace {
 
-/// Whether v holds f32 elements. The fused kernels are f32 only: fusing a
-/// bf16 model's layers would widen them (--lap-widen-kernels), their GEMMs
-/// and their weights, to f32, which costs far more than the GELU's pass.
-bool isF32(Value v) { return getElementTypeOrSelf(v.getType()).isF32(); }
+/// Whether the values all hold f32, or all bf16, elements: the fused
+/// kernels' two forms (a bf16 model's `_bf16` kernels). Mixed, a kernel
+/// would be widened (--lap-widen-kernels), GEMMs and weights, to f32, which
+/// costs far more than the GELU's pass.
+bool oneKernelType(std::initializer_list<Value> values) {
+  Type first = getElementTypeOrSelf(values.begin()->getType());
+  return (first.isF32() || first.isBF16()) &&
+         llvm::all_of(values, [&](Value v) {
+           return !v || getElementTypeOrSelf(v.getType()) == first;
+         });
+}
 
 /// The reader of `v` that comes first in the block, or null.
 Operation *firstReader(Value v) {
@@ -36,7 +43,8 @@ void fuseForward(Block &body) {
   SmallVector<std::pair<LinearOp, GeluTanhOp>> pairs;
   for (LinearOp linear : body.getOps<LinearOp>())
     if (auto gelu = dyn_cast_or_null<GeluTanhOp>(firstReader(linear));
-        gelu && isF32(linear.getInput()) && isF32(linear.getResult()))
+        gelu && oneKernelType({linear.getInput(), linear.getWeight(),
+                               linear.getBias(), linear.getResult()}))
       pairs.push_back({linear, gelu});
   for (auto [linear, gelu] : pairs) {
     OpBuilder b(linear);
@@ -60,10 +68,11 @@ void fuseBackward(Block &body) {
   SmallVector<ActivationGradOp> grads;
   for (ActivationGradOp grad : body.getOps<ActivationGradOp>()) {
     Value dx = grad.getGradOutput();
-    if (grad.getActivation() == "gelu_tanh" && dx.hasOneUse() &&
-        dx.getDefiningOp<LinearGradOp>() &&
-        cast<OpResult>(dx).getResultNumber() == 0 && isF32(dx) &&
-        isF32(dx.getDefiningOp<LinearGradOp>().getGradOutput()))
+    auto linear = dx.getDefiningOp<LinearGradOp>();
+    if (grad.getActivation() == "gelu_tanh" && dx.hasOneUse() && linear &&
+        cast<OpResult>(dx).getResultNumber() == 0 &&
+        oneKernelType({dx, linear.getGradOutput(), linear.getWeight(),
+                       grad.getInput(), grad.getGradInput()}))
       grads.push_back(grad);
   }
   for (ActivationGradOp grad : grads) {

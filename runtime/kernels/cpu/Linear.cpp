@@ -4,10 +4,11 @@
 // the bias gradient and the tanh GELU fused after a GEMM are simple enough
 // to do here, each in one pass over the GEMM's output. A bf16 model's
 // kernels (`_bf16`) multiply its bf16 tensors into an fp32 result and round
-// that once, in the same pass as the bias.
+// that once, in the same pass as the bias (or the GELU, or its slope).
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/kernels/Bf16.h"
 #include "runtime/kernels/GeluTanh.h"
 #include "runtime/kernels/cpu/FastMath.h"
 #include "runtime/kernels/cpu/Gemm.h"
@@ -229,6 +230,52 @@ extern "C" void lap_cpu_gelu_linear_backward(float *dpre, float *dbias,
       d[j] *= lap::gelu::slope(p[j], tanhApprox(lap::gelu::tanhArgument(p[j])));
     return d;
   });
+}
+
+extern "C" void lap_cpu_linear_gelu_forward_bf16(lap_bf16 *y, lap_bf16 *pre,
+                                                 const lap_bf16 *x,
+                                                 const lap_bf16 *w,
+                                                 const lap_bf16 *b, int64_t n,
+                                                 int64_t in, int64_t out) {
+  // z [n, out] = x w^T in fp32; one pass adds the bias and rounds z and
+  // its GELU, the GELU taken of z before it is rounded (as cuBLASLt's
+  // epilogue does).
+  float *z = fp32Result(n * out);
+  gemm('N', 'T', n, out, in, operand(x, n, in, in, 0),
+       operand(w, out, in, in, 1), 0.0f, z, out);
+  parallelFor(n, rowGrain(out), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      for (int64_t j = 0; j < out; ++j) {
+        const int64_t at = i * out + j;
+        float v = b ? z[at] + lap::bf16::value(b[j]) : z[at];
+        if (pre)
+          pre[at] = lap::bf16::bits(v);
+        y[at] = lap::bf16::bits(
+            lap::gelu::value(v, tanhApprox(lap::gelu::tanhArgument(v))));
+      }
+  });
+}
+
+extern "C" void lap_cpu_gelu_linear_backward_bf16(
+    lap_bf16 *dpre, lap_bf16 *dbias, const lap_bf16 *dy, const lap_bf16 *w,
+    const lap_bf16 *pre, int64_t n, int64_t in, int64_t out) {
+  // d [n, in] = dy w in fp32, times the GELU's slope row by row; each row
+  // is rounded into dpre and summed, unrounded, into dbias's fp32 sums
+  // (after d in the same buffer).
+  float *d = fp32Result(n * in + in), *sums = d + n * in;
+  gemm('N', 'N', n, in, out, operand(dy, n, out, out, 0),
+       operand(w, out, in, in, 1), 0.0f, d, in);
+  columnSums(dbias ? sums : nullptr, n, in, [&](int64_t i) {
+    float *__restrict r = d + i * in;
+    for (int64_t j = 0; j < in; ++j) {
+      const float p = lap::bf16::value(pre[i * in + j]);
+      r[j] *= lap::gelu::slope(p, tanhApprox(lap::gelu::tanhArgument(p)));
+      dpre[i * in + j] = lap::bf16::bits(r[j]);
+    }
+    return r;
+  });
+  if (dbias)
+    roundToBf16(dbias, sums, 1, in);
 }
 
 extern "C" void lap_cpu_linear_heads_forward(float *q, float *k, float *v,

@@ -16,11 +16,11 @@
 
 #include "runtime/kernels/cuda/Gemm.h"
 
-#include "runtime/kernels/GeluTanh.h"
 #include "runtime/kernels/cuda/ColumnSums.h"
 #include "runtime/kernels/cuda/Context.h"
 #include "runtime/kernels/cuda/CudaDevice.h"
 #include "runtime/kernels/cuda/Elements.h"
+#include "runtime/kernels/cuda/GeluEpilogues.h"
 
 #include <algorithm>
 #include <map>
@@ -257,31 +257,6 @@ void scaleWithoutProducts(float *C, int64_t ldc, int64_t M, int64_t N,
   checkLaunch("gemm (K = 0)");
 }
 
-/// The GELU epilogue after a GEMM without it: v = C + bias (nullable), kept
-/// in aux (nullable, C's layout), C = gelu_tanh(v).
-__global__ void geluAfter(float *C, int64_t ldc, int64_t M, int64_t N,
-                          const float *bias, float *aux) {
-  int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (e >= M * N)
-    return;
-  int64_t i = e / N, j = e % N;
-  float v = C[i * ldc + j] + (bias ? bias[j] : 0.0f);
-  if (aux)
-    aux[i * ldc + j] = v;
-  C[i * ldc + j] = lap::gelu::value(v, tanhf(lap::gelu::tanhArgument(v)));
-}
-
-/// The GELU gradient's epilogue after a GEMM without it: C *= gelu_tanh'(aux).
-__global__ void geluGradAfter(float *C, int64_t ldc, int64_t M, int64_t N,
-                              const float *aux) {
-  int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (e >= M * N)
-    return;
-  int64_t at = (e / N) * ldc + e % N;
-  float x = aux[at];
-  C[at] *= lap::gelu::slope(x, tanhf(lap::gelu::tanhArgument(x)));
-}
-
 } // namespace
 
 int64_t lap::cuda::columnSumsScratch(int64_t n, int64_t c) {
@@ -340,13 +315,9 @@ void epilogueAfter(Epilogue epilogue, int64_t M, int64_t N, int64_t K,
   case Epilogue::kBiasGradA:
     return lap::cuda::columnSums(bias, {A}, K, M);
   case Epilogue::kGelu:
-    geluAfter<<<blocksFor(M * N), kBlock, 0, stream()>>>(C, ldc, M, N, bias,
-                                                         aux);
-    checkLaunch("gemm (gelu)");
-    return;
+    return lap::cuda::epilogues::gelu(CudaDevice(), C, aux, C, bias, M, N, ldc);
   case Epilogue::kGeluGrad:
-    geluGradAfter<<<blocksFor(M * N), kBlock, 0, stream()>>>(C, ldc, M, N, aux);
-    checkLaunch("gemm (gelu gradient)");
+    lap::cuda::epilogues::geluSlope(CudaDevice(), C, C, aux, M, N, ldc);
     if (bias)
       lap::cuda::columnSums(bias, {C}, M, N);
     return;
@@ -463,32 +434,42 @@ void lap::cuda::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
   matmul(q, transa, transb, CUBLASLT_EPILOGUE_DEFAULT, beta, wasFused);
 }
 
+bool lap::cuda::fusedGemmToBf16(char transa, char transb, int64_t M, int64_t N,
+                                int64_t K, const lap_bf16 *A, int64_t lda,
+                                const lap_bf16 *B, int64_t ldb, lap_bf16 *C,
+                                Epilogue epilogue, lap_bf16 *bias,
+                                lap_bf16 *aux) {
+  if (!bias &&
+      (epilogue == Epilogue::kBias || epilogue == Epilogue::kBiasGradA))
+    epilogue = Epilogue::kNone;
+  // cuBLASLt's bias gradient of A needs A as [K, M]; its auxiliary matrix
+  // a leading dimension that is a multiple of 8.
+  if (M <= 0 || N <= 0 || K <= 0 ||
+      (epilogue == Epilogue::kBiasGradA && (transa != 'T' || lda != M)) ||
+      (epilogue == Epilogue::kGeluGrad && !aux) || (aux && N % 8 != 0))
+    return false;
+  const Problem q =
+      problem(CUBLAS_COMPUTE_32F, CUDA_R_16BF, CUDA_R_16BF, transa, transb, M,
+              N, K, A, lda, B, ldb, C, N, bias, aux);
+  const cublasLtEpilogue_t fused = cublasEpilogue(epilogue, bias, aux);
+  Plan *p = planOf(q, transa, transb, fused);
+  if (!p || (fused != CUBLASLT_EPILOGUE_DEFAULT && !p->fused))
+    return false;
+  run(*p, q, 0.0f);
+  return true;
+}
+
 void lap::cuda::gemmToBf16(char transa, char transb, int64_t M, int64_t N,
                            int64_t K, const lap_bf16 *A, int64_t lda,
                            const lap_bf16 *B, int64_t ldb, lap_bf16 *C,
                            const lap_bf16 *bias) {
-  if (M <= 0 || N <= 0)
+  if (M <= 0 || N <= 0 ||
+      fusedGemmToBf16(transa, transb, M, N, K, A, lda, B, ldb, C,
+                      bias ? Epilogue::kBias : Epilogue::kNone,
+                      const_cast<lap_bf16 *>(bias)))
     return;
-  if (K <= 0 && !bias) {
-    check(cudaMemsetAsync(C, 0, size_t(M * N) * sizeof(lap_bf16), stream()),
-          "cudaMemsetAsync");
-    return;
-  }
-  if (K > 0) {
-    const Problem q =
-        problem(CUBLAS_COMPUTE_32F, CUDA_R_16BF, CUDA_R_16BF, transa, transb, M,
-                N, K, A, lda, B, ldb, C, N, bias);
-    Plan *p = planOf(q, transa, transb,
-                     bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
-    if (!p)
-      return;
-    if (p->fused || !bias) {
-      run(*p, q, 0.0f);
-      return;
-    }
-  }
-  // A bias but no algorithm that adds it as it rounds (or no products):
-  // the fp32 GEMM, then the bias and one rounding.
+  // No algorithm that adds the bias as it rounds (or no products): the
+  // fp32 GEMM, then the bias and one rounding.
   auto *acc =
       static_cast<float *>(scratch(kBf16Result, size_t(M * N) * sizeof(float)));
   if (!acc)

@@ -68,6 +68,18 @@ void gemmToBf16(char transa, char transb, int64_t M, int64_t N, int64_t K,
                 const lap_bf16 *A, int64_t lda, const lap_bf16 *B, int64_t ldb,
                 lap_bf16 *C, const lap_bf16 *bias = nullptr);
 
+/// gemmToBf16 with `epilogue` (Epilogue's, on bf16 vectors: bias [N] read
+/// by kBias and kGelu, bias [M] written by kBiasGradA, bias [N] written by
+/// kGeluGrad, each nullable; aux [M, N], leading dimension N, written by
+/// kGelu (nullable) and read by kGeluGrad), where cuBLASLt has an
+/// algorithm that fuses it as it rounds the fp32 sums to bf16: true once
+/// it ran. False, having run nothing, where none does (or K = 0, or C is
+/// empty): the caller then computes it from the fp32 GEMM.
+bool fusedGemmToBf16(char transa, char transb, int64_t M, int64_t N, int64_t K,
+                     const lap_bf16 *A, int64_t lda, const lap_bf16 *B,
+                     int64_t ldb, lap_bf16 *C, Epilogue epilogue,
+                     lap_bf16 *bias = nullptr, lap_bf16 *aux = nullptr);
+
 /// to [n, c] = from [n, c] + bias [c] (nullable), rounded to bf16 (to
 /// nearest, ties to even).
 void roundToBf16(lap_bf16 *to, const float *from, int64_t n, int64_t c,

@@ -4,21 +4,26 @@
 // forward GEMM's epilogue and its gradient on dW's (cuBLASLt's BIAS and
 // BGRADB epilogues), so neither costs a pass of its own; so do a tanh GELU
 // after a linear layer (GELU_AUX_BIAS) and its gradient with the layer's
-// bias gradient (DGELU_BGRAD). A bf16 model's kernels (`_bf16`) run
-// cuBLASLt's bf16 GEMM into fp32 scratch, then round it (the bias added
-// first): no bf16 epilogues yet.
+// bias gradient (DGELU_BGRAD). A bf16 model's kernels (`_bf16`) take the
+// same epilogues on bf16 vectors as cuBLASLt rounds its fp32 sums to bf16;
+// where no algorithm fuses one, the fp32 GEMM goes to scratch and kernels
+// (GeluEpilogues.h, ColumnSums.h) apply it and round.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cuda/Kernels.h"
 
 #include "runtime/kernels/cuda/Context.h"
+#include "runtime/kernels/cuda/CudaDevice.h"
+#include "runtime/kernels/cuda/GeluEpilogues.h"
 #include "runtime/kernels/cuda/Gemm.h"
 
 #include <algorithm>
 
 using lap::cuda::columnSums;
+using lap::cuda::CudaDevice;
 using lap::cuda::Epilogue;
+using lap::cuda::fusedGemmToBf16;
 using lap::cuda::gemm;
 using lap::cuda::gemmToBf16;
 using lap::cuda::roundToBf16;
@@ -76,9 +81,13 @@ extern "C" void lap_cuda_linear_backward_bf16(lap_bf16 *dx, lap_bf16 *dw,
                                               const lap_bf16 *x,
                                               const lap_bf16 *w, int64_t n,
                                               int64_t in, int64_t out) {
-  // dx [n, in] = dy [n, out] w [out, in]; dw [out, in] = dy^T x.
+  // dx [n, in] = dy [n, out] w [out, in]; dw [out, in] = dy^T x, with db
+  // [out] (dy's column sums) where an algorithm fuses it (BGRADB).
   if (dx)
     gemmToBf16('N', 'N', n, in, out, dy, out, w, in, dx);
+  if (dw && fusedGemmToBf16('T', 'N', out, in, n, dy, out, x, in, dw,
+                            db ? Epilogue::kBiasGradA : Epilogue::kNone, db))
+    return;
   if (dw)
     gemmToBf16('T', 'N', out, in, n, dy, out, x, in, dw);
   // db [out]: dy's column sums in fp32 scratch, rounded.
@@ -110,6 +119,30 @@ extern "C" void lap_cuda_gelu_linear_backward(float *dpre, float *dbias,
   // its column sums. kGeluGrad only reads pre.
   gemm(precision, 'N', 'N', n, in, out, dy, out, w, in, 0.0f, dpre, in,
        Epilogue::kGeluGrad, dbias, const_cast<float *>(pre));
+}
+
+extern "C" void lap_cuda_linear_gelu_forward_bf16(lap_bf16 *y, lap_bf16 *pre,
+                                                  const lap_bf16 *x,
+                                                  const lap_bf16 *w,
+                                                  const lap_bf16 *b, int64_t n,
+                                                  int64_t in, int64_t out) {
+  // y [n, out] = gelu_tanh(x w^T + b) and pre = x w^T + b (nullable), each
+  // rounded from fp32 (GELU_AUX_BIAS and its variants).
+  if (!fusedGemmToBf16('N', 'T', n, out, in, x, in, w, in, y, Epilogue::kGelu,
+                       const_cast<lap_bf16 *>(b), pre))
+    lap::cuda::epilogues::linearGeluBf16(CudaDevice(), y, pre, x, w, b, n, in,
+                                         out);
+}
+
+extern "C" void lap_cuda_gelu_linear_backward_bf16(
+    lap_bf16 *dpre, lap_bf16 *dbias, const lap_bf16 *dy, const lap_bf16 *w,
+    const lap_bf16 *pre, int64_t n, int64_t in, int64_t out) {
+  // dpre [n, in] = (dy w) * gelu_tanh'(pre) and dbias [in] (nullable) its
+  // column sums, each rounded from fp32 (DGELU_BGRAD, DGELU).
+  if (!fusedGemmToBf16('N', 'N', n, in, out, dy, out, w, in, dpre,
+                       Epilogue::kGeluGrad, dbias, const_cast<lap_bf16 *>(pre)))
+    lap::cuda::epilogues::geluLinearGradBf16(CudaDevice(), dpre, dbias, dy, w,
+                                             pre, n, in, out);
 }
 
 extern "C" void lap_cuda_linear_heads_forward(float *q, float *k, float *v,

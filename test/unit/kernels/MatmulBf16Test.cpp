@@ -219,6 +219,59 @@ TEST(MatmulBf16, Bf16ModelLinearKernelsRoundTheFp32Results) {
   }
 }
 
+// So do its linear layer with the tanh GELU and that GELU's gradient: y
+// and pre are the fp32 kernel's rounded (the GELU taken before rounding),
+// dpre too, and dbias the fp32 kernel's column sums of the unrounded dpre
+// rounded (the GEMMs may sum in another order: not bit for bit). With and
+// without the optional outputs.
+TEST(MatmulBf16, Bf16ModelGeluKernelsRoundTheFp32Results) {
+  std::mt19937 rng(14);
+  for (Shape s : kShapes) {
+    SCOPED_TRACE(std::to_string(s.n) + "x" + std::to_string(s.in) + "x" +
+                 std::to_string(s.out));
+    auto x = bf16Vector(randomVector(rng, s.n * s.in)),
+         w = bf16Vector(randomVector(rng, s.out * s.in)),
+         b = bf16Vector(randomVector(rng, s.out)),
+         dy = bf16Vector(randomVector(rng, s.n * s.out));
+    auto fx = valuesOf(x), fw = valuesOf(w), fb = valuesOf(b),
+         fdy = valuesOf(dy);
+
+    std::vector<lap_bf16> y(s.n * s.out, 0xffff), pre(y.size(), 0xffff),
+        alone(y.size(), 0xffff);
+    auto wantY = nanVector(y.size()), wantPre = nanVector(y.size());
+    lap_cpu_linear_gelu_forward_bf16(y.data(), pre.data(), x.data(), w.data(),
+                                     b.data(), s.n, s.in, s.out);
+    lap_cpu_linear_gelu_forward(wantY.data(), wantPre.data(), fx.data(),
+                                fw.data(), fb.data(), s.n, s.in, s.out,
+                                LAP_MATMUL_FP32);
+    expectRoundedFrom(y, wantY, "y");
+    expectRoundedFrom(pre, wantPre, "pre");
+    lap_cpu_linear_gelu_forward_bf16(alone.data(), nullptr, x.data(), w.data(),
+                                     nullptr, s.n, s.in, s.out);
+    lap_cpu_linear_gelu_forward(wantY.data(), nullptr, fx.data(), fw.data(),
+                                nullptr, s.n, s.in, s.out, LAP_MATMUL_FP32);
+    expectRoundedFrom(alone, wantY, "y without pre and bias");
+
+    // dy [n, out] through w [out, in] back to pre [n, in]: the layer after
+    // the GELU.
+    auto pin = bf16Vector(randomVector(rng, s.n * s.in));
+    auto fpin = valuesOf(pin);
+    std::vector<lap_bf16> dpre(pin.size(), 0xffff), dbias(s.in, 0xffff),
+        dpreAlone(pin.size(), 0xffff);
+    auto wantDpre = nanVector(pin.size()), wantDbias = nanVector(s.in);
+    lap_cpu_gelu_linear_backward_bf16(dpre.data(), dbias.data(), dy.data(),
+                                      w.data(), pin.data(), s.n, s.in, s.out);
+    lap_cpu_gelu_linear_backward(wantDpre.data(), wantDbias.data(), fdy.data(),
+                                 fw.data(), fpin.data(), s.n, s.in, s.out,
+                                 LAP_MATMUL_FP32);
+    expectRoundedFrom(dpre, wantDpre, "dpre");
+    expectRoundedFrom(dbias, wantDbias, "dbias");
+    lap_cpu_gelu_linear_backward_bf16(dpreAlone.data(), nullptr, dy.data(),
+                                      w.data(), pin.data(), s.n, s.in, s.out);
+    EXPECT_EQ(dpreAlone, dpre);
+  }
+}
+
 // So do its fused query/key/value projections: each block as a linear
 // layer, dx the three blocks' fp32 sum rounded once.
 TEST(MatmulBf16, Bf16ModelHeadsKernelsRoundTheFp32Results) {

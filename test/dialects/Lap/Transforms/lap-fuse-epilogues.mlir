@@ -62,12 +62,12 @@ func.func @no_bias(%x: tensor<?x8xf32>, %w: tensor<16x8xf32>) -> tensor<?x16xf32
 
 // -----
 
-// A bf16 model's layers stay apart: the fused kernels are f32 only, and
-// widening the layers to f32 would cost more than the GELU's pass.
+// A bf16 model's layers fuse as well (the kernels' `_bf16` forms).
 // CHECK-LABEL: func @bf16
-// CHECK-NOT: lap.linear_gelu
-// CHECK-NOT: lap.gelu_linear_grad
-// CHECK: return
+// CHECK-NEXT: %[[H:.*]], %[[A:.*]] = lap.linear_gelu %{{.*}}, %{{.*}} : (tensor<?x8xbf16>, tensor<16x8xbf16>) -> (tensor<?x16xbf16>, tensor<?x16xbf16>)
+// CHECK: %[[DH:.*]], %{{.*}} = lap.gelu_linear_grad %{{.*}}, %{{.*}}, %[[H]] : tensor<?x8xbf16>, tensor<8x16xbf16>, tensor<?x16xbf16> -> tensor<16xbf16>
+// CHECK-NOT: lap.activation_grad
+// CHECK: return %{{.*}}, %[[DH]]
 func.func @bf16(%x: tensor<?x8xbf16>, %w1: tensor<16x8xbf16>, %w2: tensor<8x16xbf16>, %dy: tensor<?x8xbf16>)
     -> (tensor<?x8xbf16>, tensor<?x16xbf16>) {
   %h = lap.linear %x, %w1 : (tensor<?x8xbf16>, tensor<16x8xbf16>) -> tensor<?x16xbf16>
