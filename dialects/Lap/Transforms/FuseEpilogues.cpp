@@ -16,16 +16,12 @@ using namespace lap;
 
 namespace {
 
-/// Whether the values all hold f32, or all bf16, elements: the fused
-/// kernels' two forms (a bf16 model's `_bf16` kernels). Mixed, a kernel
-/// would be widened (--lap-widen-kernels), GEMMs and weights, to f32, which
-/// costs far more than the GELU's pass.
-bool oneKernelType(std::initializer_list<Value> values) {
-  Type first = getElementTypeOrSelf(values.begin()->getType());
-  return (first.isF32() || first.isBF16()) &&
-         llvm::all_of(values, [&](Value v) {
-           return !v || getElementTypeOrSelf(v.getType()) == first;
-         });
+/// Whether v holds f32 or bf16 elements: the fused kernels' two forms (a
+/// bf16 model's are `_bf16`). Each op computes in one precision (the ops'
+/// verifiers), so one value of a layer tells for all of them.
+bool hasFusedKernel(Value v) {
+  Type element = getElementTypeOrSelf(v.getType());
+  return element.isF32() || element.isBF16();
 }
 
 /// The reader of `v` that comes first in the block, or null.
@@ -43,8 +39,7 @@ void fuseForward(Block &body) {
   SmallVector<std::pair<LinearOp, GeluTanhOp>> pairs;
   for (LinearOp linear : body.getOps<LinearOp>())
     if (auto gelu = dyn_cast_or_null<GeluTanhOp>(firstReader(linear));
-        gelu && oneKernelType({linear.getInput(), linear.getWeight(),
-                               linear.getBias(), linear.getResult()}))
+        gelu && hasFusedKernel(linear.getResult()))
       pairs.push_back({linear, gelu});
   for (auto [linear, gelu] : pairs) {
     OpBuilder b(linear);
@@ -70,9 +65,7 @@ void fuseBackward(Block &body) {
     Value dx = grad.getGradOutput();
     auto linear = dx.getDefiningOp<LinearGradOp>();
     if (grad.getActivation() == "gelu_tanh" && dx.hasOneUse() && linear &&
-        cast<OpResult>(dx).getResultNumber() == 0 &&
-        oneKernelType({dx, linear.getGradOutput(), linear.getWeight(),
-                       grad.getInput(), grad.getGradInput()}))
+        cast<OpResult>(dx).getResultNumber() == 0 && hasFusedKernel(dx))
       grads.push_back(grad);
   }
   for (ActivationGradOp grad : grads) {

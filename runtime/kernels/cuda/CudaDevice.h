@@ -2,7 +2,8 @@
 //
 // Kernel families written in DeviceCode.h's CUDA launch their kernels
 // through plans over a Device (Attention.h, DecodeAttention.h, Norms.h,
-// ColumnSums.h, Losses.h, Embedding.h, Rope.h, Tokens.h, Dropout.h). A
+// ColumnSums.h, GeluEpilogues.h, Losses.h, Embedding.h, Rope.h, Tokens.h,
+// Dropout.h). A
 // Device provides
 //  - launch(kernel, grid, block, sharedBytes, what, args...), the grid and
 //    block as dim3 or as counts (a row of blocks of threads): false if the

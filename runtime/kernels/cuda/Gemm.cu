@@ -453,7 +453,10 @@ bool lap::cuda::fusedGemmToBf16(char transa, char transb, int64_t M, int64_t N,
               N, K, A, lda, B, ldb, C, N, bias, aux);
   const cublasLtEpilogue_t fused = cublasEpilogue(epilogue, bias, aux);
   Plan *p = planOf(q, transa, transb, fused);
-  if (!p || (fused != CUBLASLT_EPILOGUE_DEFAULT && !p->fused))
+  // No plan at all: the failure is recorded.
+  if (!p)
+    return true;
+  if (fused != CUBLASLT_EPILOGUE_DEFAULT && !p->fused)
     return false;
   run(*p, q, 0.0f);
   return true;
@@ -463,13 +466,19 @@ void lap::cuda::gemmToBf16(char transa, char transb, int64_t M, int64_t N,
                            int64_t K, const lap_bf16 *A, int64_t lda,
                            const lap_bf16 *B, int64_t ldb, lap_bf16 *C,
                            const lap_bf16 *bias) {
-  if (M <= 0 || N <= 0 ||
-      fusedGemmToBf16(transa, transb, M, N, K, A, lda, B, ldb, C,
+  if (M <= 0 || N <= 0)
+    return;
+  if (K <= 0 && !bias) {
+    check(cudaMemsetAsync(C, 0, size_t(M * N) * sizeof(lap_bf16), stream()),
+          "cudaMemsetAsync");
+    return;
+  }
+  if (fusedGemmToBf16(transa, transb, M, N, K, A, lda, B, ldb, C,
                       bias ? Epilogue::kBias : Epilogue::kNone,
                       const_cast<lap_bf16 *>(bias)))
     return;
-  // No algorithm that adds the bias as it rounds (or no products): the
-  // fp32 GEMM, then the bias and one rounding.
+  // A bias but no algorithm that adds it as it rounds (or no products):
+  // the fp32 GEMM, then the bias and one rounding.
   auto *acc =
       static_cast<float *>(scratch(kBf16Result, size_t(M * N) * sizeof(float)));
   if (!acc)

@@ -73,7 +73,8 @@ void gemmToBf16(char transa, char transb, int64_t M, int64_t N, int64_t K,
 /// kGeluGrad, each nullable; aux [M, N], leading dimension N, written by
 /// kGelu (nullable) and read by kGeluGrad), where cuBLASLt has an
 /// algorithm that fuses it as it rounds the fp32 sums to bf16: true once
-/// it ran. False, having run nothing, where none does (or K = 0, or C is
+/// it ran (or failed, recorded: with no algorithm even for the plain GEMM).
+/// False, having run nothing, where none fuses it (or K = 0, or C is
 /// empty): the caller then computes it from the fp32 GEMM.
 bool fusedGemmToBf16(char transa, char transb, int64_t M, int64_t N, int64_t K,
                      const lap_bf16 *A, int64_t lda, const lap_bf16 *B,

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -223,10 +224,13 @@ TEST(MatmulBf16, Bf16ModelLinearKernelsRoundTheFp32Results) {
 // and pre are the fp32 kernel's rounded (the GELU taken before rounding),
 // dpre too, and dbias the fp32 kernel's column sums of the unrounded dpre
 // rounded (the GEMMs may sum in another order: not bit for bit). With and
-// without the optional outputs.
+// without the optional outputs, and on empty shapes.
 TEST(MatmulBf16, Bf16ModelGeluKernelsRoundTheFp32Results) {
   std::mt19937 rng(14);
-  for (Shape s : kShapes) {
+  // Beside kShapes: no rows, and K = 0 forward (in) and backward (out).
+  std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
+  shapes.insert(shapes.end(), {{0, 4, 3}, {6, 0, 5}, {6, 5, 0}});
+  for (Shape s : shapes) {
     SCOPED_TRACE(std::to_string(s.n) + "x" + std::to_string(s.in) + "x" +
                  std::to_string(s.out));
     auto x = bf16Vector(randomVector(rng, s.n * s.in)),

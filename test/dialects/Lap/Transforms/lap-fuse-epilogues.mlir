@@ -62,18 +62,22 @@ func.func @no_bias(%x: tensor<?x8xf32>, %w: tensor<16x8xf32>) -> tensor<?x16xf32
 
 // -----
 
-// A bf16 model's layers fuse as well (the kernels' `_bf16` forms).
+// A bf16 model's layers fuse as well (the kernels' `_bf16` forms), the
+// fused column sum in bf16 replacing fc1's bias gradient.
 // CHECK-LABEL: func @bf16
-// CHECK-NEXT: %[[H:.*]], %[[A:.*]] = lap.linear_gelu %{{.*}}, %{{.*}} : (tensor<?x8xbf16>, tensor<16x8xbf16>) -> (tensor<?x16xbf16>, tensor<?x16xbf16>)
-// CHECK: %[[DH:.*]], %{{.*}} = lap.gelu_linear_grad %{{.*}}, %{{.*}}, %[[H]] : tensor<?x8xbf16>, tensor<8x16xbf16>, tensor<?x16xbf16> -> tensor<16xbf16>
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<?x8xbf16>, %[[W1:[^:]*]]: tensor<16x8xbf16>, %[[B1:[^:]*]]: tensor<16xbf16>, %[[W2:[^:]*]]: tensor<8x16xbf16>, %[[DY:[^:]*]]: tensor<?x8xbf16>)
+// CHECK-NEXT: %[[H:.*]], %[[A:.*]] = lap.linear_gelu %[[X]], %[[W1]], %[[B1]] : (tensor<?x8xbf16>, tensor<16x8xbf16>, tensor<16xbf16>) -> (tensor<?x16xbf16>, tensor<?x16xbf16>)
+// CHECK: %[[DH:.*]], %[[DB1:.*]] = lap.gelu_linear_grad %[[DY]], %[[W2]], %[[H]] : tensor<?x8xbf16>, tensor<8x16xbf16>, tensor<?x16xbf16> -> tensor<16xbf16>
 // CHECK-NOT: lap.activation_grad
-// CHECK: return %{{.*}}, %[[DH]]
-func.func @bf16(%x: tensor<?x8xbf16>, %w1: tensor<16x8xbf16>, %w2: tensor<8x16xbf16>, %dy: tensor<?x8xbf16>)
-    -> (tensor<?x8xbf16>, tensor<?x16xbf16>) {
-  %h = lap.linear %x, %w1 : (tensor<?x8xbf16>, tensor<16x8xbf16>) -> tensor<?x16xbf16>
+// CHECK-NEXT: %[[DX:.*]], %{{.*}}, %{{.*}} = lap.linear_grad %[[DH]], %[[X]], %[[W1]]
+// CHECK-NEXT: return %{{.*}}, %[[DX]], %[[DB1]]
+func.func @bf16(%x: tensor<?x8xbf16>, %w1: tensor<16x8xbf16>, %b1: tensor<16xbf16>, %w2: tensor<8x16xbf16>, %dy: tensor<?x8xbf16>)
+    -> (tensor<?x8xbf16>, tensor<?x8xbf16>, tensor<16xbf16>) {
+  %h = lap.linear %x, %w1, %b1 : (tensor<?x8xbf16>, tensor<16x8xbf16>, tensor<16xbf16>) -> tensor<?x16xbf16>
   %a = lap.gelu_tanh %h : tensor<?x16xbf16>
   %y = lap.linear %a, %w2 : (tensor<?x16xbf16>, tensor<8x16xbf16>) -> tensor<?x8xbf16>
   %da, %dw2, %db2 = lap.linear_grad %dy, %a, %w2 : tensor<?x8xbf16>, tensor<?x16xbf16>, tensor<8x16xbf16> -> tensor<8xbf16>
   %dh = lap.activation_grad %da, %h {activation = "gelu_tanh"} : tensor<?x16xbf16>
-  return %y, %dh : tensor<?x8xbf16>, tensor<?x16xbf16>
+  %dx, %dw1, %db1 = lap.linear_grad %dh, %x, %w1 : tensor<?x16xbf16>, tensor<?x8xbf16>, tensor<16x8xbf16> -> tensor<16xbf16>
+  return %y, %dx, %db1 : tensor<?x8xbf16>, tensor<?x8xbf16>, tensor<16xbf16>
 }

@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace {
@@ -283,11 +284,13 @@ TEST(CudaLinearBf16, MatchesCpu) {
   }
 }
 
-// A bf16 model's linear layer with the tanh GELU and the GELU's gradient
-// (cuBLASLt's bf16 epilogues where an algorithm fuses them; widths not a
-// multiple of 8, and K = 0, take GeluEpilogues.h's kernels), with and
-// without the optional vectors: as MatchesCpu (the GPU's tanhf and the
-// CPU's polynomial differ by a few ulp, within the same bound).
+// A bf16 model's linear layer with the tanh GELU and the GELU's gradient,
+// with each optional vector and without: as MatchesCpu (the GPU's tanhf
+// and the CPU's polynomial differ by a few ulp, within the same bound).
+// Widths that are multiples of 8 take cuBLASLt's bf16 epilogues where an
+// algorithm fuses them (GELU_AUX_BIAS, GELU_BIAS, GELU_AUX, GELU,
+// DGELU_BGRAD, DGELU); other widths with pre, and K = 0, take
+// GeluEpilogues.h's kernels.
 TEST(CudaLinearBf16, GeluMatchesCpu) {
   REQUIRE_GPU();
   std::mt19937 rng(8);
@@ -295,38 +298,45 @@ TEST(CudaLinearBf16, GeluMatchesCpu) {
   auto unset = [](size_t size) {
     return DeviceBuffer<lap_bf16>(std::vector<lap_bf16>(size, 0xffff));
   };
-  for (Shape s : kShapes) {
+  const Shape shapes[] = {{5, 7, 3},      {37, 45, 29}, {64, 48, 40},
+                          {300, 96, 128}, {6, 0, 8},    {6, 8, 0}};
+  for (Shape s : shapes) {
+    SCOPED_TRACE(std::to_string(s.n) + "x" + std::to_string(s.in) + "x" +
+                 std::to_string(s.out));
     auto x = bf16Vector(randomVector(rng, s.n * s.in)),
          w = bf16Vector(randomVector(rng, s.out * s.in)),
          b = bf16Vector(randomVector(rng, s.out, -2.0f, 2.0f)),
          dy = bf16Vector(randomVector(rng, s.n * s.out)),
          pre = bf16Vector(randomVector(rng, s.n * s.in, -3.0f, 3.0f));
     DeviceBuffer<lap_bf16> dX(x), dW(w), dB(b), dDy(dy), dPre(pre);
-    for (bool optional : {true, false}) {
-      std::vector<lap_bf16> y(s.n * s.out), yPre(y.size()), dpre(pre.size()),
-          dbias(s.in);
-      lap_cpu_linear_gelu_forward_bf16(y.data(), yPre.data(), x.data(),
-                                       w.data(), optional ? b.data() : nullptr,
-                                       s.n, s.in, s.out);
-      lap_cpu_gelu_linear_backward_bf16(dpre.data(), dbias.data(), dy.data(),
-                                        w.data(), pre.data(), s.n, s.in, s.out);
-      auto gy = unset(y.size()), gyPre = unset(y.size()),
-           gdpre = unset(dpre.size()), gdbias = unset(dbias.size());
-      lap_cuda_linear_gelu_forward_bf16(gy, optional ? gyPre.get() : nullptr,
-                                        dX, dW, optional ? dB.get() : nullptr,
-                                        s.n, s.in, s.out);
-      lap_cuda_gelu_linear_backward_bf16(gdpre,
-                                         optional ? gdbias.get() : nullptr, dDy,
-                                         dW, dPre, s.n, s.in, s.out);
-      expectWithinScale(valuesOf(gy.host()), valuesOf(y), kTolerance, "y");
+    for (bool bias : {true, false})
+      for (bool keep : {true, false}) {
+        std::vector<lap_bf16> y(s.n * s.out), yPre(y.size());
+        lap_cpu_linear_gelu_forward_bf16(y.data(), yPre.data(), x.data(),
+                                         w.data(), bias ? b.data() : nullptr,
+                                         s.n, s.in, s.out);
+        auto gy = unset(y.size()), gyPre = unset(y.size());
+        lap_cuda_linear_gelu_forward_bf16(gy, keep ? gyPre.get() : nullptr, dX,
+                                          dW, bias ? dB.get() : nullptr, s.n,
+                                          s.in, s.out);
+        expectWithinScale(valuesOf(gy.host()), valuesOf(y), kTolerance, "y");
+        if (keep)
+          expectWithinScale(valuesOf(gyPre.host()), valuesOf(yPre), kTolerance,
+                            "pre");
+      }
+    // Here `in` is the GELU's width (the GEMM's columns), `out` the GEMM's K.
+    std::vector<lap_bf16> dpre(pre.size()), dbias(s.in);
+    lap_cpu_gelu_linear_backward_bf16(dpre.data(), dbias.data(), dy.data(),
+                                      w.data(), pre.data(), s.n, s.in, s.out);
+    for (bool bias : {true, false}) {
+      auto gdpre = unset(dpre.size()), gdbias = unset(dbias.size());
+      lap_cuda_gelu_linear_backward_bf16(gdpre, bias ? gdbias.get() : nullptr,
+                                         dDy, dW, dPre, s.n, s.in, s.out);
       expectWithinScale(valuesOf(gdpre.host()), valuesOf(dpre), kTolerance,
                         "dpre");
-      if (optional) {
-        expectWithinScale(valuesOf(gyPre.host()), valuesOf(yPre), kTolerance,
-                          "pre");
+      if (bias)
         expectWithinScale(valuesOf(gdbias.host()), valuesOf(dbias), kTolerance,
                           "dbias");
-      }
     }
   }
 }
