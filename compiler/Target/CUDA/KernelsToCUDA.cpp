@@ -10,6 +10,7 @@
 
 #include "compiler/Target/CUDA/IterationLanes.h"
 #include "compiler/Target/CUDA/Passes.h"
+#include "compiler/Target/CUDA/ThreadIterations.h"
 #include "compiler/Target/HostLowering.h"
 #include "dialects/Lapk/IR/LapkOps.h"
 
@@ -168,7 +169,8 @@ private:
 
   /// `loop` as kernel @<parent>_loop_<k>(values..., n): thread i of the
   /// grid runs iteration i < n, or, where its iterations walk rows, warp i
-  /// or block i does (IterationLanes.h). Constants are cloned into it; the
+  /// or block i does (IterationLanes.h), or a thread runs several
+  /// (ThreadIterations.h). Constants are cloned into it; the
   /// values it uses from above are its parameters (indices as i64), passed by
   /// the host in a frame.
   LogicalResult outline(scf::ParallelOp loop, StringRef parent, int k) {
@@ -203,15 +205,25 @@ private:
     }
     // Iteration i runs on thread i; or, where it walks rows
     // (IterationLanes.h), on lanes i * 32 .. i * 32 + 31 of the grid, or on
-    // block i.
+    // block i; or, where a thread runs several (ThreadIterations.h), the
+    // block's threads run its stretch of blocks' widths, each thread i and
+    // every block's width after it.
     cuda::Lanes lanes = cuda::lanesOf(loop);
+    const int64_t perThread =
+        lanes == cuda::Lanes::kThread ? cuda::iterationsPerThread(loop) : 1;
     Value block = in.create<gpu::BlockIdOp>(loc, gpu::Dimension::x);
     Value width = in.create<gpu::BlockDimOp>(loc, gpu::Dimension::x);
     Value thread = in.create<gpu::ThreadIdOp>(loc, gpu::Dimension::x);
     Value i = block, lane = thread, count = width;
     if (lanes != cuda::Lanes::kBlock) {
+      Value stretch =
+          perThread == 1
+              ? width
+              : in.create<arith::MulIOp>(
+                    loc, width,
+                    in.create<arith::ConstantIndexOp>(loc, perThread));
       i = in.create<arith::AddIOp>(
-          loc, in.create<arith::MulIOp>(loc, block, width), thread);
+          loc, in.create<arith::MulIOp>(loc, block, stretch), thread);
       count = in.create<arith::ConstantIndexOp>(loc, int64_t(lanes));
       lane = in.create<arith::RemUIOp>(loc, i, count);
       i = in.create<arith::DivUIOp>(loc, i, count);
@@ -224,7 +236,9 @@ private:
     in.create<gpu::ReturnOp>(loc);
     map.map(loop.getInductionVars()[0], i);
     OpBuilder then = inRange.getThenBodyBuilder();
-    if (lanes == cuda::Lanes::kThread) {
+    if (perThread > 1) {
+      cuda::cloneIterations(then, loop, perThread, i, width, n, map);
+    } else if (lanes == cuda::Lanes::kThread) {
       for (Operation &op : loop.getBody()->without_terminator())
         then.clone(op, map);
     } else {
@@ -237,11 +251,19 @@ private:
         host.create<arith::IndexCastOp>(loc, i64, loop.getUpperBound()[0]);
     values.push_back(iterations);
     Value frame = storeFrame(host, loc, values);
+    // The grid's threads: one per perThread iterations.
+    Value threads = iterations;
+    if (perThread > 1)
+      threads = host.create<arith::DivUIOp>(
+          loc,
+          host.create<arith::AddIOp>(loc, iterations,
+                                     constant(host, loc, perThread - 1)),
+          constant(host, loc, perThread));
     auto launchType =
         FunctionType::get(context, {ptrType, i64, i64, ptrType, i64}, {});
     host.create<func::CallOp>(
         loc, declare("lap_cuda_launch", launchType),
-        ValueRange{cString(host, loc, "lap_kernel_" + name, name), iterations,
+        ValueRange{cString(host, loc, "lap_kernel_" + name, name), threads,
                    constant(host, loc, int64_t(lanes)), frame,
                    constant(host, loc, int64_t(values.size()))});
     loop.erase();
