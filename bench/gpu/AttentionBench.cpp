@@ -12,7 +12,10 @@
 // (16384) per batch, `width` (2048) / head dim heads. FLOPs as
 // FlashAttention counts them: 4·B·H·N²·D forward, half of it causal, and
 // backward 2.5 times the forward. --seq N times sequences of N alone,
-// --fp32 0 bf16 alone. Prints one JSON object per shape;
+// --fp32 0 bf16 alone. On a GPU whose bf16 attention is Hopper's kernels
+// (AttentionHopper.h), bf16 is timed again on the mma.sync kernels the
+// other GPUs run (Context.h's allowHopperKernels). Prints one JSON object
+// per shape and kernel family ("kernels": hopper, tensorcore, cudacores);
 // bench/gpu/torch_attention.py times PyTorch on the same shapes.
 //
 //===----------------------------------------------------------------------===//
@@ -175,7 +178,8 @@ int main(int argc, char **argv) {
 
     // Every shape: b = tokens / n (at least 1) sequences of n tokens,
     // width / d heads.
-    auto timeAll = [&](auto element, const char *precision) {
+    auto timeAll = [&](auto element, const char *precision,
+                       const char *kernels) {
       using E = decltype(element);
       const int64_t elements = std::max<int64_t>(tokens, 8192) * width;
       const Tensors<E> tensors(elements, elements / 64, rng);
@@ -193,12 +197,17 @@ int main(int argc, char **argv) {
                   timeShape<E>(shape, tensors, stream, warmup, iters);
               out["device"] = prop.name;
               out["precision"] = precision;
+              out["kernels"] = kernels;
               std::cout << out.dump() << std::endl;
             }
     };
-    timeAll(lap_bf16(0), "bf16");
+    if (lap::cuda::hopperKernels()) {
+      timeAll(lap_bf16(0), "bf16", "hopper");
+      lap::cuda::allowHopperKernels(false);
+    }
+    timeAll(lap_bf16(0), "bf16", "tensorcore");
     if (fp32)
-      timeAll(float(0), "fp32");
+      timeAll(float(0), "fp32", "cudacores");
     return 0;
   } catch (const std::exception &e) {
     std::cerr << "lap-gpu-attention-bench: error: " << e.what() << "\n";

@@ -5,7 +5,9 @@ One row per shape (head dim, sequence length, causal, head kinds): lap's
 forward and forward + backward TFLOP/s in bf16 and in fp32, PyTorch's best
 bf16 SDPA backend, its fp32 one and FlexAttention; then what half the heads
 Laplacian cost each of them (time with mixed kinds over time with all
-`attn`, in %).
+`attn`, in %). lap's bf16 is its kernels for the GPU: Hopper's where it
+timed them, and then the mma.sync ones (tensorcore) get a column of their
+own.
 """
 import json
 import sys
@@ -22,9 +24,14 @@ def key(r):
     return (r["head_dim"], r["seq"], r["causal"], r["kinds"])
 
 
-lap = {}
-for r in load(sys.argv[1]):
-    lap.setdefault(key(r), {})[r["precision"]] = r
+lap, mma_sync = {}, {}
+runs = load(sys.argv[1])
+hopper = any(r.get("kernels") == "hopper" for r in runs)
+for r in runs:
+    if hopper and r.get("kernels") == "tensorcore":
+        mma_sync[key(r)] = r
+    else:
+        lap.setdefault(key(r), {})[r["precision"]] = r
 torch = {}
 for r in load(sys.argv[2]):
     if "error" not in r:
@@ -40,8 +47,11 @@ def get(r, what):
     return r[what] if r else float("nan")
 
 
+if hopper:
+    print(f"\nlap bf16: Hopper's kernels (wgmma); mma.sync: the other GPUs' kernels")
 print(f"\n{'D':>4} {'N':>5} {'causal':>6} {'kinds':>5} | {'lap bf16':>8} {'fwd+bwd':>7} | "
-      f"{'lap fp32':>8} {'fwd+bwd':>7} | "
+      + (f"{'mma.sync':>8} {'fwd+bwd':>7} | " if hopper else "")
+      + f"{'lap fp32':>8} {'fwd+bwd':>7} | "
       f"{'sdpa bf16':>9} {'fwd+bwd':>7} | {'sdpa fp32':>9} {'fwd+bwd':>7} | "
       f"{'flex':>6} {'fwd+bwd':>7}   (TFLOP/s)")
 for k in sorted(set(lap) | set(torch)):
@@ -49,7 +59,10 @@ for k in sorted(set(lap) | set(torch)):
     print(f"{k[0]:4d} {k[1]:5d} {str(k[2]):>6} {k[3]:>5} | "
           f"{get(l.get('bf16'), 'forward_tflops'):8.1f} "
           f"{get(l.get('bf16'), 'forward_backward_tflops'):7.1f} | "
-          f"{get(l.get('fp32'), 'forward_tflops'):8.1f} "
+          + (f"{get(mma_sync.get(k), 'forward_tflops'):8.1f} "
+             f"{get(mma_sync.get(k), 'forward_backward_tflops'):7.1f} | "
+             if hopper else "")
+          + f"{get(l.get('fp32'), 'forward_tflops'):8.1f} "
           f"{get(l.get('fp32'), 'forward_backward_tflops'):7.1f} | "
           f"{best_bf16(t, 'forward_tflops'):9.1f} {best_bf16(t, 'forward_backward_tflops'):7.1f} | "
           f"{get(t.get('sdpa-efficient'), 'forward_tflops'):9.1f} "

@@ -3,6 +3,7 @@
 #include "runtime/kernels/cuda/Context.h"
 
 #include <array>
+#include <atomic>
 
 namespace {
 
@@ -31,7 +32,28 @@ ThreadState &state() {
   return s;
 }
 
+std::atomic<bool> hopperAllowed{true};
+
 } // namespace
+
+bool lap::cuda::hopperKernels() {
+#ifdef LAP_CUDA_SM90A
+  int device = 0, major = 0, minor = 0;
+  return hopperAllowed.load(std::memory_order_relaxed) &&
+         cudaGetDevice(&device) == cudaSuccess &&
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                                device) == cudaSuccess &&
+         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor,
+                                device) == cudaSuccess &&
+         major == 9 && minor == 0;
+#else
+  return false;
+#endif
+}
+
+void lap::cuda::allowHopperKernels(bool allow) {
+  hopperAllowed.store(allow, std::memory_order_relaxed);
+}
 
 cudaStream_t lap::cuda::stream() { return state().stream; }
 void lap::cuda::setStream(cudaStream_t stream) { state().stream = stream; }

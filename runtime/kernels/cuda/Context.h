@@ -51,6 +51,15 @@ cublasLtHandle_t lt();
 /// first call has run. Null on failure (recorded).
 void *scratch(int slot, size_t bytes);
 
+/// Whether attention takes Hopper's kernels (AttentionHopper.h): the
+/// calling thread's device is of compute capability 9.0, this library has
+/// their sm_90a code, and allowHopperKernels(false) has not turned them
+/// off. Off, the mma.sync kernels run there too: the switch is the
+/// process's, for the tests and the benchmark, which run both families on
+/// one GPU.
+bool hopperKernels();
+void allowHopperKernels(bool allow);
+
 /// Threads per block of the library's one-dimensional launches, and the
 /// number of blocks that covers n of them.
 constexpr int kBlock = 256;

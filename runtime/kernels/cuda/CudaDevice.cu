@@ -28,18 +28,6 @@ bool CudaDevice::sortPairs(const uint32_t *keysIn, uint32_t *keysOut,
                           "sort");
 }
 
-bool CudaDevice::hopper() const {
-#ifdef LAP_CUDA_SM90A
-  int device = 0, major = 0, minor = 0;
-  return cudaGetDevice(&device) == cudaSuccess &&
-         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
-                                device) == cudaSuccess &&
-         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor,
-                                device) == cudaSuccess &&
-         major == 9 && minor == 0;
-#else
-  return false;
-#endif
-}
+bool CudaDevice::hopper() const { return hopperKernels(); }
 
 } // namespace lap::cuda

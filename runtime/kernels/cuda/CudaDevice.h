@@ -115,8 +115,8 @@ struct CudaDevice {
   bool sortPairs(const uint32_t *keysIn, uint32_t *keysOut,
                  const uint32_t *valuesIn, uint32_t *valuesOut, int64_t n,
                  int bits) const;
-  /// Whether the calling thread's device is of compute capability 9.0 and
-  /// this library has its sm_90a machine code.
+  /// Whether attention takes Hopper's kernels here (Context.h's
+  /// hopperKernels).
   bool hopper() const;
   void fail(const std::string &why) const { lap::cuda::fail(why); }
 };

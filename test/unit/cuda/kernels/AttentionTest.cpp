@@ -16,6 +16,8 @@
 #include "test/unit/kernels/KernelTestSupport.h"
 #ifdef LAP_CUDA_EMULATOR
 #include "test/unit/cuda/emulator/Emulator.h"
+#else
+#include "runtime/kernels/cuda/Context.h"
 #endif
 
 #include <gtest/gtest.h>
@@ -438,22 +440,44 @@ TEST(CudaAttention, Bf16OnTensorCores) {
   checkTensorCoreCases();
 }
 
-#ifdef LAP_CUDA_EMULATOR
-// The same on an emulated device of compute capability 9.0, whose
-// attention is Hopper's (AttentionHopper.h: wgmma, 128 rows a block), and
-// cases of several such blocks and tiles. On a GPU the device decides
-// which family the tests above meet.
+// The same on a device of compute capability 9.0, whose attention is
+// Hopper's (AttentionHopper.h: wgmma, 128 rows a block), and cases of
+// several such blocks and tiles: on the emulator, made such a device; on a
+// GPU, where it is one (elsewhere skipped), where the test above meets
+// the mma.sync kernels only in Bf16OnMmaSyncBesideHopper below.
 TEST(CudaAttention, Bf16OnHopper) {
+#ifdef LAP_CUDA_EMULATOR
   struct Hopper {
     Hopper() { lap::test::emulator::setHopper(true); }
     ~Hopper() { lap::test::emulator::setHopper(false); }
   } hopper;
+#else
+  REQUIRE_GPU();
+  if (!lap::cuda::hopperKernels())
+    GTEST_SKIP() << "this GPU does not run Hopper's attention kernels "
+                    "(compute capability 9.0 with sm_90a code)";
+#endif
   checkTensorCoreCases();
   checkBf16({1, 260, 260, 2, 1, 128, true, true}, 52);
   checkBf16({1, 260, 300, 2, 2, 64, false, false}, 53);
   // More key tiles than the forward's three stages: each is reused.
   checkBf16({1, 130, 600, 2, 1, 64, false, true}, 54);
   checkBf16({1, 520, 520, 1, 1, 128, true, false}, 55);
+}
+
+#ifndef LAP_CUDA_EMULATOR
+// On a GPU that runs Hopper's kernels, the mma.sync ones too (the other
+// GPUs' family), with Hopper's turned off for the process meanwhile.
+TEST(CudaAttention, Bf16OnMmaSyncBesideHopper) {
+  REQUIRE_GPU();
+  if (!lap::cuda::hopperKernels())
+    GTEST_SKIP() << "Bf16OnTensorCores ran the mma.sync kernels here";
+  struct MmaSync {
+    MmaSync() { lap::cuda::allowHopperKernels(false); }
+    ~MmaSync() { lap::cuda::allowHopperKernels(true); }
+  } mmaSync;
+  EXPECT_FALSE(lap::cuda::hopperKernels());
+  checkTensorCoreCases();
 }
 #endif
 
