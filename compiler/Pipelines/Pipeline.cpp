@@ -19,8 +19,11 @@ void lap::buildLapPipeline(mlir::OpPassManager &pm,
   pm.addPass(mlir::createCSEPass());
   // After CSE, which would merge the copies back.
   pm.addPass(createLapRematerialize());
-  if (options.fuseEpilogues)
-    pm.addPass(createLapFuseEpilogues());
+  if (options.fuseEpilogues) {
+    LapFuseEpiloguesOptions epilogues;
+    epilogues.bf16 = options.fuseBf16Epilogues;
+    pm.addPass(createLapFuseEpilogues(epilogues));
+  }
   pm.addPass(createLapWidenKernels());
   if (options.fuseLoops) {
     LapFuseLoopsOptions fusion;

@@ -28,6 +28,11 @@ struct LapPipelineOptions : mlir::PassPipelineOptions<LapPipelineOptions> {
       llvm::cl::desc("Fuse a tanh GELU and its gradient into the GEMMs "
                      "around it (--lap-fuse-epilogues)"),
       llvm::cl::init(true)};
+  Option<bool> fuseBf16Epilogues{
+      *this, "fuse-bf16-epilogues",
+      llvm::cl::desc("Fuse a bf16 model's GELU layers too (the target's "
+                     "choice: Target::fusesBf16Epilogues)"),
+      llvm::cl::init(true)};
   Option<bool> biasesInLoops{
       *this, "biases-in-loops",
       llvm::cl::desc("Move linear layers' biases and bias gradients into "

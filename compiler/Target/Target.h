@@ -50,6 +50,10 @@ public:
   /// where those loops add them in the pass they make anyway, rather than
   /// the GEMMs' own epilogues.
   virtual bool biasesInLoops() const { return true; }
+  /// Whether a bf16 model's tanh GELU rides on its GEMMs as an f32
+  /// model's does (--lap-fuse-epilogues' bf16): where the kernels' fused
+  /// epilogues cost less than the generated GELU loops.
+  virtual bool fusesBf16Epilogues() const { return false; }
   /// The passes from the kernel form to this target's code in MLIR.
   virtual void buildLowering(mlir::OpPassManager &pm) const = 0;
   /// The manifest's `target` object: the device and what the code needs.

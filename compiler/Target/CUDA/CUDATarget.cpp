@@ -105,6 +105,10 @@ public:
   // (64 at most) would each be one GPU thread.
   bool biasesInLoops() const override { return false; }
 
+  // cuBLASLt applies the GELU and its slope as it writes a bf16 result:
+  // no kernel of their own.
+  bool fusesBf16Epilogues() const override { return true; }
+
   void buildLowering(OpPassManager &pm) const override {
     lap::buildCUDALoweringPipeline(pm, arch);
   }

@@ -308,6 +308,7 @@ ExitCode emitModule(const lap::dsl::Spec &spec, const lap::Target &target,
           lap::LapPipelineOptions pipeline;
           pipeline.fuseLoops = fuseLoops.getValue();
           pipeline.fuseEpilogues = fuseEpilogues.getValue();
+          pipeline.fuseBf16Epilogues = target.fusesBf16Epilogues();
           pipeline.biasesInLoops = target.biasesInLoops();
           lap::buildLapPipeline(pm, pipeline);
         }

@@ -16,12 +16,12 @@ using namespace lap;
 
 namespace {
 
-/// Whether v holds f32 or bf16 elements: the fused kernels' two forms (a
-/// bf16 model's are `_bf16`). Each op computes in one precision (the ops'
-/// verifiers), so one value of a layer tells for all of them.
-bool hasFusedKernel(Value v) {
+/// Whether the layer of v fuses: f32 elements, or bf16 ones (the kernels'
+/// `_bf16` forms) where `bf16`. Each op computes in one precision (the
+/// ops' verifiers), so one value of a layer tells for all of them.
+bool fuses(Value v, bool bf16) {
   Type element = getElementTypeOrSelf(v.getType());
-  return element.isF32() || element.isBF16();
+  return element.isF32() || (bf16 && element.isBF16());
 }
 
 /// The reader of `v` that comes first in the block, or null.
@@ -35,11 +35,11 @@ Operation *firstReader(Value v) {
 
 /// lap.linear then lap.gelu_tanh as its first reader: one lap.linear_gelu
 /// at the linear's place, so no input lives longer.
-void fuseForward(Block &body) {
+void fuseForward(Block &body, bool bf16) {
   SmallVector<std::pair<LinearOp, GeluTanhOp>> pairs;
   for (LinearOp linear : body.getOps<LinearOp>())
     if (auto gelu = dyn_cast_or_null<GeluTanhOp>(firstReader(linear));
-        gelu && hasFusedKernel(linear.getResult()))
+        gelu && fuses(linear.getResult(), bf16))
       pairs.push_back({linear, gelu});
   for (auto [linear, gelu] : pairs) {
     OpBuilder b(linear);
@@ -59,13 +59,13 @@ void fuseForward(Block &body) {
 /// linear_grad (its operands are live there: the activation_grad reads the
 /// pre-activation later), whose column sum is the bias gradient of the
 /// linear layers the result flows back through.
-void fuseBackward(Block &body) {
+void fuseBackward(Block &body, bool bf16) {
   SmallVector<ActivationGradOp> grads;
   for (ActivationGradOp grad : body.getOps<ActivationGradOp>()) {
     Value dx = grad.getGradOutput();
     auto linear = dx.getDefiningOp<LinearGradOp>();
     if (grad.getActivation() == "gelu_tanh" && dx.hasOneUse() && linear &&
-        cast<OpResult>(dx).getResultNumber() == 0 && hasFusedKernel(dx))
+        cast<OpResult>(dx).getResultNumber() == 0 && fuses(dx, bf16))
       grads.push_back(grad);
   }
   for (ActivationGradOp grad : grads) {
@@ -86,12 +86,14 @@ void fuseBackward(Block &body) {
 }
 
 struct FuseEpilogues : lap::impl::LapFuseEpiloguesBase<FuseEpilogues> {
+  using LapFuseEpiloguesBase::LapFuseEpiloguesBase;
+
   void runOnOperation() override {
-    getOperation()->walk([](func::FuncOp func) {
+    getOperation()->walk([&](func::FuncOp func) {
       if (!func.getBody().hasOneBlock())
         return;
-      fuseForward(func.getBody().front());
-      fuseBackward(func.getBody().front());
+      fuseForward(func.getBody().front(), bf16);
+      fuseBackward(func.getBody().front(), bf16);
     });
   }
 };

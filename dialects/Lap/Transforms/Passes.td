@@ -184,7 +184,16 @@ def LapFuseEpilogues : Pass<"lap-fuse-epilogues"> {
     %dh, %db1 = lap.gelu_linear_grad %dy, %w2, %h : ...
     %dx, %dw1, %unused = lap.linear_grad %dh, %x, %w1 : ...
     ```
+
+    A bf16 model's layers fuse into the kernels' `_bf16` forms, unless
+    `bf16=false` (a target whose generated GELU loops cost less than the
+    kernels' epilogue passes: the CPU's, where the loops run at the host's
+    vector width).
   }];
+  let options = [
+    Option<"bf16", "bf16", "bool", "true",
+           "Fuse a bf16 model's layers too (the `_bf16` kernels)">,
+  ];
 }
 
 def LapWidenKernels : Pass<"lap-widen-kernels"> {

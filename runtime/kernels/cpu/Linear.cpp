@@ -27,6 +27,7 @@ using lap::cpu::Matrix;
 using lap::cpu::operand;
 using lap::cpu::parallelFor;
 using lap::cpu::roundToBf16;
+using lap::cpu::storeRow;
 using lap::cpu::tanhApprox;
 
 namespace {
@@ -237,22 +238,30 @@ extern "C" void lap_cpu_linear_gelu_forward_bf16(lap_bf16 *y, lap_bf16 *pre,
                                                  const lap_bf16 *w,
                                                  const lap_bf16 *b, int64_t n,
                                                  int64_t in, int64_t out) {
-  // z [n, out] = x w^T in fp32; one pass adds the bias and rounds z and
-  // its GELU, the GELU taken of z before it is rounded (as cuBLASLt's
-  // epilogue does).
+  // z [n, out] = x w^T in fp32; row by row, z + b and its GELU (of z + b
+  // before it is rounded, as cuBLASLt's epilogue takes it) in fp32, then
+  // each rounded: loops the compiler vectorises.
   float *z = fp32Result(n * out);
   gemm('N', 'T', n, out, in, operand(x, n, in, in, 0),
        operand(w, out, in, in, 1), 0.0f, z, out);
+  std::vector<float> bias(size_t(out), 0.0f);
+  if (b)
+    for (int64_t j = 0; j < out; ++j)
+      bias[j] = lap::bf16::value(b[j]);
   parallelFor(n, rowGrain(out), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
+    std::vector<float> activated(static_cast<size_t>(out));
+    for (int64_t i = begin; i < end; ++i) {
+      float *__restrict v = z + i * out, *__restrict g = activated.data();
+      const float *__restrict add = bias.data();
       for (int64_t j = 0; j < out; ++j) {
-        const int64_t at = i * out + j;
-        float v = b ? z[at] + lap::bf16::value(b[j]) : z[at];
-        if (pre)
-          pre[at] = lap::bf16::bits(v);
-        y[at] = lap::bf16::bits(
-            lap::gelu::value(v, tanhApprox(lap::gelu::tanhArgument(v))));
+        v[j] += add[j];
+        g[j] =
+            lap::gelu::value(v[j], tanhApprox(lap::gelu::tanhArgument(v[j])));
       }
+      if (pre)
+        storeRow(pre, i, out, v);
+      storeRow(y, i, out, g);
+    }
   });
 }
 
@@ -266,12 +275,13 @@ extern "C" void lap_cpu_gelu_linear_backward_bf16(
   gemm('N', 'N', n, in, out, operand(dy, n, out, out, 0),
        operand(w, out, in, in, 1), 0.0f, d, in);
   columnSums(dbias ? sums : nullptr, n, in, [&](int64_t i) {
+    thread_local std::vector<float> widened;
+    widened.resize(size_t(in));
+    const float *__restrict p = fp32Row(pre, i, in, widened.data());
     float *__restrict r = d + i * in;
-    for (int64_t j = 0; j < in; ++j) {
-      const float p = lap::bf16::value(pre[i * in + j]);
-      r[j] *= lap::gelu::slope(p, tanhApprox(lap::gelu::tanhArgument(p)));
-      dpre[i * in + j] = lap::bf16::bits(r[j]);
-    }
+    for (int64_t j = 0; j < in; ++j)
+      r[j] *= lap::gelu::slope(p[j], tanhApprox(lap::gelu::tanhArgument(p[j])));
+    storeRow(dpre, i, in, r);
     return r;
   });
   if (dbias)

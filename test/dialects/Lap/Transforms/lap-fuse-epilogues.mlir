@@ -1,4 +1,5 @@
 // RUN: lap-opt %s --lap-fuse-epilogues --split-input-file | FileCheck %s
+// RUN: lap-opt %s --lap-fuse-epilogues=bf16=false --split-input-file | FileCheck %s --check-prefix=APART
 
 // An MLP with the tanh GELU, forward and backward as --lap-rematerialize
 // leaves it: fc1 and its GELU become one lap.linear_gelu at fc1's place
@@ -63,7 +64,15 @@ func.func @no_bias(%x: tensor<?x8xf32>, %w: tensor<16x8xf32>) -> tensor<?x16xf32
 // -----
 
 // A bf16 model's layers fuse as well (the kernels' `_bf16` forms), the
-// fused column sum in bf16 replacing fc1's bias gradient.
+// fused column sum in bf16 replacing fc1's bias gradient; with bf16=false
+// (the CPU target's choice) they stay apart, while f32 layers fuse.
+// APART-LABEL: func @mlp
+// APART: lap.linear_gelu
+// APART: lap.gelu_linear_grad
+// APART-LABEL: func @bf16
+// APART-NOT: lap.linear_gelu
+// APART-NOT: lap.gelu_linear_grad
+// APART: lap.activation_grad
 // CHECK-LABEL: func @bf16
 // CHECK-SAME: (%[[X:[^:]*]]: tensor<?x8xbf16>, %[[W1:[^:]*]]: tensor<16x8xbf16>, %[[B1:[^:]*]]: tensor<16xbf16>, %[[W2:[^:]*]]: tensor<8x16xbf16>, %[[DY:[^:]*]]: tensor<?x8xbf16>)
 // CHECK-NEXT: %[[H:.*]], %[[A:.*]] = lap.linear_gelu %[[X]], %[[W1]], %[[B1]] : (tensor<?x8xbf16>, tensor<16x8xbf16>, tensor<16xbf16>) -> (tensor<?x16xbf16>, tensor<?x16xbf16>)
