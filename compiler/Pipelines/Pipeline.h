@@ -32,7 +32,7 @@ struct LapPipelineOptions : mlir::PassPipelineOptions<LapPipelineOptions> {
       *this, "fuse-bf16-epilogues",
       llvm::cl::desc("Fuse a bf16 model's GELU layers too (the target's "
                      "choice: Target::fusesBf16Epilogues)"),
-      llvm::cl::init(true)};
+      llvm::cl::init(false)};
   Option<bool> biasesInLoops{
       *this, "biases-in-loops",
       llvm::cl::desc("Move linear layers' biases and bias gradients into "

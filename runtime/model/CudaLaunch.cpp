@@ -60,9 +60,10 @@ constexpr int64_t kMaxSlots = 256;
 
 extern "C" {
 
-/// Runs generated kernel `name` over n iterations on the thread's stream,
-/// each on `lanes` threads (1 or 32), or on a block of its own (0); frame
-/// holds its `slots` parameters, 8 bytes each.
+/// Runs generated kernel `name` on the thread's stream over n work items
+/// (iterations, or a thread's several), each on `lanes` threads (1 or 32),
+/// or on a block of its own (0); frame holds its `slots` parameters, 8
+/// bytes each, the trip count last.
 void lap_cuda_launch(const char *name, int64_t n, int64_t lanes, int64_t *frame,
                      int64_t slots) {
   if (n <= 0)

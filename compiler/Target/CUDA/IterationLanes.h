@@ -20,8 +20,9 @@
 
 namespace lap::cuda {
 
-/// The threads that run one iteration, as lap_cuda_launch takes them: one,
-/// a warp's 32, or a whole block (0: as many as the runtime's blocks have).
+/// The threads that run one iteration, as lap_cuda_launch takes them: one
+/// (or one for several: ThreadIterations.h), a warp's 32, or a whole block
+/// (0: as many as the runtime's blocks have).
 enum class Lanes : int64_t { kThread = 1, kWarp = 32, kBlock = 0 };
 
 /// The lanes each iteration of `loop` (one dimension) runs on. Lanes are

@@ -26,7 +26,7 @@ int64_t iterationsPerThread(scf::ParallelOp loop) {
       unsigned bits =
           element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 64;
       narrowest = narrowest ? std::min(narrowest, bits) : bits;
-    } else if (!isa<memref::StoreOp>(op) && !isMemoryEffectFree(&op)) {
+    } else if (!isa<memref::StoreOp>(op) && !isPure(&op)) {
       return 1;
     }
   }

@@ -7,8 +7,9 @@
 // third of their memory time on an H200). Such a loop's iterations run
 // several to a thread instead: a block covers consecutive stretches of a
 // block's width, one per iteration of its threads (so each load is still
-// coalesced across the warp), and a thread issues the loads of all its
-// iterations before it computes or stores any.
+// coalesced across the warp), and a thread runs what comes before the
+// body's first store (its loads, and what they compute) for all its
+// iterations before any of them stores.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,8 +27,9 @@ namespace lap::cuda {
 /// How many iterations of `loop` (one dimension, one iteration to a
 /// thread) one thread runs: 8 where its narrowest load is of 16 bits or
 /// fewer, 4 where its loads are wider, if its body is straight-line code
-/// (no op with regions) whose only memory effects are loads and stores;
-/// else 1 (and for a loop of one iteration: the host's memory code).
+/// (no op with regions) of loads, stores and pure ops that are safe to run
+/// early (speculatable: no division by a loaded value); else 1 (and for a
+/// loop of one iteration: the host's memory code).
 int64_t iterationsPerThread(mlir::scf::ParallelOp loop);
 
 /// Clones the body of `loop` at `b` for `count` iterations, `first` and

@@ -244,20 +244,20 @@ extern "C" void lap_cpu_linear_gelu_forward_bf16(lap_bf16 *y, lap_bf16 *pre,
   float *z = fp32Result(n * out);
   gemm('N', 'T', n, out, in, operand(x, n, in, in, 0),
        operand(w, out, in, in, 1), 0.0f, z, out);
-  std::vector<float> bias(size_t(out), 0.0f);
-  if (b)
-    for (int64_t j = 0; j < out; ++j)
-      bias[j] = lap::bf16::value(b[j]);
+  std::vector<float> bias(b ? size_t(out) : 0);
+  for (size_t j = 0; j < bias.size(); ++j)
+    bias[j] = lap::bf16::value(b[j]);
   parallelFor(n, rowGrain(out), [&](int64_t begin, int64_t end) {
     std::vector<float> activated(static_cast<size_t>(out));
     for (int64_t i = begin; i < end; ++i) {
       float *__restrict v = z + i * out, *__restrict g = activated.data();
       const float *__restrict add = bias.data();
-      for (int64_t j = 0; j < out; ++j) {
-        v[j] += add[j];
+      if (b)
+        for (int64_t j = 0; j < out; ++j)
+          v[j] += add[j];
+      for (int64_t j = 0; j < out; ++j)
         g[j] =
             lap::gelu::value(v[j], tanhApprox(lap::gelu::tanhArgument(v[j])));
-      }
       if (pre)
         storeRow(pre, i, out, v);
       storeRow(y, i, out, g);

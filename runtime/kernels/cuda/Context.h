@@ -54,9 +54,9 @@ void *scratch(int slot, size_t bytes);
 /// Whether attention takes Hopper's kernels (AttentionHopper.h): the
 /// calling thread's device is of compute capability 9.0, this library has
 /// their sm_90a code, and allowHopperKernels(false) has not turned them
-/// off. Off, the mma.sync kernels run there too: the switch is the
-/// process's, for the tests and the benchmark, which run both families on
-/// one GPU.
+/// off. Off, the mma.sync kernels run there too: for the tests and the
+/// benchmark, which run both families on one GPU. The switch is this copy
+/// of the library's (a program's own; each model.so links its own copy).
 bool hopperKernels();
 void allowHopperKernels(bool allow);
 

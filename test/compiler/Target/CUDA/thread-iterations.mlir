@@ -17,12 +17,16 @@
 // CHECK: %[[ROUNDED8:.*]] = arith.addi %{{.*}}, %[[SEVEN]] : i64
 // CHECK: %[[THREADS8:.*]] = arith.divui %[[ROUNDED8]], %[[EIGHT]] : i64
 // CHECK: call @lap_cuda_launch(%{{.*}}, %[[THREADS8]],
-// A loop with a region in its body, and one that loads nothing, keep a
-// thread to an iteration: the launch's count is the frame's.
+// A loop with a region in its body, one that loads nothing, and one that
+// divides by a loaded value (which must not run for an iteration that
+// does not exist) keep a thread to an iteration: the launch's count is the
+// frame's.
 // CHECK: llvm.store %[[N2:[0-9]+]], %{{[0-9]+}} : i64, !llvm.ptr
 // CHECK-NEXT: call @lap_cuda_launch(%{{[0-9]+}}, %[[N2]],
 // CHECK: llvm.store %[[N3:[0-9]+]], %{{[0-9]+}} : i64, !llvm.ptr
 // CHECK-NEXT: call @lap_cuda_launch(%{{[0-9]+}}, %[[N3]],
+// CHECK: llvm.store %[[N4:[0-9]+]], %{{[0-9]+}} : i64, !llvm.ptr
+// CHECK-NEXT: call @lap_cuda_launch(%{{[0-9]+}}, %[[N4]],
 // CHECK: return
 
 // Thread t of block b runs iterations b * 4w + t + k w (w the block's
@@ -73,17 +77,21 @@
 // CHECK-LABEL: gpu.func @lap_gen_step_loop_3(
 // CHECK-NOT: arith.minui
 // CHECK: gpu.return
+// CHECK-LABEL: gpu.func @lap_gen_step_loop_4(
+// CHECK-NOT: arith.minui
+// CHECK: gpu.return
 
 func.func @lap_gen_step(%params: memref<64xi8>, %ws: memref<8192xi8>,
                         %B: index, %T: index, %seed: memref<1xi64>, %first: i64)
     attributes {lapk.entry = 0 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
+  %c4096 = arith.constant 4096 : index
   %two = arith.constant 2.0 : f32
   %zero = arith.constant 0.0 : f32
   %x = memref.view %ws[%c0][] : memref<8192xi8> to memref<1024xf32>
   %y = memref.view %ws[%c0][] : memref<8192xi8> to memref<1024xf32>
-  %h = memref.view %ws[%c0][] : memref<8192xi8> to memref<1024xbf16>
+  %h = memref.view %ws[%c4096][] : memref<8192xi8> to memref<1024xbf16>
   %n = arith.muli %B, %T : index
   scf.parallel (%i) = (%c0) to (%n) step (%c1) {
     %v = memref.load %x[%i] : memref<1024xf32>
@@ -107,6 +115,14 @@ func.func @lap_gen_step(%params: memref<64xi8>, %ws: memref<8192xi8>,
   } {lapk.grain = 512 : i64}
   scf.parallel (%i) = (%c0) to (%n) step (%c1) {
     memref.store %zero, %y[%i] : memref<1024xf32>
+    scf.reduce
+  } {lapk.grain = 512 : i64}
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %v = memref.load %h[%i] : memref<1024xbf16>
+    %b = arith.bitcast %v : bf16 to i16
+    %d = arith.divui %b, %b : i16
+    %w = arith.uitofp %d : i16 to f32
+    memref.store %w, %x[%i] : memref<1024xf32>
     scf.reduce
   } {lapk.grain = 512 : i64}
   return

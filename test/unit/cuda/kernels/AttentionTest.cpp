@@ -472,6 +472,7 @@ TEST(CudaAttention, Bf16OnMmaSyncBesideHopper) {
   REQUIRE_GPU();
   if (!lap::cuda::hopperKernels())
     GTEST_SKIP() << "Bf16OnTensorCores ran the mma.sync kernels here";
+  // hopperKernels() held above, so they were allowed.
   struct MmaSync {
     MmaSync() { lap::cuda::allowHopperKernels(false); }
     ~MmaSync() { lap::cuda::allowHopperKernels(true); }
