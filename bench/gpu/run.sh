@@ -12,8 +12,8 @@
 # step's time goes). --paper-models also times the paper's models,
 # specs/gpt2_561m_5L.yaml and specs/vit_b_deit3_12L.yaml, in bf16 and in
 # fp32 (give it a few more minutes); --quick runs the
-# tests, lap's bf16 attention at sequences of 4096 and the kernel profile
-# alone.
+# tests, lap's bf16 attention at sequences of 4096, lap's bf16 GPT-2 124M
+# step and the kernel profile alone.
 #
 # Everything the run writes goes to build/gpu-results; $OUT (or
 # build/gpu-results-out) gets two files, refreshed after every stage so
@@ -149,6 +149,22 @@ if [[ $quick ]]; then
     2>"$work/attention.lap.err" || tail -3 "$work/attention.lap.err" | summarise
   python3 bench/gpu/attention_table.py "$work/attention.lap.jsonl" \
     /dev/null | summarise
+  # lap's bf16 GPT-2 124M step alone (PyTorch's are in RESULTS.md).
+  timed 60 "${lap[@]}" "$pre/bin/lap-gpu-step-bench" \
+    "$pre/models/gpt2-124m-bf16-model.cuda.so" --batch 16 --warmup 3 \
+    --iters 10 >"$work/gpt2-124m-bf16-model.lap.json" \
+    2>"$work/gpt2-124m-bf16-model.lap.err" ||
+    tail -3 "$work/gpt2-124m-bf16-model.lap.err" | summarise
+  python3 - "$work/gpt2-124m-bf16-model.lap.json" <<'PY' | summarise
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except (OSError, ValueError):
+    sys.exit(0)
+print(f"gpt2-124m-bf16-model, 16 x 1024: {r['ms_per_step']['median']:.2f} ms "
+      f"a step ({r['ms_per_step_without_graph']['median']:.2f} without the "
+      f"graph), {r['tflops']:.1f} TFLOP/s, MFU {r['fraction_of_bf16_gemm']:.3f}")
+PY
   save
   profile_kernels
   say "run.sh --quick: done in $SECONDS s"
