@@ -19,6 +19,12 @@ llvm_config.add_tool_substitutions(["lapc", "lap-opt", "lapc-run", "lap-comm-tes
                                    "lap-data-parallel-tests"],
                                   [config.lap_tools_dir])
 
+# MLIR's runtime for tests that run code with mlir-cpu-runner.
+config.substitutions.append(
+    ("%mlir_c_runner_utils",
+     os.path.join(os.path.dirname(config.llvm_tools_dir), "lib",
+                  "libmlir_c_runner_utils.so")))
+
 # Tests that build CUDA libraries need the toolkit (ptxas, the CUDA
 # libraries); those that only print GPU code run everywhere.
 if config.lap_have_cuda:

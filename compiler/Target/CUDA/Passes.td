@@ -12,8 +12,9 @@ def LapkToCUDA : Pass<"lapk-to-cuda", "::mlir::ModuleOp"> {
 
     - each `scf.parallel` is outlined into a kernel, `gpu.func
       @lap_gen_f_loop_N(values..., n) kernel` in `gpu.module @lap_kernels`,
-      one thread per iteration (iterations past n do nothing), or one warp
-      or one block per iteration where the iteration walks a row
+      one thread per iteration (iterations past n do nothing), several
+      for an elementwise loop (ThreadIterations.h), or one warp or one
+      block per iteration where the iteration walks a row
       (IterationLanes.h); the host enqueues it on the call's stream
       through `lap_cuda_launch(name, n, lanes, frame, slots)`, the values
       it uses in an on-stack frame of 8-byte slots, as kernel parameters. What the kernel form does with memory
@@ -53,6 +54,25 @@ def LapEmbedGpuBinary : Pass<"lap-embed-gpu-binary", "::mlir::ModuleOp"> {
     architecture it was compiled for ("sm_90", NUL-terminated).
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def LapCudaKernelsOnHost : Pass<"lap-cuda-kernels-on-host", "::mlir::ModuleOp"> {
+  let summary = "For tests: the GPU kernels as host functions that run their grid";
+  let description = [{
+    After `--lapk-to-cuda`, so that tests run the generated kernels on the
+    CPU: each `gpu.func` of `gpu.module @lap_kernels` becomes `func.func`
+    of the same name and parameters and a block count, which runs that
+    many blocks of the runtime's 256 threads (runtime/model/CudaLaunch.cpp)
+    one thread after another. Only kernels whose threads need not run
+    together qualify (no barrier, shuffle or other GPU op than the block
+    and thread indices); another is an error. The host code that launches
+    them (`lap_gen_*`, which calls the runtime) and the GPU module are
+    dropped; a declaration of a kernel's name is replaced by it.
+  }];
+  let dependentDialects = [
+    "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+  ];
 }
 
 #endif // LAP_TARGET_CUDA_PASSES
