@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <random>
@@ -24,6 +25,16 @@
 #include <vector>
 
 namespace lap::test {
+
+/// A linear layer's shape: n rows of `in` features to `out`; its name in a
+/// test's trace.
+struct LinearShape {
+  int64_t n, in, out;
+  std::string name() const {
+    return std::to_string(n) + "x" + std::to_string(in) + "x" +
+           std::to_string(out);
+  }
+};
 
 inline std::vector<float> randomVector(std::mt19937 &rng, size_t n,
                                        float lo = -1.0f, float hi = 1.0f) {

@@ -55,8 +55,19 @@ std::vector<float> rounded(std::vector<float> v) {
   return v;
 }
 
-struct Shape {
-  int64_t n, in, out;
+using Shape = LinearShape;
+
+/// A linear layer's random bf16 tensors (x, w, b, dy, drawn in that order)
+/// and their values.
+struct LayerInputs {
+  LayerInputs(std::mt19937 &rng, Shape s)
+      : x(bf16Vector(randomVector(rng, s.n * s.in))),
+        w(bf16Vector(randomVector(rng, s.out * s.in))),
+        b(bf16Vector(randomVector(rng, s.out))),
+        dy(bf16Vector(randomVector(rng, s.n * s.out))), fx(valuesOf(x)),
+        fw(valuesOf(w)), fb(valuesOf(b)), fdy(valuesOf(dy)) {}
+  std::vector<lap_bf16> x, w, b, dy;
+  std::vector<float> fx, fw, fb, fdy;
 };
 
 // Large enough for oneDNN's blocked paths and the parallel rounding.
@@ -150,8 +161,7 @@ TEST(MatmulBf16, OperandRoundsEveryElementAsRoundDoes) {
 TEST(MatmulBf16, LinearMultipliesOperandsRoundedToBf16) {
   std::mt19937 rng(11);
   for (Shape s : kShapes) {
-    SCOPED_TRACE(std::to_string(s.n) + "x" + std::to_string(s.in) + "x" +
-                 std::to_string(s.out));
+    SCOPED_TRACE(s.name());
     auto x = randomVector(rng, s.n * s.in), w = randomVector(rng, s.out * s.in),
          b = randomVector(rng, s.out), dy = randomVector(rng, s.n * s.out);
     auto rx = rounded(x), rw = rounded(w), rdy = rounded(dy);
@@ -188,14 +198,8 @@ TEST(MatmulBf16, LinearMultipliesOperandsRoundedToBf16) {
 TEST(MatmulBf16, Bf16ModelLinearKernelsRoundTheFp32Results) {
   std::mt19937 rng(13);
   for (Shape s : kShapes) {
-    SCOPED_TRACE(std::to_string(s.n) + "x" + std::to_string(s.in) + "x" +
-                 std::to_string(s.out));
-    auto x = bf16Vector(randomVector(rng, s.n * s.in)),
-         w = bf16Vector(randomVector(rng, s.out * s.in)),
-         b = bf16Vector(randomVector(rng, s.out)),
-         dy = bf16Vector(randomVector(rng, s.n * s.out));
-    auto fx = valuesOf(x), fw = valuesOf(w), fb = valuesOf(b),
-         fdy = valuesOf(dy);
+    SCOPED_TRACE(s.name());
+    auto [x, w, b, dy, fx, fw, fb, fdy] = LayerInputs(rng, s);
 
     std::vector<lap_bf16> y(s.n * s.out, 0xffff);
     auto want = nanVector(s.n * s.out);
@@ -231,14 +235,8 @@ TEST(MatmulBf16, Bf16ModelGeluKernelsRoundTheFp32Results) {
   std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
   shapes.insert(shapes.end(), {{0, 4, 3}, {6, 0, 5}, {6, 5, 0}});
   for (Shape s : shapes) {
-    SCOPED_TRACE(std::to_string(s.n) + "x" + std::to_string(s.in) + "x" +
-                 std::to_string(s.out));
-    auto x = bf16Vector(randomVector(rng, s.n * s.in)),
-         w = bf16Vector(randomVector(rng, s.out * s.in)),
-         b = bf16Vector(randomVector(rng, s.out)),
-         dy = bf16Vector(randomVector(rng, s.n * s.out));
-    auto fx = valuesOf(x), fw = valuesOf(w), fb = valuesOf(b),
-         fdy = valuesOf(dy);
+    SCOPED_TRACE(s.name());
+    auto [x, w, b, dy, fx, fw, fb, fdy] = LayerInputs(rng, s);
 
     std::vector<lap_bf16> y(s.n * s.out, 0xffff), pre(y.size(), 0xffff),
         alone(y.size(), 0xffff);
@@ -376,8 +374,7 @@ TEST(MatmulBf16, DiffersFromFp32ByBf16Rounding) {
 TEST(MatmulBf16, GeluLinearKernelsMultiplyOperandsRoundedToBf16) {
   std::mt19937 rng(13);
   for (Shape s : kShapes) {
-    SCOPED_TRACE(std::to_string(s.n) + "x" + std::to_string(s.in) + "x" +
-                 std::to_string(s.out));
+    SCOPED_TRACE(s.name());
     auto x = randomVector(rng, s.n * s.in), w = randomVector(rng, s.out * s.in),
          b = randomVector(rng, s.out);
     auto rx = rounded(x), rw = rounded(w);

@@ -28,9 +28,7 @@ namespace {
 using namespace lap::test;
 using lap::cuda::CudaDevice;
 
-struct Shape {
-  int64_t n, in, out;
-};
+using Shape = LinearShape;
 
 // Widths that are and are not multiples of 8 (cuBLASLt takes an auxiliary
 // matrix only of the former), a single element, and K = 0.
@@ -44,8 +42,7 @@ DeviceBuffer<lap_bf16> unset(size_t size) {
 TEST(EmulatedGeluEpilogues, Bf16ForwardRoundsTheFp32Kernel) {
   std::mt19937 rng(21);
   for (Shape s : kShapes) {
-    SCOPED_TRACE(std::to_string(s.n) + "x" + std::to_string(s.in) + "x" +
-                 std::to_string(s.out));
+    SCOPED_TRACE(s.name());
     auto x = bf16Vector(randomVector(rng, s.n * s.in)),
          w = bf16Vector(randomVector(rng, s.out * s.in)),
          b = bf16Vector(randomVector(rng, s.out, -2.0f, 2.0f));
@@ -75,8 +72,7 @@ TEST(EmulatedGeluEpilogues, Bf16BackwardRoundsTheFp32Kernel) {
   std::mt19937 rng(22);
   // `in` is the GELU's width (the GEMM's columns), `out` the GEMM's K.
   for (Shape s : kShapes) {
-    SCOPED_TRACE(std::to_string(s.n) + "x" + std::to_string(s.in) + "x" +
-                 std::to_string(s.out));
+    SCOPED_TRACE(s.name());
     auto pre = bf16Vector(randomVector(rng, s.n * s.in, -3.0f, 3.0f)),
          w = bf16Vector(randomVector(rng, s.out * s.in)),
          dy = bf16Vector(randomVector(rng, s.n * s.out));

@@ -50,9 +50,7 @@ protected:
   }
 };
 
-struct Shape {
-  int64_t n, in, out;
-};
+using Shape = LinearShape;
 
 // K = in = 0 makes y the bias alone (the GEMM's K = 0 path).
 const Shape kShapes[] = {{5, 7, 3},      {1, 1, 1},       {37, 45, 29},
@@ -301,8 +299,7 @@ TEST(CudaLinearBf16, GeluMatchesCpu) {
   const Shape shapes[] = {{5, 7, 3},      {37, 45, 29}, {64, 48, 40},
                           {300, 96, 128}, {6, 0, 8},    {6, 8, 0}};
   for (Shape s : shapes) {
-    SCOPED_TRACE(std::to_string(s.n) + "x" + std::to_string(s.in) + "x" +
-                 std::to_string(s.out));
+    SCOPED_TRACE(s.name());
     auto x = bf16Vector(randomVector(rng, s.n * s.in)),
          w = bf16Vector(randomVector(rng, s.out * s.in)),
          b = bf16Vector(randomVector(rng, s.out, -2.0f, 2.0f)),
