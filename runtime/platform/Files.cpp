@@ -122,36 +122,53 @@ std::string fileContentHash(const std::string &path) {
   return hashText(XXH3_64bits_digest(state.get()));
 }
 
-void writeFileAtomically(const std::string &path, const std::string &contents) {
+std::string writeFileAtomically(const std::string &path,
+                                std::string_view contents, std::nothrow_t) {
   std::string tmp = path + ".tmp.XXXXXX";
   int fd = ::mkstemp(tmp.data());
   if (fd < 0)
-    refuse(path, std::string("cannot create a temporary file beside it: ") +
-                     std::strerror(errno));
+    return std::string("cannot create a temporary file beside it: ") +
+           std::strerror(errno);
   auto failed = [&](const char *what) {
     int err = errno;
-    ::close(fd);
+    if (fd >= 0)
+      ::close(fd);
     ::unlink(tmp.c_str());
-    refuse(path, std::string(what) + ": " + std::strerror(err));
+    return std::string(what) + ": " + std::strerror(err);
   };
   if (!writeAll(fd, contents.data(), contents.size()))
-    failed("write failed");
+    return failed("write failed");
   if (::fchmod(fd, 0644) != 0)
-    failed("cannot set its permissions");
+    return failed("cannot set its permissions");
   if (::fsync(fd) != 0)
-    failed("fsync failed");
-  if (::close(fd) != 0) {
-    fd = -1;
-    int err = errno;
-    ::unlink(tmp.c_str());
-    refuse(path, std::string("close failed: ") + std::strerror(err));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    refuse(path,
-           std::string("cannot rename into place: ") + std::strerror(err));
-  }
+    return failed("fsync failed");
+  int closed = ::close(fd);
+  fd = -1;
+  if (closed != 0)
+    return failed("close failed");
+  // rename replaces a link at `path` itself, not the file it points to.
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    return failed("cannot rename into place");
+  return "";
+}
+
+void writeFileAtomically(const std::string &path, std::string_view contents) {
+  if (std::string why = writeFileAtomically(path, contents, std::nothrow);
+      !why.empty())
+    refuse(path, why);
+}
+
+int openForWriting(const std::string &path, int flags, unsigned mode) {
+  int fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd >= 0)
+    return fd;
+  int err = errno;
+  struct stat info;
+  if (err == ELOOP && ::lstat(path.c_str(), &info) == 0 &&
+      S_ISLNK(info.st_mode))
+    refuse(path, "is a symbolic link; lap does not write through links "
+                 "(remove it, or choose another path)");
+  refuse(path, std::string("cannot open for writing: ") + std::strerror(err));
 }
 
 } // namespace lap::platform

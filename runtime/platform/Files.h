@@ -12,7 +12,9 @@
 
 #include <cstdint>
 #include <fstream>
+#include <new>
 #include <string>
+#include <string_view>
 
 namespace lap::platform {
 
@@ -44,8 +46,19 @@ std::string fileContentHash(const std::string &path);
 
 /// Replaces `path` with `contents` all at once: written to a temporary file
 /// beside it, fsynced, and renamed over it, so a reader (or a crash) sees
-/// the old file or the new one, never a part. Throws naming the file.
-void writeFileAtomically(const std::string &path, const std::string &contents);
+/// the old file or the new one, never a part, and a symbolic link at `path`
+/// is replaced, never followed. Throws naming the file.
+void writeFileAtomically(const std::string &path, std::string_view contents);
+/// The same for code built without exceptions: "" when written, else what
+/// failed with the OS's reason ("write failed: No space left on device").
+std::string writeFileAtomically(const std::string &path,
+                                std::string_view contents, std::nothrow_t);
+
+/// `path` opened with `flags` (O_WRONLY or O_RDWR, with O_CREAT, O_APPEND,
+/// O_TRUNC as needed), never through a symbolic link at its last component
+/// (O_NOFOLLOW): files a run appends to or locks in place. Throws naming
+/// the file and what it is when it cannot be opened.
+int openForWriting(const std::string &path, int flags, unsigned mode = 0644);
 
 } // namespace lap::platform
 
