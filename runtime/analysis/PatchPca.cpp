@@ -2,9 +2,9 @@
 
 #include "runtime/analysis/PatchPca.h"
 #include "runtime/analysis/InputChecks.h"
+#include "runtime/analysis/Plot.h"
 
 #include <lapacke.h>
-#include <png.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -269,26 +269,5 @@ void lap::analysis::writePcaPictures(
         }
     }
 
-  const std::string tmp = path + ".tmp";
-  std::FILE *f = std::fopen(tmp.c_str(), "wb");
-  if (!f)
-    fail(tmp + ": " + std::strerror(errno));
-  png_image image;
-  std::memset(&image, 0, sizeof image);
-  image.version = PNG_IMAGE_VERSION;
-  image.width = png_uint_32(layout.width);
-  image.height = png_uint_32(layout.height);
-  image.format = PNG_FORMAT_RGB;
-  bool ok = png_image_write_to_stdio(&image, f, 0, pixels.data(), 0, nullptr);
-  std::string why = ok ? "" : image.message;
-  png_image_free(&image);
-  if (std::fclose(f) != 0 && ok)
-    ok = false, why = std::strerror(errno);
-  if (ok && std::rename(tmp.c_str(), path.c_str()) != 0)
-    ok = false,
-    why = std::string("renaming ") + tmp + ": " + std::strerror(errno);
-  if (!ok) {
-    std::remove(tmp.c_str());
-    fail(why);
-  }
+  writeRgbPng(path, pixels.data(), int(layout.width), int(layout.height));
 }

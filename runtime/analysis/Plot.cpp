@@ -1,6 +1,7 @@
 //===- Plot.cpp - Line plots written as PNG files ---------------*- C++ -*-===//
 
 #include "runtime/analysis/Plot.h"
+#include "runtime/platform/Files.h"
 
 #include <png.h>
 
@@ -188,6 +189,29 @@ PlotArea lap::analysis::plotArea(const std::vector<Series> &series,
           options.width - 16 - legend, options.height - 44};
 }
 
+void lap::analysis::writeRgbPng(const std::string &path, const uint8_t *rgb,
+                                int width, int height) {
+  png_image image;
+  std::memset(&image, 0, sizeof image);
+  image.version = PNG_IMAGE_VERSION;
+  image.width = png_uint_32(width);
+  image.height = png_uint_32(height);
+  image.format = PNG_FORMAT_RGB;
+  png_alloc_size_t bytes = 0;
+  // The first call measures, the second encodes.
+  bool ok = png_image_write_to_memory(&image, nullptr, &bytes, 0, rgb, 0,
+                                      nullptr);
+  std::string png(ok ? bytes : 0, '\0');
+  ok = ok && png_image_write_to_memory(&image, png.data(), &bytes, 0, rgb, 0,
+                                       nullptr);
+  std::string why = ok ? "" : image.message;
+  png_image_free(&image);
+  if (!ok)
+    throw std::runtime_error(path + ": cannot encode the PNG: " + why);
+  png.resize(bytes);
+  platform::writeFileAtomically(path, png);
+}
+
 void lap::analysis::writeLinePlot(const std::string &path,
                                   const std::vector<Series> &series,
                                   const PlotOptions &options) {
@@ -284,20 +308,5 @@ void lap::analysis::writeLinePlot(const std::string &path,
     ly += kCharH + 6;
   }
 
-  std::FILE *f = std::fopen(path.c_str(), "wb");
-  if (!f)
-    fail(std::strerror(errno));
-  png_image image;
-  std::memset(&image, 0, sizeof image);
-  image.version = PNG_IMAGE_VERSION;
-  image.width = options.width;
-  image.height = options.height;
-  image.format = PNG_FORMAT_RGB;
-  bool ok = png_image_write_to_stdio(&image, f, 0, c.pixels.data(), 0, nullptr);
-  std::string why = ok ? "" : image.message;
-  png_image_free(&image);
-  if (std::fclose(f) != 0 && ok)
-    ok = false, why = std::strerror(errno);
-  if (!ok)
-    fail(why);
+  writeRgbPng(path, c.pixels.data(), options.width, options.height);
 }

@@ -55,6 +55,12 @@ std::vector<double> niceTicks(double lo, double hi, int maxTicks);
 PlotArea plotArea(const std::vector<Series> &series,
                   const PlotOptions &options);
 
+/// Writes `width` x `height` RGB pixels (rows top to bottom) as a PNG at
+/// `path`, all at once (platform::writeFileAtomically: a link there is
+/// replaced, not followed). Throws "PATH: why".
+void writeRgbPng(const std::string &path, const uint8_t *rgb, int width,
+                 int height);
+
 /// Writes `series` as an RGB PNG at `path`. Throws on empty input, x/y
 /// size mismatches, no finite point, a too small image, or I/O errors.
 void writeLinePlot(const std::string &path, const std::vector<Series> &series,

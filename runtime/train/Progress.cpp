@@ -57,10 +57,8 @@ Progress::Progress(int64_t total, int64_t startStep,
       metricsPath(metricsPath), began(std::chrono::steady_clock::now()) {
   if (metricsPath.empty())
     return;
-  metrics = ::open(metricsPath.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC,
-                   0644);
-  if (metrics < 0)
-    failed(metricsPath, "cannot open for writing");
+  metrics = lap::platform::openForWriting(metricsPath,
+                                         O_RDWR | O_CREAT | O_APPEND);
   struct stat info;
   if (::fstat(metrics, &info) != 0)
     failed(metricsPath, "cannot stat", metrics);

@@ -1,6 +1,7 @@
 //===- RunLock.cpp - One trainer per run directory --------------*- C++ -*-===//
 
 #include "runtime/train/RunLock.h"
+#include "runtime/platform/Files.h"
 
 #include <cerrno>
 #include <cstring>
@@ -15,10 +16,7 @@ using namespace lap::train;
 
 RunLock::RunLock(const std::string &runDir) {
   std::string path = runDir + "/.lock";
-  fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw std::runtime_error(path + ": cannot open the run directory's lock: " +
-                             std::strerror(errno));
+  fd = lap::platform::openForWriting(path, O_RDWR | O_CREAT);
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     int error = errno;
     char holder[32] = {};
@@ -34,8 +32,10 @@ RunLock::RunLock(const std::string &runDir) {
     throw std::runtime_error(
         runDir + ": another trainer" +
         (pid.empty() ? std::string() : " (pid " + pid + ")") +
-        " is using this run directory; wait for it, stop it, or give another "
-        "--run-dir");
+        " is using this run directory; wait for it, stop it (" +
+        (pid.empty() ? std::string("SIGTERM") : "kill " + pid) +
+        ": it writes a checkpoint and exits, and --resume goes on from "
+        "there), or give another --run-dir");
   }
   std::string pid = std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd, 0) != 0 ||

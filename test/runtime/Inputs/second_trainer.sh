@@ -8,7 +8,7 @@ tool=$1 model=$2 run=$3
 . "$(dirname "$0")/background_run.sh"
 start_run "$tool" "$model" "$run" "$run.first.log"
 "$tool" train "$model" --run-dir "$run" --steps 300 --log-every 1 --eval-every 1000 --resume 2>&1 |
-  sed "s/(pid $pid)/(pid FIRST)/"
+  sed "s/$pid/FIRST/g"
 echo "second exit ${PIPESTATUS[0]}"
 kill -TERM "$pid"
 wait "$pid"

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,7 @@
 #include <random>
 #include <stdexcept>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -381,16 +383,55 @@ TEST_F(PcaPictureTest, WritesRowsAloneAndReplacesAnOldFile) {
             bytes(&rows[1].rgb[((1 * kGrid + 3) * kGrid + 2) * 3]));
 }
 
+/// Files this process writes may grow to `bytes` while it lives; a write
+/// beyond fails with EFBIG (SIGXFSZ ignored) as on a full disk.
+class FileSizeLimit {
+public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    getrlimit(RLIMIT_FSIZE, &before);
+    previous = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit limit = before;
+    limit.rlim_cur = bytes;
+    setrlimit(RLIMIT_FSIZE, &limit);
+  }
+  ~FileSizeLimit() {
+    setrlimit(RLIMIT_FSIZE, &before);
+    std::signal(SIGXFSZ, previous);
+  }
+
+private:
+  rlimit before;
+  void (*previous)(int);
+};
+
 TEST_F(PcaPictureTest, FailedWriteKeepsTheOldFile) {
   std::string path = (dir / "pca.png").string();
   std::ofstream(path) << "old";
-  fs::create_directories(path + ".tmp");
-  expectThrowsNaming([&] { writePcaPictures(path, twoRows(), nullptr, 2); },
-                     path + ".tmp");
+  {
+    FileSizeLimit limit(16);
+    expectThrowsNaming([&] { writePcaPictures(path, twoRows(), nullptr, 2); },
+                       path);
+  }
   std::ifstream in(path);
   std::string content;
   in >> content;
   EXPECT_EQ(content, "old");
+  // No partial file is left beside it.
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), {}), 1);
+}
+
+TEST_F(PcaPictureTest, ALinkIsReplacedNotWrittenThrough) {
+  std::string path = (dir / "pca.png").string(),
+              victim = (dir / "victim").string();
+  std::ofstream(victim) << "precious";
+  fs::create_symlink(victim, path);
+  writePcaPictures(path, twoRows(), nullptr, 1);
+  std::ifstream in(victim);
+  std::string content;
+  in >> content;
+  EXPECT_EQ(content, "precious");
+  EXPECT_FALSE(fs::is_symlink(path));
+  EXPECT_EQ(readPng(path).width, pcaLayout(2, kImages, kGrid, false, 1).width);
 }
 
 TEST_F(PcaPictureTest, RefusesBadInputNamingThePath) {
