@@ -16,6 +16,8 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
@@ -53,16 +55,95 @@ std::unique_ptr<llvm::MCSubtargetInfo> subtarget(StringRef cpu,
       target->createMCSubtargetInfo(triple, cpu, features));
 }
 
-/// Runs `program` with `args`; false (and a message) when it fails.
-bool run(StringRef program, ArrayRef<StringRef> args) {
+/// The size of the file `path`; 0 when it has none.
+uint64_t fileBytes(const Twine &path) {
+  uint64_t bytes = 0;
+  return llvm::sys::fs::file_size(path, bytes) ? 0 : bytes;
+}
+
+/// Every failure to put the library where it was asked for says so.
+LogicalResult cannotWrite(StringRef path, const Twine &why) {
+  llvm::errs() << "lapc: error: cannot write " << path << ": " << why << "\n";
+  return failure();
+}
+
+/// Closes `os`, a file lapc wrote, naming it when a write failed.
+LogicalResult closeWritten(llvm::raw_fd_ostream &os, StringRef path) {
+  os.close();
+  if (!os.has_error())
+    return success();
+  std::error_code error = os.error();
+  os.clear_error();
+  return cannotWrite(path, error.message());
+}
+
+/// The OS's reason in the linker's messages when it could not write its
+/// output ("No space left on device"), else "".
+std::string outputFailure(StringRef messages) {
+  for (StringRef marker :
+       {"IO failure on output stream: ", "failed to write output '",
+        "cannot open output file "}) {
+    size_t at = messages.find(marker);
+    if (at == StringRef::npos)
+      continue;
+    StringRef rest = messages.substr(at + marker.size());
+    rest = rest.take_until([](char c) { return c == '\n'; });
+    if (!marker.ends_with(": ")) // after the file's name
+      rest = rest.split(": ").second;
+    return rest.trim().str();
+  }
+  return "";
+}
+
+/// The linker's messages without a crash report's stack dump.
+std::string withoutStackDump(StringRef messages) {
+  std::string kept;
+  SmallVector<StringRef> lines;
+  messages.split(lines, '\n', -1, /*KeepEmpty=*/false);
+  for (StringRef line : lines) {
+    StringRef t = line.ltrim();
+    if (t.starts_with("#") || t.starts_with("Stack dump:") ||
+        t.starts_with("PLEASE submit") || t.starts_with("0.\tProgram"))
+      continue;
+    kept += line.str() + "\n";
+  }
+  return kept;
+}
+
+/// Runs the linker driver `program` with `args`, its output kept apart; on
+/// failure a message that names `output` and, when the library could not be
+/// written (the linker says why, or fewer than `needed` bytes are free in
+/// `outputDir`), the OS's reason rather than the linker's messages.
+LogicalResult runLinker(StringRef program, ArrayRef<StringRef> args,
+                        StringRef output, StringRef outputDir,
+                        uint64_t needed) {
+  llvm::SmallString<128> log;
+  if (llvm::sys::fs::createTemporaryFile("lap-link", "log", log))
+    return cannotWrite(output, "cannot create a temporary file");
+  llvm::FileRemover removeLog(log);
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
+                                          StringRef(log)};
   std::string error;
-  int rc =
-      llvm::sys::ExecuteAndWait(program, args, std::nullopt, {}, 0, 0, &error);
-  if (rc == 0)
-    return true;
-  llvm::errs() << "lapc: linking failed (" << program << " exit " << rc << ")"
-               << (error.empty() ? "" : ": " + error) << "\n";
-  return false;
+  int rc = llvm::sys::ExecuteAndWait(program, args, std::nullopt, redirects, 0,
+                                     0, &error);
+  std::string messages;
+  if (auto text = llvm::MemoryBuffer::getFile(log))
+    messages = (*text)->getBuffer().str();
+  if (rc == 0) {
+    llvm::errs() << messages; // warnings, if any
+    return success();
+  }
+  std::string reason = outputFailure(messages);
+  auto space = llvm::sys::fs::disk_space(outputDir);
+  if (reason.empty() && space && space->available < needed)
+    reason = "No space left on device";
+  if (!reason.empty())
+    return cannotWrite(output, reason);
+  llvm::errs() << "lapc: error: linking " << output << " failed (" << program
+               << (rc < 0 ? " did not finish" : " exit " + std::to_string(rc))
+               << (error.empty() ? "" : ": " + error) << ")\n"
+               << withoutStackDump(messages);
+  return failure();
 }
 
 } // namespace
@@ -219,11 +300,18 @@ LogicalResult lap::linkModelLibrary(llvm::Module &module,
   {
     std::error_code ec;
     llvm::raw_fd_ostream os(object, ec);
-    if (ec || failed(emitObject(module, target, os)))
+    if (ec)
+      return cannotWrite(object, ec.message());
+    if (failed(emitObject(module, target, os)) ||
+        failed(closeWritten(os, object)))
       return failure();
     llvm::raw_fd_ostream map(exports, ec);
+    if (ec)
+      return cannotWrite(exports, ec.message());
     // Only the ABI is exported: kernels and generated code stay private.
     map << "{ global: lap_model_*; local: *; };\n";
+    if (failed(closeWritten(map, exports)))
+      return failure();
   }
   auto driver = llvm::sys::findProgramByName(LAP_LINK_DRIVER);
   if (!driver) {
@@ -231,12 +319,38 @@ LogicalResult lap::linkModelLibrary(llvm::Module &module,
                  << " is not installed\n";
     return failure();
   }
+
+  // The library is linked beside `outputPath` and renamed over it: a failed
+  // link leaves the file that was there, and a symbolic link there is
+  // replaced, never written through.
+  llvm::SmallString<256> outputDir(outputPath);
+  llvm::sys::path::remove_filename(outputDir);
+  if (outputDir.empty())
+    outputDir = ".";
+  // At most the object and the runtime's archives end up in the library.
+  uint64_t needed = fileBytes(object) + fileBytes(entry) + fileBytes(kernels);
+  if (auto space = llvm::sys::fs::disk_space(outputDir);
+      space && space->available < needed)
+    return cannotWrite(
+        outputPath,
+        llvm::formatv("No space left on device (the library needs up to {0} "
+                      "MiB; {1} has {2} MiB free)",
+                      (needed + (1 << 20) - 1) >> 20, outputDir,
+                      space->available >> 20));
+  llvm::SmallString<256> partial;
+  if (std::error_code ec = llvm::sys::fs::createUniqueFile(
+          outputPath + ".lapc-%%%%%%", partial))
+    return cannotWrite(outputPath, ec.message());
+  llvm::FileRemover removePartial(partial);
   std::string versionScript = ("-Wl,--version-script=" + exports).str();
+  // lld writes through a memory map unless told otherwise, and a full disk
+  // then kills it with SIGBUS instead of an error.
   SmallVector<StringRef> args = {*driver,
                                  "-shared",
                                  "-fuse-ld=lld",
+                                 "-Wl,--no-mmap-output-file",
                                  "-o",
-                                 outputPath,
+                                 partial,
                                  object,
                                  "-Wl,--whole-archive",
                                  entry,
@@ -245,5 +359,10 @@ LogicalResult lap::linkModelLibrary(llvm::Module &module,
   for (const std::string &flag : libraries.system)
     args.push_back(flag);
   args.append({"-Wl,-z,defs", "-Wl,--as-needed", versionScript});
-  return success(run(*driver, args));
+  if (failed(runLinker(*driver, args, outputPath, outputDir, needed)))
+    return failure();
+  if (std::error_code ec = llvm::sys::fs::rename(partial, outputPath))
+    return cannotWrite(outputPath, ec.message());
+  removePartial.releaseFile();
+  return success();
 }

@@ -29,6 +29,7 @@
 #include "dsl/SpecPrinter.h"
 #include "dsl/Suggest.h"
 #include "dsl/YamlTree.h"
+#include "runtime/platform/Files.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -36,7 +37,6 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -46,7 +46,6 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/ToolOutputFile.h"
 
 using namespace llvm;
 
@@ -222,6 +221,22 @@ bool setCodegenOptions(const lap::dsl::Spec &spec,
   return true;
 }
 
+/// Writes `text` to `path` ("-": stdout) all at once, replacing a link
+/// there rather than writing through it; a failure names the file and the
+/// OS's reason.
+ExitCode writeOutput(const std::string &path, const std::string &text) {
+  if (path == "-") {
+    outs() << text;
+    return Success;
+  }
+  std::string why =
+      lap::platform::writeFileAtomically(path, text, std::nothrow);
+  if (why.empty())
+    return Success;
+  errs() << "lapc: error: cannot write " << path << ": " << why << "\n";
+  return InternalError;
+}
+
 /// --emit=sweep: every variant's resolved spec, to stdout as YAML documents,
 /// or with -o DIR as DIR/<variant>.yaml and an index, DIR/sweep.json.
 ExitCode emitSweep(const std::vector<lap::dsl::SpecVariant> &variants) {
@@ -243,22 +258,14 @@ ExitCode emitSweep(const std::vector<lap::dsl::SpecVariant> &variants) {
     return BadInput;
   }
   auto write = [](const std::string &path, const std::string &text) {
-    std::string error;
-    auto out = mlir::openOutputFile(path, &error);
-    if (!out) {
-      errs() << "lapc: " << error << "\n";
-      return false;
-    }
-    out->os() << text;
-    out->keep();
-    return true;
+    return writeOutput(path, text) == Success;
   };
   json::Array index;
   for (const lap::dsl::SpecVariant &v : variants) {
     std::string file = v.name + ".yaml";
     if (!write(outputFilename + "/" + file,
                "# " + valuesOf(v) + "\n" + lap::dsl::printSpec(v.spec)))
-      return BadInput;
+      return InternalError;
     json::Object values;
     json::Array axes;
     for (const auto &[axis, value] : v.values) {
@@ -273,7 +280,7 @@ ExitCode emitSweep(const std::vector<lap::dsl::SpecVariant> &variants) {
   std::string text = formatv(
       "{0:2}", json::Value(json::Object{{"variants", std::move(index)}}));
   if (!write(outputFilename + "/sweep.json", text + "\n"))
-    return BadInput;
+    return InternalError;
   outs() << "wrote " << variants.size() << " variants and sweep.json to "
          << outputFilename << "\n";
   return Success;
@@ -282,8 +289,8 @@ ExitCode emitSweep(const std::vector<lap::dsl::SpecVariant> &variants) {
 /// Builds the IR for `spec`, runs the passes the requested stage needs and
 /// prints the stage (or, for .so, writes the library).
 ExitCode emitModule(const lap::dsl::Spec &spec, const lap::Target &target,
-                    mlir::MLIRContext &context, llvm::ToolOutputFile &output,
-                    const char *argv0) {
+                    mlir::MLIRContext &context, raw_ostream &os,
+                    const std::string &outputPath, const char *argv0) {
   mlir::OwningOpRef<mlir::ModuleOp> module = lap::buildForward(spec, context);
   if (!module)
     return BadInput;
@@ -291,7 +298,6 @@ ExitCode emitModule(const lap::dsl::Spec &spec, const lap::Target &target,
     errs() << "lapc: internal error: the front end built invalid IR\n";
     return InternalError;
   }
-  raw_ostream &os = output.os();
   if (emitAction == Emit::MLIR) {
     module->print(os);
     return Success;
@@ -384,12 +390,11 @@ ExitCode emitModule(const lap::dsl::Spec &spec, const lap::Target &target,
     llvmModule->print(os, nullptr);
     return Success;
   }
-  if (output.getFilename() == "-") {
+  if (outputPath == "-") {
     errs() << "lapc: a model library needs an output file: -o model.so\n";
     return BadInput;
   }
-  return mlir::succeeded(
-             target.link(*llvmModule, output.getFilename().str(), argv0))
+  return mlir::succeeded(target.link(*llvmModule, outputPath, argv0))
              ? Success
              : InternalError;
 }
@@ -501,22 +506,15 @@ int main(int argc, char **argv) {
   if (emitAction.getNumOccurrences() == 0 &&
       StringRef(outputFilename).ends_with(".so"))
     emitAction = Emit::SO;
-  std::string error;
-  auto output = mlir::openOutputFile(outputFilename, &error);
-  if (!output) {
-    errs() << "lapc: " << error << "\n";
-    return BadInput;
-  }
-  switch (emitAction) {
-  case Emit::Spec:
-    output->os() << lap::dsl::printSpec(*spec);
-    break;
-  default:
-    if (ExitCode code = emitModule(*spec, *target, context, *output, argv[0]);
-        code != Success)
-      return code;
-    break;
-  }
-  output->keep();
-  return Success;
+  if (emitAction == Emit::Spec)
+    return writeOutput(outputFilename, lap::dsl::printSpec(*spec));
+  // A stage is printed to memory and written once it is whole; a library
+  // is linked into place (linkModelLibrary).
+  std::string text;
+  raw_string_ostream os(text);
+  if (ExitCode code =
+          emitModule(*spec, *target, context, os, outputFilename, argv[0]);
+      code != Success)
+    return code;
+  return emitAction == Emit::SO ? Success : writeOutput(outputFilename, text);
 }
