@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <optional>
 
 using namespace lap::dsl;
@@ -169,6 +170,12 @@ private:
                                 " must be a finite single-precision number; "
                                 "found " +
                                 v->describe());
+        ok = false;
+      } else if (std::fabs(x) > kMaxHeadCoefficient) {
+        diags.error(v->loc, inQuotes(path) + " is " + v->scalar +
+                                "; a head's coefficients must lie within "
+                                "[-1e4, 1e4] (larger ones overflow single "
+                                "precision in training)");
         ok = false;
       } else {
         (coefficient[0] == 'a' ? kind.alpha : kind.beta) = x;

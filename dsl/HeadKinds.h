@@ -32,6 +32,13 @@ struct HeadKind {
   bool needsSelfAttention() const { return beta != 0 || learnable; }
 };
 
+/// The largest |alpha| or |beta| a defined kind may have. The paper's kinds
+/// stay within 1; a head's output and its gradients grow with the
+/// coefficients, and their squares (clipping's norm) with the squares, so
+/// coefficients near single precision's limit (3.4e38) overflow to inf and
+/// a run trains to a constant loss.
+constexpr double kMaxHeadCoefficient = 1e4;
+
 /// Index into headKinds(); what resolved specs store per head.
 using HeadKindId = unsigned char;
 

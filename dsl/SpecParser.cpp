@@ -18,6 +18,7 @@
 #include "dsl/Suggest.h"
 #include "dsl/Sweep.h"
 #include "dsl/YamlTree.h"
+#include "runtime/platform/FileNames.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -622,6 +623,7 @@ lap::dsl::loadSweep(const std::string &path, Diagnostics &diags) {
     // A bad value fails every variant that has it: report each error once.
     std::set<std::tuple<std::string, unsigned, unsigned, std::string>> told;
     std::set<std::string> names;
+    std::set<const Node *> badNames; // each value that makes one, once
     std::vector<SpecVariant> variants;
     bool ok = true;
     for (const SweepPoint &point : *points) {
@@ -637,7 +639,21 @@ lap::dsl::loadSweep(const std::string &path, Diagnostics &diags) {
       SpecVariant v{variantName(spec->name, point), {}, *spec};
       for (const auto &[axis, value] : point)
         v.values.emplace_back(axis, valueText(*value));
-      if (!names.insert(v.name).second) {
+      if (std::string why = lap::platform::fileNameProblem(v.name);
+          !why.empty()) {
+        // At the first value that brings the fault, else the last value.
+        const Node *at = point.back().second;
+        for (const auto &[axis, value] : point)
+          if (!lap::platform::fileNameProblem("v" + valueText(*value)).empty()) {
+            at = value;
+            break;
+          }
+        if (badNames.insert(at).second)
+          diags.error(at->loc, "the variant name '" + v.name + "' " + why +
+                                   ": it names the variant's files, so the "
+                                   "axis values must make a plain file name");
+        ok = false;
+      } else if (!names.insert(v.name).second) {
         diags.error(point.back().second->loc,
                     "two variants are both named '" + v.name +
                         "': give the axis values that differ distinct text");

@@ -7,6 +7,7 @@
 
 #include "dsl/SpecVerifier.h"
 #include "dsl/Scalars.h"
+#include "runtime/platform/FileNames.h"
 
 #include <cmath>
 #include <initializer_list>
@@ -23,6 +24,7 @@ public:
         diags(diags) {}
 
   void run() {
+    verifyName();
     if (!spec.given("model") || !usable({"model.family"}))
       return;
     verifyShape();
@@ -43,6 +45,18 @@ private:
 
   void error(const std::string &path, std::string message) {
     diags.error(spec.locationOf(path), std::move(message));
+  }
+
+  /// The name becomes file names (a sweep's specs, libraries and runs).
+  void verifyName() {
+    std::string why = lap::platform::fileNameProblem(spec.name);
+    if (why.empty() || !usable({"name"}))
+      return;
+    error(spec.given("name") ? "name" : "",
+          "the spec's name '" + spec.name + "' " + why +
+              ": it names files (a sweep's variants), so it must be a plain "
+              "file name" +
+              (spec.given("name") ? "" : " (here the spec file's; give a name:)"));
   }
 
   void verifyShape() {
@@ -218,6 +232,14 @@ private:
                 std::to_string(d.localCropSize) +
                 " is larger than global_crop_size " +
                 std::to_string(d.globalCropSize));
+    // Each view learns from the global views other than itself: one
+    // global view alone leaves no (teacher, student) pair.
+    if (d.globalCrops == 1 && d.localCrops == 0 &&
+        usable({"train.dino.global_crops", "train.dino.local_crops"}))
+      error(spec.given("train.dino.local_crops") ? "train.dino.local_crops"
+                                                 : "train.dino.global_crops",
+            "one global crop and no local crops leave no (teacher, student) "
+            "pair to learn from: add a global crop or local crops");
     if (d.teacherMomentumEnd < d.teacherMomentum)
       error("train.dino.teacher_momentum_end",
             "teacher momentum rises during training: teacher_momentum_end "
