@@ -20,6 +20,7 @@
 #include "runtime/analysis/Geometry.h"
 #include "runtime/analysis/PatchPca.h"
 #include "runtime/analysis/Plot.h"
+#include "runtime/platform/Csv.h"
 #include "runtime/platform/Files.h"
 #include "runtime/tools/lapc-run/Commands.h"
 #include "runtime/tools/lapc-run/DeviceModel.h"
@@ -323,15 +324,15 @@ void writeOutputs(const std::vector<ModelGeometry> &models,
                         {"classifier_alignment", number(c.classifierAlignment)},
                         {"components_99", number(l.spectral.meanComponents99)},
                         {"spectrum", l.spectral.meanSpectrum}});
-      csv += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", m.name, l.name,
-                         field(v.withinSequence), field(v.betweenSequences),
-                         field(v.betweenClasses), field(v.withinClasses),
-                         field(c.nc1), field(c.etfDistance),
-                         field(c.classifierAlignment),
-                         field(l.spectral.meanComponents99));
+      csv += platform::csvRow(
+          {m.name, l.name, field(v.withinSequence), field(v.betweenSequences),
+           field(v.betweenClasses), field(v.withinClasses), field(c.nc1),
+           field(c.etfDistance), field(c.classifierAlignment),
+           field(l.spectral.meanComponents99)});
       for (size_t i = 0; i < l.spectral.meanSpectrum.size(); ++i)
-        spectrum += fmt::format("{},{},{},{:.6g}\n", m.name, l.name, i + 1,
-                                l.spectral.meanSpectrum[i]);
+        spectrum += platform::csvRow(
+            {m.name, l.name, std::to_string(i + 1),
+             fmt::format("{:.6g}", l.spectral.meanSpectrum[i])});
     }
     nlohmann::json learned = nlohmann::json::array();
     for (const LearnedHead &h : m.learned)

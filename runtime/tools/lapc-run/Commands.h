@@ -76,6 +76,7 @@ struct SweepOptions {
   int64_t steps = 0;    ///< 0: each variant's own
   int64_t stopAt = 0;   ///< stop every variant after this step (a checkpoint)
   int64_t maxBatch = 0; ///< lapc --max-batch; 0: the spec's micro-batch
+  bool retrain = false; ///< replace variants trained otherwise than asked
 };
 /// `lapc-run sweep SPEC --out DIR`: every variant of the spec's sweep,
 /// compiled once per distinct model, trained, tabulated and plotted.

@@ -10,15 +10,26 @@
 //     time with the cores split between them; a variant whose summary says
 //     it finished is skipped, any other continues from its checkpoint, so
 //     running the same command again continues an interrupted sweep;
+//     each run directory records how its variant is trained (sweep.json:
+//     the library's hash, the seed, --steps), and a variant trained
+//     otherwise than the sweep now asks is an error, or with --retrain is
+//     trained again from scratch, so a table never mixes schedules;
 //  4. OUT/results.csv and a printed table give each metric as mean ± std
 //     over the seeds for every combination of the other axes; OUT/plots/
 //     has each metric against each numeric axis and every variant's loss.
+// SIGINT, SIGTERM, SIGHUP and SIGUSR2 to the sweep reach its running
+// variants, which checkpoint and stop; the sweep waits for them and exits
+// with 128 + the signal. A variant's trainer dies with the sweep (SIGTERM
+// when it goes, kill -9 included), so none is left holding its run
+// directory.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dsl/SpecParser.h"
 #include "dsl/SpecPrinter.h"
 #include "runtime/analysis/Plot.h"
+#include "runtime/platform/Csv.h"
+#include "runtime/platform/FileNames.h"
 #include "runtime/platform/Files.h"
 #include "runtime/platform/Hash.h"
 #include "runtime/tools/lapc-run/Commands.h"
@@ -40,6 +51,7 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,10 +80,11 @@ std::string lapcPath() {
   return fs::exists(beside) ? beside.string() : std::string("lapc");
 }
 
-/// Runs `argv`, its output to `log` (empty: ours), with `extra` added to
-/// the environment; returns the pid. Everything the child needs is built
-/// before fork: the parent has threads, so the child only calls
-/// async-signal-safe functions before exec.
+/// Runs `argv`, its output appended to `log` (empty: ours; never written
+/// through a link), with `extra` added to the environment; returns the pid.
+/// Everything the child needs is made before fork: the parent has threads,
+/// so the child only calls async-signal-safe functions before exec. The
+/// child gets SIGTERM when the sweep ends, however it ends.
 pid_t spawn(const std::vector<std::string> &argv, const std::string &log,
             const std::vector<std::string> &extra = {}) {
   std::vector<char *> args, envp;
@@ -90,21 +103,31 @@ pid_t spawn(const std::vector<std::string> &argv, const std::string &log,
   for (const std::string &x : extra)
     envp.push_back(const_cast<char *>(x.c_str()));
   envp.push_back(nullptr);
+  int output = log.empty() ? -1
+                           : platform::openForWriting(
+                                 log, O_WRONLY | O_CREAT | O_APPEND);
+  pid_t parent = getpid();
   pid_t pid = fork();
-  if (pid < 0)
-    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid < 0) {
+    int err = errno;
+    if (output >= 0)
+      ::close(output);
+    throw std::runtime_error(std::string("fork: ") + std::strerror(err));
+  }
   if (pid == 0) {
-    if (!log.empty()) {
-      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (fd < 0)
-        _exit(127);
-      dup2(fd, 1);
-      dup2(fd, 2);
-      ::close(fd);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) // the sweep ended before the line above
+      _exit(128 + SIGTERM);
+    if (output >= 0) {
+      dup2(output, 1);
+      dup2(output, 2);
+      ::close(output);
     }
     execvpe(args[0], args.data(), envp.data());
     _exit(127);
   }
+  if (output >= 0)
+    ::close(output);
   return pid;
 }
 
@@ -124,7 +147,9 @@ std::vector<Variant> readIndex(const std::string &dir) {
   for (const nlohmann::json &v : index.at("variants")) {
     Variant variant;
     variant.name = v.at("name");
-    variant.specFile = dir + "/" + v.at("spec").get<std::string>();
+    platform::pathInDirectory(dir, variant.name, "the variant name");
+    variant.specFile = platform::pathInDirectory(
+        dir, v.at("spec").get<std::string>(), "the variant spec");
     variant.axes = v.at("axes").get<std::vector<std::string>>();
     variant.values = v.at("values").get<std::map<std::string, std::string>>();
     variants.push_back(std::move(variant));
@@ -159,8 +184,9 @@ std::vector<std::string> groupModels(std::vector<Variant> &variants,
           name.erase(at, 6 + v.values[kSeedAxis].size());
       it->second = name;
       groups.push_back(name);
-      platform::writeFileAtomically(modelsDir + "/" + name + ".yaml",
-                                    dsl::printSpec(*spec));
+      platform::writeFileAtomically(
+          platform::pathInDirectory(modelsDir, name + ".yaml", "the model"),
+          dsl::printSpec(*spec));
     }
     v.group = it->second;
   }
@@ -278,13 +304,11 @@ Results tabulate(const std::vector<Variant> &variants) {
 
 /// OUT/results.csv, and the same as a printed table.
 void writeTable(const Results &r, const std::string &out) {
-  std::string csv;
-  for (const std::string &a : r.axes)
-    csv += a + ",";
-  csv += "seeds";
+  std::vector<std::string> columns = r.axes;
+  columns.push_back("seeds");
   for (const std::string &m : r.metrics)
-    csv += "," + m + "_mean," + m + "_std";
-  csv += "\n";
+    columns.insert(columns.end(), {m + "_mean", m + "_std"});
+  std::string csv = platform::csvRow(columns);
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> header = r.axes;
   header.push_back("seeds");
@@ -295,15 +319,14 @@ void writeTable(const Results &r, const std::string &out) {
     std::vector<std::string> row = c.values;
     size_t n = c.samples.empty() ? 0 : c.samples.begin()->second.size();
     row.push_back(std::to_string(n));
-    for (const std::string &v : c.values)
-      csv += v + ",";
-    csv += std::to_string(n);
+    std::vector<std::string> fields = row;
     for (const std::string &m : r.metrics) {
       auto [mean, std] = meanStd(c.samples.at(m));
-      csv += fmt::format(",{:.17g},{:.17g}", mean, std);
+      fields.insert(fields.end(), {fmt::format("{:.17g}", mean),
+                                   fmt::format("{:.17g}", std)});
       row.push_back(fmt::format("{:.4f} ± {:.4f}", mean, std));
     }
-    csv += "\n";
+    csv += platform::csvRow(fields);
     rows.push_back(row);
   }
   platform::writeFileAtomically(out + "/results.csv", csv);
@@ -379,6 +402,79 @@ void writePlots(const Results &r, const std::vector<Variant> &variants,
   }
 }
 
+/// How a variant is trained, as far as its results depend on it: the
+/// library's contents (its spec and lapc's flags), the seed, --steps (0:
+/// the spec's). --stop-at only pauses a run, so it is not part of it.
+nlohmann::json trainingRecord(const Variant &v, const std::string &libraryHash,
+                              const cli::SweepOptions &options) {
+  return {{"library", libraryHash}, {"seed", v.seed}, {"steps", options.steps}};
+}
+
+/// What differs between the record a run directory holds and `wanted`:
+/// "" when they agree.
+std::string recordDifference(const std::string &runDir,
+                             const nlohmann::json &wanted) {
+  std::string path = runDir + "/sweep.json";
+  if (!fs::exists(fs::symlink_status(path)))
+    return "its run directory has no record of how it was trained";
+  nlohmann::json was = nlohmann::json::parse(
+      platform::readRegularFile(path, 1 << 16), nullptr, false);
+  if (was.is_discarded() || !was.is_object())
+    return path + " is not a sweep's record";
+  auto steps = [](const nlohmann::json &n) {
+    return n.is_number_integer() && n.get<int64_t>() > 0
+               ? "--steps " + n.dump()
+               : std::string("the spec's steps");
+  };
+  std::vector<std::string> differences;
+  if (was.value("library", "") != wanted["library"])
+    differences.push_back("its model library differs (the spec or "
+                          "--max-batch changed)");
+  if (was["seed"] != wanted["seed"])
+    differences.push_back("it trained with seed " + was["seed"].dump() +
+                          ", this sweep's is " + wanted["seed"].dump());
+  if (was["steps"] != wanted["steps"])
+    differences.push_back("it trained with " + steps(was["steps"]) +
+                          ", this sweep asks for " + steps(wanted["steps"]));
+  std::string text;
+  for (const std::string &d : differences)
+    text += (text.empty() ? "" : "; ") + d;
+  return text;
+}
+
+/// Checks every variant already begun against `records`; with `retrain`
+/// a variant that differs loses its run directory and log (it trains
+/// again), else each is an error and the sweep trains nothing.
+bool checkRecords(const std::vector<Variant> &variants,
+                  const std::vector<nlohmann::json> &records,
+                  const std::string &runs, bool retrain) {
+  size_t stale = 0;
+  for (size_t i = 0; i < variants.size(); ++i) {
+    std::string run = runs + "/" + variants[i].name;
+    if (!fs::exists(fs::symlink_status(run)))
+      continue;
+    std::string why = recordDifference(run, records[i]);
+    if (why.empty())
+      continue;
+    if (retrain) {
+      fmt::print("retrain {}: {}\n", variants[i].name, why);
+      fs::remove_all(run);
+      fs::remove(run + ".log");
+      continue;
+    }
+    fmt::print(stderr, "lapc-run: error: {}: {}\n", variants[i].name, why);
+    ++stale;
+  }
+  if (stale)
+    fmt::print(stderr,
+               "lapc-run: error: {} variant{} trained otherwise than this "
+               "sweep asks: run it with the settings they were trained "
+               "with, or add --retrain to train them again from scratch\n",
+               stale, stale == 1 ? " was" : "s were");
+  std::fflush(stderr);
+  return stale == 0;
+}
+
 } // namespace
 
 int lap::cli::sweep(const SweepOptions &options) {
@@ -395,6 +491,14 @@ int lap::cli::sweep(const SweepOptions &options) {
   fmt::print("{} variants, {} distinct model{}\n", variants.size(),
              groups.size(), groups.size() == 1 ? "" : "s");
   compileModels(groups, models, options.maxBatch);
+  std::map<std::string, std::string> libraryHash;
+  for (const std::string &group : groups)
+    libraryHash[group] = platform::fileContentHash(models + "/" + group + ".so");
+  std::vector<nlohmann::json> records;
+  for (const Variant &v : variants)
+    records.push_back(trainingRecord(v, libraryHash[v.group], options));
+  if (!checkRecords(variants, records, runs, options.retrain))
+    return 2;
   nlohmann::json libraries = nlohmann::json::array();
   for (const Variant &v : variants)
     libraries.push_back({{"name", v.name},
@@ -403,19 +507,39 @@ int lap::cli::sweep(const SweepOptions &options) {
   platform::writeFileAtomically(models + "/variants.json",
                                 libraries.dump(2) + "\n");
 
-  // Ctrl-C reaches the running variants too (one process group): they
-  // checkpoint and stop; the sweep starts no more and says how to go on.
+  // A signal that stops the sweep stops the running variants too (Ctrl-C
+  // reaches them at once, in the same process group; the others are
+  // forwarded): they checkpoint and stop, the sweep waits for them, starts
+  // no more and says how to go on. SIGUSR1 asks each for a checkpoint.
   train::RunSignals signals;
+  bool stopForwarded = false;
   int64_t jobs = std::max<int64_t>(1, options.jobs);
   int threads =
       std::max<int>(1, int(std::thread::hardware_concurrency()) / int(jobs));
   std::map<pid_t, size_t> running;
   std::vector<std::string> failures;
   size_t next = 0, done = 0;
+  auto forwardSignals = [&] {
+    if (signals.stop() && !stopForwarded) {
+      for (const auto &[pid, index] : running)
+        ::kill(pid, signals.stop());
+      stopForwarded = true;
+    }
+    if (signals.checkpointAsked()) {
+      for (const auto &[pid, index] : running)
+        ::kill(pid, SIGUSR1);
+      signals.checkpointWritten();
+    }
+  };
   auto reap = [&] {
     int status = 0;
     pid_t pid = -1;
-    while ((pid = waitpid(-1, &status, 0)) < 0 && errno == EINTR) {
+    // The handlers restart waitpid, so it polls: a signal is seen and
+    // passed on within a tenth of a second.
+    while ((pid = waitpid(-1, &status, WNOHANG)) == 0 ||
+           (pid < 0 && errno == EINTR)) {
+      forwardSignals();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     if (pid < 0 || !running.count(pid))
       return;
@@ -461,6 +585,10 @@ int lap::cli::sweep(const SweepOptions &options) {
       std::vector<std::string> env;
       if (jobs > 1)
         env.push_back("OMP_NUM_THREADS=" + std::to_string(threads));
+      std::string run = runs + "/" + v.name;
+      fs::create_directories(run);
+      platform::writeFileAtomically(run + "/sweep.json",
+                                    records[next - 1].dump(2) + "\n");
       fmt::print("train {} [{}/{}]\n", v.name, next, variants.size());
       std::fflush(stdout);
       running[spawn(argv, runs + "/" + v.name + ".log", env)] = next - 1;
@@ -506,7 +634,8 @@ int lap::cli::analyzeSweep(const AnalyzeOptions &options) {
     one.models = {v.at("library").get<std::string>()};
     one.runDirs = {run};
     one.labels = {name};
-    one.out = dir + "/analysis/" + name;
+    one.out =
+        platform::pathInDirectory(dir + "/analysis", name, "the variant name");
     fmt::print("== {}\n", name);
     if (int status = analyze(one); status != 0)
       return status;

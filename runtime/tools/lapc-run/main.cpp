@@ -250,6 +250,11 @@ int main(int argc, char **argv) {
       ->add_option("--stop-at", sweep.stopAt,
                    "Stop every variant after this step with a checkpoint")
       ->check(atLeast(1));
+  sweepCmd->add_flag(
+      "--retrain", sweep.retrain,
+      "Train again, from scratch, the variants whose record (model library, "
+      "seed, --steps) differs from this sweep's: their run directories are "
+      "replaced");
   sweepCmd
       ->add_option("--max-batch", sweep.maxBatch,
                    "lapc --max-batch for every model (default: the spec's "
