@@ -2,8 +2,10 @@
 
 #include "runtime/train/Trainer.h"
 
+#include "runtime/platform/Hash.h"
 #include "runtime/train/DataParallel.h"
 #include "runtime/train/Progress.h"
+#include "runtime/train/RankAgreement.h"
 #include "runtime/train/RunSignals.h"
 #include "runtime/train/SpecConfig.h"
 
@@ -23,6 +25,36 @@ namespace {
 
 std::string modelHashOf(const LoadedModel &model) {
   return model.manifest().value("model_hash", "");
+}
+
+/// What every rank of a run must have been given alike.
+std::vector<SharedSetting> sharedSettings(const LoadedModel &model,
+                                          const TrainerConfig &c,
+                                          const TrainDevice &device) {
+  namespace fs = std::filesystem;
+  auto text = [](auto v) { return fmt::format("{}", v); };
+  const char *resume = c.resume == ResumeMode::Resume  ? "--resume"
+                       : c.resume == ResumeMode::IfAny ? "--resume-if-any"
+                                                       : "a fresh start";
+  return {
+      {"model_hash", modelHashOf(model)},
+      {"the manifest", platform::contentHash(model.manifest().dump())},
+      {"the schedule", scheduleOf(c).dump()},
+      {"the seed", text(c.seed)},
+      {"the run directory",
+       fs::absolute(fs::path(c.runDir)).lexically_normal().string()},
+      {"resuming", resume},
+      {"--resume-from-other-model", text(c.resumeFromOtherModel)},
+      {"--allow-schedule-change", text(c.allowScheduleChange)},
+      {"--stop-at", text(c.stopAt)},
+      {"--log-every", text(c.logEvery)},
+      {"--eval-every", text(c.evalEvery)},
+      {"--checkpoint-every", text(c.checkpointEvery)},
+      {"checkpoint.keep", text(c.keep)},
+      {"train.grad_clip", text(c.gradClip)},
+      {"ZeRO-1", text(c.zero)},
+      {"--comm-timeout", text(c.commTimeout)},
+      {"the device", device.onHost() ? "cpu" : "cuda"}};
 }
 
 /// `n` floats of `device` memory at `data` where the host reads them: there
@@ -239,6 +271,7 @@ TrainResult lap::train::train(ModelOnDevice &calls, TrainDevice &device,
     throw std::invalid_argument(
         "data-parallel training on GPUs (ranks, ZeRO-1) needs a "
         "communicator over their memory (cudaCommunicator)");
+  agreeAcrossRanks(comm, sharedSettings(model, config, device));
   const int64_t perRank = config.accumulation / ranks;
   std::vector<TensorInfo> tensors = tensorsOf(model);
   DataParallel parallel(comm, tensors, model.parameterElements(), config.zero,
