@@ -15,6 +15,76 @@
 using namespace lap;
 using namespace lap::train;
 
+namespace {
+
+/// nlohmann's parse error as a reader wants it: "at column 14: invalid
+/// string: ill-formed UTF-8 byte", without its tag or the bytes it read
+/// last (which may not be text).
+std::string parseErrorText(const nlohmann::json::parse_error &e) {
+  std::string what = e.what();
+  if (size_t last = what.find("; last read:"); last != std::string::npos)
+    what.resize(last);
+  size_t column = what.find("column ");
+  size_t reason = what.find(" - ");
+  if (column == std::string::npos || reason == std::string::npos)
+    return what;
+  std::string where = what.substr(column, what.find(':', column) - column);
+  return "at " + where + ": " + what.substr(reason + 3);
+}
+
+/// The answer's index among `labels`; throws `why` when it is not one.
+size_t labelIndex(const std::vector<std::string> &labels,
+                  const nlohmann::json &answerKey) {
+  auto it = std::find(labels.begin(), labels.end(),
+                      answerKey.get<std::string>());
+  if (it == labels.end())
+    throw std::invalid_argument("\"answerKey\" is not one of the labels");
+  return size_t(it - labels.begin());
+}
+
+/// One line's question in whichever layout it has.
+Question questionOf(const nlohmann::json &j) {
+  Question q;
+  const nlohmann::json *question = j.contains("question") ? &j["question"]
+                                                          : nullptr;
+  if (question && question->is_object() && question->contains("stem")) {
+    // AI2's ARC files: the choices inside the question, each with its label.
+    q.question = (*question)["stem"].get<std::string>();
+    std::vector<std::string> labels;
+    for (const nlohmann::json &c : question->at("choices")) {
+      q.choices.push_back(c.at("text").get<std::string>());
+      labels.push_back(c.at("label").get<std::string>());
+    }
+    q.answer = labelIndex(labels, j.at("answerKey"));
+    return q;
+  }
+  if (!question || !question->is_string() || !j.contains("choices"))
+    throw std::invalid_argument(
+        "needs \"question\" and \"choices\", or a \"question\" with "
+        "\"stem\" and \"choices\" (AI2's ARC)");
+  q.question = question->get<std::string>();
+  const nlohmann::json &choices = j["choices"];
+  if (choices.is_array() && j.contains("answer") &&
+      j["answer"].is_number_integer() && j["answer"] >= 0) {
+    q.choices = choices.get<std::vector<std::string>>();
+    q.answer = j["answer"].get<size_t>();
+  } else if (choices.is_object() && choices.contains("text") &&
+             choices.contains("label") && j.contains("answerKey")) {
+    q.choices = choices["text"].get<std::vector<std::string>>();
+    auto labels = choices["label"].get<std::vector<std::string>>();
+    if (labels.size() != q.choices.size())
+      throw std::invalid_argument("\"label\" and \"text\" differ in length");
+    q.answer = labelIndex(labels, j["answerKey"]);
+  } else {
+    throw std::invalid_argument(
+        "choices must be a list with an integer \"answer\" (MMLU) or "
+        "{\"text\", \"label\"} with \"answerKey\" (ARC)");
+  }
+  return q;
+}
+
+} // namespace
+
 std::vector<Question> lap::train::readQuestions(const std::string &path) {
   std::ifstream in = platform::openRegularFile(path);
   std::vector<Question> questions;
@@ -26,37 +96,29 @@ std::vector<Question> lap::train::readQuestions(const std::string &path) {
       return std::runtime_error(path + ":" + std::to_string(number) + ": " +
                                 why);
     };
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object())
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::parse_error &e) {
+      throw fail("not valid JSON " + parseErrorText(e));
+    }
+    if (!j.is_object())
       throw fail("not a JSON object");
-    if (!j.contains("question") || !j["question"].is_string() ||
-        !j.contains("choices"))
-      throw fail("needs \"question\" and \"choices\"");
     Question q;
-    q.question = j["question"];
-    const auto &choices = j["choices"];
-    if (choices.is_array() && j.contains("answer") &&
-        j["answer"].is_number_integer()) {
-      for (const auto &c : choices)
-        q.choices.push_back(c.get<std::string>());
-      q.answer = j["answer"].get<size_t>();
-    } else if (choices.is_object() && choices.contains("text") &&
-               choices.contains("label") && j.contains("answerKey")) {
-      std::vector<std::string> labels = choices["label"];
-      q.choices = choices["text"].get<std::vector<std::string>>();
-      auto it = std::find(labels.begin(), labels.end(),
-                          j["answerKey"].get<std::string>());
-      if (it == labels.end() || labels.size() != q.choices.size())
-        throw fail("\"answerKey\" is not one of the labels");
-      q.answer = size_t(it - labels.begin());
-    } else {
-      throw fail("choices must be a list with an integer \"answer\" (MMLU) or "
-                 "{\"text\", \"label\"} with \"answerKey\" (ARC)");
+    try {
+      q = questionOf(j);
+    } catch (const std::invalid_argument &e) {
+      throw fail(e.what());
+    } catch (const nlohmann::json::exception &e) {
+      throw fail(std::string("a field of the wrong type or missing (") +
+                 e.what() + ")");
     }
     if (q.choices.size() < 2 || q.answer >= q.choices.size())
       throw fail("needs two or more choices and an answer among them");
     questions.push_back(std::move(q));
   }
+  if (questions.empty())
+    throw std::runtime_error(path + ": no questions (one JSON object a line)");
   return questions;
 }
 

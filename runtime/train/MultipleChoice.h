@@ -3,9 +3,11 @@
 // ARC- and MMLU-style questions scored as nanochat and the lm-eval harness
 // do for base models: each choice is appended to the question and the
 // choice with the highest total log-likelihood of its own tokens wins.
-// JSONL, one question per line, in either layout:
-//   ARC:  {"question": "...", "choices": {"text": [...], "label": ["A", ...]},
-//          "answerKey": "A"}
+// JSONL, one question per line, in any of these layouts:
+//   ARC (Hugging Face): {"question": "...", "choices": {"text": [...],
+//          "label": ["A", ...]}, "answerKey": "A"}
+//   ARC (AI2's own files): {"question": {"stem": "...", "choices":
+//          [{"text": "...", "label": "A"}, ...]}, "answerKey": "A"}
 //   MMLU: {"question": "...", "choices": ["...", ...], "answer": 0}
 //
 //===----------------------------------------------------------------------===//
@@ -27,7 +29,9 @@ struct Question {
   size_t answer = 0;
 };
 
-/// Reads a JSONL file of questions; errors name the file and line.
+/// Reads a JSONL file of questions; errors name the file and line (and
+/// the column of a byte that is not JSON or not UTF-8). A file without
+/// questions is an error.
 std::vector<Question> readQuestions(const std::string &path);
 
 struct MultipleChoiceResult {
