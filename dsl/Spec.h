@@ -210,6 +210,7 @@ struct DataSpec {
   double valFraction = 0; ///< val_fraction: held out of train when no val
   std::string tokenizer;  ///< tokenizer: file, or "train" (byte-level BPE)
   int64_t workers = 0;    ///< workers: loader threads, 0 = one per core
+  bool strict = false; ///< strict: an entry that is no image file is an error
 };
 
 /// `train.eval`.

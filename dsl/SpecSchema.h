@@ -258,6 +258,7 @@ template <class V, class T> void visitTrain(V &v, T &t) {
     v.field("val_fraction", d.valFraction, probability, lmOnly);
     v.field("tokenizer", d.tokenizer, any, lmOnly);
     v.field("workers", d.workers, nonNegative, imageRegimes);
+    v.field("strict", d.strict, any, imageRegimes);
   });
   v.section("eval", always, [&] {
     v.field("every_steps", t.eval.everySteps, nonNegative);

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <stdexcept>
 
 using namespace lap::data;
@@ -393,15 +394,54 @@ std::vector<std::string> sortedEntries(const fs::path &dir, Keep keep) {
   return names;
 }
 
+/// What an entry named like an image is when it is no regular file (lstat
+/// and stat: a link is followed once), or "" for an image file.
+std::string notAnImageFile(const fs::directory_entry &entry) {
+  std::error_code ec;
+  fs::file_status link = entry.symlink_status(ec);
+  fs::file_status target = entry.status(ec);
+  if (fs::is_regular_file(target))
+    return "";
+  if (fs::is_symlink(link) && !fs::exists(target))
+    return "a dangling link";
+  const char *what = fs::is_fifo(target)        ? "a FIFO"
+                     : fs::is_character_file(target) ? "a character device"
+                     : fs::is_block_file(target)     ? "a block device"
+                     : fs::is_socket(target)         ? "a socket"
+                     : fs::is_directory(target)      ? "a directory"
+                                                     : "not a regular file";
+  return fs::is_symlink(link) ? std::string("a link to ") + what : what;
+}
+
+/// Entries that were skipped: how many of each kind, and the first path.
+struct Skipped {
+  std::map<std::string, int64_t> counts;
+  std::string first, firstWhat;
+
+  std::string summary() const {
+    int64_t total = 0;
+    std::string kinds;
+    for (const auto &[what, n] : counts) {
+      total += n;
+      kinds += (kinds.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+    }
+    return std::to_string(total) + " entr" + (total == 1 ? "y" : "ies") +
+           " named like images skipped as no image files (" + kinds +
+           "; the first: " + first + ")";
+  }
+};
+
 /// Files root/<class>/<file>, listed on open and decoded on demand. A file's
 /// path is rebuilt from its class and name rather than stored whole, which
 /// for ImageNet's 1.28 million files saves about 100 MB.
 class ImageFolder final : public ImageDataset {
 public:
   ImageFolder(std::string root, std::vector<std::string> classNames,
-              std::vector<std::string> files, std::vector<int32_t> labels)
+              std::vector<std::string> files, std::vector<int32_t> labels,
+              std::string skipped)
       : root_(std::move(root)), classNames_(std::move(classNames)),
-        files_(std::move(files)), labels_(std::move(labels)) {}
+        files_(std::move(files)), labels_(std::move(labels)),
+        skipped_(std::move(skipped)) {}
 
   int64_t size() const override { return int64_t(files_.size()); }
   int32_t label(int64_t i) const override {
@@ -422,7 +462,8 @@ public:
 
   std::string description() const override {
     return std::to_string(size()) + " images, " + std::to_string(numClasses()) +
-           " classes (" + root_ + ")";
+           " classes (" + root_ + (skipped_.empty() ? "" : "; " + skipped_) +
+           ")";
   }
 
 private:
@@ -430,12 +471,13 @@ private:
   std::vector<std::string> classNames_;
   std::vector<std::string> files_; // names within their class directory
   std::vector<int32_t> labels_;
+  std::string skipped_; // what was skipped on open, "" for nothing
 };
 
 } // namespace
 
 std::unique_ptr<ImageDataset>
-lap::data::openImageFolder(const std::string &root) {
+lap::data::openImageFolder(const std::string &root, bool strict) {
   std::error_code ec;
   if (!fs::exists(root, ec))
     refuse(root, "no such directory");
@@ -453,12 +495,23 @@ lap::data::openImageFolder(const std::string &root) {
 
   std::vector<std::string> files;
   std::vector<int32_t> labels;
+  Skipped skipped;
   for (size_t c = 0; c < classes.size(); ++c) {
     const fs::path dir = fs::path(root) / classes[c];
     std::vector<std::string> names = sortedEntries(
-        dir, [](const fs::directory_entry &entry, std::error_code &error) {
-          return isImageFileName(entry.path().filename().string()) &&
-                 entry.is_regular_file(error);
+        dir, [&](const fs::directory_entry &entry, std::error_code &) {
+          if (!isImageFileName(entry.path().filename().string()))
+            return false;
+          std::string what = notAnImageFile(entry);
+          if (what.empty())
+            return true;
+          ++skipped.counts[what];
+          std::string path = entry.path().string();
+          if (skipped.first.empty() || path < skipped.first) {
+            skipped.first = path; // the listing's order is the OS's
+            skipped.firstWhat = what;
+          }
+          return false;
         });
     if (names.empty())
       refuse(dir.string(), "an empty class: no .jpg, .jpeg or .png files");
@@ -466,6 +519,10 @@ lap::data::openImageFolder(const std::string &root) {
                  std::make_move_iterator(names.end()));
     labels.insert(labels.end(), names.size(), int32_t(c));
   }
-  return std::make_unique<ImageFolder>(root, std::move(classes),
-                                       std::move(files), std::move(labels));
+  if (strict && !skipped.counts.empty())
+    refuse(skipped.first,
+           skipped.firstWhat + ", not an image file (train.data.strict)");
+  return std::make_unique<ImageFolder>(
+      root, std::move(classes), std::move(files), std::move(labels),
+      skipped.counts.empty() ? "" : skipped.summary());
 }

@@ -61,8 +61,12 @@ std::unique_ptr<ImageDataset> readIdx(const std::string &imagesPath,
 std::unique_ptr<ImageDataset> readCifar(const std::vector<std::string> &paths,
                                         bool cifar100Fine);
 
-/// Lists root/<class>/<file>; images are decoded on demand.
-std::unique_ptr<ImageDataset> openImageFolder(const std::string &root);
+/// Lists root/<class>/<file>; images are decoded on demand. An entry named
+/// like an image (.jpg, .jpeg, .png) that is no regular file — a dangling
+/// link, a FIFO, a device, a directory — is skipped, and the skips are
+/// counted in description(); with `strict` the first is an error.
+std::unique_ptr<ImageDataset> openImageFolder(const std::string &root,
+                                              bool strict = false);
 
 } // namespace lap::data
 

@@ -64,7 +64,7 @@ openSplit(const dsl::DataSpec &data, const std::string &path, bool train) {
   case dsl::DataFormat::CIFAR100:
     return data::readCifar(cifarFiles(path, train, true), true);
   case dsl::DataFormat::ImageFolder:
-    return data::openImageFolder(path);
+    return data::openImageFolder(path, data.strict);
   default:
     throw std::runtime_error(
         "the supervised regime reads idx, cifar10, cifar100 or "

@@ -33,6 +33,7 @@ struct TrainOptions {
   uint64_t seed = 0;    ///< 0: the spec's
   bool resume = false, resumeIfAny = false;
   bool resumeFromOtherModel = false, allowScheduleChange = false;
+  bool strict = false;      ///< train.data.strict: no image entry skipped
   int64_t zero = -1;        ///< -1: the spec's train.zero
   double commTimeout = 300; ///< seconds
   std::string device;       ///< cpu, cuda or cuda:N; "": the library's

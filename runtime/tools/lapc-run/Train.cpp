@@ -88,6 +88,8 @@ int lap::cli::trainModel(const TrainOptions &options,
                   {comm.localRank(), comm.localSize()});
   const LoadedModel &model = run.model;
   dsl::Spec spec = train::specOf(model);
+  if (options.strict)
+    spec.train.data.strict = true;
   const dsl::TrainSpec &t = spec.train;
   bool lmRegime = t.regime == dsl::Regime::LM,
        dinoRegime = t.regime == dsl::Regime::DINO;

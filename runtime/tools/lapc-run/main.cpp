@@ -128,6 +128,10 @@ int main(int argc, char **argv) {
   trainCmd->add_flag("--allow-schedule-change", train.allowScheduleChange,
                      "Resume under other steps, batch or learning rates than "
                      "the checkpoint was trained with");
+  trainCmd->add_flag("--strict", train.strict,
+                     "An image folder entry that is no image file (a dangling "
+                     "link, a FIFO, a device) is an error, not a counted skip "
+                     "(train.data.strict)");
   trainCmd
       ->add_option("--zero", train.zero,
                    "1: shard the optimizer state over the ranks (ZeRO-1)")

@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cstddef>
 #include <cstdio>
 
@@ -576,7 +578,11 @@ TEST_F(ImageDatasetsTest, ImageFolderPngAndJpeg) {
   ASSERT_EQ(set->size(), 5);
   EXPECT_EQ(set->numClasses(), 2);
   EXPECT_EQ(set->classNames(), (std::vector<std::string>{"animals", "birds"}));
-  EXPECT_EQ(set->description(), "5 images, 2 classes (" + root + ")");
+  EXPECT_EQ(set->description(),
+            "5 images, 2 classes (" + root +
+                "; 1 entry named like images skipped as no image files (1 a "
+                "directory; the first: " +
+                root + "/animals/nested.png))");
   // Files sorted byte-wise: "A.JPEG" < "b.png" < "c.jpg".
   std::vector<int32_t> labels;
   for (int64_t i = 0; i < set->size(); ++i)
@@ -596,6 +602,30 @@ TEST_F(ImageDatasetsTest, ImageFolderPngAndJpeg) {
   expectPixels(set->image(4), 1, 16, 16,
                quadrantsExpected({{0}, {85}, {170}, {255}}), kJpegTolerance);
   EXPECT_THROW(set->image(5), std::out_of_range);
+}
+
+// Entries named like images that are no image files are skipped, counted
+// by kind and named (a data set with broken links would otherwise train on
+// fewer images without a word); with `strict` the first is an error.
+TEST_F(ImageDatasetsTest, ImageFolderCountsWhatItSkips) {
+  writePng(file("root/a/good.png"), 1, 1, PNG_COLOR_TYPE_GRAY, 8, {7});
+  fs::create_symlink(file("root/a/gone.png"), file("root/a/dangling.png"));
+  fs::create_symlink(file("root/a/gone.png"), file("root/a/dangling2.jpg"));
+  ASSERT_EQ(mkfifo(file("root/a/pipe.jpg").c_str(), 0644), 0);
+  fs::create_symlink("/dev/zero", file("root/a/zero.jpeg"));
+  fs::create_symlink(file("root/a/good.png"), file("root/a/linked.png"));
+  std::string root = (dir_.path() / "root").string();
+  auto set = openImageFolder(root);
+  EXPECT_EQ(set->size(), 2); // good.png and the link to it
+  EXPECT_EQ(set->description(),
+            "2 images, 1 classes (" + root +
+                "; 4 entries named like images skipped as no image files (1 "
+                "a FIFO, 2 a dangling link, 1 a link to a character device; "
+                "the first: " +
+                root + "/a/dangling.png))");
+  EXPECT_MENTIONS(errorOf([&] { openImageFolder(root, true); }),
+                  root + "/a/dangling.png: a dangling link, not an image "
+                         "file (train.data.strict)");
 }
 
 TEST_F(ImageDatasetsTest, PngConversions) {
