@@ -10,10 +10,11 @@
 //     time with the cores split between them; a variant whose summary says
 //     it finished is skipped, any other continues from its checkpoint, so
 //     running the same command again continues an interrupted sweep;
-//     each run directory records how its variant is trained (sweep.json:
-//     the library's hash, the seed, --steps), and a variant trained
-//     otherwise than the sweep now asks is an error, or with --retrain is
-//     trained again from scratch, so a table never mixes schedules;
+//     each run directory records how its variant is trained
+//     (sweep-record.json: the library's hash, the seed, --steps), and a
+//     variant trained otherwise than the sweep now asks is an error, or
+//     with --retrain is trained again from scratch, so a table never
+//     mixes schedules;
 //  4. OUT/results.csv and a printed table give each metric as mean ± std
 //     over the seeds for every combination of the other axes; OUT/plots/
 //     has each metric against each numeric axis and every variant's loss.
@@ -414,7 +415,7 @@ nlohmann::json trainingRecord(const Variant &v, const std::string &libraryHash,
 /// "" when they agree.
 std::string recordDifference(const std::string &runDir,
                              const nlohmann::json &wanted) {
-  std::string path = runDir + "/sweep.json";
+  std::string path = runDir + "/sweep-record.json";
   if (!fs::exists(fs::symlink_status(path)))
     return "its run directory has no record of how it was trained";
   nlohmann::json was = nlohmann::json::parse(
@@ -587,7 +588,7 @@ int lap::cli::sweep(const SweepOptions &options) {
         env.push_back("OMP_NUM_THREADS=" + std::to_string(threads));
       std::string run = runs + "/" + v.name;
       fs::create_directories(run);
-      platform::writeFileAtomically(run + "/sweep.json",
+      platform::writeFileAtomically(run + "/sweep-record.json",
                                     records[next - 1].dump(2) + "\n");
       fmt::print("train {} [{}/{}]\n", v.name, next, variants.size());
       std::fflush(stdout);
