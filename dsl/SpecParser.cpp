@@ -644,7 +644,8 @@ lap::dsl::loadSweep(const std::string &path, Diagnostics &diags) {
         // At the first value that brings the fault, else the last value.
         const Node *at = point.back().second;
         for (const auto &[axis, value] : point)
-          if (!lap::platform::fileNameProblem("v" + valueText(*value)).empty()) {
+          if (!lap::platform::fileNameProblem("v" + valueText(*value))
+                   .empty()) {
             at = value;
             break;
           }

@@ -56,7 +56,8 @@ private:
           "the spec's name '" + spec.name + "' " + why +
               ": it names files (a sweep's variants), so it must be a plain "
               "file name" +
-              (spec.given("name") ? "" : " (here the spec file's; give a name:)"));
+              (spec.given("name") ? ""
+                                  : " (here the spec file's; give a name:)"));
   }
 
   void verifyShape() {

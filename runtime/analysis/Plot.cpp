@@ -199,8 +199,8 @@ void lap::analysis::writeRgbPng(const std::string &path, const uint8_t *rgb,
   image.format = PNG_FORMAT_RGB;
   png_alloc_size_t bytes = 0;
   // The first call measures, the second encodes.
-  bool ok = png_image_write_to_memory(&image, nullptr, &bytes, 0, rgb, 0,
-                                      nullptr);
+  bool ok =
+      png_image_write_to_memory(&image, nullptr, &bytes, 0, rgb, 0, nullptr);
   std::string png(ok ? bytes : 0, '\0');
   ok = ok && png_image_write_to_memory(&image, png.data(), &bytes, 0, rgb, 0,
                                        nullptr);

@@ -404,12 +404,12 @@ std::string notAnImageFile(const fs::directory_entry &entry) {
     return "";
   if (fs::is_symlink(link) && !fs::exists(target))
     return "a dangling link";
-  const char *what = fs::is_fifo(target)        ? "a FIFO"
+  const char *what = fs::is_fifo(target)             ? "a FIFO"
                      : fs::is_character_file(target) ? "a character device"
                      : fs::is_block_file(target)     ? "a block device"
                      : fs::is_socket(target)         ? "a socket"
                      : fs::is_directory(target)      ? "a directory"
-                                                     : "not a regular file";
+                                                     : "a special file";
   return fs::is_symlink(link) ? std::string("a link to ") + what : what;
 }
 

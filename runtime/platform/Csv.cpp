@@ -5,8 +5,9 @@
 namespace lap::platform {
 
 std::string csvField(std::string_view field) {
-  bool quoted = field.find_first_of(",\"\r\n") != std::string_view::npos ||
-                (!field.empty() && (field.front() == ' ' || field.back() == ' '));
+  bool quoted =
+      field.find_first_of(",\"\r\n") != std::string_view::npos ||
+      (!field.empty() && (field.front() == ' ' || field.back() == ' '));
   if (!quoted)
     return std::string(field);
   std::string out = "\"";

@@ -35,8 +35,8 @@ std::string parseErrorText(const nlohmann::json::parse_error &e) {
 /// The answer's index among `labels`; throws `why` when it is not one.
 size_t labelIndex(const std::vector<std::string> &labels,
                   const nlohmann::json &answerKey) {
-  auto it = std::find(labels.begin(), labels.end(),
-                      answerKey.get<std::string>());
+  auto it =
+      std::find(labels.begin(), labels.end(), answerKey.get<std::string>());
   if (it == labels.end())
     throw std::invalid_argument("\"answerKey\" is not one of the labels");
   return size_t(it - labels.begin());
@@ -45,8 +45,8 @@ size_t labelIndex(const std::vector<std::string> &labels,
 /// One line's question in whichever layout it has.
 Question questionOf(const nlohmann::json &j) {
   Question q;
-  const nlohmann::json *question = j.contains("question") ? &j["question"]
-                                                          : nullptr;
+  const nlohmann::json *question =
+      j.contains("question") ? &j["question"] : nullptr;
   if (question && question->is_object() && question->contains("stem")) {
     // AI2's ARC files: the choices inside the question, each with its label.
     q.question = (*question)["stem"].get<std::string>();

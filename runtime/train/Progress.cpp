@@ -57,8 +57,8 @@ Progress::Progress(int64_t total, int64_t startStep,
       metricsPath(metricsPath), began(std::chrono::steady_clock::now()) {
   if (metricsPath.empty())
     return;
-  metrics = lap::platform::openForWriting(metricsPath,
-                                         O_RDWR | O_CREAT | O_APPEND);
+  metrics =
+      lap::platform::openForWriting(metricsPath, O_RDWR | O_CREAT | O_APPEND);
   struct stat info;
   if (::fstat(metrics, &info) != 0)
     failed(metricsPath, "cannot stat", metrics);

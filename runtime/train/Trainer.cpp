@@ -36,25 +36,24 @@ std::vector<SharedSetting> sharedSettings(const LoadedModel &model,
   const char *resume = c.resume == ResumeMode::Resume  ? "--resume"
                        : c.resume == ResumeMode::IfAny ? "--resume-if-any"
                                                        : "a fresh start";
-  return {
-      {"model_hash", modelHashOf(model)},
-      {"the manifest", platform::contentHash(model.manifest().dump())},
-      {"the schedule", scheduleOf(c).dump()},
-      {"the seed", text(c.seed)},
-      {"the run directory",
-       fs::absolute(fs::path(c.runDir)).lexically_normal().string()},
-      {"resuming", resume},
-      {"--resume-from-other-model", text(c.resumeFromOtherModel)},
-      {"--allow-schedule-change", text(c.allowScheduleChange)},
-      {"--stop-at", text(c.stopAt)},
-      {"--log-every", text(c.logEvery)},
-      {"--eval-every", text(c.evalEvery)},
-      {"--checkpoint-every", text(c.checkpointEvery)},
-      {"checkpoint.keep", text(c.keep)},
-      {"train.grad_clip", text(c.gradClip)},
-      {"ZeRO-1", text(c.zero)},
-      {"--comm-timeout", text(c.commTimeout)},
-      {"the device", device.onHost() ? "cpu" : "cuda"}};
+  return {{"model_hash", modelHashOf(model)},
+          {"the manifest", platform::contentHash(model.manifest().dump())},
+          {"the schedule", scheduleOf(c).dump()},
+          {"the seed", text(c.seed)},
+          {"the run directory",
+           fs::absolute(fs::path(c.runDir)).lexically_normal().string()},
+          {"resuming", resume},
+          {"--resume-from-other-model", text(c.resumeFromOtherModel)},
+          {"--allow-schedule-change", text(c.allowScheduleChange)},
+          {"--stop-at", text(c.stopAt)},
+          {"--log-every", text(c.logEvery)},
+          {"--eval-every", text(c.evalEvery)},
+          {"--checkpoint-every", text(c.checkpointEvery)},
+          {"checkpoint.keep", text(c.keep)},
+          {"train.grad_clip", text(c.gradClip)},
+          {"ZeRO-1", text(c.zero)},
+          {"--comm-timeout", text(c.commTimeout)},
+          {"the device", device.onHost() ? "cpu" : "cuda"}};
 }
 
 /// `n` floats of `device` memory at `data` where the host reads them: there

@@ -338,23 +338,18 @@ LogicalResult lap::linkModelLibrary(llvm::Module &module,
                       (needed + (1 << 20) - 1) >> 20, outputDir,
                       space->available >> 20));
   llvm::SmallString<256> partial;
-  if (std::error_code ec = llvm::sys::fs::createUniqueFile(
-          outputPath + ".lapc-%%%%%%", partial))
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueFile(outputPath + ".lapc-%%%%%%", partial))
     return cannotWrite(outputPath, ec.message());
   llvm::FileRemover removePartial(partial);
   std::string versionScript = ("-Wl,--version-script=" + exports).str();
   // lld writes through a memory map unless told otherwise, and a full disk
   // then kills it with SIGBUS instead of an error.
-  SmallVector<StringRef> args = {*driver,
-                                 "-shared",
-                                 "-fuse-ld=lld",
-                                 "-Wl,--no-mmap-output-file",
-                                 "-o",
-                                 partial,
-                                 object,
-                                 "-Wl,--whole-archive",
-                                 entry,
-                                 "-Wl,--no-whole-archive",
+  SmallVector<StringRef> args = {*driver,        "-shared",
+                                 "-fuse-ld=lld", "-Wl,--no-mmap-output-file",
+                                 "-o",           partial,
+                                 object,         "-Wl,--whole-archive",
+                                 entry,          "-Wl,--no-whole-archive",
                                  kernels};
   for (const std::string &flag : libraries.system)
     args.push_back(flag);

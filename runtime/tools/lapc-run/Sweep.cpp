@@ -104,9 +104,10 @@ pid_t spawn(const std::vector<std::string> &argv, const std::string &log,
   for (const std::string &x : extra)
     envp.push_back(const_cast<char *>(x.c_str()));
   envp.push_back(nullptr);
-  int output = log.empty() ? -1
-                           : platform::openForWriting(
-                                 log, O_WRONLY | O_CREAT | O_APPEND);
+  int output =
+      log.empty()
+          ? -1
+          : platform::openForWriting(log, O_WRONLY | O_CREAT | O_APPEND);
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
@@ -494,7 +495,8 @@ int lap::cli::sweep(const SweepOptions &options) {
   compileModels(groups, models, options.maxBatch);
   std::map<std::string, std::string> libraryHash;
   for (const std::string &group : groups)
-    libraryHash[group] = platform::fileContentHash(models + "/" + group + ".so");
+    libraryHash[group] =
+        platform::fileContentHash(models + "/" + group + ".so");
   std::vector<nlohmann::json> records;
   for (const Variant &v : variants)
     records.push_back(trainingRecord(v, libraryHash[v.group], options));

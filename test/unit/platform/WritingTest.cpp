@@ -34,8 +34,8 @@ std::string contents(const std::string &path) {
 }
 
 TEST(FileNames, PlainNamesPass) {
-  for (const char *name : {"tiny", "tiny_lm-laplacian_heads=2-seed=1",
-                           "a b", "x..y", "ünïcode", "1e-3"})
+  for (const char *name : {"tiny", "tiny_lm-laplacian_heads=2-seed=1", "a b",
+                           "x..y", "ünïcode", "1e-3"})
     EXPECT_EQ(fileNameProblem(name), "") << name;
   EXPECT_EQ(fileNameProblem(std::string(kMaxFileNameBytes, 'a')), "");
 }
@@ -77,16 +77,15 @@ TEST(Files, AtomicWritesReplaceALinkNotItsTarget) {
 
 TEST(Files, AtomicWriteFailuresSayWhy) {
   lap::test::TempDir dir;
-  std::string why = writeFileAtomically(dir.file("missing/out.txt"), "x",
-                                        std::nothrow);
+  std::string why =
+      writeFileAtomically(dir.file("missing/out.txt"), "x", std::nothrow);
   EXPECT_EQ(why, "cannot create a temporary file beside it: No such file or "
                  "directory");
   fs::create_directory(dir.file("taken"));
   why = writeFileAtomically(dir.file("taken"), "x", std::nothrow);
   EXPECT_EQ(why, "cannot rename into place: Is a directory");
   EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), {}), 1);
-  EXPECT_THROW(writeFileAtomically(dir.file("taken"), "x"),
-               std::runtime_error);
+  EXPECT_THROW(writeFileAtomically(dir.file("taken"), "x"), std::runtime_error);
 }
 
 TEST(Files, OpenForWritingRefusesLinks) {
