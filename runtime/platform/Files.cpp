@@ -124,6 +124,20 @@ std::string fileContentHash(const std::string &path) {
 
 std::string writeFileAtomically(const std::string &path,
                                 std::string_view contents, std::nothrow_t) {
+  // A device, FIFO or socket the user named (-o /dev/null, a pipe) is
+  // written into: renaming over it would put a regular file in its place.
+  struct stat info;
+  if (::lstat(path.c_str(), &info) == 0 &&
+      (S_ISCHR(info.st_mode) || S_ISBLK(info.st_mode) ||
+       S_ISFIFO(info.st_mode) || S_ISSOCK(info.st_mode))) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+      return std::string("cannot open for writing: ") + std::strerror(errno);
+    bool written = writeAll(fd, contents.data(), contents.size());
+    int err = errno;
+    ::close(fd);
+    return written ? "" : std::string("write failed: ") + std::strerror(err);
+  }
   std::string tmp = path + ".tmp.XXXXXX";
   int fd = ::mkstemp(tmp.data());
   if (fd < 0)

@@ -47,7 +47,8 @@ std::string fileContentHash(const std::string &path);
 /// Replaces `path` with `contents` all at once: written to a temporary file
 /// beside it, fsynced, and renamed over it, so a reader (or a crash) sees
 /// the old file or the new one, never a part, and a symbolic link at `path`
-/// is replaced, never followed. Throws naming the file.
+/// is replaced, never followed. A device or FIFO at `path` (/dev/null, a
+/// pipe) is written into instead. Throws naming the file.
 void writeFileAtomically(const std::string &path, std::string_view contents);
 /// The same for code built without exceptions: "" when written, else what
 /// failed with the OS's reason ("write failed: No space left on device").

@@ -2,6 +2,7 @@
 
 #include "compiler/Target/CPU/ModelLibrary.h"
 #include "runtime/platform/CpuFeatures.h"
+#include "runtime/platform/Files.h"
 #include "runtime/platform/Hash.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -322,7 +323,15 @@ LogicalResult lap::linkModelLibrary(llvm::Module &module,
 
   // The library is linked beside `outputPath` and renamed over it: a failed
   // link leaves the file that was there, and a symbolic link there is
-  // replaced, never written through.
+  // replaced, never written through. A device or FIFO there (-o /dev/null)
+  // gets the library's bytes instead, linked in the temporary directory.
+  llvm::sys::fs::file_status status;
+  llvm::sys::fs::status(outputPath, status, /*Follow=*/false);
+  using llvm::sys::fs::file_type;
+  const bool special = status.type() == file_type::character_file ||
+                       status.type() == file_type::block_file ||
+                       status.type() == file_type::fifo_file ||
+                       status.type() == file_type::socket_file;
   llvm::SmallString<256> outputDir(outputPath);
   llvm::sys::path::remove_filename(outputDir);
   if (outputDir.empty())
@@ -330,7 +339,7 @@ LogicalResult lap::linkModelLibrary(llvm::Module &module,
   // At most the object and the runtime's archives end up in the library.
   uint64_t needed = fileBytes(object) + fileBytes(entry) + fileBytes(kernels);
   if (auto space = llvm::sys::fs::disk_space(outputDir);
-      space && space->available < needed)
+      !special && space && space->available < needed)
     return cannotWrite(
         outputPath,
         llvm::formatv("No space left on device (the library needs up to {0} "
@@ -339,7 +348,10 @@ LogicalResult lap::linkModelLibrary(llvm::Module &module,
                       space->available >> 20));
   llvm::SmallString<256> partial;
   if (std::error_code ec =
-          llvm::sys::fs::createUniqueFile(outputPath + ".lapc-%%%%%%", partial))
+          special ? llvm::sys::fs::createTemporaryFile("lap-model", "so",
+                                                       partial)
+                  : llvm::sys::fs::createUniqueFile(
+                        outputPath + ".lapc-%%%%%%", partial))
     return cannotWrite(outputPath, ec.message());
   llvm::FileRemover removePartial(partial);
   std::string versionScript = ("-Wl,--version-script=" + exports).str();
@@ -356,6 +368,14 @@ LogicalResult lap::linkModelLibrary(llvm::Module &module,
   args.append({"-Wl,-z,defs", "-Wl,--as-needed", versionScript});
   if (failed(runLinker(*driver, args, outputPath, outputDir, needed)))
     return failure();
+  if (special) {
+    auto linked = llvm::MemoryBuffer::getFile(partial);
+    if (!linked)
+      return cannotWrite(outputPath, linked.getError().message());
+    std::string why = lap::platform::writeFileAtomically(
+        outputPath, (*linked)->getBuffer(), std::nothrow);
+    return why.empty() ? success() : cannotWrite(outputPath, why);
+  }
   if (std::error_code ec = llvm::sys::fs::rename(partial, outputPath))
     return cannotWrite(outputPath, ec.message());
   removePartial.releaseFile();

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -86,6 +87,21 @@ TEST(Files, AtomicWriteFailuresSayWhy) {
   EXPECT_EQ(why, "cannot rename into place: Is a directory");
   EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), {}), 1);
   EXPECT_THROW(writeFileAtomically(dir.file("taken"), "x"), std::runtime_error);
+}
+
+TEST(Files, AFifoOrDeviceIsWrittenIntoNotReplaced) {
+  lap::test::TempDir dir;
+  std::string fifo = dir.file("pipe");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  writeFileAtomically(fifo, "hello");
+  char got[8] = {};
+  EXPECT_EQ(::read(reader, got, sizeof got), 5);
+  ::close(reader);
+  EXPECT_STREQ(got, "hello");
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(fifo)));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), {}), 1);
 }
 
 TEST(Files, OpenForWritingRefusesLinks) {
