@@ -26,10 +26,10 @@ void checkLabels(const char *function, const int32_t *labels, int64_t n,
                  int64_t K) {
   requireData(function, "labels", labels);
   if (K < 2)
-    refuse(function, "K is " + std::to_string(K) + ", need at least 2 classes");
+    fail(function, "K is " + std::to_string(K) + ", need at least 2 classes");
   for (int64_t i = 0; i < n; ++i)
     if (labels[i] < 0 || labels[i] >= K)
-      refuse(function, "label " + std::to_string(labels[i]) + " of sample " +
+      fail(function, "label " + std::to_string(labels[i]) + " of sample " +
                            std::to_string(i) + " is outside [0, " +
                            std::to_string(K) + ")");
 }
@@ -40,14 +40,14 @@ void checkLabels(const char *function, const int32_t *labels, int64_t n,
 std::vector<double> symmetricEigen(const char *function, std::vector<double> &a,
                                    int64_t n, bool vectors) {
   if (n > INT_MAX)
-    refuse(function, "a " + std::to_string(n) + " x " + std::to_string(n) +
+    fail(function, "a " + std::to_string(n) + " x " + std::to_string(n) +
                          " eigenproblem is too large for LAPACK");
   std::vector<double> values(n);
   lapack_int info =
       LAPACKE_dsyevd(LAPACK_ROW_MAJOR, vectors ? 'V' : 'N', 'U', lapack_int(n),
                      a.data(), lapack_int(n), values.data());
   if (info != 0)
-    refuse(function, "eigendecomposition failed (LAPACK info " +
+    fail(function, "eigendecomposition failed (LAPACK info " +
                          std::to_string(info) + "); are the inputs finite?");
   return values;
 }
@@ -84,7 +84,7 @@ NeuralCollapse collapseOf(const char *function, const Real *features,
   }
   for (int64_t k = 0; k < K; ++k) {
     if (counts[k] == 0)
-      refuse(function, "class " + std::to_string(k) + " has no samples");
+      fail(function, "class " + std::to_string(k) + " has no samples");
     for (int64_t c = 0; c < C; ++c)
       mu[k * C + c] /= double(counts[k]);
   }
@@ -283,7 +283,7 @@ SpectralDecay lap::analysis::spectralDecay(const float *x, int64_t N, int64_t T,
   requirePositive(function, "T", T);
   requirePositive(function, "C", C);
   if (!(fraction > 0 && fraction <= 1))
-    refuse(function,
+    fail(function,
            "fraction is " + std::to_string(fraction) + ", must lie in (0, 1]");
   requireFinite(function, "x", x, N * T * C);
 
@@ -359,7 +359,7 @@ NeuralCollapse lap::analysis::tokenCollapse(const float *x, int64_t N,
   requirePositive(function, "T", T);
   requirePositive(function, "C", C);
   if (topClasses < 2)
-    refuse(function, "topClasses is " + std::to_string(topClasses) +
+    fail(function, "topClasses is " + std::to_string(topClasses) +
                          ", need at least 2 classes");
   requireFinite(function, "x", x, N * T * C);
 
@@ -383,7 +383,7 @@ NeuralCollapse lap::analysis::tokenCollapse(const float *x, int64_t N,
   });
   const int64_t K = std::min<int64_t>(topClasses, frequency.size());
   if (K < 2)
-    refuse(function, std::to_string(frequency.size()) +
+    fail(function, std::to_string(frequency.size()) +
                          " distinct targets, need at least 2 classes");
 
   std::unordered_map<int32_t, int32_t> rank;

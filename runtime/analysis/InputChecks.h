@@ -9,6 +9,8 @@
 #ifndef LAP_RUNTIME_ANALYSIS_INPUTCHECKS_H
 #define LAP_RUNTIME_ANALYSIS_INPUTCHECKS_H
 
+#include "runtime/platform/Errors.h"
+
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -16,21 +18,19 @@
 
 namespace lap::analysis::checks {
 
-[[noreturn]] inline void refuse(const char *function, const std::string &why) {
-  throw std::runtime_error(std::string(function) + ": " + why);
-}
+using lap::platform::fail;
 
 inline void requirePositive(const char *function, const char *name,
                             int64_t value) {
   if (value <= 0)
-    refuse(function, std::string(name) + " is " + std::to_string(value) +
+    fail(function, std::string(name) + " is " + std::to_string(value) +
                          ", must be positive");
 }
 
 inline void requireData(const char *function, const char *name,
                         const void *data) {
   if (!data)
-    refuse(function, std::string(name) + " is null");
+    fail(function, std::string(name) + " is null");
 }
 
 /// NaN or infinity would only surface as NaN results (or a failed
@@ -40,7 +40,7 @@ void requireFinite(const char *function, const char *name, const Real *data,
                    int64_t count) {
   for (int64_t i = 0; i < count; ++i)
     if (!std::isfinite(data[i]))
-      refuse(function,
+      fail(function,
              std::string(name) + "[" + std::to_string(i) + "] is not finite");
 }
 

@@ -21,7 +21,7 @@ using namespace checks;
 /// a * b, or a refusal when it would overflow int64_t (both positive).
 int64_t product(const char *function, int64_t a, int64_t b) {
   if (a > std::numeric_limits<int64_t>::max() / b)
-    refuse(function, "sizes " + std::to_string(a) + " x " + std::to_string(b) +
+    fail(function, "sizes " + std::to_string(a) + " x " + std::to_string(b) +
                          " are too large");
   return a * b;
 }
@@ -32,7 +32,7 @@ void topEigen(std::vector<double> &a, int64_t C, std::vector<double> &values,
               std::vector<double> &vectors) {
   const char *function = "patchPca";
   if (C > INT_MAX)
-    refuse(function, "a " + std::to_string(C) + " x " + std::to_string(C) +
+    fail(function, "a " + std::to_string(C) + " x " + std::to_string(C) +
                          " eigenproblem is too large for LAPACK");
   lapack_int n = lapack_int(C), m = 0,
              want = lapack_int(std::min<int64_t>(3, C));
@@ -42,7 +42,7 @@ void topEigen(std::vector<double> &a, int64_t C, std::vector<double> &values,
       LAPACK_ROW_MAJOR, 'V', 'I', 'U', n, a.data(), n, 0, 0, n - want + 1, n,
       LAPACKE_dlamch('S'), &m, w.data(), z.data(), want, support.data());
   if (info != 0 || m != want)
-    refuse(function, "eigendecomposition failed (LAPACK info " +
+    fail(function, "eigendecomposition failed (LAPACK info " +
                          std::to_string(info) + ")");
   // LAPACK returns them ascending: column want - 1 is the largest.
   values.assign(size_t(want), 0);
@@ -65,7 +65,7 @@ PatchPca lap::analysis::patchPca(const float *features, int64_t n, int64_t grid,
                                  int64_t width) {
   const char *function = "patchPca";
   if (!features)
-    refuse(function, "features is null");
+    fail(function, "features is null");
   requirePositive(function, "n", n);
   requirePositive(function, "grid", grid);
   requirePositive(function, "width", width);
@@ -75,7 +75,7 @@ PatchPca lap::analysis::patchPca(const float *features, int64_t n, int64_t grid,
   product(function, C, C); // the covariance
   for (int64_t i = 0; i < count; ++i)
     if (!std::isfinite(features[i]))
-      refuse(function, "features[" + std::to_string(i) + "] (image " +
+      fail(function, "features[" + std::to_string(i) + "] (image " +
                            std::to_string(i / C / (grid * grid)) + ", token " +
                            std::to_string(i / C % (grid * grid)) +
                            ", channel " + std::to_string(i % C) +
@@ -158,19 +158,19 @@ PcaLayout lap::analysis::pcaLayout(int64_t rows, int64_t images, int64_t grid,
   auto side = [&](int64_t cells, int64_t cell) {
     // Compared before multiplying so that nothing overflows.
     if (cell > kPcaMaxSide || cells > kPcaMaxSide / (cell + kPcaGap))
-      refuse(function, std::to_string(cells) + " cells of " +
+      fail(function, std::to_string(cells) + " cells of " +
                            std::to_string(cell) + " px exceed " +
                            std::to_string(kPcaMaxSide) + " px");
     return kPcaGap + cells * (cell + kPcaGap);
   };
   if (grid > kPcaMaxSide / scale)
-    refuse(function, "a grid of " + std::to_string(grid) + " tokens of " +
+    fail(function, "a grid of " + std::to_string(grid) + " tokens of " +
                          std::to_string(scale) + " px exceeds " +
                          std::to_string(kPcaMaxSide) + " px");
   PcaLayout layout;
   layout.cell = grid * scale;
   if (images > kPcaMaxSide)
-    refuse(function, std::to_string(images) + " images are too many");
+    fail(function, std::to_string(images) + " images are too many");
   layout.columns = withOriginals ? 2 * images : images;
   layout.width = side(layout.columns, layout.cell);
   layout.height = side(rows, layout.cell);

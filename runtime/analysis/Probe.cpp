@@ -28,7 +28,7 @@ void requireLabels(const char *function, const char *name,
                    const int32_t *labels, int64_t count, int64_t classes) {
   for (int64_t i = 0; i < count; ++i)
     if (labels[i] < 0 || labels[i] >= classes)
-      refuse(function, std::string(name) + "[" + std::to_string(i) + "] is " +
+      fail(function, std::string(name) + "[" + std::to_string(i) + "] is " +
                            std::to_string(labels[i]) + ", outside [0, " +
                            std::to_string(classes) + ")");
 }
@@ -46,7 +46,7 @@ void requireProblem(const char *function, const float *train,
   requirePositive(function, "m", m);
   requirePositive(function, "d", d);
   if (classes < 2)
-    refuse(function,
+    fail(function,
            "classes is " + std::to_string(classes) + ", need at least 2");
   requireLabels(function, "trainLabels", trainLabels, n, classes);
   requireLabels(function, "testLabels", testLabels, m, classes);
@@ -144,7 +144,7 @@ KnnResult lap::analysis::knnClassifier(const float *train,
                  classes);
   requirePositive(function, "k", k);
   if (!(temperature > 0 && std::isfinite(temperature)))
-    refuse(function, "temperature is " + std::to_string(temperature) +
+    fail(function, "temperature is " + std::to_string(temperature) +
                          ", must be positive and finite");
 
   const std::vector<float> trainUnit = normalizedRows(train, n, d);
@@ -332,13 +332,13 @@ lap::analysis::linearProbe(const float *train, const int32_t *trainLabels,
   requirePositive(function, "epochs", options.epochs);
   requirePositive(function, "batch", options.batch);
   if (!(options.lr > 0 && std::isfinite(options.lr)))
-    refuse(function, "lr is " + std::to_string(options.lr) +
+    fail(function, "lr is " + std::to_string(options.lr) +
                          ", must be positive and finite");
   if (!(options.momentum >= 0 && options.momentum < 1))
-    refuse(function, "momentum is " + std::to_string(options.momentum) +
+    fail(function, "momentum is " + std::to_string(options.momentum) +
                          ", must lie in [0, 1)");
   if (!(options.weightDecay >= 0 && std::isfinite(options.weightDecay)))
-    refuse(function, "weightDecay is " + std::to_string(options.weightDecay) +
+    fail(function, "weightDecay is " + std::to_string(options.weightDecay) +
                          ", must be non-negative and finite");
 
   const Standardisation standardisation = standardisationOf(train, n, d);
@@ -390,7 +390,7 @@ lap::analysis::linearProbe(const float *train, const int32_t *trainLabels,
           double loss =
               softmaxCrossEntropy(probabilities.data(), classes, label);
           if (!std::isfinite(loss))
-            refuse(function, "the loss diverged in epoch " +
+            fail(function, "the loss diverged in epoch " +
                                  std::to_string(epoch) + "; lower lr (" +
                                  std::to_string(options.lr) + ")");
           for (int64_t c = 0; c < classes; ++c)

@@ -2,6 +2,8 @@
 
 #include "runtime/data/Augment.h"
 
+#include "runtime/platform/Errors.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -14,27 +16,20 @@ using namespace lap::data;
 
 namespace {
 
-[[noreturn]] void refuse(const char *function, const std::string &why) {
-  throw std::runtime_error(std::string(function) + ": " + why);
-}
-
-std::string str(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", value);
-  return text;
-}
+using lap::platform::fail;
+using lap::platform::numberText;
 
 /// c * h * w, refusing sizes below 1 and products that overflow.
 int64_t elementCount(const char *function, int64_t channels, int64_t height,
                      int64_t width) {
   if (channels < 1 || height < 1 || width < 1)
-    refuse(function, "image shape " + std::to_string(channels) + "x" +
+    fail(function, "image shape " + std::to_string(channels) + "x" +
                          std::to_string(height) + "x" + std::to_string(width) +
                          " has a size below 1");
   int64_t plane, count;
   if (__builtin_mul_overflow(height, width, &plane) ||
       __builtin_mul_overflow(channels, plane, &count))
-    refuse(function, "image shape overflows");
+    fail(function, "image shape overflows");
   return count;
 }
 
@@ -42,7 +37,7 @@ void checkImage(const char *function, const Image &image) {
   int64_t count =
       elementCount(function, image.channels, image.height, image.width);
   if (image.pixels.size() != uint64_t(count))
-    refuse(function, "a " + std::to_string(image.channels) + "x" +
+    fail(function, "a " + std::to_string(image.channels) + "x" +
                          std::to_string(image.height) + "x" +
                          std::to_string(image.width) + " image holds " +
                          std::to_string(image.pixels.size()) + " pixels, not " +
@@ -51,20 +46,20 @@ void checkImage(const char *function, const Image &image) {
 
 void checkSize(const char *function, const char *what, int64_t size) {
   if (size < 1)
-    refuse(function,
+    fail(function,
            std::string(what) + " " + std::to_string(size) + " is below 1");
 }
 
 void checkLumaChannels(const char *function, const Image &image) {
   if (image.channels != 1 && image.channels != 3)
-    refuse(function, "needs 1 or 3 channels, the image has " +
+    fail(function, "needs 1 or 3 channels, the image has " +
                          std::to_string(image.channels));
 }
 
 void checkUnit(const char *function, const char *what, double value) {
   if (!(value >= 0 && value <= 1))
-    refuse(function,
-           std::string(what) + " " + str(value) + " is outside [0, 1]");
+    fail(function,
+           std::string(what) + " " + numberText(value) + " is outside [0, 1]");
 }
 
 /// Python's round(): to the nearest integer, ties to even.
@@ -182,7 +177,7 @@ void checkBatch(const char *function, const float *images, int64_t batch,
   checkSize(function, "batch", batch);
   elementCount(function, channels, height, width);
   if (!images)
-    refuse(function, "images is null");
+    fail(function, "images is null");
 }
 
 void checkLabels(const char *function, const int32_t *labels, int64_t batch,
@@ -190,10 +185,10 @@ void checkLabels(const char *function, const int32_t *labels, int64_t batch,
   checkSize(function, "batch", batch);
   checkSize(function, "classes", classes);
   if (!labels)
-    refuse(function, "labels is null");
+    fail(function, "labels is null");
   for (int64_t i = 0; i < batch; ++i)
     if (labels[i] < 0 || labels[i] >= classes)
-      refuse(function, "label " + std::to_string(labels[i]) + " of sample " +
+      fail(function, "label " + std::to_string(labels[i]) + " of sample " +
                            std::to_string(i) + " is outside [0, " +
                            std::to_string(classes) + ")");
 }
@@ -202,7 +197,7 @@ void checkCutmixBox(const char *function, const CutmixBox &box, int64_t height,
                     int64_t width) {
   if (!(0 <= box.top && box.top <= box.bottom && box.bottom <= height &&
         0 <= box.left && box.left <= box.right && box.right <= width))
-    refuse(function, "box rows [" + std::to_string(box.top) + ", " +
+    fail(function, "box rows [" + std::to_string(box.top) + ", " +
                          std::to_string(box.bottom) + ") columns [" +
                          std::to_string(box.left) + ", " +
                          std::to_string(box.right) + ") is not inside " +
@@ -227,8 +222,8 @@ int64_t lap::data::uniformIndex(std::mt19937_64 &rng, int64_t n) {
 
 double lap::data::sampleBeta(std::mt19937_64 &rng, double a, double b) {
   if (!(a > 0 && b > 0 && std::isfinite(a) && std::isfinite(b)))
-    refuse("sampleBeta",
-           "shapes " + str(a) + ", " + str(b) + " must be positive and finite");
+    fail("sampleBeta",
+           "shapes " + numberText(a) + ", " + numberText(b) + " must be positive and finite");
   double logX = logGammaDraw(rng, a);
   double logY = logGammaDraw(rng, b);
   // X / (X + Y) = 1 / (1 + Y / X).
@@ -254,10 +249,10 @@ CropBox lap::data::randomResizedCropBox(int64_t height, int64_t width,
   const char *function = "randomResizedCropBox";
   elementCount(function, 1, height, width);
   if (!(minScale > 0 && minScale <= maxScale && std::isfinite(maxScale)))
-    refuse(function, "scale range [" + str(minScale) + ", " + str(maxScale) +
+    fail(function, "scale range [" + numberText(minScale) + ", " + numberText(maxScale) +
                          "] is not within (0, inf)");
   if (!(minRatio > 0 && minRatio <= maxRatio && std::isfinite(maxRatio)))
-    refuse(function, "ratio range [" + str(minRatio) + ", " + str(maxRatio) +
+    fail(function, "ratio range [" + numberText(minRatio) + ", " + numberText(maxRatio) +
                          "] is not within (0, inf)");
 
   double area = double(height) * double(width);
@@ -308,7 +303,7 @@ Image lap::data::resizeShorter(const Image &image, int64_t shorter) {
   checkSize("resizeShorter", "shorter side", shorter);
   int64_t h = image.height, w = image.width, longer;
   if (__builtin_mul_overflow(shorter, std::max(h, w), &longer))
-    refuse("resizeShorter", "shorter side " + std::to_string(shorter) +
+    fail("resizeShorter", "shorter side " + std::to_string(shorter) +
                                 " overflows the longer one");
   if (w <= h)
     return resize(image, longer / w, shorter);
@@ -319,7 +314,7 @@ Image lap::data::centerCrop(const Image &image, int64_t size) {
   checkImage("centerCrop", image);
   checkSize("centerCrop", "size", size);
   if (size > image.height || size > image.width)
-    refuse("centerCrop", "a " + std::to_string(size) + "x" +
+    fail("centerCrop", "a " + std::to_string(size) + "x" +
                              std::to_string(size) + " crop does not fit a " +
                              std::to_string(image.height) + "x" +
                              std::to_string(image.width) + " image");
@@ -364,7 +359,7 @@ void lap::data::gaussianBlur(Image &image, double sigma) {
   checkImage("gaussianBlur", image);
   // The bound keeps the kernel (6 sigma + 1 taps) to a sane size.
   if (!(sigma > 0 && sigma <= 1000))
-    refuse("gaussianBlur", "sigma " + str(sigma) + " is outside (0, 1000]");
+    fail("gaussianBlur", "sigma " + numberText(sigma) + " is outside (0, 1000]");
   int64_t radius = int64_t(std::ceil(3 * sigma));
   std::vector<double> kernel(size_t(2 * radius + 1));
   double sum = 0;
@@ -505,13 +500,13 @@ void hueStep(Image &image, double shift) {
 
 void checkFactor(const char *function, double factor) {
   if (!(factor >= 0 && std::isfinite(factor)))
-    refuse(function, "factor " + str(factor) + " is not finite and >= 0");
+    fail(function, "factor " + numberText(factor) + " is not finite and >= 0");
 }
 
 void checkStrengths(const char *function, std::initializer_list<float> all) {
   for (float v : all)
     if (!(v >= 0 && std::isfinite(v)))
-      refuse(function, "strength " + str(v) + " is not finite and >= 0");
+      fail(function, "strength " + numberText(v) + " is not finite and >= 0");
 }
 
 /// uniform(max(0, 1 - v), 1 + v) for v > 0; 1 without a draw otherwise.
@@ -545,7 +540,7 @@ void lap::data::adjustHue(Image &image, double shift) {
   checkImage("adjustHue", image);
   checkLumaChannels("adjustHue", image);
   if (!(shift >= -0.5 && shift <= 0.5))
-    refuse("adjustHue", "shift " + str(shift) + " is outside [-0.5, 0.5]");
+    fail("adjustHue", "shift " + numberText(shift) + " is outside [-0.5, 0.5]");
   hueStep(image, shift);
 }
 
@@ -574,7 +569,7 @@ void lap::data::colorJitterRandomOrder(Image &image, float brightness,
   checkLumaChannels(function, image);
   checkStrengths(function, {brightness, contrast, saturation, hue});
   if (hue > 0.5f)
-    refuse(function, "hue " + str(hue) + " is above 0.5");
+    fail(function, "hue " + numberText(hue) + " is above 0.5");
   if (brightness == 0 && contrast == 0 && saturation == 0 && hue == 0)
     return;
 
@@ -611,12 +606,12 @@ void lap::data::normalize(Image &image, const std::vector<float> &mean,
   checkImage("normalize", image);
   if (mean.size() != uint64_t(image.channels) ||
       stddev.size() != uint64_t(image.channels))
-    refuse("normalize", std::to_string(mean.size()) + " means and " +
+    fail("normalize", std::to_string(mean.size()) + " means and " +
                             std::to_string(stddev.size()) + " deviations for " +
                             std::to_string(image.channels) + " channels");
   for (float s : stddev)
     if (s == 0 || !std::isfinite(s))
-      refuse("normalize", "deviation " + str(s) + " is zero or not finite");
+      fail("normalize", "deviation " + numberText(s) + " is zero or not finite");
   int64_t plane = image.height * image.width;
   for (int64_t c = 0; c < image.channels; ++c) {
     float *p = image.pixels.data() + c * plane;
@@ -637,14 +632,14 @@ void lap::data::mixBatch(float *images, int64_t batch, int64_t channels,
   checkBatch(function, images, batch, channels, height, width);
   checkLabels(function, labels, batch, classes);
   if (!targets)
-    refuse(function, "targets is null");
+    fail(function, "targets is null");
   for (double alpha : {config.mixupAlpha, config.cutmixAlpha})
     if (!(alpha >= 0 && std::isfinite(alpha)))
-      refuse(function, "alpha " + str(alpha) + " is not finite and >= 0");
+      fail(function, "alpha " + numberText(alpha) + " is not finite and >= 0");
   checkUnit(function, "switchProb", config.switchProb);
   checkUnit(function, "prob", config.prob);
   if (!(config.labelSmoothing >= 0 && config.labelSmoothing < 1))
-    refuse(function, "labelSmoothing " + str(config.labelSmoothing) +
+    fail(function, "labelSmoothing " + numberText(config.labelSmoothing) +
                          " is outside [0, 1)");
 
   bool mixup = config.mixupAlpha > 0, cutmix = config.cutmixAlpha > 0;
@@ -730,9 +725,9 @@ void lap::data::mixTargets(const int32_t *labels, int64_t batch,
   checkLabels("mixTargets", labels, batch, classes);
   checkUnit("mixTargets", "lambda", lambda);
   if (!(smoothing >= 0 && smoothing < 1))
-    refuse("mixTargets", "smoothing " + str(smoothing) + " is outside [0, 1)");
+    fail("mixTargets", "smoothing " + numberText(smoothing) + " is outside [0, 1)");
   if (!targets)
-    refuse("mixTargets", "targets is null");
+    fail("mixTargets", "targets is null");
   double off = smoothing / double(classes), on = 1 - smoothing + off;
   for (int64_t i = 0; i < batch; ++i) {
     int32_t own = labels[i], partner = labels[batch - 1 - i];

@@ -2,6 +2,7 @@
 
 #include "runtime/data/ImageDatasets.h"
 
+#include "runtime/platform/Errors.h"
 #include "runtime/data/ImageFiles.h"
 #include "runtime/platform/Files.h"
 
@@ -22,9 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-[[noreturn]] void refuse(const std::string &path, const std::string &why) {
-  throw std::runtime_error(path + ": " + why);
-}
+using lap::platform::fail;
 
 void checkIndex(int64_t i, int64_t size, const std::string &source) {
   if (i < 0 || i >= size)
@@ -106,7 +105,7 @@ public:
       : path_(path), file_((lap::platform::regularFileSize(path),
                             gzopen(path.c_str(), "rb"))) {
     if (!file_)
-      refuse(path, std::string("cannot open: ") + std::strerror(errno));
+      fail(path, std::string("cannot open: ") + std::strerror(errno));
     gzbuffer(file_, 1 << 18);
   }
   ~GzipReader() { gzclose(file_); }
@@ -123,7 +122,7 @@ public:
       if (n < 0) {
         int code = 0;
         const char *message = gzerror(file_, &code);
-        refuse(path_, code == Z_ERRNO
+        fail(path_, code == Z_ERRNO
                           ? std::string("cannot read: ") + std::strerror(errno)
                           : std::string("bad gzip data: ") + message);
       }
@@ -132,7 +131,7 @@ public:
         int code = 0;
         gzerror(file_, &code);
         if (code == Z_BUF_ERROR)
-          refuse(path_, "truncated: the gzip stream ends early");
+          fail(path_, "truncated: the gzip stream ends early");
         break;
       }
       done += size_t(n);
@@ -163,7 +162,7 @@ IdxFile readIdxFile(const std::string &path, int rank, const char *what) {
   uint8_t header[4 + 4 * 3];
   const size_t headerBytes = 4 + 4 * size_t(rank);
   if (in.read(header, headerBytes) != headerBytes)
-    refuse(path, "truncated: shorter than the " + std::to_string(headerBytes) +
+    fail(path, "truncated: shorter than the " + std::to_string(headerBytes) +
                      "-byte header of an IDX " + what + " file");
   auto bigEndian = [&](size_t at) {
     return uint32_t(header[at]) << 24 | uint32_t(header[at + 1]) << 16 |
@@ -171,7 +170,7 @@ IdxFile readIdxFile(const std::string &path, int rank, const char *what) {
   };
   const uint32_t magic = bigEndian(0), expected = 0x800u + uint32_t(rank);
   if (magic != expected)
-    refuse(path, "bad magic " + hex32(magic) + " (expected " + hex32(expected) +
+    fail(path, "bad magic " + hex32(magic) + " (expected " + hex32(expected) +
                      ": an IDX " + what + " file of unsigned bytes in " +
                      std::to_string(rank) + " dimensions)");
 
@@ -181,7 +180,7 @@ IdxFile readIdxFile(const std::string &path, int rank, const char *what) {
   for (int d = 0; d < rank; ++d) {
     uint32_t n = bigEndian(4 + 4 * size_t(d));
     if (n != 0 && payload > std::numeric_limits<uint64_t>::max() / 2 / n)
-      refuse(path,
+      fail(path,
              "dimensions too large for an IDX " + std::string(what) + " file");
     payload *= n;
     file.dims.push_back(n);
@@ -201,11 +200,11 @@ IdxFile readIdxFile(const std::string &path, int rank, const char *what) {
       break;
   }
   if (file.data.size() < payload)
-    refuse(path, "truncated: the header announces " + shape + " = " +
+    fail(path, "truncated: the header announces " + shape + " = " +
                      std::to_string(payload) + " bytes of " + what +
                      ", the file holds " + std::to_string(file.data.size()));
   if (file.data.size() > payload)
-    refuse(path, "trailing bytes after the " + std::to_string(payload) +
+    fail(path, "trailing bytes after the " + std::to_string(payload) +
                      " bytes of " + what + " the header announces (" + shape +
                      ")");
   return file;
@@ -222,18 +221,18 @@ lap::data::readIdx(const std::string &imagesPath,
   const uint32_t count = images.dims[0], rows = images.dims[1],
                  cols = images.dims[2];
   if (count == 0)
-    refuse(imagesPath, "holds no images");
+    fail(imagesPath, "holds no images");
   if (rows == 0 || cols == 0)
-    refuse(imagesPath, "images of " + std::to_string(rows) + "x" +
+    fail(imagesPath, "images of " + std::to_string(rows) + "x" +
                            std::to_string(cols) + " pixels hold nothing");
   if (labels.dims[0] != count)
-    refuse(labelsPath, std::to_string(labels.dims[0]) + " labels for the " +
+    fail(labelsPath, std::to_string(labels.dims[0]) + " labels for the " +
                            std::to_string(count) + " images of " + imagesPath);
 
   std::vector<int32_t> labelValues(labels.data.begin(), labels.data.end());
   for (size_t i = 0; i < labelValues.size(); ++i)
     if (labelValues[i] >= kIdxClasses)
-      refuse(labelsPath, "label " + std::to_string(labelValues[i]) +
+      fail(labelsPath, "label " + std::to_string(labelValues[i]) +
                              " at index " + std::to_string(i) +
                              " is out of range for " +
                              std::to_string(kIdxClasses) + " classes");
@@ -269,7 +268,7 @@ std::vector<std::string> classNamesOrNumbers(const fs::path &path,
       names.push_back(line);
   }
   if (int64_t(names.size()) != classes)
-    refuse(path.string(), std::to_string(names.size()) +
+    fail(path.string(), std::to_string(names.size()) +
                               " class names, expected " +
                               std::to_string(classes));
   return names;
@@ -294,9 +293,9 @@ lap::data::readCifar(const std::vector<std::string> &paths, bool cifar100Fine) {
     uint64_t bytes = 0;
     files.push_back(lap::platform::openRegularFile(path, &bytes));
     if (bytes == 0)
-      refuse(path, std::string("empty: no ") + format + " records");
+      fail(path, std::string("empty: no ") + format + " records");
     if (bytes % record != 0)
-      refuse(path, std::to_string(bytes) + " bytes is not a whole number of " +
+      fail(path, std::to_string(bytes) + " bytes is not a whole number of " +
                        format + " records of " + std::to_string(record) +
                        " bytes (" + std::to_string(labelBytes) +
                        " label + 3072 pixel bytes)" +
@@ -320,15 +319,15 @@ lap::data::readCifar(const std::vector<std::string> &paths, bool cifar100Fine) {
     for (uint64_t r = 0; r < records[f]; ++r) {
       if (!files[f].read(reinterpret_cast<char *>(buffer.data()),
                          std::streamsize(record)))
-        refuse(paths[f], "cannot read record " + std::to_string(r));
+        fail(paths[f], "cannot read record " + std::to_string(r));
       if (cifar100Fine && buffer[0] >= kCifar100Coarse)
-        refuse(paths[f], "coarse label " + std::to_string(buffer[0]) +
+        fail(paths[f], "coarse label " + std::to_string(buffer[0]) +
                              " of record " + std::to_string(r) +
                              " is out of range for " +
                              std::to_string(kCifar100Coarse) + " classes");
       const int32_t label = buffer[labelBytes - 1];
       if (label >= classes)
-        refuse(paths[f], "label " + std::to_string(label) + " of record " +
+        fail(paths[f], "label " + std::to_string(label) + " of record " +
                              std::to_string(r) + " is out of range for " +
                              std::to_string(classes) + " classes (" + format +
                              ")");
@@ -358,7 +357,7 @@ Image decodeImageFile(const std::string &path) {
   std::ifstream in = lap::platform::openRegularFile(path, &bytes);
   std::vector<uint8_t> file(bytes);
   if (!in.read(reinterpret_cast<char *>(file.data()), std::streamsize(bytes)))
-    refuse(path, "cannot read " + std::to_string(bytes) + " bytes");
+    fail(path, "cannot read " + std::to_string(bytes) + " bytes");
   return decodeImage(path, file);
 }
 
@@ -389,7 +388,7 @@ std::vector<std::string> sortedEntries(const fs::path &dir, Keep keep) {
       names.push_back(it->path().filename().string());
   }
   if (ec)
-    refuse(dir.string(), "cannot list: " + ec.message());
+    fail(dir.string(), "cannot list: " + ec.message());
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -480,18 +479,18 @@ std::unique_ptr<ImageDataset>
 lap::data::openImageFolder(const std::string &root, bool strict) {
   std::error_code ec;
   if (!fs::exists(root, ec))
-    refuse(root, "no such directory");
+    fail(root, "no such directory");
   if (!fs::is_directory(root, ec))
-    refuse(root, "not a directory");
+    fail(root, "not a directory");
   std::vector<std::string> classes = sortedEntries(
       root, [](const fs::directory_entry &entry, std::error_code &error) {
         return entry.is_directory(error);
       });
   if (classes.empty())
-    refuse(root,
+    fail(root,
            "no class directories (expected " + root + "/<class>/<image>)");
   if (classes.size() > size_t(std::numeric_limits<int32_t>::max()))
-    refuse(root, "too many class directories");
+    fail(root, "too many class directories");
 
   std::vector<std::string> files;
   std::vector<int32_t> labels;
@@ -514,13 +513,13 @@ lap::data::openImageFolder(const std::string &root, bool strict) {
           return false;
         });
     if (names.empty())
-      refuse(dir.string(), "an empty class: no .jpg, .jpeg or .png files");
+      fail(dir.string(), "an empty class: no .jpg, .jpeg or .png files");
     files.insert(files.end(), std::make_move_iterator(names.begin()),
                  std::make_move_iterator(names.end()));
     labels.insert(labels.end(), names.size(), int32_t(c));
   }
   if (strict && !skipped.counts.empty())
-    refuse(skipped.first,
+    fail(skipped.first,
            skipped.firstWhat + ", not an image file (train.data.strict)");
   return std::make_unique<ImageFolder>(
       root, std::move(classes), std::move(files), std::move(labels),

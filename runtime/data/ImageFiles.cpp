@@ -2,6 +2,8 @@
 
 #include "runtime/data/ImageFiles.h"
 
+#include "runtime/platform/Errors.h"
+
 // jpeglib.h uses FILE and size_t without including their headers.
 #include <cstddef>
 #include <cstdio>
@@ -19,9 +21,7 @@ using namespace lap::data;
 
 namespace {
 
-[[noreturn]] void refuse(const std::string &path, const std::string &why) {
-  throw std::runtime_error(path + ": " + why);
-}
+using lap::platform::fail;
 
 } // namespace
 
@@ -161,7 +161,7 @@ Image decodeJpeg(const std::string &path, const std::vector<uint8_t> &file) {
   JpegDecoder decoder;
   DecodedPixels pixels;
   if (!runJpeg(decoder, file, pixels))
-    refuse(path, std::string("cannot decode JPEG: ") + decoder.errors.message);
+    fail(path, std::string("cannot decode JPEG: ") + decoder.errors.message);
   if (pixels.channels == 4)
     return toImage(cmykToRgb(pixels, decoder.cinfo.saw_Adobe_marker));
   return toImage(pixels);
@@ -258,7 +258,7 @@ Image decodePng(const std::string &path, const std::vector<uint8_t> &file) {
   PngDecoder decoder(file);
   DecodedPixels pixels;
   if (!runPng(decoder, pixels))
-    refuse(path, std::string("cannot decode PNG: ") + decoder.message);
+    fail(path, std::string("cannot decode PNG: ") + decoder.message);
   return toImage(pixels);
 }
 
@@ -270,5 +270,5 @@ Image lap::data::decodeImage(const std::string &path,
     return decodePng(path, file);
   if (file.size() >= 2 && file[0] == 0xFF && file[1] == 0xD8)
     return decodeJpeg(path, file);
-  refuse(path, "neither a JPEG nor a PNG file (unrecognised signature)");
+  fail(path, "neither a JPEG nor a PNG file (unrecognised signature)");
 }

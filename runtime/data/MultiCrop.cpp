@@ -2,6 +2,8 @@
 
 #include "runtime/data/MultiCrop.h"
 
+#include "runtime/platform/Errors.h"
+
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -13,14 +15,10 @@ namespace {
 
 const char *const kFunction = "multiCropViews";
 
-[[noreturn]] void refuse(const std::string &why) {
-  throw std::runtime_error(std::string(kFunction) + ": " + why);
-}
+using lap::platform::numberText;
 
-std::string str(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", value);
-  return text;
+[[noreturn]] void refuse(const std::string &why) {
+  lap::platform::fail(kFunction, why);
 }
 
 void checkCount(const char *what, int64_t count, int64_t least) {
@@ -40,13 +38,13 @@ void checkSize(const char *what, int64_t size, int64_t channels) {
 
 void checkScale(const char *what, double lo, double hi) {
   if (!(lo > 0 && lo <= hi && hi <= 1))
-    refuse(std::string(what) + " scale range [" + str(lo) + ", " + str(hi) +
+    refuse(std::string(what) + " scale range [" + numberText(lo) + ", " + numberText(hi) +
            "] is not within (0, 1] with min <= max");
 }
 
 void checkProb(const char *what, double p) {
   if (!(p >= 0 && p <= 1))
-    refuse(std::string(what) + " " + str(p) + " is outside [0, 1]");
+    refuse(std::string(what) + " " + numberText(p) + " is outside [0, 1]");
 }
 
 void checkConfig(const Image &image, const MultiCropConfig &config) {
@@ -74,9 +72,9 @@ void checkConfig(const Image &image, const MultiCropConfig &config) {
   for (float v :
        {config.brightness, config.contrast, config.saturation, config.hue})
     if (!(v >= 0 && std::isfinite(v)))
-      refuse("jitter strength " + str(v) + " is not finite and >= 0");
+      refuse("jitter strength " + numberText(v) + " is not finite and >= 0");
   if (config.hue > 0.5f)
-    refuse("hue " + str(config.hue) + " is above 0.5");
+    refuse("hue " + numberText(config.hue) + " is above 0.5");
 
   checkProb("flipProb", config.flipProb);
   checkProb("jitterProb", config.jitterProb);
@@ -87,8 +85,8 @@ void checkConfig(const Image &image, const MultiCropConfig &config) {
   checkProb("solarizeProb", config.solarizeProb);
   if (!(config.minSigma > 0 && config.minSigma <= config.maxSigma &&
         config.maxSigma <= 1000))
-    refuse("sigma range [" + str(config.minSigma) + ", " +
-           str(config.maxSigma) + "] is not within (0, 1000] with min <= max");
+    refuse("sigma range [" + numberText(config.minSigma) + ", " +
+           numberText(config.maxSigma) + "] is not within (0, 1000] with min <= max");
 
   bool skip = config.mean.empty() && config.stddev.empty();
   if (!skip && (config.mean.size() != uint64_t(image.channels) ||
@@ -98,7 +96,7 @@ void checkConfig(const Image &image, const MultiCropConfig &config) {
            std::to_string(image.channels) + " channels");
   for (float s : config.stddev)
     if (s == 0 || !std::isfinite(s))
-      refuse("deviation " + str(s) + " is zero or not finite");
+      refuse("deviation " + numberText(s) + " is zero or not finite");
 }
 
 /// Steps 1 to 7 of one view.

@@ -2,7 +2,9 @@
 
 #include "runtime/data/TokenShards.h"
 
+#include "runtime/platform/Errors.h"
 #include "runtime/platform/Files.h"
+#include "runtime/platform/Random.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -24,42 +26,8 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 namespace {
 
-[[noreturn]] void refuse(const std::string &path, const std::string &why) {
-  throw std::runtime_error(path + ": " + why);
-}
-
-[[noreturn]] void refuseErrno(const std::string &path,
-                              const std::string &what) {
-  refuse(path, what + ": " + std::strerror(errno));
-}
-
-std::string dirOf(const std::string &path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos)
-    return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-/// write(2) until done: it may write less than asked or be interrupted.
-void writeAll(int fd, const void *data, size_t bytes, const std::string &path) {
-  const char *p = static_cast<const char *>(data);
-  while (bytes > 0) {
-    ssize_t n = ::write(fd, p, bytes);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      refuseErrno(path, "cannot write");
-    }
-    p += n;
-    bytes -= static_cast<size_t>(n);
-  }
-}
-
-uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+using lap::platform::fail;
+using lap::platform::failWithErrno;
 
 /// A bijection of [0, n) keyed by a seed: a balanced Feistel network over
 /// the smallest 4^k >= n, cycle-walked back into range. It needs no table,
@@ -73,7 +41,7 @@ public:
     mask_ = (uint64_t(1) << half_) - 1;
     uint64_t state = seed;
     for (uint64_t &key : keys_)
-      key = mix64(state += 0x9e3779b97f4a7c15ULL);
+      key = mix64(state += kSplitMixIncrement);
   }
 
   uint64_t operator()(uint64_t i) const {
@@ -110,14 +78,14 @@ private:
 void lap::writeShard(const std::string &path,
                      const std::vector<uint32_t> &tokens, uint32_t vocabSize) {
   if (vocabSize == 0)
-    refuse(path, "vocabulary size must be positive");
+    fail(path, "vocabulary size must be positive");
   if (tokens.size() > uint64_t(std::numeric_limits<int32_t>::max()))
-    refuse(path, std::to_string(tokens.size()) +
+    fail(path, std::to_string(tokens.size()) +
                      " tokens do not fit one shard (the header's count is "
                      "an int32); split them over several shards");
   for (size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] >= vocabSize)
-      refuse(path, "token " + std::to_string(tokens[i]) + " at index " +
+      fail(path, "token " + std::to_string(tokens[i]) + " at index " +
                        std::to_string(i) + " is out of range for vocabulary " +
                        std::to_string(vocabSize));
   const int version = vocabSize <= kShardV1MaxVocab ? 1 : 2;
@@ -127,47 +95,20 @@ void lap::writeShard(const std::string &path,
   header[1] = version;
   header[2] = static_cast<int32_t>(tokens.size());
 
-  // The temporary file sits next to the target so rename() is atomic.
-  std::string tmp = path + ".tmp.XXXXXX";
-  int fd = ::mkstemp(tmp.data());
-  if (fd < 0)
-    refuseErrno(path, "cannot create a temporary file in " + dirOf(path));
-  try {
-    ::fchmod(fd, 0644);
-    writeAll(fd, header, sizeof header, path);
-    if (version == 2) {
-      writeAll(fd, tokens.data(), tokens.size() * 4, path);
-    } else {
-      std::vector<uint16_t> chunk;
-      constexpr size_t kChunk = size_t(1) << 20;
-      for (size_t i = 0; i < tokens.size(); i += kChunk) {
-        size_t n = std::min(kChunk, tokens.size() - i);
-        chunk.assign(tokens.begin() + i, tokens.begin() + i + n);
-        writeAll(fd, chunk.data(), n * 2, path);
-      }
+  platform::AtomicFileWriter file(path);
+  file.write(header, sizeof header);
+  if (version == 2) {
+    file.write(tokens.data(), tokens.size() * 4);
+  } else {
+    std::vector<uint16_t> chunk;
+    constexpr size_t kChunk = size_t(1) << 20;
+    for (size_t i = 0; i < tokens.size(); i += kChunk) {
+      size_t n = std::min(kChunk, tokens.size() - i);
+      chunk.assign(tokens.begin() + i, tokens.begin() + i + n);
+      file.write(chunk.data(), n * 2);
     }
-    if (::fsync(fd) != 0)
-      refuseErrno(path, "cannot fsync");
-    if (::close(fd) != 0) {
-      fd = -1;
-      refuseErrno(path, "cannot close");
-    }
-    fd = -1;
-    if (::rename(tmp.c_str(), path.c_str()) != 0)
-      refuseErrno(path, "cannot rename " + tmp + " to it");
-  } catch (...) {
-    if (fd >= 0)
-      ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
   }
-  // Make the rename itself durable; the data already is, so a failure here
-  // is not worth an error.
-  int dir = ::open(dirOf(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
+  file.commit();
 }
 
 uint64_t lap::splitPoint(uint64_t n, double valFraction) {
@@ -195,22 +136,22 @@ TokenShard::TokenShard(const std::string &path) : path_(path) {
   // below as not a regular file.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
-    refuseErrno(path, "cannot open");
+    failWithErrno(path, "cannot open");
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int saved = errno;
     ::close(fd);
     errno = saved;
-    refuseErrno(path, "cannot stat");
+    failWithErrno(path, "cannot stat");
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    refuse(path, platform::notRegularFile(st.st_mode));
+    fail(path, platform::notRegularFile(st.st_mode));
   }
   uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < kShardHeaderBytes) {
     ::close(fd);
-    refuse(path, "too small for a token shard: " + std::to_string(size) +
+    fail(path, "too small for a token shard: " + std::to_string(size) +
                      " bytes (the header alone is " +
                      std::to_string(kShardHeaderBytes) + ")");
   }
@@ -220,25 +161,25 @@ TokenShard::TokenShard(const std::string &path) : path_(path) {
   if (map_ == MAP_FAILED) {
     map_ = nullptr;
     errno = saved;
-    refuseErrno(path, "cannot mmap");
+    failWithErrno(path, "cannot mmap");
   }
   mapBytes_ = size;
 
   try {
     const auto *header = static_cast<const int32_t *>(map_);
     if (header[0] != kShardMagic)
-      refuse(path, "bad magic " + std::to_string(header[0]) + " (expected " +
+      fail(path, "bad magic " + std::to_string(header[0]) + " (expected " +
                        std::to_string(kShardMagic) + ": not a token shard)");
     version_ = header[1];
     if (version_ != 1 && version_ != 2)
-      refuse(path, "unsupported version " + std::to_string(version_) +
+      fail(path, "unsupported version " + std::to_string(version_) +
                        " (expected 1: uint16 tokens, or 2: uint32 tokens)");
     if (header[2] < 0)
-      refuse(path, "bad token count " + std::to_string(header[2]));
+      fail(path, "bad token count " + std::to_string(header[2]));
     count_ = static_cast<uint64_t>(header[2]);
     uint64_t want = count_ * tokenBytes(), have = size - kShardHeaderBytes;
     if (have != want)
-      refuse(path, std::string(have < want ? "truncated" : "trailing bytes") +
+      fail(path, std::string(have < want ? "truncated" : "trailing bytes") +
                        ": header says " + std::to_string(count_) + " tokens (" +
                        std::to_string(want) + " bytes) but " +
                        std::to_string(have) + " bytes follow");
@@ -278,7 +219,7 @@ TokenShard &TokenShard::operator=(TokenShard &&other) noexcept {
 
 void TokenShard::read(uint64_t begin, uint64_t count, uint32_t *out) const {
   if (begin > count_ || count > count_ - begin)
-    refuse(path_, "read of tokens [" + std::to_string(begin) + ", " +
+    fail(path_, "read of tokens [" + std::to_string(begin) + ", " +
                       std::to_string(begin + count) + ") past the end (" +
                       std::to_string(count_) + " tokens)");
   if (version_ == 2) {
@@ -330,7 +271,7 @@ void TokenShard::checkVocab(uint32_t vocabSize) const {
   uint64_t i = 0;
   while ((*this)[i] < vocabSize)
     ++i;
-  refuse(path_, "token " + std::to_string((*this)[i]) + " at index " +
+  fail(path_, "token " + std::to_string((*this)[i]) + " at index " +
                     std::to_string(i) + " is out of range for vocabulary " +
                     std::to_string(vocabSize));
 }

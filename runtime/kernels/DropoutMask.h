@@ -12,7 +12,7 @@
 #ifndef LAP_RUNTIME_KERNELS_DROPOUTMASK_H
 #define LAP_RUNTIME_KERNELS_DROPOUTMASK_H
 
-#include "runtime/kernels/cpu/SplitMix.h"
+#include "runtime/platform/Random.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,8 @@
 //===- LoadedModel.cpp - A model.so, opened and checked ---------*- C++ -*-===//
 
 #include "runtime/model/LoadedModel.h"
+
+#include "runtime/platform/Errors.h"
 #include "runtime/model/ManifestCheck.h"
 #include "runtime/platform/CpuFeatures.h"
 #include "runtime/platform/Files.h"
@@ -17,15 +19,13 @@ using namespace lap;
 
 namespace {
 
-[[noreturn]] void refuse(const std::string &path, const std::string &why) {
-  throw std::runtime_error(path + ": " + why);
-}
+using lap::platform::fail;
 
 template <typename F>
 F symbol(void *handle, const char *name, const std::string &path) {
   void *p = dlsym(handle, name);
   if (!p)
-    refuse(path, std::string("not a lap model library (no '") + name +
+    fail(path, std::string("not a lap model library (no '") + name +
                      "'; build one with `lapc SPEC -o model.so`)");
   return reinterpret_cast<F>(p);
 }
@@ -35,23 +35,23 @@ F symbol(void *handle, const char *name, const std::string &path) {
 void checkElf(const std::string &path, uint64_t size) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    refuse(path, std::string("cannot read: ") + std::strerror(errno));
+    fail(path, std::string("cannot read: ") + std::strerror(errno));
   if (size == 0)
-    refuse(path, "an empty file, not a model library");
+    fail(path, "an empty file, not a model library");
   Elf64_Ehdr header{};
   if (!in.read(reinterpret_cast<char *>(&header), sizeof header) ||
       std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0)
-    refuse(path, "not a shared library (no ELF header)");
+    fail(path, "not a shared library (no ELF header)");
   if (header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_machine != EM_X86_64)
-    refuse(path, "a shared library for another machine (this is x86-64)");
+    fail(path, "a shared library for another machine (this is x86-64)");
   if (header.e_type != ET_DYN)
-    refuse(path, "an ELF file, but not a shared library");
+    fail(path, "an ELF file, but not a shared library");
   auto covers = [&](uint64_t offset, uint64_t bytes) {
     return offset <= size && bytes <= size - offset;
   };
   if (!covers(header.e_phoff, uint64_t(header.e_phnum) * header.e_phentsize) ||
       !covers(header.e_shoff, uint64_t(header.e_shnum) * header.e_shentsize))
-    refuse(path, "not a loadable shared library (truncated: " +
+    fail(path, "not a loadable shared library (truncated: " +
                      std::to_string(size) + " bytes)");
   for (int i = 0; i < header.e_phnum; ++i) {
     Elf64_Phdr segment{};
@@ -59,7 +59,7 @@ void checkElf(const std::string &path, uint64_t size) {
     if (!in.read(reinterpret_cast<char *>(&segment), sizeof segment) ||
         (segment.p_type == PT_LOAD &&
          !covers(segment.p_offset, segment.p_filesz)))
-      refuse(path, "not a loadable shared library (truncated: " +
+      fail(path, "not a loadable shared library (truncated: " +
                        std::to_string(size) + " bytes)");
   }
 }
@@ -78,11 +78,11 @@ void checkCpu(const std::string &path, const nlohmann::json &target) {
   const std::string here = "this CPU (" + platform::cpuModelName() + ")";
   if (std::string missing = missingOf(target.at("kernel_features"));
       !missing.empty())
-    refuse(path, "lap's kernels need a CPU like '" +
+    fail(path, "lap's kernels need a CPU like '" +
                      target.at("kernel_cpu").get<std::string>() + "', and " +
                      here + " lacks: " + missing);
   if (std::string missing = missingOf(target.at("features")); !missing.empty())
-    refuse(
+    fail(
         path,
         "compiled for the CPU '" + target.at("cpu").get<std::string>() +
             "', whose features " + here + " lacks: " + missing +
@@ -103,14 +103,14 @@ LoadedModel::LoadedModel(const std::string &path, Devices devices)
   handle_ = dlopen(open.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) {
     const char *why = dlerror();
-    refuse(path, std::string("not a loadable shared library: ") +
+    fail(path, std::string("not a loadable shared library: ") +
                      (why ? why : "unknown error"));
   }
   try {
     auto version = symbol<decltype(&lap_model_abi_version)>(
         handle_, "lap_model_abi_version", path);
     if (version() != LAP_MODEL_ABI_VERSION)
-      refuse(path, "built for model ABI version " + std::to_string(version()) +
+      fail(path, "built for model ABI version " + std::to_string(version()) +
                        ", this lapc-run speaks version " +
                        std::to_string(LAP_MODEL_ABI_VERSION) +
                        "; recompile it with this lapc");
@@ -135,17 +135,17 @@ LoadedModel::LoadedModel(const std::string &path, Devices devices)
     auto manifestError = symbol<decltype(&lap_model_manifest_error)>(
         handle_, "lap_model_manifest_error", path);
     if (const char *error = manifestError())
-      refuse(path, std::string("a corrupt model library: ") + error);
+      fail(path, std::string("a corrupt model library: ") + error);
     manifest_ =
         nlohmann::json::parse(manifest(), nullptr, /*allow_exceptions=*/false);
     if (manifest_.is_discarded())
-      refuse(path, "a corrupt model library: its manifest is not valid JSON");
+      fail(path, "a corrupt model library: its manifest is not valid JSON");
     if (std::string problem = model::manifestProblem(manifest_);
         !problem.empty())
-      refuse(path, "a corrupt model library: in its manifest, " + problem);
+      fail(path, "a corrupt model library: in its manifest, " + problem);
     checkCpu(path, manifest_.at("target"));
     if (devices == Devices::CPU && device() != "cpu")
-      refuse(path, "a library for " + device() + " (" +
+      fail(path, "a library for " + device() + " (" +
                        manifest_["target"]["arch"].get<std::string>() +
                        "); this program runs CPU libraries (`lapc SPEC -o "
                        "model.so` compiles one for the CPU)");
@@ -158,7 +158,7 @@ LoadedModel::LoadedModel(const std::string &path, Devices devices)
     workspaceBytes_ = manifest_.at("memory").at("workspace_bytes");
   } catch (const nlohmann::json::exception &e) {
     dlclose(handle_);
-    refuse(path, std::string("its manifest lacks a field: ") + e.what());
+    fail(path, std::string("its manifest lacks a field: ") + e.what());
   } catch (...) {
     dlclose(handle_);
     throw;

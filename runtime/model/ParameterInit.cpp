@@ -2,7 +2,7 @@
 
 #include "runtime/model/ParameterInit.h"
 
-#include "runtime/kernels/cpu/SplitMix.h"
+#include "runtime/platform/Random.h"
 
 #include <cmath>
 #include <stdexcept>

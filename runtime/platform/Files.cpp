@@ -1,11 +1,13 @@
 //===- Files.cpp - Opening only what can be read to its end ---------------===//
 
 #include "runtime/platform/Files.h"
+#include "runtime/platform/Errors.h"
 #include "runtime/platform/Hash.h"
 
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <stdexcept>
 #include <vector>
 
@@ -14,14 +16,6 @@
 #include <unistd.h>
 
 namespace lap::platform {
-
-namespace {
-
-[[noreturn]] void refuse(const std::string &path, const std::string &why) {
-  throw std::runtime_error(path + ": " + why);
-}
-
-} // namespace
 
 std::string notRegularFile(unsigned mode) {
   const char *kind = S_ISFIFO(mode)   ? "a FIFO"
@@ -36,9 +30,9 @@ std::string notRegularFile(unsigned mode) {
 uint64_t regularFileSize(const std::string &path) {
   struct stat info;
   if (::stat(path.c_str(), &info) != 0)
-    refuse(path, std::string("cannot open: ") + std::strerror(errno));
+    fail(path, std::string("cannot open: ") + std::strerror(errno));
   if (!S_ISREG(info.st_mode))
-    refuse(path, notRegularFile(info.st_mode));
+    fail(path, notRegularFile(info.st_mode));
   return uint64_t(info.st_size);
 }
 
@@ -48,7 +42,7 @@ std::ifstream openRegularFile(const std::string &path, uint64_t *size) {
     *size = bytes;
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    refuse(path, std::string("cannot open: ") + std::strerror(errno));
+    fail(path, std::string("cannot open: ") + std::strerror(errno));
   return in;
 }
 
@@ -56,20 +50,20 @@ std::string readRegularFile(const std::string &path, uint64_t maxBytes) {
   // O_NONBLOCK: a FIFO swapped in after the check must not block the open.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
-    refuse(path, std::string("cannot open: ") + std::strerror(errno));
+    fail(path, std::string("cannot open: ") + std::strerror(errno));
   struct stat info;
   if (::fstat(fd, &info) != 0) {
     int err = errno;
     ::close(fd);
-    refuse(path, std::string("cannot stat: ") + std::strerror(err));
+    fail(path, std::string("cannot stat: ") + std::strerror(err));
   }
   if (!S_ISREG(info.st_mode)) {
     ::close(fd);
-    refuse(path, notRegularFile(info.st_mode));
+    fail(path, notRegularFile(info.st_mode));
   }
   if (uint64_t(info.st_size) > maxBytes) {
     ::close(fd);
-    refuse(path, std::to_string(info.st_size) + " bytes, more than the " +
+    fail(path, std::to_string(info.st_size) + " bytes, more than the " +
                      std::to_string(maxBytes) + " such a file may have");
   }
   std::string text(size_t(info.st_size), '\0');
@@ -81,7 +75,7 @@ std::string readRegularFile(const std::string &path, uint64_t maxBytes) {
     if (n <= 0) {
       int err = n < 0 ? errno : 0;
       ::close(fd);
-      refuse(path, err ? std::string("read failed: ") + std::strerror(err)
+      fail(path, err ? std::string("read failed: ") + std::strerror(err)
                        : std::string("the file shrank while it was read"));
     }
     done += size_t(n);
@@ -118,58 +112,118 @@ std::string fileContentHash(const std::string &path) {
     XXH3_64bits_update(state.get(), chunk.data(), size_t(in.gcount()));
   }
   if (in.bad())
-    refuse(path, std::string("read failed: ") + std::strerror(errno));
+    fail(path, std::string("read failed: ") + std::strerror(errno));
   return hashText(XXH3_64bits_digest(state.get()));
+}
+
+namespace {
+
+/// Whether `path` is a device, FIFO or socket (-o /dev/null, a pipe): one is
+/// written into, since renaming over it would put a regular file in its
+/// place.
+bool isSpecialFile(const std::string &path) {
+  struct stat info;
+  return ::lstat(path.c_str(), &info) == 0 &&
+         (S_ISCHR(info.st_mode) || S_ISBLK(info.st_mode) ||
+          S_ISFIFO(info.st_mode) || S_ISSOCK(info.st_mode));
+}
+
+std::string directoryOf(const std::string &path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos)
+    return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+} // namespace
+
+AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
+  if (isSpecialFile(path_)) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd_ < 0)
+      failWithErrno(path_, "cannot open for writing");
+    return;
+  }
+  temporary_ = path_ + ".tmp.XXXXXX";
+  fd_ = ::mkstemp(temporary_.data());
+  if (fd_ < 0) {
+    temporary_.clear();
+    failWithErrno(path_, "cannot create a temporary file beside it");
+  }
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0)
+    ::close(fd_);
+  if (!temporary_.empty())
+    ::unlink(temporary_.c_str());
+}
+
+void AtomicFileWriter::write(const void *data, size_t size) {
+  if (fd_ < 0)
+    fail(path_, "written after it was committed");
+  if (!writeAll(fd_, data, size))
+    failWithErrno(path_, "write failed");
+}
+
+void AtomicFileWriter::commit() {
+  if (fd_ < 0)
+    fail(path_, "committed twice");
+  if (temporary_.empty()) { // a device or FIFO: written in place
+    if (::close(std::exchange(fd_, -1)) != 0)
+      failWithErrno(path_, "close failed");
+    return;
+  }
+  if (::fchmod(fd_, 0644) != 0)
+    failWithErrno(path_, "cannot set its permissions");
+  if (::fsync(fd_) != 0)
+    failWithErrno(path_, "fsync failed");
+  // A full disk can show first at close on some file systems.
+  if (::close(std::exchange(fd_, -1)) != 0)
+    failWithErrno(path_, "close failed");
+  // rename replaces a link at `path` itself, not the file it points to.
+  if (::rename(temporary_.c_str(), path_.c_str()) != 0)
+    failWithErrno(path_, "cannot rename into place");
+  temporary_.clear();
+  // The rename's own durability: the data already is durable, so a
+  // directory that cannot be synced is no error.
+  int dir = ::open(directoryOf(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+void syncDirectory(const std::string &dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    failWithErrno(dir, "cannot open directory");
+  int synced = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  errno = err;
+  if (synced != 0)
+    failWithErrno(dir, "fsync failed");
+}
+
+void writeFileAtomically(const std::string &path, std::string_view contents) {
+  AtomicFileWriter file(path);
+  file.write(contents);
+  file.commit();
 }
 
 std::string writeFileAtomically(const std::string &path,
                                 std::string_view contents, std::nothrow_t) {
-  // A device, FIFO or socket the user named (-o /dev/null, a pipe) is
-  // written into: renaming over it would put a regular file in its place.
-  struct stat info;
-  if (::lstat(path.c_str(), &info) == 0 &&
-      (S_ISCHR(info.st_mode) || S_ISBLK(info.st_mode) ||
-       S_ISFIFO(info.st_mode) || S_ISSOCK(info.st_mode))) {
-    int fd = ::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-      return std::string("cannot open for writing: ") + std::strerror(errno);
-    bool written = writeAll(fd, contents.data(), contents.size());
-    int err = errno;
-    ::close(fd);
-    return written ? "" : std::string("write failed: ") + std::strerror(err);
+  try {
+    writeFileAtomically(path, contents);
+    return "";
+  } catch (const std::exception &e) {
+    // fail() wrote "PATH: WHY"; the caller names the file itself.
+    std::string what = e.what();
+    return what.compare(0, path.size() + 2, path + ": ") == 0
+               ? what.substr(path.size() + 2)
+               : what;
   }
-  std::string tmp = path + ".tmp.XXXXXX";
-  int fd = ::mkstemp(tmp.data());
-  if (fd < 0)
-    return std::string("cannot create a temporary file beside it: ") +
-           std::strerror(errno);
-  auto failed = [&](const char *what) {
-    int err = errno;
-    if (fd >= 0)
-      ::close(fd);
-    ::unlink(tmp.c_str());
-    return std::string(what) + ": " + std::strerror(err);
-  };
-  if (!writeAll(fd, contents.data(), contents.size()))
-    return failed("write failed");
-  if (::fchmod(fd, 0644) != 0)
-    return failed("cannot set its permissions");
-  if (::fsync(fd) != 0)
-    return failed("fsync failed");
-  int closed = ::close(fd);
-  fd = -1;
-  if (closed != 0)
-    return failed("close failed");
-  // rename replaces a link at `path` itself, not the file it points to.
-  if (::rename(tmp.c_str(), path.c_str()) != 0)
-    return failed("cannot rename into place");
-  return "";
-}
-
-void writeFileAtomically(const std::string &path, std::string_view contents) {
-  if (std::string why = writeFileAtomically(path, contents, std::nothrow);
-      !why.empty())
-    refuse(path, why);
 }
 
 int openForWriting(const std::string &path, int flags, unsigned mode) {
@@ -180,9 +234,9 @@ int openForWriting(const std::string &path, int flags, unsigned mode) {
   struct stat info;
   if (err == ELOOP && ::lstat(path.c_str(), &info) == 0 &&
       S_ISLNK(info.st_mode))
-    refuse(path, "is a symbolic link; lap does not write through links "
+    fail(path, "is a symbolic link; lap does not write through links "
                  "(remove it, or choose another path)");
-  refuse(path, std::string("cannot open for writing: ") + std::strerror(err));
+  fail(path, std::string("cannot open for writing: ") + std::strerror(err));
 }
 
 } // namespace lap::platform

@@ -44,11 +44,39 @@ bool writeAll(int fd, const void *data, size_t size);
 /// The XXH3-64 (hex) of the regular file `path`'s contents, read in chunks.
 std::string fileContentHash(const std::string &path);
 
-/// Replaces `path` with `contents` all at once: written to a temporary file
-/// beside it, fsynced, and renamed over it, so a reader (or a crash) sees
-/// the old file or the new one, never a part, and a symbolic link at `path`
-/// is replaced, never followed. A device or FIFO at `path` (/dev/null, a
-/// pipe) is written into instead. Throws naming the file.
+/// A file written in pieces and put in place all at once: the pieces go to
+/// a temporary file beside `path`; commit() fsyncs it, renames it over
+/// `path` and fsyncs the directory, so a reader (or a crash) sees the old
+/// file or the new one, never a part, and a symbolic link at `path` is
+/// replaced, never followed. A device or FIFO at `path` (/dev/null, a pipe)
+/// is written into instead. Destroyed before commit(), it removes the
+/// temporary file and leaves `path` as it was. Errors throw naming `path`.
+class AtomicFileWriter {
+public:
+  explicit AtomicFileWriter(std::string path);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter &) = delete;
+  AtomicFileWriter &operator=(const AtomicFileWriter &) = delete;
+
+  /// Appends `size` bytes at `data`.
+  void write(const void *data, size_t size);
+  void write(std::string_view text) { write(text.data(), text.size()); }
+  /// Puts the file in place (see above).
+  void commit();
+
+  const std::string &path() const { return path_; }
+
+private:
+  std::string path_, temporary_; ///< temporary_ empty: writing into path_
+  int fd_ = -1;
+};
+
+/// fsyncs the directory `dir`, making the renames and creations in it
+/// durable; throws naming it.
+void syncDirectory(const std::string &dir);
+
+/// Replaces `path` with `contents` all at once (AtomicFileWriter);
+/// throws naming the file.
 void writeFileAtomically(const std::string &path, std::string_view contents);
 /// The same for code built without exceptions: "" when written, else what
 /// failed with the OS's reason ("write failed: No space left on device").

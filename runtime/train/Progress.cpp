@@ -2,6 +2,7 @@
 
 #include "runtime/train/Progress.h"
 
+#include "runtime/platform/Errors.h"
 #include "runtime/platform/Files.h"
 
 #include <fmt/format.h>
@@ -23,10 +24,11 @@ namespace {
 /// Throws "PATH: WHAT: strerror", closing `fd` first when it is open.
 [[noreturn]] void failed(const std::string &path, const char *what,
                          int fd = -1) {
-  std::string why = std::strerror(errno);
+  int err = errno;
   if (fd >= 0)
     ::close(fd);
-  throw std::runtime_error(path + ": " + what + ": " + why);
+  errno = err;
+  lap::platform::failWithErrno(path, what);
 }
 
 /// The length of the part of a metrics file to keep: its complete records

@@ -17,16 +17,13 @@
 
 using lap::cpu::fp32Row;
 using lap::cpu::parallelFor;
+using lap::cpu::rowGrain;
 using lap::cpu::resultRow;
 using lap::cpu::rowBuffers;
 using lap::cpu::storeRow;
 
 namespace {
 
-/// Rows per parallel chunk so that a chunk is worth waking a thread for.
-int64_t rowGrain(int64_t width) {
-  return std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(1, width));
-}
 
 void addRow(float *__restrict acc, const float *__restrict row, int64_t c) {
   for (int64_t j = 0; j < c; ++j)

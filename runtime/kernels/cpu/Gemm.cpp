@@ -150,10 +150,6 @@ void bf16Gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
   dnnl_primitive_desc_destroy(pd);
 }
 
-/// Rows per parallel chunk of the rounding.
-int64_t rowGrain(int64_t width) {
-  return std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(1, width));
-}
 
 /// to [rows, cols] = from + bias [cols] (nullable) rounded to bf16, both
 /// with leading dimension ld: as bf16 (T = uint16_t) or as fp32 values
@@ -161,7 +157,7 @@ int64_t rowGrain(int64_t width) {
 template <typename T>
 void roundRows(T *to, const float *from, int64_t rows, int64_t cols, int64_t ld,
                const lap_bf16 *bias = nullptr) {
-  lap::cpu::parallelFor(rows, rowGrain(cols), [&](int64_t begin, int64_t end) {
+  lap::cpu::parallelFor(rows, lap::cpu::rowGrain(cols), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const float *__restrict f = from + i * ld;
       T *__restrict t = to + i * ld;
@@ -232,7 +228,7 @@ Matrix lap::cpu::operand(const lap_bf16 *a, int64_t rows, int64_t cols,
   if (bf16Instructions() || !a || rows <= 0 || cols <= 0)
     return {a, ld, true};
   float *widened = buffer<float>(slot, size_t((rows - 1) * ld + cols));
-  lap::cpu::parallelFor(rows, rowGrain(cols), [&](int64_t begin, int64_t end) {
+  lap::cpu::parallelFor(rows, lap::cpu::rowGrain(cols), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i)
       for (int64_t j = 0; j < cols; ++j)
         widened[i * ld + j] = lap::bf16::value(a[i * ld + j]);

@@ -26,16 +26,13 @@ using lap::cpu::gemm;
 using lap::cpu::Matrix;
 using lap::cpu::operand;
 using lap::cpu::parallelFor;
+using lap::cpu::rowGrain;
 using lap::cpu::roundToBf16;
 using lap::cpu::storeRow;
 using lap::cpu::tanhApprox;
 
 namespace {
 
-/// Rows per parallel chunk so that a chunk is worth waking a thread for.
-int64_t rowGrain(int64_t width) {
-  return std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(1, width));
-}
 
 /// db [c] = column sums of the rows of an [n, c] tensor, row(i) giving row
 /// i (after finishing it, where the caller computes rows as it goes). Rows

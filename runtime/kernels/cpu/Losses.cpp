@@ -33,6 +33,7 @@ using lap::cpu::Matrix;
 using lap::cpu::operand;
 using lap::cpu::parallelFor;
 using lap::cpu::resultRow;
+using lap::cpu::rowGrain;
 using lap::cpu::roundToBf16;
 using lap::cpu::rowBuffers;
 using lap::cpu::storeRow;
@@ -102,10 +103,9 @@ float rowLogSumExp(const float *__restrict l, int64_t V, Map map) {
   return float(double(m) + std::log(s));
 }
 
-/// Rows per parallel chunk so that a chunk is worth waking a thread for.
-int64_t rowGrain(int64_t width) {
-  return std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(1, width));
-}
+/// Elements of a parallel chunk of loss rows: twice the default, since a
+/// row's softmax costs several passes over it.
+constexpr int64_t kLossRowElements = int64_t(1) << 15;
 
 /// Rows that count: target -1 is ignored, and so (defensively) is any other
 /// target outside [0, V), which the runtime rejects before a step.
@@ -185,7 +185,7 @@ void crossEntropyForward(float *loss, const Element *logits,
                          const int32_t *targets, int64_t n, int64_t V,
                          float smoothing, Map map) {
   std::vector<double> rowLoss(n, 0.0);
-  parallelFor(n, rowGrain(V), [&](int64_t begin, int64_t end) {
+  parallelFor(n, rowGrain(V, kLossRowElements), [&](int64_t begin, int64_t end) {
     std::vector<float> widened = rowBuffers<Element>(1, V), z(V), e(V);
     for (int64_t i = begin; i < end; ++i)
       if (counted(targets[i], V)) {
@@ -208,7 +208,7 @@ void crossEntropyBackward(Element *dlogits, float dloss, const Element *logits,
                           float smoothing, Map map) {
   int64_t count = countedRows(targets, n, V);
   float g = count ? dloss / float(count) : 0.0f;
-  parallelFor(n, rowGrain(V), [&](int64_t begin, int64_t end) {
+  parallelFor(n, rowGrain(V, kLossRowElements), [&](int64_t begin, int64_t end) {
     std::vector<float> widened = rowBuffers<Element>(1, V), z(V), e(V);
     for (int64_t i = begin; i < end; ++i) {
       if (!counted(targets[i], V)) {
@@ -267,7 +267,7 @@ void linearCrossEntropy(float *loss, float *dx, float *dw, float dloss,
     const Matrix xc = xRows(r0, m);
     const int32_t *tc = targets + r0;
     gemm('N', 'T', m, V, C, xc, wOp, 0.0f, logits, V);
-    parallelFor(m, rowGrain(V), [&](int64_t begin, int64_t end) {
+    parallelFor(m, rowGrain(V, kLossRowElements), [&](int64_t begin, int64_t end) {
       float *e = buffer<3>(V); // this thread's exponentials
       for (int64_t i = begin; i < end; ++i) {
         float *row = logits + i * V; // z, then the gradient, in place
@@ -390,7 +390,7 @@ extern "C" void lap_cpu_row_loss_forward(float *loss, const float *logits,
                                          float temperature) {
   float scale = kind == LAP_ROW_LOSS_DINO ? 1.0f / temperature : 1.0f;
   std::vector<double> rowLoss(n, 0.0);
-  parallelFor(n, rowGrain(K), [&](int64_t begin, int64_t end) {
+  parallelFor(n, rowGrain(K, kLossRowElements), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const float *__restrict l = logits + i * K;
       const float *__restrict t = targets + i * K;
@@ -431,7 +431,7 @@ extern "C" void lap_cpu_row_loss_backward(float *dlogits, const float *dloss,
   double denom =
       kind == LAP_ROW_LOSS_BCE_WITH_LOGITS ? double(n) * double(K) : double(n);
   float g = denom > 0.0 ? float(double(*dloss) / denom) : 0.0f;
-  parallelFor(n, rowGrain(K), [&](int64_t begin, int64_t end) {
+  parallelFor(n, rowGrain(K, kLossRowElements), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const float *__restrict l = logits + i * K;
       const float *__restrict t = targets + i * K;

@@ -21,6 +21,7 @@
 
 using lap::cpu::fp32Row;
 using lap::cpu::parallelFor;
+using lap::cpu::rowGrain;
 using lap::cpu::resultRow;
 using lap::cpu::rowBuffers;
 using lap::cpu::storeRow;
@@ -28,10 +29,6 @@ using lap::cpu::sumsFor;
 
 namespace {
 
-/// Rows per parallel chunk so that a chunk is worth waking a thread for.
-int64_t rowGrain(int64_t width) {
-  return std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(1, width));
-}
 
 // The pragmas let the vectoriser reassociate these float reductions.
 float sum(const float *__restrict a, int64_t c) {

@@ -35,6 +35,12 @@ inline void startThreadPool() {
   GOMP_parallel([](void *) {}, nullptr, 0, 0);
 }
 
+/// Rows per parallel chunk of rows `width` elements wide, so that a chunk
+/// (about `elements` elements) is worth waking a thread for.
+inline int64_t rowGrain(int64_t width, int64_t elements = int64_t(1) << 14) {
+  return std::max<int64_t>(1, elements / std::max<int64_t>(1, width));
+}
+
 /// Calls f(begin, end) on contiguous chunks covering [0, n), one per thread
 /// of the pool; serially when n < 2 * grain (not worth waking threads).
 template <typename F> void parallelFor(int64_t n, int64_t grain, F &&f) {

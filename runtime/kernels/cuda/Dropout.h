@@ -1,6 +1,6 @@
 //===- Dropout.h - counter-based dropout masks ------------------*- CUDA -*-===//
 //
-// The masks are the CPU's bit for bit: the same splitMix (SplitMix.h, host
+// The masks are the CPU's bit for bit: the same splitMix (platform/Random.h, host
 // and device code) and the same stream, threshold and scale
 // (runtime/kernels/DropoutMask.h). The seed is read on the device, when the
 // kernel runs, so a captured step replays with the seed of its replay.
