@@ -23,7 +23,9 @@
 // file and, where there is one, the line.
 //
 // A Tokenizer is immutable and cheap to copy (copies share state);
-// encode() may be called from several threads at once.
+// encode() may be called from several threads at once. Encoding is in
+// Tokenizer.cpp, training in TokenizerTraining.cpp, the files in
+// TokenizerFiles.cpp, the split into chunks in TextSplitter.h.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,10 +1,8 @@
-//===- Checkpoint.h - safetensors files and training checkpoints -*- C++
-//-*-===//
+//===- Checkpoint.h - Training checkpoints in a run directory ---*- C++ -*-===//
 //
 // Checkpoints in the format the rest of the ecosystem reads: every tensor
-// file is a Hugging Face safetensors file (an 8-byte little-endian header
-// length, a JSON header, the raw little-endian data), so a checkpoint opens
-// in Python with `safetensors` or `torch` without lap.
+// file is a safetensors file (data/Safetensors.h), so a checkpoint opens in
+// Python with `safetensors` or `torch` without lap.
 //
 // A training run keeps its checkpoints under one directory:
 //
@@ -15,17 +13,16 @@
 // A checkpoint is built in `run/.step_000200.tmp-<pid>`, every file and the
 // directory are fsynced, and only then is it renamed into place, so a crash
 // or a full disk never leaves a half-written `step_*` directory behind.
-// Every tensor's XXH3 checksum rides in its file's `__metadata__`
-// ("lap.xxh3") and is verified on load, so a flipped byte is an error, not a
-// silently different model. Every failure is a std::runtime_error naming the
-// file or directory.
+// A tensor file without checksums is refused. Every failure is a
+// std::runtime_error naming the file or directory.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef LAP_RUNTIME_TRAIN_CHECKPOINT_H
 #define LAP_RUNTIME_TRAIN_CHECKPOINT_H
 
-#include <nlohmann/json.hpp>
+#include "runtime/data/Safetensors.h"
+#include "runtime/train/CheckpointState.h"
 
 #include <cstdint>
 #include <functional>
@@ -35,99 +32,6 @@
 #include <vector>
 
 namespace lap {
-
-/// The element types a checkpoint stores: F32 for parameters and optimizer
-/// moments, I64 and U8 for counters and opaque RNG state.
-enum class DType { F32, I64, U8 };
-
-/// The safetensors name of a dtype ("F32", "I64", "U8").
-const char *dtypeName(DType dtype);
-/// The size of one element in bytes.
-size_t dtypeSize(DType dtype);
-
-/// A tensor to write: borrowed data, laid out row-major as `shape` says.
-struct TensorRef {
-  std::string name;
-  std::vector<int64_t> shape;
-  DType dtype = DType::F32;
-  const void *data = nullptr;
-
-  TensorRef() = default;
-  TensorRef(std::string name, std::vector<int64_t> shape, const float *data)
-      : name(std::move(name)), shape(std::move(shape)), dtype(DType::F32),
-        data(data) {}
-  TensorRef(std::string name, std::vector<int64_t> shape, const int64_t *data)
-      : name(std::move(name)), shape(std::move(shape)), dtype(DType::I64),
-        data(data) {}
-  TensorRef(std::string name, std::vector<int64_t> shape, const uint8_t *data)
-      : name(std::move(name)), shape(std::move(shape)), dtype(DType::U8),
-        data(data) {}
-};
-
-/// A tensor read back. Exactly one of f32/i64/u8 holds the data, the one
-/// `dtype` names.
-struct Tensor {
-  DType dtype = DType::F32;
-  std::vector<int64_t> shape;
-  std::vector<float> f32;
-  std::vector<int64_t> i64;
-  std::vector<uint8_t> u8;
-
-  int64_t elements() const;
-};
-
-/// The `__metadata__` key of the tensors' checksums: a JSON object, as a
-/// string, of tensor name to its data's XXH3-64 in hex.
-inline constexpr const char *kChecksumsKey = "lap.xxh3";
-
-/// The contents of a safetensors file.
-struct SafetensorsFile {
-  std::vector<std::string> order; ///< Tensor names in file order.
-  std::map<std::string, Tensor> tensors;
-  /// The header's `__metadata__`, without kChecksumsKey.
-  std::map<std::string, std::string> metadata;
-  /// Whether the file carried checksums (all of which matched: a mismatch
-  /// is an error).
-  bool checksummed = false;
-};
-
-/// Writes `tensors`, in the order given, `metadata` and the tensors'
-/// checksums (the header's "__metadata__") to `path`, and fsyncs the file.
-void writeSafetensors(const std::string &path,
-                      const std::vector<TensorRef> &tensors,
-                      const std::map<std::string, std::string> &metadata = {});
-
-/// Reads and validates a safetensors file: its size, the header length, the
-/// JSON, every dtype, shape and offset range (in bounds, contiguous, no
-/// overlaps, matching the shape, covering the data section exactly), and
-/// every tensor against its checksum when the file has them.
-SafetensorsFile readSafetensors(const std::string &path);
-
-/// The version of state.json this lap writes and reads.
-inline constexpr int kCheckpointVersion = 2;
-
-/// The training state beside the tensors, stored as state.json.
-struct CheckpointState {
-  int64_t step = 0;
-  uint64_t seed = 0;
-  std::vector<uint64_t> rngState; ///< The generator's words, if it has any.
-  int64_t dataPosition = 0;       ///< Windows or samples consumed so far.
-  std::string specName;
-  /// The manifest's model_hash: the architecture and head kinds the
-  /// parameters belong to.
-  std::string manifestHash;
-  /// What fixes the run's trajectory (steps, batch, learning rates, their
-  /// schedule), to refuse resuming it under another one.
-  nlohmann::json schedule = nlohmann::json::object();
-  nlohmann::json extra = nlohmann::json::object(); ///< Anything else.
-};
-
-nlohmann::json toJson(const CheckpointState &state);
-/// Throws std::runtime_error naming `origin` and the field if a field is
-/// missing, has the wrong type or an impossible value (a negative step or
-/// data position), or the version is not kCheckpointVersion.
-CheckpointState stateFromJson(const nlohmann::json &json,
-                              const std::string &origin);
 
 /// What one checkpoint holds.
 struct CheckpointData {
