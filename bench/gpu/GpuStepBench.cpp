@@ -20,7 +20,7 @@
 #include "runtime/kernels/cuda/Context.h"
 #include "runtime/kernels/cuda/Gemm.h"
 #include "runtime/model/LoadedModel.h"
-#include "runtime/model/ModelOnDevice.h"
+#include "runtime/model/ModelCalls.h"
 #include "runtime/model/RandomBatch.h"
 
 #include <cublas_v2.h>
@@ -143,7 +143,7 @@ int main(int argc, char **argv) {
         workspace(memory, model.workspaceBytes()), loss(memory, 4);
     ok(model.initParams(params.as<float>(), 1));
     RandomBatch host(m, batch, seq, 1);
-    ModelOnDevice calls(model, memory, workspace.data);
+    ModelCalls calls(model, memory, workspace.data);
     const lap_batch &view = *calls.place(host.view);
 
     // One seed for every timed step: uploading a new one would synchronise.

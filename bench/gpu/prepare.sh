@@ -19,7 +19,7 @@ source bench/gpu/models.sh
 ninja -C build lapc lapc-run lap-cuda-tests lap-nccl-comm-tests \
   lap-cuda-kernel-tests lap-cuda-model-tests \
   lap-cuda-train-device-tests lap-gpu-step-bench lap-gpu-attention-bench \
-  LapTrainCUDA LapCommNCCL >/dev/null
+  LapDeviceCUDA LapDeviceNCCL >/dev/null
 out=build/gpu-prebuilt
 rm -rf "$out" && mkdir -p "$out"/{bin,lib,models,specs,train}
 cp build/bin/{lapc-run,lap-cuda-tests,lap-nccl-comm-tests} \
@@ -27,7 +27,7 @@ cp build/bin/{lapc-run,lap-cuda-tests,lap-nccl-comm-tests} \
   build/bin/{lap-cuda-train-device-tests,lap-gpu-step-bench} \
   build/bin/lap-gpu-attention-bench "$out/bin/"
 # lapc-run's GPU plugins, where it looks: ../lib beside bin/.
-cp build/lib/libLapTrainCUDA.so build/lib/libLapCommNCCL.so "$out/lib/"
+cp build/lib/libLapDeviceCUDA.so build/lib/libLapDeviceNCCL.so "$out/lib/"
 
 # The whole-model test's libraries, built by the test itself.
 LAP_PREBUILT_MODELS="$PWD/$out/models" build/bin/lap-cuda-model-tests \

@@ -30,8 +30,8 @@ void checkLabels(const char *function, const int32_t *labels, int64_t n,
   for (int64_t i = 0; i < n; ++i)
     if (labels[i] < 0 || labels[i] >= K)
       fail(function, "label " + std::to_string(labels[i]) + " of sample " +
-                           std::to_string(i) + " is outside [0, " +
-                           std::to_string(K) + ")");
+                         std::to_string(i) + " is outside [0, " +
+                         std::to_string(K) + ")");
 }
 
 /// Eigenvalues, ascending, of the symmetric n x n row-major matrix `a`. With
@@ -41,14 +41,14 @@ std::vector<double> symmetricEigen(const char *function, std::vector<double> &a,
                                    int64_t n, bool vectors) {
   if (n > INT_MAX)
     fail(function, "a " + std::to_string(n) + " x " + std::to_string(n) +
-                         " eigenproblem is too large for LAPACK");
+                       " eigenproblem is too large for LAPACK");
   std::vector<double> values(n);
   lapack_int info =
       LAPACKE_dsyevd(LAPACK_ROW_MAJOR, vectors ? 'V' : 'N', 'U', lapack_int(n),
                      a.data(), lapack_int(n), values.data());
   if (info != 0)
     fail(function, "eigendecomposition failed (LAPACK info " +
-                         std::to_string(info) + "); are the inputs finite?");
+                       std::to_string(info) + "); are the inputs finite?");
   return values;
 }
 
@@ -284,7 +284,7 @@ SpectralDecay lap::analysis::spectralDecay(const float *x, int64_t N, int64_t T,
   requirePositive(function, "C", C);
   if (!(fraction > 0 && fraction <= 1))
     fail(function,
-           "fraction is " + std::to_string(fraction) + ", must lie in (0, 1]");
+         "fraction is " + std::to_string(fraction) + ", must lie in (0, 1]");
   requireFinite(function, "x", x, N * T * C);
 
   // X^T X [C, C] and X X^T [T, T] share their non-zero eigenvalues; take the
@@ -360,7 +360,7 @@ NeuralCollapse lap::analysis::tokenCollapse(const float *x, int64_t N,
   requirePositive(function, "C", C);
   if (topClasses < 2)
     fail(function, "topClasses is " + std::to_string(topClasses) +
-                         ", need at least 2 classes");
+                       ", need at least 2 classes");
   requireFinite(function, "x", x, N * T * C);
 
   std::vector<int32_t> targets;
@@ -384,7 +384,7 @@ NeuralCollapse lap::analysis::tokenCollapse(const float *x, int64_t N,
   const int64_t K = std::min<int64_t>(topClasses, frequency.size());
   if (K < 2)
     fail(function, std::to_string(frequency.size()) +
-                         " distinct targets, need at least 2 classes");
+                       " distinct targets, need at least 2 classes");
 
   std::unordered_map<int32_t, int32_t> rank;
   for (int64_t k = 0; k < K; ++k)

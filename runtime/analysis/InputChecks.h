@@ -24,7 +24,7 @@ inline void requirePositive(const char *function, const char *name,
                             int64_t value) {
   if (value <= 0)
     fail(function, std::string(name) + " is " + std::to_string(value) +
-                         ", must be positive");
+                       ", must be positive");
 }
 
 inline void requireData(const char *function, const char *name,
@@ -41,7 +41,7 @@ void requireFinite(const char *function, const char *name, const Real *data,
   for (int64_t i = 0; i < count; ++i)
     if (!std::isfinite(data[i]))
       fail(function,
-             std::string(name) + "[" + std::to_string(i) + "] is not finite");
+           std::string(name) + "[" + std::to_string(i) + "] is not finite");
 }
 
 } // namespace lap::analysis::checks

@@ -22,7 +22,7 @@ using namespace checks;
 int64_t product(const char *function, int64_t a, int64_t b) {
   if (a > std::numeric_limits<int64_t>::max() / b)
     fail(function, "sizes " + std::to_string(a) + " x " + std::to_string(b) +
-                         " are too large");
+                       " are too large");
   return a * b;
 }
 
@@ -33,7 +33,7 @@ void topEigen(std::vector<double> &a, int64_t C, std::vector<double> &values,
   const char *function = "patchPca";
   if (C > INT_MAX)
     fail(function, "a " + std::to_string(C) + " x " + std::to_string(C) +
-                         " eigenproblem is too large for LAPACK");
+                       " eigenproblem is too large for LAPACK");
   lapack_int n = lapack_int(C), m = 0,
              want = lapack_int(std::min<int64_t>(3, C));
   std::vector<double> w(static_cast<size_t>(n)), z(size_t(n) * want);
@@ -43,7 +43,7 @@ void topEigen(std::vector<double> &a, int64_t C, std::vector<double> &values,
       LAPACKE_dlamch('S'), &m, w.data(), z.data(), want, support.data());
   if (info != 0 || m != want)
     fail(function, "eigendecomposition failed (LAPACK info " +
-                         std::to_string(info) + ")");
+                       std::to_string(info) + ")");
   // LAPACK returns them ascending: column want - 1 is the largest.
   values.assign(size_t(want), 0);
   vectors.assign(size_t(want) * n, 0);
@@ -76,10 +76,9 @@ PatchPca lap::analysis::patchPca(const float *features, int64_t n, int64_t grid,
   for (int64_t i = 0; i < count; ++i)
     if (!std::isfinite(features[i]))
       fail(function, "features[" + std::to_string(i) + "] (image " +
-                           std::to_string(i / C / (grid * grid)) + ", token " +
-                           std::to_string(i / C % (grid * grid)) +
-                           ", channel " + std::to_string(i % C) +
-                           ") is not finite");
+                         std::to_string(i / C / (grid * grid)) + ", token " +
+                         std::to_string(i / C % (grid * grid)) + ", channel " +
+                         std::to_string(i % C) + ") is not finite");
 
   std::vector<double> mean(size_t(C), 0.0);
   for (int64_t t = 0; t < T; ++t)
@@ -159,14 +158,14 @@ PcaLayout lap::analysis::pcaLayout(int64_t rows, int64_t images, int64_t grid,
     // Compared before multiplying so that nothing overflows.
     if (cell > kPcaMaxSide || cells > kPcaMaxSide / (cell + kPcaGap))
       fail(function, std::to_string(cells) + " cells of " +
-                           std::to_string(cell) + " px exceed " +
-                           std::to_string(kPcaMaxSide) + " px");
+                         std::to_string(cell) + " px exceed " +
+                         std::to_string(kPcaMaxSide) + " px");
     return kPcaGap + cells * (cell + kPcaGap);
   };
   if (grid > kPcaMaxSide / scale)
     fail(function, "a grid of " + std::to_string(grid) + " tokens of " +
-                         std::to_string(scale) + " px exceeds " +
-                         std::to_string(kPcaMaxSide) + " px");
+                       std::to_string(scale) + " px exceeds " +
+                       std::to_string(kPcaMaxSide) + " px");
   PcaLayout layout;
   layout.cell = grid * scale;
   if (images > kPcaMaxSide)

@@ -29,8 +29,8 @@ void requireLabels(const char *function, const char *name,
   for (int64_t i = 0; i < count; ++i)
     if (labels[i] < 0 || labels[i] >= classes)
       fail(function, std::string(name) + "[" + std::to_string(i) + "] is " +
-                           std::to_string(labels[i]) + ", outside [0, " +
-                           std::to_string(classes) + ")");
+                         std::to_string(labels[i]) + ", outside [0, " +
+                         std::to_string(classes) + ")");
 }
 
 /// The checks both classifiers share on their train and test sets.
@@ -47,7 +47,7 @@ void requireProblem(const char *function, const float *train,
   requirePositive(function, "d", d);
   if (classes < 2)
     fail(function,
-           "classes is " + std::to_string(classes) + ", need at least 2");
+         "classes is " + std::to_string(classes) + ", need at least 2");
   requireLabels(function, "trainLabels", trainLabels, n, classes);
   requireLabels(function, "testLabels", testLabels, m, classes);
   requireFinite(function, "train", train, n * d);
@@ -145,7 +145,7 @@ KnnResult lap::analysis::knnClassifier(const float *train,
   requirePositive(function, "k", k);
   if (!(temperature > 0 && std::isfinite(temperature)))
     fail(function, "temperature is " + std::to_string(temperature) +
-                         ", must be positive and finite");
+                       ", must be positive and finite");
 
   const std::vector<float> trainUnit = normalizedRows(train, n, d);
   const std::vector<float> testUnit = normalizedRows(test, m, d);
@@ -333,13 +333,13 @@ lap::analysis::linearProbe(const float *train, const int32_t *trainLabels,
   requirePositive(function, "batch", options.batch);
   if (!(options.lr > 0 && std::isfinite(options.lr)))
     fail(function, "lr is " + std::to_string(options.lr) +
-                         ", must be positive and finite");
+                       ", must be positive and finite");
   if (!(options.momentum >= 0 && options.momentum < 1))
     fail(function, "momentum is " + std::to_string(options.momentum) +
-                         ", must lie in [0, 1)");
+                       ", must lie in [0, 1)");
   if (!(options.weightDecay >= 0 && std::isfinite(options.weightDecay)))
     fail(function, "weightDecay is " + std::to_string(options.weightDecay) +
-                         ", must be non-negative and finite");
+                       ", must be non-negative and finite");
 
   const Standardisation standardisation = standardisationOf(train, n, d);
   const std::vector<float> x = standardised(standardisation, train, n, d);
@@ -391,8 +391,8 @@ lap::analysis::linearProbe(const float *train, const int32_t *trainLabels,
               softmaxCrossEntropy(probabilities.data(), classes, label);
           if (!std::isfinite(loss))
             fail(function, "the loss diverged in epoch " +
-                                 std::to_string(epoch) + "; lower lr (" +
-                                 std::to_string(options.lr) + ")");
+                               std::to_string(epoch) + "; lower lr (" +
+                               std::to_string(options.lr) + ")");
           for (int64_t c = 0; c < classes; ++c)
             g[c] = float(probabilities[c] - (c == label ? 1.0 : 0.0)) * share;
         }

@@ -24,8 +24,8 @@ int64_t elementCount(const char *function, int64_t channels, int64_t height,
                      int64_t width) {
   if (channels < 1 || height < 1 || width < 1)
     fail(function, "image shape " + std::to_string(channels) + "x" +
-                         std::to_string(height) + "x" + std::to_string(width) +
-                         " has a size below 1");
+                       std::to_string(height) + "x" + std::to_string(width) +
+                       " has a size below 1");
   int64_t plane, count;
   if (__builtin_mul_overflow(height, width, &plane) ||
       __builtin_mul_overflow(channels, plane, &count))
@@ -38,28 +38,28 @@ void checkImage(const char *function, const Image &image) {
       elementCount(function, image.channels, image.height, image.width);
   if (image.pixels.size() != uint64_t(count))
     fail(function, "a " + std::to_string(image.channels) + "x" +
-                         std::to_string(image.height) + "x" +
-                         std::to_string(image.width) + " image holds " +
-                         std::to_string(image.pixels.size()) + " pixels, not " +
-                         std::to_string(count));
+                       std::to_string(image.height) + "x" +
+                       std::to_string(image.width) + " image holds " +
+                       std::to_string(image.pixels.size()) + " pixels, not " +
+                       std::to_string(count));
 }
 
 void checkSize(const char *function, const char *what, int64_t size) {
   if (size < 1)
     fail(function,
-           std::string(what) + " " + std::to_string(size) + " is below 1");
+         std::string(what) + " " + std::to_string(size) + " is below 1");
 }
 
 void checkLumaChannels(const char *function, const Image &image) {
   if (image.channels != 1 && image.channels != 3)
     fail(function, "needs 1 or 3 channels, the image has " +
-                         std::to_string(image.channels));
+                       std::to_string(image.channels));
 }
 
 void checkUnit(const char *function, const char *what, double value) {
   if (!(value >= 0 && value <= 1))
     fail(function,
-           std::string(what) + " " + numberText(value) + " is outside [0, 1]");
+         std::string(what) + " " + numberText(value) + " is outside [0, 1]");
 }
 
 /// Python's round(): to the nearest integer, ties to even.
@@ -189,8 +189,8 @@ void checkLabels(const char *function, const int32_t *labels, int64_t batch,
   for (int64_t i = 0; i < batch; ++i)
     if (labels[i] < 0 || labels[i] >= classes)
       fail(function, "label " + std::to_string(labels[i]) + " of sample " +
-                           std::to_string(i) + " is outside [0, " +
-                           std::to_string(classes) + ")");
+                         std::to_string(i) + " is outside [0, " +
+                         std::to_string(classes) + ")");
 }
 
 void checkCutmixBox(const char *function, const CutmixBox &box, int64_t height,
@@ -198,10 +198,10 @@ void checkCutmixBox(const char *function, const CutmixBox &box, int64_t height,
   if (!(0 <= box.top && box.top <= box.bottom && box.bottom <= height &&
         0 <= box.left && box.left <= box.right && box.right <= width))
     fail(function, "box rows [" + std::to_string(box.top) + ", " +
-                         std::to_string(box.bottom) + ") columns [" +
-                         std::to_string(box.left) + ", " +
-                         std::to_string(box.right) + ") is not inside " +
-                         std::to_string(height) + "x" + std::to_string(width));
+                       std::to_string(box.bottom) + ") columns [" +
+                       std::to_string(box.left) + ", " +
+                       std::to_string(box.right) + ") is not inside " +
+                       std::to_string(height) + "x" + std::to_string(width));
 }
 
 } // namespace
@@ -222,8 +222,8 @@ int64_t lap::data::uniformIndex(std::mt19937_64 &rng, int64_t n) {
 
 double lap::data::sampleBeta(std::mt19937_64 &rng, double a, double b) {
   if (!(a > 0 && b > 0 && std::isfinite(a) && std::isfinite(b)))
-    fail("sampleBeta",
-           "shapes " + numberText(a) + ", " + numberText(b) + " must be positive and finite");
+    fail("sampleBeta", "shapes " + numberText(a) + ", " + numberText(b) +
+                           " must be positive and finite");
   double logX = logGammaDraw(rng, a);
   double logY = logGammaDraw(rng, b);
   // X / (X + Y) = 1 / (1 + Y / X).
@@ -249,11 +249,11 @@ CropBox lap::data::randomResizedCropBox(int64_t height, int64_t width,
   const char *function = "randomResizedCropBox";
   elementCount(function, 1, height, width);
   if (!(minScale > 0 && minScale <= maxScale && std::isfinite(maxScale)))
-    fail(function, "scale range [" + numberText(minScale) + ", " + numberText(maxScale) +
-                         "] is not within (0, inf)");
+    fail(function, "scale range [" + numberText(minScale) + ", " +
+                       numberText(maxScale) + "] is not within (0, inf)");
   if (!(minRatio > 0 && minRatio <= maxRatio && std::isfinite(maxRatio)))
-    fail(function, "ratio range [" + numberText(minRatio) + ", " + numberText(maxRatio) +
-                         "] is not within (0, inf)");
+    fail(function, "ratio range [" + numberText(minRatio) + ", " +
+                       numberText(maxRatio) + "] is not within (0, inf)");
 
   double area = double(height) * double(width);
   double logMin = std::log(minRatio), logMax = std::log(maxRatio);
@@ -304,7 +304,7 @@ Image lap::data::resizeShorter(const Image &image, int64_t shorter) {
   int64_t h = image.height, w = image.width, longer;
   if (__builtin_mul_overflow(shorter, std::max(h, w), &longer))
     fail("resizeShorter", "shorter side " + std::to_string(shorter) +
-                                " overflows the longer one");
+                              " overflows the longer one");
   if (w <= h)
     return resize(image, longer / w, shorter);
   return resize(image, shorter, longer / h);
@@ -315,9 +315,9 @@ Image lap::data::centerCrop(const Image &image, int64_t size) {
   checkSize("centerCrop", "size", size);
   if (size > image.height || size > image.width)
     fail("centerCrop", "a " + std::to_string(size) + "x" +
-                             std::to_string(size) + " crop does not fit a " +
-                             std::to_string(image.height) + "x" +
-                             std::to_string(image.width) + " image");
+                           std::to_string(size) + " crop does not fit a " +
+                           std::to_string(image.height) + "x" +
+                           std::to_string(image.width) + " image");
   CropBox box{int64_t(roundHalfEven(double(image.height - size) / 2)),
               int64_t(roundHalfEven(double(image.width - size) / 2)), size,
               size};
@@ -359,7 +359,8 @@ void lap::data::gaussianBlur(Image &image, double sigma) {
   checkImage("gaussianBlur", image);
   // The bound keeps the kernel (6 sigma + 1 taps) to a sane size.
   if (!(sigma > 0 && sigma <= 1000))
-    fail("gaussianBlur", "sigma " + numberText(sigma) + " is outside (0, 1000]");
+    fail("gaussianBlur",
+         "sigma " + numberText(sigma) + " is outside (0, 1000]");
   int64_t radius = int64_t(std::ceil(3 * sigma));
   std::vector<double> kernel(size_t(2 * radius + 1));
   double sum = 0;
@@ -607,11 +608,12 @@ void lap::data::normalize(Image &image, const std::vector<float> &mean,
   if (mean.size() != uint64_t(image.channels) ||
       stddev.size() != uint64_t(image.channels))
     fail("normalize", std::to_string(mean.size()) + " means and " +
-                            std::to_string(stddev.size()) + " deviations for " +
-                            std::to_string(image.channels) + " channels");
+                          std::to_string(stddev.size()) + " deviations for " +
+                          std::to_string(image.channels) + " channels");
   for (float s : stddev)
     if (s == 0 || !std::isfinite(s))
-      fail("normalize", "deviation " + numberText(s) + " is zero or not finite");
+      fail("normalize",
+           "deviation " + numberText(s) + " is zero or not finite");
   int64_t plane = image.height * image.width;
   for (int64_t c = 0; c < image.channels; ++c) {
     float *p = image.pixels.data() + c * plane;
@@ -640,7 +642,7 @@ void lap::data::mixBatch(float *images, int64_t batch, int64_t channels,
   checkUnit(function, "prob", config.prob);
   if (!(config.labelSmoothing >= 0 && config.labelSmoothing < 1))
     fail(function, "labelSmoothing " + numberText(config.labelSmoothing) +
-                         " is outside [0, 1)");
+                       " is outside [0, 1)");
 
   bool mixup = config.mixupAlpha > 0, cutmix = config.cutmixAlpha > 0;
   double lambda = 1;
@@ -725,7 +727,8 @@ void lap::data::mixTargets(const int32_t *labels, int64_t batch,
   checkLabels("mixTargets", labels, batch, classes);
   checkUnit("mixTargets", "lambda", lambda);
   if (!(smoothing >= 0 && smoothing < 1))
-    fail("mixTargets", "smoothing " + numberText(smoothing) + " is outside [0, 1)");
+    fail("mixTargets",
+         "smoothing " + numberText(smoothing) + " is outside [0, 1)");
   if (!targets)
     fail("mixTargets", "targets is null");
   double off = smoothing / double(classes), on = 1 - smoothing + off;

@@ -2,8 +2,8 @@
 
 #include "runtime/data/ImageDatasets.h"
 
-#include "runtime/platform/Errors.h"
 #include "runtime/data/ImageFiles.h"
+#include "runtime/platform/Errors.h"
 #include "runtime/platform/Files.h"
 
 #include <zlib.h>
@@ -123,8 +123,8 @@ public:
         int code = 0;
         const char *message = gzerror(file_, &code);
         fail(path_, code == Z_ERRNO
-                          ? std::string("cannot read: ") + std::strerror(errno)
-                          : std::string("bad gzip data: ") + message);
+                        ? std::string("cannot read: ") + std::strerror(errno)
+                        : std::string("bad gzip data: ") + message);
       }
       if (n == 0) {
         // zlib reports a gzip stream cut short as the end of the file.
@@ -163,7 +163,7 @@ IdxFile readIdxFile(const std::string &path, int rank, const char *what) {
   const size_t headerBytes = 4 + 4 * size_t(rank);
   if (in.read(header, headerBytes) != headerBytes)
     fail(path, "truncated: shorter than the " + std::to_string(headerBytes) +
-                     "-byte header of an IDX " + what + " file");
+                   "-byte header of an IDX " + what + " file");
   auto bigEndian = [&](size_t at) {
     return uint32_t(header[at]) << 24 | uint32_t(header[at + 1]) << 16 |
            uint32_t(header[at + 2]) << 8 | uint32_t(header[at + 3]);
@@ -171,8 +171,8 @@ IdxFile readIdxFile(const std::string &path, int rank, const char *what) {
   const uint32_t magic = bigEndian(0), expected = 0x800u + uint32_t(rank);
   if (magic != expected)
     fail(path, "bad magic " + hex32(magic) + " (expected " + hex32(expected) +
-                     ": an IDX " + what + " file of unsigned bytes in " +
-                     std::to_string(rank) + " dimensions)");
+                   ": an IDX " + what + " file of unsigned bytes in " +
+                   std::to_string(rank) + " dimensions)");
 
   IdxFile file;
   uint64_t payload = 1;
@@ -181,7 +181,7 @@ IdxFile readIdxFile(const std::string &path, int rank, const char *what) {
     uint32_t n = bigEndian(4 + 4 * size_t(d));
     if (n != 0 && payload > std::numeric_limits<uint64_t>::max() / 2 / n)
       fail(path,
-             "dimensions too large for an IDX " + std::string(what) + " file");
+           "dimensions too large for an IDX " + std::string(what) + " file");
     payload *= n;
     file.dims.push_back(n);
     shape += (d ? "x" : "") + std::to_string(n);
@@ -201,12 +201,12 @@ IdxFile readIdxFile(const std::string &path, int rank, const char *what) {
   }
   if (file.data.size() < payload)
     fail(path, "truncated: the header announces " + shape + " = " +
-                     std::to_string(payload) + " bytes of " + what +
-                     ", the file holds " + std::to_string(file.data.size()));
+                   std::to_string(payload) + " bytes of " + what +
+                   ", the file holds " + std::to_string(file.data.size()));
   if (file.data.size() > payload)
     fail(path, "trailing bytes after the " + std::to_string(payload) +
-                     " bytes of " + what + " the header announces (" + shape +
-                     ")");
+                   " bytes of " + what + " the header announces (" + shape +
+                   ")");
   return file;
 }
 
@@ -224,18 +224,18 @@ lap::data::readIdx(const std::string &imagesPath,
     fail(imagesPath, "holds no images");
   if (rows == 0 || cols == 0)
     fail(imagesPath, "images of " + std::to_string(rows) + "x" +
-                           std::to_string(cols) + " pixels hold nothing");
+                         std::to_string(cols) + " pixels hold nothing");
   if (labels.dims[0] != count)
     fail(labelsPath, std::to_string(labels.dims[0]) + " labels for the " +
-                           std::to_string(count) + " images of " + imagesPath);
+                         std::to_string(count) + " images of " + imagesPath);
 
   std::vector<int32_t> labelValues(labels.data.begin(), labels.data.end());
   for (size_t i = 0; i < labelValues.size(); ++i)
     if (labelValues[i] >= kIdxClasses)
       fail(labelsPath, "label " + std::to_string(labelValues[i]) +
-                             " at index " + std::to_string(i) +
-                             " is out of range for " +
-                             std::to_string(kIdxClasses) + " classes");
+                           " at index " + std::to_string(i) +
+                           " is out of range for " +
+                           std::to_string(kIdxClasses) + " classes");
   return std::make_unique<InMemoryImages>(
       1, rows, cols, std::move(images.data), std::move(labelValues),
       numberNames(kIdxClasses), baseName(imagesPath));
@@ -269,8 +269,8 @@ std::vector<std::string> classNamesOrNumbers(const fs::path &path,
   }
   if (int64_t(names.size()) != classes)
     fail(path.string(), std::to_string(names.size()) +
-                              " class names, expected " +
-                              std::to_string(classes));
+                            " class names, expected " +
+                            std::to_string(classes));
   return names;
 }
 
@@ -295,15 +295,14 @@ lap::data::readCifar(const std::vector<std::string> &paths, bool cifar100Fine) {
     if (bytes == 0)
       fail(path, std::string("empty: no ") + format + " records");
     if (bytes % record != 0)
-      fail(path, std::to_string(bytes) + " bytes is not a whole number of " +
-                       format + " records of " + std::to_string(record) +
-                       " bytes (" + std::to_string(labelBytes) +
-                       " label + 3072 pixel bytes)" +
-                       (bytes % otherRecord == 0
-                            ? std::string("; it is of ") +
-                                  (cifar100Fine ? "CIFAR-10" : "CIFAR-100") +
-                                  " records"
-                            : std::string()));
+      fail(path,
+           std::to_string(bytes) + " bytes is not a whole number of " + format +
+               " records of " + std::to_string(record) + " bytes (" +
+               std::to_string(labelBytes) + " label + 3072 pixel bytes)" +
+               (bytes % otherRecord == 0
+                    ? std::string("; it is of ") +
+                          (cifar100Fine ? "CIFAR-10" : "CIFAR-100") + " records"
+                    : std::string()));
     records.push_back(bytes / record);
   }
   uint64_t total = 0;
@@ -322,15 +321,15 @@ lap::data::readCifar(const std::vector<std::string> &paths, bool cifar100Fine) {
         fail(paths[f], "cannot read record " + std::to_string(r));
       if (cifar100Fine && buffer[0] >= kCifar100Coarse)
         fail(paths[f], "coarse label " + std::to_string(buffer[0]) +
-                             " of record " + std::to_string(r) +
-                             " is out of range for " +
-                             std::to_string(kCifar100Coarse) + " classes");
+                           " of record " + std::to_string(r) +
+                           " is out of range for " +
+                           std::to_string(kCifar100Coarse) + " classes");
       const int32_t label = buffer[labelBytes - 1];
       if (label >= classes)
         fail(paths[f], "label " + std::to_string(label) + " of record " +
-                             std::to_string(r) + " is out of range for " +
-                             std::to_string(classes) + " classes (" + format +
-                             ")");
+                           std::to_string(r) + " is out of range for " +
+                           std::to_string(classes) + " classes (" + format +
+                           ")");
       labels.push_back(label);
       pixels.insert(pixels.end(), buffer.begin() + long(labelBytes),
                     buffer.end());
@@ -487,8 +486,7 @@ lap::data::openImageFolder(const std::string &root, bool strict) {
         return entry.is_directory(error);
       });
   if (classes.empty())
-    fail(root,
-           "no class directories (expected " + root + "/<class>/<image>)");
+    fail(root, "no class directories (expected " + root + "/<class>/<image>)");
   if (classes.size() > size_t(std::numeric_limits<int32_t>::max()))
     fail(root, "too many class directories");
 
@@ -520,7 +518,7 @@ lap::data::openImageFolder(const std::string &root, bool strict) {
   }
   if (strict && !skipped.counts.empty())
     fail(skipped.first,
-           skipped.firstWhat + ", not an image file (train.data.strict)");
+         skipped.firstWhat + ", not an image file (train.data.strict)");
   return std::make_unique<ImageFolder>(
       root, std::move(classes), std::move(files), std::move(labels),
       skipped.counts.empty() ? "" : skipped.summary());

@@ -38,8 +38,8 @@ void checkSize(const char *what, int64_t size, int64_t channels) {
 
 void checkScale(const char *what, double lo, double hi) {
   if (!(lo > 0 && lo <= hi && hi <= 1))
-    refuse(std::string(what) + " scale range [" + numberText(lo) + ", " + numberText(hi) +
-           "] is not within (0, 1] with min <= max");
+    refuse(std::string(what) + " scale range [" + numberText(lo) + ", " +
+           numberText(hi) + "] is not within (0, 1] with min <= max");
 }
 
 void checkProb(const char *what, double p) {
@@ -86,7 +86,8 @@ void checkConfig(const Image &image, const MultiCropConfig &config) {
   if (!(config.minSigma > 0 && config.minSigma <= config.maxSigma &&
         config.maxSigma <= 1000))
     refuse("sigma range [" + numberText(config.minSigma) + ", " +
-           numberText(config.maxSigma) + "] is not within (0, 1000] with min <= max");
+           numberText(config.maxSigma) +
+           "] is not within (0, 1000] with min <= max");
 
   bool skip = config.mean.empty() && config.stddev.empty();
   if (!skip && (config.mean.size() != uint64_t(image.channels) ||

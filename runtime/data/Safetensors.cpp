@@ -321,7 +321,6 @@ SafetensorsFile readSafetensors(
   return file;
 }
 
-
 void writeSafetensors(const std::string &path,
                       const std::vector<TensorRef> &tensors,
                       const std::map<std::string, std::string> &metadata) {

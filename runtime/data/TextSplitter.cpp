@@ -50,7 +50,8 @@ void TextSplitter::split(std::string_view text,
   while (pos < n) {
     int rc = pcre2_match(code_.get(), subject, n, pos, 0, md.get(), nullptr);
     if (rc == PCRE2_ERROR_JIT_STACKLIMIT) // Huge chunk: the interpreter copes.
-      rc = pcre2_match(code_.get(), subject, n, pos, PCRE2_NO_JIT, md.get(), nullptr);
+      rc = pcre2_match(code_.get(), subject, n, pos, PCRE2_NO_JIT, md.get(),
+                       nullptr);
     if (rc == PCRE2_ERROR_NOMATCH) {
       f(context, text.substr(pos));
       return;

@@ -81,13 +81,13 @@ void lap::writeShard(const std::string &path,
     fail(path, "vocabulary size must be positive");
   if (tokens.size() > uint64_t(std::numeric_limits<int32_t>::max()))
     fail(path, std::to_string(tokens.size()) +
-                     " tokens do not fit one shard (the header's count is "
-                     "an int32); split them over several shards");
+                   " tokens do not fit one shard (the header's count is "
+                   "an int32); split them over several shards");
   for (size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] >= vocabSize)
       fail(path, "token " + std::to_string(tokens[i]) + " at index " +
-                       std::to_string(i) + " is out of range for vocabulary " +
-                       std::to_string(vocabSize));
+                     std::to_string(i) + " is out of range for vocabulary " +
+                     std::to_string(vocabSize));
   const int version = vocabSize <= kShardV1MaxVocab ? 1 : 2;
 
   int32_t header[kShardHeaderInts] = {};
@@ -152,8 +152,8 @@ TokenShard::TokenShard(const std::string &path) : path_(path) {
   if (size < kShardHeaderBytes) {
     ::close(fd);
     fail(path, "too small for a token shard: " + std::to_string(size) +
-                     " bytes (the header alone is " +
-                     std::to_string(kShardHeaderBytes) + ")");
+                   " bytes (the header alone is " +
+                   std::to_string(kShardHeaderBytes) + ")");
   }
   map_ = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
   int saved = errno;
@@ -169,20 +169,20 @@ TokenShard::TokenShard(const std::string &path) : path_(path) {
     const auto *header = static_cast<const int32_t *>(map_);
     if (header[0] != kShardMagic)
       fail(path, "bad magic " + std::to_string(header[0]) + " (expected " +
-                       std::to_string(kShardMagic) + ": not a token shard)");
+                     std::to_string(kShardMagic) + ": not a token shard)");
     version_ = header[1];
     if (version_ != 1 && version_ != 2)
       fail(path, "unsupported version " + std::to_string(version_) +
-                       " (expected 1: uint16 tokens, or 2: uint32 tokens)");
+                     " (expected 1: uint16 tokens, or 2: uint32 tokens)");
     if (header[2] < 0)
       fail(path, "bad token count " + std::to_string(header[2]));
     count_ = static_cast<uint64_t>(header[2]);
     uint64_t want = count_ * tokenBytes(), have = size - kShardHeaderBytes;
     if (have != want)
       fail(path, std::string(have < want ? "truncated" : "trailing bytes") +
-                       ": header says " + std::to_string(count_) + " tokens (" +
-                       std::to_string(want) + " bytes) but " +
-                       std::to_string(have) + " bytes follow");
+                     ": header says " + std::to_string(count_) + " tokens (" +
+                     std::to_string(want) + " bytes) but " +
+                     std::to_string(have) + " bytes follow");
   } catch (...) {
     close();
     throw;
@@ -220,8 +220,8 @@ TokenShard &TokenShard::operator=(TokenShard &&other) noexcept {
 void TokenShard::read(uint64_t begin, uint64_t count, uint32_t *out) const {
   if (begin > count_ || count > count_ - begin)
     fail(path_, "read of tokens [" + std::to_string(begin) + ", " +
-                      std::to_string(begin + count) + ") past the end (" +
-                      std::to_string(count_) + " tokens)");
+                    std::to_string(begin + count) + ") past the end (" +
+                    std::to_string(count_) + " tokens)");
   if (version_ == 2) {
     std::memcpy(out, static_cast<const uint32_t *>(tokens_) + begin, count * 4);
     return;
@@ -272,8 +272,8 @@ void TokenShard::checkVocab(uint32_t vocabSize) const {
   while ((*this)[i] < vocabSize)
     ++i;
   fail(path_, "token " + std::to_string((*this)[i]) + " at index " +
-                    std::to_string(i) + " is out of range for vocabulary " +
-                    std::to_string(vocabSize));
+                  std::to_string(i) + " is out of range for vocabulary " +
+                  std::to_string(vocabSize));
 }
 
 //===----------------------------------------------------------------------===//

@@ -126,7 +126,8 @@ Tokenizer Tokenizer::fromRanks(std::vector<std::string> tokens,
       fail("tokenizer", "rank " + std::to_string(r) + " is an empty token");
     if (!impl->ranks.emplace(std::string_view(t), uint32_t(r)).second)
       fail("tokenizer", "rank " + std::to_string(r) +
-           " repeats the token of rank " + std::to_string(impl->ranks.at(t)));
+                            " repeats the token of rank " +
+                            std::to_string(impl->ranks.at(t)));
   }
   // Every byte must be a token, or some byte strings could not be encoded.
   for (int b = 0; b < 256; ++b)
@@ -139,7 +140,7 @@ Tokenizer Tokenizer::fromRanks(std::vector<std::string> tokens,
       fail("tokenizer", "empty special token name");
     if (id < numRanks)
       fail("tokenizer", "special token " + name + " has id " +
-           std::to_string(id) + ", which is a rank");
+                            std::to_string(id) + ", which is a rank");
     if (!impl->specialById.emplace(id, name).second)
       fail("tokenizer", "special token id " + std::to_string(id) + " repeats");
     for (const auto &other : impl->specials)

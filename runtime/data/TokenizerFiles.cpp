@@ -273,7 +273,8 @@ Tokenizer Tokenizer::loadTiktoken(const std::string &path,
     }
     if (lineOfRank[*rank])
       fail(where(), "rank " + std::to_string(*rank) +
-           " already given on line " + std::to_string(lineOfRank[*rank]));
+                        " already given on line " +
+                        std::to_string(lineOfRank[*rank]));
     tokens[*rank] = std::move(*bytes);
     lineOfRank[*rank] = lineNo;
   }
@@ -303,9 +304,7 @@ Tokenizer Tokenizer::loadGpt2(const std::string &encoderJsonPath,
     std::ifstream in = platform::openRegularFile(vocabBpePath);
     std::string line;
     size_t lineNo = 0;
-    auto where = [&] {
-      return vocabBpePath + ":" + std::to_string(lineNo);
-    };
+    auto where = [&] { return vocabBpePath + ":" + std::to_string(lineNo); };
     while (std::getline(in, line)) {
       ++lineNo;
       if (!line.empty() && line.back() == '\r')
@@ -356,12 +355,14 @@ Tokenizer Tokenizer::loadGpt2(const std::string &encoderJsonPath,
     }
     if (it->second != id)
       fail(encoderJsonPath, "'" + key + "' has id " + std::to_string(id) +
-           " but rank " + std::to_string(it->second) + " in " + vocabBpePath);
+                                " but rank " + std::to_string(it->second) +
+                                " in " + vocabBpePath);
     ++ranked;
   }
   if (ranked != tokens.size())
     fail(encoderJsonPath, "has " + std::to_string(ranked) + " of the " +
-         std::to_string(tokens.size()) + " tokens of " + vocabBpePath);
+                              std::to_string(tokens.size()) + " tokens of " +
+                              vocabBpePath);
   std::sort(specials.begin(), specials.end(),
             [](const auto &x, const auto &y) { return x.second < y.second; });
   try {

@@ -69,8 +69,8 @@ Tokenizer Tokenizer::train(const std::vector<std::string_view> &texts,
                            const std::string &pattern) {
   if (vocabSize < 256 + specials.size())
     fail("tokenizer", "vocabulary size " + std::to_string(vocabSize) +
-         " is below 256 bytes + " + std::to_string(specials.size()) +
-         " special tokens");
+                          " is below 256 bytes + " +
+                          std::to_string(specials.size()) + " special tokens");
   uint32_t numMerges = vocabSize - 256 - uint32_t(specials.size());
 
   // Distinct chunks with their counts: merging works per distinct chunk.

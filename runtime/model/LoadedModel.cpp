@@ -2,9 +2,9 @@
 
 #include "runtime/model/LoadedModel.h"
 
-#include "runtime/platform/Errors.h"
 #include "runtime/model/ManifestCheck.h"
 #include "runtime/platform/CpuFeatures.h"
+#include "runtime/platform/Errors.h"
 #include "runtime/platform/Files.h"
 
 #include <dlfcn.h>
@@ -26,7 +26,7 @@ F symbol(void *handle, const char *name, const std::string &path) {
   void *p = dlsym(handle, name);
   if (!p)
     fail(path, std::string("not a lap model library (no '") + name +
-                     "'; build one with `lapc SPEC -o model.so`)");
+                   "'; build one with `lapc SPEC -o model.so`)");
   return reinterpret_cast<F>(p);
 }
 
@@ -52,7 +52,7 @@ void checkElf(const std::string &path, uint64_t size) {
   if (!covers(header.e_phoff, uint64_t(header.e_phnum) * header.e_phentsize) ||
       !covers(header.e_shoff, uint64_t(header.e_shnum) * header.e_shentsize))
     fail(path, "not a loadable shared library (truncated: " +
-                     std::to_string(size) + " bytes)");
+                   std::to_string(size) + " bytes)");
   for (int i = 0; i < header.e_phnum; ++i) {
     Elf64_Phdr segment{};
     in.seekg(header.e_phoff + uint64_t(i) * header.e_phentsize);
@@ -60,7 +60,7 @@ void checkElf(const std::string &path, uint64_t size) {
         (segment.p_type == PT_LOAD &&
          !covers(segment.p_offset, segment.p_filesz)))
       fail(path, "not a loadable shared library (truncated: " +
-                       std::to_string(size) + " bytes)");
+                     std::to_string(size) + " bytes)");
   }
 }
 
@@ -79,17 +79,16 @@ void checkCpu(const std::string &path, const nlohmann::json &target) {
   if (std::string missing = missingOf(target.at("kernel_features"));
       !missing.empty())
     fail(path, "lap's kernels need a CPU like '" +
-                     target.at("kernel_cpu").get<std::string>() + "', and " +
-                     here + " lacks: " + missing);
+                   target.at("kernel_cpu").get<std::string>() + "', and " +
+                   here + " lacks: " + missing);
   if (std::string missing = missingOf(target.at("features")); !missing.empty())
-    fail(
-        path,
-        "compiled for the CPU '" + target.at("cpu").get<std::string>() +
-            "', whose features " + here + " lacks: " + missing +
-            "; recompile it here with `lapc SPEC -o model.so`, or with `lapc "
-            "SPEC --cpu=" +
-            target.at("kernel_cpu").get<std::string>() +
-            " -o model.so` for a library that runs on every CPU lap runs on");
+    fail(path,
+         "compiled for the CPU '" + target.at("cpu").get<std::string>() +
+             "', whose features " + here + " lacks: " + missing +
+             "; recompile it here with `lapc SPEC -o model.so`, or with `lapc "
+             "SPEC --cpu=" +
+             target.at("kernel_cpu").get<std::string>() +
+             " -o model.so` for a library that runs on every CPU lap runs on");
 }
 
 } // namespace
@@ -104,16 +103,16 @@ LoadedModel::LoadedModel(const std::string &path, Devices devices)
   if (!handle_) {
     const char *why = dlerror();
     fail(path, std::string("not a loadable shared library: ") +
-                     (why ? why : "unknown error"));
+                   (why ? why : "unknown error"));
   }
   try {
     auto version = symbol<decltype(&lap_model_abi_version)>(
         handle_, "lap_model_abi_version", path);
     if (version() != LAP_MODEL_ABI_VERSION)
       fail(path, "built for model ABI version " + std::to_string(version()) +
-                       ", this lapc-run speaks version " +
-                       std::to_string(LAP_MODEL_ABI_VERSION) +
-                       "; recompile it with this lapc");
+                     ", this lapc-run speaks version " +
+                     std::to_string(LAP_MODEL_ABI_VERSION) +
+                     "; recompile it with this lapc");
     auto manifest = symbol<decltype(&lap_model_manifest)>(
         handle_, "lap_model_manifest", path);
     setStream_ =
@@ -146,9 +145,9 @@ LoadedModel::LoadedModel(const std::string &path, Devices devices)
     checkCpu(path, manifest_.at("target"));
     if (devices == Devices::CPU && device() != "cpu")
       fail(path, "a library for " + device() + " (" +
-                       manifest_["target"]["arch"].get<std::string>() +
-                       "); this program runs CPU libraries (`lapc SPEC -o "
-                       "model.so` compiles one for the CPU)");
+                     manifest_["target"]["arch"].get<std::string>() +
+                     "); this program runs CPU libraries (`lapc SPEC -o "
+                     "model.so` compiles one for the CPU)");
     for (auto &p : manifest_.at("parameters").at("tensors"))
       parameters_.push_back(
           {p.at("name"), p.at("shape").get<std::vector<int64_t>>(),

@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
-#include <utility>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -64,7 +64,7 @@ std::string readRegularFile(const std::string &path, uint64_t maxBytes) {
   if (uint64_t(info.st_size) > maxBytes) {
     ::close(fd);
     fail(path, std::to_string(info.st_size) + " bytes, more than the " +
-                     std::to_string(maxBytes) + " such a file may have");
+                   std::to_string(maxBytes) + " such a file may have");
   }
   std::string text(size_t(info.st_size), '\0');
   size_t done = 0;
@@ -76,7 +76,7 @@ std::string readRegularFile(const std::string &path, uint64_t maxBytes) {
       int err = n < 0 ? errno : 0;
       ::close(fd);
       fail(path, err ? std::string("read failed: ") + std::strerror(err)
-                       : std::string("the file shrank while it was read"));
+                     : std::string("the file shrank while it was read"));
     }
     done += size_t(n);
   }
@@ -187,7 +187,8 @@ void AtomicFileWriter::commit() {
   temporary_.clear();
   // The rename's own durability: the data already is durable, so a
   // directory that cannot be synced is no error.
-  int dir = ::open(directoryOf(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int dir =
+      ::open(directoryOf(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir >= 0) {
     ::fsync(dir);
     ::close(dir);
@@ -235,7 +236,7 @@ int openForWriting(const std::string &path, int flags, unsigned mode) {
   if (err == ELOOP && ::lstat(path.c_str(), &info) == 0 &&
       S_ISLNK(info.st_mode))
     fail(path, "is a symbolic link; lap does not write through links "
-                 "(remove it, or choose another path)");
+               "(remove it, or choose another path)");
   fail(path, std::string("cannot open for writing: ") + std::strerror(err));
 }
 

@@ -67,9 +67,9 @@ RunOutcome trainVariants(std::vector<Variant> &variants,
       fmt::print("done  {} ({:.1f} s)\n", v.name,
                  summary->value("seconds", 0.0));
     } else if (code != 0 && !signals.stop()) {
-      outcome.failures.push_back(fmt::format("{} failed (exit {}): see {}/{}.log",
-                                             v.name, code, settings.runs,
-                                             v.name));
+      outcome.failures.push_back(
+          fmt::format("{} failed (exit {}): see {}/{}.log", v.name, code,
+                      settings.runs, v.name));
     }
     std::fflush(stdout);
   };
@@ -88,12 +88,9 @@ RunOutcome trainVariants(std::vector<Variant> &variants,
       if (!v.summary.is_null())
         continue;
       std::string run = settings.runs + "/" + v.name;
-      std::vector<std::string> argv = {settings.trainer,
-                                       "train",
-                                       settings.models + "/" + v.group + ".so",
-                                       "--run-dir",
-                                       run,
-                                       "--resume-if-any"};
+      std::vector<std::string> argv = {
+          settings.trainer, "train", settings.models + "/" + v.group + ".so",
+          "--run-dir",      run,     "--resume-if-any"};
       if (v.passSeed)
         argv.insert(argv.end(), {"--seed", std::to_string(v.seed)});
       if (settings.steps)

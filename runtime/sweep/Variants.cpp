@@ -32,7 +32,6 @@ std::vector<Variant> readVariants(const std::string &dir) {
   return variants;
 }
 
-
 std::vector<std::string> groupModels(std::vector<Variant> &variants,
                                      const std::string &modelsDir) {
   std::map<std::string, std::string> groupOfKey;

@@ -32,7 +32,7 @@ std::string receiveText(comm::Communicator &comm, int from) {
 
 DataParallel::DataParallel(comm::Communicator &comm,
                            std::vector<TensorInfo> tensors, int64_t elements,
-                           bool zero, TrainDevice &device,
+                           bool zero, device::Device &device,
                            comm::Communicator *onDevice)
     : communicator(comm), device(device), buffers(onDevice ? *onDevice : comm),
       table(std::move(tensors)), elements(elements), sharded(zero) {
@@ -139,7 +139,7 @@ namespace {
 template <typename Move>
 void announceState(comm::Communicator &comm, Optimizer &optimizer,
                    bool toDevice, Move &&move) {
-  TrainDevice &device = optimizer.device();
+  device::Device &device = optimizer.device();
   auto state = optimizer.state();
   sendValue(comm, int64_t(state.size()), 0);
   std::vector<float> staged;

@@ -45,7 +45,7 @@ public:
   /// between them; null: `comm`); `zero` shards the optimizer state.
   DataParallel(comm::Communicator &comm, std::vector<TensorInfo> tensors,
                int64_t elements, bool zero,
-               TrainDevice &device = hostTrainDevice(),
+               device::Device &device = device::host(),
                comm::Communicator *onDevice = nullptr);
 
   comm::Communicator &comm() const { return communicator; }
@@ -83,7 +83,7 @@ public:
 
 private:
   comm::Communicator &communicator;
-  TrainDevice &device;         ///< where the gradients and parameters live
+  device::Device &device;      ///< where the gradients and parameters live
   comm::Communicator &buffers; ///< collectives on `device`'s arrays
   std::vector<TensorInfo> table, mine;
   int64_t elements;

@@ -56,7 +56,7 @@ void updateCenter(std::vector<float> &center, const std::vector<double> &sums,
                       sums[j] / double(rows) * (1 - momentum));
 }
 
-void movingAverage(TrainDevice &device, float *teacher, const float *student,
+void movingAverage(device::Device &device, float *teacher, const float *student,
                    int64_t n, double momentum) {
   // teacher × m − (−w) × student: the same float operations.
   device.applyUpdate(teacher, student, n, float(momentum),

@@ -12,7 +12,7 @@
 #ifndef LAP_RUNTIME_TRAIN_DINO_H
 #define LAP_RUNTIME_TRAIN_DINO_H
 
-#include "runtime/train/TrainDevice.h"
+#include "runtime/device/Device.h"
 
 #include <cstdint>
 #include <vector>
@@ -43,7 +43,7 @@ void updateCenter(std::vector<float> &center, const std::vector<double> &sums,
 
 /// teacher = teacher * momentum + student * (1 - momentum), elementwise,
 /// in float, on the device that holds them.
-void movingAverage(TrainDevice &device, float *teacher, const float *student,
+void movingAverage(device::Device &device, float *teacher, const float *student,
                    int64_t n, double momentum);
 
 /// The loss sums, over every global (teacher) view g and every view v != g

@@ -3,6 +3,7 @@
 #include "runtime/train/DinoRegime.h"
 
 #include "runtime/analysis/Probe.h"
+#include "runtime/comm/Communicator.h"
 #include "runtime/kernels/cpu/Parallel.h"
 
 #include <fmt/format.h>
@@ -24,7 +25,7 @@ const char *const kTeacher = "teacher.";
 constexpr double kCollapseFraction = 0.02;
 
 /// The embeddings of `indices` of `set`, [n, width], and their labels.
-void embed(ModelOnDevice &calls, const float *params,
+void embed(ModelCalls &calls, const float *params,
            const data::ImageDataset &set, const ImageTransform &transform,
            int64_t batch, const std::vector<int64_t> &indices,
            std::vector<float> &out, std::vector<int32_t> &labels) {
@@ -63,14 +64,14 @@ const std::vector<float> &dinoState(const LoadedCheckpoint &checkpoint,
 
 void restoreTeacher(const LoadedModel &model,
                     const LoadedCheckpoint &checkpoint, float *teacher,
-                    TrainDevice &device) {
+                    device::Device &device) {
   for (const ParameterInfo &p : model.parameters())
     device.upload(teacher + p.offset,
                   dinoState(checkpoint, kTeacher + p.name, p.elements).data(),
                   p.elements);
 }
 
-nlohmann::json evaluateEmbeddings(ModelOnDevice &calls, const float *params,
+nlohmann::json evaluateEmbeddings(ModelCalls &calls, const float *params,
                                   const data::ImageDataset &bank,
                                   const data::ImageDataset &queries,
                                   const ImageTransform &transform,
@@ -97,10 +98,10 @@ nlohmann::json evaluateEmbeddings(ModelOnDevice &calls, const float *params,
           {"linear_top1", probe.testAccuracy}};
 }
 
-DinoRegime::DinoRegime(const dsl::Spec &spec, ModelOnDevice &calls,
-                       TrainDevice &device, const float *params, int64_t batch,
-                       uint64_t seed, std::FILE *log, DataShard shard,
-                       comm::Communicator *ranks)
+DinoRegime::DinoRegime(const dsl::Spec &spec, ModelCalls &calls,
+                       device::Device &device, const float *params,
+                       int64_t batch, uint64_t seed, std::FILE *log,
+                       DataShard shard, comm::Communicator *ranks)
     : spec(spec), dino(spec.train.dino), calls(calls), model(calls.model()),
       device(device), params(params), log(log), ranks(ranks), batch(batch),
       globalViews(dino.globalCrops), views(dino.globalCrops + dino.localCrops),
@@ -154,7 +155,7 @@ DinoRegime::DinoRegime(const dsl::Spec &spec, ModelOnDevice &calls,
   logits.resize(size_t(batch * prototypes));
 }
 
-void DinoRegime::setSchedule(int64_t total, int64_t perEpoch) {
+void DinoRegime::setSteps(int64_t total, int64_t perEpoch) {
   steps = total;
   epochSteps = std::max<int64_t>(1, perEpoch);
   freezeSteps = std::llround(dino.freezeLastLayerEpochs * double(epochSteps));
@@ -261,45 +262,31 @@ void DinoRegime::afterUpdate(const float *student, int64_t step) {
   currentStep = step + 1;
 }
 
-Regime DinoRegime::regime() {
-  Regime r;
-  r.trainStep = [this](const float *student, float *grads, uint64_t seed,
-                       float &loss) {
-    return trainStep(student, grads, seed, loss);
-  };
-  r.position = [this] { return loader->position(); };
-  r.seek = [this](uint64_t position) { loader->seek(position); };
-  if (splits.val)
-    r.evaluate = [this] { return evaluate(); };
-  r.frozen = [this](const std::string &name, int64_t step) {
-    bool last = name.rfind(kLastLayer, 0) == 0;
-    return (last && step < freezeSteps) ||
-           (spec.model.dinoHead.normLastLayer &&
-            name == std::string(kLastLayer) + "weight_g");
-  };
-  r.afterUpdate = [this](const float *student, int64_t step) {
-    afterUpdate(student, step);
-  };
-  r.stepMetrics = [this] { return lastMetrics; };
-  r.state = [this] {
-    std::vector<TensorRef> state;
-    const float *t = teacher.data();
-    if (!device.onHost()) {
-      teacherOnHost.resize(size_t(teacher.size()));
-      device.download(teacherOnHost.data(), t, teacher.size());
-      t = teacherOnHost.data();
-    }
-    for (const ParameterInfo &p : model.parameters())
-      state.push_back(TensorRef(kTeacher + p.name, p.shape, t + p.offset));
-    state.push_back(TensorRef(kCenter, {prototypes}, center.data()));
-    return state;
-  };
-  r.restore = [this](const LoadedCheckpoint &checkpoint) {
-    restoreTeacher(model, checkpoint, teacher.data(), device);
-    center = dinoState(checkpoint, kCenter, prototypes);
-    currentStep = checkpoint.state.step;
-  };
-  return r;
+bool DinoRegime::frozen(const std::string &name, int64_t step) const {
+  bool last = name.rfind(kLastLayer, 0) == 0;
+  return (last && step < freezeSteps) ||
+         (spec.model.dinoHead.normLastLayer &&
+          name == std::string(kLastLayer) + "weight_g");
+}
+
+std::vector<TensorRef> DinoRegime::state() {
+  std::vector<TensorRef> state;
+  const float *t = teacher.data();
+  if (!device.onHost()) {
+    teacherOnHost.resize(size_t(teacher.size()));
+    device.download(teacherOnHost.data(), t, teacher.size());
+    t = teacherOnHost.data();
+  }
+  for (const ParameterInfo &p : model.parameters())
+    state.push_back(TensorRef(kTeacher + p.name, p.shape, t + p.offset));
+  state.push_back(TensorRef(kCenter, {prototypes}, center.data()));
+  return state;
+}
+
+void DinoRegime::restore(const LoadedCheckpoint &checkpoint) {
+  restoreTeacher(model, checkpoint, teacher.data(), device);
+  center = dinoState(checkpoint, kCenter, prototypes);
+  currentStep = checkpoint.state.step;
 }
 
 nlohmann::json DinoRegime::evaluate(bool student) {

@@ -14,7 +14,7 @@
 //
 // Evaluation reads the teacher's backbone features (lap_model_embed) of a
 // labelled split: DINO's weighted k-NN and a linear probe. The teacher, the
-// gradients and the updates live where the model runs (its TrainDevice);
+// gradients and the updates live where the model runs (its device::Device);
 // views, the teacher's logits and the centre are small and stay on the
 // host.
 //
@@ -24,11 +24,12 @@
 #define LAP_RUNTIME_TRAIN_DINOREGIME_H
 
 #include "dsl/Spec.h"
-#include "runtime/model/ModelOnDevice.h"
+#include "runtime/model/ModelCalls.h"
+#include "runtime/train/Checkpoint.h"
 #include "runtime/train/Dino.h"
 #include "runtime/train/ImageLoader.h"
 #include "runtime/train/ImageRegime.h"
-#include "runtime/train/Trainer.h"
+#include "runtime/train/Regime.h"
 
 #include <memory>
 
@@ -42,7 +43,7 @@ constexpr int64_t kBankPerQuery = 10;
 /// `queryImages` images of `queries`, the bank (and the probe's training
 /// set) kBankPerQuery times as many of `bank`, spread evenly over each set
 /// (0: all).
-nlohmann::json evaluateEmbeddings(ModelOnDevice &calls, const float *params,
+nlohmann::json evaluateEmbeddings(ModelCalls &calls, const float *params,
                                   const data::ImageDataset &bank,
                                   const data::ImageDataset &queries,
                                   const ImageTransform &transform,
@@ -53,39 +54,57 @@ nlohmann::json evaluateEmbeddings(ModelOnDevice &calls, const float *params,
 /// checkpoint of another regime).
 void restoreTeacher(const LoadedModel &model,
                     const LoadedCheckpoint &checkpoint, float *teacher,
-                    TrainDevice &device = hostTrainDevice());
+                    device::Device &device = device::host());
 
-class DinoRegime {
+class DinoRegime final : public Regime {
 public:
   /// Opens the spec's data; the teacher starts as a copy of `params`
   /// (`device` memory, where `calls` runs the model). With several ranks
   /// (`ranks`, null: this process alone), each draws its `shard` of every
   /// step's images, and the teacher's centre and monitors sum over all.
-  DinoRegime(const dsl::Spec &spec, ModelOnDevice &calls, TrainDevice &device,
+  DinoRegime(const dsl::Spec &spec, ModelCalls &calls, device::Device &device,
              const float *params, int64_t batch, uint64_t seed, std::FILE *log,
              DataShard shard = {}, comm::Communicator *ranks = nullptr);
 
+  const char *unit() const override { return "img"; }
+  const char *units() const override { return "images"; }
+  std::string microBatchText(int64_t micro) const override {
+    return std::to_string(micro) + " images";
+  }
+  int64_t stepsPerEpoch(int64_t accumulation) const override;
   /// The run's length, for the momentum, temperature and freezing
-  /// schedules; before regime() is used.
-  void setSchedule(int64_t steps, int64_t stepsPerEpoch);
-  Regime regime();
-  int64_t stepsPerEpoch(int64_t accumulation) const;
+  /// schedules; before training starts.
+  void setSteps(int64_t steps, int64_t stepsPerEpoch) override;
+  bool clipsEachTensor() const override { return true; }
+
+  uint64_t position() const override { return loader->position(); }
+  void seek(uint64_t position) override { loader->seek(position); }
+
+  bool evaluates() const override { return bool(splits.val); }
+  nlohmann::json evaluate() override { return evaluate(false); }
   /// k-NN and linear probe of the teacher's features (or, `student`, of the
   /// trained parameters').
-  nlohmann::json evaluate(bool student = false);
+  nlohmann::json evaluate(bool student);
+  bool evaluatesInitialModel() const override { return true; }
+
+  bool ownsStep() const override { return true; }
+  int64_t trainStep(const float *params, float *grads, uint64_t seed,
+                    float &loss) override;
+  bool frozen(const std::string &name, int64_t step) const override;
+  void afterUpdate(const float *params, int64_t step) override;
+  nlohmann::json stepMetrics() const override { return lastMetrics; }
+  std::vector<TensorRef> state() override;
+  void restore(const LoadedCheckpoint &checkpoint) override;
 
 private:
-  int64_t trainStep(const float *params, float *grads, uint64_t seed,
-                    float &loss);
-  void afterUpdate(const float *params, int64_t step);
   /// The teacher's temperature in the epoch of (0-based) `step`.
   double teacherTemperature(int64_t step) const;
 
   const dsl::Spec &spec;
   const dsl::DinoSpec &dino;
-  ModelOnDevice &calls;
+  ModelCalls &calls;
   const LoadedModel &model;
-  TrainDevice &device;
+  device::Device &device;
   const float *params;
   std::FILE *log;
   comm::Communicator *ranks;
@@ -93,7 +112,7 @@ private:
   int64_t steps = 0, epochSteps = 1, freezeSteps = 0;
   ImageSplits splits;
   std::unique_ptr<ImageLoader> loader;
-  DeviceArray teacher, viewGrads;
+  device::Array teacher, viewGrads;
   std::vector<float> teacherOnHost; ///< for a checkpoint (a GPU's teacher)
   /// Per student view: its teachers and its weight in the loss.
   std::vector<dino::ViewTerm> terms;

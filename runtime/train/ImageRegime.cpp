@@ -116,7 +116,7 @@ void loadImages(const data::ImageDataset &set, const ImageTransform &transform,
   }
 }
 
-nlohmann::json evaluateImages(ModelOnDevice &calls, const float *params,
+nlohmann::json evaluateImages(ModelCalls &calls, const float *params,
                               const data::ImageDataset &set,
                               const ImageTransform &transform, int64_t batch,
                               int64_t limit) {
@@ -162,7 +162,7 @@ nlohmann::json evaluateImages(ModelOnDevice &calls, const float *params,
           {"val_loss", nats / double(total)}};
 }
 
-ImageRegime::ImageRegime(const dsl::Spec &spec, ModelOnDevice &calls,
+ImageRegime::ImageRegime(const dsl::Spec &spec, ModelCalls &calls,
                          const float *params, int64_t batch, uint64_t seed,
                          std::FILE *log, DataShard shard)
     : spec(spec), calls(calls), params(params), batch(batch),
@@ -200,19 +200,11 @@ int64_t ImageRegime::stepsPerEpoch(int64_t accumulation) const {
   return std::max<int64_t>(1, loader->batchesPerEpoch() / accumulation);
 }
 
-Regime ImageRegime::regime() {
-  Regime r;
-  r.next = [this](lap_batch &out) {
-    loader->next(current);
-    pointers = {current.images.data(), current.targets.data()};
-    out = {current.batch, 0, 2, pointers.data()};
-    return current.batch;
-  };
-  r.position = [this] { return loader->position(); };
-  r.seek = [this](uint64_t position) { loader->seek(position); };
-  if (splits.val) // without a test split there is nothing to evaluate
-    r.evaluate = [this] { return evaluate(spec.train.eval.batches); };
-  return r;
+int64_t ImageRegime::next(lap_batch &out) {
+  loader->next(current);
+  pointers = {current.images.data(), current.targets.data()};
+  out = {current.batch, 0, 2, pointers.data()};
+  return current.batch;
 }
 
 nlohmann::json ImageRegime::evaluate(int64_t batches) {

@@ -12,8 +12,9 @@
 
 #include "dsl/Spec.h"
 #include "runtime/data/ImageDatasets.h"
+#include "runtime/model/ModelCalls.h"
 #include "runtime/train/ImageLoader.h"
-#include "runtime/train/Trainer.h"
+#include "runtime/train/Regime.h"
 
 #include <memory>
 
@@ -51,28 +52,40 @@ void loadImages(const data::ImageDataset &set, const ImageTransform &transform,
 
 /// Top-1 and top-5 accuracy and mean clean cross-entropy of `model` over
 /// evaluationImages(set.size(), limit), in batches of `batch`.
-nlohmann::json evaluateImages(ModelOnDevice &calls, const float *params,
+nlohmann::json evaluateImages(ModelCalls &calls, const float *params,
                               const data::ImageDataset &set,
                               const ImageTransform &transform, int64_t batch,
                               int64_t limit);
 
-class ImageRegime {
+class ImageRegime final : public Regime {
 public:
   /// Opens the spec's data; batches of `batch` images of `shard` (this
   /// rank's share); evaluation runs through `calls`, in the workspace
   /// training uses, with the parameters `params` (its device's memory).
-  ImageRegime(const dsl::Spec &spec, ModelOnDevice &calls, const float *params,
+  ImageRegime(const dsl::Spec &spec, ModelCalls &calls, const float *params,
               int64_t batch, uint64_t seed, std::FILE *log,
               DataShard shard = {});
 
-  Regime regime();
+  const char *unit() const override { return "img"; }
+  const char *units() const override { return "images"; }
+  std::string microBatchText(int64_t micro) const override {
+    return std::to_string(micro) + " images";
+  }
   /// Optimizer steps in one epoch with `accumulation` micro-batches a step.
-  int64_t stepsPerEpoch(int64_t accumulation) const;
+  int64_t stepsPerEpoch(int64_t accumulation) const override;
+  int64_t next(lap_batch &out) override;
+  uint64_t position() const override { return loader->position(); }
+  void seek(uint64_t position) override { loader->seek(position); }
+  /// Without a test split there is nothing to evaluate.
+  bool evaluates() const override { return bool(splits.val); }
+  nlohmann::json evaluate() override {
+    return evaluate(spec.train.eval.batches);
+  }
   nlohmann::json evaluate(int64_t batches);
 
 private:
   const dsl::Spec &spec;
-  ModelOnDevice &calls;
+  ModelCalls &calls;
   const float *params;
   int64_t batch;
   ImageSplits splits;

@@ -88,7 +88,7 @@ lap::train::runTokenizer(const dsl::Spec &spec, const std::string &runDir) {
   return std::nullopt;
 }
 
-LmRegime::LmRegime(const dsl::Spec &spec, ModelOnDevice &calls,
+LmRegime::LmRegime(const dsl::Spec &spec, ModelCalls &calls,
                    const float *params, const std::string &runDir,
                    int64_t batch, int64_t seq, std::FILE *log, DataShard shard)
     : spec(spec), calls(calls), model(calls.model()), params(params),
@@ -170,20 +170,17 @@ LmRegime::LmRegime(const dsl::Spec &spec, ModelOnDevice &calls,
                          : std::make_unique<LmLoader>(valPaths, options);
 }
 
-Regime LmRegime::regime() {
-  Regime r;
-  r.next = [this](lap_batch &out) {
-    train->seek(shard.global(windowsRead));
-    windowsRead += uint64_t(batch);
-    train->next(current);
-    pointers = {current.inputs.data(), current.targets.data()};
-    out = {batch, seq, 2, pointers.data()};
-    return batch * seq;
-  };
-  r.position = [this] { return shard.reached(windowsRead); };
-  r.seek = [this](uint64_t position) { windowsRead = shard.local(position); };
-  r.evaluate = [this] { return evaluate(spec.train.eval.batches); };
-  return r;
+std::string LmRegime::microBatchText(int64_t micro) const {
+  return std::to_string(micro) + " x " + std::to_string(seq) + " tokens";
+}
+
+int64_t LmRegime::next(lap_batch &out) {
+  train->seek(shard.global(windowsRead));
+  windowsRead += uint64_t(batch);
+  train->next(current);
+  pointers = {current.inputs.data(), current.targets.data()};
+  out = {batch, seq, 2, pointers.data()};
+  return batch * seq;
 }
 
 nlohmann::json LmRegime::evaluate(int64_t batches) {

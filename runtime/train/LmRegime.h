@@ -15,8 +15,9 @@
 #include "dsl/Spec.h"
 #include "runtime/data/TokenShards.h"
 #include "runtime/data/Tokenizer.h"
+#include "runtime/model/ModelCalls.h"
 #include "runtime/train/DataShard.h"
-#include "runtime/train/Trainer.h"
+#include "runtime/train/Regime.h"
 
 #include <algorithm>
 #include <memory>
@@ -30,23 +31,36 @@ namespace lap::train {
 std::optional<data::Tokenizer> runTokenizer(const dsl::Spec &spec,
                                             const std::string &runDir);
 
-class LmRegime {
+class LmRegime final : public Regime {
 public:
   /// Prepares data for `spec`'s train section under `runDir` (tokenizer,
   /// shards) with micro-batches of `batch` x `seq` of `shard` (this rank's
   /// share of the stream). Evaluation runs through `calls`, in the
   /// workspace training uses (the two never run at once), with the
   /// parameters `params` (its device's memory).
-  LmRegime(const dsl::Spec &spec, ModelOnDevice &calls, const float *params,
+  LmRegime(const dsl::Spec &spec, ModelCalls &calls, const float *params,
            const std::string &runDir, int64_t batch, int64_t seq,
            std::FILE *log, DataShard shard = {});
 
-  /// The callbacks the trainer drives.
-  Regime regime();
+  const char *unit() const override { return "tok"; }
+  const char *units() const override { return "tokens"; }
+  std::string microBatchText(int64_t micro) const override;
   /// Optimizer steps in one pass over the training windows.
-  int64_t stepsPerEpoch(int64_t accumulation) const {
+  int64_t stepsPerEpoch(int64_t accumulation) const override {
     return std::max<int64_t>(1, int64_t(train->trainWindows()) /
                                     (batch * accumulation));
+  }
+  int64_t next(lap_batch &out) override;
+  uint64_t position() const override { return shard.reached(windowsRead); }
+  void seek(uint64_t position) override { windowsRead = shard.local(position); }
+  bool evaluates() const override { return true; }
+  nlohmann::json evaluate() override {
+    return evaluate(spec.train.eval.batches);
+  }
+  /// The unigram entropy of the training tokens, the loss a model that
+  /// ignores context reaches.
+  nlohmann::json summary() const override {
+    return {{"unigram_entropy", unigramEntropy()}};
   }
 
   const std::optional<data::Tokenizer> &tokenizer() const { return tokenizer_; }
@@ -60,7 +74,7 @@ public:
 
 private:
   const dsl::Spec &spec;
-  ModelOnDevice &calls;
+  ModelCalls &calls;
   const LoadedModel &model;
   const float *params;
   int64_t batch, seq;

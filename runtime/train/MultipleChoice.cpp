@@ -143,7 +143,7 @@ double logLikelihood(const float *logits, int64_t vocab,
 } // namespace
 
 MultipleChoiceResult
-lap::train::evaluateMultipleChoice(ModelOnDevice &calls, const float *params,
+lap::train::evaluateMultipleChoice(ModelCalls &calls, const float *params,
                                    const data::Tokenizer &tokenizer,
                                    const std::vector<Question> &questions) {
   const LoadedModel &model = calls.model();

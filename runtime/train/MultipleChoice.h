@@ -16,7 +16,7 @@
 #define LAP_RUNTIME_TRAIN_MULTIPLECHOICE_H
 
 #include "runtime/data/Tokenizer.h"
-#include "runtime/model/ModelOnDevice.h"
+#include "runtime/model/ModelCalls.h"
 
 #include <string>
 #include <vector>
@@ -45,7 +45,7 @@ struct MultipleChoiceResult {
 /// Scores every question with the model `calls` makes (parameters
 /// `params`, its device's memory).
 MultipleChoiceResult
-evaluateMultipleChoice(ModelOnDevice &calls, const float *params,
+evaluateMultipleChoice(ModelCalls &calls, const float *params,
                        const data::Tokenizer &tokenizer,
                        const std::vector<Question> &questions);
 

@@ -1,7 +1,7 @@
 //===- Optimizer.cpp - AdamW, Muon, gradient clipping -----------*- C++ -*-===//
 //
 // Groups, the optimizers' per-step scalars and state, and clipping; the
-// arithmetic itself is the device's (HostTrainDevice.cpp, and CUDA's).
+// arithmetic itself is the device's (runtime/device: the host's and a GPU's).
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,14 +37,14 @@ std::vector<std::string> splitDots(const std::string &s) {
 
 /// The spans of the tensors `indices` of `table`, their state at
 /// stateOffset (when given).
-std::vector<Span> spansOf(const std::vector<TensorInfo> &table,
-                          const std::vector<size_t> &indices,
-                          const std::vector<int64_t> *stateOffset) {
-  std::vector<Span> spans;
+std::vector<device::Span> spansOf(const std::vector<TensorInfo> &table,
+                                  const std::vector<size_t> &indices,
+                                  const std::vector<int64_t> *stateOffset) {
+  std::vector<device::Span> spans;
   for (size_t t : indices)
-    for (int64_t b = 0; b < table[t].elements; b += kSpan)
+    for (int64_t b = 0; b < table[t].elements; b += device::kSpan)
       spans.push_back({table[t].offset + b,
-                       std::min(table[t].elements - b, kSpan),
+                       std::min(table[t].elements - b, device::kSpan),
                        stateOffset ? (*stateOffset)[t] + b : 0});
   return spans;
 }
@@ -55,7 +55,7 @@ std::vector<size_t> firstSpans(const std::vector<TensorInfo> &tensors) {
   size_t k = 0;
   for (const TensorInfo &t : tensors) {
     first.push_back(k);
-    k += size_t((t.elements + kSpan - 1) / kSpan);
+    k += size_t((t.elements + device::kSpan - 1) / device::kSpan);
   }
   first.push_back(k);
   return first;
@@ -160,7 +160,7 @@ std::vector<ParamGroup> assignGroups(const std::vector<TensorInfo> &tensors,
 //===----------------------------------------------------------------------===//
 
 Optimizer::Optimizer(std::vector<TensorInfo> tensors, OptimizerConfig config,
-                     TrainDevice &device)
+                     device::Device &device)
     : table(std::move(tensors)), cfg(std::move(config)), dev(device) {
   groupList = assignGroups(table, cfg);
   rules.resize(table.size());
@@ -179,11 +179,11 @@ Optimizer::Optimizer(std::vector<TensorInfo> tensors, OptimizerConfig config,
   for (const ParamGroup &g : groupList)
     adamwSpans.push_back(g.rule == UpdateRule::AdamW
                              ? spansOf(table, g.tensors, &stateOffset)
-                             : std::vector<Span>());
-  expAvg = DeviceArray(dev, adamwElements);
-  expAvgSq = DeviceArray(dev, adamwElements);
-  momentumBuffer = DeviceArray(dev, muonElements);
-  work = DeviceArray(dev, largest);
+                             : std::vector<device::Span>());
+  expAvg = device::Array(dev, adamwElements);
+  expAvgSq = device::Array(dev, adamwElements);
+  momentumBuffer = device::Array(dev, muonElements);
+  work = device::Array(dev, largest);
 }
 
 double Optimizer::currentMomentum() const {
@@ -212,16 +212,17 @@ void Optimizer::step(float *params, const float *grads, double lrMultiplier,
   }
 }
 
-void Optimizer::adamwStep(const std::vector<Span> &spans, float *params,
+void Optimizer::adamwStep(const std::vector<device::Span> &spans, float *params,
                           const float *grads, double lr, double wd) {
   if (spans.empty())
     return;
   // torch.optim.AdamW (_single_tensor_adamw), scalars in double as Python's.
   double bc1 = 1 - std::pow(cfg.beta1, double(steps));
   double bc2 = 1 - std::pow(cfg.beta2, double(steps));
-  AdamWScalars s{float(1 - lr * wd),   float(1 - cfg.beta1), float(cfg.beta2),
-                 float(1 - cfg.beta2), float(cfg.eps),       float(lr / bc1),
-                 float(std::sqrt(bc2))};
+  device::AdamWScalars s{float(1 - lr * wd),   float(1 - cfg.beta1),
+                         float(cfg.beta2),     float(1 - cfg.beta2),
+                         float(cfg.eps),       float(lr / bc1),
+                         float(std::sqrt(bc2))};
   dev.adamw(params, grads, expAvg.data(), expAvgSq.data(), spans, s);
 }
 
@@ -273,7 +274,7 @@ int64_t Optimizer::stateBytes() const {
 // Clipping and finiteness
 //===----------------------------------------------------------------------===//
 
-std::vector<Span> spansOf(const std::vector<TensorInfo> &tensors) {
+std::vector<device::Span> spansOf(const std::vector<TensorInfo> &tensors) {
   std::vector<size_t> all(tensors.size());
   for (size_t i = 0; i < all.size(); ++i)
     all[i] = i;
@@ -282,8 +283,8 @@ std::vector<Span> spansOf(const std::vector<TensorInfo> &tensors) {
 
 std::vector<double> squaredNormPartials(const float *grads,
                                         const std::vector<TensorInfo> &tensors,
-                                        TrainDevice &device) {
-  std::vector<Span> spans = spansOf(tensors);
+                                        device::Device &device) {
+  std::vector<device::Span> spans = spansOf(tensors);
   std::vector<double> partial(spans.size());
   device.squaredNorms(grads, spans, partial.data());
   return partial;
@@ -297,14 +298,14 @@ double normOfPartials(const std::vector<double> &partials) {
 }
 
 void clipToNorm(float *grads, const std::vector<TensorInfo> &tensors,
-                double norm, double maxNorm, TrainDevice &device) {
+                double norm, double maxNorm, device::Device &device) {
   if (maxNorm <= 0 || !std::isfinite(norm) || norm <= maxNorm)
     return;
   device.scale(grads, spansOf(tensors), float(maxNorm / (norm + 1e-6)));
 }
 
 void clipEachTensor(float *grads, const std::vector<TensorInfo> &tensors,
-                    double maxNorm, TrainDevice &device) {
+                    double maxNorm, device::Device &device) {
   if (maxNorm <= 0)
     return;
   std::vector<double> partials = squaredNormPartials(grads, tensors, device);
@@ -317,7 +318,7 @@ void clipEachTensor(float *grads, const std::vector<TensorInfo> &tensors,
 }
 
 double clipGradients(float *grads, const std::vector<TensorInfo> &tensors,
-                     double maxNorm, TrainDevice &device) {
+                     double maxNorm, device::Device &device) {
   double norm = normOfPartials(squaredNormPartials(grads, tensors, device));
   clipToNorm(grads, tensors, norm, maxNorm, device);
   return norm;
@@ -336,7 +337,7 @@ firstNonFiniteTensor(const std::vector<double> &partials,
 
 std::optional<std::string>
 firstNonFinite(const float *data, const std::vector<TensorInfo> &tensors,
-               TrainDevice &device) {
+               device::Device &device) {
   if (std::optional<size_t> t = firstNonFiniteTensor(
           squaredNormPartials(data, tensors, device), tensors))
     return tensors[*t].name;

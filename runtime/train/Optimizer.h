@@ -9,7 +9,7 @@
 //    (momentum, Nesterov, Newton-Schulz orthogonalisation), everything else
 //    by AdamW at its own lr (embedding, unembedding, scalars).
 //
-// The arithmetic runs on the parameters' device (TrainDevice.h); on the
+// The arithmetic runs on the parameters' device (device::Device.h); on the
 // host, results do not depend on the number of threads.
 //
 //===----------------------------------------------------------------------===//
@@ -17,7 +17,7 @@
 #ifndef LAP_RUNTIME_TRAIN_OPTIMIZER_H
 #define LAP_RUNTIME_TRAIN_OPTIMIZER_H
 
-#include "runtime/train/TrainDevice.h"
+#include "runtime/device/Device.h"
 
 #include <cstdint>
 #include <optional>
@@ -105,17 +105,6 @@ bool matchesParameterGroup(const std::string &name, const std::string &group);
 std::vector<ParamGroup> assignGroups(const std::vector<TensorInfo> &tensors,
                                      const OptimizerConfig &config);
 
-/// Muon's orthogonalisation (Keller Jordan's zeropower_via_newtonschulz5):
-/// X = G / (||G||_F + 1e-7), transposed when rows > cols, then `steps`
-/// quintic iterations X ← aX + (bA + cA²)X with A = XXᵀ and (a, b, c) =
-/// (3.4445, -4.7750, 2.0315). The result's singular values lie near 1 (in
-/// about [0.7, 1.2], not exactly 1: the quintic trades accuracy for speed).
-/// fp32 storage and accumulation; the GEMMs' operands rounded to bf16 at
-/// `precision` LAP_MATMUL_BF16 (nanochat runs it all in bf16). `out` may
-/// equal `g`.
-void orthogonalize(const float *g, float *out, int64_t rows, int64_t cols,
-                   int64_t steps, lap_matmul precision);
-
 /// One array of the optimizer's state, on its device.
 struct StateTensor {
   std::string name; ///< "blocks.0.mlp.fc1.weight.momentum_buffer"
@@ -128,7 +117,7 @@ public:
   /// Updates the tensors' slices of parameter buffers on `device`, keeping
   /// its state there.
   Optimizer(std::vector<TensorInfo> tensors, OptimizerConfig config,
-            TrainDevice &device = hostTrainDevice());
+            device::Device &device = device::host());
 
   /// One update of `params` from `grads` at lr × lrMultiplier and weight
   /// decay × weightDecayMultiplier (for a scheduled weight decay).
@@ -160,33 +149,33 @@ public:
   const std::vector<ParamGroup> &groups() const { return groupList; }
   const std::vector<TensorInfo> &tensors() const { return table; }
   const OptimizerConfig &config() const { return cfg; }
-  TrainDevice &device() const { return dev; }
+  device::Device &device() const { return dev; }
 
 private:
-  void adamwStep(const std::vector<Span> &spans, float *params,
+  void adamwStep(const std::vector<device::Span> &spans, float *params,
                  const float *grads, double lr, double wd);
   void muonStep(const ParamGroup &group, float *params, const float *grads,
                 double lr, double wd, double momentum);
 
   std::vector<TensorInfo> table;
   OptimizerConfig cfg;
-  TrainDevice &dev;
+  device::Device &dev;
   std::vector<ParamGroup> groupList;
   std::vector<UpdateRule> rules; ///< per tensor
   /// Where each tensor's state starts in its rule's arrays.
   std::vector<int64_t> stateOffset;
   /// The AdamW spans of each group (empty for Muon's), while none is frozen.
-  std::vector<std::vector<Span>> adamwSpans;
-  DeviceArray expAvg, expAvgSq; ///< AdamW's tensors, one after the other
-  DeviceArray momentumBuffer;   ///< Muon's tensors, one after the other
-  DeviceArray work;             ///< Muon's update, sized for the largest matrix
+  std::vector<std::vector<device::Span>> adamwSpans;
+  device::Array expAvg, expAvgSq; ///< AdamW's tensors, one after the other
+  device::Array momentumBuffer;   ///< Muon's tensors, one after the other
+  device::Array work; ///< Muon's update, sized for the largest matrix
   std::vector<bool> frozenTensors;
   int64_t steps = 0;
 };
 
-/// The spans (each at most kSpan) covering `tensors`, in table order, with
-/// no state.
-std::vector<Span> spansOf(const std::vector<TensorInfo> &tensors);
+/// The spans (each at most device::kSpan) covering `tensors`, in table order,
+/// with no state.
+std::vector<device::Span> spansOf(const std::vector<TensorInfo> &tensors);
 
 /// The global L2 norm of `grads` over the tensors (fp64 partial sums in a
 /// fixed order). When it exceeds maxNorm (> 0), scales every gradient by
@@ -194,12 +183,12 @@ std::vector<Span> spansOf(const std::vector<TensorInfo> &tensors);
 /// non-finite norm leaves the gradients alone. Returns the norm before
 /// clipping. `grads` is `device`'s memory.
 double clipGradients(float *grads, const std::vector<TensorInfo> &tensors,
-                     double maxNorm, TrainDevice &device = hostTrainDevice());
+                     double maxNorm, device::Device &device = device::host());
 
 /// DINO's clip_gradients: each tensor's gradient whose L2 norm (fp64) exceeds
 /// maxNorm (> 0) is scaled by maxNorm / (norm + 1e-6), alone.
 void clipEachTensor(float *grads, const std::vector<TensorInfo> &tensors,
-                    double maxNorm, TrainDevice &device = hostTrainDevice());
+                    double maxNorm, device::Device &device = device::host());
 
 /// clipGradients in parts, for gradients split over ranks: the fp64 sums of
 /// squares of spansOf(tensors) (a table's partials are its parts' partials
@@ -207,11 +196,11 @@ void clipEachTensor(float *grads, const std::vector<TensorInfo> &tensors,
 /// computed over all of them.
 std::vector<double>
 squaredNormPartials(const float *grads, const std::vector<TensorInfo> &tensors,
-                    TrainDevice &device = hostTrainDevice());
+                    device::Device &device = device::host());
 double normOfPartials(const std::vector<double> &partials);
 void clipToNorm(float *grads, const std::vector<TensorInfo> &tensors,
                 double norm, double maxNorm,
-                TrainDevice &device = hostTrainDevice());
+                device::Device &device = device::host());
 
 /// The first tensor (in table order) whose partials (squaredNormPartials of
 /// the same tensors) are not finite: it holds a NaN or an infinity.
@@ -221,7 +210,7 @@ firstNonFiniteTensor(const std::vector<double> &partials,
 /// The name of the first tensor of `data` holding a NaN or an infinity.
 std::optional<std::string>
 firstNonFinite(const float *data, const std::vector<TensorInfo> &tensors,
-               TrainDevice &device = hostTrainDevice());
+               device::Device &device = device::host());
 
 } // namespace lap::train
 

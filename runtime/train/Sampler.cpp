@@ -57,7 +57,7 @@ int64_t cacheFloats(const LoadedModel &model) {
 
 } // namespace
 
-Sampler::Sampler(ModelOnDevice &calls, const float *params)
+Sampler::Sampler(ModelCalls &calls, const float *params)
     : calls(calls), params(params),
       vocab(calls.model().manifest()["limits"]["vocab"]),
       capacity(calls.model().maxSeq()),

@@ -10,7 +10,7 @@
 #ifndef LAP_RUNTIME_TRAIN_SAMPLER_H
 #define LAP_RUNTIME_TRAIN_SAMPLER_H
 
-#include "runtime/model/ModelOnDevice.h"
+#include "runtime/model/ModelCalls.h"
 
 #include <cstdint>
 #include <functional>
@@ -39,7 +39,7 @@ class Sampler {
 public:
   /// Decodes through `calls` with `params` (its device's memory);
   /// allocates the cache for one sequence there.
-  Sampler(ModelOnDevice &calls, const float *params);
+  Sampler(ModelCalls &calls, const float *params);
 
   /// The new tokens after `prompt` (not empty), each passed to `onToken` as
   /// it is drawn. Stops at options.maxTokens, the stop token (not
@@ -49,7 +49,7 @@ public:
            const std::function<void(int32_t)> &onToken = {});
 
 private:
-  ModelOnDevice &calls;
+  ModelCalls &calls;
   const float *params;
   int64_t vocab, capacity;
   DeviceMemory::Buffer cache;

@@ -30,7 +30,7 @@ std::string modelHashOf(const LoadedModel &model) {
 /// What every rank of a run must have been given alike.
 std::vector<SharedSetting> sharedSettings(const LoadedModel &model,
                                           const TrainerConfig &c,
-                                          const TrainDevice &device) {
+                                          const device::Device &device) {
   namespace fs = std::filesystem;
   auto text = [](auto v) { return fmt::format("{}", v); };
   const char *resume = c.resume == ResumeMode::Resume  ? "--resume"
@@ -58,7 +58,7 @@ std::vector<SharedSetting> sharedSettings(const LoadedModel &model,
 
 /// `n` floats of `device` memory at `data` where the host reads them: there
 /// on the host, else a copy kept in `copies`.
-const float *hostView(TrainDevice &device, const float *data, int64_t n,
+const float *hostView(device::Device &device, const float *data, int64_t n,
                       std::deque<std::vector<float>> &copies) {
   if (device.onHost())
     return data;
@@ -72,8 +72,7 @@ const float *hostView(TrainDevice &device, const float *data, int64_t n,
 void save(const std::string &dir, int64_t step, const LoadedModel &model,
           const float *params, Optimizer &optimizer,
           const std::vector<std::pair<std::string, std::vector<float>>> &others,
-          const TrainerConfig &config, const Regime &regime,
-          Progress &progress) {
+          const TrainerConfig &config, Regime &regime, Progress &progress) {
   CheckpointData data;
   data.state.step = step;
   data.state.seed = config.seed;
@@ -82,7 +81,7 @@ void save(const std::string &dir, int64_t step, const LoadedModel &model,
   data.state.manifestHash = modelHashOf(model);
   data.state.schedule = scheduleOf(config);
   std::deque<std::vector<float>> copies;
-  TrainDevice &device = optimizer.device();
+  device::Device &device = optimizer.device();
   const float *p = hostView(device, params, model.parameterElements(), copies);
   for (const ParameterInfo &t : model.parameters())
     data.parameters.push_back(TensorRef(t.name, t.shape, p + t.offset));
@@ -92,9 +91,8 @@ void save(const std::string &dir, int64_t step, const LoadedModel &model,
   for (auto &[name, values] : others)
     data.optimizer.push_back(
         TensorRef(name, {int64_t(values.size())}, values.data()));
-  if (regime.state)
-    for (TensorRef &t : regime.state())
-      data.optimizer.push_back(std::move(t));
+  for (TensorRef &t : regime.state())
+    data.optimizer.push_back(std::move(t));
   std::string path = saveCheckpoint(dir, data);
   pruneCheckpoints(dir, size_t(config.keep));
   progress.note("checkpoint " + path);
@@ -155,7 +153,7 @@ lap::train::resumePoint(const TrainerConfig &config,
 LoadedCheckpoint lap::train::restoreParameters(const LoadedModel &model,
                                                const std::string &dir,
                                                float *params, bool otherModel,
-                                               TrainDevice &device) {
+                                               device::Device &device) {
   std::vector<TensorSpec> expected;
   for (const ParameterInfo &t : model.parameters())
     expected.push_back({t.name, t.shape});
@@ -242,7 +240,7 @@ int64_t resumeRun(const LoadedModel &model, const TrainerConfig &config,
   parallel.broadcastParameters(params);
   if (resumed[1]) {
     parallel.distributeState(optimizer, ckpt ? &*ckpt : nullptr);
-    if (regime.restore && ckpt)
+    if (ckpt)
       regime.restore(*ckpt);
     optimizer.setStepCount(resumed[0]);
     regime.seek(uint64_t(resumed[2]));
@@ -252,7 +250,7 @@ int64_t resumeRun(const LoadedModel &model, const TrainerConfig &config,
 
 } // namespace
 
-TrainResult lap::train::train(ModelOnDevice &calls, TrainDevice &device,
+TrainResult lap::train::train(ModelCalls &calls, device::Device &device,
                               float *params, const TrainerConfig &config,
                               Regime &regime, const std::string &resumeFrom) {
   const LoadedModel &model = calls.model();
@@ -290,17 +288,18 @@ TrainResult lap::train::train(ModelOnDevice &calls, TrainDevice &device,
     return result;
   }
 
-  DeviceArray grads(device, model.parameterElements());
+  device::Array grads(device, model.parameterElements());
   // A step of one micro-batch on one rank: its gradients are the step's as
   // they are, with no copy into an accumulator (ZeRO-1's reduce-scatter
   // wants the two apart).
   const bool direct = config.accumulation == 1 && !parallel.zero();
-  DeviceArray accumulated =
-      direct ? DeviceArray() : DeviceArray(device, model.parameterElements());
+  device::Array accumulated =
+      direct ? device::Array()
+             : device::Array(device, model.parameterElements());
   std::optional<Progress> progress;
   if (lead)
     progress.emplace(config.steps, start, config.runDir + "/metrics.jsonl",
-                     config.unit, stdout, !comm.launched());
+                     regime.unit(), stdout, !comm.launched());
   auto note = [&](const std::string &text) {
     if (progress)
       progress->note(text);
@@ -324,7 +323,7 @@ TrainResult lap::train::train(ModelOnDevice &calls, TrainDevice &device,
       int64_t index = comm.rank() * perRank + micro;
       uint64_t dropoutSeed =
           config.seed * 1000003 + uint64_t(step * config.accumulation + index);
-      if (regime.trainStep) {
+      if (regime.ownsStep()) {
         units += regime.trainStep(p, grads.data(), dropoutSeed, microLoss);
       } else {
         lap_batch batch{};
@@ -357,15 +356,13 @@ TrainResult lap::train::train(ModelOnDevice &calls, TrainDevice &device,
     }
     double norm = parallel.clip(
         reduced, std::move(squares),
-        config.clipEachTensor ? 0 : config.gradClip); // 0: measure
-    if (config.clipEachTensor)
+        regime.clipsEachTensor() ? 0 : config.gradClip); // 0: measure
+    if (regime.clipsEachTensor())
       clipEachTensor(reduced, optimizer.tensors(), config.gradClip, device);
-    if (regime.frozen) {
-      std::vector<bool> frozen;
-      for (const TensorInfo &t : optimizer.tensors())
-        frozen.push_back(regime.frozen(t.name, step));
-      optimizer.setFrozen(std::move(frozen));
-    }
+    std::vector<bool> frozen;
+    for (const TensorInfo &t : optimizer.tensors())
+      frozen.push_back(regime.frozen(t.name, step));
+    optimizer.setFrozen(std::move(frozen));
     double multiplier =
         learningRateMultiplier(step, config.steps, config.schedule);
     optimizer.step(p, reduced, multiplier,
@@ -373,16 +370,14 @@ TrainResult lap::train::train(ModelOnDevice &calls, TrainDevice &device,
                                          config.optimizer.weightDecay,
                                          config.optimizer.weightDecayEnd));
     parallel.gatherParameters(p);
-    if (regime.afterUpdate)
-      regime.afterUpdate(p, step);
+    regime.afterUpdate(p, step);
     result.lastLoss = loss;
     if (progress) {
       progress->advance(units * ranks);
       if ((step + 1) % config.logEvery == 0 || step + 1 == config.steps ||
           step == start)
         progress->step(step + 1, loss, config.optimizer.lr * multiplier, norm,
-                       regime.stepMetrics ? regime.stepMetrics()
-                                          : nlohmann::json::object());
+                       regime.stepMetrics());
     }
     bool last = step + 1 == config.steps;
     if (config.evalEvery > 0 && ((step + 1) % config.evalEvery == 0 || last)) {

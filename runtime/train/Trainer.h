@@ -20,12 +20,13 @@
 #define LAP_RUNTIME_TRAIN_TRAINER_H
 
 #include "runtime/comm/Communicator.h"
+#include "runtime/device/Device.h"
 #include "runtime/model/LoadedModel.h"
-#include "runtime/model/ModelOnDevice.h"
+#include "runtime/model/ModelCalls.h"
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/Optimizer.h"
+#include "runtime/train/Regime.h"
 #include "runtime/train/Schedule.h"
-#include "runtime/train/TrainDevice.h"
 
 #include <nlohmann/json.hpp>
 
@@ -48,13 +49,8 @@ struct TrainerConfig {
   int64_t accumulation = 1; ///< micro-batches per optimizer step
   uint64_t seed = 0;
   double gradClip = 0; ///< max global norm; 0 = off
-  /// Clip each tensor's gradient to gradClip alone (DINO's clip_gradients)
-  /// instead of their global norm.
-  bool clipEachTensor = false;
   int64_t logEvery = 10, evalEvery = 0, checkpointEvery = 0, keep = 3;
   std::string runDir; ///< checkpoints/, metrics.jsonl
-  std::string unit =
-      "tok"; ///< what the regime's batches count, for the progress line
   ResumeMode resume = ResumeMode::Fresh;
   bool resumeFromOtherModel = false; ///< fine-tuning: skip the model_hash check
   bool allowScheduleChange = false;  ///< resume under another schedule
@@ -69,36 +65,6 @@ struct TrainerConfig {
   comm::Communicator *deviceComm = nullptr;
   bool zero = false;        ///< ZeRO-1: the optimizer state sharded
   double commTimeout = 300; ///< seconds a collective waits for the others
-};
-
-/// What a regime provides.
-struct Regime {
-  /// Fills the next training micro-batch; returns its tokens (or samples).
-  std::function<int64_t(lap_batch &)> next;
-  /// Data position for checkpoints, and seeking back to one.
-  std::function<uint64_t()> position;
-  std::function<void(uint64_t)> seek;
-  /// Evaluation values ({"val_loss": ..., "val_bpb": ...}); empty when the
-  /// regime has nothing to evaluate on.
-  std::function<nlohmann::json()> evaluate;
-
-  // Regimes that train more than the model's own step (dino: a teacher and
-  // several views of each image) set these too.
-  /// Replaces next + the model's train step: the gradients of one
-  /// micro-batch into `grads` (overwritten) and its loss; returns its units.
-  std::function<int64_t(const float *params, float *grads, uint64_t seed,
-                        float &loss)>
-      trainStep;
-  /// Whether the optimizer leaves parameter `name` alone at `step`.
-  std::function<bool(const std::string &name, int64_t step)> frozen;
-  /// After the update of `step` (0-based), with the new parameters.
-  std::function<void(const float *params, int64_t step)> afterUpdate;
-  /// The regime's values of the last step, for metrics.jsonl.
-  std::function<nlohmann::json()> stepMetrics;
-  /// State checkpointed beside the optimizer's (in optimizer.safetensors),
-  /// and its restoring from a loaded checkpoint.
-  std::function<std::vector<TensorRef>()> state;
-  std::function<void(const LoadedCheckpoint &)> restore;
 };
 
 /// The result of a run, for the summary.
@@ -131,7 +97,7 @@ nlohmann::json scheduleOf(const TrainerConfig &config);
 LoadedCheckpoint restoreParameters(const LoadedModel &model,
                                    const std::string &dir, float *params,
                                    bool otherModel = false,
-                                   TrainDevice &device = hostTrainDevice());
+                                   device::Device &device = device::host());
 
 /// `given` when not empty, else the newest checkpoint of `runDir`; throws
 /// naming RUNDIR/checkpoints when there is none.
@@ -141,9 +107,9 @@ std::string checkpointOf(const std::string &runDir,
 /// Trains the model `calls` makes (parameters in `params`, initialised, or
 /// restored from `resumeFrom` when not empty), its gradients, their sums and
 /// the optimizer state on `device`, where `params` lives too: the host for
-/// a CPU library, its GPU for a CUDA one (one process, the lm and
-/// supervised regimes so far).
-TrainResult train(ModelOnDevice &calls, TrainDevice &device, float *params,
+/// a CPU library, its GPU for a CUDA one; `regime` supplies the data, the
+/// evaluation and whatever else its kind of training needs.
+TrainResult train(ModelCalls &calls, device::Device &device, float *params,
                   const TrainerConfig &config, Regime &regime,
                   const std::string &resumeFrom);
 

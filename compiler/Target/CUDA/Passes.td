@@ -50,7 +50,7 @@ def LapEmbedGpuBinary : Pass<"lap-embed-gpu-binary", "::mlir::ModuleOp"> {
     cubin ptxas made and the PTX)
     by the LLVM globals `lap_gen_cuda_image` (its bytes),
     `lap_gen_cuda_image_size`, which the runtime loads
-    (runtime/model/CudaLaunch.cpp), and `lap_gen_cuda_arch`, the
+    (runtime/abi/CudaLaunch.cpp), and `lap_gen_cuda_arch`, the
     architecture it was compiled for ("sm_90", NUL-terminated).
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
@@ -62,7 +62,7 @@ def LapCudaKernelsOnHost : Pass<"lap-cuda-kernels-on-host", "::mlir::ModuleOp"> 
     After `--lapk-to-cuda`, so that tests run the generated kernels on the
     CPU: each `gpu.func` of `gpu.module @lap_kernels` becomes `func.func`
     of the same name and parameters and a block count, which runs that
-    many blocks of the runtime's 256 threads (runtime/model/CudaLaunch.cpp)
+    many blocks of the runtime's 256 threads (runtime/abi/CudaLaunch.cpp)
     one thread after another. Only kernels whose threads need not run
     together qualify (no barrier, shuffle or other GPU op than the block
     and thread indices); another is an error. The host code that launches

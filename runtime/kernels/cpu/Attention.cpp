@@ -4,7 +4,7 @@
 // at a time, with the softmax kept online, so no T x S matrix is ever stored
 // and the working set (a few BQ x BK and B x D tiles) stays in L1/L2.
 // Backward recomputes P tile by tile from the saved logsumexp. Every head
-// applies its own epilogue O = alpha P V + beta V (ARCHITECTURE.md §1).
+// applies its own epilogue O = alpha P V + beta V (docs/architecture.md).
 //
 // All matrix products go through one register-blocked micro-kernel,
 // C (+)= A B, that broadcasts elements of A and streams rows of B, with the

@@ -15,15 +15,9 @@
 #include <cstring>
 #include <vector>
 
-using lap::cpu::fp32Row;
-using lap::cpu::parallelFor;
-using lap::cpu::rowGrain;
-using lap::cpu::resultRow;
-using lap::cpu::rowBuffers;
-using lap::cpu::storeRow;
+using namespace lap::cpu;
 
 namespace {
-
 
 void addRow(float *__restrict acc, const float *__restrict row, int64_t c) {
   for (int64_t j = 0; j < c; ++j)

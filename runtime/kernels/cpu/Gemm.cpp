@@ -150,26 +150,26 @@ void bf16Gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
   dnnl_primitive_desc_destroy(pd);
 }
 
-
 /// to [rows, cols] = from + bias [cols] (nullable) rounded to bf16, both
 /// with leading dimension ld: as bf16 (T = uint16_t) or as fp32 values
 /// (T = float).
 template <typename T>
 void roundRows(T *to, const float *from, int64_t rows, int64_t cols, int64_t ld,
                const lap_bf16 *bias = nullptr) {
-  lap::cpu::parallelFor(rows, lap::cpu::rowGrain(cols), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const float *__restrict f = from + i * ld;
-      T *__restrict t = to + i * ld;
-      for (int64_t j = 0; j < cols; ++j) {
-        const float v = bias ? f[j] + lap::bf16::value(bias[j]) : f[j];
-        if constexpr (sizeof(T) == 2)
-          t[j] = lap::bf16::bits(v);
-        else
-          t[j] = lap::bf16::round(v);
-      }
-    }
-  });
+  lap::cpu::parallelFor(
+      rows, lap::cpu::rowGrain(cols), [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          const float *__restrict f = from + i * ld;
+          T *__restrict t = to + i * ld;
+          for (int64_t j = 0; j < cols; ++j) {
+            const float v = bias ? f[j] + lap::bf16::value(bias[j]) : f[j];
+            if constexpr (sizeof(T) == 2)
+              t[j] = lap::bf16::bits(v);
+            else
+              t[j] = lap::bf16::round(v);
+          }
+        }
+      });
 }
 
 /// This thread's buffer `slot` (0 to 3) of at least `size` Ts, kept
@@ -228,11 +228,12 @@ Matrix lap::cpu::operand(const lap_bf16 *a, int64_t rows, int64_t cols,
   if (bf16Instructions() || !a || rows <= 0 || cols <= 0)
     return {a, ld, true};
   float *widened = buffer<float>(slot, size_t((rows - 1) * ld + cols));
-  lap::cpu::parallelFor(rows, lap::cpu::rowGrain(cols), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
-      for (int64_t j = 0; j < cols; ++j)
-        widened[i * ld + j] = lap::bf16::value(a[i * ld + j]);
-  });
+  lap::cpu::parallelFor(
+      rows, lap::cpu::rowGrain(cols), [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+          for (int64_t j = 0; j < cols; ++j)
+            widened[i * ld + j] = lap::bf16::value(a[i * ld + j]);
+      });
   return fp32(widened, ld);
 }
 

@@ -21,18 +21,9 @@
 #include <type_traits>
 #include <vector>
 
-using lap::cpu::fp32Row;
-using lap::cpu::gemm;
-using lap::cpu::Matrix;
-using lap::cpu::operand;
-using lap::cpu::parallelFor;
-using lap::cpu::rowGrain;
-using lap::cpu::roundToBf16;
-using lap::cpu::storeRow;
-using lap::cpu::tanhApprox;
+using namespace lap::cpu;
 
 namespace {
-
 
 /// db [c] = column sums of the rows of an [n, c] tensor, row(i) giving row
 /// i (after finishing it, where the caller computes rows as it goes). Rows

@@ -26,18 +26,7 @@
 #include <type_traits>
 #include <vector>
 
-using lap::cpu::expApprox;
-using lap::cpu::fp32Row;
-using lap::cpu::gemm;
-using lap::cpu::Matrix;
-using lap::cpu::operand;
-using lap::cpu::parallelFor;
-using lap::cpu::resultRow;
-using lap::cpu::rowGrain;
-using lap::cpu::roundToBf16;
-using lap::cpu::rowBuffers;
-using lap::cpu::storeRow;
-using lap::cpu::tanhApprox;
+using namespace lap::cpu;
 
 namespace {
 
@@ -185,16 +174,17 @@ void crossEntropyForward(float *loss, const Element *logits,
                          const int32_t *targets, int64_t n, int64_t V,
                          float smoothing, Map map) {
   std::vector<double> rowLoss(n, 0.0);
-  parallelFor(n, rowGrain(V, kLossRowElements), [&](int64_t begin, int64_t end) {
-    std::vector<float> widened = rowBuffers<Element>(1, V), z(V), e(V);
-    for (int64_t i = begin; i < end; ++i)
-      if (counted(targets[i], V)) {
-        const float *row = fp32Row(logits, i, V, widened.data());
-        const Softmax sm = softmaxRow(z.data(), e.data(), row, V, map);
-        rowLoss[i] =
-            crossEntropyRowLoss(z.data(), sm, targets[i], V, smoothing);
-      }
-  });
+  parallelFor(
+      n, rowGrain(V, kLossRowElements), [&](int64_t begin, int64_t end) {
+        std::vector<float> widened = rowBuffers<Element>(1, V), z(V), e(V);
+        for (int64_t i = begin; i < end; ++i)
+          if (counted(targets[i], V)) {
+            const float *row = fp32Row(logits, i, V, widened.data());
+            const Softmax sm = softmaxRow(z.data(), e.data(), row, V, map);
+            rowLoss[i] =
+                crossEntropyRowLoss(z.data(), sm, targets[i], V, smoothing);
+          }
+      });
   double total = 0.0;
   for (int64_t i = 0; i < n; ++i)
     total += rowLoss[i];
@@ -208,23 +198,24 @@ void crossEntropyBackward(Element *dlogits, float dloss, const Element *logits,
                           float smoothing, Map map) {
   int64_t count = countedRows(targets, n, V);
   float g = count ? dloss / float(count) : 0.0f;
-  parallelFor(n, rowGrain(V, kLossRowElements), [&](int64_t begin, int64_t end) {
-    std::vector<float> widened = rowBuffers<Element>(1, V), z(V), e(V);
-    for (int64_t i = begin; i < end; ++i) {
-      if (!counted(targets[i], V)) {
-        std::memset(dlogits + i * V, 0, V * sizeof(Element));
-        continue;
-      }
-      // The gradient is made in place of the widened row (or, at fp32, of
-      // dlogits' row, which may be the logits' own: read before, into z).
-      const float *row = fp32Row(logits, i, V, widened.data());
-      const Softmax sm = softmaxRow(z.data(), e.data(), row, V, map);
-      float *d = resultRow(dlogits, i, V, widened.data());
-      crossEntropyRowGrad(d, z.data(), e.data(), sm, targets[i], V, g,
-                          smoothing, map);
-      storeRow(dlogits, i, V, d);
-    }
-  });
+  parallelFor(
+      n, rowGrain(V, kLossRowElements), [&](int64_t begin, int64_t end) {
+        std::vector<float> widened = rowBuffers<Element>(1, V), z(V), e(V);
+        for (int64_t i = begin; i < end; ++i) {
+          if (!counted(targets[i], V)) {
+            std::memset(dlogits + i * V, 0, V * sizeof(Element));
+            continue;
+          }
+          // The gradient is made in place of the widened row (or, at fp32, of
+          // dlogits' row, which may be the logits' own: read before, into z).
+          const float *row = fp32Row(logits, i, V, widened.data());
+          const Softmax sm = softmaxRow(z.data(), e.data(), row, V, map);
+          float *d = resultRow(dlogits, i, V, widened.data());
+          crossEntropyRowGrad(d, z.data(), e.data(), sm, targets[i], V, g,
+                              smoothing, map);
+          storeRow(dlogits, i, V, d);
+        }
+      });
 }
 
 /// The rows of logits computed at a time by the fused lm_head and
@@ -267,20 +258,22 @@ void linearCrossEntropy(float *loss, float *dx, float *dw, float dloss,
     const Matrix xc = xRows(r0, m);
     const int32_t *tc = targets + r0;
     gemm('N', 'T', m, V, C, xc, wOp, 0.0f, logits, V);
-    parallelFor(m, rowGrain(V, kLossRowElements), [&](int64_t begin, int64_t end) {
-      float *e = buffer<3>(V); // this thread's exponentials
-      for (int64_t i = begin; i < end; ++i) {
-        float *row = logits + i * V; // z, then the gradient, in place
-        rowLoss[size_t(i)] = 0.0;
-        if (!counted(tc[i], V)) {
-          std::memset(row, 0, V * sizeof(float));
-          continue;
-        }
-        const Softmax sm = softmaxRow(row, e, row, V, map);
-        rowLoss[size_t(i)] = crossEntropyRowLoss(row, sm, tc[i], V, smoothing);
-        crossEntropyRowGrad(row, row, e, sm, tc[i], V, g, smoothing, map);
-      }
-    });
+    parallelFor(
+        m, rowGrain(V, kLossRowElements), [&](int64_t begin, int64_t end) {
+          float *e = buffer<3>(V); // this thread's exponentials
+          for (int64_t i = begin; i < end; ++i) {
+            float *row = logits + i * V; // z, then the gradient, in place
+            rowLoss[size_t(i)] = 0.0;
+            if (!counted(tc[i], V)) {
+              std::memset(row, 0, V * sizeof(float));
+              continue;
+            }
+            const Softmax sm = softmaxRow(row, e, row, V, map);
+            rowLoss[size_t(i)] =
+                crossEntropyRowLoss(row, sm, tc[i], V, smoothing);
+            crossEntropyRowGrad(row, row, e, sm, tc[i], V, g, smoothing, map);
+          }
+        });
     for (int64_t i = 0; i < m; ++i)
       total += rowLoss[size_t(i)];
     const Matrix dlogits =
@@ -390,26 +383,28 @@ extern "C" void lap_cpu_row_loss_forward(float *loss, const float *logits,
                                          float temperature) {
   float scale = kind == LAP_ROW_LOSS_DINO ? 1.0f / temperature : 1.0f;
   std::vector<double> rowLoss(n, 0.0);
-  parallelFor(n, rowGrain(K, kLossRowElements), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const float *__restrict l = logits + i * K;
-      const float *__restrict t = targets + i * K;
-      double acc = 0.0;
-      if (kind == LAP_ROW_LOSS_BCE_WITH_LOGITS) {
-        for (int64_t k = 0; k < K; ++k)
-          acc += bceWithLogits(l[k], t[k]);
-      } else {
-        // lse >= z_k: the terms are not negative, so nothing cancels (as
-        // lse sum t - sum t z would at low temperatures).
-        float lse = rowLogSumExp(l, K, Scaled{scale}), sum = 0.0f;
+  parallelFor(n, rowGrain(K, kLossRowElements),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t i = begin; i < end; ++i) {
+                  const float *__restrict l = logits + i * K;
+                  const float *__restrict t = targets + i * K;
+                  double acc = 0.0;
+                  if (kind == LAP_ROW_LOSS_BCE_WITH_LOGITS) {
+                    for (int64_t k = 0; k < K; ++k)
+                      acc += bceWithLogits(l[k], t[k]);
+                  } else {
+                    // lse >= z_k: the terms are not negative, so nothing
+                    // cancels (as lse sum t - sum t z would at low
+                    // temperatures).
+                    float lse = rowLogSumExp(l, K, Scaled{scale}), sum = 0.0f;
 #pragma clang loop vectorize(enable) interleave(enable)
-        for (int64_t k = 0; k < K; ++k)
-          sum += t[k] * (lse - l[k] * scale);
-        acc = sum;
-      }
-      rowLoss[i] = acc;
-    }
-  });
+                    for (int64_t k = 0; k < K; ++k)
+                      sum += t[k] * (lse - l[k] * scale);
+                    acc = sum;
+                  }
+                  rowLoss[i] = acc;
+                }
+              });
   double total = 0.0;
   for (int64_t i = 0; i < n; ++i)
     total += rowLoss[i];
@@ -431,24 +426,25 @@ extern "C" void lap_cpu_row_loss_backward(float *dlogits, const float *dloss,
   double denom =
       kind == LAP_ROW_LOSS_BCE_WITH_LOGITS ? double(n) * double(K) : double(n);
   float g = denom > 0.0 ? float(double(*dloss) / denom) : 0.0f;
-  parallelFor(n, rowGrain(K, kLossRowElements), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const float *__restrict l = logits + i * K;
-      const float *__restrict t = targets + i * K;
-      float *__restrict d = dlogits + i * K;
-      if (kind == LAP_ROW_LOSS_BCE_WITH_LOGITS) {
-        for (int64_t k = 0; k < K; ++k)
-          d[k] = g * (1.0f / (1.0f + expApprox(-l[k])) - t[k]);
-        continue;
-      }
-      float lse = rowLogSumExp(l, K, Scaled{scale});
-      float sumT = 0.0f;
+  parallelFor(n, rowGrain(K, kLossRowElements),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t i = begin; i < end; ++i) {
+                  const float *__restrict l = logits + i * K;
+                  const float *__restrict t = targets + i * K;
+                  float *__restrict d = dlogits + i * K;
+                  if (kind == LAP_ROW_LOSS_BCE_WITH_LOGITS) {
+                    for (int64_t k = 0; k < K; ++k)
+                      d[k] = g * (1.0f / (1.0f + expApprox(-l[k])) - t[k]);
+                    continue;
+                  }
+                  float lse = rowLogSumExp(l, K, Scaled{scale});
+                  float sumT = 0.0f;
 #pragma clang loop vectorize(enable) interleave(enable)
-      for (int64_t k = 0; k < K; ++k)
-        sumT += t[k];
-      float gs = g * scale;
-      for (int64_t k = 0; k < K; ++k)
-        d[k] = gs * (sumT * expApprox(l[k] * scale - lse) - t[k]);
-    }
-  });
+                  for (int64_t k = 0; k < K; ++k)
+                    sumT += t[k];
+                  float gs = g * scale;
+                  for (int64_t k = 0; k < K; ++k)
+                    d[k] = gs * (sumT * expApprox(l[k] * scale - lse) - t[k]);
+                }
+              });
 }

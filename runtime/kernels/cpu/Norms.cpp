@@ -19,16 +19,9 @@
 #include <initializer_list>
 #include <vector>
 
-using lap::cpu::fp32Row;
-using lap::cpu::parallelFor;
-using lap::cpu::rowGrain;
-using lap::cpu::resultRow;
-using lap::cpu::rowBuffers;
-using lap::cpu::storeRow;
-using lap::cpu::sumsFor;
+using namespace lap::cpu;
 
 namespace {
-
 
 // The pragmas let the vectoriser reassociate these float reductions.
 float sum(const float *__restrict a, int64_t c) {

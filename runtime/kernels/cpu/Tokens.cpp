@@ -15,15 +15,9 @@
 
 using lap::bf16::load;
 using lap::bf16::store;
-using lap::cpu::fp32Row;
-using lap::cpu::parallelFor;
-using lap::cpu::rowGrain;
-using lap::cpu::resultRow;
-using lap::cpu::rowBuffers;
-using lap::cpu::storeRow;
+using namespace lap::cpu;
 
 namespace {
-
 
 /// Rows of fp32 or bf16 elements, moved as they are.
 template <typename Element>

@@ -8,10 +8,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cuda/Attention.h"
-#include "runtime/kernels/cuda/CudaDevice.h"
 #include "runtime/kernels/cuda/Kernels.h"
+#include "runtime/kernels/cuda/Launcher.h"
 
-using lap::cuda::CudaDevice;
+using lap::cuda::Launcher;
 namespace attention = lap::cuda::attention;
 
 extern "C" void lap_cuda_attention_forward(float *o, float *lse, const float *q,
@@ -20,16 +20,16 @@ extern "C" void lap_cuda_attention_forward(float *o, float *lse, const float *q,
                                            int64_t T, int64_t S, int64_t H,
                                            int64_t KV, int64_t D, float scale,
                                            int32_t causal) {
-  attention::forward(CudaDevice(), o, lse, q, k, v, coefficients, B, T, S, H,
-                     KV, D, scale, causal);
+  attention::forward(Launcher(), o, lse, q, k, v, coefficients, B, T, S, H, KV,
+                     D, scale, causal);
 }
 
 extern "C" void lap_cuda_attention_forward_bf16(
     lap_bf16 *o, float *lse, const lap_bf16 *q, const lap_bf16 *k,
     const lap_bf16 *v, const float *coefficients, int64_t B, int64_t T,
     int64_t S, int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
-  attention::forward(CudaDevice(), o, lse, q, k, v, coefficients, B, T, S, H,
-                     KV, D, scale, causal);
+  attention::forward(Launcher(), o, lse, q, k, v, coefficients, B, T, S, H, KV,
+                     D, scale, causal);
 }
 
 extern "C" void lap_cuda_attention_backward(
@@ -37,7 +37,7 @@ extern "C" void lap_cuda_attention_backward(
     const float *q, const float *k, const float *v, const float *o,
     const float *lse, const float *coefficients, int64_t B, int64_t T,
     int64_t S, int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
-  attention::backward(CudaDevice(), dq, dk, dv, dcoefficients, dout, q, k, v, o,
+  attention::backward(Launcher(), dq, dk, dv, dcoefficients, dout, q, k, v, o,
                       lse, coefficients, B, T, S, H, KV, D, scale, causal);
 }
 
@@ -47,6 +47,6 @@ extern "C" void lap_cuda_attention_backward_bf16(
     const lap_bf16 *v, const lap_bf16 *o, const float *lse,
     const float *coefficients, int64_t B, int64_t T, int64_t S, int64_t H,
     int64_t KV, int64_t D, float scale, int32_t causal) {
-  attention::backward(CudaDevice(), dq, dk, dv, dcoefficients, dout, q, k, v, o,
+  attention::backward(Launcher(), dq, dk, dv, dcoefficients, dout, q, k, v, o,
                       lse, coefficients, B, T, S, H, KV, D, scale, causal);
 }

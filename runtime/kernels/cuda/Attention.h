@@ -5,7 +5,7 @@
 // model's heads up to 128 wide, AttentionHopper.h's in their place on
 // compute capability 9.0; AttentionCudaCores.h otherwise; the row
 // terms and the coefficients' sums from the latter for both), the scratch
-// and the launches, written against a Device (CudaDevice.h): CUDA's, or
+// and the launches, written against a Launcher (Launcher.h): CUDA's, or
 // the emulator's, which so runs the whole of it on the CPU.
 //
 //===----------------------------------------------------------------------===//
@@ -32,8 +32,8 @@ namespace lap::cuda::attention {
 namespace {
 
 /// Records why the kernels cannot take this shape and returns false.
-template <typename Device>
-bool supported(const Device &device, const char *what, int64_t B, int64_t T,
+template <typename Launcher>
+bool supported(const Launcher &device, const char *what, int64_t B, int64_t T,
                int64_t S, int64_t H, int64_t KV, int64_t D) {
   auto no = [&](const std::string &why) {
     device.fail(std::string(what) + ": " + why);
@@ -77,8 +77,8 @@ template <typename E> constexpr bool onTensorCores(int64_t D) {
 }
 
 /// lap_cuda_attention_forward (E = float) or its _bf16 variant.
-template <typename Device, typename E>
-void forward(const Device &device, E *o, float *lse, const E *q, const E *k,
+template <typename Launcher, typename E>
+void forward(const Launcher &device, E *o, float *lse, const E *q, const E *k,
              const E *v, const float *coefficients, int64_t B, int64_t T,
              int64_t S, int64_t H, int64_t KV, int64_t D, float scale,
              int32_t causal) {
@@ -106,8 +106,8 @@ void forward(const Device &device, E *o, float *lse, const E *q, const E *k,
 }
 
 /// lap_cuda_attention_backward (E = float) or its _bf16 variant.
-template <typename Device, typename E>
-void backward(const Device &device, E *dq, E *dk, E *dv, float *dcoefficients,
+template <typename Launcher, typename E>
+void backward(const Launcher &device, E *dq, E *dk, E *dv, float *dcoefficients,
               const E *dout, const E *q, const E *k, const E *v, const E *o,
               const float *lse, const float *coefficients, int64_t B, int64_t T,
               int64_t S, int64_t H, int64_t KV, int64_t D, float scale,

@@ -2,7 +2,7 @@
 //
 // The CUDA twin of runtime/kernels/cpu/Attention.cpp, whose semantics it
 // follows: one launch serves every head of a call, each with its own
-// epilogue O = alpha P V + beta V (docs/architecture.md §1). Flash form: a
+// epilogue O = alpha P V + beta V (docs/architecture.md, Head kinds). Flash: a
 // block keeps a tile of queries (or keys) in shared memory while tiles of
 // the other side stream past, with the softmax kept online, so no T x S
 // matrix is stored; backward recomputes P from the saved logsumexp. Scores

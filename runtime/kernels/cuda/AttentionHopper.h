@@ -23,7 +23,7 @@
 //    product by P or dS does, as FlashAttention-3 overlaps them within a
 //    warpgroup (in dK/dV at head width 64 only: at 128 the registers it
 //    takes would spill).
-// Attention.h launches them where Device::hopper() holds; the emulator runs
+// Attention.h launches them where Launcher::hopper() holds; the emulator runs
 // this source on the CPU.
 //
 //===----------------------------------------------------------------------===//
@@ -600,10 +600,10 @@ __global__ void __launch_bounds__(kThreads, 1) queryGradientsKernel(
 //===----------------------------------------------------------------------===//
 
 // What a call launches, through device.launch(kernel, blocks, threads,
-// sharedBytes, what, args...) (CudaDevice.h).
+// sharedBytes, what, args...) (Launcher.h).
 
-template <typename Device>
-void launchForward(const Device &device, uint16_t *o, float *lse,
+template <typename Launcher>
+void launchForward(const Launcher &device, uint16_t *o, float *lse,
                    const uint16_t *q, const uint16_t *k, const uint16_t *v,
                    const float *coefficients, const Shape &s) {
   const int64_t tiles = tensorcore::tilesOf(s.T, kRows);
@@ -615,8 +615,8 @@ void launchForward(const Device &device, uint16_t *o, float *lse,
                 int(tiles), tensorcore::vectorRows(s, {q, k, v}));
 }
 
-template <typename Device>
-void launchGradients(const Device &device, uint16_t *dq, uint16_t *dk,
+template <typename Launcher>
+void launchGradients(const Launcher &device, uint16_t *dq, uint16_t *dk,
                      uint16_t *dv, float *alphaPartials, const uint16_t *dout,
                      const uint16_t *q, const uint16_t *k, const uint16_t *v,
                      const float *lse, const float *terms,

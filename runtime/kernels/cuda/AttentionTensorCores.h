@@ -746,10 +746,10 @@ inline bool vectorRows(const Shape &s,
 }
 
 // What a call launches, through device.launch(kernel, blocks, threads,
-// sharedBytes, what, args...) (CudaDevice.h).
+// sharedBytes, what, args...) (Launcher.h).
 
-template <typename Device>
-void launchForward(const Device &device, uint16_t *o, float *lse,
+template <typename Launcher>
+void launchForward(const Launcher &device, uint16_t *o, float *lse,
                    const uint16_t *q, const uint16_t *k, const uint16_t *v,
                    const float *coefficients, const Shape &s) {
   const int64_t tiles = tilesOf(s.T, kRows);
@@ -762,8 +762,8 @@ void launchForward(const Device &device, uint16_t *o, float *lse,
                 coefficients, s, int(tiles), vectorRows(s, {q, k, v}));
 }
 
-template <typename Device>
-void launchGradients(const Device &device, uint16_t *dq, uint16_t *dk,
+template <typename Launcher>
+void launchGradients(const Launcher &device, uint16_t *dq, uint16_t *dk,
                      uint16_t *dv, float *alphaPartials, const uint16_t *dout,
                      const uint16_t *q, const uint16_t *k, const uint16_t *v,
                      const float *lse, const float *terms,

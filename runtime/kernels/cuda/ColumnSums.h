@@ -4,7 +4,7 @@
 // fixed row chunks whose partials are then summed as columns themselves,
 // in an order fixed by the shape, so a sum is the same on every run; and the
 // rounding of fp32 results to bf16. Kernels in DeviceCode.h's CUDA, plans over
-// a Device (CudaDevice.h), so that the emulator runs them too. Gemm.h's
+// a Launcher (Launcher.h), so that the emulator runs them too. Gemm.h's
 // columnSums and roundToBf16 are these plans on CUDA's device.
 //
 //===----------------------------------------------------------------------===//
@@ -87,8 +87,8 @@ inline int64_t columnSumsScratch(int64_t n, int64_t c) {
 /// out [c] = the column sums of the terms over n rows (0 when n = 0), in an
 /// order fixed by the shape. partials: columnSumsScratch(n, c) floats of
 /// device memory for the call, or null for the device's kReductionPartials.
-template <typename Device, typename Element>
-void columnSums(const Device &device, float *out,
+template <typename Launcher, typename Element>
+void columnSums(const Launcher &device, float *out,
                 const ColumnTerms<Element> &terms, int64_t n, int64_t c,
                 float *partials = nullptr) {
   if (c <= 0)
@@ -119,8 +119,8 @@ void columnSums(const Device &device, float *out,
 
 /// to [n, c] = from [n, c] + bias [c] (nullable), rounded to bf16 (to
 /// nearest, ties to even).
-template <typename Device>
-void roundToBf16(const Device &device, lap_bf16 *to, const float *from,
+template <typename Launcher>
+void roundToBf16(const Launcher &device, lap_bf16 *to, const float *from,
                  int64_t n, int64_t c, const lap_bf16 *bias = nullptr) {
   if (n * c > 0)
     device.launch(roundRows, (n * c + kRoundThreads - 1) / kRoundThreads,

@@ -4,9 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/kernels/cuda/CudaDevice.h"
 #include "runtime/kernels/cuda/DecodeAttention.h"
 #include "runtime/kernels/cuda/Kernels.h"
+#include "runtime/kernels/cuda/Launcher.h"
 
 extern "C" void lap_cuda_attention_decode(float *o, float *kCache,
                                           float *vCache, const float *q,
@@ -15,7 +15,7 @@ extern "C" void lap_cuda_attention_decode(float *o, float *kCache,
                                           int64_t T, int64_t first,
                                           int64_t capacity, int64_t H,
                                           int64_t KV, int64_t D, float scale) {
-  lap::cuda::decoding::decode(lap::cuda::CudaDevice(), o, kCache, vCache, q, k,
-                              v, coefficients, B, T, first, capacity, H, KV, D,
+  lap::cuda::decoding::decode(lap::cuda::Launcher(), o, kCache, vCache, q, k, v,
+                              coefficients, B, T, first, capacity, H, KV, D,
                               scale);
 }

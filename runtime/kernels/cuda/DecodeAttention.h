@@ -6,8 +6,8 @@
 // time (loads in flight, shuffle reductions interleaved), and keeps an
 // online softmax (running max, sum, and P V in registers, a lane holding
 // channels lane + 32 m); the warps' partial results are merged at the end.
-// The kernels are in DeviceCode.h's CUDA and the plan takes a Device
-// (CudaDevice.h), so the emulator runs this source too.
+// The kernels are in DeviceCode.h's CUDA and the plan takes a Launcher
+// (Launcher.h), so the emulator runs this source too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -144,8 +144,8 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
 }
 
 /// lap_cuda_attention_decode: appends k, v to the caches, then attends.
-template <typename Device>
-void decode(const Device &device, float *o, float *kCache, float *vCache,
+template <typename Launcher>
+void decode(const Launcher &device, float *o, float *kCache, float *vCache,
             const float *q, const float *k, const float *v,
             const float *coefficients, int64_t B, int64_t T, int64_t first,
             int64_t capacity, int64_t H, int64_t KV, int64_t D, float scale) {

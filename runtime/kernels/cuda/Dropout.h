@@ -1,10 +1,10 @@
 //===- Dropout.h - counter-based dropout masks ------------------*- CUDA -*-===//
 //
-// The masks are the CPU's bit for bit: the same splitMix (platform/Random.h, host
-// and device code) and the same stream, threshold and scale
+// The masks are the CPU's bit for bit: the same splitMix (platform/Random.h,
+// host and device code) and the same stream, threshold and scale
 // (runtime/kernels/DropoutMask.h). The seed is read on the device, when the
 // kernel runs, so a captured step replays with the seed of its replay.
-// Kernels in DeviceCode.h's CUDA, plans over a Device (CudaDevice.h): the
+// Kernels in DeviceCode.h's CUDA, plans over a Launcher (Launcher.h): the
 // emulator runs this source too.
 //
 //===----------------------------------------------------------------------===//
@@ -59,8 +59,8 @@ __global__ void dropPathKernel(Element *y, const Element *x, int64_t n,
 }
 
 /// lap_cuda_dropout (Element = float) or its _bf16 variant.
-template <typename Device, typename Element>
-void dropout(const Device &device, Element *y, const Element *x, int64_t n,
+template <typename Launcher, typename Element>
+void dropout(const Launcher &device, Element *y, const Element *x, int64_t n,
              float rate, const uint64_t *seed, int64_t key) {
   if (n <= 0)
     return;
@@ -70,8 +70,8 @@ void dropout(const Device &device, Element *y, const Element *x, int64_t n,
 }
 
 /// lap_cuda_drop_path (Element = float) or its _bf16 variant.
-template <typename Device, typename Element>
-void dropPath(const Device &device, Element *y, const Element *x, int64_t B,
+template <typename Launcher, typename Element>
+void dropPath(const Launcher &device, Element *y, const Element *x, int64_t B,
               int64_t per_sample, float rate, const uint64_t *seed,
               int64_t key) {
   const int64_t n = B * per_sample;

@@ -4,9 +4,9 @@
 // thread that adds its terms in the CPU's order, so the gradients are
 // race-free, identical from run to run, and need no float atomics. For
 // embedding_backward the positions are first grouped by index with a stable
-// radix sort (the Device's: CUB's on the GPU), which keeps each group in
-// position order. Kernels in DeviceCode.h's CUDA, plans over a Device
-// (CudaDevice.h): the emulator runs this source too.
+// radix sort (the Launcher's: CUB's on the GPU), which keeps each group in
+// position order. Kernels in DeviceCode.h's CUDA, plans over a Launcher
+// (Launcher.h): the emulator runs this source too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -249,18 +249,18 @@ __global__ void interpolateBackwardKernel(float *dx, const float *dy,
 }
 
 /// lap_cuda_embedding_forward (Element = float) or its _bf16 variant.
-template <typename Device, typename Element>
-void embeddingForward(const Device &device, Element *y, const Element *table,
+template <typename Launcher, typename Element>
+void embeddingForward(const Launcher &device, Element *y, const Element *table,
                       const int32_t *idx, int64_t n, int64_t vocab, int64_t c) {
   RowLaunch::launch(device, embeddingForwardKernel<Element>, n, c, 0,
                     "embedding_forward", y, table, idx, vocab, c);
 }
 
 /// lap_cuda_embedding_backward (Element = float) or its _bf16 variant.
-template <typename Device, typename Element>
-void embeddingBackward(const Device &device, Element *dtable, const Element *dy,
-                       const int32_t *idx, int64_t n, int64_t vocab,
-                       int64_t c) {
+template <typename Launcher, typename Element>
+void embeddingBackward(const Launcher &device, Element *dtable,
+                       const Element *dy, const int32_t *idx, int64_t n,
+                       int64_t vocab, int64_t c) {
   if (vocab == 0 || c == 0)
     return;
   if (n == 0) {
@@ -310,8 +310,8 @@ void embeddingBackward(const Device &device, Element *dtable, const Element *dy,
 }
 
 /// lap_cuda_add_positions_forward (Element = float) or its _bf16 variant.
-template <typename Device, typename Element>
-void addPositionsForward(const Device &device, Element *y, const Element *x,
+template <typename Launcher, typename Element>
+void addPositionsForward(const Launcher &device, Element *y, const Element *x,
                          const Element *table, int64_t B, int64_t T, int64_t c,
                          int64_t offset, int64_t first) {
   RowLaunch::launch(device, addPositionsForwardKernel<Element>, B * T, c, 0,
@@ -319,8 +319,8 @@ void addPositionsForward(const Device &device, Element *y, const Element *x,
 }
 
 /// lap_cuda_add_positions_backward (Element = float) or its _bf16 variant.
-template <typename Device, typename Element>
-void addPositionsBackward(const Device &device, Element *dtable,
+template <typename Launcher, typename Element>
+void addPositionsBackward(const Launcher &device, Element *dtable,
                           const Element *dy, int64_t B, int64_t T, int64_t c,
                           int64_t offset, int64_t P) {
   RowLaunch::launch(device, addPositionsBackwardKernel<Element>, P, c, 0,
@@ -328,17 +328,17 @@ void addPositionsBackward(const Device &device, Element *dtable,
 }
 
 /// lap_cuda_interpolate_positions_forward.
-template <typename Device>
-void interpolatePositionsForward(const Device &device, float *y, const float *x,
-                                 int64_t keep, int64_t from, int64_t to,
-                                 int64_t c) {
+template <typename Launcher>
+void interpolatePositionsForward(const Launcher &device, float *y,
+                                 const float *x, int64_t keep, int64_t from,
+                                 int64_t to, int64_t c) {
   RowLaunch::launch(device, interpolateForwardKernel, keep + to * to, c, 0,
                     "interpolate_positions_forward", y, x, keep, from, to, c);
 }
 
 /// lap_cuda_interpolate_positions_backward.
-template <typename Device>
-void interpolatePositionsBackward(const Device &device, float *dx,
+template <typename Launcher>
+void interpolatePositionsBackward(const Launcher &device, float *dx,
                                   const float *dy, int64_t keep, int64_t from,
                                   int64_t to, int64_t c) {
   if (keep + from * from == 0 || c == 0)

@@ -5,7 +5,7 @@
 // into (Gemm.cu), and as a bf16 model's fused linear layers where no
 // algorithm does (linearGeluBf16, geluLinearGradBf16: the fp32 GEMM into
 // scratch, then these, each result rounded once, as the CPU's kernels
-// compute them). Plans over a Device (CudaDevice.h), so that the emulator
+// compute them). Plans over a Launcher (Launcher.h), so that the emulator
 // runs them too.
 //
 //===----------------------------------------------------------------------===//
@@ -63,8 +63,8 @@ __global__ void geluSlopeRows(Element *grad, float *d, const Element *pre,
 }
 
 /// y = gelu_tanh(z + bias), pre = z + bias (geluRows) over [n, c].
-template <typename Device, typename Element>
-void gelu(const Device &device, Element *y, Element *pre, const float *z,
+template <typename Launcher, typename Element>
+void gelu(const Launcher &device, Element *y, Element *pre, const float *z,
           const Element *bias, int64_t n, int64_t c, int64_t ld) {
   if (n * c > 0)
     device.launch(geluRows<Element>, (n * c + kThreads - 1) / kThreads,
@@ -72,8 +72,8 @@ void gelu(const Device &device, Element *y, Element *pre, const float *z,
 }
 
 /// d *= gelu_tanh'(pre), into grad too (geluSlopeRows) over [n, c].
-template <typename Device, typename Element>
-void geluSlope(const Device &device, Element *grad, float *d,
+template <typename Launcher, typename Element>
+void geluSlope(const Launcher &device, Element *grad, float *d,
                const Element *pre, int64_t n, int64_t c, int64_t ld) {
   if (n * c > 0)
     device.launch(geluSlopeRows<Element>, (n * c + kThreads - 1) / kThreads,
@@ -83,8 +83,8 @@ void geluSlope(const Device &device, Element *grad, float *d,
 /// Kernels.def's linear_gelu_forward_bf16: z [n, out] = x w^T in fp32
 /// scratch (kBf16Result), then y = bf16(gelu_tanh(z + b)) and pre =
 /// bf16(z + b).
-template <typename Device>
-void linearGeluBf16(const Device &device, lap_bf16 *y, lap_bf16 *pre,
+template <typename Launcher>
+void linearGeluBf16(const Launcher &device, lap_bf16 *y, lap_bf16 *pre,
                     const lap_bf16 *x, const lap_bf16 *w, const lap_bf16 *b,
                     int64_t n, int64_t in, int64_t out) {
   float *z = deviceScratch<float>(device, kBf16Result, n * out);
@@ -98,8 +98,8 @@ void linearGeluBf16(const Device &device, lap_bf16 *y, lap_bf16 *pre,
 /// scratch (kBf16Result, with dbias's fp32 sums after it), times
 /// gelu_tanh'(pre), rounded into dpre; dbias the column sums of the
 /// unrounded d, rounded.
-template <typename Device>
-void geluLinearGradBf16(const Device &device, lap_bf16 *dpre, lap_bf16 *dbias,
+template <typename Launcher>
+void geluLinearGradBf16(const Launcher &device, lap_bf16 *dpre, lap_bf16 *dbias,
                         const lap_bf16 *dy, const lap_bf16 *w,
                         const lap_bf16 *pre, int64_t n, int64_t in,
                         int64_t out) {

@@ -18,9 +18,9 @@
 
 #include "runtime/kernels/cuda/ColumnSums.h"
 #include "runtime/kernels/cuda/Context.h"
-#include "runtime/kernels/cuda/CudaDevice.h"
 #include "runtime/kernels/cuda/Elements.h"
 #include "runtime/kernels/cuda/GeluEpilogues.h"
+#include "runtime/kernels/cuda/Launcher.h"
 
 #include <algorithm>
 #include <map>
@@ -30,11 +30,11 @@
 using lap::cuda::blocksFor;
 using lap::cuda::check;
 using lap::cuda::checkLaunch;
-using lap::cuda::CudaDevice;
 using lap::cuda::Epilogue;
 using lap::cuda::kBf16Result;
 using lap::cuda::kBlock;
 using lap::cuda::kGemmWorkspace;
+using lap::cuda::Launcher;
 using lap::cuda::lt;
 using lap::cuda::scratch;
 using lap::cuda::stream;
@@ -265,17 +265,17 @@ int64_t lap::cuda::columnSumsScratch(int64_t n, int64_t c) {
 
 void lap::cuda::columnSums(float *out, const ColumnTerms<float> &terms,
                            int64_t n, int64_t c, float *partials) {
-  columns::columnSums(CudaDevice(), out, terms, n, c, partials);
+  columns::columnSums(Launcher(), out, terms, n, c, partials);
 }
 
 void lap::cuda::columnSums(float *out, const ColumnTerms<lap_bf16> &terms,
                            int64_t n, int64_t c, float *partials) {
-  columns::columnSums(CudaDevice(), out, terms, n, c, partials);
+  columns::columnSums(Launcher(), out, terms, n, c, partials);
 }
 
 void lap::cuda::roundToBf16(lap_bf16 *to, const float *from, int64_t n,
                             int64_t c, const lap_bf16 *bias) {
-  columns::roundToBf16(CudaDevice(), to, from, n, c, bias);
+  columns::roundToBf16(Launcher(), to, from, n, c, bias);
 }
 
 namespace {
@@ -315,9 +315,9 @@ void epilogueAfter(Epilogue epilogue, int64_t M, int64_t N, int64_t K,
   case Epilogue::kBiasGradA:
     return lap::cuda::columnSums(bias, {A}, K, M);
   case Epilogue::kGelu:
-    return lap::cuda::epilogues::gelu(CudaDevice(), C, aux, C, bias, M, N, ldc);
+    return lap::cuda::epilogues::gelu(Launcher(), C, aux, C, bias, M, N, ldc);
   case Epilogue::kGeluGrad:
-    lap::cuda::epilogues::geluSlope(CudaDevice(), C, C, aux, M, N, ldc);
+    lap::cuda::epilogues::geluSlope(Launcher(), C, C, aux, M, N, ldc);
     if (bias)
       lap::cuda::columnSums(bias, {C}, M, N);
     return;

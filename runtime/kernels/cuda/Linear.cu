@@ -14,18 +14,18 @@
 #include "runtime/kernels/cuda/Kernels.h"
 
 #include "runtime/kernels/cuda/Context.h"
-#include "runtime/kernels/cuda/CudaDevice.h"
 #include "runtime/kernels/cuda/GeluEpilogues.h"
 #include "runtime/kernels/cuda/Gemm.h"
+#include "runtime/kernels/cuda/Launcher.h"
 
 #include <algorithm>
 
 using lap::cuda::columnSums;
-using lap::cuda::CudaDevice;
 using lap::cuda::Epilogue;
 using lap::cuda::fusedGemmToBf16;
 using lap::cuda::gemm;
 using lap::cuda::gemmToBf16;
+using lap::cuda::Launcher;
 using lap::cuda::roundToBf16;
 
 namespace {
@@ -130,7 +130,7 @@ extern "C" void lap_cuda_linear_gelu_forward_bf16(lap_bf16 *y, lap_bf16 *pre,
   // rounded from fp32 (GELU_AUX_BIAS and its variants).
   if (!fusedGemmToBf16('N', 'T', n, out, in, x, in, w, in, y, Epilogue::kGelu,
                        const_cast<lap_bf16 *>(b), pre))
-    lap::cuda::epilogues::linearGeluBf16(CudaDevice(), y, pre, x, w, b, n, in,
+    lap::cuda::epilogues::linearGeluBf16(Launcher(), y, pre, x, w, b, n, in,
                                          out);
 }
 
@@ -141,7 +141,7 @@ extern "C" void lap_cuda_gelu_linear_backward_bf16(
   // column sums, each rounded from fp32 (DGELU_BGRAD, DGELU).
   if (!fusedGemmToBf16('N', 'N', n, in, out, dy, out, w, in, dpre,
                        Epilogue::kGeluGrad, dbias, const_cast<lap_bf16 *>(pre)))
-    lap::cuda::epilogues::geluLinearGradBf16(CudaDevice(), dpre, dbias, dy, w,
+    lap::cuda::epilogues::geluLinearGradBf16(Launcher(), dpre, dbias, dy, w,
                                              pre, n, in, out);
 }
 

@@ -5,11 +5,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/kernels/cuda/CudaDevice.h"
 #include "runtime/kernels/cuda/Kernels.h"
+#include "runtime/kernels/cuda/Launcher.h"
 #include "runtime/kernels/cuda/Losses.h"
 
-using lap::cuda::CudaDevice;
+using lap::cuda::Launcher;
 namespace losses = lap::cuda::losses;
 
 extern "C" void lap_cuda_cross_entropy_forward(float *loss, const float *logits,
@@ -17,7 +17,7 @@ extern "C" void lap_cuda_cross_entropy_forward(float *loss, const float *logits,
                                                int64_t n, int64_t V,
                                                float label_smoothing,
                                                float softcap) {
-  losses::crossEntropyForward(CudaDevice(), loss, logits, targets, n, V,
+  losses::crossEntropyForward(Launcher(), loss, logits, targets, n, V,
                               label_smoothing, softcap);
 }
 
@@ -26,14 +26,14 @@ lap_cuda_cross_entropy_backward(float *dlogits, const float *dloss,
                                 const float *logits, const int32_t *targets,
                                 int64_t n, int64_t V, float label_smoothing,
                                 float softcap) {
-  losses::crossEntropyBackward(CudaDevice(), dlogits, dloss, logits, targets, n,
+  losses::crossEntropyBackward(Launcher(), dlogits, dloss, logits, targets, n,
                                V, label_smoothing, softcap);
 }
 
 extern "C" void lap_cuda_cross_entropy_forward_bf16(
     float *loss, const lap_bf16 *logits, const int32_t *targets, int64_t n,
     int64_t V, float label_smoothing, float softcap) {
-  losses::crossEntropyForward(CudaDevice(), loss, logits, targets, n, V,
+  losses::crossEntropyForward(Launcher(), loss, logits, targets, n, V,
                               label_smoothing, softcap);
 }
 
@@ -41,7 +41,7 @@ extern "C" void lap_cuda_cross_entropy_backward_bf16(
     lap_bf16 *dlogits, const float *dloss, const lap_bf16 *logits,
     const int32_t *targets, int64_t n, int64_t V, float label_smoothing,
     float softcap) {
-  losses::crossEntropyBackward(CudaDevice(), dlogits, dloss, logits, targets, n,
+  losses::crossEntropyBackward(Launcher(), dlogits, dloss, logits, targets, n,
                                V, label_smoothing, softcap);
 }
 
@@ -49,23 +49,23 @@ extern "C" void lap_cuda_linear_cross_entropy(
     float *loss, float *dx, float *dw, const float *dloss, const float *x,
     const float *w, const int32_t *targets, int64_t n, int64_t C, int64_t V,
     float label_smoothing, float softcap, lap_matmul precision) {
-  losses::linearCrossEntropy(CudaDevice(), loss, dx, dw, dloss, x, w, targets,
-                             n, C, V, label_smoothing, softcap, precision);
+  losses::linearCrossEntropy(Launcher(), loss, dx, dw, dloss, x, w, targets, n,
+                             C, V, label_smoothing, softcap, precision);
 }
 
 extern "C" void lap_cuda_linear_cross_entropy_bf16(
     float *loss, lap_bf16 *dx, lap_bf16 *dw, const float *dloss,
     const lap_bf16 *x, const lap_bf16 *w, const int32_t *targets, int64_t n,
     int64_t C, int64_t V, float label_smoothing, float softcap) {
-  losses::linearCrossEntropy(CudaDevice(), loss, dx, dw, dloss, x, w, targets,
-                             n, C, V, label_smoothing, softcap);
+  losses::linearCrossEntropy(Launcher(), loss, dx, dw, dloss, x, w, targets, n,
+                             C, V, label_smoothing, softcap);
 }
 
 extern "C" void lap_cuda_row_loss_forward(float *loss, const float *logits,
                                           const float *targets, int64_t n,
                                           int64_t K, lap_row_loss kind,
                                           float temperature) {
-  losses::rowLossForward(CudaDevice(), loss, logits, targets, n, K, kind,
+  losses::rowLossForward(Launcher(), loss, logits, targets, n, K, kind,
                          temperature);
 }
 
@@ -74,6 +74,6 @@ extern "C" void lap_cuda_row_loss_backward(float *dlogits, const float *dloss,
                                            const float *targets, int64_t n,
                                            int64_t K, lap_row_loss kind,
                                            float temperature) {
-  losses::rowLossBackward(CudaDevice(), dlogits, dloss, logits, targets, n, K,
+  losses::rowLossBackward(Launcher(), dlogits, dloss, logits, targets, n, K,
                           kind, temperature);
 }

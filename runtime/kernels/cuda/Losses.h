@@ -7,7 +7,7 @@
 // in a fixed order (no float atomics), so a loss is the same on every run.
 // The lm_head's cross-entropy comes fused with its linear layer, a chunk of
 // logits rows at a time, as on the CPU (Losses.cpp). Kernels in
-// DeviceCode.h's CUDA, plans over a Device (CudaDevice.h): the emulator runs
+// DeviceCode.h's CUDA, plans over a Launcher (Launcher.h): the emulator runs
 // this source too.
 //
 //===----------------------------------------------------------------------===//
@@ -262,8 +262,8 @@ struct RowPartials {
   double *rows;
 };
 
-template <typename Device>
-bool rowPartials(const Device &device, RowPartials &p, int64_t n) {
+template <typename Launcher>
+bool rowPartials(const Launcher &device, RowPartials &p, int64_t n) {
   auto *base = deviceScratch<double>(device, kReductionPartials, n + 1);
   if (!base)
     return false;
@@ -271,22 +271,22 @@ bool rowPartials(const Device &device, RowPartials &p, int64_t n) {
   return true;
 }
 
-template <typename Device>
-void countTargets(const Device &device, long long *count,
+template <typename Launcher>
+void countTargets(const Launcher &device, long long *count,
                   const int32_t *targets, int64_t n, int64_t V) {
   device.launch(countTargetsKernel, 1, kReduceThreads, 0, "countTargets", count,
                 targets, n, V);
 }
 
-template <typename Device>
-void meanLoss(const Device &device, float *loss, const double *rowLoss,
+template <typename Launcher>
+void meanLoss(const Launcher &device, float *loss, const double *rowLoss,
               int64_t n, const long long *count, double denom) {
   device.launch(meanLossKernel, 1, kReduceThreads, 0, "meanLoss", loss, rowLoss,
                 n, count, denom);
 }
 
-template <typename Device, typename In, typename Out>
-void crossEntropyRows(const Device &device, double *rowLoss, Out *dlogits,
+template <typename Launcher, typename In, typename Out>
+void crossEntropyRows(const Launcher &device, double *rowLoss, Out *dlogits,
                       const In *logits, const int32_t *targets, int64_t rows,
                       int64_t V, float smoothing, float softcap,
                       const float *dloss, const long long *count) {
@@ -297,8 +297,8 @@ void crossEntropyRows(const Device &device, double *rowLoss, Out *dlogits,
 }
 
 /// lap_cuda_cross_entropy_forward (Element = float) or its _bf16 variant.
-template <typename Device, typename Element>
-void crossEntropyForward(const Device &device, float *loss,
+template <typename Launcher, typename Element>
+void crossEntropyForward(const Launcher &device, float *loss,
                          const Element *logits, const int32_t *targets,
                          int64_t n, int64_t V, float smoothing, float softcap) {
   RowPartials p;
@@ -311,8 +311,8 @@ void crossEntropyForward(const Device &device, float *loss,
 }
 
 /// lap_cuda_cross_entropy_backward (Element = float) or its _bf16 variant.
-template <typename Device, typename Element>
-void crossEntropyBackward(const Device &device, Element *dlogits,
+template <typename Launcher, typename Element>
+void crossEntropyBackward(const Launcher &device, Element *dlogits,
                           const float *dloss, const Element *logits,
                           const int32_t *targets, int64_t n, int64_t V,
                           float smoothing, float softcap) {
@@ -325,19 +325,20 @@ void crossEntropyBackward(const Device &device, Element *dlogits,
 }
 
 /// Rows of logits linearCrossEntropy makes at a time for n rows of V: as
-/// many as the Device's chunk holds.
-template <typename Device>
-int64_t chunkRows(const Device &device, int64_t n, int64_t V) {
+/// many as the Launcher's chunk holds.
+template <typename Launcher>
+int64_t chunkRows(const Launcher &device, int64_t n, int64_t V) {
   return std::clamp<int64_t>(device.chunkFloats() / std::max<int64_t>(V, 1), 1,
                              std::max<int64_t>(n, 1));
 }
 
 /// lap_cuda_linear_cross_entropy.
-template <typename Device>
-void linearCrossEntropy(const Device &device, float *loss, float *dx, float *dw,
-                        const float *dloss, const float *x, const float *w,
-                        const int32_t *targets, int64_t n, int64_t C, int64_t V,
-                        float smoothing, float softcap, lap_matmul precision) {
+template <typename Launcher>
+void linearCrossEntropy(const Launcher &device, float *loss, float *dx,
+                        float *dw, const float *dloss, const float *x,
+                        const float *w, const int32_t *targets, int64_t n,
+                        int64_t C, int64_t V, float smoothing, float softcap,
+                        lap_matmul precision) {
   RowPartials p;
   if (!rowPartials(device, p, n))
     return;
@@ -375,8 +376,8 @@ void linearCrossEntropy(const Device &device, float *loss, float *dx, float *dw,
 }
 
 /// lap_cuda_linear_cross_entropy_bf16.
-template <typename Device>
-void linearCrossEntropy(const Device &device, float *loss, lap_bf16 *dx,
+template <typename Launcher>
+void linearCrossEntropy(const Launcher &device, float *loss, lap_bf16 *dx,
                         lap_bf16 *dw, const float *dloss, const lap_bf16 *x,
                         const lap_bf16 *w, const int32_t *targets, int64_t n,
                         int64_t C, int64_t V, float smoothing, float softcap) {
@@ -425,8 +426,8 @@ void linearCrossEntropy(const Device &device, float *loss, lap_bf16 *dx,
 // z = l / T, -sum_k t_k log_softmax(z)_k = sum_k t_k (lse(z) - z_k).
 
 /// lap_cuda_row_loss_forward.
-template <typename Device>
-void rowLossForward(const Device &device, float *loss, const float *logits,
+template <typename Launcher>
+void rowLossForward(const Launcher &device, float *loss, const float *logits,
                     const float *targets, int64_t n, int64_t K,
                     lap_row_loss kind, float temperature) {
   const bool bce = kind == LAP_ROW_LOSS_BCE_WITH_LOGITS;
@@ -441,8 +442,8 @@ void rowLossForward(const Device &device, float *loss, const float *logits,
 }
 
 /// lap_cuda_row_loss_backward.
-template <typename Device>
-void rowLossBackward(const Device &device, float *dlogits, const float *dloss,
+template <typename Launcher>
+void rowLossBackward(const Launcher &device, float *dlogits, const float *dloss,
                      const float *logits, const float *targets, int64_t n,
                      int64_t K, lap_row_loss kind, float temperature) {
   if (n == 0 || K == 0)

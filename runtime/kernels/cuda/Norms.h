@@ -6,7 +6,7 @@
 // on every run); the norms' rows save their statistics for them to scratch.
 // A bf16 model's norm gradients (`_bf16`) are the same kernels on bf16
 // elements, computed in fp32, each result rounded once. Kernels in
-// DeviceCode.h's CUDA, plans over a Device (CudaDevice.h): the emulator runs
+// DeviceCode.h's CUDA, plans over a Launcher (Launcher.h): the emulator runs
 // this source too.
 //
 //===----------------------------------------------------------------------===//
@@ -225,8 +225,8 @@ __global__ void scaleColumns(Element *dx, const Element *dy,
 /// Device scratch for the column sums' partials, the rows' statistics
 /// (stats floats per row) and `extra` floats, allocated together as all
 /// are live at once.
-template <typename Device>
-float *normScratch(const Device &device, int64_t n, int64_t c, int64_t stats,
+template <typename Launcher>
+float *normScratch(const Launcher &device, int64_t n, int64_t c, int64_t stats,
                    int64_t extra = 0) {
   return deviceScratch<float>(device, kReductionPartials,
                               columns::columnSumsScratch(n, c) + stats * n +
@@ -235,13 +235,13 @@ float *normScratch(const Device &device, int64_t n, int64_t c, int64_t stats,
 
 /// out [c] = column sums that `sum` writes in fp32: into out itself, or
 /// for a bf16 out into `fp32` [c], then rounded.
-template <typename Device, typename Sum>
-void columnSumsInto(const Device &, float *out, float *, int64_t, Sum sum) {
+template <typename Launcher, typename Sum>
+void columnSumsInto(const Launcher &, float *out, float *, int64_t, Sum sum) {
   sum(out);
 }
-template <typename Device, typename Sum>
-void columnSumsInto(const Device &device, lap_bf16 *out, float *fp32, int64_t c,
-                    Sum sum) {
+template <typename Launcher, typename Sum>
+void columnSumsInto(const Launcher &device, lap_bf16 *out, float *fp32,
+                    int64_t c, Sum sum) {
   sum(fp32);
   columns::roundToBf16(device, out, fp32, 1, c);
 }
@@ -252,8 +252,8 @@ template <typename Element> int64_t sumsScratch(int64_t c) {
 }
 
 /// lap_cuda_layer_norm_backward (Element = float) or its _bf16 variant.
-template <typename Device, typename Element>
-void layerNormBackward(const Device &device, Element *dx, Element *dw,
+template <typename Launcher, typename Element>
+void layerNormBackward(const Launcher &device, Element *dx, Element *dw,
                        Element *db, const Element *dy, const Element *x,
                        const Element *w, int64_t n, int64_t c, float eps) {
   if (c == 0)
@@ -291,8 +291,8 @@ void layerNormBackward(const Device &device, Element *dx, Element *dw,
 }
 
 /// lap_cuda_rms_norm_backward (Element = float) or its _bf16 variant.
-template <typename Device, typename Element>
-void rmsNormBackward(const Device &device, Element *dx, Element *dw,
+template <typename Launcher, typename Element>
+void rmsNormBackward(const Launcher &device, Element *dx, Element *dw,
                      const Element *dy, const Element *x, const Element *w,
                      int64_t n, int64_t c, float eps) {
   if (c == 0 || !(dx || dw))
@@ -319,8 +319,8 @@ void rmsNormBackward(const Device &device, Element *dx, Element *dw,
 }
 
 /// lap_cuda_layer_scale_backward (Element = float) or its _bf16 variant.
-template <typename Device, typename Element>
-void layerScaleBackward(const Device &device, Element *dx, Element *dgamma,
+template <typename Launcher, typename Element>
+void layerScaleBackward(const Launcher &device, Element *dx, Element *dgamma,
                         const Element *dy, const Element *x,
                         const Element *gamma, int64_t n, int64_t c) {
   if (dx && n * c > 0) {
@@ -341,8 +341,8 @@ void layerScaleBackward(const Device &device, Element *dx, Element *dgamma,
 }
 
 /// lap_cuda_l2_normalize_forward.
-template <typename Device>
-void l2NormalizeForward(const Device &device, float *y, const float *x,
+template <typename Launcher>
+void l2NormalizeForward(const Launcher &device, float *y, const float *x,
                         int64_t n, int64_t c, float eps) {
   if (n * c != 0)
     device.launch(l2NormalizeRows, rowBlocks(n), kThreads, 0, "l2NormalizeRows",
@@ -350,8 +350,8 @@ void l2NormalizeForward(const Device &device, float *y, const float *x,
 }
 
 /// lap_cuda_l2_normalize_backward.
-template <typename Device>
-void l2NormalizeBackward(const Device &device, float *dx, const float *dy,
+template <typename Launcher>
+void l2NormalizeBackward(const Launcher &device, float *dx, const float *dy,
                          const float *x, int64_t n, int64_t c, float eps) {
   if (n * c != 0)
     device.launch(l2NormalizeGrads, rowBlocks(n), kThreads, 0,
@@ -359,8 +359,8 @@ void l2NormalizeBackward(const Device &device, float *dx, const float *dy,
 }
 
 /// lap_cuda_weight_norm_forward.
-template <typename Device>
-void weightNormForward(const Device &device, float *w, const float *v,
+template <typename Launcher>
+void weightNormForward(const Launcher &device, float *w, const float *v,
                        const float *g, int64_t k, int64_t d) {
   if (k * d != 0)
     device.launch(weightNormRows, rowBlocks(k), kThreads, 0, "weightNormRows",
@@ -368,8 +368,8 @@ void weightNormForward(const Device &device, float *w, const float *v,
 }
 
 /// lap_cuda_weight_norm_backward.
-template <typename Device>
-void weightNormBackward(const Device &device, float *dv, float *dg,
+template <typename Launcher>
+void weightNormBackward(const Launcher &device, float *dv, float *dg,
                         const float *dw, const float *v, const float *g,
                         int64_t k, int64_t d) {
   if (k != 0 && (dv || dg))

@@ -3,7 +3,7 @@
 // One block per token: its D/2 angles are computed once, in double as the
 // CPU's table is (at p ~ 10^4 a float angle would be off by ~10^-3 rad), and
 // rounded to float, so cos/sin agree with the CPU's; the H heads share them.
-// Kernels in DeviceCode.h's CUDA, plans over a Device (CudaDevice.h): the
+// Kernels in DeviceCode.h's CUDA, plans over a Launcher (Launcher.h): the
 // emulator runs this source too.
 //
 //===----------------------------------------------------------------------===//
@@ -61,8 +61,8 @@ __global__ void ropeKernel(Element *y, const Element *x, int64_t T, int H,
 /// y [B*T, H, D] = x rotated by Sign times the angles of positions first,
 /// first + 1, ... of each sequence of T tokens: lap_cuda_rope_forward
 /// (Sign 1), its backward (-1), and their _bf16 variants.
-template <int Sign, typename Device, typename Element>
-void rotate(const Device &device, Element *y, const Element *x, int64_t B,
+template <int Sign, typename Launcher, typename Element>
+void rotate(const Launcher &device, Element *y, const Element *x, int64_t B,
             int64_t T, int64_t H, int64_t D, float base, int64_t first) {
   if (B * T * H * D == 0)
     return;

@@ -22,10 +22,10 @@ struct RowLaunch {
   /// Threads per block at most.
   static constexpr int64_t kMaxThreads = 256;
 
-  /// Launches kernel (Device: CudaDevice.h) over rows x c elements with
+  /// Launches kernel (Launcher.h) over rows x c elements with
   /// `sharedBytes` of dynamic shared memory; nothing when there are none.
-  template <typename Device, typename Kernel, typename... Args>
-  static void launch(const Device &device, Kernel kernel, int64_t rows,
+  template <typename Launcher, typename Kernel, typename... Args>
+  static void launch(const Launcher &device, Kernel kernel, int64_t rows,
                      int64_t c, size_t sharedBytes, const char *what,
                      Args... args) {
     if (rows == 0 || c == 0)

@@ -2,7 +2,7 @@
 //
 // The slots of Context.h's scratch: a small integer naming each user, so
 // that two kernels' scratch never alias. Apart from Context.h so that code
-// the emulator also compiles (the plans over a Device, CudaDevice.h) names
+// the emulator also compiles (the plans over a Launcher, Launcher.h) names
 // them without CUDA.
 //
 //===----------------------------------------------------------------------===//
@@ -22,14 +22,14 @@ enum ScratchSlot : int {
   kAttentionScratch,  ///< attention backward's per-row terms
   kNewtonSchulz,      ///< Muon's orthogonalisation (Update.h)
   kBf16Result,        ///< a bf16 kernel's fp32 results before rounding
-  kSortStorage,       ///< a sort's temporary storage (CudaDevice.h)
+  kSortStorage,       ///< a sort's temporary storage (Launcher.h)
   kScratchSlots
 };
 
-/// n elements of type T (at least one) of the slot's scratch from a Device
-/// (CudaDevice.h), or null after the Device recorded why.
-template <typename T, typename Device>
-T *deviceScratch(const Device &device, ScratchSlot slot, int64_t n) {
+/// n elements of type T (at least one) of the slot's scratch from a Launcher
+/// (Launcher.h), or null after the Launcher recorded why.
+template <typename T, typename Launcher>
+T *deviceScratch(const Launcher &device, ScratchSlot slot, int64_t n) {
   return static_cast<T *>(
       device.bytes(slot, size_t(n > 1 ? n : 1) * sizeof(T)));
 }

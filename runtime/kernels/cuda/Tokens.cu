@@ -5,11 +5,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/kernels/cuda/CudaDevice.h"
 #include "runtime/kernels/cuda/Kernels.h"
+#include "runtime/kernels/cuda/Launcher.h"
 #include "runtime/kernels/cuda/Tokens.h"
 
-using lap::cuda::CudaDevice;
+using lap::cuda::Launcher;
 using lap::cuda::tokens::meanTokensBackward;
 using lap::cuda::tokens::meanTokensForward;
 using lap::cuda::tokens::patchifyBackward;
@@ -22,20 +22,20 @@ using lap::cuda::tokens::takeTokenForward;
 extern "C" void lap_cuda_patchify_forward(float *y, const float *images,
                                           int64_t B, int64_t C, int64_t Hi,
                                           int64_t Wi, int64_t p) {
-  patchifyForward(CudaDevice(), y, images, B, C, Hi, Wi, p);
+  patchifyForward(Launcher(), y, images, B, C, Hi, Wi, p);
 }
 
 extern "C" void lap_cuda_patchify_backward(float *dimages, const float *dy,
                                            int64_t B, int64_t C, int64_t Hi,
                                            int64_t Wi, int64_t p) {
-  patchifyBackward(CudaDevice(), dimages, dy, B, C, Hi, Wi, p);
+  patchifyBackward(Launcher(), dimages, dy, B, C, Hi, Wi, p);
 }
 
 extern "C" void lap_cuda_prepend_tokens_forward(float *y, const float *x,
                                                 const float *tokens, int64_t B,
                                                 int64_t N, int64_t k,
                                                 int64_t c) {
-  prependTokensForward(CudaDevice(), y, x, tokens, B, N, k, c);
+  prependTokensForward(Launcher(), y, x, tokens, B, N, k, c);
 }
 
 extern "C" void lap_cuda_prepend_tokens_forward_bf16(lap_bf16 *y,
@@ -43,14 +43,14 @@ extern "C" void lap_cuda_prepend_tokens_forward_bf16(lap_bf16 *y,
                                                      const lap_bf16 *tokens,
                                                      int64_t B, int64_t N,
                                                      int64_t k, int64_t c) {
-  prependTokensForward(CudaDevice(), y, x, tokens, B, N, k, c);
+  prependTokensForward(Launcher(), y, x, tokens, B, N, k, c);
 }
 
 extern "C" void lap_cuda_prepend_tokens_backward(float *dx, float *dtokens,
                                                  const float *dy, int64_t B,
                                                  int64_t N, int64_t k,
                                                  int64_t c) {
-  prependTokensBackward(CudaDevice(), dx, dtokens, dy, B, N, k, c);
+  prependTokensBackward(Launcher(), dx, dtokens, dy, B, N, k, c);
 }
 
 extern "C" void lap_cuda_prepend_tokens_backward_bf16(lap_bf16 *dx,
@@ -58,56 +58,56 @@ extern "C" void lap_cuda_prepend_tokens_backward_bf16(lap_bf16 *dx,
                                                       const lap_bf16 *dy,
                                                       int64_t B, int64_t N,
                                                       int64_t k, int64_t c) {
-  prependTokensBackward(CudaDevice(), dx, dtokens, dy, B, N, k, c);
+  prependTokensBackward(Launcher(), dx, dtokens, dy, B, N, k, c);
 }
 
 extern "C" void lap_cuda_take_token_forward(float *y, const float *x, int64_t B,
                                             int64_t T, int64_t c,
                                             int64_t index) {
-  takeTokenForward(CudaDevice(), y, x, B, T, c, index);
+  takeTokenForward(Launcher(), y, x, B, T, c, index);
 }
 
 extern "C" void lap_cuda_take_token_forward_bf16(lap_bf16 *y, const lap_bf16 *x,
                                                  int64_t B, int64_t T,
                                                  int64_t c, int64_t index) {
-  takeTokenForward(CudaDevice(), y, x, B, T, c, index);
+  takeTokenForward(Launcher(), y, x, B, T, c, index);
 }
 
 extern "C" void lap_cuda_take_token_backward(float *dx, const float *dy,
                                              int64_t B, int64_t T, int64_t c,
                                              int64_t index) {
-  takeTokenBackward(CudaDevice(), dx, dy, B, T, c, index);
+  takeTokenBackward(Launcher(), dx, dy, B, T, c, index);
 }
 
 extern "C" void lap_cuda_take_token_backward_bf16(lap_bf16 *dx,
                                                   const lap_bf16 *dy, int64_t B,
                                                   int64_t T, int64_t c,
                                                   int64_t index) {
-  takeTokenBackward(CudaDevice(), dx, dy, B, T, c, index);
+  takeTokenBackward(Launcher(), dx, dy, B, T, c, index);
 }
 
 extern "C" void lap_cuda_mean_tokens_forward(float *y, const float *x,
                                              int64_t B, int64_t T, int64_t c,
                                              int64_t skip) {
-  meanTokensForward(CudaDevice(), y, x, B, T, c, skip);
+  meanTokensForward(Launcher(), y, x, B, T, c, skip);
 }
 
 extern "C" void lap_cuda_mean_tokens_forward_bf16(lap_bf16 *y,
                                                   const lap_bf16 *x, int64_t B,
                                                   int64_t T, int64_t c,
                                                   int64_t skip) {
-  meanTokensForward(CudaDevice(), y, x, B, T, c, skip);
+  meanTokensForward(Launcher(), y, x, B, T, c, skip);
 }
 
 extern "C" void lap_cuda_mean_tokens_backward(float *dx, const float *dy,
                                               int64_t B, int64_t T, int64_t c,
                                               int64_t skip) {
-  meanTokensBackward(CudaDevice(), dx, dy, B, T, c, skip);
+  meanTokensBackward(Launcher(), dx, dy, B, T, c, skip);
 }
 
 extern "C" void lap_cuda_mean_tokens_backward_bf16(lap_bf16 *dx,
                                                    const lap_bf16 *dy,
                                                    int64_t B, int64_t T,
                                                    int64_t c, int64_t skip) {
-  meanTokensBackward(CudaDevice(), dx, dy, B, T, c, skip);
+  meanTokensBackward(Launcher(), dx, dy, B, T, c, skip);
 }

@@ -6,7 +6,7 @@
 // sums run in the CPU's order: deterministic, and equal to the CPU's. The
 // token kernels also take a bf16 model's tensors (`_bf16`): copies move
 // them as they are, sums run in fp32 and are rounded once. Kernels in
-// DeviceCode.h's CUDA, plans over a Device (CudaDevice.h): the emulator
+// DeviceCode.h's CUDA, plans over a Launcher (Launcher.h): the emulator
 // runs this source too.
 //
 //===----------------------------------------------------------------------===//
@@ -153,8 +153,8 @@ __global__ void meanTokensBackwardKernel(E *dx, const E *dy, int64_t T,
 }
 
 /// lap_cuda_patchify_forward.
-template <typename Device>
-void patchifyForward(const Device &device, float *y, const float *images,
+template <typename Launcher>
+void patchifyForward(const Launcher &device, float *y, const float *images,
                      int64_t B, int64_t C, int64_t Hi, int64_t Wi, int64_t p) {
   int64_t Hp = Hi / p, Wp = Wi / p, rows = B * Hp * Wp, width = C * p * p;
   RowLaunch::launch(device, patchifyForwardKernel, rows, width, 0,
@@ -162,8 +162,8 @@ void patchifyForward(const Device &device, float *y, const float *images,
 }
 
 /// lap_cuda_patchify_backward.
-template <typename Device>
-void patchifyBackward(const Device &device, float *dimages, const float *dy,
+template <typename Launcher>
+void patchifyBackward(const Launcher &device, float *dimages, const float *dy,
                       int64_t B, int64_t C, int64_t Hi, int64_t Wi, int64_t p) {
   RowLaunch::launch(device, patchifyBackwardKernel, B * C * Hi, Wi, 0,
                     "patchify_backward", dimages, dy, C, Hi, Wi, p, Hi / p,
@@ -171,8 +171,8 @@ void patchifyBackward(const Device &device, float *dimages, const float *dy,
 }
 
 /// lap_cuda_prepend_tokens_forward (E = float) or its _bf16 variant.
-template <typename Device, typename E>
-void prependTokensForward(const Device &device, E *y, const E *x,
+template <typename Launcher, typename E>
+void prependTokensForward(const Launcher &device, E *y, const E *x,
                           const E *tokens, int64_t B, int64_t N, int64_t k,
                           int64_t c) {
   RowLaunch::launch(device, prependForwardKernel<E>, B * (k + N), c, 0,
@@ -180,9 +180,10 @@ void prependTokensForward(const Device &device, E *y, const E *x,
 }
 
 /// lap_cuda_prepend_tokens_backward (E = float) or its _bf16 variant.
-template <typename Device, typename E>
-void prependTokensBackward(const Device &device, E *dx, E *dtokens, const E *dy,
-                           int64_t B, int64_t N, int64_t k, int64_t c) {
+template <typename Launcher, typename E>
+void prependTokensBackward(const Launcher &device, E *dx, E *dtokens,
+                           const E *dy, int64_t B, int64_t N, int64_t k,
+                           int64_t c) {
   if (dx)
     RowLaunch::launch(device, prependBackwardXKernel<E>, B * N, c, 0,
                       "prepend_tokens_backward", dx, dy, N, k, c);
@@ -192,32 +193,32 @@ void prependTokensBackward(const Device &device, E *dx, E *dtokens, const E *dy,
 }
 
 /// lap_cuda_take_token_forward (E = float) or its _bf16 variant.
-template <typename Device, typename E>
-void takeTokenForward(const Device &device, E *y, const E *x, int64_t B,
+template <typename Launcher, typename E>
+void takeTokenForward(const Launcher &device, E *y, const E *x, int64_t B,
                       int64_t T, int64_t c, int64_t index) {
   RowLaunch::launch(device, takeTokenForwardKernel<E>, B, c, 0,
                     "take_token_forward", y, x, T, c, index);
 }
 
 /// lap_cuda_take_token_backward (E = float) or its _bf16 variant.
-template <typename Device, typename E>
-void takeTokenBackward(const Device &device, E *dx, const E *dy, int64_t B,
+template <typename Launcher, typename E>
+void takeTokenBackward(const Launcher &device, E *dx, const E *dy, int64_t B,
                        int64_t T, int64_t c, int64_t index) {
   RowLaunch::launch(device, takeTokenBackwardKernel<E>, B * T, c, 0,
                     "take_token_backward", dx, dy, T, c, index);
 }
 
 /// lap_cuda_mean_tokens_forward (E = float) or its _bf16 variant.
-template <typename Device, typename E>
-void meanTokensForward(const Device &device, E *y, const E *x, int64_t B,
+template <typename Launcher, typename E>
+void meanTokensForward(const Launcher &device, E *y, const E *x, int64_t B,
                        int64_t T, int64_t c, int64_t skip) {
   RowLaunch::launch(device, meanTokensForwardKernel<E>, B, c, 0,
                     "mean_tokens_forward", y, x, T, c, skip);
 }
 
 /// lap_cuda_mean_tokens_backward (E = float) or its _bf16 variant.
-template <typename Device, typename E>
-void meanTokensBackward(const Device &device, E *dx, const E *dy, int64_t B,
+template <typename Launcher, typename E>
+void meanTokensBackward(const Launcher &device, E *dx, const E *dy, int64_t B,
                         int64_t T, int64_t c, int64_t skip) {
   RowLaunch::launch(device, meanTokensBackwardKernel<E>, B * T, c, 0,
                     "mean_tokens_backward", dx, dy, T, c, skip);

@@ -24,7 +24,7 @@ using lap::cuda::UpdateSpan;
 
 namespace {
 
-/// Floats per partial sum of the Frobenius norm: the host's (TrainDevice.h's
+/// Floats per partial sum of the Frobenius norm: the host's (device/Device.h's
 /// kSpan), so both add up partials of the same elements.
 constexpr int64_t kChunk = int64_t(1) << 15;
 

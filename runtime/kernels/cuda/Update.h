@@ -1,7 +1,7 @@
 //===- Update.h - The trainer's own arithmetic on the GPU -------*- C++ -*-===//
 //
 // Gradient sums, norms, clipping, AdamW and Muon for the trainer's CUDA
-// device (runtime/train/cuda): the host's arithmetic (TrainDevice.h,
+// device (runtime/device/cuda): the host's arithmetic (device/Device.h,
 // Optimizer.cpp) written with correctly rounded intrinsics, so that nvcc
 // contracts nothing into an FMA the host does not have. Elementwise updates
 // match the host bit for bit; sums run in another order. Work is queued on
@@ -19,13 +19,13 @@
 namespace lap::cuda {
 
 /// Elements [offset, offset + size) of the parameters and gradients, and
-/// [state, state + size) of the optimizer state: lap::train::Span's layout
+/// [state, state + size) of the optimizer state: lap::device::Span's layout
 /// (size at most 2^15).
 struct UpdateSpan {
   int64_t offset, size, state;
 };
 
-/// lap::train::AdamWScalars' layout.
+/// lap::device::AdamWScalars' layout.
 struct AdamWScalars {
   float decay, w1, beta2, w2, eps, stepSize, bc2Sqrt;
 };

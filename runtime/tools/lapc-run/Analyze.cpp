@@ -23,7 +23,7 @@
 #include "runtime/platform/Csv.h"
 #include "runtime/platform/Files.h"
 #include "runtime/tools/lapc-run/Commands.h"
-#include "runtime/tools/lapc-run/DeviceModel.h"
+#include "runtime/tools/lapc-run/ModelInstance.h"
 #include "runtime/train/DinoRegime.h"
 #include "runtime/train/ImageRegime.h"
 #include "runtime/train/LmRegime.h"
@@ -119,7 +119,7 @@ struct Streams {
 };
 
 /// `params` are on the model's device; `hostParams` what the host reads.
-ModelGeometry analyzeImages(ModelOnDevice &calls, const dsl::Spec &spec,
+ModelGeometry analyzeImages(ModelCalls &calls, const dsl::Spec &spec,
                             const float *params, const float *hostParams,
                             int64_t samples) {
   const LoadedModel &model = calls.model();
@@ -216,7 +216,7 @@ ModelGeometry analyzeImages(ModelOnDevice &calls, const dsl::Spec &spec,
   return g;
 }
 
-ModelGeometry analyzeText(ModelOnDevice &calls, const dsl::Spec &spec,
+ModelGeometry analyzeText(ModelCalls &calls, const dsl::Spec &spec,
                           const float *params, const std::string &runDir,
                           int64_t samples, int64_t topTokens) {
   const LoadedModel &model = calls.model();
@@ -430,7 +430,7 @@ int lap::cli::analyze(const AnalyzeOptions &options) {
                     options.models.size(), options.runDirs.size()));
   std::vector<ModelGeometry> results;
   for (size_t i = 0; i < options.models.size(); ++i) {
-    DeviceModel run(options.models[i], options.device);
+    ModelInstance run(options.models[i], options.device);
     const LoadedModel &model = run.model;
     dsl::Spec spec = train::specOf(model);
     const std::string &runDir = options.runDirs[i];

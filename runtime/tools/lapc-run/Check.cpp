@@ -8,10 +8,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/model/LoadedModel.h"
-#include "runtime/model/ModelOnDevice.h"
+#include "runtime/model/ModelCalls.h"
 #include "runtime/model/RandomBatch.h"
 #include "runtime/tools/lapc-run/Commands.h"
-#include "runtime/tools/lapc-run/DeviceModel.h"
+#include "runtime/tools/lapc-run/ModelInstance.h"
 
 #include <fmt/format.h>
 
@@ -55,7 +55,7 @@ int lap::cli::check(const CheckOptions &options) {
       throw std::runtime_error(options.model + ": " + model.lastError());
   };
   // Selects the GPU (--device cuda:N) before anything is allocated there.
-  std::unique_ptr<train::TrainDevice> gpu = openDevice(model, options.device);
+  std::unique_ptr<device::Device> gpu = openDevice(model, options.device);
   DeviceMemory memory(model);
   using Buffer = DeviceMemory::Buffer;
   size_t parameterBytes = size_t(model.parameterElements()) * 4;
@@ -65,7 +65,7 @@ int lap::cli::check(const CheckOptions &options) {
   memory.upload(seed.data, &options.seed, sizeof options.seed);
   status(model.initParams(params.as<float>(), options.seed));
   RandomBatch data(m, batch, seq, options.seed);
-  ModelOnDevice calls(model, memory, workspace.data);
+  ModelCalls calls(model, memory, workspace.data);
   const lap_batch &view = *calls.place(data.view);
 
   int64_t logits = elementsAt(

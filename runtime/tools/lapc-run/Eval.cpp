@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/tools/lapc-run/Commands.h"
-#include "runtime/tools/lapc-run/DeviceModel.h"
+#include "runtime/tools/lapc-run/ModelInstance.h"
 #include "runtime/train/DinoRegime.h"
 #include "runtime/train/LmRegime.h"
 #include "runtime/train/MultipleChoice.h"
@@ -26,12 +26,12 @@ namespace {
 /// DINO's evaluations (k-NN, linear probe) of a dino run's teacher and
 /// student: bank and probe training set from the training split, queries
 /// from the test split. `run`'s parameters become the student's.
-int evaluateDino(cli::DeviceModel &run, const dsl::Spec &spec,
+int evaluateDino(cli::ModelInstance &run, const dsl::Spec &spec,
                  const cli::EvalOptions &options) {
   const LoadedModel &model = run.model;
   std::string checkpoint =
       train::checkpointOf(options.runDir, options.checkpoint);
-  train::DeviceArray teacher(run.device, model.parameterElements());
+  device::Array teacher(run.device, model.parameterElements());
   LoadedCheckpoint loaded = run.restore(checkpoint);
   train::restoreTeacher(model, loaded, teacher.data(), run.device);
   fmt::print("model {} at step {} ({})\n", spec.name, loaded.state.step,
@@ -57,7 +57,7 @@ int evaluateDino(cli::DeviceModel &run, const dsl::Spec &spec,
 } // namespace
 
 int lap::cli::evaluate(const EvalOptions &options) {
-  DeviceModel run(options.model, options.device);
+  ModelInstance run(options.model, options.device);
   const LoadedModel &model = run.model;
   dsl::Spec spec = train::specOf(model);
   if (spec.train.regime == dsl::Regime::DINO)

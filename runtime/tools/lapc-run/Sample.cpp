@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/tools/lapc-run/Commands.h"
-#include "runtime/tools/lapc-run/DeviceModel.h"
+#include "runtime/tools/lapc-run/ModelInstance.h"
 #include "runtime/train/LmRegime.h"
 #include "runtime/train/Sampler.h"
 #include "runtime/train/SpecConfig.h"
@@ -20,7 +20,7 @@
 using namespace lap;
 
 int lap::cli::sample(const SampleOptions &options) {
-  DeviceModel run(options.model, options.device);
+  ModelInstance run(options.model, options.device);
   const LoadedModel &model = run.model;
   dsl::Spec spec = train::specOf(model);
   if (spec.model.family != dsl::Family::GPT)

@@ -59,8 +59,7 @@ void compileModels(const std::vector<std::string> &groups,
     std::vector<std::string> argv = {lapcPath(), spec, "-o", library};
     if (maxBatch)
       argv.insert(argv.end(), {"--max-batch", std::to_string(maxBatch)});
-    if (int status = platform::waitFor(platform::spawn(argv, ""));
-        status != 0)
+    if (int status = platform::waitFor(platform::spawn(argv, "")); status != 0)
       throw std::runtime_error(
           fmt::format("lapc failed on {} (exit {})", spec, status));
     platform::writeFileAtomically(stamp, made);
@@ -76,8 +75,7 @@ int lap::cli::sweep(const SweepOptions &options) {
   fs::create_directories(runs);
   std::vector<std::string> expand = {lapcPath(), options.spec, "--emit=sweep",
                                      "-o", specs};
-  if (int status = platform::waitFor(platform::spawn(expand, ""));
-      status != 0)
+  if (int status = platform::waitFor(platform::spawn(expand, "")); status != 0)
     return status; // lapc has reported the spec's errors
   std::vector<sweep::Variant> variants = sweep::readVariants(specs);
   std::vector<std::string> groups = sweep::groupModels(variants, models);
@@ -102,10 +100,10 @@ int lap::cli::sweep(const SweepOptions &options) {
   platform::writeFileAtomically(models + "/variants.json",
                                 libraries.dump(2) + "\n");
 
-  sweep::RunOutcome outcome = sweep::trainVariants(
-      variants, records,
-      {platform::executablePath(), models, runs, options.jobs, options.steps,
-       options.stopAt});
+  sweep::RunOutcome outcome =
+      sweep::trainVariants(variants, records,
+                           {platform::executablePath(), models, runs,
+                            options.jobs, options.steps, options.stopAt});
   for (const std::string &f : outcome.failures)
     fmt::print(stderr, "lapc-run: error: {}\n", f);
   if (!outcome.failures.empty())

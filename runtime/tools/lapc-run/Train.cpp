@@ -13,11 +13,8 @@
 #include "runtime/model/LoadedModel.h"
 #include "runtime/platform/Files.h"
 #include "runtime/tools/lapc-run/Commands.h"
-#include "runtime/tools/lapc-run/DeviceModel.h"
+#include "runtime/tools/lapc-run/ModelInstance.h"
 #include "runtime/tools/lapc-run/Units.h"
-#include "runtime/train/DinoRegime.h"
-#include "runtime/train/ImageRegime.h"
-#include "runtime/train/LmRegime.h"
 #include "runtime/train/Progress.h"
 #include "runtime/train/RunLock.h"
 #include "runtime/train/SpecConfig.h"
@@ -84,24 +81,14 @@ int lap::cli::trainModel(const TrainOptions &options,
   const int64_t ranks = comm.size();
   int threads = omp_get_max_threads();
   // Parameters and intermediates where the library computes.
-  DeviceModel run(options.model, options.device,
-                  {comm.localRank(), comm.localSize()});
+  ModelInstance run(options.model, options.device,
+                    {comm.localRank(), comm.localSize()});
   const LoadedModel &model = run.model;
   dsl::Spec spec = train::specOf(model);
   if (options.strict)
     spec.train.data.strict = true;
   const dsl::TrainSpec &t = spec.train;
-  bool lmRegime = t.regime == dsl::Regime::LM,
-       dinoRegime = t.regime == dsl::Regime::DINO;
-
-  int64_t micro = train::microBatchSize(spec),
-          seq = lmRegime ? train::sequenceLength(spec) : 0;
-  if (micro > model.maxBatch() || seq > model.maxSeq())
-    throw std::runtime_error(fmt::format(
-        "{}: compiled for batch <= {} and sequence <= {}; the spec trains {} x "
-        "{} "
-        "(recompile with lapc --max-batch/--max-seq)",
-        options.model, model.maxBatch(), model.maxSeq(), micro, seq));
+  int64_t micro = train::microBatchSize(spec);
 
   train::TrainerConfig config;
   config.accumulation = std::max<int64_t>(1, t.batchSize / micro);
@@ -114,7 +101,6 @@ int lap::cli::trainModel(const TrainOptions &options,
         config.accumulation));
   config.seed = options.seed ? options.seed : uint64_t(t.seed);
   config.gradClip = t.gradClip;
-  config.clipEachTensor = dinoRegime; // DINO's clip_gradients
   config.logEvery =
       std::max<int64_t>(1, options.logEvery ? options.logEvery : t.logEvery);
   config.keep = t.checkpoint.keep;
@@ -133,7 +119,7 @@ int lap::cli::trainModel(const TrainOptions &options,
   // Ranks on GPUs move gradients and parameters over NCCL.
   std::unique_ptr<comm::Communicator> nccl;
   if (!run.device.onHost() && (ranks > 1 || config.zero)) {
-    nccl = train::cudaCommunicator(comm);
+    nccl = device::cudaCommunicator(comm);
     config.deviceComm = nccl.get();
   }
   config.commTimeout = options.commTimeout;
@@ -158,41 +144,22 @@ int lap::cli::trainModel(const TrainOptions &options,
   float *params = run.params.data();
   if (model.initParams(params, config.seed) != LAP_OK)
     throw std::runtime_error(options.model + ": " + model.lastError());
-  std::unique_ptr<train::LmRegime> lm;
-  std::unique_ptr<train::ImageRegime> images;
-  std::unique_ptr<train::DinoRegime> dino;
-  train::Regime regime;
-  int64_t stepsPerEpoch = 0;
   int64_t perRank = config.accumulation / ranks * micro;
   train::DataShard shard{uint64_t(comm.rank()), uint64_t(ranks),
                          uint64_t(perRank)};
+  std::unique_ptr<train::Regime> regime;
   inTurn(comm, [&] {
-    if (lmRegime) {
-      lm = std::make_unique<train::LmRegime>(
-          spec, run.calls, params, config.runDir, micro, seq, log, shard);
-      regime = lm->regime();
-      stepsPerEpoch = lm->stepsPerEpoch(config.accumulation);
-    } else if (dinoRegime) {
-      dino = std::make_unique<train::DinoRegime>(spec, run.calls, run.device,
-                                                 params, micro, config.seed,
-                                                 log, shard, &comm);
-      regime = dino->regime();
-      stepsPerEpoch = dino->stepsPerEpoch(config.accumulation);
-      config.unit = "img";
-    } else {
-      images = std::make_unique<train::ImageRegime>(
-          spec, run.calls, params, micro, config.seed, log, shard);
-      regime = images->regime();
-      stepsPerEpoch = images->stepsPerEpoch(config.accumulation);
-      config.unit = "img";
-    }
+    regime =
+        train::makeRegime({spec, run.calls, run.device, params, config.runDir,
+                           micro, config.seed, log, shard, &comm});
   });
+  int64_t stepsPerEpoch = regime->stepsPerEpoch(config.accumulation);
   // Cadences in epochs become steps once an epoch's length is known.
   auto steps = [&](int64_t given, double epochs) {
     return given ? given : epochsToSteps(epochs, stepsPerEpoch);
   };
   config.steps = options.steps ? options.steps : steps(t.steps, t.epochs);
-  config.evalEvery = !regime.evaluate ? 0
+  config.evalEvery = !regime->evaluates() ? 0
                      : options.evalEvery
                          ? options.evalEvery
                          : steps(t.eval.everySteps, t.eval.everyEpochs);
@@ -207,24 +174,21 @@ int lap::cli::trainModel(const TrainOptions &options,
     throw std::runtime_error(spec.name +
                              ": the spec gives neither steps nor epochs "
                              "(or pass --steps)");
+  regime->setSteps(config.steps, stepsPerEpoch);
   nlohmann::json initial;
-  if (dino) {
-    dino->setSchedule(config.steps, stepsPerEpoch);
-    // What training must beat: the features of the initial model.
-    if (resumeFrom.empty() && regime.evaluate && lead) {
-      initial = regime.evaluate();
-      fmt::print(log, "eval at initialisation:");
-      for (auto &[k, v] : initial.items())
-        fmt::print(log, "  {} {:.4f}", k, v.get<double>());
-      fmt::print(log, "\n");
-    }
+  if (regime->evaluatesInitialModel() && regime->evaluates() &&
+      resumeFrom.empty() && lead) {
+    initial = regime->evaluate();
+    fmt::print(log, "eval at initialisation:");
+    for (auto &[k, v] : initial.items())
+      fmt::print(log, "  {} {:.4f}", k, v.get<double>());
+    fmt::print(log, "\n");
   }
 
   fmt::print(log,
-             "training {} for {} steps: {} {} x {} micro-batches per step, "
+             "training {} for {} steps: {} x {} micro-batches per step, "
              "run directory {}\n",
-             spec.name, config.steps, micro,
-             lmRegime ? fmt::format("x {} tokens", seq) : std::string("images"),
+             spec.name, config.steps, regime->microBatchText(micro),
              config.accumulation, config.runDir);
   if (ranks > 1 || config.zero)
     fmt::print(log,
@@ -235,7 +199,7 @@ int lap::cli::trainModel(const TrainOptions &options,
                config.accumulation / ranks == 1 ? "" : "es",
                config.zero ? "; ZeRO-1: optimizer state sharded" : "");
   train::TrainResult result =
-      train::train(run.calls, run.device, params, config, regime, resumeFrom);
+      train::train(run.calls, run.device, params, config, *regime, resumeFrom);
   if (!lead)
     return result.stopSignal ? 128 + result.stopSignal : 0;
   if (result.alreadyFinished) {
@@ -247,8 +211,8 @@ int lap::cli::trainModel(const TrainOptions &options,
   nlohmann::json final = nlohmann::json::object();
   if (!result.lastEval.empty())
     final = result.lastEval;
-  else if (regime.evaluate)
-    final = regime.evaluate();
+  else if (regime->evaluates())
+    final = regime->evaluate();
 
   nlohmann::json summary{
       {"model", spec.name},
@@ -256,12 +220,12 @@ int lap::cli::trainModel(const TrainOptions &options,
       {"finished", result.steps == config.steps},
       {"train_loss", result.lastLoss},
       {"seconds", result.seconds},
-      {lmRegime ? "tokens_per_s" : "images_per_s", result.unitsPerSecond},
+      {std::string(regime->units()) + "_per_s", result.unitsPerSecond},
       {"ranks", ranks},
       {"zero", config.zero ? 1 : 0},
       {"optimizer_state_bytes_per_rank", result.optimizerStateBytes}};
-  if (lm)
-    summary["unigram_entropy"] = lm->unigramEntropy();
+  nlohmann::json extra = regime->summary();
+  summary.update(extra);
   summary.update(final);
   for (auto &[k, v] : initial.items())
     summary["init_" + k] = v;
@@ -270,12 +234,12 @@ int lap::cli::trainModel(const TrainOptions &options,
   plotLossCurve(config.runDir, spec.name);
   fmt::print("summary: {} steps in {:.1f} s ({:.0f} {}/s), train loss {:.4f}",
              result.steps, result.seconds, result.unitsPerSecond,
-             lmRegime ? "tokens" : "images", result.lastLoss);
+             regime->units(), result.lastLoss);
   for (auto &[k, v] : final.items())
     fmt::print(", {} {:.4f}", k, v.get<double>());
-  if (lm)
+  if (extra.contains("unigram_entropy"))
     fmt::print(" (unigram entropy {:.4f})",
-               summary["unigram_entropy"].get<double>());
+               extra["unigram_entropy"].get<double>());
   fmt::print("\n");
   if (ranks > 1 || config.zero)
     fmt::print("memory per rank: parameters {}, gradients {}, optimizer "

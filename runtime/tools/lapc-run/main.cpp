@@ -86,7 +86,8 @@ int main(int argc, char **argv) {
 
   lap::cli::TrainOptions train;
   CLI::App *trainCmd = app.add_subcommand(
-      "train", "Train a model with its spec's train settings (lm regime)");
+      "train",
+      "Train a model with its spec's train settings (lm, supervised or dino)");
   trainCmd->add_option("model", train.model, "model.so built by lapc")
       ->required();
   trainCmd->add_option(

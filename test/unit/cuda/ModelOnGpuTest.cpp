@@ -15,7 +15,7 @@
 // meets against fp32, PrecisionTest), and the GPT-2-style model and the ViT
 // computing in bf16 (train.precision: 4e-2, likewise); dropout and drop
 // path draw the same masks on both. And
-// host data on its way to the GPU (ModelOnDevice, as lapc-run sends it):
+// host data on its way to the GPU (ModelCalls, as lapc-run sends it):
 // decoding, and token ids checked. Features, embeddings and a DINO model's
 // local views too, and a step captured in a CUDA graph, replayed with new
 // seeds. Skipped, saying so, without a GPU.
@@ -23,7 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/model/DeviceMemory.h"
-#include "runtime/model/ModelOnDevice.h"
+#include "runtime/model/ModelCalls.h"
 #include "test/unit/cuda/BothTargets.h"
 #include "test/unit/cuda/RequireGpu.h"
 
@@ -160,7 +160,7 @@ struct DeviceBatch {
 };
 
 /// A library with its parameters, workspace and decoding cache on its
-/// device, called with host data (ModelOnDevice), as lapc-run calls it.
+/// device, called with host data (ModelCalls), as lapc-run calls it.
 struct Side {
   explicit Side(const std::string &path)
       : model(path, LoadedModel::Devices::Any) {}
@@ -175,7 +175,7 @@ struct Side {
                           .get<size_t>() *
                       4
                 : 0};
-  ModelOnDevice calls{model, memory, workspace.data};
+  ModelCalls calls{model, memory, workspace.data};
 };
 
 // Without a GPU too: the CUDA libraries build and describe the CPU
@@ -321,7 +321,7 @@ TEST(ModelOnGpuTest, CapturedStepDrawsTheMasksOfItsReplaysSeed) {
   }
 }
 
-// What lapc-run does with host data (ModelOnDevice): decoding a prompt and
+// What lapc-run does with host data (ModelCalls): decoding a prompt and
 // then one more token gives the CPU library's logits (within 1e-4 of their
 // largest magnitude), and a token id outside the vocabulary is refused with
 // the CPU library's message, before it reaches the GPU.
@@ -371,7 +371,7 @@ TEST(ModelOnGpuTest, HostTokensReachTheGpu) {
   }
 }
 
-// What analyze and the dino regime read through ModelOnDevice: every
+// What analyze and the dino regime read through ModelCalls: every
 // layer's residual stream (lap_model_features) and an image model's
 // embedding (lap_model_embed) come back as the CPU library's (within
 // toleranceOf their largest magnitude); and a DINO student's step on a local

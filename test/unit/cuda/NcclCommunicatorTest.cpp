@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/comm/NcclCommunicator.h"
+#include "runtime/device/cuda/NcclCommunicator.h"
 #include "test/unit/cuda/RequireGpu.h"
 
 #include <cuda_runtime.h>

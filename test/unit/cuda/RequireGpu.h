@@ -12,7 +12,7 @@
 
 #else
 
-#include "runtime/cuda/Device.h"
+#include "runtime/device/cuda/Discovery.h"
 
 #include <gtest/gtest.h>
 

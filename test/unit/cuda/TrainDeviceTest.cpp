@@ -1,7 +1,7 @@
 //===- TrainDeviceTest.cpp - The trainer's GPU arithmetic -------*- C++ -*-===//
 //
-// Each operation of cudaTrainDevice against hostTrainDevice on the same
-// seeded inputs. Tolerances:
+// Each operation of device::openCuda's device against lap::device::host() on
+// the same seeded inputs. Tolerances:
 //  - exact where the GPU does the host's float arithmetic, uncontracted and
 //    correctly rounded (accumulate, scale, AdamW over several steps, Muon's
 //    momentum, applyUpdate);
@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/train/TrainDevice.h"
 #include "runtime/comm/Communicator.h"
+#include "runtime/device/Device.h"
 #include "test/unit/cuda/RequireGpu.h"
 #include "test/unit/cuda/kernels/DeviceBuffer.h"
 #include "test/unit/kernels/KernelTestSupport.h"
@@ -35,11 +35,11 @@
 namespace {
 
 using namespace lap::test;
-using lap::train::AdamWScalars;
-using lap::train::DeviceArray;
-using lap::train::kSpan;
-using lap::train::Span;
-using lap::train::TrainDevice;
+using lap::device::AdamWScalars;
+using lap::device::Array;
+using lap::device::Device;
+using lap::device::kSpan;
+using lap::device::Span;
 
 using Floats = std::vector<float>;
 
@@ -82,24 +82,24 @@ class TrainDeviceOnGpu : public ::testing::Test {
 protected:
   void SetUp() override {
     REQUIRE_GPU();
-    gpu = lap::train::cudaTrainDevice(0);
+    gpu = lap::device::openCuda(0);
   }
 
   /// A device copy of x.
-  DeviceArray put(const Floats &x) {
-    DeviceArray a(*gpu, int64_t(x.size()));
+  Array put(const Floats &x) {
+    Array a(*gpu, int64_t(x.size()));
     gpu->upload(a.data(), x.data(), a.size());
     return a;
   }
 
-  Floats get(const DeviceArray &a) {
+  Floats get(const Array &a) {
     Floats x(size_t(a.size()));
     gpu->download(x.data(), a.data(), a.size());
     return x;
   }
 
-  TrainDevice &host = lap::train::hostTrainDevice();
-  std::unique_ptr<TrainDevice> gpu;
+  Device &host = lap::device::host();
+  std::unique_ptr<Device> gpu;
   std::mt19937 rng{7};
 };
 
@@ -110,7 +110,7 @@ TEST(TrainDevicePlugin, LoadsAndNamesTheMissingGpu) {
   if (!lap::cuda::visibleDevices(&why).empty())
     GTEST_SKIP() << "a GPU is visible: the tests on it load the plugin";
   try {
-    lap::train::cudaTrainDevice(0);
+    lap::device::openCuda(0);
     FAIL() << "a device without a GPU";
   } catch (const std::runtime_error &e) {
     EXPECT_EQ(std::string(e.what()).rfind("cudaSetDevice: ", 0), 0u)
@@ -125,7 +125,7 @@ TEST(CommunicatorPlugin, LoadsAndStartsNccl) {
   std::string why;
   if (lap::cuda::visibleDevices(&why).empty()) {
     try {
-      lap::train::cudaCommunicator(*alone);
+      lap::device::cudaCommunicator(*alone);
       FAIL() << "a communicator without a GPU";
     } catch (const lap::comm::CommError &e) {
       EXPECT_EQ(std::string(e.what()).rfind("cudaGetDevice failed: ", 0), 0u)
@@ -133,21 +133,21 @@ TEST(CommunicatorPlugin, LoadsAndStartsNccl) {
     }
     return;
   }
-  std::unique_ptr<TrainDevice> gpu = lap::train::cudaTrainDevice(0);
+  std::unique_ptr<Device> gpu = lap::device::openCuda(0);
   std::unique_ptr<lap::comm::Communicator> nccl =
-      lap::train::cudaCommunicator(*alone);
+      lap::device::cudaCommunicator(*alone);
   EXPECT_EQ(nccl->size(), 1);
   EXPECT_EQ(nccl->name().rfind("NCCL ", 0), 0u) << nccl->name();
 }
 
 TEST_F(TrainDeviceOnGpu, RoundTrip) {
   EXPECT_FALSE(gpu->onHost());
-  DeviceArray a(*gpu, 1000);
+  Array a(*gpu, 1000);
   expectUlps(get(a), Floats(1000, 0.0f), 0, "allocated");
   Floats x = randomVector(rng, 1000);
   gpu->upload(a.data(), x.data(), a.size());
   expectUlps(get(a), x, 0, "uploaded");
-  DeviceArray b(*gpu, 1000);
+  Array b(*gpu, 1000);
   gpu->copy(b.data(), a.data(), a.size());
   expectUlps(get(b), x, 0, "copied");
 }
@@ -158,7 +158,7 @@ TEST_F(TrainDeviceOnGpu, Accumulate) {
   Floats g1 = randomVector(rng, n), g2 = randomVector(rng, n);
   g1[0] = -0.0f; // 0 + (-0) is +0
   Floats want = nanVector(n);
-  DeviceArray acc = put(want), d1 = put(g1), d2 = put(g2);
+  Array acc = put(want), d1 = put(g1), d2 = put(g2);
   host.accumulate(want.data(), g1.data(), scale, n, true);
   gpu->accumulate(acc.data(), d1.data(), scale, n, true);
   expectUlps(get(acc), want, 0, "first");
@@ -170,7 +170,7 @@ TEST_F(TrainDeviceOnGpu, Accumulate) {
 TEST_F(TrainDeviceOnGpu, SquaredNorms) {
   const std::vector<Span> spans = tensorSpans();
   Floats x = randomVector(rng, kElements, -3.0f, 3.0f);
-  DeviceArray dx = put(x);
+  Array dx = put(x);
   std::vector<double> want(spans.size()), got(spans.size(), NAN);
   host.squaredNorms(x.data(), spans, want.data());
   gpu->squaredNorms(dx.data(), spans, got.data());
@@ -184,7 +184,7 @@ TEST_F(TrainDeviceOnGpu, SquaredNormsOfNonFiniteValues) {
   x[spans[0].offset + 5] = std::numeric_limits<float>::quiet_NaN();
   x[spans[2].offset + 7] = -std::numeric_limits<float>::infinity();
   x[spans[3].offset] = std::numeric_limits<float>::infinity();
-  DeviceArray dx = put(x);
+  Array dx = put(x);
   std::vector<double> want(spans.size()), got(spans.size());
   host.squaredNorms(x.data(), spans, want.data());
   gpu->squaredNorms(dx.data(), spans, got.data());
@@ -198,7 +198,7 @@ TEST_F(TrainDeviceOnGpu, SquaredNormsOfNonFiniteValues) {
 
 TEST_F(TrainDeviceOnGpu, Scale) {
   Floats want = randomVector(rng, kElements);
-  DeviceArray x = put(want);
+  Array x = put(want);
   // More calls than the device keeps span lists in flight, each list a
   // temporary of its own.
   for (int round = 0; round < 20; ++round) {
@@ -228,10 +228,10 @@ TEST_F(TrainDeviceOnGpu, AdamW) {
                         float(std::sqrt(bc2))};
   };
   Floats p = randomVector(rng, kElements), m(kElements), v(kElements);
-  DeviceArray dp = put(p), dm(*gpu, kElements), dv(*gpu, kElements);
+  Array dp = put(p), dm(*gpu, kElements), dv(*gpu, kElements);
   for (int step = 1; step <= 3; ++step) {
     Floats g = randomVector(rng, kElements, -0.1f, 0.1f);
-    DeviceArray dg = put(g);
+    Array dg = put(g);
     host.adamw(p.data(), g.data(), m.data(), v.data(), spans, scalarsAt(step));
     gpu->adamw(dp.data(), dg.data(), dm.data(), dv.data(), spans,
                scalarsAt(step));
@@ -247,10 +247,10 @@ TEST_F(TrainDeviceOnGpu, MuonMomentum) {
   for (bool nesterov : {false, true}) {
     SCOPED_TRACE(nesterov ? "Nesterov" : "plain");
     Floats buf(n), u = nanVector(n);
-    DeviceArray dbuf(*gpu, n), du = put(u);
+    Array dbuf(*gpu, n), du = put(u);
     for (int step = 0; step < 3; ++step) {
       Floats g = randomVector(rng, n);
-      DeviceArray dg = put(g);
+      Array dg = put(g);
       host.muonMomentum(buf.data(), g.data(), u.data(), n, float(momentum),
                         float(1 - momentum), nesterov);
       gpu->muonMomentum(dbuf.data(), dg.data(), du.data(), n, float(momentum),
@@ -276,7 +276,7 @@ TEST_F(TrainDeviceOnGpu, Orthogonalize) {
                    << rows << " x " << cols
                    << (precision == LAP_MATMUL_BF16 ? ", bf16" : ", fp32"));
       Floats want = randomVector(rng, size_t(rows * cols));
-      DeviceArray x = put(want);
+      Array x = put(want);
       host.orthogonalize(want.data(), rows, cols, 5, precision);
       gpu->orthogonalize(x.data(), rows, cols, 5, precision);
       expectWithinScale(get(x), want, tolerance, "orthogonalized");
@@ -286,7 +286,7 @@ TEST_F(TrainDeviceOnGpu, Orthogonalize) {
 TEST_F(TrainDeviceOnGpu, ApplyUpdate) {
   const int64_t n = 100003;
   Floats want = randomVector(rng, n), u = randomVector(rng, n);
-  DeviceArray p = put(want), du = put(u);
+  Array p = put(want), du = put(u);
   host.applyUpdate(want.data(), u.data(), n, 0.9997f, 0.02f);
   gpu->applyUpdate(p.data(), du.data(), n, 0.9997f, 0.02f);
   expectUlps(get(p), want, 0, "updated");

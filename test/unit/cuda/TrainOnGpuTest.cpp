@@ -77,8 +77,8 @@ class TrainOnGpu
 TEST_P(TrainOnGpu, ContinuesTheCpuRun) {
   REQUIRE_GPU();
   auto [c, kind] = GetParam();
-  std::unique_ptr<TrainDevice> gpu = cudaTrainDevice(0);
-  TrainDevice &host = hostTrainDevice();
+  std::unique_ptr<device::Device> gpu = device::openCuda(0);
+  device::Device &host = device::host();
   TempDir dir;
   std::string cpuRun = dir.file("cpu"), mixedRun = dir.file("mixed"),
               gpuRun = dir.file("gpu");
@@ -98,15 +98,15 @@ TEST_P(TrainOnGpu, ContinuesTheCpuRun) {
 TEST_P(TrainOnGpu, ShardsItsOptimizerOverNccl) {
   REQUIRE_GPU();
   auto [c, kind] = GetParam();
-  std::unique_ptr<TrainDevice> gpu = cudaTrainDevice(0);
+  std::unique_ptr<device::Device> gpu = device::openCuda(0);
   std::unique_ptr<comm::Communicator> alone = comm::singleProcess(),
-                                      nccl = cudaCommunicator(*alone);
+                                      nccl = device::cudaCommunicator(*alone);
   TempDir dir;
   std::string cpuRun = dir.file("cpu"), gpuRun = dir.file("gpu");
   const std::string &cpuLib = library(c, "cpu"), &gpuLib = library(c, "cuda");
   RunRanks zero{alone.get(), nccl.get(), true};
 
-  trainOn(cpuLib, hostTrainDevice(), c.image, cpuRun, 0, kind);
+  trainOn(cpuLib, device::host(), c.image, cpuRun, 0, kind);
   trainOn(gpuLib, *gpu, c.image, gpuRun, 3, kind, zero);
   trainOn(gpuLib, *gpu, c.image, gpuRun, 0, kind, zero);
   expectSameRun(cpuLib, cpuRun, gpuRun);

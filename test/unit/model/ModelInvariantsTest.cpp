@@ -1,6 +1,6 @@
 //===- ModelInvariantsTest.cpp - what head kinds must not change ----------===//
 //
-// The invariants of docs/architecture.md §1, on compiled models: fixed head
+// The invariants of docs/architecture.md, Head kinds, on models: fixed head
 // kinds do not change the parameter table; with zero-initialised output
 // projections a Laplacian model equals its all-attn twin at init; a
 // Laplacian head on a sequence of identical tokens outputs V - PV = 0; and a

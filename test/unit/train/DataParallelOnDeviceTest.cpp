@@ -34,7 +34,7 @@ comm::Communicator *world = nullptr;
 
 /// Host memory the trainer must treat as a device's (onHost() is false);
 /// it knows its arrays, for the communicators to check what they move.
-class ApartDevice final : public TrainDevice {
+class ApartDevice final : public device::Device {
 public:
   bool onHost() const override { return false; }
   float *allocate(int64_t n) override {
@@ -59,15 +59,17 @@ public:
                   bool first) override {
     host.accumulate(acc, g, scale, n, first);
   }
-  void squaredNorms(const float *x, const std::vector<Span> &spans,
+  void squaredNorms(const float *x, const std::vector<device::Span> &spans,
                     double *out) override {
     host.squaredNorms(x, spans, out);
   }
-  void scale(float *x, const std::vector<Span> &spans, float coef) override {
+  void scale(float *x, const std::vector<device::Span> &spans,
+             float coef) override {
     host.scale(x, spans, coef);
   }
   void adamw(float *params, const float *grads, float *m, float *v,
-             const std::vector<Span> &spans, const AdamWScalars &s) override {
+             const std::vector<device::Span> &spans,
+             const device::AdamWScalars &s) override {
     host.adamw(params, grads, m, v, spans, s);
   }
   void muonMomentum(float *buf, const float *g, float *u, int64_t n,
@@ -96,7 +98,7 @@ public:
   }
 
 private:
-  TrainDevice &host = hostTrainDevice();
+  device::Device &host = device::host();
   std::map<float *, int64_t> arrays;
 };
 
@@ -203,7 +205,7 @@ TEST_P(DataParallelOnDevice, MovesOnlyTheDevicesArraysOverItsCommunicator) {
   SharedDir dir;
   std::string want = dir.file("host"), got = dir.file("apart");
 
-  trainOn(library, hostTrainDevice(), c.image, want, 0, kind,
+  trainOn(library, device::host(), c.image, want, 0, kind,
           {world, nullptr, zero});
   ApartDevice apart;
   CheckedComm hostComm(*world, apart, false), deviceComm(*world, apart, true);

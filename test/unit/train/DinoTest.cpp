@@ -162,7 +162,7 @@ TEST(DinoTeacher, MovingAverageMatchesHandValues) {
   // m = 0.75: teacher 3/4 + student 1/4, all exact in float.
   float teacher[] = {1.0f, 2.0f, -3.0f, 0.0f};
   const float student[] = {3.0f, -2.0f, 1.0f, 5.0f};
-  dino::movingAverage(hostTrainDevice(), teacher, student, 4, 0.75);
+  dino::movingAverage(lap::device::host(), teacher, student, 4, 0.75);
   EXPECT_EQ(teacher[0], 1.5f);
   EXPECT_EQ(teacher[1], 1.0f);
   EXPECT_EQ(teacher[2], -2.0f);
@@ -177,8 +177,8 @@ TEST(DinoTeacher, MovingAverageMatchesHandValues) {
     s[i] = dist(rng);
   }
   std::vector<float> before = t;
-  dino::movingAverage(hostTrainDevice(), t.data(), s.data(), int64_t(t.size()),
-                      0.996);
+  dino::movingAverage(lap::device::host(), t.data(), s.data(),
+                      int64_t(t.size()), 0.996);
   for (size_t i = 0; i < t.size(); ++i)
     EXPECT_NEAR(t[i], 0.996 * before[i] + 0.004 * s[i], 2e-7) << "at " << i;
 }

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/train/Optimizer.h"
+#include "runtime/device/host/Orthogonalize.h"
 #include "runtime/train/Schedule.h"
 #include "test/unit/kernels/KernelTestSupport.h"
 
@@ -26,6 +27,7 @@ extern "C" int omp_get_max_threads(void);
 extern "C" void omp_set_num_threads(int);
 
 using namespace lap::train;
+using lap::device::orthogonalize;
 
 namespace {
 

@@ -11,7 +11,7 @@
 #ifndef LAP_TEST_UNIT_TRAIN_TRAINERRUNS_H
 #define LAP_TEST_UNIT_TRAIN_TRAINERRUNS_H
 
-#include "runtime/model/ModelOnDevice.h"
+#include "runtime/model/ModelCalls.h"
 #include "runtime/model/RandomBatch.h"
 #include "runtime/train/Trainer.h"
 #include "test/unit/model/MixedKindModels.h"
@@ -29,27 +29,32 @@ constexpr int64_t kRunSteps = 6;
 /// r, r + R, r + 2R, ... of the run, micro-batch n from seed n, so a run's
 /// batches do not depend on where it resumes. The data position counts the
 /// sequences (or images) every rank has drawn, as the trainer expects.
-class RandomBatches {
+class RandomBatches final : public train::Regime {
 public:
   RandomBatches(const LoadedModel &model, bool image, int rank = 0,
                 int ranks = 1)
       : manifest(model.manifest()), seq(image ? 0 : mixed::kMaxSeq),
         rank(uint64_t(rank)), ranks(uint64_t(ranks)) {}
 
-  train::Regime regime() {
-    train::Regime r;
-    r.next = [this](lap_batch &out) {
-      batch = std::make_unique<RandomBatch>(manifest, mixed::kMaxBatch, seq,
-                                            drawn++ * ranks + rank);
-      out = batch->view;
-      return mixed::kMaxBatch;
-    };
-    r.position = [this] { return drawn * ranks * mixed::kMaxBatch; };
-    r.seek = [this](uint64_t position) {
-      drawn = position / (ranks * mixed::kMaxBatch);
-    };
-    return r;
+  const char *unit() const override { return seq ? "tok" : "img"; }
+  const char *units() const override { return seq ? "tokens" : "images"; }
+  std::string microBatchText(int64_t micro) const override {
+    return std::to_string(micro) + " random samples";
   }
+  int64_t stepsPerEpoch(int64_t) const override { return 1; }
+  int64_t next(lap_batch &out) override {
+    batch = std::make_unique<RandomBatch>(manifest, mixed::kMaxBatch, seq,
+                                          drawn++ * ranks + rank);
+    out = batch->view;
+    return mixed::kMaxBatch;
+  }
+  uint64_t position() const override {
+    return drawn * ranks * mixed::kMaxBatch;
+  }
+  void seek(uint64_t position) override {
+    drawn = position / (ranks * mixed::kMaxBatch);
+  }
+  bool evaluates() const override { return false; }
 
 private:
   const nlohmann::json &manifest;
@@ -66,20 +71,19 @@ struct RunRanks {
 
 /// Trains `library` in `runDir` on `device` up to step `stopAt` of
 /// kRunSteps (0: all), continuing the run there when there is one.
-inline void trainOn(const std::string &library, train::TrainDevice &device,
+inline void trainOn(const std::string &library, device::Device &device,
                     bool image, const std::string &runDir, int64_t stopAt,
                     train::OptimizerKind kind, RunRanks ranks = {}) {
   using namespace lap::train;
   std::filesystem::create_directories(runDir);
   LoadedModel model(library, LoadedModel::Devices::Any);
   DeviceMemory memory(model);
-  DeviceArray params(device, model.parameterElements());
+  device::Array params(device, model.parameterElements());
   ASSERT_EQ(model.initParams(params.data(), 5), LAP_OK) << model.lastError();
   DeviceMemory::Buffer workspace(memory, size_t(model.workspaceBytes()));
-  ModelOnDevice calls(model, memory, workspace.data);
+  ModelCalls calls(model, memory, workspace.data);
   int size = ranks.comm ? ranks.comm->size() : 1;
-  RandomBatches data(model, image, ranks.comm ? ranks.comm->rank() : 0, size);
-  Regime regime = data.regime();
+  RandomBatches regime(model, image, ranks.comm ? ranks.comm->rank() : 0, size);
 
   TrainerConfig config;
   config.steps = kRunSteps;

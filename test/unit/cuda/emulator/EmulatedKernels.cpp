@@ -1,8 +1,8 @@
 //===- EmulatedKernels.cpp - CUDA entry points, built for the emulator ----===//
 //
 // The lap_cuda_ entry points of the kernel families written as plans over
-// a Device (DeviceCode.h's CUDA), compiled from their own .cu files as host
-// C++ with LAP_CUDA_EMULATOR: their CudaDevice is then the emulator's. The
+// a Launcher (DeviceCode.h's CUDA), compiled from their own .cu files as host
+// C++ with LAP_CUDA_EMULATOR: their Launcher is then the emulator's. The
 // GPU tests of those families, built into the same program, run on them.
 //
 //===----------------------------------------------------------------------===//

@@ -206,16 +206,16 @@ std::string lap::cuda::takeFailure() { return std::exchange(failure, {}); }
 
 namespace lap::test::emulator {
 
-void *Device::bytes(int slot, size_t n) const {
+void *Launcher::bytes(int slot, size_t n) const {
   std::vector<uint4> &buffer = scratch[slot];
   buffer.resize(std::max<size_t>((n + 15) / 16, 1));
   memset(buffer.data(), 0xff, buffer.size() * sizeof(uint4));
   return buffer.data();
 }
 
-void Device::zero(void *p, size_t n) const { memset(p, 0, n); }
+void Launcher::zero(void *p, size_t n) const { memset(p, 0, n); }
 
-void Device::copy(void *to, const void *from, size_t n) const {
+void Launcher::copy(void *to, const void *from, size_t n) const {
   const auto *t = static_cast<const char *>(to),
              *f = static_cast<const char *>(from);
   if (n > 0 && t < f + n && f < t + n)
@@ -223,9 +223,9 @@ void Device::copy(void *to, const void *from, size_t n) const {
   memcpy(to, from, n);
 }
 
-bool Device::sortPairs(const uint32_t *keysIn, uint32_t *keysOut,
-                       const uint32_t *valuesIn, uint32_t *valuesOut, int64_t n,
-                       int bits) const {
+bool Launcher::sortPairs(const uint32_t *keysIn, uint32_t *keysOut,
+                         const uint32_t *valuesIn, uint32_t *valuesOut,
+                         int64_t n, int bits) const {
   const uint32_t mask = bits >= 32 ? ~0u : (1u << bits) - 1;
   std::vector<int64_t> order(size_t(std::max<int64_t>(n, 0)));
   for (size_t i = 0; i < order.size(); ++i)
@@ -259,25 +259,25 @@ lap::cpu::Matrix operand(char op, int64_t rows, int64_t cols, const lap_bf16 *a,
 
 } // namespace
 
-void Device::gemm(lap_matmul precision, char transa, char transb, int64_t M,
-                  int64_t N, int64_t K, const float *A, int64_t lda,
-                  const float *B, int64_t ldb, float beta, float *C,
-                  int64_t ldc) const {
+void Launcher::gemm(lap_matmul precision, char transa, char transb, int64_t M,
+                    int64_t N, int64_t K, const float *A, int64_t lda,
+                    const float *B, int64_t ldb, float beta, float *C,
+                    int64_t ldc) const {
   lap::cpu::gemm(transa, transb, M, N, K,
                  operand(precision, transa, M, K, A, lda, 0),
                  operand(precision, transb, K, N, B, ldb, 1), beta, C, ldc);
 }
 
-void Device::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
-                  const lap_bf16 *A, int64_t lda, const lap_bf16 *B,
-                  int64_t ldb, float beta, float *C, int64_t ldc) const {
+void Launcher::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
+                    const lap_bf16 *A, int64_t lda, const lap_bf16 *B,
+                    int64_t ldb, float beta, float *C, int64_t ldc) const {
   lap::cpu::gemm(transa, transb, M, N, K, operand(transa, M, K, A, lda, 0),
                  operand(transb, K, N, B, ldb, 1), beta, C, ldc);
 }
 
-void Device::gemmToBf16(char transa, char transb, int64_t M, int64_t N,
-                        int64_t K, const lap_bf16 *A, int64_t lda,
-                        const lap_bf16 *B, int64_t ldb, lap_bf16 *C) const {
+void Launcher::gemmToBf16(char transa, char transb, int64_t M, int64_t N,
+                          int64_t K, const lap_bf16 *A, int64_t lda,
+                          const lap_bf16 *B, int64_t ldb, lap_bf16 *C) const {
   lap::cpu::gemmToBf16(transa, transb, M, N, K,
                        operand(transa, M, K, A, lda, 0),
                        operand(transb, K, N, B, ldb, 1), C);
@@ -288,9 +288,9 @@ bool hopperDevice = false;
 } // namespace
 
 void setHopper(bool on) { hopperDevice = on; }
-bool Device::hopper() const { return hopperDevice; }
+bool Launcher::hopper() const { return hopperDevice; }
 
-void Device::fail(const std::string &why) const {
+void Launcher::fail(const std::string &why) const {
   if (failure.empty())
     failure = why;
 }

@@ -54,13 +54,13 @@ void run(dim3 grid, dim3 block, size_t sharedBytes,
 /// kernels, WarpGroupMma.h), or not (the default).
 void setHopper(bool on);
 
-/// The Device of the CUDA kernels' plans (runtime/kernels/cuda/
-/// CudaDevice.h) on the emulator: launches run here, scratch is host memory
+/// The Launcher of the CUDA kernels' plans (runtime/kernels/cuda/
+/// Launcher.h) on the emulator: launches run here, scratch is host memory
 /// (all bits set, a NaN, until written), GEMMs are the CPU's (lap::cpu::gemm:
 /// cuBLASLt cannot run here) and sorts std::sort's (for CUB's),
 /// failures are recorded as Context.h records them (lap::cuda::takeFailure
 /// below).
-class Device {
+class Launcher {
 public:
   template <typename... Params, typename... Args>
   bool launch(void (*kernel)(Params...), dim3 grid, dim3 block,

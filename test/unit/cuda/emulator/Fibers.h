@@ -1,7 +1,7 @@
 //===- Fibers.h - The emulator's threads, warps and blocks -------*- C++ -*-===//
 //
 // What the emulator's files share (Emulator.cpp: the scheduler, warp-wide
-// operations and the Device; WarpGroups.cpp: wgmma and the barriers of
+// operations and the Launcher; WarpGroups.cpp: wgmma and the barriers of
 // warp-specialised blocks): the CUDA threads of the block being run as
 // fibers resumed in turn, what a warp or warpgroup exchanges for one
 // operation, and a block's shared state.

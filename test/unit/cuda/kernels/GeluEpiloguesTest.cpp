@@ -13,7 +13,7 @@
 
 #include "runtime/kernels/cuda/GeluEpilogues.h"
 #include "runtime/kernels/cpu/Kernels.h"
-#include "runtime/kernels/cuda/CudaDevice.h"
+#include "runtime/kernels/cuda/Launcher.h"
 #include "test/unit/cuda/kernels/DeviceBuffer.h"
 #include "test/unit/kernels/KernelTestSupport.h"
 
@@ -26,7 +26,7 @@
 namespace {
 
 using namespace lap::test;
-using lap::cuda::CudaDevice;
+using lap::cuda::Launcher;
 
 using Shape = LinearShape;
 
@@ -55,13 +55,13 @@ TEST(EmulatedGeluEpilogues, Bf16ForwardRoundsTheFp32Kernel) {
                                   s.in, s.out, LAP_MATMUL_FP32);
       auto y = unset(want.size()), pre = unset(want.size());
       lap::cuda::epilogues::linearGeluBf16(
-          CudaDevice(), y.get(), pre.get(), dX.get(), dW.get(),
+          Launcher(), y.get(), pre.get(), dX.get(), dW.get(),
           bias ? dB.get() : nullptr, s.n, s.in, s.out);
       expectRoundedFrom(y.host(), want, bias ? "y (bias)" : "y");
       expectRoundedFrom(pre.host(), wantPre, "pre");
       auto alone = unset(want.size());
       lap::cuda::epilogues::linearGeluBf16(
-          CudaDevice(), alone.get(), nullptr, dX.get(), dW.get(),
+          Launcher(), alone.get(), nullptr, dX.get(), dW.get(),
           bias ? dB.get() : nullptr, s.n, s.in, s.out);
       EXPECT_EQ(alone.host(), y.host()) << "without pre";
     }
@@ -83,13 +83,13 @@ TEST(EmulatedGeluEpilogues, Bf16BackwardRoundsTheFp32Kernel) {
                                  fw.data(), fpre.data(), s.n, s.in, s.out,
                                  LAP_MATMUL_FP32);
     auto dpre = unset(pre.size()), dbias = unset(s.in);
-    lap::cuda::epilogues::geluLinearGradBf16(CudaDevice(), dpre.get(),
+    lap::cuda::epilogues::geluLinearGradBf16(Launcher(), dpre.get(),
                                              dbias.get(), dDy.get(), dW.get(),
                                              dPre.get(), s.n, s.in, s.out);
     expectRoundedFrom(dpre.host(), want, "dpre");
     expectRoundedFrom(dbias.host(), wantBias, "dbias");
     auto alone = unset(pre.size());
-    lap::cuda::epilogues::geluLinearGradBf16(CudaDevice(), alone.get(), nullptr,
+    lap::cuda::epilogues::geluLinearGradBf16(Launcher(), alone.get(), nullptr,
                                              dDy.get(), dW.get(), dPre.get(),
                                              s.n, s.in, s.out);
     EXPECT_EQ(alone.host(), dpre.host()) << "without dbias";
@@ -98,9 +98,9 @@ TEST(EmulatedGeluEpilogues, Bf16BackwardRoundsTheFp32Kernel) {
   DeviceBuffer<lap_bf16> none(std::vector<lap_bf16>{}),
       w(bf16Vector(randomVector(rng, 15)));
   auto dbias = unset(5);
-  lap::cuda::epilogues::geluLinearGradBf16(CudaDevice(), none.get(),
-                                           dbias.get(), none.get(), w.get(),
-                                           none.get(), 0, 5, 3);
+  lap::cuda::epilogues::geluLinearGradBf16(Launcher(), none.get(), dbias.get(),
+                                           none.get(), w.get(), none.get(), 0,
+                                           5, 3);
   EXPECT_EQ(dbias.host(), std::vector<lap_bf16>(5, 0));
 }
 

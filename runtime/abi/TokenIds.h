@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LAP_RUNTIME_MODEL_TOKENIDS_H
-#define LAP_RUNTIME_MODEL_TOKENIDS_H
+#ifndef LAP_RUNTIME_ABI_TOKENIDS_H
+#define LAP_RUNTIME_ABI_TOKENIDS_H
 
 #include <cstdint>
 #include <string>
@@ -31,4 +31,4 @@ inline std::string idOutsideVocabulary(const std::string &name,
 
 } // namespace lap::model
 
-#endif // LAP_RUNTIME_MODEL_TOKENIDS_H
+#endif // LAP_RUNTIME_ABI_TOKENIDS_H

@@ -1,9 +1,9 @@
-//===- ModelOnDevice.cpp - A library's calls from host data ---------------===//
+//===- ModelCalls.cpp - A library's calls from host data ---------------===//
 
-#include "runtime/model/ModelOnDevice.h"
+#include "runtime/model/ModelCalls.h"
 
+#include "runtime/abi/TokenIds.h"
 #include "runtime/model/RandomBatch.h"
-#include "runtime/model/TokenIds.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -37,22 +37,22 @@ size_t bytesOf(const nlohmann::json &t, const lap_batch &batch,
 
 } // namespace
 
-ModelOnDevice::ModelOnDevice(const LoadedModel &model,
-                             const DeviceMemory &memory, void *workspace)
+ModelCalls::ModelCalls(const LoadedModel &model, const DeviceMemory &memory,
+                       void *workspace)
     : lib(model), mem(memory), workspace(workspace) {}
 
-void ModelOnDevice::fail() const {
+void ModelCalls::fail() const {
   throw std::runtime_error(lib.path() + ": " + lib.lastError());
 }
 
-void *ModelOnDevice::buffer(std::unique_ptr<DeviceMemory::Buffer> &slot,
-                            size_t bytes) {
+void *ModelCalls::buffer(std::unique_ptr<DeviceMemory::Buffer> &slot,
+                         size_t bytes) {
   if (!slot || slot->bytes < bytes)
     slot = std::make_unique<DeviceMemory::Buffer>(mem, bytes);
   return slot->data;
 }
 
-const lap_batch *ModelOnDevice::place(const lap_batch &host) {
+const lap_batch *ModelCalls::place(const lap_batch &host) {
   if (mem.onHost())
     return &host;
   const nlohmann::json &layout = lib.manifest()["batch"];
@@ -90,8 +90,8 @@ const lap_batch *ModelOnDevice::place(const lap_batch &host) {
   return &view;
 }
 
-float ModelOnDevice::forward(const float *params, const lap_batch &batch,
-                             float *hostLogits) {
+float ModelCalls::forward(const float *params, const lap_batch &batch,
+                          float *hostLogits) {
   size_t logitBytes = bytesOf(lib.manifest()["outputs"][1], batch);
   const lap_batch *placed = place(batch);
   float value = 0;
@@ -105,8 +105,8 @@ float ModelOnDevice::forward(const float *params, const lap_batch &batch,
   return value;
 }
 
-float ModelOnDevice::trainStep(const float *params, float *grads,
-                               const lap_batch &batch, uint64_t seed) {
+float ModelCalls::trainStep(const float *params, float *grads,
+                            const lap_batch &batch, uint64_t seed) {
   const lap_batch *placed = place(batch);
   float value = 0;
   float *out = mem.onHost() ? &value : static_cast<float *>(buffer(loss, 4));
@@ -122,17 +122,17 @@ float ModelOnDevice::trainStep(const float *params, float *grads,
   return value;
 }
 
-float *ModelOnDevice::output(float *host, size_t bytes) {
+float *ModelCalls::output(float *host, size_t bytes) {
   return mem.onHost() ? host : static_cast<float *>(buffer(logits, bytes));
 }
 
-void ModelOnDevice::bringBack(float *host, const float *out, size_t bytes) {
+void ModelCalls::bringBack(float *host, const float *out, size_t bytes) {
   if (!mem.onHost())
     mem.download(host, out, bytes);
 }
 
-void ModelOnDevice::features(const float *params, const lap_batch &batch,
-                             float *hostFeatures) {
+void ModelCalls::features(const float *params, const lap_batch &batch,
+                          float *hostFeatures) {
   const nlohmann::json &f = lib.manifest()["features"];
   int64_t seq = batch.seq ? batch.seq : lib.maxSeq();
   size_t bytes = size_t(f["layers"].get<int64_t>() * batch.batch * seq *
@@ -145,8 +145,8 @@ void ModelOnDevice::features(const float *params, const lap_batch &batch,
   bringBack(hostFeatures, out, bytes);
 }
 
-void ModelOnDevice::embed(const float *params, const lap_batch &batch,
-                          float *hostEmbedding) {
+void ModelCalls::embed(const float *params, const lap_batch &batch,
+                       float *hostEmbedding) {
   int64_t width = lib.manifest()["features"]["width"];
   size_t bytes = size_t(batch.batch * width) * 4;
   const lap_batch *placed = place(batch);
@@ -156,9 +156,9 @@ void ModelOnDevice::embed(const float *params, const lap_batch &batch,
   bringBack(hostEmbedding, out, bytes);
 }
 
-void ModelOnDevice::decode(const float *params, const int32_t *hostTokens,
-                           int64_t batch, int64_t count, int64_t first,
-                           float *cache, float *hostLogits) {
+void ModelCalls::decode(const float *params, const int32_t *hostTokens,
+                        int64_t batch, int64_t count, int64_t first,
+                        float *cache, float *hostLogits) {
   if (mem.onHost()) {
     if (lib.decode(params, hostTokens, batch, count, first, cache, workspace,
                    hostLogits) != LAP_OK)

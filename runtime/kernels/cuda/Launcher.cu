@@ -1,6 +1,6 @@
-//===- CudaDevice.cu - The GPU Device's library calls -----------*- CUDA -*-===//
+//===- Launcher.cu - The GPU Launcher's library calls -------------*- CUDA -*-===//
 
-#include "runtime/kernels/cuda/CudaDevice.h"
+#include "runtime/kernels/cuda/Launcher.h"
 
 #include "runtime/kernels/cuda/ScratchSlots.h"
 
@@ -8,9 +8,9 @@
 
 namespace lap::cuda {
 
-bool CudaDevice::sortPairs(const uint32_t *keysIn, uint32_t *keysOut,
-                           const uint32_t *valuesIn, uint32_t *valuesOut,
-                           int64_t n, int bits) const {
+bool Launcher::sortPairs(const uint32_t *keysIn, uint32_t *keysOut,
+                         const uint32_t *valuesIn, uint32_t *valuesOut,
+                         int64_t n, int bits) const {
   if (n > INT_MAX) { // CUB's item count is an int
     fail("sort: more than 2^31 - 1 pairs");
     return false;
@@ -28,6 +28,6 @@ bool CudaDevice::sortPairs(const uint32_t *keysIn, uint32_t *keysOut,
                           "sort");
 }
 
-bool CudaDevice::hopper() const { return hopperKernels(); }
+bool Launcher::hopper() const { return hopperKernels(); }
 
 } // namespace lap::cuda

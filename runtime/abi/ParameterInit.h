@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LAP_RUNTIME_MODEL_PARAMETERINIT_H
-#define LAP_RUNTIME_MODEL_PARAMETERINIT_H
+#ifndef LAP_RUNTIME_ABI_PARAMETERINIT_H
+#define LAP_RUNTIME_ABI_PARAMETERINIT_H
 
 #include <cstdint>
 #include <string>
@@ -34,4 +34,4 @@ void initParameter(float *params, const ParameterSpec &p, uint64_t seed,
 
 } // namespace lap::model
 
-#endif // LAP_RUNTIME_MODEL_PARAMETERINIT_H
+#endif // LAP_RUNTIME_ABI_PARAMETERINIT_H

@@ -1,6 +1,6 @@
 //===- NcclCommunicator.cpp - Collectives between GPUs over NCCL -*- C++ -*-===//
 
-#include "runtime/comm/NcclCommunicator.h"
+#include "runtime/device/cuda/NcclCommunicator.h"
 
 #include <cuda_runtime.h>
 #include <fmt/format.h>

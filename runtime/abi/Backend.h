@@ -1,15 +1,15 @@
-//===- Device.h - Where a model library's code runs -------------*- C++ -*-===//
+//===- Backend.h - Where a model library's code runs ------------*- C++ -*-===//
 //
 // ModelEntry.cpp, the C ABI over the generated code, is the same for every
-// target; what depends on the device is here, implemented once for the
-// CPU (CpuDevice.cpp, in libLapModelEntry.a) and once for CUDA GPUs
-// (CudaDevice.cpp, in libLapModelEntryCUDA.a). lapc links one of them
-// into model.so with its target's kernel library.
+// target; what depends on where the code runs is here, implemented once
+// for the CPU (CpuBackend.cpp, in libLapModelEntry.a) and once for CUDA
+// GPUs (CudaBackend.cpp, in libLapModelEntryCUDA.a). lapc links one of
+// them into model.so with its target's kernel library.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LAP_RUNTIME_MODEL_DEVICE_H
-#define LAP_RUNTIME_MODEL_DEVICE_H
+#ifndef LAP_RUNTIME_ABI_BACKEND_H
+#define LAP_RUNTIME_ABI_BACKEND_H
 
 #include "lap/model.h"
 
@@ -17,7 +17,7 @@
 #include <functional>
 #include <string>
 
-namespace lap::model::device {
+namespace lap::model::backend {
 
 /// Null when the library's kernels can run here; otherwise why not (the
 /// CPU: LAP_CPU_ISA names what this CPU lacks; CUDA: no suitable GPU).
@@ -43,6 +43,6 @@ lap_status setStream(void *stream);
 /// failure a kernel recorded, in `error`.
 lap_status finish(std::string &error);
 
-} // namespace lap::model::device
+} // namespace lap::model::backend
 
-#endif // LAP_RUNTIME_MODEL_DEVICE_H
+#endif // LAP_RUNTIME_ABI_BACKEND_H

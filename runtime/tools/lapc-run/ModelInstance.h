@@ -1,11 +1,11 @@
-//===- DeviceModel.h - A library on the device `--device` names -*- C++ -*-===//
+//===- ModelInstance.h - A library on the device `--device` names -*- C++ -*-===//
 
-#ifndef LAP_RUNTIME_TOOLS_LAPCRUN_DEVICEMODEL_H
-#define LAP_RUNTIME_TOOLS_LAPCRUN_DEVICEMODEL_H
+#ifndef LAP_RUNTIME_TOOLS_LAPCRUN_MODELINSTANCE_H
+#define LAP_RUNTIME_TOOLS_LAPCRUN_MODELINSTANCE_H
 
-#include "runtime/model/ModelOnDevice.h"
+#include "runtime/device/Device.h"
+#include "runtime/model/ModelCalls.h"
 #include "runtime/train/Checkpoint.h"
-#include "runtime/train/TrainDevice.h"
 
 #include <memory>
 #include <string>
@@ -22,29 +22,29 @@ struct HostRank {
 /// host (null), or GPU N, made this thread's device. "cuda" is GPU 0, or a
 /// host's rank r of several GPU r ("cuda:N" is refused there). Throws naming
 /// the library when they differ or no GPU here runs its code.
-std::unique_ptr<train::TrainDevice> openDevice(const LoadedModel &model,
-                                               const std::string &option,
-                                               HostRank where = {});
+std::unique_ptr<device::Device> openDevice(const LoadedModel &model,
+                                           const std::string &option,
+                                           HostRank where = {});
 
 /// The library `path` on the device `option` names (openDevice), with its
 /// parameters (zero) and workspace there: what the commands that run a
 /// model start from.
-struct DeviceModel {
-  DeviceModel(const std::string &path, const std::string &option,
-              HostRank where = {});
+struct ModelInstance {
+  ModelInstance(const std::string &path, const std::string &option,
+                HostRank where = {});
 
   /// Reads the parameters of checkpoint directory `dir` into `params`.
   LoadedCheckpoint restore(const std::string &dir);
 
   LoadedModel model;
-  std::unique_ptr<train::TrainDevice> gpu; ///< null: the host
-  train::TrainDevice &device;
+  std::unique_ptr<device::Device> gpu; ///< null: the host
+  device::Device &device;
   DeviceMemory memory;
-  train::DeviceArray params;
+  device::Array params;
   DeviceMemory::Buffer workspace;
-  ModelOnDevice calls;
+  ModelCalls calls;
 };
 
 } // namespace lap::cli
 
-#endif // LAP_RUNTIME_TOOLS_LAPCRUN_DEVICEMODEL_H
+#endif // LAP_RUNTIME_TOOLS_LAPCRUN_MODELINSTANCE_H

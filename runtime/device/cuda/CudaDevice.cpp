@@ -1,7 +1,7 @@
-//===- CudaTrainDevice.cpp - The trainer's arithmetic on a GPU --*- C++ -*-===//
+//===- CudaDevice.cpp - A GPU: its memory, the trainer's arithmetic -----===//
 //
-// TrainDevice on the GPU a CUDA library runs on, in a plugin that hosts load
-// only to train on a GPU (it brings the CUDA runtime and cuBLASLt): the
+// The Device of the GPU a CUDA library runs on, in a plugin that hosts load
+// only to run on a GPU (it brings the CUDA runtime and cuBLASLt): the
 // kernels of
 // runtime/kernels/cuda/Update.h, queued on the legacy default stream, which
 // orders them with the library's work. Only the transfers and squaredNorms
@@ -18,7 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/train/TrainDevice.h"
+#include "runtime/device/Device.h"
 
 #include "runtime/kernels/cuda/Context.h"
 #include "runtime/kernels/cuda/Update.h"
@@ -31,13 +31,13 @@
 #include <stdexcept>
 #include <string>
 
-namespace lap::train {
+namespace lap::device {
 
 namespace {
 
 using cuda::UpdateSpan;
 
-/// The legacy default stream (see cudaTrainDevice in TrainDevice.h).
+/// The legacy default stream (see openCuda in Device.h).
 constexpr cudaStream_t kStream = nullptr;
 
 // Span lists are copied to the device as the kernels' UpdateSpan.
@@ -79,9 +79,9 @@ struct SpanSlot {
   }
 };
 
-class CudaTrainDevice final : public TrainDevice {
+class CudaDevice final : public Device {
 public:
-  explicit CudaTrainDevice(int ordinal) {
+  explicit CudaDevice(int ordinal) {
     require(cudaSetDevice(ordinal), "cudaSetDevice");
     cuda::setStream(kStream);
     for (SpanSlot &s : slots)
@@ -89,7 +89,7 @@ public:
               "cudaEventCreateWithFlags");
   }
 
-  ~CudaTrainDevice() override {
+  ~CudaDevice() override {
     // Queued copies and kernels may still read the slots.
     cudaStreamSynchronize(kStream);
     cudaFree(norms);
@@ -235,10 +235,10 @@ private:
 
 } // namespace
 
-} // namespace lap::train
+} // namespace lap::device
 
-/// The plugin's one entry point (see CudaPlugin.cpp).
-extern "C" __attribute__((visibility("default"))) lap::train::TrainDevice *
-lap_train_cuda_device(int ordinal) {
-  return new lap::train::CudaTrainDevice(ordinal);
+/// The plugin's one entry point (see CudaPlugins.cpp).
+extern "C" __attribute__((visibility("default"))) lap::device::Device *
+lap_device_cuda_open(int ordinal) {
+  return new lap::device::CudaDevice(ordinal);
 }

@@ -1,11 +1,11 @@
-//===- CudaCommunicator.cpp - The plugin's NCCL communicator -------------===//
+//===- NcclPlugin.cpp - The NCCL communicator's plugin entry point --------===//
 //
-// lap_train_cuda_communicator (see CudaPlugin.cpp's cudaCommunicator): an
+// lap_device_nccl_communicator (see CudaPlugins.cpp's cudaCommunicator): an
 // error comes back as text, as the plugin's exception types are its own.
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/comm/NcclCommunicator.h"
+#include "runtime/device/cuda/NcclCommunicator.h"
 
 #include <cuda_runtime.h>
 
@@ -14,8 +14,8 @@
 #include <string>
 
 extern "C" __attribute__((visibility("default"))) lap::comm::Communicator *
-lap_train_cuda_communicator(lap::comm::Communicator *ranks,
-                            std::string *error) {
+lap_device_nccl_communicator(lap::comm::Communicator *ranks,
+                             std::string *error) {
   try {
     int device = 0;
     if (cudaError_t status = cudaGetDevice(&device); status != cudaSuccess)

@@ -1,6 +1,6 @@
 //===- ParameterInit.cpp - Reproducible parameter initialisation -*- C++ -*-===//
 
-#include "runtime/model/ParameterInit.h"
+#include "runtime/abi/ParameterInit.h"
 
 #include "runtime/platform/Random.h"
 

@@ -1,10 +1,9 @@
-//===- CudaDevice.h - The kernels' plans on the GPU -------------*- CUDA -*-===//
+//===- Launcher.h - What the kernels' plans launch through ------*- CUDA -*-===//
 //
 // Kernel families written in DeviceCode.h's CUDA launch their kernels
-// through plans over a Device (Attention.h, DecodeAttention.h, Norms.h,
+// through plans over a Launcher (Attention.h, DecodeAttention.h, Norms.h,
 // ColumnSums.h, GeluEpilogues.h, Losses.h, Embedding.h, Rope.h, Tokens.h,
-// Dropout.h). A
-// Device provides
+// Dropout.h); the plans call theirs `device`. A Launcher provides
 //  - launch(kernel, grid, block, sharedBytes, what, args...), the grid and
 //    block as dim3 or as counts (a row of blocks of threads): false if the
 //    launch failed (recorded);
@@ -16,24 +15,24 @@
 //  - sortPairs(...): a stable radix sort of (key, value) pairs;
 //  - hopper(): whether Hopper's kernels (wgmma, WarpGroupMma.h) run here;
 //  - fail(why): records the call's failure.
-// CudaDevice is the GPU's: all on the calling thread's stream, with
+// Launcher is the GPU's: all on the calling thread's stream, with
 // cuBLASLt's GEMMs, CUB's sort, Context.h's scratch and failures. For .cu
 // files only (it launches kernels). Built for the emulator
 // (LAP_CUDA_EMULATOR: test/unit/cuda/emulator compiles those families' .cu
-// files as host C++), it is the emulator's Device instead, so that the
+// files as host C++), it is the emulator's Launcher instead, so that the
 // entry points themselves run on the CPU.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LAP_RUNTIME_KERNELS_CUDA_CUDADEVICE_H
-#define LAP_RUNTIME_KERNELS_CUDA_CUDADEVICE_H
+#ifndef LAP_RUNTIME_KERNELS_CUDA_LAUNCHER_H
+#define LAP_RUNTIME_KERNELS_CUDA_LAUNCHER_H
 
 #ifdef LAP_CUDA_EMULATOR
 
 #include "test/unit/cuda/emulator/Emulator.h"
 
 namespace lap::cuda {
-using CudaDevice = lap::test::emulator::Device;
+using Launcher = lap::test::emulator::Launcher;
 } // namespace lap::cuda
 
 #else
@@ -47,8 +46,8 @@ using CudaDevice = lap::test::emulator::Device;
 
 namespace lap::cuda {
 
-/// The Device of the kernels' plans on the GPU.
-struct CudaDevice {
+/// The GPU's Launcher.
+struct Launcher {
   /// Launches kernel on a grid of blocks with `bytes` of dynamic shared
   /// memory (opted in above the default 48 KiB) on the calling thread's
   /// stream; nothing for an empty grid. False when the launch failed
@@ -125,4 +124,4 @@ struct CudaDevice {
 
 #endif
 
-#endif // LAP_RUNTIME_KERNELS_CUDA_CUDADEVICE_H
+#endif // LAP_RUNTIME_KERNELS_CUDA_LAUNCHER_H

@@ -4,16 +4,16 @@
 // manifest (limits, batch layout, token ranges), so that bad input is an
 // error status and never an out-of-bounds access in generated code, then
 // calls the functions lapc generated. What depends on the device (the CPU
-// or a GPU) is behind runtime/model/Device.h. The manifest itself is trusted
+// or a GPU) is behind runtime/abi/Backend.h. The manifest itself is trusted
 // only once it matches the checksum lapc compiled into the code: an edited
 // limit would otherwise let a call run past the code's static buffers.
 //
 //===----------------------------------------------------------------------===//
 
 #include "lap/model.h"
-#include "runtime/model/Device.h"
-#include "runtime/model/ParameterInit.h"
-#include "runtime/model/TokenIds.h"
+#include "runtime/abi/Backend.h"
+#include "runtime/abi/ParameterInit.h"
+#include "runtime/abi/TokenIds.h"
 #include "runtime/platform/Hash.h"
 
 #include <nlohmann/json.hpp>
@@ -70,7 +70,7 @@ lap_status fail(std::string message) {
 /// After generated code: the failure a kernel recorded, if any.
 lap_status finish() {
   std::string error;
-  lap_status status = lap::model::device::finish(error);
+  lap_status status = lap::model::backend::finish(error);
   if (status != LAP_OK)
     lastError = std::move(error);
   return status;
@@ -175,7 +175,7 @@ struct Model {
   static lap_status checkKernels() {
     if (const char *error = manifestError())
       return fail(error);
-    if (const char *error = lap::model::device::kernelError())
+    if (const char *error = lap::model::backend::kernelError())
       return fail(error);
     return LAP_OK;
   }
@@ -208,7 +208,8 @@ struct Model {
     for (size_t i = 0; i < batchNames.size(); ++i) {
       if (!b->tensors[i])
         return fail("batch tensor '" + batchNames[i] + "' is null");
-      if (!batchIsIndex[i] || vocab == 0 || !lap::model::device::readsBatches())
+      if (!batchIsIndex[i] || vocab == 0 ||
+          !lap::model::backend::readsBatches())
         continue;
       // Tokens index the embedding; targets may also be -1 (ignored).
       if (lap_status s = checkIds(
@@ -238,15 +239,15 @@ const char *lap_model_manifest_error(void) { return manifestError(); }
 const char *lap_model_last_error(void) { return lastError.c_str(); }
 
 const char *lap_model_kernel_isa(void) {
-  return lap::model::device::kernelIsa();
+  return lap::model::backend::kernelIsa();
 }
 
 const char *lap_model_kernel_isas(void) {
-  return lap::model::device::kernelIsas();
+  return lap::model::backend::kernelIsas();
 }
 
 lap_status lap_model_set_stream(void *stream) {
-  if (lap::model::device::setStream(stream) != LAP_OK)
+  if (lap::model::backend::setStream(stream) != LAP_OK)
     return fail("a CPU library runs on no stream: pass null");
   return LAP_OK;
 }
@@ -257,10 +258,11 @@ lap_status lap_model_init_params(float *params, uint64_t seed) {
   if (!params)
     return fail("params is null");
   const Model &m = model();
-  lap::model::device::initialise(params, m.parameterElements, [&](float *host) {
-    for (size_t i = 0; i < m.parameters.size(); ++i)
-      lap::model::initParameter(host, m.parameters[i], seed, i);
-  });
+  lap::model::backend::initialise(
+      params, m.parameterElements, [&](float *host) {
+        for (size_t i = 0; i < m.parameters.size(); ++i)
+          lap::model::initParameter(host, m.parameters[i], seed, i);
+      });
   return finish();
 }
 
@@ -354,7 +356,7 @@ lap_status lap_model_decode(const float *params, const int32_t *tokens,
                 std::to_string(first + count - 1) +
                 " do not fit the cache of " + std::to_string(m.maxSeq) +
                 " positions (lapc --max-seq sets it)");
-  if (lap::model::device::readsBatches())
+  if (lap::model::backend::readsBatches())
     if (lap_status s = m.checkIds("tokens", tokens, batch, count, 0))
       return s;
   // tokens, then each layer's key and value caches.

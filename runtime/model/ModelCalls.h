@@ -1,4 +1,4 @@
-//===- ModelOnDevice.h - A library's calls from host data -------*- C++ -*-===//
+//===- ModelCalls.h - A library's calls from host data -------*- C++ -*-===//
 //
 // Data loaders make batches in host memory and readers want losses and
 // logits there; a CUDA library reads and writes GPU memory. This puts a
@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LAP_RUNTIME_MODEL_MODELONDEVICE_H
-#define LAP_RUNTIME_MODEL_MODELONDEVICE_H
+#ifndef LAP_RUNTIME_MODEL_MODELCALLS_H
+#define LAP_RUNTIME_MODEL_MODELCALLS_H
 
 #include "runtime/model/DeviceMemory.h"
 
@@ -18,12 +18,12 @@
 
 namespace lap {
 
-class ModelOnDevice {
+class ModelCalls {
 public:
   /// Calls of `model` with its intermediates in `workspace` (the manifest's
   /// workspace size, in `memory`, the model's device's memory).
-  ModelOnDevice(const LoadedModel &model, const DeviceMemory &memory,
-                void *workspace);
+  ModelCalls(const LoadedModel &model, const DeviceMemory &memory,
+             void *workspace);
 
   const LoadedModel &model() const { return lib; }
   const DeviceMemory &memory() const { return mem; }
@@ -74,4 +74,4 @@ private:
 
 } // namespace lap
 
-#endif // LAP_RUNTIME_MODEL_MODELONDEVICE_H
+#endif // LAP_RUNTIME_MODEL_MODELCALLS_H

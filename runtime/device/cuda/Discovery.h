@@ -15,7 +15,7 @@
 namespace lap::cuda {
 
 /// One visible CUDA device.
-struct DeviceInfo {
+struct GpuInfo {
   int index = 0;
   std::string name;
   int major = 0, minor = 0; ///< Compute capability.
@@ -25,7 +25,7 @@ struct DeviceInfo {
 /// The devices this process can use. When there are none, `whyNone` (if
 /// given) receives the CUDA runtime's reason, e.g. "no CUDA-capable device
 /// is detected".
-std::vector<DeviceInfo> visibleDevices(std::string *whyNone = nullptr);
+std::vector<GpuInfo> visibleDevices(std::string *whyNone = nullptr);
 
 } // namespace lap::cuda
 

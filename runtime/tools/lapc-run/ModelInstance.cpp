@@ -1,6 +1,6 @@
-//===- DeviceModel.cpp - A library on the device `--device` names ---------===//
+//===- ModelInstance.cpp - A library on the device `--device` names ---------===//
 
-#include "runtime/tools/lapc-run/DeviceModel.h"
+#include "runtime/tools/lapc-run/ModelInstance.h"
 
 #include "runtime/train/Trainer.h"
 
@@ -10,7 +10,7 @@
 #include <regex>
 #include <stdexcept>
 
-std::unique_ptr<lap::train::TrainDevice>
+std::unique_ptr<lap::device::Device>
 lap::cli::openDevice(const LoadedModel &model, const std::string &option,
                      HostRank where) {
   std::smatch parts;
@@ -43,7 +43,7 @@ lap::cli::openDevice(const LoadedModel &model, const std::string &option,
                              model.path() + " describes it)");
   int ordinal = numbered.value_or(where.rank);
   try {
-    return train::cudaTrainDevice(ordinal);
+    return device::openCuda(ordinal);
   } catch (const std::exception &e) {
     throw std::runtime_error(fmt::format(
         "GPU {}{}: {} (GPUs here that run {}: {})", ordinal,
@@ -54,15 +54,16 @@ lap::cli::openDevice(const LoadedModel &model, const std::string &option,
   }
 }
 
-lap::cli::DeviceModel::DeviceModel(const std::string &path,
-                                   const std::string &option, HostRank where)
+lap::cli::ModelInstance::ModelInstance(const std::string &path,
+                                       const std::string &option,
+                                       HostRank where)
     : model(path, LoadedModel::Devices::Any),
       gpu(openDevice(model, option, where)),
-      device(gpu ? *gpu : train::hostTrainDevice()), memory(model),
+      device(gpu ? *gpu : device::host()), memory(model),
       params(device, model.parameterElements()),
       workspace(memory, size_t(model.workspaceBytes())),
       calls(model, memory, workspace.data) {}
 
-lap::LoadedCheckpoint lap::cli::DeviceModel::restore(const std::string &dir) {
+lap::LoadedCheckpoint lap::cli::ModelInstance::restore(const std::string &dir) {
   return train::restoreParameters(model, dir, params.data(), false, device);
 }

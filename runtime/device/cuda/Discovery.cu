@@ -1,15 +1,15 @@
 //===- Device.cu - CUDA devices visible to this process ---------*- C++ -*-===//
 
-#include "runtime/cuda/Device.h"
+#include "runtime/device/cuda/Discovery.h"
 
 #include <cuda_runtime.h>
 
 using namespace lap::cuda;
 
-std::vector<DeviceInfo> lap::cuda::visibleDevices(std::string *whyNone) {
+std::vector<GpuInfo> lap::cuda::visibleDevices(std::string *whyNone) {
   int count = 0;
   cudaError_t status = cudaGetDeviceCount(&count);
-  std::vector<DeviceInfo> devices;
+  std::vector<GpuInfo> devices;
   if (status != cudaSuccess) {
     if (whyNone)
       *whyNone = cudaGetErrorString(status);

@@ -1,4 +1,4 @@
-//===- HostTrainDevice.cpp - The trainer's arithmetic on the host ---------===//
+//===- HostDevice.cpp - The host: host memory, arithmetic on the CPU ------===//
 //
 // Parallel loops run on the shared libgomp pool (lap::cpu::parallelFor).
 // Thread-count independence: elementwise work and reductions go by the
@@ -9,10 +9,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/device/Device.h"
+#include "runtime/device/host/Orthogonalize.h"
+
 #include "runtime/kernels/Bf16.h"
 #include "runtime/kernels/cpu/Parallel.h"
-#include "runtime/train/Optimizer.h"
-#include "runtime/train/TrainDevice.h"
 
 #include <oneapi/dnnl/dnnl.h>
 
@@ -24,7 +25,7 @@
 #include <new>
 #include <stdexcept>
 
-namespace lap::train {
+namespace lap::device {
 namespace {
 
 constexpr int64_t kRows = 32; ///< rows per GEMM block in Newton-Schulz
@@ -84,7 +85,7 @@ template <typename F> void forRowBlocks(int64_t rows, F &&f) {
   });
 }
 
-class HostTrainDevice final : public TrainDevice {
+class HostDevice final : public Device {
 public:
   bool onHost() const override { return true; }
 
@@ -170,7 +171,7 @@ public:
 
   void orthogonalize(float *x, int64_t rows, int64_t cols, int64_t steps,
                      lap_matmul precision) override {
-    lap::train::orthogonalize(x, x, rows, cols, steps, precision);
+    device::orthogonalize(x, x, rows, cols, steps, precision);
   }
 
   void applyUpdate(float *params, const float *u, int64_t n, float decay,
@@ -184,8 +185,8 @@ public:
 
 } // namespace
 
-TrainDevice &hostTrainDevice() {
-  static HostTrainDevice host;
+Device &host() {
+  static HostDevice host;
   return host;
 }
 
@@ -251,4 +252,4 @@ void orthogonalize(const float *g, float *out, int64_t rows, int64_t cols,
   });
 }
 
-} // namespace lap::train
+} // namespace lap::device

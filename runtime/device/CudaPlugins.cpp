@@ -1,13 +1,13 @@
-//===- CudaPlugin.cpp - The GPU's device and communicator, a plugin -------===//
+//===- CudaPlugins.cpp - The GPU's device and communicator, plugins -------===//
 //
-// The CUDA device and the NCCL communicator live in lib/libLapTrainCUDA.so
-// and lib/libLapCommNCCL.so beside the host's bin/ (built where the CUDA
+// The CUDA device and the NCCL communicator live in lib/libLapDeviceCUDA.so
+// and lib/libLapDeviceNCCL.so beside the host's bin/ (built where the CUDA
 // toolkit is found), loaded on the first request: a host that never trains
 // on a GPU maps no CUDA library, one GPU alone no NCCL.
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/train/TrainDevice.h"
+#include "runtime/device/Device.h"
 
 #include "runtime/comm/Communicator.h"
 
@@ -40,18 +40,17 @@ Entry pluginEntry(const std::string &library, const char *name) {
 
 } // namespace
 
-std::unique_ptr<lap::train::TrainDevice>
-lap::train::cudaTrainDevice(int ordinal) {
-  auto entry = pluginEntry<TrainDevice *(*)(int)>("libLapTrainCUDA.so",
-                                                  "lap_train_cuda_device");
-  return std::unique_ptr<TrainDevice>(entry(ordinal));
+std::unique_ptr<lap::device::Device> lap::device::openCuda(int ordinal) {
+  auto entry = pluginEntry<Device *(*)(int)>("libLapDeviceCUDA.so",
+                                             "lap_device_cuda_open");
+  return std::unique_ptr<Device>(entry(ordinal));
 }
 
 std::unique_ptr<lap::comm::Communicator>
-lap::train::cudaCommunicator(comm::Communicator &ranks) {
+lap::device::cudaCommunicator(comm::Communicator &ranks) {
   auto entry =
       pluginEntry<comm::Communicator *(*)(comm::Communicator *, std::string *)>(
-          "libLapCommNCCL.so", "lap_train_cuda_communicator");
+          "libLapDeviceNCCL.so", "lap_device_nccl_communicator");
   std::string error;
   comm::Communicator *made = entry(&ranks, &error);
   if (!made)

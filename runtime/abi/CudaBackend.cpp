@@ -1,4 +1,4 @@
-//===- CudaDevice.cpp - Model code on a CUDA GPU ----------------*- C++ -*-===//
+//===- CudaBackend.cpp - Model code on a CUDA GPU ---------------*- C++ -*-===//
 //
 // Calls enqueue on the thread's stream (lap_model_set_stream) and return:
 // results are ready when the stream has run them, so a host may capture a
@@ -7,14 +7,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/cuda/Device.h"
+#include "runtime/abi/Backend.h"
+#include "runtime/device/cuda/Discovery.h"
 #include "runtime/kernels/cuda/Context.h"
-#include "runtime/model/Device.h"
 
 #include <cstdlib>
 #include <vector>
 
-namespace device = lap::model::device;
+namespace backend = lap::model::backend;
 
 // The GPU architecture lapc compiled the generated kernels for ("sm_90").
 extern "C" const char lap_gen_cuda_arch[];
@@ -31,7 +31,7 @@ struct Gpus {
   Gpus() {
     const int arch = std::atoi(lap_gen_cuda_arch + 3); // "sm_90" -> 90
     std::string why;
-    for (const lap::cuda::DeviceInfo &d : lap::cuda::visibleDevices(&why))
+    for (const lap::cuda::GpuInfo &d : lap::cuda::visibleDevices(&why))
       if (d.major * 10 + d.minor >= arch)
         isas += (isas.empty() ? "sm_" : " sm_") + std::to_string(d.major) +
                 std::to_string(d.minor);
@@ -53,16 +53,16 @@ const Gpus &gpus() {
 
 } // namespace
 
-const char *device::kernelError() {
+const char *backend::kernelError() {
   return gpus().error.empty() ? nullptr : gpus().error.c_str();
 }
-const char *device::kernelIsa() { return lap_gen_cuda_arch; }
-const char *device::kernelIsas() { return gpus().isas.c_str(); }
+const char *backend::kernelIsa() { return lap_gen_cuda_arch; }
+const char *backend::kernelIsas() { return gpus().isas.c_str(); }
 
-bool device::readsBatches() { return false; }
+bool backend::readsBatches() { return false; }
 
-void device::initialise(float *params, int64_t elements,
-                        const std::function<void(float *)> &fill) {
+void backend::initialise(float *params, int64_t elements,
+                         const std::function<void(float *)> &fill) {
   std::vector<float> host(elements);
   fill(host.data());
   lap::cuda::check(cudaMemcpyAsync(params, host.data(),
@@ -74,12 +74,12 @@ void device::initialise(float *params, int64_t elements,
                    "copying the initial parameters to the GPU");
 }
 
-lap_status device::setStream(void *stream) {
+lap_status backend::setStream(void *stream) {
   lap::cuda::setStream(static_cast<cudaStream_t>(stream));
   return LAP_OK;
 }
 
-lap_status device::finish(std::string &error) {
+lap_status backend::finish(std::string &error) {
   error = lap::cuda::takeFailure();
   return error.empty() ? LAP_OK : LAP_INTERNAL;
 }

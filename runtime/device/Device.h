@@ -1,4 +1,9 @@
-//===- TrainDevice.h - Where the trainer's own arithmetic runs --*- C++ -*-===//
+//===- Device.h - Where a model's memory lives and its trainer runs -*- C++ -*-===//
+//
+// A device is the memory a model library computes in and the arithmetic
+// the trainer does beside it: the host for a CPU library (host/), a GPU for
+// a CUDA library (cuda/, a plugin that hosts load only to run on a GPU,
+// with the NCCL communicator of ranks on GPUs).
 //
 // Besides the model's train step, a training step sums micro-batch
 // gradients, measures their norm, clips them and updates the parameters and
@@ -14,8 +19,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LAP_RUNTIME_TRAIN_TRAINDEVICE_H
-#define LAP_RUNTIME_TRAIN_TRAINDEVICE_H
+#ifndef LAP_RUNTIME_DEVICE_DEVICE_H
+#define LAP_RUNTIME_DEVICE_DEVICE_H
 
 #include "runtime/kernels/KernelEnums.h"
 
@@ -27,7 +32,7 @@ namespace lap::comm {
 class Communicator;
 } // namespace lap::comm
 
-namespace lap::train {
+namespace lap::device {
 
 /// The largest span: 2^15 floats.
 constexpr int64_t kSpan = int64_t(1) << 15;
@@ -45,9 +50,10 @@ struct AdamWScalars {
   float decay, w1, beta2, w2, eps, stepSize, bc2Sqrt;
 };
 
-class TrainDevice {
+/// A device's memory and the trainer's arithmetic on it.
+class Device {
 public:
-  virtual ~TrainDevice() = default;
+  virtual ~Device() = default;
 
   /// Whether the arrays are host memory (a CPU library's).
   virtual bool onHost() const = 0;
@@ -91,33 +97,33 @@ public:
 };
 
 /// The host: the CPU libraries' device.
-TrainDevice &hostTrainDevice();
+Device &host();
 
-/// GPU `ordinal` (the plugin CudaPlugin.cpp loads), made the calling
+/// GPU `ordinal` (the plugin CudaPlugins.cpp loads), made the calling
 /// thread's current device (where a CUDA library's calls from it run), its
 /// work queued on the legacy default stream, which orders it with the
 /// library's. Throws when this build has no CUDA or there is no such GPU.
-std::unique_ptr<TrainDevice> cudaTrainDevice(int ordinal);
+std::unique_ptr<Device> openCuda(int ordinal);
 
 /// The NCCL communicator of `ranks` (the bootstrap, which must outlive it)
-/// over the memory of this thread's GPU (cudaTrainDevice made it current),
+/// over the memory of this thread's GPU (openCuda made it current),
 /// its collectives on the legacy default stream, as the device's work.
 /// Throws when this build has no CUDA or NCCL cannot start.
 std::unique_ptr<comm::Communicator> cudaCommunicator(comm::Communicator &ranks);
 
-/// A float array on a TrainDevice, freed with it.
-class DeviceArray {
+/// A float array on a device, freed with it.
+class Array {
 public:
-  DeviceArray() = default;
-  DeviceArray(TrainDevice &device, int64_t n)
+  Array() = default;
+  Array(Device &device, int64_t n)
       : device(&device), data_(n > 0 ? device.allocate(n) : nullptr), size_(n) {
   }
-  ~DeviceArray() {
+  ~Array() {
     if (data_)
       device->release(data_);
   }
-  DeviceArray(DeviceArray &&o) noexcept { *this = std::move(o); }
-  DeviceArray &operator=(DeviceArray &&o) noexcept {
+  Array(Array &&o) noexcept { *this = std::move(o); }
+  Array &operator=(Array &&o) noexcept {
     std::swap(device, o.device);
     std::swap(data_, o.data_);
     std::swap(size_, o.size_);
@@ -127,11 +133,11 @@ public:
   int64_t size() const { return size_; }
 
 private:
-  TrainDevice *device = nullptr;
+  Device *device = nullptr;
   float *data_ = nullptr;
   int64_t size_ = 0;
 };
 
-} // namespace lap::train
+} // namespace lap::device
 
-#endif // LAP_RUNTIME_TRAIN_TRAINDEVICE_H
+#endif // LAP_RUNTIME_DEVICE_DEVICE_H
