@@ -35,6 +35,27 @@ def Lap_ElementTypes : NativeOpTrait<"ElementTypes"> {
   let cppNamespace = "::lap::OpTrait";
 }
 
+// Lowering policy, stated on each op that has it (the passes ask with
+// hasTrait, through isLoopFusible, isGenerated and hasBF16Kernel in
+// LapOps.h):
+//  - LoopFusible: a result element (row r, column j) needs only element
+//    (r, j) of its row-shaped operands, column j of its [C] operands and,
+//    for the forward norms, statistics of its input row; or it is a column
+//    sum over rows. Such ops may share a lap.fusion and its loop nest.
+//  - Generated: code generation makes the op a loop of its own, at either
+//    precision, not a call of the kernel library (loop-fusible ops are too).
+//  - BF16Kernel: the kernel library computes the op on bf16 tensors too
+//    (Kernels.def's `<kernel>_bf16`); other kernel calls take f32.
+def Lap_LoopFusible : NativeOpTrait<"LoopFusible"> {
+  let cppNamespace = "::lap::OpTrait";
+}
+def Lap_Generated : NativeOpTrait<"Generated"> {
+  let cppNamespace = "::lap::OpTrait";
+}
+def Lap_BF16Kernel : NativeOpTrait<"BF16Kernel"> {
+  let cppNamespace = "::lap::OpTrait";
+}
+
 class Lap_Op<string mnemonic, list<Trait> traits = []>
     : Op<Lap_Dialect, mnemonic, !listconcat(traits, [Lap_ElementTypes])>;
 

@@ -401,27 +401,16 @@ LogicalResult RMSNormOp::verify() {
 }
 
 bool lap::isLoopFusible(Operation *op) {
-  return isa<AddOp, AddBiasOp, ResidualAddOp, LayerScaleOp, GeluTanhOp, GeluOp,
-             ReLU2Op, ActivationGradOp, SoftcapOp, SoftcapGradOp, ConvertOp>(
-             op) ||
-         isa<ColumnSumOp>(op) || isRowReduction(op);
+  return op->hasTrait<OpTrait::LoopFusible>();
 }
 
 bool lap::isGenerated(Operation *op) {
-  return isLoopFusible(op) ||
-         isa<FusionOp, SplitHeadsOp, SplitHeadsGradOp, MergeHeadsOp,
-             MergeHeadsGradOp, HeadCoefficientsOp, HeadCoefficientsGradOp,
-             arith::ConstantOp>(op);
+  return isLoopFusible(op) || op->hasTrait<OpTrait::Generated>() ||
+         isa<arith::ConstantOp>(op);
 }
 
 bool lap::hasBF16Kernel(Operation *op) {
-  return isa<AttentionOp, AttentionGradOp, LinearOp, LinearGradOp, LinearGeluOp,
-             GeluLinearGradOp, LinearHeadsOp, LinearHeadsGradOp,
-             LinearCrossEntropyOp, CrossEntropyOp, CrossEntropyGradOp, RopeOp,
-             RopeGradOp, LayerNormGradOp, RMSNormGradOp, LayerScaleGradOp,
-             EmbeddingOp, EmbeddingGradOp, AddPositionsOp, AddPositionsGradOp,
-             DropoutOp, DropPathOp, PrependTokensOp, PrependTokensGradOp,
-             TakeTokenOp, TakeTokenGradOp, MeanTokensOp, MeanTokensGradOp>(op);
+  return op->hasTrait<OpTrait::BF16Kernel>();
 }
 
 bool lap::needsWidening(Operation *op) {

@@ -23,18 +23,19 @@ namespace lap {
 /// column j of its [C] operands and, for the forward norms, statistics of
 /// its input row; or a column sum over rows. Dropout and drop path are not
 /// (outside a training step they are free aliases, inside one they call the
-/// kernel library).
+/// kernel library). The ops say so by Lap_LoopFusible (LapDialect.td).
 bool isLoopFusible(mlir::Operation *op);
 
 /// Whether code generation makes `op` a loop of its own, at either
 /// precision (the loop-fusible ops, fusions, the layout ops that move
 /// heads, the head coefficients, splat constants), rather than a call of
 /// the kernel library, whose kernels take f32 (`--lap-widen-kernels`)
-/// unless hasBF16Kernel.
+/// unless hasBF16Kernel. The ops say so by Lap_Generated or
+/// Lap_LoopFusible.
 bool isGenerated(mlir::Operation *op);
 
 /// Whether the kernel library computes `op` on bf16 tensors too (the
-/// kernels of Kernels.def named `<kernel>_bf16`).
+/// kernels of Kernels.def named `<kernel>_bf16`): Lap_BF16Kernel.
 bool hasBF16Kernel(mlir::Operation *op);
 
 /// Whether `op` has bf16 tensors but becomes a call of a kernel that takes

@@ -23,7 +23,7 @@ def Lap_FloatTensor : RankedTensorOf<[F32, BF16]>;
 // Attention
 //===----------------------------------------------------------------------===//
 
-def Lap_AttentionOp : Lap_Op<"attention", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+def Lap_AttentionOp : Lap_Op<"attention", [Lap_BF16Kernel, Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "multi-head attention with a kind per head";
   let description = [{
     Queries `q` [B, T, H, D], keys `k` and values `v` [B, S, KV, D]; query
@@ -118,7 +118,7 @@ def Lap_CachedAttentionOp : Lap_Op<"cached_attention", [MemoryEffects<[MemRead, 
   }];
 }
 
-def Lap_HeadCoefficientsOp : Lap_Op<"head_coefficients", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+def Lap_HeadCoefficientsOp : Lap_Op<"head_coefficients", [Lap_Generated, Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "per-head (alpha, beta) of a layer, some of them learned";
   let description = [{
     The [2, H] coefficients (alpha, then beta) of a layer's heads for the
@@ -142,7 +142,7 @@ def Lap_HeadCoefficientsOp : Lap_Op<"head_coefficients", [Pure, DeclareOpInterfa
   let hasVerifier = 1;
 }
 
-def Lap_HeadCoefficientsGradOp : Lap_Op<"head_coefficients_grad", [Pure]> {
+def Lap_HeadCoefficientsGradOp : Lap_Op<"head_coefficients_grad", [Lap_Generated, Pure]> {
   let summary = "the learned columns of a [2, H] coefficient gradient";
   let description = [{
     The gradient of lap.head_coefficients' `learned` operand: column
@@ -160,7 +160,7 @@ def Lap_HeadCoefficientsGradOp : Lap_Op<"head_coefficients_grad", [Pure]> {
 // Linear layers, embeddings, norms
 //===----------------------------------------------------------------------===//
 
-def Lap_LinearOp : Lap_Op<"linear", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+def Lap_LinearOp : Lap_Op<"linear", [Lap_BF16Kernel, Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "y = x W^T (+ b)";
   let description = [{
     `input` [..., K], `weight` [N, K] (PyTorch's layout), optional `bias` [N];
@@ -179,7 +179,7 @@ def Lap_LinearOp : Lap_Op<"linear", [Pure, DeclareOpInterfaceMethods<Lap_Differe
   let hasVerifier = 1;
 }
 
-def Lap_LinearHeadsOp : Lap_Op<"linear_heads", [Pure, AllTypesMatch<["k", "v"]>]> {
+def Lap_LinearHeadsOp : Lap_Op<"linear_heads", [Lap_BF16Kernel, Pure, AllTypesMatch<["k", "v"]>]> {
   let summary = "the fused query/key/value projection, straight into heads";
   let description = [{
     `lap.split_heads(lap.linear(x, W, b))` as one op, made by `--lap-fuse`:
@@ -200,7 +200,7 @@ def Lap_LinearHeadsOp : Lap_Op<"linear_heads", [Pure, AllTypesMatch<["k", "v"]>]
   let hasVerifier = 1;
 }
 
-def Lap_EmbeddingOp : Lap_Op<"embedding", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+def Lap_EmbeddingOp : Lap_Op<"embedding", [Lap_BF16Kernel, Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "rows of a table by index";
   let description = [{
     `table` [V, C], `indices` [B, T] of i32; the result is [B, T, C].
@@ -218,7 +218,7 @@ def Lap_EmbeddingOp : Lap_Op<"embedding", [Pure, DeclareOpInterfaceMethods<Lap_D
 }
 
 def Lap_LayerNormOp : Lap_Op<"layer_norm",
-    [Pure, AttrSizedOperandSegments, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+    [Lap_LoopFusible, Pure, AttrSizedOperandSegments, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "LayerNorm over the last dimension, optional weight and bias";
   let description = [{
     ```mlir
@@ -234,7 +234,7 @@ def Lap_LayerNormOp : Lap_Op<"layer_norm",
   let hasVerifier = 1;
 }
 
-def Lap_RMSNormOp : Lap_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+def Lap_RMSNormOp : Lap_Op<"rms_norm", [Lap_LoopFusible, Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "RMSNorm over the last dimension, optional weight";
   let description = [{
     Parameter-free when `weight` is absent (nanochat).
@@ -251,7 +251,7 @@ def Lap_RMSNormOp : Lap_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<Lap_Diff
   let hasVerifier = 1;
 }
 
-def Lap_RopeOp : Lap_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+def Lap_RopeOp : Lap_Op<"rope", [Lap_BF16Kernel, Pure, AllTypesMatch<["input", "result"]>, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "rotary position embedding of [B, T, H, D] by position";
   let description = [{
     Rotates channel pairs (i, i + D/2) of each head by angle p * base^(-2i/D)
@@ -269,7 +269,7 @@ def Lap_RopeOp : Lap_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>, Decla
   let hasVerifier = 1;
 }
 
-def Lap_SplitHeadsOp : Lap_Op<"split_heads", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+def Lap_SplitHeadsOp : Lap_Op<"split_heads", [Lap_Generated, Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "[B, T, (H + 2 KV) D] -> q [B, T, H, D], k and v [B, T, KV, D]";
   let description = [{
     Splits the output of the fused QKV projection into per-head queries,
@@ -287,7 +287,7 @@ def Lap_SplitHeadsOp : Lap_Op<"split_heads", [Pure, DeclareOpInterfaceMethods<La
   let hasVerifier = 1;
 }
 
-def Lap_MergeHeadsOp : Lap_Op<"merge_heads", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+def Lap_MergeHeadsOp : Lap_Op<"merge_heads", [Lap_Generated, Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "[B, T, H, D] -> [B, T, H D]";
   let description = [{
     Joins the heads of attention's output for the output projection.
@@ -303,7 +303,7 @@ def Lap_MergeHeadsOp : Lap_Op<"merge_heads", [Pure, DeclareOpInterfaceMethods<La
 }
 
 def Lap_AddPositionsOp : Lap_Op<"add_positions",
-    [Pure, AllTypesMatch<["input", "result"]>, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+    [Lap_BF16Kernel, Pure, AllTypesMatch<["input", "result"]>, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "x[:, t] + table[p - offset] for positions p = first + t >= offset";
   let description = [{
     Adds learned position embeddings [P, C] to x [B, T, C]; the first
@@ -368,7 +368,7 @@ def Lap_PatchifyOp : Lap_Op<"patchify", [Pure, DeclareOpInterfaceMethods<Lap_Dif
   let hasVerifier = 1;
 }
 
-def Lap_PrependTokensOp : Lap_Op<"prepend_tokens", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+def Lap_PrependTokensOp : Lap_Op<"prepend_tokens", [Lap_BF16Kernel, Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "[B, N, C] and learned tokens [k, C] -> [B, k + N, C]";
   let description = [{
     Puts the same k learned tokens (CLS, registers) before every sequence.
@@ -386,7 +386,7 @@ def Lap_PrependTokensOp : Lap_Op<"prepend_tokens", [Pure, DeclareOpInterfaceMeth
 }
 
 def Lap_LayerScaleOp : Lap_Op<"layer_scale",
-    [Pure, AllTypesMatch<["input", "result"]>, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+    [Lap_LoopFusible, Pure, AllTypesMatch<["input", "result"]>, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "x * gamma per channel (LayerScale)";
   let description = [{
     ```mlir
@@ -399,7 +399,7 @@ def Lap_LayerScaleOp : Lap_Op<"layer_scale",
   let hasVerifier = 1;
 }
 
-def Lap_AddBiasOp : Lap_Op<"add_bias", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Lap_AddBiasOp : Lap_Op<"add_bias", [Lap_LoopFusible, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "x + b per channel: a linear layer's bias, added after its GEMM";
   let description = [{
     Made by `--lap-fuse-loops` from a `lap.linear` with a bias whose result
@@ -418,7 +418,7 @@ def Lap_AddBiasOp : Lap_Op<"add_bias", [Pure, AllTypesMatch<["input", "result"]>
   let hasVerifier = 1;
 }
 
-def Lap_LinearGeluOp : Lap_Op<"linear_gelu", [Pure]> {
+def Lap_LinearGeluOp : Lap_Op<"linear_gelu", [Lap_BF16Kernel, Pure]> {
   let summary = "a linear layer and the tanh GELU after it, as one GEMM";
   let description = [{
     `pre` = lap.linear(x, W, b) and `result` = lap.gelu_tanh(pre), made by
@@ -439,7 +439,7 @@ def Lap_LinearGeluOp : Lap_Op<"linear_gelu", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Lap_GeluLinearGradOp : Lap_Op<"gelu_linear_grad", [Pure, AllTypesMatch<["pre", "grad_pre"]>]> {
+def Lap_GeluLinearGradOp : Lap_Op<"gelu_linear_grad", [Lap_BF16Kernel, Pure, AllTypesMatch<["pre", "grad_pre"]>]> {
   let summary = "the input gradient of y = gelu_tanh(pre) W^T (+ b), as one GEMM";
   let description = [{
     dpre = (dy W) * gelu_tanh'(pre), made by `--lap-fuse-epilogues` from
@@ -461,7 +461,7 @@ def Lap_GeluLinearGradOp : Lap_Op<"gelu_linear_grad", [Pure, AllTypesMatch<["pre
   let hasVerifier = 1;
 }
 
-def Lap_ColumnSumOp : Lap_Op<"column_sum", [Pure]> {
+def Lap_ColumnSumOp : Lap_Op<"column_sum", [Lap_LoopFusible, Pure]> {
   let summary = "[..., C] -> [C]: the sum over every leading index (a bias gradient)";
   let description = [{
     Made by `--lap-fuse-loops` for the bias gradient of a linear layer whose
@@ -480,7 +480,7 @@ def Lap_ColumnSumOp : Lap_Op<"column_sum", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Lap_TakeTokenOp : Lap_Op<"take_token", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+def Lap_TakeTokenOp : Lap_Op<"take_token", [Lap_BF16Kernel, Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "[B, T, C] -> [B, C]: the token at `index` (CLS pooling)";
   let description = [{
     ```mlir
@@ -493,7 +493,7 @@ def Lap_TakeTokenOp : Lap_Op<"take_token", [Pure, DeclareOpInterfaceMethods<Lap_
   let hasVerifier = 1;
 }
 
-def Lap_MeanTokensOp : Lap_Op<"mean_tokens", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+def Lap_MeanTokensOp : Lap_Op<"mean_tokens", [Lap_BF16Kernel, Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "[B, T, C] -> [B, C]: the mean of tokens skip .. T-1";
   let description = [{
     Average pooling over the patch tokens (skipping CLS and registers).
@@ -542,7 +542,7 @@ def Lap_WeightNormOp : Lap_Op<"weight_norm",
 //===----------------------------------------------------------------------===//
 
 class Lap_UnaryOp<string mnemonic, string formula>
-    : Lap_Op<mnemonic, [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+    : Lap_Op<mnemonic, [Lap_LoopFusible, Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "elementwise " # formula;
   let description = "```mlir\n%y = lap." # mnemonic # " %x : tensor<?x?x256xf32>\n```";
   let arguments = (ins Lap_FloatTensor:$input);
@@ -555,7 +555,7 @@ def Lap_GeluTanhOp : Lap_UnaryOp<"gelu_tanh",
 def Lap_GeluOp : Lap_UnaryOp<"gelu", "0.5 x (1 + erf(x / sqrt(2)))">;
 def Lap_ReLU2Op : Lap_UnaryOp<"relu2", "max(x, 0)^2">;
 
-def Lap_DropoutOp : Lap_Op<"dropout", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+def Lap_DropoutOp : Lap_Op<"dropout", [Lap_BF16Kernel, Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "zeroes elements with probability `rate` in training, scaling the rest";
   let description = [{
     x * mask / (1 - rate) with mask ~ Bernoulli(1 - rate) per element while
@@ -570,7 +570,7 @@ def Lap_DropoutOp : Lap_Op<"dropout", [Pure, SameOperandsAndResultType, DeclareO
   let hasVerifier = 1;
 }
 
-def Lap_DropPathOp : Lap_Op<"drop_path", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+def Lap_DropPathOp : Lap_Op<"drop_path", [Lap_BF16Kernel, Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "stochastic depth: drops a residual branch per sample";
   let description = [{
     For x [B, ...]: x * mask_b / (1 - rate) with one Bernoulli(1 - rate) draw
@@ -584,7 +584,7 @@ def Lap_DropPathOp : Lap_Op<"drop_path", [Pure, SameOperandsAndResultType, Decla
 }
 
 def Lap_AddOp : Lap_Op<"add",
-    [Pure, SameOperandsAndResultType, Commutative, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+    [Lap_LoopFusible, Pure, SameOperandsAndResultType, Commutative, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "elementwise sum (the residual connection)";
   let description = [{
     ```mlir
@@ -598,7 +598,7 @@ def Lap_AddOp : Lap_Op<"add",
 
 // Not a Lap_Op: converting between the two precisions is its purpose.
 def Lap_ConvertOp : Op<Lap_Dialect, "convert",
-    [Pure, SameOperandsAndResultShape, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+    [Lap_LoopFusible, Pure, SameOperandsAndResultShape, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "elementwise conversion between f32 and bf16";
   let description = [{
     To bf16: rounded to nearest, ties to even; to f32: exact. A bf16 model
@@ -619,7 +619,7 @@ def Lap_ConvertOp : Op<Lap_Dialect, "convert",
 }
 
 def Lap_ResidualAddOp : Lap_Op<"residual_add",
-    [Pure, AllTypesMatch<["input", "branch", "result"]>]> {
+    [Lap_LoopFusible, Pure, AllTypesMatch<["input", "branch", "result"]>]> {
   let summary = "x + drop_path(branch * gamma): a residual branch in one pass";
   let description = [{
     The fused form of `lap.add(x, lap.drop_path(lap.layer_scale(branch,
@@ -640,7 +640,7 @@ def Lap_ResidualAddOp : Lap_Op<"residual_add",
   let hasVerifier = 1;
 }
 
-def Lap_SoftcapOp : Lap_Op<"softcap", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+def Lap_SoftcapOp : Lap_Op<"softcap", [Lap_LoopFusible, Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "cap * tanh(x / cap)";
   let description = [{
     Caps logits smoothly into (-cap, cap) (nanochat's logit softcap).
@@ -659,7 +659,7 @@ def Lap_SoftcapOp : Lap_Op<"softcap", [Pure, SameOperandsAndResultType, DeclareO
 // Losses
 //===----------------------------------------------------------------------===//
 
-def Lap_CrossEntropyOp : Lap_Op<"cross_entropy", [Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+def Lap_CrossEntropyOp : Lap_Op<"cross_entropy", [Lap_BF16Kernel, Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "mean cross-entropy of logits against class indices";
   let description = [{
     `logits` [..., V], `targets` [...] of i32 with the same leading shape;
@@ -728,7 +728,7 @@ def Lap_DinoLossOp : Lap_Op<"dino_loss", [Pure, DeclareOpInterfaceMethods<Lap_Di
 // Gradients (built by --lap-autodiff through DifferentiableOp)
 //===----------------------------------------------------------------------===//
 
-def Lap_AttentionGradOp : Lap_Op<"attention_grad", [Pure,
+def Lap_AttentionGradOp : Lap_Op<"attention_grad", [Lap_BF16Kernel, Pure,
     AllTypesMatch<["q", "grad_q", "grad_output", "output"]>,
     AllTypesMatch<["k", "v", "grad_k", "grad_v"]>]> {
   let summary = "gradients of lap.attention with the same kinds";
@@ -756,7 +756,7 @@ def Lap_AttentionGradOp : Lap_Op<"attention_grad", [Pure,
   let hasVerifier = 1;
 }
 
-def Lap_LinearCrossEntropyOp : Lap_Op<"linear_cross_entropy", [Pure,
+def Lap_LinearCrossEntropyOp : Lap_Op<"linear_cross_entropy", [Lap_BF16Kernel, Pure,
     AllTypesMatch<["grad_loss", "loss"]>, AllTypesMatch<["input", "grad_input"]>,
     AllTypesMatch<["weight", "grad_weight"]>]> {
   let summary = "an output layer and its cross-entropy, with their gradients";
@@ -784,7 +784,7 @@ def Lap_LinearCrossEntropyOp : Lap_Op<"linear_cross_entropy", [Pure,
   let hasVerifier = 1;
 }
 
-def Lap_LinearGradOp : Lap_Op<"linear_grad", [Pure,
+def Lap_LinearGradOp : Lap_Op<"linear_grad", [Lap_BF16Kernel, Pure,
     AllTypesMatch<["input", "grad_input"]>, AllTypesMatch<["weight", "grad_weight"]>]> {
   let summary = "dx = dy W, dW = dy^T x, db = sum dy (over leading dimensions)";
   let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$input,
@@ -797,7 +797,7 @@ def Lap_LinearGradOp : Lap_Op<"linear_grad", [Pure,
   let hasVerifier = 1;
 }
 
-def Lap_LinearHeadsGradOp : Lap_Op<"linear_heads_grad", [Pure,
+def Lap_LinearHeadsGradOp : Lap_Op<"linear_heads_grad", [Lap_BF16Kernel, Pure,
     AllTypesMatch<["input", "grad_input"]>, AllTypesMatch<["weight", "grad_weight"]>,
     AllTypesMatch<["grad_k", "grad_v"]>]> {
   let summary = "the gradients of lap.linear_heads from dq, dk, dv";
@@ -817,7 +817,7 @@ def Lap_LinearHeadsGradOp : Lap_Op<"linear_heads_grad", [Pure,
   let hasVerifier = 1;
 }
 
-def Lap_EmbeddingGradOp : Lap_Op<"embedding_grad", [Pure]> {
+def Lap_EmbeddingGradOp : Lap_Op<"embedding_grad", [Lap_BF16Kernel, Pure]> {
   let summary = "dtable[v] = sum of dy at the positions holding index v";
   let arguments = (ins Lap_FloatTensor:$grad_output, RankedTensorOf<[I32]>:$indices);
   let results = (outs Lap_FloatTensor:$grad_table);
@@ -827,7 +827,7 @@ def Lap_EmbeddingGradOp : Lap_Op<"embedding_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Lap_AddPositionsGradOp : Lap_Op<"add_positions_grad", [Pure]> {
+def Lap_AddPositionsGradOp : Lap_Op<"add_positions_grad", [Lap_BF16Kernel, Pure]> {
   let summary = "dtable[t - offset] = sum over the batch of dy[:, t], t >= offset";
   let arguments = (ins Lap_FloatTensor:$grad_output, I64Attr:$offset);
   let results = (outs Lap_FloatTensor:$grad_table);
@@ -843,7 +843,7 @@ def Lap_InterpolatePositionsGradOp : Lap_Op<"interpolate_positions_grad", [Pure]
   let hasVerifier = 1;
 }
 
-def Lap_LayerNormGradOp : Lap_Op<"layer_norm_grad", [Pure,
+def Lap_LayerNormGradOp : Lap_Op<"layer_norm_grad", [Lap_BF16Kernel, Pure,
     AllTypesMatch<["input", "grad_input", "grad_output"]>]> {
   let summary = "gradients of lap.layer_norm: input, weight and bias";
   let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$input,
@@ -856,7 +856,7 @@ def Lap_LayerNormGradOp : Lap_Op<"layer_norm_grad", [Pure,
   let hasVerifier = 1;
 }
 
-def Lap_RMSNormGradOp : Lap_Op<"rms_norm_grad", [Pure,
+def Lap_RMSNormGradOp : Lap_Op<"rms_norm_grad", [Lap_BF16Kernel, Pure,
     AllTypesMatch<["input", "grad_input", "grad_output"]>]> {
   let summary = "gradients of lap.rms_norm: input and weight";
   let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$input,
@@ -869,7 +869,7 @@ def Lap_RMSNormGradOp : Lap_Op<"rms_norm_grad", [Pure,
 }
 
 def Lap_SplitHeadsGradOp : Lap_Op<"split_heads_grad",
-    [Pure, AllTypesMatch<["grad_k", "grad_v"]>]> {
+    [Lap_Generated, Pure, AllTypesMatch<["grad_k", "grad_v"]>]> {
   let summary = "dq, dk, dv -> d(qkv): the inverse of lap.split_heads";
   let arguments = (ins Lap_FloatTensor:$grad_q, Lap_FloatTensor:$grad_k, Lap_FloatTensor:$grad_v);
   let results = (outs Lap_FloatTensor:$grad_input);
@@ -879,7 +879,7 @@ def Lap_SplitHeadsGradOp : Lap_Op<"split_heads_grad",
   let hasVerifier = 1;
 }
 
-def Lap_MergeHeadsGradOp : Lap_Op<"merge_heads_grad", [Pure]> {
+def Lap_MergeHeadsGradOp : Lap_Op<"merge_heads_grad", [Lap_Generated, Pure]> {
   let summary = "[B, T, H D] -> [B, T, H, D]: the inverse of lap.merge_heads";
   let arguments = (ins Lap_FloatTensor:$grad_output);
   let results = (outs Lap_FloatTensor:$grad_input);
@@ -887,14 +887,14 @@ def Lap_MergeHeadsGradOp : Lap_Op<"merge_heads_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Lap_RopeGradOp : Lap_Op<"rope_grad", [Pure, SameOperandsAndResultType]> {
+def Lap_RopeGradOp : Lap_Op<"rope_grad", [Lap_BF16Kernel, Pure, SameOperandsAndResultType]> {
   let summary = "rotation by the opposite angles: the transpose of lap.rope";
   let arguments = (ins Lap_FloatTensor:$grad_output, F32Attr:$base);
   let results = (outs Lap_FloatTensor:$grad_input);
   let assemblyFormat = "$grad_output attr-dict `:` type($grad_output)";
 }
 
-def Lap_ActivationGradOp : Lap_Op<"activation_grad", [Pure, SameOperandsAndResultType]> {
+def Lap_ActivationGradOp : Lap_Op<"activation_grad", [Lap_LoopFusible, Pure, SameOperandsAndResultType]> {
   let summary = "dy * f'(x) for the elementwise activation named `activation`";
   let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$input,
                        StrAttr:$activation);
@@ -903,14 +903,14 @@ def Lap_ActivationGradOp : Lap_Op<"activation_grad", [Pure, SameOperandsAndResul
   let hasVerifier = 1;
 }
 
-def Lap_SoftcapGradOp : Lap_Op<"softcap_grad", [Pure, SameOperandsAndResultType]> {
+def Lap_SoftcapGradOp : Lap_Op<"softcap_grad", [Lap_LoopFusible, Pure, SameOperandsAndResultType]> {
   let summary = "dy * (1 - tanh(x / cap)^2)";
   let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$input, F32Attr:$cap);
   let results = (outs Lap_FloatTensor:$grad_input);
   let assemblyFormat = "$grad_output `,` $input attr-dict `:` type($input)";
 }
 
-def Lap_CrossEntropyGradOp : Lap_Op<"cross_entropy_grad", [Pure,
+def Lap_CrossEntropyGradOp : Lap_Op<"cross_entropy_grad", [Lap_BF16Kernel, Pure,
     AllTypesMatch<["logits", "grad_logits"]>]> {
   let summary = "dloss * (softmax(logits) - smoothed one-hot(targets)) / count";
   let description = [{
@@ -935,7 +935,7 @@ def Lap_PatchifyGradOp : Lap_Op<"patchify_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Lap_PrependTokensGradOp : Lap_Op<"prepend_tokens_grad", [Pure]> {
+def Lap_PrependTokensGradOp : Lap_Op<"prepend_tokens_grad", [Lap_BF16Kernel, Pure]> {
   let summary = "dy [B, k + N, C] -> dx = dy[:, k:], dtokens = sum over B of dy[:, :k]";
   let arguments = (ins Lap_FloatTensor:$grad_output);
   let results = (outs Lap_FloatTensor:$grad_input, Lap_FloatTensor:$grad_tokens);
@@ -945,7 +945,7 @@ def Lap_PrependTokensGradOp : Lap_Op<"prepend_tokens_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Lap_LayerScaleGradOp : Lap_Op<"layer_scale_grad", [Pure,
+def Lap_LayerScaleGradOp : Lap_Op<"layer_scale_grad", [Lap_BF16Kernel, Pure,
     AllTypesMatch<["input", "grad_input", "grad_output"]>, AllTypesMatch<["gamma", "grad_gamma"]>]> {
   let summary = "dx = dy * gamma, dgamma = sum of dy * x over leading dimensions";
   let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$input, Lap_FloatTensor:$gamma);
@@ -953,14 +953,14 @@ def Lap_LayerScaleGradOp : Lap_Op<"layer_scale_grad", [Pure,
   let assemblyFormat = "$grad_output `,` $input `,` $gamma attr-dict `:` type($input) `,` type($gamma)";
 }
 
-def Lap_TakeTokenGradOp : Lap_Op<"take_token_grad", [Pure, AllTypesMatch<["input", "grad_input"]>]> {
+def Lap_TakeTokenGradOp : Lap_Op<"take_token_grad", [Lap_BF16Kernel, Pure, AllTypesMatch<["input", "grad_input"]>]> {
   let summary = "dx: zero but for token `index`, which is dy";
   let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$input, I64Attr:$index);
   let results = (outs Lap_FloatTensor:$grad_input);
   let assemblyFormat = "$grad_output `,` $input attr-dict `:` type($grad_output) `,` type($input)";
 }
 
-def Lap_MeanTokensGradOp : Lap_Op<"mean_tokens_grad", [Pure, AllTypesMatch<["input", "grad_input"]>]> {
+def Lap_MeanTokensGradOp : Lap_Op<"mean_tokens_grad", [Lap_BF16Kernel, Pure, AllTypesMatch<["input", "grad_input"]>]> {
   let summary = "dx: dy / (T - skip) on tokens skip .. T-1, zero before";
   let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$input, I64Attr:$skip);
   let results = (outs Lap_FloatTensor:$grad_input);
@@ -1010,7 +1010,7 @@ def Lap_RowLossGradOp : Lap_Op<"row_loss_grad", [Pure,
 
 // Not a Lap_Op: its body's ops verify their precisions, and a lap.convert
 // among them makes inputs and results of both.
-def Lap_FusionOp : Op<Lap_Dialect, "fusion", [IsolatedFromAbove, RecursiveMemoryEffects, SingleBlock]> {
+def Lap_FusionOp : Op<Lap_Dialect, "fusion", [Lap_Generated, IsolatedFromAbove, RecursiveMemoryEffects, SingleBlock]> {
   let summary = "elementwise ops and the norms they feed, computed as one loop nest";
   let description = [{
     Made by `--lap-fuse-loops`. The body holds loop-fusible ops (elementwise

@@ -21,6 +21,15 @@ public:
   }
 };
 
+/// Lowering policy (LapDialect.td): markers with nothing to verify.
+template <typename ConcreteType>
+class LoopFusible : public mlir::OpTrait::TraitBase<ConcreteType, LoopFusible> {
+};
+template <typename ConcreteType>
+class Generated : public mlir::OpTrait::TraitBase<ConcreteType, Generated> {};
+template <typename ConcreteType>
+class BF16Kernel : public mlir::OpTrait::TraitBase<ConcreteType, BF16Kernel> {};
+
 } // namespace lap::OpTrait
 
 #endif // LAP_DIALECTS_LAP_IR_LAPTRAITS_H
