@@ -12,7 +12,7 @@ dir=${1:?usage: check-runtime-build.sh BUILD_DIR [CMAKE-ARGS...]}
 shift
 cmake -S "$src" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
-  -DLLVM_USE_LINKER=lld -DLAP_BUILD_COMPILER=OFF \
+  -DLLVM_USE_LINKER=lld -DLAP_BUILD_COMPILER=OFF --no-warn-unused-cli \
   -DCMAKE_DISABLE_FIND_PACKAGE_MLIR=ON -DCMAKE_DISABLE_FIND_PACKAGE_LLVM=ON \
   "$@" >/dev/null
 if grep -n -E 'llvm-19|/mlir/|/llvm/' "$dir/compile_commands.json"; then

@@ -408,60 +408,98 @@ TEST(CudaAttention, NoKeys) {
 TEST(CudaAttention, Bf16MatchesCpu) {
   REQUIRE_GPU();
   checkBf16({2, 37, 37, 3, 3, 64, true, true}, 30);
-  checkBf16({1, 130, 130, 4, 2, 64, true, true}, 31);
-  checkBf16({2, 130, 130, 4, 1, 128, false, true}, 32);
   checkBf16({1, 70, 70, 3, 3, 40, true, true}, 33);
   checkBf16({2, 37, 130, 4, 2, 64, false, false}, 34);
   checkBf16({1, 70, 70, 3, 3, 160, true, true},
             35); // beyond the tensor cores
 }
 
+// Extended suite (tests named *AtScale): the same at sizes of several tiles.
+TEST(CudaAttention, Bf16MatchesCpuAtScale) {
+  REQUIRE_GPU();
+  checkBf16({1, 130, 130, 4, 2, 64, true, true}, 31);
+  checkBf16({2, 130, 130, 4, 1, 128, false, true}, 32);
+}
+
 // The tensor cores' forward and backward (bf16 heads up to 128 wide): both
 // compiled widths, widths that pad (D = 36 also loads element by element,
-// D = 100 pads to 128), many tiles with and without the mask, GQA, a
+// D = 100 pads to 128), several tiles with and without the mask, GQA, a
 // single token, cross attention both ways round, and no keys.
 void checkTensorCoreCases() {
+  checkBf16({1, 130, 130, 4, 2, 36, true, true}, 43);
+  checkBf16({1, 130, 130, 3, 3, 100, false, false}, 44);
+  checkBf16({3, 1, 1, 3, 3, 64, true, true}, 46);
+  // Causal with keys past the last query: key tiles no query tile meets.
+  checkBf16({2, 65, 200, 4, 2, 64, true, true}, 51);
+  checkBf16({2, 5, 0, 2, 1, 64, false, true}, 49);
+  checkBf16({1, 37, 37, 3, 3, 1, true, true}, 50);
+}
+/// The same at scale: many tiles, the widest heads, GQA of 8 heads on 2.
+void checkTensorCoreCasesAtScale() {
   checkBf16({1, 300, 300, 3, 3, 64, true, false}, 40);
   checkBf16({1, 300, 300, 3, 3, 64, false, true}, 41);
   checkBf16({2, 200, 200, 3, 3, 128, true, true}, 42);
-  checkBf16({1, 130, 130, 4, 2, 36, true, true}, 43);
-  checkBf16({1, 130, 130, 3, 3, 100, false, false}, 44);
   checkBf16({2, 130, 130, 8, 2, 128, true, false}, 45);
-  checkBf16({3, 1, 1, 3, 3, 64, true, true}, 46);
   checkBf16({2, 65, 200, 4, 2, 128, false, true}, 47);
-  // Causal with keys past the last query: key tiles no query tile meets.
-  checkBf16({2, 65, 200, 4, 2, 64, true, true}, 51);
   checkBf16({2, 200, 65, 4, 4, 64, false, false}, 48);
-  checkBf16({2, 5, 0, 2, 1, 64, false, true}, 49);
-  checkBf16({1, 37, 37, 3, 3, 1, true, true}, 50);
 }
 TEST(CudaAttention, Bf16OnTensorCores) {
   REQUIRE_GPU();
   checkTensorCoreCases();
 }
+TEST(CudaAttention, Bf16OnTensorCoresAtScale) {
+  REQUIRE_GPU();
+  checkTensorCoreCasesAtScale();
+}
 
 // The same on a device of compute capability 9.0, whose attention is
 // Hopper's (AttentionHopper.h: wgmma, 128 rows a block), and cases of
 // several such blocks and tiles: on the emulator, made such a device; on a
-// GPU, where it is one (elsewhere skipped), where the test above meets
+// GPU, where it is one (elsewhere skipped), where the tests above meet
 // the mma.sync kernels only in Bf16OnMmaSyncBesideHopper below.
-TEST(CudaAttention, Bf16OnHopper) {
+class OnHopper {
+public:
+  OnHopper() {
 #ifdef LAP_CUDA_EMULATOR
-  struct Hopper {
-    Hopper() { lap::test::emulator::setHopper(true); }
-    ~Hopper() { lap::test::emulator::setHopper(false); }
-  } hopper;
-#else
-  REQUIRE_GPU();
-  if (!lap::cuda::hopperKernels())
-    GTEST_SKIP() << "this GPU does not run Hopper's attention kernels "
-                    "(compute capability 9.0 with sm_90a code)";
+    lap::test::emulator::setHopper(true);
 #endif
+  }
+  ~OnHopper() {
+#ifdef LAP_CUDA_EMULATOR
+    lap::test::emulator::setHopper(false);
+#endif
+  }
+  /// Why this device runs no Hopper kernels; empty when it does.
+  static std::string missing() {
+#ifdef LAP_CUDA_EMULATOR
+    return "";
+#else
+    return lap::cuda::hopperKernels()
+               ? ""
+               : "this GPU does not run Hopper's attention kernels "
+                 "(compute capability 9.0 with sm_90a code)";
+#endif
+  }
+};
+
+TEST(CudaAttention, Bf16OnHopper) {
+  REQUIRE_GPU();
+  OnHopper hopper;
+  if (std::string why = OnHopper::missing(); !why.empty())
+    GTEST_SKIP() << why;
   checkTensorCoreCases();
-  checkBf16({1, 260, 260, 2, 1, 128, true, true}, 52);
-  checkBf16({1, 260, 300, 2, 2, 64, false, false}, 53);
   // More key tiles than the forward's three stages: each is reused.
   checkBf16({1, 130, 600, 2, 1, 64, false, true}, 54);
+}
+
+TEST(CudaAttention, Bf16OnHopperAtScale) {
+  REQUIRE_GPU();
+  OnHopper hopper;
+  if (std::string why = OnHopper::missing(); !why.empty())
+    GTEST_SKIP() << why;
+  checkTensorCoreCasesAtScale();
+  checkBf16({1, 260, 260, 2, 1, 128, true, true}, 52);
+  checkBf16({1, 260, 300, 2, 2, 64, false, false}, 53);
   checkBf16({1, 520, 520, 1, 1, 128, true, false}, 55);
 }
 
@@ -479,6 +517,7 @@ TEST(CudaAttention, Bf16OnMmaSyncBesideHopper) {
   } mmaSync;
   EXPECT_FALSE(lap::cuda::hopperKernels());
   checkTensorCoreCases();
+  checkTensorCoreCasesAtScale();
 }
 #endif
 

@@ -139,8 +139,26 @@ TEST(CudaLosses, CrossEntropyWithoutCountedRowsIsZero) {
   expectWithinScale(empty.host(), {0.0f}, 0.0, "loss of no rows");
 }
 
-/// lap_cuda_linear_cross_entropy on n rows against the CPU's.
-void checkLinearCrossEntropy(int64_t n) {
+/// The options and GEMM precision of a lm_head's cross-entropy.
+struct LinearCrossEntropyCase {
+  Options options;
+  lap_matmul precision;
+};
+/// Logits have a standard deviation of sqrt(C / 9) = 2.3: a cap of 4
+/// bends them.
+constexpr LinearCrossEntropyCase kSmoothedCapped{{0.1f, 4.0f}, LAP_MATMUL_FP32};
+const std::vector<LinearCrossEntropyCase> kEveryLinearCrossEntropyCase = {
+    {{0.0f, 0.0f}, LAP_MATMUL_FP32},
+    kSmoothedCapped,
+    {{0.1f, 4.0f}, LAP_MATMUL_BF16}};
+/// Both gradients, each alone, and the loss alone.
+const std::vector<int> kEveryGradientMask = {3, 1, 2, 0};
+
+/// lap_cuda_linear_cross_entropy on n rows against the CPU's, for `cases`
+/// and the gradients `masks` ask for (1: dx, 2: dw).
+void checkLinearCrossEntropy(int64_t n,
+                             const std::vector<LinearCrossEntropyCase> &cases,
+                             const std::vector<int> &masks) {
   std::mt19937 rng(3);
   const int64_t C = 48, V = 40000;
   auto x = randomVector(rng, n * C), w = randomVector(rng, V * C);
@@ -148,12 +166,7 @@ void checkLinearCrossEntropy(int64_t n) {
   const float dloss = 1.3f;
   DeviceBuffer<float> dX(x), dW(w), dDloss(std::vector<float>{dloss});
   DeviceBuffer<int32_t> dTargets(targets);
-  // Logits have a standard deviation of sqrt(C / 9) = 2.3: a cap of 4
-  // bends them.
-  for (auto [o, precision] :
-       {std::pair{Options{0.0f, 0.0f}, LAP_MATMUL_FP32},
-        std::pair{Options{0.1f, 4.0f}, LAP_MATMUL_FP32},
-        std::pair{Options{0.1f, 4.0f}, LAP_MATMUL_BF16}}) {
+  for (auto [o, precision] : cases) {
     SCOPED_TRACE(precision == LAP_MATMUL_BF16 ? "bf16" : "fp32");
     const double tolerance =
         precision == LAP_MATMUL_BF16 ? kBf16Reduction : kReduction;
@@ -161,8 +174,7 @@ void checkLinearCrossEntropy(int64_t n) {
     lap_cpu_linear_cross_entropy(loss.data(), dx.data(), dw.data(), &dloss,
                                  x.data(), w.data(), targets.data(), n, C, V,
                                  o.smoothing, o.softcap, precision);
-    // Both gradients, each alone, and the loss alone.
-    for (int mask : {3, 1, 2, 0}) {
+    for (int mask : masks) {
       DeviceBuffer<float> gLoss(nanVector(1)), gDx(nanVector(n * C)),
           gDw(nanVector(V * C));
       lap_cuda_linear_cross_entropy(
@@ -183,13 +195,22 @@ void checkLinearCrossEntropy(int64_t n) {
 // meets several only at n = 3400 (chunks of 1677, 1677 and 46).
 TEST(CudaLosses, LinearCrossEntropyMatchesCpuAcrossChunks) {
   REQUIRE_GPU();
-  checkLinearCrossEntropy(220);
+  checkLinearCrossEntropy(220, {kSmoothedCapped}, {3});
+}
+
+// Extended suite (tests named *AtScale): every option and precision, with
+// every gradient mask.
+TEST(CudaLosses, LinearCrossEntropyMatchesCpuAcrossChunksAtScale) {
+  REQUIRE_GPU();
+  checkLinearCrossEntropy(220, kEveryLinearCrossEntropyCase,
+                          kEveryGradientMask);
 }
 
 #ifndef LAP_CUDA_EMULATOR
 TEST(CudaLosses, LinearCrossEntropyMatchesCpuAcrossGpuChunks) {
   REQUIRE_GPU();
-  checkLinearCrossEntropy(3400);
+  checkLinearCrossEntropy(3400, kEveryLinearCrossEntropyCase,
+                          kEveryGradientMask);
 }
 #endif
 
