@@ -3,7 +3,7 @@
 // The target-neutral form between the lap dialect and a target: every lap
 // op is either a call of a library kernel (lapk.call, typed by
 // runtime/kernels/Kernels.def) or a loop nest generated from scf, arith,
-// math and memref ops on flat buffers. docs/architecture.md draws the seam.
+// math and memref ops on flat buffers. Seam: docs/architecture.md, Data flow.
 //
 //===----------------------------------------------------------------------===//
 
