@@ -1,0 +1,58 @@
+//===- AttentionCalls.cpp - Attention as kernel calls ---------------------===//
+//
+// lap.attention, its gradient and cached (decoding) attention: the fused
+// flash-attention kernels, every head kind by its (alpha, beta).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/LapToKernels/Emitter.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace lap::kernelform {
+
+std::optional<LogicalResult> Emitter::emitAttention(Operation *op) {
+  return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
+      .Case([&](AttentionOp a) -> LogicalResult {
+        FailureOr<F32Buffer> lse = logsumexpOf(a);
+        if (failed(lse))
+          return failure();
+        LAP_CALL_IN(isBF16(a.getQ()), attention_forward, fbuf(a.getResult()),
+                    *lse, fbuf(a.getQ()), fbuf(a.getK()), fbuf(a.getV()),
+                    coefficientsOf(a), dimArg(a.getQ(), 0), dimArg(a.getQ(), 1),
+                    dimArg(a.getK(), 1), i64(a.getNumHeads()),
+                    i64(a.getNumKvHeads()), dimArg(a.getQ(), 3),
+                    f32(a.getScale()), i32(a.getCausal()));
+        return success();
+      })
+      .Case([&](CachedAttentionOp a) {
+        LAP_CALL(attention_decode, buf(a.getResult()), buf(a.getKCache()),
+                 buf(a.getVCache()), buf(a.getQ()), buf(a.getK()),
+                 buf(a.getV()), coefficientsOf(a), dimArg(a.getQ(), 0),
+                 dimArg(a.getQ(), 1), I64{buffer(a.getFirst())}, i64(maxSeq),
+                 i64(a.getNumHeads()), i64(a.getNumKvHeads()),
+                 dimArg(a.getQ(), 3), f32(a.getScale()));
+        return success();
+      })
+      .Case([&](AttentionGradOp a) -> LogicalResult {
+        auto forward = a.getOutput().getDefiningOp<AttentionOp>();
+        if (!forward)
+          return a.emitError("the output operand must come from lap.attention");
+        FailureOr<F32Buffer> lse = logsumexpOf(forward);
+        if (failed(lse))
+          return failure();
+        LAP_CALL_IN(isBF16(a.getQ()), attention_backward, fbuf(a.getGradQ()),
+                    fbuf(a.getGradK()), fbuf(a.getGradV()),
+                    optional(a.getGradCoefficients()), fbuf(a.getGradOutput()),
+                    fbuf(a.getQ()), fbuf(a.getK()), fbuf(a.getV()),
+                    fbuf(a.getOutput()), *lse, coefficientsOf(forward),
+                    dimArg(a.getQ(), 0), dimArg(a.getQ(), 1),
+                    dimArg(a.getK(), 1), i64(forward.getNumHeads()),
+                    i64(forward.getNumKvHeads()), dimArg(a.getQ(), 3),
+                    f32(a.getScale()), i32(a.getCausal()));
+        return success();
+      })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+} // namespace lap::kernelform
