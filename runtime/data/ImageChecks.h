@@ -20,8 +20,8 @@ namespace lap::data::checks {
 using lap::platform::fail;
 
 /// c * h * w, refusing sizes below 1 and products that overflow.
-inline int64_t elementCount(const char *function, int64_t channels, int64_t height,
-                     int64_t width) {
+inline int64_t elementCount(const char *function, int64_t channels,
+                            int64_t height, int64_t width) {
   if (channels < 1 || height < 1 || width < 1)
     fail(function, "image shape " + std::to_string(channels) + "x" +
                        std::to_string(height) + "x" + std::to_string(width) +

@@ -117,11 +117,9 @@ void Emitter::headCoefficientsGrad(HeadCoefficientsGradOp op) {
                lb.index(row * N + int64_t(column)));
 }
 
-
 std::optional<LogicalResult> Emitter::emitGenerated(Operation *op) {
   return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
-
-.Case([&](arith::ConstantOp c) -> LogicalResult {
+      .Case([&](arith::ConstantOp c) -> LogicalResult {
         auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
         if (!dense || !dense.isSplat() ||
             !isa<FloatType>(dense.getElementType()))

@@ -43,9 +43,9 @@ LogicalResult Emitter::emitOp(Operation *op) {
       return failure();
     return loopNest(op, rowsOf(op), nest), success();
   }
-  for (auto family : {&Emitter::emitGenerated, &Emitter::emitAttention,
-                      &Emitter::emitLinear, &Emitter::emitTokens,
-                      &Emitter::emitNorms, &Emitter::emitLosses})
+  for (auto family :
+       {&Emitter::emitGenerated, &Emitter::emitAttention, &Emitter::emitLinear,
+        &Emitter::emitTokens, &Emitter::emitNorms, &Emitter::emitLosses})
     if (std::optional<LogicalResult> emitted = (this->*family)(op))
       return *emitted;
   return op->emitError("no lowering to kernels for '") << op->getName() << "'";
