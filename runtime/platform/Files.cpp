@@ -128,6 +128,16 @@ bool isSpecialFile(const std::string &path) {
           S_ISFIFO(info.st_mode) || S_ISSOCK(info.st_mode));
 }
 
+/// fsyncs directory `dir`: 0, or the errno of what failed.
+int fsyncDirectory(const std::string &dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return errno;
+  int err = ::fsync(fd) != 0 ? errno : 0;
+  ::close(fd);
+  return err;
+}
+
 std::string directoryOf(const std::string &path) {
   size_t slash = path.rfind('/');
   if (slash == std::string::npos)
@@ -187,24 +197,14 @@ void AtomicFileWriter::commit() {
   temporary_.clear();
   // The rename's own durability: the data already is durable, so a
   // directory that cannot be synced is no error.
-  int dir =
-      ::open(directoryOf(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
+  fsyncDirectory(directoryOf(path_));
 }
 
 void syncDirectory(const std::string &dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    failWithErrno(dir, "cannot open directory");
-  int synced = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  errno = err;
-  if (synced != 0)
-    failWithErrno(dir, "fsync failed");
+  if (int err = fsyncDirectory(dir)) {
+    errno = err;
+    failWithErrno(dir, "cannot fsync the directory");
+  }
 }
 
 void writeFileAtomically(const std::string &path, std::string_view contents) {

@@ -360,9 +360,13 @@ TrainResult lap::train::train(ModelCalls &calls, device::Device &device,
     if (regime.clipsEachTensor())
       clipEachTensor(reduced, optimizer.tensors(), config.gradClip, device);
     std::vector<bool> frozen;
-    for (const TensorInfo &t : optimizer.tensors())
+    bool anyFrozen = false;
+    for (const TensorInfo &t : optimizer.tensors()) {
       frozen.push_back(regime.frozen(t.name, step));
-    optimizer.setFrozen(std::move(frozen));
+      anyFrozen |= frozen.back();
+    }
+    // None frozen: the optimizer's cached spans, as in a regime without.
+    optimizer.setFrozen(anyFrozen ? std::move(frozen) : std::vector<bool>());
     double multiplier =
         learningRateMultiplier(step, config.steps, config.schedule);
     optimizer.step(p, reduced, multiplier,
