@@ -17,6 +17,7 @@
 
 #include "bench/StepArgs.h"
 #include "bench/gpu/CudaTiming.h"
+#include "runtime/device/Device.h"
 #include "runtime/kernels/cuda/Context.h"
 #include "runtime/kernels/cuda/Gemm.h"
 #include "runtime/model/LoadedModel.h"
@@ -33,6 +34,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -135,25 +137,28 @@ int main(int argc, char **argv) {
       if (s != LAP_OK)
         throw std::runtime_error(model.lastError());
     };
-    ok(model.setStream(stream));
-    DeviceMemory memory(model);
-    using Buffer = DeviceMemory::Buffer;
-    Buffer params(memory, model.parameterElements() * 4),
-        grads(memory, model.parameterElements() * 4),
-        workspace(memory, model.workspaceBytes()), loss(memory, 4);
+    std::unique_ptr<device::Device> gpu = device::openCuda(0);
+    using device::Buffer;
+    Buffer params(*gpu, model.parameterElements() * 4),
+        grads(*gpu, model.parameterElements() * 4),
+        workspace(*gpu, model.workspaceBytes()), loss(*gpu, 4);
     ok(model.initParams(params.as<float>(), 1));
     RandomBatch host(m, batch, seq, 1);
-    ModelCalls calls(model, memory, workspace.data);
+    ModelCalls calls(model, *gpu, workspace.data());
     const lap_batch &view = *calls.place(host.view);
 
     // One seed for every timed step: uploading a new one would synchronise.
     const uint64_t stepSeed = 1;
-    Buffer seed(memory, sizeof stepSeed);
-    memory.upload(seed.data, &stepSeed, sizeof stepSeed);
+    Buffer seed(*gpu, sizeof stepSeed);
+    gpu->upload(seed.as<uint64_t>(), &stepSeed, 1);
+    // The timed steps queue on the benchmark's own stream (ModelCalls set
+    // the device's), after the copies above.
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    ok(model.setStream(stream));
     auto step = [&](int64_t) {
       ok(model.trainStep(params.as<float>(), grads.as<float>(), &view,
-                         static_cast<const uint64_t *>(seed.data),
-                         workspace.data, loss.as<float>()));
+                         seed.as<const uint64_t>(), workspace.data(),
+                         loss.as<float>()));
     };
     // The steps a profiler started with --profile-from-start off sees
     // (bench/gpu/profile.sh): these, not the ceilings' GEMMs or the replays.
@@ -173,7 +178,8 @@ int main(int argc, char **argv) {
       check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
     });
     float lossValue = 0;
-    memory.download(&lossValue, loss.data, 4);
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    gpu->download(&lossValue, loss.as<float>(), 1);
 
     bool text = m["family"] == "gpt";
     // The spec's train.precision and train.matmul_precision, as the

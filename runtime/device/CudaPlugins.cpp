@@ -13,6 +13,7 @@
 
 #include <dlfcn.h>
 
+#include <exception>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -38,22 +39,26 @@ Entry pluginEntry(const std::string &library, const char *name) {
   return entry;
 }
 
+/// The NCCL plugin's communicator of `ranks` (the CUDA device's way to its
+/// communicator), or null with the reason in `error`.
+lap::comm::Communicator *ncclCommunicator(lap::comm::Communicator *ranks,
+                                          std::string *error) {
+  using Entry =
+      lap::comm::Communicator *(*)(lap::comm::Communicator *, std::string *);
+  try {
+    return pluginEntry<Entry>("libLapDeviceNCCL.so",
+                              "lap_device_nccl_communicator")(ranks, error);
+  } catch (const std::exception &e) {
+    *error = e.what();
+    return nullptr;
+  }
+}
+
 } // namespace
 
 std::unique_ptr<lap::device::Device> lap::device::openCuda(int ordinal) {
-  auto entry = pluginEntry<Device *(*)(int)>("libLapDeviceCUDA.so",
-                                             "lap_device_cuda_open");
-  return std::unique_ptr<Device>(entry(ordinal));
-}
-
-std::unique_ptr<lap::comm::Communicator>
-lap::device::cudaCommunicator(comm::Communicator &ranks) {
+  using Entry = Device *(*)(int, decltype(&ncclCommunicator));
   auto entry =
-      pluginEntry<comm::Communicator *(*)(comm::Communicator *, std::string *)>(
-          "libLapDeviceNCCL.so", "lap_device_nccl_communicator");
-  std::string error;
-  comm::Communicator *made = entry(&ranks, &error);
-  if (!made)
-    throw comm::CommError(error);
-  return std::unique_ptr<comm::Communicator>(made);
+      pluginEntry<Entry>("libLapDeviceCUDA.so", "lap_device_cuda_open");
+  return std::unique_ptr<Device>(entry(ordinal, &ncclCommunicator));
 }

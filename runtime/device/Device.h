@@ -1,9 +1,11 @@
 //===- Device.h - Where a model's memory lives and its trainer runs -*- C++ -*-===//
 //
-// A device is the memory a model library computes in and the arithmetic
-// the trainer does beside it: the host for a CPU library (host/), a GPU for
-// a CUDA library (cuda/, a plugin that hosts load only to run on a GPU,
-// with the NCCL communicator of ranks on GPUs).
+// A device is the memory a model library computes in (its parameters,
+// batches and workspace), the stream its work queues on, the communicator
+// that moves that memory between ranks, and the arithmetic the trainer does
+// beside it: the host for a CPU library (host/), a GPU for a CUDA library
+// (cuda/, a plugin that hosts load only to run on a GPU, with the NCCL
+// communicator of ranks on GPUs in a second one).
 //
 // Besides the model's train step, a training step sums micro-batch
 // gradients, measures their norm, clips them and updates the parameters and
@@ -24,6 +26,7 @@
 
 #include "runtime/kernels/KernelEnums.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -50,7 +53,8 @@ struct AdamWScalars {
   float decay, w1, beta2, w2, eps, stepSize, bc2Sqrt;
 };
 
-/// A device's memory and the trainer's arithmetic on it.
+/// A device's memory, streams and communicator, and the trainer's
+/// arithmetic on it.
 class Device {
 public:
   virtual ~Device() = default;
@@ -58,15 +62,39 @@ public:
   /// Whether the arrays are host memory (a CPU library's).
   virtual bool onHost() const = 0;
 
-  /// `n` zero-filled floats there; release() frees them.
-  virtual float *allocate(int64_t n) = 0;
-  virtual void release(float *data) = 0;
-  /// Host → device and device → host copies of `n` floats; download
-  /// returns after the work queued before it has run.
-  virtual void upload(float *to, const float *from, int64_t n) = 0;
-  virtual void download(float *to, const float *from, int64_t n) = 0;
-  /// `n` floats from one array of the device to another.
-  virtual void copy(float *to, const float *from, int64_t n) = 0;
+  /// `bytes` (> 0) of zero-filled memory there, 64-byte aligned; release()
+  /// frees it.
+  virtual void *allocateBytes(size_t bytes) = 0;
+  virtual void release(void *data) = 0;
+  /// Host → device and device → host copies; download returns after the
+  /// work queued before it has run, upload once `from` may be reused.
+  virtual void uploadBytes(void *to, const void *from, size_t bytes) = 0;
+  virtual void downloadBytes(void *to, const void *from, size_t bytes) = 0;
+  /// From one place of the device's memory to another.
+  virtual void copyBytes(void *to, const void *from, size_t bytes) = 0;
+
+  /// The copies above, of `n` values of T.
+  template <typename T> void upload(T *to, const T *from, int64_t n) {
+    uploadBytes(to, from, size_t(n) * sizeof(T));
+  }
+  template <typename T> void download(T *to, const T *from, int64_t n) {
+    downloadBytes(to, from, size_t(n) * sizeof(T));
+  }
+  template <typename T> void copy(T *to, const T *from, int64_t n) {
+    copyBytes(to, from, size_t(n) * sizeof(T));
+  }
+
+  /// The stream the device's work queues on, which a model library's calls
+  /// must share (lap_model_set_stream): null, the host's and the legacy
+  /// default stream of a GPU.
+  virtual void *stream() const = 0;
+
+  /// The communicator of `ranks` (the host's, which must outlive it) over
+  /// this device's memory, which all ranks open together: NCCL on a GPU;
+  /// null on the host, whose memory `ranks` moves itself. Throws when it
+  /// cannot start.
+  virtual std::unique_ptr<comm::Communicator>
+  communicator(comm::Communicator &ranks) = 0;
 
   /// acc = 0 + g × scale (`first`), else acc += g × scale: the gradient
   /// sums over micro-batches (acc may be g).
@@ -102,39 +130,56 @@ Device &host();
 /// GPU `ordinal` (the plugin CudaPlugins.cpp loads), made the calling
 /// thread's current device (where a CUDA library's calls from it run), its
 /// work queued on the legacy default stream, which orders it with the
-/// library's. Throws when this build has no CUDA or there is no such GPU.
+/// library's; its communicator is NCCL's (a second plugin, loaded then).
+/// Throws when this build has no CUDA or there is no such GPU.
 std::unique_ptr<Device> openCuda(int ordinal);
 
-/// The NCCL communicator of `ranks` (the bootstrap, which must outlive it)
-/// over the memory of this thread's GPU (openCuda made it current),
-/// its collectives on the legacy default stream, as the device's work.
-/// Throws when this build has no CUDA or NCCL cannot start.
-std::unique_ptr<comm::Communicator> cudaCommunicator(comm::Communicator &ranks);
+/// `bytes` of a device's memory, zero-filled, freed with it.
+class Buffer {
+public:
+  Buffer() = default;
+  /// Rounds `bytes` up to a multiple of 64 (at least 64), so that even an
+  /// empty buffer has an address.
+  Buffer(Device &device, size_t bytes)
+      : device(&device), data_(device.allocateBytes(roundUp(bytes))),
+        bytes_(bytes) {}
+  ~Buffer() {
+    if (data_)
+      device->release(data_);
+  }
+  Buffer(Buffer &&o) noexcept { *this = std::move(o); }
+  Buffer &operator=(Buffer &&o) noexcept {
+    std::swap(device, o.device);
+    std::swap(data_, o.data_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  void *data() const { return data_; }
+  template <typename T> T *as() const { return static_cast<T *>(data_); }
+  size_t bytes() const { return bytes_; }
 
-/// A float array on a device, freed with it.
+private:
+  static size_t roundUp(size_t bytes) {
+    return bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
+  }
+
+  Device *device = nullptr;
+  void *data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+/// `n` floats on a device, freed with it (none for n ≤ 0: data() is null).
 class Array {
 public:
   Array() = default;
   Array(Device &device, int64_t n)
-      : device(&device), data_(n > 0 ? device.allocate(n) : nullptr), size_(n) {
-  }
-  ~Array() {
-    if (data_)
-      device->release(data_);
-  }
-  Array(Array &&o) noexcept { *this = std::move(o); }
-  Array &operator=(Array &&o) noexcept {
-    std::swap(device, o.device);
-    std::swap(data_, o.data_);
-    std::swap(size_, o.size_);
-    return *this;
-  }
-  float *data() const { return data_; }
+      : buffer(n > 0 ? Buffer(device, size_t(n) * sizeof(float)) : Buffer()),
+        size_(n) {}
+  float *data() const { return buffer.as<float>(); }
   int64_t size() const { return size_; }
 
 private:
-  Device *device = nullptr;
-  float *data_ = nullptr;
+  Buffer buffer;
   int64_t size_ = 0;
 };
 

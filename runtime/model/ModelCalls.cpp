@@ -37,23 +37,26 @@ size_t bytesOf(const nlohmann::json &t, const lap_batch &batch,
 
 } // namespace
 
-ModelCalls::ModelCalls(const LoadedModel &model, const DeviceMemory &memory,
+ModelCalls::ModelCalls(const LoadedModel &model, device::Device &device,
                        void *workspace)
-    : lib(model), mem(memory), workspace(workspace) {}
+    : lib(model), dev(device), workspace(workspace) {
+  // The calls from this thread queue where the device's own work does.
+  if (lib.setStream(dev.stream()) != LAP_OK)
+    fail();
+}
 
 void ModelCalls::fail() const {
   throw std::runtime_error(lib.path() + ": " + lib.lastError());
 }
 
-void *ModelCalls::buffer(std::unique_ptr<DeviceMemory::Buffer> &slot,
-                         size_t bytes) {
-  if (!slot || slot->bytes < bytes)
-    slot = std::make_unique<DeviceMemory::Buffer>(mem, bytes);
-  return slot->data;
+void *ModelCalls::buffer(device::Buffer &slot, size_t bytes) {
+  if (!slot.data() || slot.bytes() < bytes)
+    slot = device::Buffer(dev, bytes);
+  return slot.data();
 }
 
 const lap_batch *ModelCalls::place(const lap_batch &host) {
-  if (mem.onHost())
+  if (dev.onHost())
     return &host;
   const nlohmann::json &layout = lib.manifest()["batch"];
   if (host.count != int32_t(layout.size()))
@@ -83,7 +86,7 @@ const lap_batch *ModelCalls::place(const lap_batch &host) {
                static_cast<const int32_t *>(host.tensors[i]), host.batch,
                host.seq, layout[i]["name"] == "targets" ? -1 : 0, vocab);
     pointers[i] = buffer(batchTensors[i], bytes);
-    mem.upload(const_cast<void *>(pointers[i]), host.tensors[i], bytes);
+    dev.uploadBytes(const_cast<void *>(pointers[i]), host.tensors[i], bytes);
   }
   view = host;
   view.tensors = pointers.data();
@@ -96,7 +99,7 @@ float ModelCalls::forward(const float *params, const lap_batch &batch,
   const lap_batch *placed = place(batch);
   float value = 0;
   float *outLoss =
-      mem.onHost() ? &value : static_cast<float *>(buffer(loss, 4));
+      dev.onHost() ? &value : static_cast<float *>(buffer(loss, 4));
   float *outLogits = output(hostLogits, logitBytes);
   if (lib.forward(params, placed, workspace, outLoss, outLogits) != LAP_OK)
     fail();
@@ -109,12 +112,12 @@ float ModelCalls::trainStep(const float *params, float *grads,
                             const lap_batch &batch, uint64_t seed) {
   const lap_batch *placed = place(batch);
   float value = 0;
-  float *out = mem.onHost() ? &value : static_cast<float *>(buffer(loss, 4));
+  float *out = dev.onHost() ? &value : static_cast<float *>(buffer(loss, 4));
   // The seed, too, is where the library reads.
   uint64_t *seedThere = &seed;
-  if (!mem.onHost()) {
+  if (!dev.onHost()) {
     seedThere = static_cast<uint64_t *>(buffer(seedSlot, sizeof seed));
-    mem.upload(seedThere, &seed, sizeof seed);
+    dev.uploadBytes(seedThere, &seed, sizeof seed);
   }
   if (lib.trainStep(params, grads, placed, seedThere, workspace, out) != LAP_OK)
     fail();
@@ -123,12 +126,12 @@ float ModelCalls::trainStep(const float *params, float *grads,
 }
 
 float *ModelCalls::output(float *host, size_t bytes) {
-  return mem.onHost() ? host : static_cast<float *>(buffer(logits, bytes));
+  return dev.onHost() ? host : static_cast<float *>(buffer(logits, bytes));
 }
 
 void ModelCalls::bringBack(float *host, const float *out, size_t bytes) {
-  if (!mem.onHost())
-    mem.download(host, out, bytes);
+  if (!dev.onHost())
+    dev.downloadBytes(host, out, bytes);
 }
 
 void ModelCalls::features(const float *params, const lap_batch &batch,
@@ -159,7 +162,7 @@ void ModelCalls::embed(const float *params, const lap_batch &batch,
 void ModelCalls::decode(const float *params, const int32_t *hostTokens,
                         int64_t batch, int64_t count, int64_t first,
                         float *cache, float *hostLogits) {
-  if (mem.onHost()) {
+  if (dev.onHost()) {
     if (lib.decode(params, hostTokens, batch, count, first, cache, workspace,
                    hostLogits) != LAP_OK)
       fail();
@@ -171,9 +174,9 @@ void ModelCalls::decode(const float *params, const int32_t *hostTokens,
   size_t logitBytes = tokenBytes * size_t(vocab);
   auto *deviceTokens = static_cast<int32_t *>(buffer(tokens, tokenBytes));
   auto *deviceLogits = static_cast<float *>(buffer(logits, logitBytes));
-  mem.upload(deviceTokens, hostTokens, tokenBytes);
+  dev.uploadBytes(deviceTokens, hostTokens, tokenBytes);
   if (lib.decode(params, deviceTokens, batch, count, first, cache, workspace,
                  deviceLogits) != LAP_OK)
     fail();
-  mem.download(hostLogits, deviceLogits, logitBytes);
+  dev.downloadBytes(hostLogits, deviceLogits, logitBytes);
 }

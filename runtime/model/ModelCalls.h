@@ -11,22 +11,22 @@
 #ifndef LAP_RUNTIME_MODEL_MODELCALLS_H
 #define LAP_RUNTIME_MODEL_MODELCALLS_H
 
-#include "runtime/model/DeviceMemory.h"
+#include "runtime/device/Device.h"
+#include "runtime/model/LoadedModel.h"
 
-#include <memory>
 #include <vector>
 
 namespace lap {
 
 class ModelCalls {
 public:
-  /// Calls of `model` with its intermediates in `workspace` (the manifest's
-  /// workspace size, in `memory`, the model's device's memory).
-  ModelCalls(const LoadedModel &model, const DeviceMemory &memory,
-             void *workspace);
+  /// Calls of `model` on `device` (the one it was compiled for) with its
+  /// intermediates in `workspace` (the manifest's workspace size there);
+  /// they queue on the device's stream. Throws with the library's error.
+  ModelCalls(const LoadedModel &model, device::Device &device, void *workspace);
 
   const LoadedModel &model() const { return lib; }
-  const DeviceMemory &memory() const { return mem; }
+  device::Device &device() const { return dev; }
 
   /// Evaluation forward of the host batch `batch`: returns the mean loss and
   /// writes the logits (manifest outputs[1] at the batch's size) to the
@@ -55,7 +55,7 @@ public:
 
 private:
   /// A device buffer of at least `bytes` in `slot`, grown as needed.
-  void *buffer(std::unique_ptr<DeviceMemory::Buffer> &slot, size_t bytes);
+  void *buffer(device::Buffer &slot, size_t bytes);
   /// Where the library writes an output of `bytes` the host wants in
   /// `host`: there (a CPU library), or a device buffer that bringBack
   /// copies to it.
@@ -64,12 +64,12 @@ private:
   [[noreturn]] void fail() const;
 
   const LoadedModel &lib;
-  const DeviceMemory &mem;
+  device::Device &dev;
   void *workspace;
-  std::vector<std::unique_ptr<DeviceMemory::Buffer>> batchTensors;
+  std::vector<device::Buffer> batchTensors;
   std::vector<const void *> pointers;
   lap_batch view{};
-  std::unique_ptr<DeviceMemory::Buffer> loss, logits, tokens, seedSlot;
+  device::Buffer loss, logits, tokens, seedSlot;
 };
 
 } // namespace lap

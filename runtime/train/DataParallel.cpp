@@ -34,7 +34,9 @@ DataParallel::DataParallel(comm::Communicator &comm,
                            std::vector<TensorInfo> tensors, int64_t elements,
                            bool zero, device::Device &device,
                            comm::Communicator *onDevice)
-    : communicator(comm), device(device), buffers(onDevice ? *onDevice : comm),
+    : communicator(comm), device(device),
+      buffers(zero || comm.size() > 1 ? (onDevice ? onDevice : &comm)
+                                      : nullptr),
       table(std::move(tensors)), elements(elements), sharded(zero) {
   std::sort(table.begin(), table.end(),
             [](const TensorInfo &a, const TensorInfo &b) {
@@ -71,11 +73,12 @@ DataParallel::DataParallel(comm::Communicator &comm,
 
 float *DataParallel::reduce(float *accumulated, float *scratch) {
   if (!sharded) {
-    buffers.allReduceSum(accumulated, elements);
+    if (buffers)
+      buffers->allReduceSum(accumulated, elements);
     return accumulated;
   }
-  buffers.reduceScatter(accumulated, scratch + shardBegin, shardElements,
-                        comm::DataType::F32);
+  buffers->reduceScatter(accumulated, scratch + shardBegin, shardElements,
+                         comm::DataType::F32);
   return scratch;
 }
 
@@ -124,11 +127,12 @@ double DataParallel::clip(float *reduced, std::vector<double> partials,
 
 void DataParallel::gatherParameters(float *params) const {
   if (sharded)
-    buffers.allGather(params, shardElements, comm::DataType::F32);
+    buffers->allGather(params, shardElements, comm::DataType::F32);
 }
 
 void DataParallel::broadcastParameters(float *params) const {
-  buffers.broadcast(params, elements * 4, 0);
+  if (buffers)
+    buffers->broadcast(params, elements * 4, 0);
 }
 
 namespace {

@@ -84,7 +84,9 @@ public:
 private:
   comm::Communicator &communicator;
   device::Device &device;      ///< where the gradients and parameters live
-  comm::Communicator &buffers; ///< collectives on `device`'s arrays
+  /// Collectives on `device`'s arrays; null for one rank without ZeRO-1,
+  /// whose arrays have nowhere to go.
+  comm::Communicator *buffers;
   std::vector<TensorInfo> table, mine;
   int64_t elements;
   bool sharded;

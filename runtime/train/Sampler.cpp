@@ -61,7 +61,7 @@ Sampler::Sampler(ModelCalls &calls, const float *params)
     : calls(calls), params(params),
       vocab(calls.model().manifest()["limits"]["vocab"]),
       capacity(calls.model().maxSeq()),
-      cache(calls.memory(), size_t(cacheFloats(calls.model())) * sizeof(float)),
+      cache(calls.device(), size_t(cacheFloats(calls.model())) * sizeof(float)),
       logits(size_t(capacity * vocab) * sizeof(float)) {}
 
 std::vector<int32_t>

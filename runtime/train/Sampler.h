@@ -52,7 +52,7 @@ private:
   ModelCalls &calls;
   const float *params;
   int64_t vocab, capacity;
-  DeviceMemory::Buffer cache;
+  device::Buffer cache;
   AlignedBuffer logits;
 };
 

@@ -250,29 +250,40 @@ int64_t resumeRun(const LoadedModel &model, const TrainerConfig &config,
 
 } // namespace
 
-TrainResult lap::train::train(ModelCalls &calls, device::Device &device,
-                              float *params, const TrainerConfig &config,
-                              Regime &regime, const std::string &resumeFrom) {
+void lap::train::requireEqualShares(const std::string &library,
+                                    const TrainerConfig &config,
+                                    int64_t ranks) {
+  if (config.accumulation % ranks != 0)
+    throw std::runtime_error(fmt::format(
+        "{}: train.batch_size {} is {} micro-batches of {}, which {} ranks "
+        "cannot share equally (run a number of ranks that divides {}, or "
+        "change train.micro_batch_size)",
+        library, config.accumulation * config.microBatch, config.accumulation,
+        config.microBatch, ranks, config.accumulation));
+}
+
+TrainResult lap::train::train(ModelCalls &calls, float *params,
+                              const TrainerConfig &config, Regime &regime,
+                              const std::string &resumeFrom) {
   const LoadedModel &model = calls.model();
+  device::Device &device = calls.device();
   std::unique_ptr<comm::Communicator> oneProcess;
   if (!config.comm)
     oneProcess = comm::singleProcess();
   comm::Communicator &comm = config.comm ? *config.comm : *oneProcess;
   const bool lead = comm.rank() == 0;
   const int64_t ranks = comm.size();
-  if (config.accumulation % ranks != 0)
-    throw std::runtime_error(fmt::format(
-        "a step's {} micro-batches cannot be shared by {} ranks equally",
-        config.accumulation, ranks));
-  if (!device.onHost() && (ranks > 1 || config.zero) && !config.deviceComm)
-    throw std::invalid_argument(
-        "data-parallel training on GPUs (ranks, ZeRO-1) needs a "
-        "communicator over their memory (cudaCommunicator)");
+  requireEqualShares(model.path(), config, ranks);
+  // Ranks on GPUs move gradients and parameters over NCCL, ZeRO-1's
+  // shards even alone; null: `comm` moves them, in host memory.
+  std::unique_ptr<comm::Communicator> deviceComm;
+  if (ranks > 1 || config.zero)
+    deviceComm = device.communicator(comm);
   agreeAcrossRanks(comm, sharedSettings(model, config, device));
   const int64_t perRank = config.accumulation / ranks;
   std::vector<TensorInfo> tensors = tensorsOf(model);
   DataParallel parallel(comm, tensors, model.parameterElements(), config.zero,
-                        device, config.deviceComm);
+                        device, deviceComm.get());
   Optimizer optimizer(parallel.updated(), config.optimizer, device);
   std::string checkpoints = config.runDir + "/checkpoints";
   float *p = params;
@@ -305,8 +316,8 @@ TrainResult lap::train::train(ModelCalls &calls, device::Device &device,
       progress->note(text);
   };
   comm.setTimeout(config.commTimeout);
-  if (config.deviceComm)
-    config.deviceComm->setTimeout(config.commTimeout);
+  if (deviceComm)
+    deviceComm->setTimeout(config.commTimeout);
 
   RunSignals signals;
   auto began = std::chrono::steady_clock::now();

@@ -59,10 +59,6 @@ struct TrainerConfig {
   /// The ranks sharing each step (null: this process alone); `accumulation`
   /// counts the micro-batches of all of them.
   comm::Communicator *comm = nullptr;
-  /// The same ranks' collectives on the device's arrays (gradients,
-  /// parameters): NCCL when they train on GPUs (cudaCommunicator), which
-  /// ZeRO-1 on a GPU needs even alone; null: `comm`, on host memory.
-  comm::Communicator *deviceComm = nullptr;
   bool zero = false;        ///< ZeRO-1: the optimizer state sharded
   double commTimeout = 300; ///< seconds a collective waits for the others
 };
@@ -104,14 +100,20 @@ LoadedCheckpoint restoreParameters(const LoadedModel &model,
 std::string checkpointOf(const std::string &runDir,
                          const std::string &given = "");
 
+/// Throws unless `ranks` share the `config.accumulation` micro-batches of
+/// a step equally, naming `library` and what to change.
+void requireEqualShares(const std::string &library, const TrainerConfig &config,
+                        int64_t ranks);
+
 /// Trains the model `calls` makes (parameters in `params`, initialised, or
 /// restored from `resumeFrom` when not empty), its gradients, their sums and
-/// the optimizer state on `device`, where `params` lives too: the host for
-/// a CPU library, its GPU for a CUDA one; `regime` supplies the data, the
-/// evaluation and whatever else its kind of training needs.
-TrainResult train(ModelCalls &calls, device::Device &device, float *params,
-                  const TrainerConfig &config, Regime &regime,
-                  const std::string &resumeFrom);
+/// the optimizer state on the calls' device, where `params` lives too: the
+/// host for a CPU library, its GPU for a CUDA one, whose communicator
+/// (NCCL's) moves them when several ranks or ZeRO-1 share the run;
+/// `regime` supplies the data, the evaluation and whatever else its kind of
+/// training needs.
+TrainResult train(ModelCalls &calls, float *params, const TrainerConfig &config,
+                  Regime &regime, const std::string &resumeFrom);
 
 } // namespace lap::train
 

@@ -20,6 +20,7 @@
 
 #include "runtime/device/Device.h"
 
+#include "runtime/comm/Communicator.h"
 #include "runtime/kernels/cuda/Context.h"
 #include "runtime/kernels/cuda/Update.h"
 
@@ -79,9 +80,16 @@ struct SpanSlot {
   }
 };
 
+/// How the device opens its communicator (CudaPlugins.cpp's, which loads
+/// the NCCL plugin): the communicator of `ranks` on the calling thread's
+/// GPU, or null with the reason in `error`.
+using CommunicatorOpener = comm::Communicator *(*)(comm::Communicator *ranks,
+                                                   std::string *error);
+
 class CudaDevice final : public Device {
 public:
-  explicit CudaDevice(int ordinal) {
+  CudaDevice(int ordinal, CommunicatorOpener openCommunicator)
+      : openCommunicator(openCommunicator) {
     require(cudaSetDevice(ordinal), "cudaSetDevice");
     cuda::setStream(kStream);
     for (SpanSlot &s : slots)
@@ -97,39 +105,47 @@ public:
 
   bool onHost() const override { return false; }
 
-  float *allocate(int64_t n) override {
-    if (n <= 0)
-      return nullptr;
+  void *allocateBytes(size_t bytes) override {
     void *p = nullptr;
-    require(cudaMalloc(&p, size_t(n) * sizeof(float)), "cudaMalloc");
-    require(cudaMemsetAsync(p, 0, size_t(n) * sizeof(float), kStream),
-            "cudaMemsetAsync");
-    return static_cast<float *>(p);
+    require(
+        cudaMalloc(&p, bytes),
+        ("allocating " + std::to_string(bytes) + " bytes on the GPU").c_str());
+    require(cudaMemsetAsync(p, 0, bytes, kStream), "cudaMemsetAsync");
+    return p;
   }
 
   // Called from destructors, so it does not throw: a failure here is an
   // earlier asynchronous one, which the next synchronising call reports.
-  void release(float *data) override { cudaFree(data); }
+  void release(void *data) override { cudaFree(data); }
 
-  void upload(float *to, const float *from, int64_t n) override {
-    require(cudaMemcpyAsync(to, from, size_t(n) * sizeof(float),
-                            cudaMemcpyHostToDevice, kStream),
-            "cudaMemcpyAsync (upload)");
-    // `from` may be freed on return.
-    require(cudaStreamSynchronize(kStream), "cudaStreamSynchronize (upload)");
+  void uploadBytes(void *to, const void *from, size_t bytes) override {
+    require(cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, kStream),
+            "copying to the GPU");
+    // `from` may be reused on return.
+    require(cudaStreamSynchronize(kStream), "copying to the GPU");
   }
 
-  void download(float *to, const float *from, int64_t n) override {
-    require(cudaMemcpyAsync(to, from, size_t(n) * sizeof(float),
-                            cudaMemcpyDeviceToHost, kStream),
-            "cudaMemcpyAsync (download)");
-    require(cudaStreamSynchronize(kStream), "cudaStreamSynchronize (download)");
+  void downloadBytes(void *to, const void *from, size_t bytes) override {
+    // A failure of queued work (the library's too) surfaces here.
+    require(cudaStreamSynchronize(kStream), "running on the GPU");
+    require(cudaMemcpy(to, from, bytes, cudaMemcpyDeviceToHost),
+            "copying from the GPU");
   }
 
-  void copy(float *to, const float *from, int64_t n) override {
-    require(cudaMemcpyAsync(to, from, size_t(n) * sizeof(float),
-                            cudaMemcpyDeviceToDevice, kStream),
-            "cudaMemcpyAsync (copy)");
+  void copyBytes(void *to, const void *from, size_t bytes) override {
+    require(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, kStream),
+            "copying on the GPU");
+  }
+
+  void *stream() const override { return kStream; }
+
+  std::unique_ptr<comm::Communicator>
+  communicator(comm::Communicator &ranks) override {
+    std::string error;
+    comm::Communicator *made = openCommunicator(&ranks, &error);
+    if (!made)
+      throw comm::CommError(error);
+    return std::unique_ptr<comm::Communicator>(made);
   }
 
   void accumulate(float *acc, const float *g, float scale, int64_t n,
@@ -227,6 +243,7 @@ private:
     requireNoFailure();
   }
 
+  CommunicatorOpener openCommunicator;
   std::array<SpanSlot, 8> slots;
   size_t next = 0;
   double *norms = nullptr; ///< squaredNorms' results on the device
@@ -239,6 +256,7 @@ private:
 
 /// The plugin's one entry point (see CudaPlugins.cpp).
 extern "C" __attribute__((visibility("default"))) lap::device::Device *
-lap_device_cuda_open(int ordinal) {
-  return new lap::device::CudaDevice(ordinal);
+lap_device_cuda_open(int ordinal,
+                     lap::device::CommunicatorOpener openCommunicator) {
+  return new lap::device::CudaDevice(ordinal, openCommunicator);
 }

@@ -1,7 +1,7 @@
 //===- NcclPlugin.cpp - The NCCL communicator's plugin entry point --------===//
 //
-// lap_device_nccl_communicator (see CudaPlugins.cpp's cudaCommunicator): an
-// error comes back as text, as the plugin's exception types are its own.
+// lap_device_nccl_communicator, the CUDA device's communicator (through
+// CudaPlugins.cpp's ncclCommunicator): an error comes back as text.
 //
 //===----------------------------------------------------------------------===//
 

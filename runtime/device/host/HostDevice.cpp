@@ -12,6 +12,7 @@
 #include "runtime/device/Device.h"
 #include "runtime/device/host/Orthogonalize.h"
 
+#include "runtime/comm/Communicator.h"
 #include "runtime/kernels/Bf16.h"
 #include "runtime/kernels/cpu/Parallel.h"
 
@@ -89,23 +90,29 @@ class HostDevice final : public Device {
 public:
   bool onHost() const override { return true; }
 
-  float *allocate(int64_t n) override {
-    auto *data = static_cast<float *>(
-        ::operator new[](size_t(n) * sizeof(float), std::align_val_t(64)));
-    std::memset(data, 0, size_t(n) * sizeof(float));
+  void *allocateBytes(size_t bytes) override {
+    void *data = ::operator new[](bytes, std::align_val_t(64));
+    std::memset(data, 0, bytes);
     return data;
   }
-  void release(float *data) override {
+  void release(void *data) override {
     ::operator delete[](data, std::align_val_t(64));
   }
-  void upload(float *to, const float *from, int64_t n) override {
-    std::memcpy(to, from, size_t(n) * sizeof(float));
+  void uploadBytes(void *to, const void *from, size_t bytes) override {
+    std::memcpy(to, from, bytes);
   }
-  void download(float *to, const float *from, int64_t n) override {
-    std::memcpy(to, from, size_t(n) * sizeof(float));
+  void downloadBytes(void *to, const void *from, size_t bytes) override {
+    std::memcpy(to, from, bytes);
   }
-  void copy(float *to, const float *from, int64_t n) override {
-    std::memcpy(to, from, size_t(n) * sizeof(float));
+  void copyBytes(void *to, const void *from, size_t bytes) override {
+    std::memcpy(to, from, bytes);
+  }
+
+  void *stream() const override { return nullptr; }
+
+  std::unique_ptr<comm::Communicator>
+  communicator(comm::Communicator &) override {
+    return nullptr;
   }
 
   void accumulate(float *acc, const float *g, float scale, int64_t n,

@@ -56,44 +56,44 @@ int lap::cli::check(const CheckOptions &options) {
   };
   // Selects the GPU (--device cuda:N) before anything is allocated there.
   std::unique_ptr<device::Device> gpu = openDevice(model, options.device);
-  DeviceMemory memory(model);
-  using Buffer = DeviceMemory::Buffer;
+  device::Device &device = gpu ? *gpu : device::host();
+  using device::Buffer;
   size_t parameterBytes = size_t(model.parameterElements()) * 4;
-  Buffer params(memory, parameterBytes), grads(memory, parameterBytes),
-      workspace(memory, model.workspaceBytes()), loss(memory, 4),
-      seed(memory, sizeof options.seed);
-  memory.upload(seed.data, &options.seed, sizeof options.seed);
+  Buffer params(device, parameterBytes), grads(device, parameterBytes),
+      workspace(device, model.workspaceBytes()), loss(device, 4),
+      seed(device, sizeof options.seed);
+  device.uploadBytes(seed.data(), &options.seed, sizeof options.seed);
   status(model.initParams(params.as<float>(), options.seed));
   RandomBatch data(m, batch, seq, options.seed);
-  ModelCalls calls(model, memory, workspace.data);
+  ModelCalls calls(model, device, workspace.data());
   const lap_batch &view = *calls.place(data.view);
 
   int64_t logits = elementsAt(
       m["outputs"][1]["shape"].get<std::vector<int64_t>>(), batch, seq);
-  Buffer logitBuffer(memory, size_t(logits) * 4);
+  Buffer logitBuffer(device, size_t(logits) * 4);
 
   // Each time ends when the result is on the host (a GPU's call returns
   // once its work is queued).
   float forwardLoss = 0, trainLoss = 0;
   auto start = std::chrono::steady_clock::now();
-  status(model.forward(params.as<float>(), &view, workspace.data,
+  status(model.forward(params.as<float>(), &view, workspace.data(),
                        loss.as<float>(), logitBuffer.as<float>()));
-  memory.download(&forwardLoss, loss.data, 4);
+  device.downloadBytes(&forwardLoss, loss.data(), 4);
   double forwardTime = seconds(start);
   start = std::chrono::steady_clock::now();
   status(model.trainStep(params.as<float>(), grads.as<float>(), &view,
-                         static_cast<const uint64_t *>(seed.data),
-                         workspace.data, loss.as<float>()));
-  memory.download(&trainLoss, loss.data, 4);
+                         seed.as<const uint64_t>(), workspace.data(),
+                         loss.as<float>()));
+  device.downloadBytes(&trainLoss, loss.data(), 4);
   double trainTime = seconds(start);
   // Parameters and gradients where the host reads them.
   const float *hostParams = params.as<float>(), *hostGrads = grads.as<float>();
   std::vector<float> copies;
-  if (!memory.onHost()) {
+  if (!device.onHost()) {
     copies.resize(2 * size_t(model.parameterElements()));
-    memory.download(copies.data(), params.data, parameterBytes);
-    memory.download(copies.data() + model.parameterElements(), grads.data,
-                    parameterBytes);
+    device.downloadBytes(copies.data(), params.data(), parameterBytes);
+    device.downloadBytes(copies.data() + model.parameterElements(),
+                         grads.data(), parameterBytes);
     hostParams = copies.data();
     hostGrads = copies.data() + model.parameterElements();
   }
@@ -130,9 +130,9 @@ int lap::cli::check(const CheckOptions &options) {
   // workspace and the batch, and nothing else of that size.
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  double planned =
-      double(params.bytes + grads.bytes + workspace.bytes + logitBuffer.bytes) +
-      double(data.bytes());
+  double planned = double(params.bytes() + grads.bytes() + workspace.bytes() +
+                          logitBuffer.bytes()) +
+                   double(data.bytes());
   fmt::print(
       "\nmemory      planned {:.1f} MiB (parameters, gradients, workspace, "
       "batch, logits{}); peak RSS {:.1f} MiB\n",

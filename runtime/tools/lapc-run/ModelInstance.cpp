@@ -59,10 +59,10 @@ lap::cli::ModelInstance::ModelInstance(const std::string &path,
                                        HostRank where)
     : model(path, LoadedModel::Devices::Any),
       gpu(openDevice(model, option, where)),
-      device(gpu ? *gpu : device::host()), memory(model),
+      device(gpu ? *gpu : device::host()),
       params(device, model.parameterElements()),
-      workspace(memory, size_t(model.workspaceBytes())),
-      calls(model, memory, workspace.data) {}
+      workspace(device, size_t(model.workspaceBytes())),
+      calls(model, device, workspace.data()) {}
 
 lap::LoadedCheckpoint lap::cli::ModelInstance::restore(const std::string &dir) {
   return train::restoreParameters(model, dir, params.data(), false, device);

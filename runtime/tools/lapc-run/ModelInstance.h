@@ -39,9 +39,8 @@ struct ModelInstance {
   LoadedModel model;
   std::unique_ptr<device::Device> gpu; ///< null: the host
   device::Device &device;
-  DeviceMemory memory;
   device::Array params;
-  DeviceMemory::Buffer workspace;
+  device::Buffer workspace;
   ModelCalls calls;
 };
 

@@ -92,13 +92,6 @@ int lap::cli::trainModel(const TrainOptions &options,
 
   train::TrainerConfig config;
   config.accumulation = std::max<int64_t>(1, t.batchSize / micro);
-  if (config.accumulation % ranks != 0)
-    throw std::runtime_error(fmt::format(
-        "{}: train.batch_size {} is {} micro-batches of {}, which {} ranks "
-        "cannot share equally (run a number of ranks that divides {}, or "
-        "change train.micro_batch_size)",
-        options.model, t.batchSize, config.accumulation, micro, ranks,
-        config.accumulation));
   config.seed = options.seed ? options.seed : uint64_t(t.seed);
   config.gradClip = t.gradClip;
   config.logEvery =
@@ -116,13 +109,8 @@ int lap::cli::trainModel(const TrainOptions &options,
   config.schedule = train::scheduleConfig(spec);
   config.comm = &comm;
   config.zero = (options.zero >= 0 ? options.zero : t.zero) == 1;
-  // Ranks on GPUs move gradients and parameters over NCCL.
-  std::unique_ptr<comm::Communicator> nccl;
-  if (!run.device.onHost() && (ranks > 1 || config.zero)) {
-    nccl = device::cudaCommunicator(comm);
-    config.deviceComm = nccl.get();
-  }
   config.commTimeout = options.commTimeout;
+  train::requireEqualShares(options.model, config, ranks);
   std::error_code error;
   std::filesystem::create_directories(config.runDir, error);
   if (error)
@@ -194,12 +182,13 @@ int lap::cli::trainModel(const TrainOptions &options,
     fmt::print(log,
                "data parallel: {} ranks over {}, {} thread{} and {} "
                "micro-batch{} per step each{}\n",
-               ranks, comm.name() + (nccl ? ", GPUs over " + nccl->name() : ""),
+               ranks,
+               comm.name() + (run.device.onHost() ? "" : ", GPUs over NCCL"),
                threads, threads == 1 ? "" : "s", config.accumulation / ranks,
                config.accumulation / ranks == 1 ? "" : "es",
                config.zero ? "; ZeRO-1: optimizer state sharded" : "");
   train::TrainResult result =
-      train::train(run.calls, run.device, params, config, *regime, resumeFrom);
+      train::train(run.calls, params, config, *regime, resumeFrom);
   if (!lead)
     return result.stopSignal ? 128 + result.stopSignal : 0;
   if (result.alreadyFinished) {

@@ -22,7 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/model/DeviceMemory.h"
+#include "runtime/device/Device.h"
 #include "runtime/model/ModelCalls.h"
 #include "test/unit/cuda/BothTargets.h"
 #include "test/unit/cuda/RequireGpu.h"
@@ -39,22 +39,21 @@ using namespace lap::test::mixed;
 
 namespace {
 
-using Buffer = DeviceMemory::Buffer;
+using device::Buffer;
 
-/// A device copy of `host`.
+/// A copy of `host` on `device`.
 template <typename T>
-std::unique_ptr<Buffer> copyOf(const DeviceMemory &memory,
-                               const std::vector<T> &host) {
-  auto buffer = std::make_unique<Buffer>(memory, host.size() * sizeof(T));
-  memory.upload(buffer->data, host.data(), buffer->bytes);
+Buffer copyOf(device::Device &device, const std::vector<T> &host) {
+  Buffer buffer(device, host.size() * sizeof(T));
+  device.upload(buffer.as<T>(), host.data(), int64_t(host.size()));
   return buffer;
 }
 
 /// The contents of `buffer`, once the device's queued work has run.
 template <typename T>
-std::vector<T> read(const DeviceMemory &memory, const Buffer &buffer) {
-  std::vector<T> out(buffer.bytes / sizeof(T));
-  memory.download(out.data(), buffer.data, buffer.bytes);
+std::vector<T> read(device::Device &device, const Buffer &buffer) {
+  std::vector<T> out(buffer.bytes() / sizeof(T));
+  device.downloadBytes(out.data(), buffer.data(), buffer.bytes());
   return out;
 }
 
@@ -143,18 +142,18 @@ Batch batchOf(const Case &c, uint32_t seed) {
 
 /// Batch `b` of case `c` copied to the device, in manifest order.
 struct DeviceBatch {
-  DeviceBatch(const DeviceMemory &memory, const Case &c, const Batch &b) {
+  DeviceBatch(device::Device &device, const Case &c, const Batch &b) {
     if (c.image) {
-      tensors[0] = copyOf(memory, b.images);
-      tensors[1] = copyOf(memory, b.distributions);
+      tensors[0] = copyOf(device, b.images);
+      tensors[1] = copyOf(device, b.distributions);
     } else {
-      tensors[0] = copyOf(memory, b.tokens);
-      tensors[1] = copyOf(memory, b.targets);
+      tensors[0] = copyOf(device, b.tokens);
+      tensors[1] = copyOf(device, b.targets);
     }
-    pointers = {tensors[0]->data, tensors[1]->data};
+    pointers = {tensors[0].data(), tensors[1].data()};
     view = {b.batch, b.seq, 2, pointers.data()};
   }
-  std::unique_ptr<Buffer> tensors[2];
+  Buffer tensors[2];
   std::vector<const void *> pointers;
   lap_batch view{};
 };
@@ -165,17 +164,19 @@ struct Side {
   explicit Side(const std::string &path)
       : model(path, LoadedModel::Devices::Any) {}
   LoadedModel model;
-  DeviceMemory memory{model};
-  Buffer params{memory, size_t(model.parameterElements()) * 4},
-      grads{memory, size_t(model.parameterElements()) * 4},
-      workspace{memory, size_t(model.workspaceBytes())},
-      cache{memory,
+  std::unique_ptr<device::Device> opened =
+      model.device() == "cuda" ? device::openCuda(0) : nullptr;
+  device::Device &device = opened ? *opened : device::host();
+  Buffer params{device, size_t(model.parameterElements()) * 4},
+      grads{device, size_t(model.parameterElements()) * 4},
+      workspace{device, size_t(model.workspaceBytes())},
+      cache{device,
             model.manifest()["decode"].is_object()
                 ? model.manifest()["decode"]["cache_floats_per_sequence"]
                           .get<size_t>() *
                       4
                 : 0};
-  ModelCalls calls{model, memory, workspace.data};
+  ModelCalls calls{model, device, workspace.data()};
 };
 
 // Without a GPU too: the CUDA libraries build and describe the CPU
@@ -205,11 +206,12 @@ TEST(ModelOnGpuTest, CudaLibraryComputesWhatTheCpuLibraryComputes) {
 
     // Initialisation: the same values, put on the device.
     ASSERT_EQ(cpu.model.initParams(cpu.param(), 7), LAP_OK);
-    DeviceMemory memory(gpu);
-    Buffer params(memory, paramBytes), grads(memory, paramBytes),
-        workspace(memory, size_t(gpu.workspaceBytes()));
+    std::unique_ptr<device::Device> onGpu = device::openCuda(0);
+    device::Device &device = *onGpu;
+    Buffer params(device, paramBytes), grads(device, paramBytes),
+        workspace(device, size_t(gpu.workspaceBytes()));
     ASSERT_EQ(gpu.initParams(params.as<float>(), 7), LAP_OK) << gpu.lastError();
-    std::vector<float> initial = read<float>(memory, params);
+    std::vector<float> initial = read<float>(device, params);
     ASSERT_EQ(0, std::memcmp(initial.data(), cpu.param(), paramBytes));
 
     Batch b = batchOf(c, 5);
@@ -217,31 +219,31 @@ TEST(ModelOnGpuTest, CudaLibraryComputesWhatTheCpuLibraryComputes) {
     float wantLoss = cpu.forward(b, &wantLogits);
     float wantTrainLoss = cpu.trainStep(b);
 
-    DeviceBatch onDevice(memory, c, b);
+    DeviceBatch onDevice(device, c, b);
     const lap_batch &view = onDevice.view;
-    Buffer loss(memory, sizeof(float)),
-        logits(memory, wantLogits.size() * sizeof(float));
+    Buffer loss(device, sizeof(float)),
+        logits(device, wantLogits.size() * sizeof(float));
 
-    ASSERT_EQ(gpu.forward(params.as<float>(), &view, workspace.data,
+    ASSERT_EQ(gpu.forward(params.as<float>(), &view, workspace.data(),
                           loss.as<float>(), logits.as<float>()),
               LAP_OK)
         << gpu.lastError();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_NEAR(read<float>(memory, loss)[0], wantLoss,
+    EXPECT_NEAR(read<float>(device, loss)[0], wantLoss,
                 toleranceOf(c) * std::abs(wantLoss));
-    expectWithinScale(read<float>(memory, logits).data(), wantLogits.data(),
+    expectWithinScale(read<float>(device, logits).data(), wantLogits.data(),
                       wantLogits.size(), toleranceOf(c), "logits");
 
-    auto seed = copyOf(memory, std::vector<uint64_t>{0});
+    auto seed = copyOf(device, std::vector<uint64_t>{0});
     ASSERT_EQ(gpu.trainStep(params.as<float>(), grads.as<float>(), &view,
-                            static_cast<const uint64_t *>(seed->data),
-                            workspace.data, loss.as<float>()),
+                            seed.as<const uint64_t>(), workspace.data(),
+                            loss.as<float>()),
               LAP_OK)
         << gpu.lastError();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_NEAR(read<float>(memory, loss)[0], wantTrainLoss,
+    EXPECT_NEAR(read<float>(device, loss)[0], wantTrainLoss,
                 toleranceOf(c) * std::abs(wantTrainLoss));
-    expectSameGradients(gpu, read<float>(memory, grads).data(), cpu.grad(),
+    expectSameGradients(gpu, read<float>(device, grads).data(), cpu.grad(),
                         toleranceOf(c));
   }
 }
@@ -259,13 +261,14 @@ TEST(ModelOnGpuTest, CapturedStepDrawsTheMasksOfItsReplaysSeed) {
     ASSERT_EQ(cpu.model.initParams(cpu.param(), 7), LAP_OK);
     Batch b = batchOf(c, 5);
     LoadedModel gpu(library(c, "cuda"), LoadedModel::Devices::Any);
-    DeviceMemory memory(gpu);
+    std::unique_ptr<device::Device> onGpu = device::openCuda(0);
+    device::Device &device = *onGpu;
     size_t paramBytes = size_t(cpu.elements()) * sizeof(float);
-    Buffer params(memory, paramBytes), grads(memory, paramBytes),
-        workspace(memory, size_t(gpu.workspaceBytes())),
-        loss(memory, sizeof(float)), seed(memory, sizeof(uint64_t));
-    memory.upload(params.data, cpu.param(), paramBytes);
-    DeviceBatch onDevice(memory, c, b);
+    Buffer params(device, paramBytes), grads(device, paramBytes),
+        workspace(device, size_t(gpu.workspaceBytes())),
+        loss(device, sizeof(float)), seed(device, sizeof(uint64_t));
+    device.uploadBytes(params.data(), cpu.param(), paramBytes);
+    DeviceBatch onDevice(device, c, b);
     const lap_batch &view = onDevice.view;
 
     // The copies above ran on the legacy stream, which a non-blocking
@@ -276,14 +279,14 @@ TEST(ModelOnGpuTest, CapturedStepDrawsTheMasksOfItsReplaysSeed) {
               cudaSuccess);
     ASSERT_EQ(gpu.setStream(stream), LAP_OK) << gpu.lastError();
     auto writeSeed = [&](uint64_t value) {
-      ASSERT_EQ(cudaMemcpyAsync(seed.data, &value, sizeof value,
+      ASSERT_EQ(cudaMemcpyAsync(seed.data(), &value, sizeof value,
                                 cudaMemcpyHostToDevice, stream),
                 cudaSuccess);
     };
     auto step = [&] {
       ASSERT_EQ(gpu.trainStep(params.as<float>(), grads.as<float>(), &view,
-                              static_cast<const uint64_t *>(seed.data),
-                              workspace.data, loss.as<float>()),
+                              seed.as<const uint64_t>(), workspace.data(),
+                              loss.as<float>()),
                 LAP_OK)
           << gpu.lastError();
     };
@@ -307,9 +310,9 @@ TEST(ModelOnGpuTest, CapturedStepDrawsTheMasksOfItsReplaysSeed) {
       ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
       ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
       losses[value - 3] = wantLoss;
-      EXPECT_NEAR(read<float>(memory, loss)[0], wantLoss,
+      EXPECT_NEAR(read<float>(device, loss)[0], wantLoss,
                   toleranceOf(c) * std::abs(wantLoss));
-      expectSameGradients(gpu, read<float>(memory, grads).data(), cpu.grad(),
+      expectSameGradients(gpu, read<float>(device, grads).data(), cpu.grad(),
                           toleranceOf(c));
     }
     // The two seeds draw different masks: the comparison above is not empty.
@@ -411,7 +414,7 @@ TEST(ModelOnGpuTest, FeaturesEmbeddingsAndLocalViewsReachTheHost) {
     float gotLoss = gpu.calls.trainStep(gpu.params.as<float>(),
                                         gpu.grads.as<float>(), view, 4);
     EXPECT_NEAR(gotLoss, wantLoss, toleranceOf(c) * std::abs(wantLoss));
-    std::vector<float> grads = read<float>(gpu.memory, gpu.grads);
+    std::vector<float> grads = read<float>(gpu.device, gpu.grads);
     for (const ParameterInfo &p : gpu.model.parameters())
       expectWithinScale(grads.data() + p.offset,
                         cpu.grads.as<float>() + p.offset, size_t(p.elements),

@@ -16,16 +16,19 @@
 
 #include "runtime/comm/Communicator.h"
 #include "runtime/device/Device.h"
+#include "runtime/platform/Process.h"
 #include "test/unit/cuda/RequireGpu.h"
 #include "test/unit/cuda/kernels/DeviceBuffer.h"
 #include "test/unit/kernels/KernelTestSupport.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <memory>
 #include <random>
@@ -118,24 +121,32 @@ TEST(TrainDevicePlugin, LoadsAndNamesTheMissingGpu) {
   }
 }
 
-// The NCCL plugin loads too: without a GPU it says why it has no device;
-// with one, it makes the communicator of this process alone.
+// The NCCL plugin loads too: without a GPU its entry point says why it has
+// no device; with one, the GPU's device makes the communicator of this
+// process alone through it.
 TEST(CommunicatorPlugin, LoadsAndStartsNccl) {
   std::unique_ptr<lap::comm::Communicator> alone = lap::comm::singleProcess();
   std::string why;
   if (lap::cuda::visibleDevices(&why).empty()) {
-    try {
-      lap::device::cudaCommunicator(*alone);
-      FAIL() << "a communicator without a GPU";
-    } catch (const lap::comm::CommError &e) {
-      EXPECT_EQ(std::string(e.what()).rfind("cudaGetDevice failed: ", 0), 0u)
-          << e.what();
-    }
+    std::string path = std::filesystem::path(lap::platform::executablePath())
+                           .parent_path()
+                           .parent_path() /
+                       "lib" / "libLapDeviceNCCL.so";
+    void *plugin = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(plugin, nullptr) << dlerror();
+    using Entry =
+        lap::comm::Communicator *(*)(lap::comm::Communicator *, std::string *);
+    auto entry =
+        reinterpret_cast<Entry>(dlsym(plugin, "lap_device_nccl_communicator"));
+    ASSERT_NE(entry, nullptr) << path;
+    std::string error;
+    EXPECT_EQ(entry(alone.get(), &error), nullptr);
+    EXPECT_EQ(error.rfind("cudaGetDevice failed: ", 0), 0u) << error;
     return;
   }
   std::unique_ptr<Device> gpu = lap::device::openCuda(0);
-  std::unique_ptr<lap::comm::Communicator> nccl =
-      lap::device::cudaCommunicator(*alone);
+  std::unique_ptr<lap::comm::Communicator> nccl = gpu->communicator(*alone);
+  ASSERT_NE(nccl, nullptr);
   EXPECT_EQ(nccl->size(), 1);
   EXPECT_EQ(nccl->name().rfind("NCCL ", 0), 0u) << nccl->name();
 }

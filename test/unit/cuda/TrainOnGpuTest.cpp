@@ -99,12 +99,11 @@ TEST_P(TrainOnGpu, ShardsItsOptimizerOverNccl) {
   REQUIRE_GPU();
   auto [c, kind] = GetParam();
   std::unique_ptr<device::Device> gpu = device::openCuda(0);
-  std::unique_ptr<comm::Communicator> alone = comm::singleProcess(),
-                                      nccl = device::cudaCommunicator(*alone);
+  std::unique_ptr<comm::Communicator> alone = comm::singleProcess();
   TempDir dir;
   std::string cpuRun = dir.file("cpu"), gpuRun = dir.file("gpu");
   const std::string &cpuLib = library(c, "cpu"), &gpuLib = library(c, "cuda");
-  RunRanks zero{alone.get(), nccl.get(), true};
+  RunRanks zero{alone.get(), true};
 
   trainOn(cpuLib, device::host(), c.image, cpuRun, 0, kind);
   trainOn(gpuLib, *gpu, c.image, gpuRun, 3, kind, zero);

@@ -65,7 +65,7 @@ private:
 
 /// How the ranks of a run share it (one process: all null).
 struct RunRanks {
-  comm::Communicator *comm = nullptr, *deviceComm = nullptr;
+  comm::Communicator *comm = nullptr;
   bool zero = false;
 };
 
@@ -77,11 +77,10 @@ inline void trainOn(const std::string &library, device::Device &device,
   using namespace lap::train;
   std::filesystem::create_directories(runDir);
   LoadedModel model(library, LoadedModel::Devices::Any);
-  DeviceMemory memory(model);
   device::Array params(device, model.parameterElements());
   ASSERT_EQ(model.initParams(params.data(), 5), LAP_OK) << model.lastError();
-  DeviceMemory::Buffer workspace(memory, size_t(model.workspaceBytes()));
-  ModelCalls calls(model, memory, workspace.data);
+  device::Buffer workspace(device, size_t(model.workspaceBytes()));
+  ModelCalls calls(model, device, workspace.data());
   int size = ranks.comm ? ranks.comm->size() : 1;
   RandomBatches regime(model, image, ranks.comm ? ranks.comm->rank() : 0, size);
 
@@ -103,12 +102,11 @@ inline void trainOn(const std::string &library, device::Device &device,
   config.optimizer.scaleLrByWidth = false;
   config.optimizer.weightDecay = 0.01;
   config.comm = ranks.comm;
-  config.deviceComm = ranks.deviceComm;
   config.zero = ranks.zero;
   std::string from;
   if (!ranks.comm || ranks.comm->rank() == 0)
     from = resumePoint(config, [](const std::string &) {});
-  lap::train::train(calls, device, params.data(), config, regime, from);
+  lap::train::train(calls, params.data(), config, regime, from);
 }
 
 /// The parameters of the newest checkpoint of `runDir`.
