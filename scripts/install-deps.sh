@@ -19,6 +19,9 @@ packages=(
   libopenmpi-dev openmpi-bin
   # tests: runs lapc-run as on a CPU with AVX2 and no AVX-512
   qemu-user
+  # Python: the lap package, its tests (pytest, PyTorch's math, pip in a venv)
+  python3-numpy python3-torch python3-pytest python3-xxhash python3-venv
+  python3-pip
   # data: the text and images the README's walkthroughs train on
   fortunes dataset-fashion-mnist
 )

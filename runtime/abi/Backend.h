@@ -4,7 +4,8 @@
 // target; what depends on where the code runs is here, implemented once
 // for the CPU (CpuBackend.cpp, in libLapModelEntry.a) and once for CUDA
 // GPUs (CudaBackend.cpp, in libLapModelEntryCUDA.a). lapc links one of
-// them into model.so with its target's kernel library.
+// them into model.so with its target's kernel library. The attention
+// libraries (AttentionEntry.cpp, lap/attention.h) are built on them too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,7 @@
 
 #include "lap/model.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -35,6 +37,11 @@ bool readsBatches();
 /// finish).
 void initialise(float *params, int64_t elements,
                 const std::function<void(float *)> &fill);
+
+/// Copies `bytes` of the library's memory at `from` to the host's `to`, once
+/// the thread's stream has run what it holds (a failure is reported by
+/// finish).
+void toHost(void *to, const void *from, size_t bytes);
 
 /// lap_model_set_stream: the stream this thread's later calls enqueue on.
 lap_status setStream(void *stream);

@@ -3,6 +3,8 @@
 #include "runtime/abi/Backend.h"
 #include "runtime/kernels/cpu/Kernels.h"
 
+#include <cstring>
+
 namespace backend = lap::model::backend;
 
 const char *backend::kernelError() { return lap_cpu_isa_error(); }
@@ -14,6 +16,10 @@ bool backend::readsBatches() { return true; }
 void backend::initialise(float *params, int64_t,
                          const std::function<void(float *)> &fill) {
   fill(params);
+}
+
+void backend::toHost(void *to, const void *from, size_t bytes) {
+  std::memcpy(to, from, bytes);
 }
 
 lap_status backend::setStream(void *stream) {

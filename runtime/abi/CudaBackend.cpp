@@ -74,6 +74,14 @@ void backend::initialise(float *params, int64_t elements,
                    "copying the initial parameters to the GPU");
 }
 
+void backend::toHost(void *to, const void *from, size_t bytes) {
+  lap::cuda::check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToHost,
+                                   lap::cuda::stream()),
+                   "copying to the host");
+  lap::cuda::check(cudaStreamSynchronize(lap::cuda::stream()),
+                   "copying to the host");
+}
+
 lap_status backend::setStream(void *stream) {
   lap::cuda::setStream(static_cast<cudaStream_t>(stream));
   return LAP_OK;

@@ -36,6 +36,8 @@
 #ifndef LAP_MODEL_H
 #define LAP_MODEL_H
 
+#include "status.h"
+
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -45,11 +47,8 @@ extern "C" {
 /* Bumped on any change to the functions, structs or manifest keys below. */
 #define LAP_MODEL_ABI_VERSION 7u
 
-typedef enum lap_status {
-  LAP_OK = 0,
-  LAP_INVALID_ARGUMENT = 1, /* null pointer, batch or sequence out of range */
-  LAP_INTERNAL = 2,
-} lap_status;
+/* lap_status (lap/status.h): LAP_INVALID_ARGUMENT for a null pointer, a
+ * batch or sequence out of range. */
 
 /* One batch: `count` pointers in manifest "batch" order (gpt: tokens and
  * targets, int32 [batch, seq]; vit: images float [batch, C, H, W] and targets

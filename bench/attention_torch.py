@@ -1,0 +1,145 @@
+"""lap.torch.attention against PyTorch 1.13's manual attention (Debian's
+torch has no fused attention on the CPU), forward + backward, in one run.
+
+Two blocks' attention: a ViT-S/16's (B 8, H 6, T 197, D 64, full) and a
+GPT's (B 4, H 12, T 256, D 64, causal). Each runs as softmax heads (attn)
+and as Laplacian heads (alpha -1, beta 1) with learned coefficients
+(gradients of alpha and beta too); the PyTorch peer computes the same
+alpha P V + beta V with matmul and softmax. Rounds alternate between the
+two frameworks; medians of `--iters` timed steps after warm-up. Prints one
+JSON document.
+
+usage: PYTHONPATH=build/python /usr/bin/python3 bench/attention_torch.py
+       [--iters N] [--rounds N] [--threads N]
+(the script sets up the peer's environment as BENCHMARKING.md asks; the
+peer needs an optimized BLAS: apt-get install libopenblas0-pthread
+libtcmalloc-minimal4, as bench/run.sh installs them.)
+"""
+
+from peer_env import allocator, blas_library, run_at_its_best
+
+run_at_its_best("attention_torch")
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import time
+
+import torch
+
+import lap.torch as lt
+from lap import _attention
+
+BLOCKS = {
+    "vit_s16": dict(B=8, H=6, T=197, D=64, causal=False),
+    "gpt": dict(B=4, H=12, T=256, D=64, causal=True),
+}
+KINDS = {"attn": (1.0, 0.0), "laplacian": (-1.0, 1.0)}
+
+
+def manual(q, k, v, alpha, beta, causal):
+    """PyTorch's attention without a fused kernel, as nanoGPT writes it for
+    torch < 2.0, with the output mixed as lap's heads mix it."""
+    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
+    if causal:
+        T = q.shape[-2]
+        mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+        scores = scores.masked_fill(mask, float("-inf"))
+    p = scores.softmax(dim=-1)
+    return alpha[:, None, None] * (p @ v) + beta[:, None, None] * v
+
+
+def step_time(function, leaves, dout, iters, warmup=3):
+    """Milliseconds per forward + backward: (median, min, max)."""
+    times = []
+    for i in range(warmup + iters):
+        for x in leaves:
+            x.grad = None
+        began = time.perf_counter()
+        out = function()
+        out.backward(dout)
+        if i >= warmup:
+            times.append((time.perf_counter() - began) * 1e3)
+    return statistics.median(times), min(times), max(times)
+
+
+def block_inputs(block, kind):
+    """What a transformer block hands attention: q, k and v as views of one
+    projection's output [B, T, 3, H, D] (so neither framework gets dense
+    [B, H, T, D] tensors for free), the heads' coefficients, learned."""
+    B, H, T, D = (block[k] for k in ("B", "H", "T", "D"))
+    g = torch.Generator().manual_seed(0)
+    qkv = torch.randn(B, T, 3, H, D, generator=g).requires_grad_()
+    a, b = KINDS[kind]
+    alpha = torch.full((H,), a, requires_grad=True)
+    beta = torch.full((H,), b, requires_grad=True)
+    dout = torch.randn(B, H, T, D, generator=g)
+    return qkv, alpha, beta, dout
+
+
+def measure(iters, rounds):
+    """{block: {kind: {framework: times}}}: the best round's median of
+    each, the framework at its quietest. Rounds interleave every block,
+    kind and framework, so that the host's noise hits them all."""
+    runs = {}
+    for _ in range(rounds):
+        for name, block in BLOCKS.items():
+            for kind in KINDS:
+                qkv, alpha, beta, dout = block_inputs(block, kind)
+                leaves = (qkv, alpha, beta)
+
+                def views():
+                    return [x.transpose(1, 2) for x in qkv.unbind(2)]
+
+                frameworks = {
+                    "lap": lambda: lt.attention(*views(), alpha, beta,
+                                                causal=block["causal"]),
+                    "pytorch": lambda: manual(*views(), alpha, beta,
+                                              block["causal"]),
+                }
+                for framework, function in frameworks.items():
+                    runs.setdefault(name, {}).setdefault(kind, {}).setdefault(
+                        framework, []).append(
+                            step_time(function, leaves, dout, iters))
+    return {name: {kind: {f: dict(zip(("median_ms", "min_ms", "max_ms"),
+                                      min(r, key=lambda t: t[0])))
+                          for f, r in by_framework.items()}
+                   for kind, by_framework in by_kind.items()}
+            for name, by_kind in runs.items()}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    blas = blas_library("attention_torch")
+    results = measure(args.iters, args.rounds)
+    for name, block in BLOCKS.items():
+        r = results[name]
+        r["shape"] = block
+        for kind in KINDS:
+            r[kind]["speedup_over_pytorch"] = (
+                r[kind]["pytorch"]["median_ms"] / r[kind]["lap"]["median_ms"])
+        r["laplacian_over_attn"] = (r["laplacian"]["lap"]["median_ms"] /
+                                    r["attn"]["lap"]["median_ms"])
+    print(json.dumps({
+        "benchmark": "attention forward + backward, lap.torch.attention "
+                     "against PyTorch's manual attention",
+        "threads": args.threads,
+        "torch": torch.__version__,
+        "blas": blas,
+        "allocator": allocator(),
+        "lap_isa": _attention.isa("cpu"),
+        "cpu": platform.processor() or platform.machine(),
+        "iters": args.iters, "rounds": args.rounds,
+        "blocks": results,
+    }, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+//===- AttentionEntry.cpp - lap/attention.h over a kernel library -*- C++ -*-===//
+//
+// Built twice, as the model entry points are: with the CPU kernels
+// (libLapAttention.so) and, with LAP_ATTENTION_CUDA, the CUDA kernels
+// (libLapAttentionCUDA.so). Checks every argument the kernels would
+// otherwise trust, so that bad input is an error status, never an
+// out-of-bounds access or an abort.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lap/attention.h"
+#include "runtime/abi/Backend.h"
+
+#include <string>
+#include <vector>
+
+#ifdef LAP_ATTENTION_CUDA
+#include "runtime/kernels/cuda/Kernels.h"
+#define LAP_ATTENTION_KERNEL(name) lap_cuda_##name
+/// The oldest GPUs the kernel library's code runs on (it carries
+/// compute_80 PTX), which CudaBackend.cpp compares the visible ones with.
+extern "C" const char lap_gen_cuda_arch[] = "sm_80";
+#else
+#include "runtime/kernels/cpu/Kernels.h"
+#define LAP_ATTENTION_KERNEL(name) lap_cpu_##name
+#endif
+
+namespace backend = lap::model::backend;
+
+namespace {
+
+thread_local std::string lastError = "no error";
+
+lap_status fail(std::string message) {
+  lastError = std::move(message);
+  return LAP_INVALID_ARGUMENT;
+}
+
+/// After the kernels: the failure one recorded, if any.
+lap_status finish() {
+  std::string error;
+  lap_status status = backend::finish(error);
+  if (status != LAP_OK)
+    lastError = std::move(error);
+  return status;
+}
+
+/// Why `s` and the coefficients cannot be computed with, or "" (reads the
+/// betas when the keys are not the queries).
+std::string shapeError(const lap_attention_shape *s,
+                       const float *coefficients) {
+  if (!s)
+    return "the shape is null";
+  const int64_t sizes[] = {s->batch, s->queries,  s->keys,
+                           s->heads, s->kv_heads, s->head_dim};
+  const char *names[] = {"batch", "queries",  "keys",
+                         "heads", "kv_heads", "head_dim"};
+  for (int i = 0; i < 6; ++i)
+    if (sizes[i] < 1)
+      return std::string(names[i]) + " is " + std::to_string(sizes[i]) +
+             "; it must be at least 1";
+  if (s->heads % s->kv_heads != 0)
+    return std::to_string(s->heads) + " query heads cannot share " +
+           std::to_string(s->kv_heads) +
+           " key/value heads equally (heads must be a multiple of kv_heads)";
+  if (s->causal && s->keys != s->queries)
+    return "causal attention needs as many keys as queries (" +
+           std::to_string(s->keys) + " keys, " + std::to_string(s->queries) +
+           " queries)";
+  if (!(s->scale == s->scale))
+    return "the scale is not a number";
+  if (s->keys != s->queries) {
+    std::vector<float> host(size_t(2 * s->heads));
+    backend::toHost(host.data(), coefficients, host.size() * sizeof(float));
+    for (int64_t h = 0; h < s->heads; ++h)
+      if (host[size_t(s->heads + h)] != 0.0f)
+        return "head " + std::to_string(h) + " has beta " +
+               std::to_string(host[size_t(s->heads + h)]) +
+               ", which adds the queries' own values: it needs as many " +
+               "keys as queries (" + std::to_string(s->keys) + " keys, " +
+               std::to_string(s->queries) + " queries)";
+  }
+  return "";
+}
+
+/// Why a call cannot run: a null pointer among `pointers`, a bad shape or
+/// kernels that cannot run here; "" when it can, on `stream`.
+std::string callError(const lap_attention_shape *s,
+                      std::initializer_list<const void *> pointers,
+                      const float *coefficients, void *stream) {
+  if (const char *why = backend::kernelError())
+    return why;
+  for (const void *p : pointers)
+    if (!p)
+      return "a tensor pointer is null";
+  if (backend::setStream(stream) != LAP_OK)
+    return "the CPU's attention runs on no stream: pass null";
+  std::string why = shapeError(s, coefficients);
+  if (why.empty()) {
+    std::string failure;
+    if (backend::finish(failure) != LAP_OK)
+      why = failure;
+  }
+  return why;
+}
+
+} // namespace
+
+extern "C" {
+
+uint32_t lap_attention_abi_version(void) { return LAP_ATTENTION_ABI_VERSION; }
+
+const char *lap_attention_device(void) {
+#ifdef LAP_ATTENTION_CUDA
+  return "cuda";
+#else
+  return "cpu";
+#endif
+}
+
+const char *lap_attention_isa(void) {
+  return backend::kernelError() ? "none" : backend::kernelIsa();
+}
+
+const char *lap_attention_last_error(void) { return lastError.c_str(); }
+
+lap_status lap_attention_forward(const lap_attention_shape *s, float *o,
+                                 float *lse, const float *q, const float *k,
+                                 const float *v, const float *coefficients,
+                                 void *stream) {
+  std::string why =
+      callError(s, {o, lse, q, k, v, coefficients}, coefficients, stream);
+  if (!why.empty())
+    return fail("lap_attention_forward: " + why);
+  LAP_ATTENTION_KERNEL(attention_forward)
+  (o, lse, q, k, v, coefficients, s->batch, s->queries, s->keys, s->heads,
+   s->kv_heads, s->head_dim, s->scale, s->causal ? 1 : 0);
+  return finish();
+}
+
+lap_status lap_attention_backward(const lap_attention_shape *s, float *dq,
+                                  float *dk, float *dv, float *dcoefficients,
+                                  const float *dout, const float *q,
+                                  const float *k, const float *v,
+                                  const float *o, const float *lse,
+                                  const float *coefficients, void *stream) {
+  std::string why =
+      callError(s, {dq, dk, dv, dout, q, k, v, o, lse, coefficients},
+                coefficients, stream);
+  if (!why.empty())
+    return fail("lap_attention_backward: " + why);
+  LAP_ATTENTION_KERNEL(attention_backward)
+  (dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, s->batch,
+   s->queries, s->keys, s->heads, s->kv_heads, s->head_dim, s->scale,
+   s->causal ? 1 : 0);
+  return finish();
+}
+
+} // extern "C"
