@@ -12,18 +12,21 @@ import torch
 
 import lap
 import lap.torch as lt
+from lap import _attention
 from conftest import GPT2
 from test_attention import reference
 
 GPU = torch.cuda.is_available()
+CUDA_BUILD = os.environ.get("LAP_HAVE_CUDA") == "1"
 needs_gpu = pytest.mark.skipif(
-    not GPU, reason="no GPU that this PyTorch can use (Debian's torch is "
-    "built without CUDA)")
+    not (GPU and CUDA_BUILD),
+    reason="no GPU that this PyTorch can use (Debian's torch is built "
+    "without CUDA), or a build of lap without CUDA")
 
 
 @pytest.fixture(scope="module")
 def cuda_model(tmp_path_factory):
-    if os.environ.get("LAP_HAVE_CUDA") != "1":
+    if not CUDA_BUILD:
         pytest.skip("this build of lap has no CUDA toolkit: lapc compiles "
                     "no CUDA libraries")
     path = tmp_path_factory.mktemp("cuda") / "gpt2.so"
@@ -39,6 +42,18 @@ def test_a_cuda_library_loads_anywhere(cuda_model):
 def test_its_calls_say_why_they_cannot_run(cuda_model):
     with pytest.raises(lap.LapError, match="sees no GPU"):
         cuda_model.init_params(1)
+
+
+@pytest.mark.skipif(GPU, reason="a GPU is here: the attention runs")
+def test_the_cuda_attention_library_says_why_it_cannot_run():
+    if not CUDA_BUILD:
+        pytest.skip("this build of lap has no CUDA toolkit: no "
+                    "libLapAttentionCUDA.so")
+    assert _attention.isa("cuda") == "none"
+    with pytest.raises(lap.LapError, match="runs on NVIDIA GPUs"):
+        _attention.call("cuda", "forward",
+                        _attention.Shape(1, 1, 1, 1, 1, 1, 1.0, 0),
+                        *[None] * 7)
 
 
 @needs_gpu
