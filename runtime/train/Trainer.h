@@ -95,6 +95,15 @@ LoadedCheckpoint restoreParameters(const LoadedModel &model,
                                    bool otherModel = false,
                                    device::Device &device = device::host());
 
+/// Copies the parameters in the safetensors file `path` (with lap's
+/// checksums: what `lapc-run import` writes) into `params` (`device`'s
+/// memory, initialised): each of its tensors must be a parameter of
+/// `model`, of the same shape; a parameter it lacks keeps its initial
+/// value if it is a learned head's coefficients (heads switched to a
+/// learned kind start from that kind's values), and is an error otherwise.
+void initParameters(const LoadedModel &model, const std::string &path,
+                    float *params, device::Device &device = device::host());
+
 /// `given` when not empty, else the newest checkpoint of `runDir`; throws
 /// naming RUNDIR/checkpoints when there is none.
 std::string checkpointOf(const std::string &runDir,

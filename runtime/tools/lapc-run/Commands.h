@@ -37,6 +37,7 @@ struct TrainOptions {
   int64_t zero = -1;        ///< -1: the spec's train.zero
   double commTimeout = 300; ///< seconds
   std::string device;       ///< cpu, cuda or cuda:N; "": the library's
+  std::string initFrom;     ///< a directory whose model.safetensors starts it
 };
 /// `lapc-run train MODEL`: the training loop with the spec's train settings,
 /// on the ranks of `comm` (one process, or an MPI job).
@@ -97,6 +98,21 @@ struct AnalyzeOptions {
 /// SWEEP_DIR/analysis/<variant>/.
 int analyze(const AnalyzeOptions &options);
 int analyzeSweep(const AnalyzeOptions &options);
+
+struct ImportOptions {
+  std::string format, source, out, name;
+};
+/// `lapc-run import FORMAT SOURCE --out DIR`: another framework's model as
+/// a lap spec and parameters (runtime/interchange).
+int importModel(const ImportOptions &options);
+
+struct ExportOptions {
+  std::string format, model, runDir, checkpoint, out;
+  bool withHeadKinds = false;
+};
+/// `lapc-run export FORMAT MODEL --run-dir RUN --out DIR`: a trained model
+/// in another framework's names and layouts, with its config.
+int exportModel(const ExportOptions &options);
 
 } // namespace lap::cli
 

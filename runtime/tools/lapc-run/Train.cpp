@@ -132,6 +132,13 @@ int lap::cli::trainModel(const TrainOptions &options,
   float *params = run.params.data();
   if (model.initParams(params, config.seed) != LAP_OK)
     throw std::runtime_error(options.model + ": " + model.lastError());
+  // Imported or earlier parameters, before a regime (DINO's teacher)
+  // copies them.
+  if (!options.initFrom.empty()) {
+    std::string from = options.initFrom + "/model.safetensors";
+    train::initParameters(model, from, params, run.device);
+    fmt::print(log, "parameters from {}\n", from);
+  }
   int64_t perRank = config.accumulation / ranks * micro;
   train::DataShard shard{uint64_t(comm.rank()), uint64_t(ranks),
                          uint64_t(perRank)};

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/comm/Communicator.h"
+#include "runtime/interchange/Interchange.h"
 #include "runtime/kernels/cpu/Parallel.h"
 #include "runtime/tools/lapc-run/Commands.h"
 #include "runtime/train/RunSignals.h"
@@ -146,6 +147,55 @@ int main(int argc, char **argv) {
   trainCmd->add_option("--device", train.device,
                        "cpu, cuda or cuda:N (default: the device the "
                        "library was compiled for)");
+  trainCmd
+      ->add_option("--init-from", train.initFrom,
+                   "Start a new run from the parameters in DIR/"
+                   "model.safetensors (lapc-run import writes them)")
+      ->excludes(resume)
+      ->excludes(resumeIfAny);
+
+  lap::cli::ImportOptions import;
+  std::string formatNames;
+  for (const lap::interchange::Format &f : lap::interchange::formats())
+    formatNames += "\n  " + f.name + ": " + f.description;
+  CLI::App *importCmd = app.add_subcommand(
+      "import", "Another framework's model as a lap spec and parameters; "
+                "formats:" +
+                    formatNames);
+  importCmd->add_option("format", import.format, "hf-gpt2 or timm-vit")
+      ->required();
+  importCmd
+      ->add_option("source", import.source,
+                   "Its directory: config.json, model.safetensors")
+      ->required();
+  importCmd
+      ->add_option("--out", import.out,
+                   "A new directory for spec.yaml and model.safetensors")
+      ->required();
+  importCmd->add_option("--name", import.name,
+                        "The spec's name (default: the source's directory)");
+
+  lap::cli::ExportOptions exportOptions;
+  CLI::App *exportCmd = app.add_subcommand(
+      "export", "A trained model in another framework's names and layouts, "
+                "with its config.json; formats:" +
+                    formatNames);
+  exportCmd->add_option("format", exportOptions.format, "hf-gpt2 or timm-vit")
+      ->required();
+  exportCmd->add_option("model", exportOptions.model, "model.so built by lapc")
+      ->required();
+  exportCmd->add_option("--run-dir", exportOptions.runDir,
+                        "The training run (its newest checkpoint)");
+  exportCmd->add_option("--checkpoint", exportOptions.checkpoint,
+                        "A checkpoint directory (default: the run's "
+                        "newest), or an import's directory");
+  exportCmd
+      ->add_option("--out", exportOptions.out,
+                   "A new directory for config.json and model.safetensors")
+      ->required();
+  exportCmd->add_flag("--with-head-kinds", exportOptions.withHeadKinds,
+                      "Export heads of kinds the format lacks anyway, "
+                      "recording them in config.json (lap_head_kinds)");
 
   lap::cli::EvalOptions eval;
   CLI::App *evalCmd = app.add_subcommand(
@@ -320,6 +370,10 @@ int main(int argc, char **argv) {
       return lap::cli::sample(sample);
     if (*analyzeCmd)
       return lap::cli::analyze(analyze);
+    if (*importCmd)
+      return lap::cli::importModel(import);
+    if (*exportCmd)
+      return lap::cli::exportModel(exportOptions);
     return lap::cli::check(check);
   } catch (const std::exception &e) {
     // One write per message: ranks failing together share stderr, and

@@ -1,0 +1,138 @@
+//===- Interchange.cpp - lapc-run import / export ---------------*- C++ -*-===//
+//
+// Both write a new directory (refused if it exists and is not empty: no
+// file of the user's is replaced): import its spec.yaml and
+// model.safetensors (lap's names, checksums; what `lapc-run train
+// --init-from` reads), and a GPT-2's tokenizer files; export config.json
+// and model.safetensors in the format's names, from a run's checkpoint or
+// an import's directory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/interchange/Interchange.h"
+#include "runtime/data/Safetensors.h"
+#include "runtime/model/LoadedModel.h"
+#include "runtime/platform/Files.h"
+#include "runtime/tools/lapc-run/Commands.h"
+#include "runtime/train/SpecConfig.h"
+#include "runtime/train/Trainer.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <stdexcept>
+
+namespace fs = std::filesystem;
+using namespace lap;
+
+namespace {
+
+/// Creates `dir`, which must not exist or be empty.
+void newDirectory(const std::string &dir) {
+  std::error_code error;
+  if (fs::is_symlink(dir, error))
+    throw std::runtime_error(dir + ": a symbolic link; give a new directory");
+  if (fs::exists(dir, error) &&
+      (!fs::is_directory(dir, error) || !fs::is_empty(dir, error)))
+    throw std::runtime_error(dir +
+                             ": exists and is not an empty directory "
+                             "(nothing in it is replaced: give a new one)");
+  fs::create_directories(dir, error);
+  if (error)
+    throw std::runtime_error(dir + ": cannot create it: " + error.message());
+}
+
+void writeTensors(const std::string &path,
+                  const std::vector<interchange::NamedTensor> &tensors) {
+  std::vector<TensorRef> refs;
+  for (const interchange::NamedTensor &t : tensors)
+    refs.emplace_back(t.name, t.shape, t.data.data());
+  writeSafetensors(path, refs, {{"format", "pt"}});
+}
+
+} // namespace
+
+int lap::cli::importModel(const ImportOptions &options) {
+  const interchange::Format &format = interchange::format(options.format);
+  if (!fs::is_directory(options.source))
+    throw std::runtime_error(options.source +
+                             ": not a directory (a model's config.json and "
+                             "model.safetensors)");
+  std::string name =
+      options.name.empty()
+          ? fs::path(options.source).lexically_normal().filename().string()
+          : options.name;
+  interchange::Imported imported =
+      interchange::importModel(format, options.source, name);
+  newDirectory(options.out);
+  platform::writeFileAtomically(options.out + "/spec.yaml", imported.spec);
+  writeTensors(options.out + "/model.safetensors", imported.parameters);
+  int64_t elements = 0;
+  for (const interchange::NamedTensor &t : imported.parameters)
+    elements += int64_t(t.data.size());
+  // A GPT-2's tokenizer goes along (lapc-run tokenize --gpt2 reads it).
+  std::vector<std::string> copied;
+  for (const char *file : {"vocab.json", "merges.txt"}) {
+    fs::path from = fs::path(options.source) / file;
+    if (fs::is_regular_file(from)) {
+      platform::writeFileAtomically(
+          options.out + "/" + file,
+          platform::readRegularFile(from.string(), uint64_t(1) << 30));
+      copied.push_back(file);
+    }
+  }
+  fmt::print("imported {} ({}): {} tensors, {} parameters\n"
+             "  {}/spec.yaml          the architecture, as a lap spec\n"
+             "  {}/model.safetensors  the parameters in lap's names\n",
+             options.source, format.name, imported.parameters.size(), elements,
+             options.out, options.out);
+  for (const std::string &file : copied)
+    fmt::print("  {}/{}\n", options.out, file);
+  fmt::print("next: lapc {0}/spec.yaml -o model.so && lapc-run train "
+             "model.so --init-from {0} (after adding a train section)\n",
+             options.out);
+  return 0;
+}
+
+int lap::cli::exportModel(const ExportOptions &options) {
+  const interchange::Format &format = interchange::format(options.format);
+  LoadedModel model(options.model, LoadedModel::Devices::Any);
+  dsl::Spec spec = train::specOf(model);
+  std::vector<float> params(size_t(model.parameterElements()));
+  if (options.runDir.empty() && options.checkpoint.empty())
+    throw std::runtime_error("give --run-dir or --checkpoint");
+  std::string checkpoint =
+      train::checkpointOf(options.runDir, options.checkpoint);
+  if (fs::exists(checkpoint + "/state.json")) {
+    train::restoreParameters(model, checkpoint, params.data());
+  } else {
+    // An import's directory: model.safetensors alone, and learned
+    // coefficients at their initial values.
+    if (model.device() != "cpu")
+      throw std::runtime_error(checkpoint +
+                               ": not a checkpoint (no "
+                               "state.json); exporting an import's "
+                               "parameters takes the spec's CPU library");
+    if (model.initParams(params.data(), 0) != LAP_OK)
+      throw std::runtime_error(model.path() + ": " + model.lastError());
+    train::initParameters(model, checkpoint + "/model.safetensors",
+                          params.data());
+  }
+  std::vector<interchange::NamedTensor> tensors;
+  for (const ParameterInfo &p : model.parameters())
+    tensors.push_back(
+        {p.name, p.shape,
+         std::vector<float>(params.begin() + p.offset,
+                            params.begin() + p.offset + p.elements)});
+  interchange::Stored stored =
+      interchange::exportModel(format, spec, tensors, options.withHeadKinds);
+  newDirectory(options.out);
+  platform::writeFileAtomically(options.out + "/config.json",
+                                stored.config.dump(2) + "\n");
+  writeTensors(options.out + "/model.safetensors", stored.tensors);
+  fmt::print("exported {} ({}) as {}: {}/config.json, {}/model.safetensors "
+             "({} tensors)\n",
+             checkpoint, model.manifest()["name"].get<std::string>(),
+             format.name, options.out, options.out, stored.tensors.size());
+  return 0;
+}
