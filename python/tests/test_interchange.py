@@ -361,3 +361,114 @@ train:
                     "--init-from", out, ok=False)
     assert done.returncode == 2
     assert "tensor 'blocks.1.norm1.weight' is not a parameter" in done.stderr
+
+
+NANOCHAT_CONFIG = {"sequence_len": 16, "vocab_size": 50, "n_layer": 2,
+                   "n_head": 4, "n_kv_head": 2, "n_embd": 32}
+
+
+def nanochat_checkpoint(directory, config, seed=0):
+    """A nanochat checkpoint directory as its checkpoint manager writes it
+    (a torch.compile'd model's names, bf16 tensors): the weights, as
+    float64 tensors by nanochat's names."""
+    g = torch.Generator().manual_seed(seed)
+    C, L, V = config["n_embd"], config["n_layer"], config["vocab_size"]
+    D = C // config["n_head"]
+    KV = config["n_kv_head"] * D
+
+    def w(*shape):
+        return (torch.randn(*shape, generator=g) * 0.3).bfloat16()
+    sd = {"transformer.wte.weight": w(V, C), "lm_head.weight": w(V, C)}
+    for i in range(L):
+        p = f"transformer.h.{i}."
+        sd.update({p + "attn.c_q.weight": w(C, C), p + "attn.c_k.weight":
+                   w(KV, C), p + "attn.c_v.weight": w(KV, C),
+                   p + "attn.c_proj.weight": w(C, C),
+                   p + "mlp.c_fc.weight": w(4 * C, C),
+                   p + "mlp.c_proj.weight": w(C, 4 * C)})
+    directory.mkdir()
+    torch.save({"_orig_mod." + k: v for k, v in sd.items()},
+               directory / "model_000300.pt")
+    (directory / "meta_000300.json").write_text(
+        json.dumps({"step": 300, "model_config": config}))
+    return {k: v.double() for k, v in sd.items()}
+
+
+def apply_rotary_emb(x, cos, sin):
+    """nanochat's rotation: by -theta (lap's turns by +theta)."""
+    d = x.shape[3] // 2
+    x1, x2 = x[..., :d], x[..., d:]
+    return torch.cat([x1 * cos + x2 * sin, x1 * (-sin) + x2 * cos], 3)
+
+
+def nanochat_reference(t, config, tokens):
+    """nanochat's GPT.forward (its gpt.py), in float64."""
+    C, H = config["n_embd"], config["n_head"]
+    KV, D = config["n_kv_head"], C // config["n_head"]
+    B, T = tokens.shape
+
+    def norm(x):
+        return F.rms_norm(x, (x.shape[-1],)) if hasattr(F, "rms_norm") else \
+            x / torch.sqrt((x * x).mean(-1, keepdim=True) +
+                           torch.finfo(torch.float32).eps)
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, D, 2).double() / D))
+    angles = torch.outer(torch.arange(T).double(), inv_freq)
+    cos, sin = angles.cos()[None, :, None, :], angles.sin()[None, :, None, :]
+    x = norm(t["transformer.wte.weight"][torch.from_numpy(tokens).long()])
+    mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+    for i in range(config["n_layer"]):
+        p = f"transformer.h.{i}."
+        h = norm(x)
+        q = (h @ t[p + "attn.c_q.weight"].T).view(B, T, H, D)
+        k = (h @ t[p + "attn.c_k.weight"].T).view(B, T, KV, D)
+        v = (h @ t[p + "attn.c_v.weight"].T).view(B, T, KV, D)
+        q, k = apply_rotary_emb(q, cos, sin), apply_rotary_emb(k, cos, sin)
+        q, k = norm(q), norm(k)
+        q, k, v = (z.transpose(1, 2) for z in (q, k, v))
+        k, v = (z.repeat_interleave(H // KV, 1) for z in (k, v))
+        scores = (q @ k.transpose(-1, -2) / math.sqrt(D)).masked_fill(
+            mask, -math.inf)
+        y = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, C)
+        x = x + y @ t[p + "attn.c_proj.weight"].T
+        h = F.relu(norm(x) @ t[p + "mlp.c_fc.weight"].T).square()
+        x = x + h @ t[p + "mlp.c_proj.weight"].T
+    logits = norm(x) @ t["lm_head.weight"].T
+    return (15 * torch.tanh(logits / 15)).numpy()
+
+
+def test_nanochats_rotation_is_the_opposite_of_laps():
+    """On a known vector: nanochat turns (1, 0) at position 1 by -1 radian
+    (lap by +1), the reason its q and k rows change sign on import."""
+    x = torch.tensor([1.0, 0.0]).view(1, 1, 1, 2).double()
+    y = apply_rotary_emb(x, torch.tensor(1.0).cos(), torch.tensor(1.0).sin())
+    assert torch.allclose(y.flatten(), torch.tensor([math.cos(1),
+                                                     -math.sin(1)]).double())
+
+
+def test_a_nanochat_checkpoint_imports_and_computes_its_logits(tmp_path):
+    t = nanochat_checkpoint(tmp_path / "nanochat", NANOCHAT_CONFIG)
+    model, params, out = imported_model(tmp_path, "nanochat",
+                                        tmp_path / "nanochat")
+    spec = (out / "spec.yaml").read_text()
+    assert "kv_heads: 2" in spec and "type: rope" in spec
+    tokens = np.random.default_rng(5).integers(0, 50, (2, 13), dtype=np.int32)
+    _, logits = model.forward(params, {"tokens": tokens, "targets": tokens})
+    assert_close(logits, nanochat_reference(t, NANOCHAT_CONFIG, tokens))
+    done = lapc_run("export", "nanochat", model.path, "--checkpoint", out,
+                    "--out", tmp_path / "back", ok=False)
+    assert "does not export them" in done.stderr
+
+
+def test_a_broken_nanochat_checkpoint_is_an_error(tmp_path):
+    (tmp_path / "empty").mkdir()
+    done = lapc_run("import", "nanochat", tmp_path / "empty", "--out",
+                    tmp_path / "out", ok=False)
+    assert done.returncode == 2
+    assert "no model_<step>.pt" in done.stderr
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "model_000001.pt").write_bytes(b"not a pickle")
+    (broken / "meta_000001.json").write_text('{"model_config": {}}')
+    done = lapc_run("import", "nanochat", broken, "--out", tmp_path / "out",
+                    ok=False)
+    assert "not a state dict torch.load reads" in done.stderr

@@ -15,6 +15,8 @@ namespace lap::interchange {
 Format hfGpt2Format();
 /// timm's VisionTransformer: ViT, DeiT, DeiT-3 (TimmVit.cpp).
 Format timmVitFormat();
+/// nanochat's GPT, converted from its pickled checkpoint (Nanochat.cpp).
+Format nanochatFormat();
 
 /// The layer of a lap tensor name "blocks.N.<rest>": N, and <rest> in
 /// `rest`; none for a name outside the blocks.

@@ -123,11 +123,12 @@ Mapping mappingOf(const dsl::Spec &spec, const std::string &name,
   if (std::optional<int64_t> layer = blockOf(name, rest)) {
     auto it = kBlock.find(rest);
     if (it != kBlock.end()) {
-      Mapping m{"h." + std::to_string(*layer) + "." + it->second.first, shape,
-                it->second.second};
-      if (m.layout == Layout::Transposed)
-        m.shape = {shape[1], shape[0]};
-      return m;
+      Layout layout = it->second.second;
+      return {"h." + std::to_string(*layer) + "." + it->second.first,
+              layout == Layout::Transposed
+                  ? std::vector<int64_t>{shape[1], shape[0]}
+                  : shape,
+              layout};
     }
   } else if (auto it = kTop.find(name); it != kTop.end()) {
     return {it->second, shape, Layout::Same};

@@ -39,19 +39,61 @@ std::vector<float> transposed(const std::vector<float> &data, int64_t rows,
   return out;
 }
 
-/// The lap tensor of shape `shape` from `source`, stored as `m` says.
-std::vector<float> toLap(const Mapping &m, const std::vector<int64_t> &shape,
-                         const std::vector<float> &source) {
-  if (m.layout == Mapping::Layout::Transposed)
-    return transposed(source, shape[1], shape[0]);
-  return source;
+/// Negates the second half of every block of `block` rows of `rows`
+/// ([n, cols], row-major), which undoes itself.
+void negateHalves(std::vector<float> &rows, int64_t cols, int64_t block) {
+  if (block <= 0)
+    return;
+  int64_t n = int64_t(rows.size()) / cols;
+  for (int64_t r = 0; r < n; ++r)
+    if (r % block >= block / 2)
+      for (int64_t c = 0; c < cols; ++c)
+        rows[size_t(r * cols + c)] = -rows[size_t(r * cols + c)];
 }
 
-/// The source tensor, as `m` says, of the lap tensor `t`.
-std::vector<float> fromLap(const Mapping &m, const NamedTensor &t) {
+/// Elements per row of a lap tensor of `shape` (the product of all but
+/// the first dimension).
+int64_t rowLength(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i)
+    n *= shape[i];
+  return n;
+}
+
+/// The lap tensor of shape `shape` from its pieces' data, stored as `m`
+/// says.
+std::vector<float>
+toLap(const Mapping &m, const std::vector<int64_t> &shape,
+      const std::vector<const std::vector<float> *> &pieces) {
   if (m.layout == Mapping::Layout::Transposed)
-    return transposed(t.data, t.shape[0], t.shape[1]);
-  return t.data;
+    return transposed(*pieces[0], shape[1], shape[0]);
+  std::vector<float> out;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    std::vector<float> rows = *pieces[i];
+    negateHalves(rows, rowLength(shape), m.pieces[i].negatedHalves);
+    out.insert(out.end(), rows.begin(), rows.end());
+  }
+  return out;
+}
+
+/// The source tensors, as `m` says, of the lap tensor `t`.
+std::vector<NamedTensor> fromLap(const Mapping &m, const NamedTensor &t) {
+  if (m.layout == Mapping::Layout::Transposed)
+    return {{m.pieces[0].source, m.pieces[0].shape,
+             transposed(t.data, t.shape[0], t.shape[1])}};
+  std::vector<NamedTensor> out;
+  size_t at = 0;
+  for (const Mapping::Piece &p : m.pieces) {
+    size_t n = size_t(elementsOf(p.shape));
+    std::vector<float> rows(t.data.begin() + long(at),
+                            t.data.begin() + long(at + n));
+    negateHalves(rows, rowLength(t.shape), p.negatedHalves);
+    out.push_back({p.source, p.shape, std::move(rows)});
+    at += n;
+  }
+  if (at != t.data.size())
+    throw std::logic_error("the pieces of " + t.name + " miss some of it");
+  return out;
 }
 
 dsl::Spec parsed(const std::string &yaml, const std::string &name) {
@@ -103,7 +145,8 @@ std::string specName(const std::string &name) {
 }
 
 const std::vector<Format> &formats() {
-  static const std::vector<Format> all = {hfGpt2Format(), timmVitFormat()};
+  static const std::vector<Format> all = {hfGpt2Format(), timmVitFormat(),
+                                          nanochatFormat()};
   return all;
 }
 
@@ -147,18 +190,22 @@ Imported importModel(const Format &format, const std::string &dir,
   std::set<std::string> used;
   for (const dsl::Parameter &p : dsl::parameterTable(spec)) {
     Mapping m = format.mappingOf(spec, p.name, p.shape);
-    auto found = byName.find(m.source);
-    if (found == byName.end())
-      throw std::runtime_error(
-          fmt::format("{}: tensor '{}' is missing (lap's '{}', {} there)",
-                      tensorPath, m.source, p.name, shapeText(m.shape)));
-    if (found->second->shape != m.shape)
-      throw std::runtime_error(fmt::format(
-          "{}: tensor '{}' has shape {}; {} says {}", tensorPath, m.source,
-          shapeText(found->second->shape), configPath, shapeText(m.shape)));
-    used.insert(m.source);
-    out.parameters.push_back(
-        {p.name, p.shape, toLap(m, p.shape, found->second->f32)});
+    std::vector<const std::vector<float> *> pieces;
+    for (const Mapping::Piece &piece : m.pieces) {
+      auto found = byName.find(piece.source);
+      if (found == byName.end())
+        throw std::runtime_error(fmt::format(
+            "{}: tensor '{}' is missing (lap's '{}', {} there)", tensorPath,
+            piece.source, p.name, shapeText(piece.shape)));
+      if (found->second->shape != piece.shape)
+        throw std::runtime_error(
+            fmt::format("{}: tensor '{}' has shape {}; {} says {}", tensorPath,
+                        piece.source, shapeText(found->second->shape),
+                        configPath, shapeText(piece.shape)));
+      used.insert(piece.source);
+      pieces.push_back(&found->second->f32);
+    }
+    out.parameters.push_back({p.name, p.shape, toLap(m, p.shape, pieces)});
   }
   for (const auto &[plain, tensor] : byName)
     if (!used.count(plain) && !format.ignored(plain))
@@ -193,6 +240,9 @@ Stored exportModel(const Format &format, const dsl::Spec &spec,
         "coefficients under \"lap_head_coefficients\") for code of your own "
         "to read");
 
+  if (!format.configOf)
+    throw std::runtime_error("lap imports " + format.name +
+                             " checkpoints; it does not export them");
   Stored out;
   out.config = format.configOf(spec);
   nlohmann::json learned = nlohmann::json::object();
@@ -204,10 +254,9 @@ Stored exportModel(const Format &format, const dsl::Spec &spec,
           std::vector<float>(t.data.begin() + t.shape[1], t.data.end())};
       continue;
     }
-    Mapping m = format.mappingOf(spec, t.name, t.shape);
-    if (elementsOf(m.shape) != elementsOf(t.shape))
-      throw std::logic_error("mapping of " + t.name + " changes its size");
-    out.tensors.push_back({m.source, m.shape, fromLap(m, t)});
+    for (NamedTensor &piece :
+         fromLap(format.mappingOf(spec, t.name, t.shape), t))
+      out.tensors.push_back(std::move(piece));
   }
   if (withHeadKinds && !others.empty()) {
     out.config["lap_head_kinds"] = kinds;

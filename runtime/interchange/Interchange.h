@@ -34,15 +34,29 @@ struct NamedTensor {
   std::vector<float> data;
 };
 
-/// How a lap tensor is stored in a format.
+/// How a lap tensor is stored in a format: in one source tensor, or in
+/// several stacked along lap's first dimension (nanochat's c_q, c_k and
+/// c_v are lap's qkv).
 struct Mapping {
   enum class Layout {
     Same,       ///< the same elements in the same order (maybe reshaped)
     Transposed, ///< a 2-D matrix stored transposed ([in, out]: Conv1D)
   };
-  std::string source;         ///< its name there
-  std::vector<int64_t> shape; ///< its shape there
-  Layout layout = Layout::Same;
+  struct Piece {
+    std::string source;         ///< its name there
+    std::vector<int64_t> shape; ///< its shape there
+    /// > 0: in each block of this many rows (in lap's layout), the second
+    /// half is stored negated: a rotation by the opposite angle (nanochat's
+    /// RoPE against lap's), which the same negation undoes.
+    int64_t negatedHalves = 0;
+  };
+  std::vector<Piece> pieces;
+  Layout layout = Layout::Same; ///< Transposed: one piece only
+
+  Mapping(std::string source, std::vector<int64_t> shape,
+          Layout layout = Layout::Same)
+      : pieces{{std::move(source), std::move(shape)}}, layout(layout) {}
+  explicit Mapping(std::vector<Piece> pieces) : pieces(std::move(pieces)) {}
 };
 
 /// A model as another framework stores it.
@@ -74,15 +88,20 @@ struct Format {
   Mapping (*mappingOf)(const dsl::Spec &spec, const std::string &name,
                        const std::vector<int64_t> &shape);
   /// config.json of `spec`'s model; throws naming what the format cannot
-  /// express.
+  /// express. Null: the format is imported only.
   nlohmann::json (*configOf)(const dsl::Spec &spec);
   /// Source tensors an import may drop (buffers the framework rebuilds),
   /// and prefixes its names may carry.
   bool (*ignored)(const std::string &sourceName);
   std::vector<std::string> prefixes;
+  /// The lap package's module that turns a source directory into
+  /// config.json and model.safetensors first (nanochat's pickled
+  /// checkpoints), or "": the source has them.
+  std::string converter;
 };
 
-/// The format `name` ("hf-gpt2", "timm-vit"); throws listing them.
+/// The format `name` ("hf-gpt2", "timm-vit", "nanochat"); throws listing
+/// them.
 const Format &format(const std::string &name);
 /// Every format, for help texts.
 const std::vector<Format> &formats();

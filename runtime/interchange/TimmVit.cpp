@@ -251,7 +251,8 @@ Format timmVitFormat() {
           mappingOf,
           configOf,
           ignored,
-          {}};
+          {},
+          ""};
 }
 
 } // namespace lap::interchange

@@ -13,13 +13,16 @@
 #include "runtime/data/Safetensors.h"
 #include "runtime/model/LoadedModel.h"
 #include "runtime/platform/Files.h"
+#include "runtime/platform/Process.h"
 #include "runtime/tools/lapc-run/Commands.h"
 #include "runtime/train/SpecConfig.h"
 #include "runtime/train/Trainer.h"
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 
 namespace fs = std::filesystem;
@@ -50,6 +53,48 @@ void writeTensors(const std::string &path,
   writeSafetensors(path, refs, {{"format", "pt"}});
 }
 
+/// A source converted by the lap package's `format.converter` into a
+/// temporary directory, removed with it. The interpreter is LAP_PYTHON, by
+/// default Debian's python3 (with python3-torch); the package is the one
+/// beside this build's bin/ (build/python).
+struct ConvertedSource {
+  ConvertedSource(const interchange::Format &format,
+                  const std::string &source) {
+    std::string pattern =
+        (fs::temp_directory_path() / "lap-import-XXXXXX").string();
+    if (!mkdtemp(pattern.data()))
+      throw std::runtime_error("cannot create a temporary directory in " +
+                               fs::temp_directory_path().string());
+    dir = pattern;
+    const char *python = std::getenv("LAP_PYTHON");
+    std::string package =
+        (fs::path(platform::executablePath()).parent_path().parent_path() /
+         "python")
+            .string();
+    std::string log = dir + "/converter.log";
+    int status =
+        platform::waitFor(platform::spawn({python ? python : "/usr/bin/python3",
+                                           "-m", format.converter, source, dir},
+                                          log, {"PYTHONPATH=" + package}));
+    if (status != 0) {
+      std::string said = platform::readRegularFile(log, 1 << 20);
+      while (!said.empty() && said.back() == '\n')
+        said.pop_back();
+      throw std::runtime_error(fmt::format(
+          "{}: the lap package's {} could not read it (status {}): {}", source,
+          format.converter, status, said));
+    }
+  }
+  ~ConvertedSource() {
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
+  }
+  ConvertedSource(const ConvertedSource &) = delete;
+  ConvertedSource &operator=(const ConvertedSource &) = delete;
+
+  std::string dir;
+};
+
 } // namespace
 
 int lap::cli::importModel(const ImportOptions &options) {
@@ -62,8 +107,11 @@ int lap::cli::importModel(const ImportOptions &options) {
       options.name.empty()
           ? fs::path(options.source).lexically_normal().filename().string()
           : options.name;
-  interchange::Imported imported =
-      interchange::importModel(format, options.source, name);
+  std::optional<ConvertedSource> converted;
+  if (!format.converter.empty())
+    converted.emplace(format, options.source);
+  interchange::Imported imported = interchange::importModel(
+      format, converted ? converted->dir : options.source, name);
   newDirectory(options.out);
   platform::writeFileAtomically(options.out + "/spec.yaml", imported.spec);
   writeTensors(options.out + "/model.safetensors", imported.parameters);

@@ -162,11 +162,13 @@ int main(int argc, char **argv) {
       "import", "Another framework's model as a lap spec and parameters; "
                 "formats:" +
                     formatNames);
-  importCmd->add_option("format", import.format, "hf-gpt2 or timm-vit")
+  importCmd
+      ->add_option("format", import.format, "hf-gpt2, timm-vit or nanochat")
       ->required();
   importCmd
       ->add_option("source", import.source,
-                   "Its directory: config.json, model.safetensors")
+                   "Its directory (config.json and model.safetensors; "
+                   "nanochat's model_<step>.pt and meta_<step>.json)")
       ->required();
   importCmd
       ->add_option("--out", import.out,
