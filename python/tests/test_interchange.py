@@ -472,3 +472,101 @@ def test_a_broken_nanochat_checkpoint_is_an_error(tmp_path):
     done = lapc_run("import", "nanochat", broken, "--out", tmp_path / "out",
                     ok=False)
     assert "not a state dict torch.load reads" in done.stderr
+
+
+def dino_state(seed, C=64, L=2, patch=4, side=2, hidden=32, bottleneck=16,
+               prototypes=24):
+    """Random DINO weights by its names: the ViT (DeiT's, the class token
+    with a position) and the projection head (head.mlp.0/2/4, the
+    weight-normed last layer)."""
+    g = torch.Generator().manual_seed(seed)
+
+    def w(*shape):
+        return torch.randn(*shape, generator=g) * 0.2
+    sd = {"backbone.cls_token": w(1, 1, C),
+          "backbone.pos_embed": w(1, side * side + 1, C),
+          "backbone.patch_embed.proj.weight": w(C, 3, patch, patch),
+          "backbone.patch_embed.proj.bias": w(C)}
+    for i in range(L):
+        p = f"backbone.blocks.{i}."
+        sd.update({p + "norm1.weight": 1 + w(C), p + "norm1.bias": w(C),
+                   p + "attn.qkv.weight": w(3 * C, C),
+                   p + "attn.qkv.bias": w(3 * C),
+                   p + "attn.proj.weight": w(C, C), p + "attn.proj.bias": w(C),
+                   p + "norm2.weight": 1 + w(C), p + "norm2.bias": w(C),
+                   p + "mlp.fc1.weight": w(4 * C, C),
+                   p + "mlp.fc1.bias": w(4 * C),
+                   p + "mlp.fc2.weight": w(C, 4 * C), p + "mlp.fc2.bias": w(C)})
+    sd.update({"backbone.norm.weight": 1 + w(C), "backbone.norm.bias": w(C),
+               "head.mlp.0.weight": w(hidden, C), "head.mlp.0.bias": w(hidden),
+               "head.mlp.2.weight": w(hidden, hidden),
+               "head.mlp.2.bias": w(hidden),
+               "head.mlp.4.weight": w(bottleneck, hidden),
+               "head.mlp.4.bias": w(bottleneck),
+               "head.last_layer.weight_g": torch.ones(prototypes, 1),
+               "head.last_layer.weight_v": w(prototypes, bottleneck)})
+    return sd
+
+
+def dino_reference(sd, images):
+    """DINO's ViT then its head (vision_transformer.py's DINOHead), in
+    float64: (the class token's features, the head's logits)."""
+    backbone = {k.removeprefix("backbone."): v.numpy()
+                for k, v in sd.items() if k.startswith("backbone.")}
+    t = {k: v.double() for k, v in sd.items()}
+    heads = backbone["patch_embed.proj.weight"].shape[0] // 64
+    x = torch.from_numpy(vit_features(backbone, images, heads))
+    for i in (0, 2, 4):
+        x = x @ t[f"head.mlp.{i}.weight"].T + t[f"head.mlp.{i}.bias"]
+        if i < 4:
+            x = F.gelu(x)
+    x = F.normalize(x, dim=-1)
+    v, g = t["head.last_layer.weight_v"], t["head.last_layer.weight_g"]
+    return vit_features(backbone, images, heads), \
+        (x @ (g * v / v.norm(dim=1, keepdim=True)).T).numpy()
+
+
+def vit_features(sd, images, heads):
+    """The class token after the final norm (timm's ViT without a
+    classifier: DINO's backbone)."""
+    C = sd["norm.weight"].shape[0]
+    sd = dict(sd, **{"head.weight": np.eye(C, dtype=np.float32),
+                     "head.bias": np.zeros(C, np.float32)})
+    return vit_reference(sd, images, heads, deit3=False)
+
+
+def test_a_dino_checkpoint_imports_and_computes_its_head(tmp_path):
+    import argparse
+    teacher = dino_state(6)
+    student = {"module." + k: v for k, v in dino_state(7).items()}
+    path = tmp_path / "checkpoint.pth"
+    torch.save({"teacher": teacher, "student": student, "epoch": 3,
+                "args": argparse.Namespace(arch="vit_small", patch_size=4)},
+               path)
+    model, params, out = imported_model(tmp_path, "dino-vit", path)
+    spec = (out / "spec.yaml").read_text()
+    assert "family: dino" in spec and "prototypes: 24" in spec
+    images = np.random.default_rng(8).standard_normal(
+        (2, 3, 8, 8)).astype(np.float32)
+    teacher_probs = np.full((2, 24), 1 / 24, np.float32)
+    features, logits = dino_reference(teacher, images)
+    assert_close(model.embed(params, {"images": images,
+                                      "teacher": teacher_probs}), features)
+    _, got = model.forward(params, {"images": images,
+                                    "teacher": teacher_probs})
+    assert_close(got, logits)
+
+
+def test_a_pickle_that_runs_code_is_refused(tmp_path):
+    import os
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, ("touch " + str(tmp_path / "ran"),))
+    path = tmp_path / "evil.pth"
+    torch.save({"teacher": Payload()}, path)
+    done = lapc_run("import", "dino-vit", path, "--out", tmp_path / "out",
+                    ok=False)
+    assert done.returncode == 2
+    assert "names posix.system, not something a checkpoint" in done.stderr
+    assert not (tmp_path / "ran").exists()

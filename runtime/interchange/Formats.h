@@ -17,6 +17,8 @@ Format hfGpt2Format();
 Format timmVitFormat();
 /// nanochat's GPT, converted from its pickled checkpoint (Nanochat.cpp).
 Format nanochatFormat();
+/// facebookresearch/dino's ViT and head, converted likewise (Dino.cpp).
+Format dinoVitFormat();
 
 /// The layer of a lap tensor name "blocks.N.<rest>": N, and <rest> in
 /// `rest`; none for a name outside the blocks.

@@ -146,7 +146,7 @@ std::string specName(const std::string &name) {
 
 const std::vector<Format> &formats() {
   static const std::vector<Format> all = {hfGpt2Format(), timmVitFormat(),
-                                          nanochatFormat()};
+                                          nanochatFormat(), dinoVitFormat()};
   return all;
 }
 

@@ -100,14 +100,15 @@ struct Format {
   std::string converter;
 };
 
-/// The format `name` ("hf-gpt2", "timm-vit", "nanochat"); throws listing
-/// them.
+/// The format `name` ("hf-gpt2", "timm-vit", "nanochat", "dino-vit");
+/// throws listing them.
 const Format &format(const std::string &name);
 /// Every format, for help texts.
 const std::vector<Format> &formats();
 
-/// Imports the source directory `dir` (config.json, model.safetensors) as
-/// `format` describes it; the spec is named `name`.
+/// Imports the directory `dir` (config.json, model.safetensors: the source,
+/// or what its converter made of it) as `format` describes it; the spec is
+/// named `name`.
 Imported importModel(const Format &format, const std::string &dir,
                      const std::string &name);
 

@@ -99,10 +99,12 @@ struct ConvertedSource {
 
 int lap::cli::importModel(const ImportOptions &options) {
   const interchange::Format &format = interchange::format(options.format);
-  if (!fs::is_directory(options.source))
+  if (format.converter.empty() && !fs::is_directory(options.source))
     throw std::runtime_error(options.source +
                              ": not a directory (a model's config.json and "
                              "model.safetensors)");
+  if (!fs::exists(options.source))
+    throw std::runtime_error(options.source + ": no such file or directory");
   std::string name =
       options.name.empty()
           ? fs::path(options.source).lexically_normal().filename().string()

@@ -168,7 +168,8 @@ int main(int argc, char **argv) {
   importCmd
       ->add_option("source", import.source,
                    "Its directory (config.json and model.safetensors; "
-                   "nanochat's model_<step>.pt and meta_<step>.json)")
+                   "nanochat's model_<step>.pt and meta_<step>.json), or "
+                   "DINO's checkpoint file")
       ->required();
   importCmd
       ->add_option("--out", import.out,
