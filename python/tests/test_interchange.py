@@ -318,7 +318,8 @@ def test_nothing_of_the_users_is_replaced(tmp_path):
     assert (occupied / "notes.txt").read_text() == "mine"
     done = lapc_run("import", "onnx", source, "--out", tmp_path / "x",
                     ok=False)
-    assert "no format 'onnx' (formats: hf-gpt2, timm-vit)" in done.stderr
+    assert "no format 'onnx' (formats: hf-gpt2, timm-vit, nanochat, " \
+        "dino-vit)" in done.stderr
 
 
 def test_training_starts_from_the_imported_parameters(tmp_path):
