@@ -20,7 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-from lap import _pickles, safetensors
+from lap import _convert, _pickles, safetensors
 from lap.errors import LapError
 
 
@@ -47,17 +47,6 @@ def convert(source, out):
     safetensors.write(out / "model.safetensors", tensors)
 
 
-def main(argv):
-    if len(argv) != 3:
-        print("usage: python3 -m lap.dino CHECKPOINT OUT_DIR", file=sys.stderr)
-        return 2
-    try:
-        convert(argv[1], argv[2])
-    except LapError as e:
-        print(e, file=sys.stderr)
-        return 2
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(_convert.main(sys.argv, convert,
+                           "python3 -m lap.dino CHECKPOINT OUT_DIR"))

@@ -16,7 +16,7 @@ import re
 import sys
 from pathlib import Path
 
-from lap import safetensors
+from lap import _convert, safetensors
 from lap.errors import LapError
 
 
@@ -61,18 +61,6 @@ def convert(source, out):
                       {"nanochat_step": step})
 
 
-def main(argv):
-    if len(argv) != 3:
-        print("usage: python3 -m lap.nanochat SOURCE_DIR OUT_DIR",
-              file=sys.stderr)
-        return 2
-    try:
-        convert(argv[1], argv[2])
-    except LapError as e:
-        print(e, file=sys.stderr)
-        return 2
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(_convert.main(sys.argv, convert,
+                           "python3 -m lap.nanochat SOURCE_DIR OUT_DIR"))

@@ -10,6 +10,7 @@
 
 #include "lap/attention.h"
 #include "runtime/abi/Backend.h"
+#include "runtime/abi/LastError.h"
 
 #include <string>
 #include <vector>
@@ -27,23 +28,11 @@ extern "C" const char lap_gen_cuda_arch[] = "sm_80";
 
 namespace backend = lap::model::backend;
 
+using lap::model::fail;
+using lap::model::finish;
+using lap::model::lastError;
+
 namespace {
-
-thread_local std::string lastError = "no error";
-
-lap_status fail(std::string message) {
-  lastError = std::move(message);
-  return LAP_INVALID_ARGUMENT;
-}
-
-/// After the kernels: the failure one recorded, if any.
-lap_status finish() {
-  std::string error;
-  lap_status status = backend::finish(error);
-  if (status != LAP_OK)
-    lastError = std::move(error);
-  return status;
-}
 
 /// Why `s` and the coefficients cannot be computed with, or "" (reads the
 /// betas when the keys are not the queries).

@@ -12,6 +12,7 @@
 
 #include "lap/model.h"
 #include "runtime/abi/Backend.h"
+#include "runtime/abi/LastError.h"
 #include "runtime/abi/ParameterInit.h"
 #include "runtime/abi/TokenIds.h"
 #include "runtime/platform/Hash.h"
@@ -58,23 +59,11 @@ __attribute__((weak)) void lap_gen_decode(const void *params,
                                           const uint64_t *seed, int64_t first);
 }
 
+using lap::model::fail;
+using lap::model::finish;
+using lap::model::lastError;
+
 namespace {
-
-thread_local std::string lastError = "no error";
-
-lap_status fail(std::string message) {
-  lastError = std::move(message);
-  return LAP_INVALID_ARGUMENT;
-}
-
-/// After generated code: the failure a kernel recorded, if any.
-lap_status finish() {
-  std::string error;
-  lap_status status = lap::model::backend::finish(error);
-  if (status != LAP_OK)
-    lastError = std::move(error);
-  return status;
-}
 
 /// Why the embedded manifest cannot be trusted, or null.
 const char *manifestError() {

@@ -101,13 +101,8 @@ std::string specOf(const nlohmann::json &,
 
 Mapping mappingOf(const dsl::Spec &spec, const std::string &name,
                   const std::vector<int64_t> &shape) {
-  const dsl::ModelSpec &m = spec.model;
-  if (name == "patch_embed.weight")
-    return {"patch_embed.proj.weight", {m.width, m.channels, m.patch, m.patch}};
-  if (name == "patch_embed.bias")
-    return {"patch_embed.proj.bias", shape};
-  if (name == "cls_token" || name == "pos_embed")
-    return {name, {1, shape[0], shape[1]}};
+  if (std::optional<Mapping> embedding = vitEmbedding(spec, name, shape))
+    return *embedding;
   const std::string head = "dino_head.mlp.";
   if (name.rfind(head, 0) == 0) {
     size_t dot = name.find('.', head.size());

@@ -40,6 +40,18 @@ T configValue(const nlohmann::json &config, const char *key, T fallback,
   }
 }
 
+/// `key` of `config`, which must be a positive integer; throws naming
+/// `path` and the key otherwise.
+int64_t positiveInteger(const nlohmann::json &config, const char *key,
+                        const std::string &path);
+
+/// The mapping of a ViT's embedding as timm and DINO store it
+/// (patch_embed.proj, cls_token and pos_embed with a leading 1), or none
+/// for another of lap's tensors.
+std::optional<Mapping> vitEmbedding(const dsl::Spec &spec,
+                                    const std::string &name,
+                                    const std::vector<int64_t> &shape);
+
 /// A name made fit for a spec: letters, digits, '_', '-'.
 std::string specName(const std::string &name);
 

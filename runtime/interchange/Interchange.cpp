@@ -137,6 +137,29 @@ std::optional<int64_t> blockOf(const std::string &name, std::string &rest) {
   return std::stoll(name.substr(7, dot - 7));
 }
 
+int64_t positiveInteger(const nlohmann::json &config, const char *key,
+                        const std::string &path) {
+  int64_t v = configValue<int64_t>(config, key, 0, path);
+  if (v <= 0)
+    throw std::runtime_error(path + ": '" + key +
+                             "' is missing or not a positive integer");
+  return v;
+}
+
+std::optional<Mapping> vitEmbedding(const dsl::Spec &spec,
+                                    const std::string &name,
+                                    const std::vector<int64_t> &shape) {
+  const dsl::ModelSpec &m = spec.model;
+  if (name == "patch_embed.weight")
+    return Mapping("patch_embed.proj.weight",
+                   {m.width, m.channels, m.patch, m.patch});
+  if (name == "patch_embed.bias")
+    return Mapping("patch_embed.proj.bias", shape);
+  if (name == "cls_token" || name == "pos_embed")
+    return Mapping(name, {1, shape[0], shape[1]});
+  return std::nullopt;
+}
+
 std::string specName(const std::string &name) {
   std::string out;
   for (char c : name)

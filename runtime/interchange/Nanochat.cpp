@@ -35,11 +35,7 @@ std::string specOf(const nlohmann::json &config,
                    const std::map<std::string, std::vector<int64_t>> &tensors,
                    const std::string &name, const std::string &path) {
   auto need = [&](const char *key) {
-    int64_t v = configValue<int64_t>(config, key, 0, path);
-    if (v <= 0)
-      throw std::runtime_error(path + ": '" + key +
-                               "' is missing or not a positive integer");
-    return v;
+    return positiveInteger(config, key, path);
   };
   const int64_t layers = need("n_layer"), width = need("n_embd"),
                 heads = need("n_head"), vocab = need("vocab_size"),

@@ -175,14 +175,8 @@ std::string specOf(const nlohmann::json &config,
 
 Mapping mappingOf(const dsl::Spec &spec, const std::string &name,
                   const std::vector<int64_t> &shape) {
-  const int64_t width = spec.model.width;
-  if (name == "patch_embed.weight")
-    return {"patch_embed.proj.weight",
-            {width, spec.model.channels, spec.model.patch, spec.model.patch}};
-  if (name == "patch_embed.bias")
-    return {"patch_embed.proj.bias", shape};
-  if (name == "cls_token" || name == "pos_embed")
-    return {name, {1, shape[0], shape[1]}};
+  if (std::optional<Mapping> embedding = vitEmbedding(spec, name, shape))
+    return *embedding;
   std::string rest;
   if (std::optional<int64_t> layer = blockOf(name, rest)) {
     if (rest == "ls1" || rest == "ls2")
