@@ -350,16 +350,6 @@ lap::data::readCifar(const std::vector<std::string> &paths, bool cifar100Fine) {
 
 namespace {
 
-/// Decodes by content, not extension: some files are misnamed.
-Image decodeImageFile(const std::string &path) {
-  uint64_t bytes = 0;
-  std::ifstream in = lap::platform::openRegularFile(path, &bytes);
-  std::vector<uint8_t> file(bytes);
-  if (!in.read(reinterpret_cast<char *>(file.data()), std::streamsize(bytes)))
-    fail(path, "cannot read " + std::to_string(bytes) + " bytes");
-  return decodeImage(path, file);
-}
-
 } // namespace
 
 //===----------------------------------------------------------------------===//

@@ -3,6 +3,7 @@
 #include "runtime/data/ImageFiles.h"
 
 #include "runtime/platform/Errors.h"
+#include "runtime/platform/Files.h"
 
 // jpeglib.h uses FILE and size_t without including their headers.
 #include <cstddef>
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <csetjmp>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 
 using namespace lap::data;
@@ -271,4 +273,14 @@ Image lap::data::decodeImage(const std::string &path,
   if (file.size() >= 2 && file[0] == 0xFF && file[1] == 0xD8)
     return decodeJpeg(path, file);
   fail(path, "neither a JPEG nor a PNG file (unrecognised signature)");
+}
+
+Image lap::data::decodeImageFile(const std::string &path) {
+  uint64_t bytes = 0;
+  std::ifstream in = lap::platform::openRegularFile(path, &bytes);
+  std::vector<uint8_t> file(bytes);
+  if (!in.read(reinterpret_cast<char *>(file.data()), std::streamsize(bytes)))
+    lap::platform::fail(path,
+                        "cannot read " + std::to_string(bytes) + " bytes");
+  return decodeImage(path, file);
 }

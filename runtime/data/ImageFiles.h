@@ -22,6 +22,10 @@ namespace lap::data {
 /// else, a damaged file, or an image beyond 2^28 pixels.
 Image decodeImage(const std::string &path, const std::vector<uint8_t> &file);
 
+/// The image in the regular file `path` (decodeImage of its bytes, by
+/// content: some files are misnamed).
+Image decodeImageFile(const std::string &path);
+
 } // namespace lap::data
 
 #endif // LAP_RUNTIME_DATA_IMAGEFILES_H

@@ -58,9 +58,18 @@ struct EvalOptions {
   std::string device;  ///< cpu, cuda or cuda:N; "": the library's
   int64_t batches = 0; ///< validation batches; 0: the whole split
   std::vector<std::string> multipleChoice;
+  std::string task; ///< "": the run's regime's; "segmentation"
+  // --task segmentation
+  std::string data, trainSplit = "training", valSplit = "validation",
+                    out = "segmentation";
+  int64_t classes = 150, images = 0; ///< images: per split; 0: all
+  uint64_t seed = 0;
 };
 /// `lapc-run eval MODEL`: validation loss, bits per byte, multiple choice.
 int evaluate(const EvalOptions &options);
+/// `lapc-run eval MODEL --task segmentation`: the linear segmentation
+/// probe on the model's patch tokens.
+int evaluateSegmentation(const EvalOptions &options);
 
 struct SampleOptions {
   std::string model, runDir, checkpoint, prompt;

@@ -223,6 +223,43 @@ int main(int argc, char **argv) {
   evalCmd->add_option(
       "--mc", eval.multipleChoice,
       "ARC- or MMLU-style JSONL files of multiple-choice questions");
+  auto *task = evalCmd
+                   ->add_option("--task", eval.task,
+                                "segmentation: a linear probe on an image "
+                                "model's patch tokens (mIoU)")
+                   ->check(CLI::IsMember({"segmentation"}));
+  evalCmd
+      ->add_option("--data", eval.data,
+                   "Segmentation: a set in ADE20K's layout (images/SPLIT/"
+                   "*.jpg, annotations/SPLIT/*.png)")
+      ->needs(task);
+  evalCmd
+      ->add_option("--classes", eval.classes,
+                   "Segmentation: classes of the label maps (ADE20K: 150)")
+      ->check(atLeast(2))
+      ->needs(task);
+  evalCmd
+      ->add_option("--images", eval.images,
+                   "Segmentation: images per split at most (default: all)")
+      ->check(atLeast(1))
+      ->needs(task);
+  evalCmd
+      ->add_option("--train-split", eval.trainSplit,
+                   "Segmentation: the split the probe trains on")
+      ->needs(task);
+  evalCmd
+      ->add_option("--val-split", eval.valSplit,
+                   "Segmentation: the split it is scored on")
+      ->needs(task);
+  evalCmd
+      ->add_option("--seed", eval.seed,
+                   "Segmentation: the probe's shuffling seed")
+      ->needs(task);
+  evalCmd
+      ->add_option("--out", eval.out,
+                   "Segmentation: the directory for segmentation.json and "
+                   "segmentation.png")
+      ->needs(task);
 
   lap::cli::SampleOptions sample;
   CLI::App *sampleCmd = app.add_subcommand(
@@ -368,7 +405,8 @@ int main(int argc, char **argv) {
     if (*sweepCmd)
       return lap::cli::sweep(sweep);
     if (*evalCmd)
-      return lap::cli::evaluate(eval);
+      return eval.task == "segmentation" ? lap::cli::evaluateSegmentation(eval)
+                                         : lap::cli::evaluate(eval);
     if (*sampleCmd)
       return lap::cli::sample(sample);
     if (*analyzeCmd)
