@@ -122,7 +122,7 @@ class Model:
         """'cpu' or 'cuda': where the library's pointers live."""
         return "cuda" if self.device == "cuda" else "cpu"
 
-    def empty(self, shape, dtype="float32"):
+    def zeros(self, shape, dtype="float32"):
         """A zero-filled array where the library computes: NumPy on the CPU,
         a torch CUDA tensor for a CUDA library."""
         if self.device == "cuda":
@@ -150,7 +150,7 @@ class Model:
         if self._workspace is None:
             size = self.manifest["memory"]["workspace_bytes"]
             # 64-byte aligned, as the ABI asks: the first aligned byte.
-            raw = self.empty((size + 64,), "uint8")
+            raw = self.zeros((size + 64,), "uint8")
             start = address(raw, "uint8", device=self._memory())
             self._workspace = (raw, start + (-start) % 64)
         return self._workspace[1]
@@ -222,7 +222,7 @@ class Model:
     def init_params(self, seed=0, out=None):
         """The initial parameters of `seed` (a function of the seed alone,
         on every machine), in `out` or a new flat array."""
-        params = self.empty((self.parameter_elements,)) if out is None else out
+        params = self.zeros((self.parameter_elements,)) if out is None else out
         self._bind_stream()
         self._check(self._lib.lap_model_init_params(
             self._params(params, True), seed))
@@ -236,8 +236,8 @@ class Model:
     def forward(self, params, batch):
         """Evaluation forward (no dropout): (mean loss, logits)."""
         b, _pointers = self._batch(batch)
-        loss = self.empty((1,))
-        logits = self.empty(self._logits_shape(b.batch, b.seq))
+        loss = self.zeros((1,))
+        logits = self.zeros(self._logits_shape(b.batch, b.seq))
         self._bind_stream()
         self._check(self._lib.lap_model_forward(
             self._params(params), ctypes.byref(b), self._workspace_address(),
@@ -251,13 +251,13 @@ class Model:
         dropout and drop-path masks."""
         b, _pointers = self._batch(batch)
         if grads is None:
-            grads = self.empty((self.parameter_elements,))
-        loss = self.empty((1,))
+            grads = self.zeros((self.parameter_elements,))
+        loss = self.zeros((1,))
         if not 0 <= seed < 2**63:
             raise LapError(f"seed {seed}: outside 0 .. 2^63 - 1")
         # Where the library reads it when the step runs (torch has no
         # uint64: a non-negative int64 has the same bits).
-        step_seed = self.empty((1,), "int64")
+        step_seed = self.zeros((1,), "int64")
         step_seed[0] = seed
         self._bind_stream()
         self._check(self._lib.lap_model_train_step(
@@ -275,7 +275,7 @@ class Model:
         (evaluation mode): [layers, batch, seq, width]."""
         b, _pointers = self._batch(batch)
         f = self.manifest["features"]
-        out = self.empty((f["layers"], b.batch, b.seq, f["width"]))
+        out = self.zeros((f["layers"], b.batch, b.seq, f["width"]))
         self._bind_stream()
         self._check(self._lib.lap_model_features(
             self._params(params), ctypes.byref(b), self._workspace_address(),
@@ -285,7 +285,7 @@ class Model:
     def embed(self, params, batch):
         """An image model's pooled embedding: [batch, width]."""
         b, _pointers = self._batch(batch)
-        out = self.empty((b.batch, self.manifest["features"]["width"]))
+        out = self.zeros((b.batch, self.manifest["features"]["width"]))
         self._bind_stream()
         self._check(self._lib.lap_model_embed(
             self._params(params), ctypes.byref(b), self._workspace_address(),
@@ -297,7 +297,7 @@ class Model:
         decode = self.manifest["decode"]
         if not decode:
             raise LapError(f"{self.path}: an image model has no decoding")
-        return self.empty((batch * decode["cache_floats_per_sequence"],))
+        return self.zeros((batch * decode["cache_floats_per_sequence"],))
 
     def decode(self, params, tokens, first, cache):
         """The logits [batch, count, vocab] of `tokens` [batch, count] at
@@ -311,7 +311,7 @@ class Model:
         if not decode:
             raise LapError(f"{self.path}: an image model has no decoding")
         vocab = self.manifest["limits"]["vocab"]
-        logits = self.empty((rows, count, vocab))
+        logits = self.zeros((rows, count, vocab))
         self._bind_stream()
         self._check(self._lib.lap_model_decode(
             self._params(params),
@@ -335,7 +335,7 @@ class Model:
     def flat(self, tensors, out=None):
         """The flat parameter array of `tensors` (a dict by name, NumPy or
         torch: a checkpoint's, for instance), every tensor checked."""
-        params = self.empty((self.parameter_elements,)) if out is None else out
+        params = self.zeros((self.parameter_elements,)) if out is None else out
         names = {p.name for p in self.parameters}
         unknown = sorted(set(tensors) - names)
         if unknown:

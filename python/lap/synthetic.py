@@ -49,10 +49,13 @@ def _shape_mask(kind, size, rng):
 
 
 def segmentation_set(root, images=(40, 20), size=32, classes=5, seed=0,
-                     channels=3):
+                     channels=3, image_folder=False):
     """Writes the set under `root`: images[0] training and images[1]
     validation images of size x size pixels with `classes` classes (the
-    background and classes - 1 shapes), `channels` 1 (grey) or 3."""
+    background and classes - 1 shapes), `channels` 1 (grey) or 3. With
+    `image_folder`, the same images also as an ImageFolder for training
+    on them (ROOT/folder/<split>/class_<c>/NAME.png, c the class covering
+    the most pixels after the background)."""
     rng = np.random.default_rng(seed)
     palette = rng.uniform(40, 215, (classes, 3))
     frequency = rng.uniform(0.2, 1.2, classes)
@@ -76,3 +79,9 @@ def segmentation_set(root, images=(40, 20), size=32, classes=5, seed=0,
             write_png(Path(root) / "images" / split / name, image)
             write_png(Path(root) / "annotations" / split / name,
                       (labels + 1).astype(np.uint8))
+            if image_folder:
+                counts = np.bincount(labels.ravel(), minlength=classes)
+                folder = Path(root) / "folder" / split / \
+                    f"class_{int(np.argmax(counts[1:])) + 1}"
+                folder.mkdir(parents=True, exist_ok=True)
+                write_png(folder / name, image)
