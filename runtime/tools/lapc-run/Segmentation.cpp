@@ -104,16 +104,24 @@ std::array<uint8_t, 3> classColour(int32_t c) {
   return analysis::seriesColor(size_t(c));
 }
 
-/// Rows of (image, truth, prediction) at `size` pixels each.
+/// Rows of (image, truth, prediction), each pixel drawn as a square of
+/// `zoom` so that an image is at least 128 pixels wide.
 void writePicture(const std::string &path, const Split &validation,
                   const std::vector<int32_t> &predictions, int64_t size) {
   const int64_t rows = int64_t(validation.shown.size()), cols = 3;
-  std::vector<uint8_t> rgb(size_t(rows * size * cols * size * 3), 255);
+  const int64_t zoom = std::max<int64_t>(1, (128 + size - 1) / size),
+                side = size * zoom;
+  std::vector<uint8_t> rgb(size_t(rows * side * cols * side * 3), 255);
   auto put = [&](int64_t row, int64_t col, int64_t y, int64_t x,
                  std::array<uint8_t, 3> colour) {
-    size_t at = size_t(((row * size + y) * cols * size + col * size + x) * 3);
-    for (int k = 0; k < 3; ++k)
-      rgb[at + size_t(k)] = colour[size_t(k)];
+    for (int64_t dy = 0; dy < zoom; ++dy)
+      for (int64_t dx = 0; dx < zoom; ++dx) {
+        size_t at = size_t(((row * side + y * zoom + dy) * cols * side +
+                            col * side + x * zoom + dx) *
+                           3);
+        for (int k = 0; k < 3; ++k)
+          rgb[at + size_t(k)] = colour[size_t(k)];
+      }
   };
   for (int64_t r = 0; r < rows; ++r) {
     const data::Image &image = validation.shown[size_t(r)];
@@ -132,7 +140,7 @@ void writePicture(const std::string &path, const Split &validation,
             classColour(predictions[size_t((r * size + y) * size + x)]));
       }
   }
-  analysis::writeRgbPng(path, rgb.data(), int(cols * size), int(rows * size));
+  analysis::writeRgbPng(path, rgb.data(), int(cols * side), int(rows * side));
 }
 
 } // namespace
