@@ -3,9 +3,12 @@ GPT-2-style model with mixed head kinds and learned positions, a
 nanochat-style one with grouped queries, RoPE and learned coefficients, a
 ViT on Fashion-MNIST's 28-pixel images)."""
 
+import subprocess
+
 import pytest
 
 import lap
+from lap._home import tool
 
 GPT2 = """\
 name: py_gpt2
@@ -95,3 +98,12 @@ def models(tmp_path_factory):
     return {name: lap.load(lap.compile(spec, out / f"{name}.so"))
             for name, spec in (("gpt2", GPT2), ("nanochat", NANOCHAT),
                                ("vit", VIT))}
+
+
+def lapc_run(*args, ok=True):
+    """lapc-run with `args`; asserts it succeeded unless not `ok`."""
+    done = subprocess.run([str(tool("lapc-run")), *map(str, args)],
+                          capture_output=True, text=True)
+    if ok:
+        assert done.returncode == 0, done.stderr
+    return done

@@ -11,7 +11,6 @@ tensor bit for bit. Mismatches are errors naming the tensor."""
 import json
 import math
 import struct
-import subprocess
 
 import numpy as np
 import pytest
@@ -19,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 import lap
-from lap._home import tool
+from conftest import lapc_run
 
 GPT2_CONFIG = {"model_type": "gpt2", "n_layer": 2, "n_embd": 32, "n_head": 4,
                "n_positions": 16, "vocab_size": 61,
@@ -40,14 +39,6 @@ def write_plain_safetensors(path, tensors):
     text = json.dumps(header).encode()
     text += b" " * (-len(text) % 8)
     path.write_bytes(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-
-
-def lapc_run(*args, ok=True):
-    done = subprocess.run([str(tool("lapc-run")), *map(str, args)],
-                          capture_output=True, text=True)
-    if ok:
-        assert done.returncode == 0, done.stderr
-    return done
 
 
 def hf_gpt2(config, seed=0, prefix="transformer."):
@@ -106,6 +97,17 @@ def gpt2_reference(sd, config, tokens):
     return (x @ t["wte.weight"].T).numpy()
 
 
+def vit_block(p, w, C):
+    """A ViT block's tensors by timm's (and DINO's) names under prefix `p`,
+    drawn by `w(*shape)`."""
+    return {p + "norm1.weight": 1 + w(C), p + "norm1.bias": w(C),
+            p + "attn.qkv.weight": w(3 * C, C), p + "attn.qkv.bias": w(3 * C),
+            p + "attn.proj.weight": w(C, C), p + "attn.proj.bias": w(C),
+            p + "norm2.weight": 1 + w(C), p + "norm2.bias": w(C),
+            p + "mlp.fc1.weight": w(4 * C, C), p + "mlp.fc1.bias": w(4 * C),
+            p + "mlp.fc2.weight": w(C, 4 * C), p + "mlp.fc2.bias": w(C)}
+
+
 def timm_vit(seed, deit3, C=32, L=2, classes=7, channels=3, patch=4, side=3):
     """Random weights by timm's names: a ViT with the class token's
     position, or a DeiT-3 (positions for the patches only, LayerScale)."""
@@ -119,14 +121,7 @@ def timm_vit(seed, deit3, C=32, L=2, classes=7, channels=3, patch=4, side=3):
           "pos_embed": w(1, N, C)}
     for i in range(L):
         p = f"blocks.{i}."
-        sd.update({p + "norm1.weight": 1 + w(C), p + "norm1.bias": w(C),
-                   p + "attn.qkv.weight": w(3 * C, C),
-                   p + "attn.qkv.bias": w(3 * C),
-                   p + "attn.proj.weight": w(C, C), p + "attn.proj.bias": w(C),
-                   p + "norm2.weight": 1 + w(C), p + "norm2.bias": w(C),
-                   p + "mlp.fc1.weight": w(4 * C, C),
-                   p + "mlp.fc1.bias": w(4 * C),
-                   p + "mlp.fc2.weight": w(C, 4 * C), p + "mlp.fc2.bias": w(C)})
+        sd.update(vit_block(p, w, C))
         if deit3:
             sd.update({p + "ls1.gamma": w(C), p + "ls2.gamma": w(C)})
     sd.update({"norm.weight": 1 + w(C), "norm.bias": w(C),
@@ -489,15 +484,7 @@ def dino_state(seed, C=64, L=2, patch=4, side=2, hidden=32, bottleneck=16,
           "backbone.patch_embed.proj.weight": w(C, 3, patch, patch),
           "backbone.patch_embed.proj.bias": w(C)}
     for i in range(L):
-        p = f"backbone.blocks.{i}."
-        sd.update({p + "norm1.weight": 1 + w(C), p + "norm1.bias": w(C),
-                   p + "attn.qkv.weight": w(3 * C, C),
-                   p + "attn.qkv.bias": w(3 * C),
-                   p + "attn.proj.weight": w(C, C), p + "attn.proj.bias": w(C),
-                   p + "norm2.weight": 1 + w(C), p + "norm2.bias": w(C),
-                   p + "mlp.fc1.weight": w(4 * C, C),
-                   p + "mlp.fc1.bias": w(4 * C),
-                   p + "mlp.fc2.weight": w(C, 4 * C), p + "mlp.fc2.bias": w(C)})
+        sd.update(vit_block(f"backbone.blocks.{i}.", w, C))
     sd.update({"backbone.norm.weight": 1 + w(C), "backbone.norm.bias": w(C),
                "head.mlp.0.weight": w(hidden, C), "head.mlp.0.bias": w(hidden),
                "head.mlp.2.weight": w(hidden, hidden),

@@ -4,13 +4,12 @@ written from Python that lap's own reader accepts."""
 
 import json
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
 import lap
-from lap._home import tool
+from conftest import lapc_run
 from test_model import image_batch
 
 
@@ -18,9 +17,8 @@ from test_model import image_batch
 def run(models, tmp_path_factory):
     """The ViT trained 4 steps by lapc-run (checkpoints at 2 and 4)."""
     directory = tmp_path_factory.mktemp("run")
-    subprocess.run([str(tool("lapc-run")), "train", str(models["vit"].path),
-                    "--run-dir", str(directory), "--log-every", "1"],
-                   check=True, capture_output=True)
+    lapc_run("train", models["vit"].path, "--run-dir", directory,
+             "--log-every", "1")
     return directory
 
 
@@ -66,9 +64,8 @@ def test_python_writes_what_lap_reads(models, run, tmp_path):
 
 
 def analyze(model, run, out):
-    subprocess.run([str(tool("lapc-run")), "analyze", str(model.path),
-                    "--run-dir", str(run), "--samples", "16", "--out",
-                    str(out)], check=True, capture_output=True)
+    lapc_run("analyze", model.path, "--run-dir", run, "--samples", "16",
+             "--out", out)
     return lap.read_analysis(out)
 
 

@@ -3,22 +3,12 @@ ADE20K's layout (lap.synthetic), a ViT's run, the probe's JSON and picture;
 and the set's files read as ADE20K lays them out, bad ones refused."""
 
 import json
-import subprocess
 
 import numpy as np
 import pytest
 
-import lap
+from conftest import lapc_run
 from lap import synthetic
-from lap._home import tool
-
-
-def lapc_run(*args, ok=True):
-    done = subprocess.run([str(tool("lapc-run")), *map(str, args)],
-                          capture_output=True, text=True)
-    if ok:
-        assert done.returncode == 0, done.stderr
-    return done
 
 
 @pytest.fixture(scope="module")
