@@ -49,13 +49,18 @@ def _shape_mask(kind, size, rng):
 
 
 def segmentation_set(root, images=(40, 20), size=32, classes=5, seed=0,
-                     channels=3, image_folder=False):
+                     channels=3, image_folder=False, looks="class"):
     """Writes the set under `root`: images[0] training and images[1]
     validation images of size x size pixels with `classes` classes (the
     background and classes - 1 shapes), `channels` 1 (grey) or 3. With
     `image_folder`, the same images also as an ImageFolder for training
     on them (ROOT/folder/<split>/class_<c>/NAME.png, c the class covering
-    the most pixels after the background)."""
+    the most pixels after the background). `looks`: "class", each class
+    has its own colour and texture (a pixel's look tells its class);
+    "image", every region of every image draws its own (only the shapes
+    tell the classes apart)."""
+    if looks not in ("class", "image"):
+        raise ValueError(f"looks: 'class' or 'image', not {looks!r}")
     rng = np.random.default_rng(seed)
     palette = rng.uniform(40, 215, (classes, 3))
     frequency = rng.uniform(0.2, 1.2, classes)
@@ -69,9 +74,14 @@ def segmentation_set(root, images=(40, 20), size=32, classes=5, seed=0,
             for c in rng.permutation(np.arange(1, classes))[:rng.integers(
                     1, classes)]:
                 labels[_shape_mask(int(c) % 4, size, rng)] = c
-            # Each class's colour, modulated by its own stripes, plus noise.
-            texture = np.sin(frequency[labels] * (x + y)) * 25
-            rgb = palette[labels] + texture[..., None] + \
+            # Each class's (or region's) colour, modulated by its stripes,
+            # plus noise.
+            colours, stripes = palette, frequency
+            if looks == "image":
+                colours = rng.uniform(40, 215, (classes, 3))
+                stripes = rng.uniform(0.2, 1.2, classes)
+            texture = np.sin(stripes[labels] * (x + y)) * 25
+            rgb = colours[labels] + texture[..., None] + \
                 rng.normal(0, 8, (size, size, 3))
             rgb = np.clip(rgb, 0, 255).astype(np.uint8)
             name = f"{split}_{i:05d}.png"

@@ -42,13 +42,18 @@ def test_the_probe_runs_on_a_synthetic_set(models, vit_run, tmp_path):
         result["mIoU"]
 
 
-def test_the_synthetic_labels_are_exact(tmp_path):
-    synthetic.segmentation_set(tmp_path, images=(2, 1), size=16, classes=3)
+@pytest.mark.parametrize("looks", ["class", "image"])
+def test_the_synthetic_set_is_in_ades_layout(tmp_path, looks):
+    synthetic.segmentation_set(tmp_path, images=(2, 1), size=16, classes=3,
+                               looks=looks, image_folder=True)
     label = (tmp_path / "annotations" / "training" /
              "training_00000.png").read_bytes()
     assert label[:8] == b"\x89PNG\r\n\x1a\n"
-    image = tmp_path / "images" / "validation" / "validation_00000.png"
-    assert image.is_file()
+    assert (tmp_path / "images" / "validation" /
+            "validation_00000.png").is_file()
+    assert len(list((tmp_path / "folder" / "training").glob("*/*.png"))) == 2
+    with pytest.raises(ValueError, match="looks"):
+        synthetic.segmentation_set(tmp_path, looks="texture")
 
 
 @pytest.mark.parametrize("damage,message", [
