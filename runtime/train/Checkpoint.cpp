@@ -82,6 +82,14 @@ completeCheckpoints(const std::string &runDir) {
   return found;
 }
 
+/// Refuses a tensor file without lap's checksums.
+void requireChecksums(const std::string &path, const SafetensorsFile &file) {
+  if (!file.checksummed)
+    fail(path, std::string("has no tensor checksums ('") + kChecksumsKey +
+                   "' in its __metadata__), so its data cannot be "
+                   "trusted; lap writes them into every checkpoint");
+}
+
 } // namespace
 
 void setCheckpointWriteFaultForTesting(CheckpointWriteFault fault) {
@@ -222,6 +230,36 @@ std::vector<std::string> pruneCheckpoints(const std::string &runDir,
   return removed;
 }
 
+SafetensorsFile readParameterFile(const std::string &path,
+                                  const std::vector<TensorSpec> &expected) {
+  SafetensorsFile file = readSafetensors(path, [&](const SafetensorsFile &f) {
+    std::map<std::string, const TensorSpec *> byName;
+    for (const TensorSpec &s : expected)
+      byName[s.name] = &s;
+    for (const std::string &name : f.order) {
+      const Tensor &t = f.tensors.at(name);
+      auto it = byName.find(name);
+      if (it == byName.end())
+        fail(path, "tensor '" + name + "' with shape " + shapeText(t.shape) +
+                       " is not a parameter of the model");
+      if (t.shape != it->second->shape)
+        fail(path, "tensor '" + name + "' has shape " + shapeText(t.shape) +
+                       ", the model expects " + shapeText(it->second->shape));
+      if (t.dtype != DType::F32)
+        fail(path, "tensor '" + name + "' has dtype " + dtypeName(t.dtype) +
+                       ", the model expects F32");
+    }
+    for (const TensorSpec &s : expected)
+      if (!s.optional && !f.tensors.count(s.name))
+        fail(path, "tensor '" + s.name +
+                       "' is missing, the model "
+                       "expects shape " +
+                       shapeText(s.shape));
+  });
+  requireChecksums(path, file);
+  return file;
+}
+
 LoadedCheckpoint
 loadCheckpoint(const std::string &checkpointDir,
                const std::vector<TensorSpec> &expected,
@@ -252,41 +290,11 @@ loadCheckpoint(const std::string &checkpointDir,
   if (checkState)
     checkState(out.state);
 
-  std::string modelPath = joinPath(checkpointDir, "model.safetensors");
-  out.model = readSafetensors(modelPath, [&](const SafetensorsFile &f) {
-    std::map<std::string, const TensorSpec *> byName;
-    for (const TensorSpec &s : expected)
-      byName[s.name] = &s;
-    for (const std::string &name : f.order) {
-      const Tensor &t = f.tensors.at(name);
-      auto it = byName.find(name);
-      if (it == byName.end())
-        fail(modelPath, "tensor '" + name + "' with shape " +
-                            shapeText(t.shape) +
-                            " is not a parameter of the model");
-      if (t.shape != it->second->shape)
-        fail(modelPath, "tensor '" + name + "' has shape " +
-                            shapeText(t.shape) + ", the model expects " +
-                            shapeText(it->second->shape));
-      if (t.dtype != DType::F32)
-        fail(modelPath, "tensor '" + name + "' has dtype " +
-                            dtypeName(t.dtype) + ", the model expects F32");
-    }
-    for (const TensorSpec &s : expected)
-      if (!f.tensors.count(s.name))
-        fail(modelPath, "tensor '" + s.name +
-                            "' is missing, the model "
-                            "expects shape " +
-                            shapeText(s.shape));
-  });
+  out.model =
+      readParameterFile(joinPath(checkpointDir, "model.safetensors"), expected);
   std::string optimizerPath = joinPath(checkpointDir, "optimizer.safetensors");
   out.optimizer = readSafetensors(optimizerPath);
-  for (auto [file, path] : {std::pair{&out.model, modelPath},
-                            std::pair{&out.optimizer, optimizerPath}})
-    if (!file->checksummed)
-      fail(path, std::string("has no tensor checksums ('") + kChecksumsKey +
-                     "' in its __metadata__), so its data cannot be "
-                     "trusted; lap writes them into every checkpoint");
+  requireChecksums(optimizerPath, out.optimizer);
   return out;
 }
 

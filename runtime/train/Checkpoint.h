@@ -72,7 +72,18 @@ std::vector<std::string> pruneCheckpoints(const std::string &runDir,
 struct TensorSpec {
   std::string name;
   std::vector<int64_t> shape;
+  /// May be absent (a learned head's coefficients, which a model whose
+  /// heads were switched starts from its kinds' values).
+  bool optional = false;
 };
+
+/// Reads the parameter file `path` (a checkpoint's model.safetensors, or
+/// what `lapc-run import` writes), refusing, before any data is read, one
+/// whose tensors differ from `expected` in names, shapes or dtype (F32),
+/// naming the file, the first mismatching tensor and both shapes (a tensor
+/// `optional` may be absent), and a file without checksums.
+SafetensorsFile readParameterFile(const std::string &path,
+                                  const std::vector<TensorSpec> &expected);
 
 /// A checkpoint read back.
 struct LoadedCheckpoint {

@@ -182,38 +182,13 @@ LoadedCheckpoint lap::train::restoreParameters(const LoadedModel &model,
 void lap::train::initParameters(const LoadedModel &model,
                                 const std::string &path, float *params,
                                 device::Device &device) {
-  std::map<std::string, const ParameterInfo *> byName;
+  std::vector<TensorSpec> expected;
   for (const ParameterInfo &t : model.parameters())
-    byName[t.name] = &t;
-  SafetensorsFile file = readSafetensors(path, [&](const SafetensorsFile &f) {
-    for (const std::string &name : f.order) {
-      const Tensor &t = f.tensors.at(name);
-      auto it = byName.find(name);
-      if (it == byName.end())
-        throw std::runtime_error(path + ": tensor '" + name +
-                                 "' is not a parameter of " + model.path());
-      if (t.shape != it->second->shape || t.dtype != DType::F32)
-        throw std::runtime_error(path + ": tensor '" + name + "' is " +
-                                 dtypeName(t.dtype) + " " + shapeText(t.shape) +
-                                 "; " + model.path() + " has F32 " +
-                                 shapeText(it->second->shape));
-    }
-    for (const ParameterInfo &t : model.parameters())
-      if (!f.tensors.count(t.name) && t.init != "values")
-        throw std::runtime_error(
-            path + ": tensor '" + t.name + "' is missing (a parameter of " +
-            model.path() + ", " + shapeText(t.shape) + ")");
-  });
-  if (!file.checksummed)
-    throw std::runtime_error(
-        path + ": has no tensor checksums ('" + std::string(kChecksumsKey) +
-        "' in its __metadata__); lapc-run import and lap's checkpoints "
-        "write them");
-  for (const std::string &name : file.order) {
-    const ParameterInfo &t = *byName.at(name);
-    device.upload(params + t.offset, file.tensors.at(name).f32.data(),
-                  t.elements);
-  }
+    expected.push_back({t.name, t.shape, t.init == "values"});
+  SafetensorsFile file = readParameterFile(path, expected);
+  for (const ParameterInfo &t : model.parameters())
+    if (auto it = file.tensors.find(t.name); it != file.tensors.end())
+      device.upload(params + t.offset, it->second.f32.data(), t.elements);
 }
 
 std::string lap::train::checkpointOf(const std::string &runDir,
