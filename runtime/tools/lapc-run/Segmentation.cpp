@@ -41,14 +41,13 @@ struct Split {
   int64_t images = 0;
 };
 
-/// `samples` (at most `limit`; 0: all) through the model in batches: the
-/// last layer's patch tokens.
-Split embedSplit(ModelCalls &calls, const float *params,
+/// `samples` (at most `limit`; 0: all) through the model of `spec` in
+/// batches: the last layer's patch tokens.
+Split embedSplit(ModelCalls &calls, const dsl::Spec &spec,
+                 const float *params,
                  const std::vector<data::SegmentationSample> &samples,
                  int64_t limit, int64_t classes, int64_t batch, int64_t keep) {
-  const LoadedModel &model = calls.model();
-  const nlohmann::json &m = model.manifest();
-  const dsl::Spec spec = train::specOf(model);
+  const nlohmann::json &m = calls.model().manifest();
   const int64_t size = spec.model.imageSize, channels = spec.model.channels,
                 grid = size / spec.model.patch, patches = grid * grid;
   const int64_t width = m["features"]["width"],
@@ -177,10 +176,10 @@ int lap::cli::evaluateSegmentation(const EvalOptions &options) {
       data::segmentationSamples(options.data, options.trainSplit);
   std::vector<data::SegmentationSample> valSamples =
       data::segmentationSamples(options.data, options.valSplit);
-  Split train = embedSplit(run.calls, params, trainSamples, options.images,
-                           options.classes, batch, 0);
-  Split validation = embedSplit(run.calls, params, valSamples, options.images,
-                                options.classes, batch, keep);
+  Split train = embedSplit(run.calls, spec, params, trainSamples,
+                           options.images, options.classes, batch, 0);
+  Split validation = embedSplit(run.calls, spec, params, valSamples,
+                                options.images, options.classes, batch, keep);
   analysis::LinearProbeOptions probe;
   probe.seed = options.seed;
   analysis::SegmentationResult r = analysis::segmentationProbe(
