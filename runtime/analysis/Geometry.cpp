@@ -216,7 +216,10 @@ lap::analysis::varianceDecomposition(const float *x, int64_t N, int64_t T,
   requirePositive(function, "N", N);
   requirePositive(function, "T", T);
   requirePositive(function, "C", C);
-  checkLabels(function, labels, N, K);
+  if (labels)
+    checkLabels(function, labels, N, K);
+  else
+    K = 1; // one class of all sequences; its terms are not reported
   requireFinite(function, "x", x, N * T * C);
 
   std::vector<double> means = sequenceMeans(x, N, T, C);
@@ -225,11 +228,12 @@ lap::analysis::varianceDecomposition(const float *x, int64_t N, int64_t T,
   std::vector<double> global(C, 0.0);
   std::vector<double> classMeans(K * C, 0.0);
   std::vector<int64_t> counts(K, 0);
+  auto label = [&](int64_t n) { return labels ? labels[n] : 0; };
   for (int64_t n = 0; n < N; ++n) {
-    ++counts[labels[n]];
+    ++counts[label(n)];
     for (int64_t c = 0; c < C; ++c) {
       global[c] += means[n * C + c];
-      classMeans[labels[n] * C + c] += means[n * C + c];
+      classMeans[label(n) * C + c] += means[n * C + c];
     }
   }
   for (int64_t c = 0; c < C; ++c)
@@ -249,7 +253,7 @@ lap::analysis::varianceDecomposition(const float *x, int64_t N, int64_t T,
     }
   double betweenSequences = 0, betweenClasses = 0, withinClasses = 0;
   for (int64_t n = 0; n < N; ++n) {
-    const double *classMean = &classMeans[labels[n] * C];
+    const double *classMean = &classMeans[label(n) * C];
     betweenSequences += squaredDistance(&means[n * C], global.data(), C);
     betweenClasses += squaredDistance(classMean, global.data(), C);
     withinClasses += squaredDistance(&means[n * C], classMean, C);
@@ -257,6 +261,9 @@ lap::analysis::varianceDecomposition(const float *x, int64_t N, int64_t T,
   total /= double(N * T);
   double tokenShare = total > 0 ? 1 / (total * double(N * T)) : kNaN;
   double sequenceShare = total > 0 ? 1 / (total * double(N)) : kNaN;
+  if (!labels)
+    return {total, withinSequence * tokenShare,
+            betweenSequences * sequenceShare, kNaN, kNaN};
   return {total, withinSequence * tokenShare, betweenSequences * sequenceShare,
           betweenClasses * sequenceShare, withinClasses * sequenceShare};
 }

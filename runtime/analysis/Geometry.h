@@ -38,6 +38,8 @@ struct VarianceDecomposition {
 };
 
 /// Classes without sequences are allowed here (they contribute nothing).
+/// Without labels (null; K is then ignored) the sequences have no classes:
+/// betweenClasses and withinClasses are NaN.
 VarianceDecomposition varianceDecomposition(const float *x, int64_t N,
                                             int64_t T, int64_t C,
                                             const int32_t *labels, int64_t K);

@@ -251,6 +251,9 @@ ModelGeometry analyzeText(ModelCalls &calls, const dsl::Spec &spec,
     LayerGeometry layer;
     layer.name = f["names"][l];
     const float *x = s.layers[l].data();
+    // A window has no class: its tokens around its mean, and the means.
+    layer.variance =
+        analysis::varianceDecomposition(x, s.n, s.t, s.c, nullptr, 0);
     layer.collapse =
         analysis::tokenCollapse(x, s.n, s.t, s.c, targets.data(), topTokens);
     layer.spectral = analysis::spectralDecay(x, s.n, s.t, s.c);
@@ -286,6 +289,8 @@ const std::vector<Measure> &measures(bool language) {
        [](const LayerGeometry &l) { return l.spectral.meanComponents99; }},
   };
   static const std::vector<Measure> text = {
+      {"within_sequence", "within-sequence variance (fraction)",
+       [](const LayerGeometry &l) { return l.variance.withinSequence; }},
       {"token_nc1", "NC1 of tokens by next-token target",
        [](const LayerGeometry &l) { return l.collapse.nc1; }, true},
       {"token_etf_distance", "distance from a simplex ETF (next-token classes)",

@@ -278,6 +278,15 @@ TEST(VarianceDecomposition, TwoSequencesByHand) {
   v = varianceDecomposition(x.data(), 2, 2, 2, together.data(), 2);
   EXPECT_NEAR(v.betweenClasses, 0.0, 1e-15);
   EXPECT_NEAR(v.withinClasses, 5.0 / 7, 1e-15);
+
+  // No labels (a language model's windows): the same sequence terms, no
+  // class terms.
+  v = varianceDecomposition(x.data(), 2, 2, 2, nullptr, 0);
+  EXPECT_NEAR(v.total, 3.5, 1e-15);
+  EXPECT_NEAR(v.withinSequence, 2.0 / 7, 1e-15);
+  EXPECT_NEAR(v.betweenSequences, 5.0 / 7, 1e-15);
+  EXPECT_TRUE(std::isnan(v.betweenClasses));
+  EXPECT_TRUE(std::isnan(v.withinClasses));
 }
 
 TEST(VarianceDecomposition, ClassesByHand) {
