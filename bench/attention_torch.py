@@ -22,14 +22,12 @@ run_at_its_best("attention_torch")
 
 import argparse
 import json
-import math
 import platform
-import statistics
-import time
 
 import torch
 
 import lap.torch as lt
+from attention_peer import manual, step_time
 from lap import _attention
 
 BLOCKS = {
@@ -37,32 +35,6 @@ BLOCKS = {
     "gpt": dict(B=4, H=12, T=256, D=64, causal=True),
 }
 KINDS = {"attn": (1.0, 0.0), "laplacian": (-1.0, 1.0)}
-
-
-def manual(q, k, v, alpha, beta, causal):
-    """PyTorch's attention without a fused kernel, as nanoGPT writes it for
-    torch < 2.0, with the output mixed as lap's heads mix it."""
-    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
-    if causal:
-        T = q.shape[-2]
-        mask = torch.ones(T, T, dtype=torch.bool).triu(1)
-        scores = scores.masked_fill(mask, float("-inf"))
-    p = scores.softmax(dim=-1)
-    return alpha[:, None, None] * (p @ v) + beta[:, None, None] * v
-
-
-def step_time(function, leaves, dout, iters, warmup=3):
-    """Milliseconds per forward + backward: (median, min, max)."""
-    times = []
-    for i in range(warmup + iters):
-        for x in leaves:
-            x.grad = None
-        began = time.perf_counter()
-        out = function()
-        out.backward(dout)
-        if i >= warmup:
-            times.append((time.perf_counter() - began) * 1e3)
-    return statistics.median(times), min(times), max(times)
 
 
 def block_inputs(block, kind):

@@ -132,6 +132,8 @@ struct AttentionSpec {
   std::vector<HeadKindId> pool;                ///< attentive pooling heads
   /// `define`, in the spec's order: kind ids headKinds().size() + i.
   std::vector<DefinedKind> defined;
+  /// `window`, per layer: the keys a query sees, itself included (0: all).
+  std::vector<int64_t> windows;
 
   /// The kind of `id`, built in or defined (its name lives as long as this).
   HeadKind kind(HeadKindId id) const {

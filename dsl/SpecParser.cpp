@@ -11,6 +11,7 @@
 
 #include "dsl/SpecParser.h"
 #include "dsl/AttentionPlacement.h"
+#include "dsl/AttentionWindows.h"
 #include "dsl/Derived.h"
 #include "dsl/Scalars.h"
 #include "dsl/SpecSchema.h"
@@ -61,7 +62,7 @@ public:
   std::set<std::string> invalid;
   /// The raw `attention` placement keys, resolved once the model is known.
   const Node *laplacianHeads = nullptr, *kinds = nullptr, *poolKinds = nullptr,
-             *defineKinds = nullptr;
+             *defineKinds = nullptr, *window = nullptr;
   /// The `derived` section, checked against the computed values.
   const Node *derivedPins = nullptr;
 
@@ -428,6 +429,7 @@ void Parser::run(const Node &root) {
     laplacianHeads = take("laplacian_heads", always);
     kinds = take("kinds", always);
     poolKinds = take("pool", always);
+    window = take("window", always);
   });
   spec.hasTrain = root.find("train") != nullptr;
   section("train", always, [&] {
@@ -545,6 +547,9 @@ std::optional<Spec> buildSpec(const std::optional<Node> &tree,
                    {parser.laplacianHeads, parser.kinds, parser.poolKinds,
                     parser.defineKinds},
                    layersOk, diags);
+  placeWindows(spec,
+               parser.invalid.count("model.family") ? nullptr : parser.window,
+               layersOk, diags);
   verifySpec(spec, parser.invalid, diags);
   if (!diags.hasErrors()) {
     spec.derived = deriveSpec(spec);

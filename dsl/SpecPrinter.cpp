@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
@@ -185,6 +186,13 @@ void printAttention(const Spec &spec, std::ostringstream &os) {
     os << "    - " << kindList(a, layer) << "\n";
   if (!a.pool.empty())
     os << "  pool: " << kindList(a, a.pool) << "\n";
+  if (std::any_of(a.windows.begin(), a.windows.end(),
+                  [](int64_t w) { return w > 0; })) {
+    os << "  window: [";
+    for (size_t l = 0; l < a.windows.size(); ++l)
+      os << (l ? ", " : "") << a.windows[l];
+    os << "]  # per layer: the keys a query sees, itself included (0: all)\n";
+  }
 }
 
 void printDerived(const Spec &spec, Printer &p) {

@@ -1,7 +1,7 @@
 //===- AttentionBench.cpp - Time the fused attention kernel -----*- C++ -*-===//
 //
 // lap-gpu-attention-bench [--tokens N] [--width N] [--warmup N] [--iters N]
-//                          [--seq N] [--fp32 0|1]
+//                          [--seq N] [--fp32 0|1] [--window N]
 //
 // Times lap_cuda_attention_forward and forward + backward (the kernels a
 // CUDA library calls once per layer for all its heads), in bf16 (a bf16
@@ -12,11 +12,12 @@
 // (16384) per batch, `width` (2048) / head dim heads. FLOPs as
 // FlashAttention counts them: 4·B·H·N²·D forward, half of it causal, and
 // backward 2.5 times the forward. --seq N times sequences of N alone,
-// --fp32 0 bf16 alone. On a GPU whose bf16 attention is Hopper's kernels
-// (AttentionHopper.h), bf16 is timed again on the mma.sync kernels the
-// other GPUs run (Context.h's allowHopperKernels). Prints one JSON object
-// per shape and kernel family ("kernels": hopper, tensorcore, cudacores);
-// bench/gpu/torch_attention.py times PyTorch on the same shapes.
+// --fp32 0 bf16 alone, --window N the causal shapes under a sliding window
+// of N keys (FLOPs: the pairs it allows). On a GPU whose bf16 attention is
+// Hopper's kernels (AttentionHopper.h), bf16 is timed again on the mma.sync
+// kernels the other GPUs run (Context.h's allowHopperKernels). Prints one JSON
+// object per shape and kernel family ("kernels": hopper, tensorcore,
+// cudacores); bench/gpu/torch_attention.py times PyTorch on the same shapes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,7 +54,17 @@ double medianMs(cudaStream_t stream, int64_t warmup, int64_t iters, F body) {
 struct Shape {
   int64_t b, n, h, d;
   int32_t causal;
-  bool mixed; // half the heads (the odd ones) Laplacian
+  bool mixed;     // half the heads (the odd ones) Laplacian
+  int64_t window; // causal: keys t - window < s <= t (0: all)
+  /// Query-key pairs a head computes, as FlashAttention counts them: n^2,
+  /// half of it causal; under a window the pairs it allows.
+  double pairs() const {
+    const double all = double(n) * double(n);
+    if (!causal || window <= 0 || window >= n)
+      return causal ? all / 2 : all;
+    return double(window) * double(window + 1) / 2 +
+           double(n - window) * double(window);
+  }
 };
 
 // The kernels of either element type, as a library of that precision calls
@@ -61,18 +72,19 @@ struct Shape {
 void forwardOf(float *o, float *lse, const float *q, const float *k,
                const float *v, const float *c, const Shape &s, float scale) {
   lap_cuda_attention_forward(o, lse, q, k, v, c, s.b, s.n, s.n, s.h, s.h, s.d,
-                             scale, s.causal);
+                             scale, s.causal, s.window);
 }
 void forwardOf(lap_bf16 *o, float *lse, const lap_bf16 *q, const lap_bf16 *k,
                const lap_bf16 *v, const float *c, const Shape &s, float scale) {
   lap_cuda_attention_forward_bf16(o, lse, q, k, v, c, s.b, s.n, s.n, s.h, s.h,
-                                  s.d, scale, s.causal);
+                                  s.d, scale, s.causal, s.window);
 }
 void backwardOf(float *dq, float *dk, float *dv, const float *dout,
                 const float *q, const float *k, const float *v, const float *o,
                 const float *lse, const float *c, const Shape &s, float scale) {
   lap_cuda_attention_backward(dq, dk, dv, nullptr, dout, q, k, v, o, lse, c,
-                              s.b, s.n, s.n, s.h, s.h, s.d, scale, s.causal);
+                              s.b, s.n, s.n, s.h, s.h, s.d, scale, s.causal,
+                              s.window);
 }
 void backwardOf(lap_bf16 *dq, lap_bf16 *dk, lap_bf16 *dv, const lap_bf16 *dout,
                 const lap_bf16 *q, const lap_bf16 *k, const lap_bf16 *v,
@@ -80,7 +92,7 @@ void backwardOf(lap_bf16 *dq, lap_bf16 *dk, lap_bf16 *dv, const lap_bf16 *dout,
                 const Shape &s, float scale) {
   lap_cuda_attention_backward_bf16(dq, dk, dv, nullptr, dout, q, k, v, o, lse,
                                    c, s.b, s.n, s.n, s.h, s.h, s.d, scale,
-                                   s.causal);
+                                   s.causal, s.window);
 }
 
 /// A shape's tensors at element type E, allocated and filled once for all
@@ -137,8 +149,7 @@ nlohmann::json timeShape(const Shape &s, const Tensors<E> &t,
                k->as<E>(), v->as<E>(), o->as<E>(), lse->as<float>(),
                c.as<float>(), s, scale);
   });
-  double flops = 4.0 * double(s.b * s.h) * double(s.n) * double(s.n) *
-                 double(s.d) * (s.causal ? 0.5 : 1.0);
+  double flops = 4.0 * double(s.b * s.h) * s.pairs() * double(s.d);
   return {
       {"framework", "lap"},
       {"kernel", "attention"},
@@ -147,6 +158,7 @@ nlohmann::json timeShape(const Shape &s, const Tensors<E> &t,
       {"batch", s.b},
       {"heads", s.h},
       {"causal", s.causal != 0},
+      {"window", s.window},
       {"kinds", s.mixed ? "mixed" : "attn"},
       {"forward_ms", forwardMs},
       {"forward_tflops", flops / (forwardMs * 1e-3) / 1e12},
@@ -165,6 +177,7 @@ int main(int argc, char **argv) {
     int64_t iters = flag(argc, argv, "--iters", 10);
     const int64_t onlySeq = flag(argc, argv, "--seq", 0);
     const bool fp32 = flag(argc, argv, "--fp32", 1) != 0;
+    const int64_t window = flag(argc, argv, "--window", 0);
     const std::vector<int64_t> seqs =
         onlySeq > 0 ? std::vector<int64_t>{onlySeq}
                     : std::vector<int64_t>{512, 1024, 2048, 4096, 8192};
@@ -192,7 +205,8 @@ int main(int argc, char **argv) {
                           width / d,
                           d,
                           causal,
-                          mixed};
+                          mixed,
+                          causal ? window : 0};
               nlohmann::json out =
                   timeShape<E>(shape, tensors, stream, warmup, iters);
               out["device"] = prop.name;

@@ -249,6 +249,7 @@ Value ForwardBuilder::attention(Value h, const std::string &prefix,
     alpha = beta = DenseF32ArrayAttr();
   }
   FloatAttr scale = b.getF32FloatAttr(float(1.0 / std::sqrt(double(d))));
+  const int64_t window = a.windows.empty() ? 0 : a.windows[size_t(layer)];
   Value o;
   if (first) {
     // Decoding attends in f32, the precision of the caches.
@@ -257,12 +258,13 @@ Value ForwardBuilder::attention(Value h, const std::string &prefix,
     o = enter(b.create<CachedAttentionOp>(
         loc(placement, scope), cast<RankedTensorType>(q.getType()), q, f32(k),
         f32(v), caches[size_t(layer)].first, caches[size_t(layer)].second,
-        first, f32(coefficients), scale, kinds, alpha, beta));
+        first, f32(coefficients), scale, kinds, alpha, beta,
+        b.getI64IntegerAttr(window)));
   } else {
     o = b.create<AttentionOp>(
         loc(placement, scope), q.getType(), q, k, v, coefficients, scale,
-        m.family == dsl::Family::GPT ? b.getUnitAttr() : UnitAttr(),
-        UnitAttr(), kinds, alpha, beta);
+        m.family == dsl::Family::GPT ? b.getUnitAttr() : UnitAttr(), UnitAttr(),
+        kinds, alpha, beta, b.getI64IntegerAttr(window));
   }
   Value merged = b.create<MergeHeadsOp>(where, activations({heads * d}), o);
   return dropout(linear(merged, scope + ".proj", m.width, where), where);

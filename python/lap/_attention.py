@@ -7,14 +7,15 @@ import functools
 from lap._home import library
 from lap.errors import LapError
 
-ABI_VERSION = 1  # LAP_ATTENTION_ABI_VERSION
+ABI_VERSION = 2  # LAP_ATTENTION_ABI_VERSION
 
 
 class Shape(ctypes.Structure):
     _fields_ = [("batch", ctypes.c_int64), ("queries", ctypes.c_int64),
                 ("keys", ctypes.c_int64), ("heads", ctypes.c_int64),
                 ("kv_heads", ctypes.c_int64), ("head_dim", ctypes.c_int64),
-                ("scale", ctypes.c_float), ("causal", ctypes.c_int32)]
+                ("scale", ctypes.c_float), ("causal", ctypes.c_int32),
+                ("window", ctypes.c_int64)]
 
 
 _P = ctypes.c_void_p

@@ -18,10 +18,10 @@ def _stream(device):
     return None
 
 
-def _shape(q, k, causal, scale):
+def _shape(q, k, causal, window, scale):
     B, H, T, D = q.shape
     return _attention.Shape(B, T, k.shape[2], H, k.shape[1], D, scale,
-                            1 if causal else 0)
+                            1 if causal else 0, window)
 
 
 class _Attention(torch.autograd.Function):
@@ -29,12 +29,12 @@ class _Attention(torch.autograd.Function):
     transposed. Saved for backward: the transposed inputs, O and lse."""
 
     @staticmethod
-    def forward(ctx, q, k, v, coefficients, causal, scale):
+    def forward(ctx, q, k, v, coefficients, causal, window, scale):
         qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
         o = torch.empty_like(qt)
         B, H, T, _ = q.shape
         lse = torch.empty((B, H, T), dtype=torch.float32, device=q.device)
-        shape = _shape(q, k, causal, scale)
+        shape = _shape(q, k, causal, window, scale)
         _attention.call(q.device.type, "forward", shape, o.data_ptr(),
                         lse.data_ptr(), qt.data_ptr(), kt.data_ptr(),
                         vt.data_ptr(), coefficients.data_ptr(),
@@ -58,7 +58,7 @@ class _Attention(torch.autograd.Function):
                         lse.data_ptr(), coefficients.data_ptr(),
                         _stream(qt.device))
         return (dq.transpose(1, 2), dk.transpose(1, 2), dv.transpose(1, 2),
-                dcoefficients, None, None)
+                dcoefficients, None, None, None)
 
 
 def _per_head(x, heads, name, like):
@@ -71,7 +71,8 @@ def _per_head(x, heads, name, like):
     return x
 
 
-def attention(q, k, v, alpha=1.0, beta=0.0, causal=False, scale=None):
+def attention(q, k, v, alpha=1.0, beta=0.0, causal=False, window=0,
+              scale=None):
     """O_h = alpha[h] * softmax(scale * Q_h K_g^T) V_g + beta[h] * V_g on
     lap's fused kernels, differentiable in q, k, v, alpha and beta.
 
@@ -79,7 +80,9 @@ def attention(q, k, v, alpha=1.0, beta=0.0, causal=False, scale=None):
     dividing H (query head h reads key/value head h // (H // KV)); alpha
     and beta numbers or [H] tensors. alpha 1, beta 0 is softmax attention;
     alpha -1, beta 1 a Laplacian head, (I - P) V. causal lets query t see
-    keys s <= t and, like any nonzero beta, needs S == T. scale defaults to
+    keys s <= t and, like any nonzero beta, needs S == T; a window w > 0
+    (causal only) narrows that to t - w < s <= t, P normalised over those
+    keys, at a cost that falls with w. scale defaults to
     1 / sqrt(D). float32 on the CPU (any tensor) or a CUDA GPU; returns
     [B, H, T, D], a transposed view of [B, T, H, D] memory (so that
     .transpose(1, 2).reshape(B, T, H * D) copies nothing)."""
@@ -107,7 +110,12 @@ def attention(q, k, v, alpha=1.0, beta=0.0, causal=False, scale=None):
     if scale is None:
         scale = 1.0 / math.sqrt(D)
     coefficients = torch.stack([alpha, beta]).contiguous()
-    return _Attention.apply(q, k, v, coefficients, bool(causal), float(scale))
+    if isinstance(window, bool) or not isinstance(window, int) or \
+            window < 0:
+        raise LapError(f"window: {window!r}; expected 0 (none) or a "
+                       "positive number of keys")
+    return _Attention.apply(q, k, v, coefficients, bool(causal), window,
+                            float(scale))
 
 
 class _Loss(torch.autograd.Function):

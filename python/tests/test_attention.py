@@ -35,16 +35,20 @@ def chosen_isa():
     return isa
 
 
-def reference(q, k, v, alpha, beta, causal, scale):
-    """The definition, in float64: O_h = alpha_h P_h V_g + beta_h V_g."""
+def reference(q, k, v, alpha, beta, causal, scale, window=0):
+    """The definition, in float64: O_h = alpha_h P_h V_g + beta_h V_g, P
+    over the keys s <= t (causal) and t - window < s (a window)."""
     q, k, v, alpha, beta = (x.double() for x in (q, k, v, alpha, beta))
     group = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
     scores = q @ k.transpose(-1, -2) * scale
+    T, S = scores.shape[-2:]
     if causal:
-        T, S = scores.shape[-2:]
         scores = scores.masked_fill(
             torch.ones(T, S, dtype=torch.bool).triu(1), -math.inf)
+    if window:
+        scores = scores.masked_fill(
+            torch.ones(T, S, dtype=torch.bool).tril(-window), -math.inf)
     p = scores.softmax(-1)
     out = alpha[None, :, None, None] * (p @ v)
     if q.shape[2] == k.shape[2]:
@@ -65,7 +69,7 @@ def coefficients(kind, heads, generator):
     return alpha, beta
 
 
-def check(B, H, KV, T, S, D, kind, causal):
+def check(B, H, KV, T, S, D, kind, causal, window=0):
     generator = torch.Generator().manual_seed(B * 1000 + H * 100 + T + S + D)
     q = torch.randn(B, H, T, D, generator=generator)
     k = torch.randn(B, KV, S, D, generator=generator)
@@ -80,9 +84,9 @@ def check(B, H, KV, T, S, D, kind, causal):
         beta = torch.zeros(H)
     scale = 1 / math.sqrt(D)
     got = lt.attention(*inputs[:4], inputs[4] if S == T else beta,
-                       causal=causal)
+                       causal=causal, window=window)
     want = reference(*inputs[:4], inputs[4] if S == T else beta, causal,
-                     scale)
+                     scale, window)
     bound = 2e-5 * max(want.abs().max().item(), 1.0)
     assert (got.double() - want).abs().max().item() <= bound
 
@@ -117,6 +121,12 @@ def test_odd_sizes(T, D):
     check(B=3, H=3, KV=3, T=T, S=T, D=D, kind="mixed", causal=True)
 
 
+@pytest.mark.parametrize("window", [1, 5, 64, 200])
+def test_sliding_windows(window):
+    check(B=2, H=4, KV=2, T=130, S=130, D=16, kind="mixed", causal=True,
+          window=window)
+
+
 def test_alpha_and_beta_may_be_numbers_or_fixed():
     q = torch.randn(1, 2, 5, 4, requires_grad=True)
     out = lt.attention(q, q, q, -1.0, 1.0)
@@ -142,6 +152,10 @@ def test_the_output_is_a_view_of_token_major_memory():
      "cannot share 3 key/value heads"),
     (lambda q, k: lt.attention(q.double(), k, k), "computes in float32"),
     (lambda q, k: lt.attention(q[0], k, k), "4-dimensional"),
+    (lambda q, k: lt.attention(q, k, k, window=4),
+     "window is 4; it must be 0 .none., or positive with causal"),
+    (lambda q, k: lt.attention(q, k, k, causal=True, window=-1),
+     "window: -1; expected 0"),
     (lambda q, k: lt.attention(q, k, k[..., :4]), "differ"),
     (lambda q, k: lt.attention(q, k, k, torch.ones(3)), "alpha: shape [3]"),
     (lambda q, k: lt.attention(q, k[:, :, :5], k[:, :, :5],

@@ -56,6 +56,9 @@ std::string shapeError(const lap_attention_shape *s,
     return "causal attention needs as many keys as queries (" +
            std::to_string(s->keys) + " keys, " + std::to_string(s->queries) +
            " queries)";
+  if (s->window < 0 || (s->window > 0 && !s->causal))
+    return "window is " + std::to_string(s->window) +
+           "; it must be 0 (none), or positive with causal attention";
   if (!(s->scale == s->scale))
     return "the scale is not a number";
   if (s->keys != s->queries) {
@@ -123,7 +126,7 @@ lap_status lap_attention_forward(const lap_attention_shape *s, float *o,
     return fail("lap_attention_forward: " + why);
   LAP_ATTENTION_KERNEL(attention_forward)
   (o, lse, q, k, v, coefficients, s->batch, s->queries, s->keys, s->heads,
-   s->kv_heads, s->head_dim, s->scale, s->causal ? 1 : 0);
+   s->kv_heads, s->head_dim, s->scale, s->causal ? 1 : 0, s->window);
   return finish();
 }
 
@@ -141,7 +144,7 @@ lap_status lap_attention_backward(const lap_attention_shape *s, float *dq,
   LAP_ATTENTION_KERNEL(attention_backward)
   (dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, s->batch,
    s->queries, s->keys, s->heads, s->kv_heads, s->head_dim, s->scale,
-   s->causal ? 1 : 0);
+   s->causal ? 1 : 0, s->window);
   return finish();
 }
 

@@ -22,7 +22,7 @@ std::optional<LogicalResult> Emitter::emitAttention(Operation *op) {
                     coefficientsOf(a), dimArg(a.getQ(), 0), dimArg(a.getQ(), 1),
                     dimArg(a.getK(), 1), i64(a.getNumHeads()),
                     i64(a.getNumKvHeads()), dimArg(a.getQ(), 3),
-                    f32(a.getScale()), i32(a.getCausal()));
+                    f32(a.getScale()), i32(a.getCausal()), i64(a.getWindow()));
         return success();
       })
       .Case([&](CachedAttentionOp a) {
@@ -31,7 +31,7 @@ std::optional<LogicalResult> Emitter::emitAttention(Operation *op) {
                  buf(a.getV()), coefficientsOf(a), dimArg(a.getQ(), 0),
                  dimArg(a.getQ(), 1), I64{buffer(a.getFirst())}, i64(maxSeq),
                  i64(a.getNumHeads()), i64(a.getNumKvHeads()),
-                 dimArg(a.getQ(), 3), f32(a.getScale()));
+                 dimArg(a.getQ(), 3), f32(a.getScale()), i64(a.getWindow()));
         return success();
       })
       .Case([&](AttentionGradOp a) -> LogicalResult {
@@ -49,7 +49,7 @@ std::optional<LogicalResult> Emitter::emitAttention(Operation *op) {
                     dimArg(a.getQ(), 0), dimArg(a.getQ(), 1),
                     dimArg(a.getK(), 1), i64(forward.getNumHeads()),
                     i64(forward.getNumKvHeads()), dimArg(a.getQ(), 3),
-                    f32(a.getScale()), i32(a.getCausal()));
+                    f32(a.getScale()), i32(a.getCausal()), i64(a.getWindow()));
         return success();
       })
       .Default([](Operation *) { return std::nullopt; });

@@ -30,7 +30,7 @@ LogicalResult AttentionOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
       coefficients ? coefficients.getType() : Type(), dResults[0], getQ(),
       getK(), getV(), getResult(), coefficients, getScaleAttr(),
       getCausalAttr(), getCrossAttr(), getKindsAttr(), getAlphaAttr(),
-      getBetaAttr());
+      getBetaAttr(), getWindowAttr());
   dOperands.append({grad.getGradQ(), grad.getGradK(), grad.getGradV()});
   if (coefficients)
     dOperands.push_back(grad.getGradCoefficients());

@@ -242,9 +242,22 @@ static LogicalResult verifyAttention(Operation *op, RankedTensorType q,
   return success();
 }
 
+/// A sliding window is a causal mask's: query t sees keys t - window < s
+/// <= t.
+static LogicalResult verifyWindow(Operation *op, int64_t window, bool causal) {
+  if (window < 0)
+    return op->emitOpError("window must be 0 (none) or positive, got ")
+           << window;
+  if (window > 0 && !causal)
+    return op->emitOpError("a window needs causal attention");
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   if (getResult().getType() != getQ().getType())
     return emitOpError("result type must equal the type of q");
+  if (failed(verifyWindow(*this, getWindow(), getCausal())))
+    return failure();
   return verifyAttention(*this, getQ().getType(), getK().getType(),
                          getV().getType(), getCoefficients(),
                          getScale().convertToFloat(), getCross(), getKinds(),
@@ -258,6 +271,8 @@ LogicalResult AttentionGradOp::verify() {
   if (getCoefficients() &&
       getCoefficients().getType() != getGradCoefficients().getType())
     return emitOpError("grad_coefficients must have the coefficients' type");
+  if (failed(verifyWindow(*this, getWindow(), getCausal())))
+    return failure();
   return verifyAttention(*this, getQ().getType(), getK().getType(),
                          getV().getType(), getCoefficients(),
                          getScale().convertToFloat(), getCross(), getKinds(),
@@ -276,6 +291,8 @@ LogicalResult CachedAttentionOp::verify() {
       cache.getDimSize(3) != k.getDimSize(3))
     return emitOpError("caches must be [B, capacity, KV, D] like k ")
            << shapeString(k) << ", got " << shapeString(cache);
+  if (failed(verifyWindow(*this, getWindow(), /*causal=*/true)))
+    return failure();
   return verifyAttention(*this, getQ().getType(), k, getV().getType(),
                          getCoefficients(), getScale().convertToFloat(),
                          /*cross=*/false, getKinds(), getAlpha(), getBeta());

@@ -32,6 +32,9 @@ def Lap_AttentionOp : Lap_Op<"attention", [Lap_BF16Kernel, Pure, DeclareOpInterf
 
         O_h = alpha_h * P V_h + beta_h * V_h
 
+    A `window` w > 0 (causal only) is a sliding window: query t sees keys
+    t - w < s <= t, and P is normalised over those.
+
     The kinds are given either by name (`kinds`, from the table of head
     kinds: `attn` = (1, 0), `laplacian` = (-1, 1)) or, after
     `--lap-lower-head-kinds`, as coefficient arrays `alpha` and `beta`, or,
@@ -58,7 +61,8 @@ def Lap_AttentionOp : Lap_Op<"attention", [Lap_BF16Kernel, Pure, DeclareOpInterf
                        UnitAttr:$cross,
                        OptionalAttr<StrArrayAttr>:$kinds,
                        OptionalAttr<DenseF32ArrayAttr>:$alpha,
-                       OptionalAttr<DenseF32ArrayAttr>:$beta);
+                       OptionalAttr<DenseF32ArrayAttr>:$beta,
+                       DefaultValuedAttr<I64Attr, "0">:$window);
   let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = [{
     $q `,` $k `,` $v (`coefficients` $coefficients^)? attr-dict `:` type($q) `,` type($k) `,` type($v) (`,` type($coefficients)^)? `->` type($result)
@@ -91,7 +95,7 @@ def Lap_CachedAttentionOp : Lap_Op<"cached_attention", [MemoryEffects<[MemRead, 
 
         O_h = alpha_h * P V_h + beta_h * V_h (V_h at the query's own position)
 
-    Head kinds and coefficients are given as on lap.attention.
+    Head kinds, coefficients and the `window` are given as on lap.attention.
 
     ```mlir
     %o = lap.cached_attention %q, %k, %v into %kc, %vc at %first
@@ -105,7 +109,8 @@ def Lap_CachedAttentionOp : Lap_Op<"cached_attention", [MemoryEffects<[MemRead, 
                        F32Attr:$scale,
                        OptionalAttr<StrArrayAttr>:$kinds,
                        OptionalAttr<DenseF32ArrayAttr>:$alpha,
-                       OptionalAttr<DenseF32ArrayAttr>:$beta);
+                       OptionalAttr<DenseF32ArrayAttr>:$beta,
+                       DefaultValuedAttr<I64Attr, "0">:$window);
   let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = [{
     $q `,` $k `,` $v `into` $k_cache `,` $v_cache `at` $first (`coefficients` $coefficients^)? attr-dict `:` type($q) `,` type($k) `,` type($k_cache) (`,` type($coefficients)^)? `->` type($result)
@@ -736,7 +741,7 @@ def Lap_AttentionGradOp : Lap_Op<"attention_grad", [Lap_BF16Kernel, Pure,
     From dO and the forward's q, k, v and output O, the gradients of q, k and
     v for O_h = alpha_h P V_h + beta_h V_h (flash form: dV += alpha P^T dO +
     beta dO; softmax backward on alpha dO with D_i = rowsum(alpha dO_i * (P
-    V)_i)). Carries the forward op's attributes, kinds included, and its
+    V)_i)). Carries the forward op's attributes, kinds and window included, and its
     `coefficients` operand; with it, also their gradient `grad_coefficients`
     [2, H]: d alpha_h = sum dO_h * P V_h, d beta_h = sum dO_h * V_h.
   }];
@@ -746,7 +751,8 @@ def Lap_AttentionGradOp : Lap_Op<"attention_grad", [Lap_BF16Kernel, Pure,
                        F32Attr:$scale, UnitAttr:$causal, UnitAttr:$cross,
                        OptionalAttr<StrArrayAttr>:$kinds,
                        OptionalAttr<DenseF32ArrayAttr>:$alpha,
-                       OptionalAttr<DenseF32ArrayAttr>:$beta);
+                       OptionalAttr<DenseF32ArrayAttr>:$beta,
+                       DefaultValuedAttr<I64Attr, "0">:$window);
   let results = (outs Lap_FloatTensor:$grad_q, Lap_FloatTensor:$grad_k,
                       Lap_FloatTensor:$grad_v,
                       Optional<Lap_FloatTensor>:$grad_coefficients);

@@ -42,12 +42,14 @@ extern "C" {
 #endif
 
 /* Bumped on any change to the functions and structs below. */
-#define LAP_ATTENTION_ABI_VERSION 1u
+#define LAP_ATTENTION_ABI_VERSION 2u
 
 typedef struct lap_attention_shape {
   int64_t batch, queries, keys, heads, kv_heads, head_dim;
   float scale; /* usually 1 / sqrt(head_dim) */
   int32_t causal;
+  /* causal only: query t sees keys t - window < s <= t (0: every key) */
+  int64_t window;
 } lap_attention_shape;
 
 /* LAP_ATTENTION_ABI_VERSION of the library. */

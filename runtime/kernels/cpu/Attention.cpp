@@ -379,6 +379,7 @@ struct Shape {
   int64_t qStep, kStep; // queries and keys per block
   float scale;
   bool causal;
+  int64_t window; // causal: query t sees keys t - window < s <= t (0: all)
   int64_t group() const { return H / KV; }
   bool padded() const { return Dp != D; }
   // Row offsets (in floats) into q/o [B, T, H, D] and k/v [B, S, KV, D].
@@ -390,10 +391,36 @@ struct Shape {
   }
   /// Whether some key of [s0, s0 + nk) is masked for some query of
   /// [t0, t0 + nq).
-  bool partlyMasked(int64_t t0, int64_t s0, int64_t nk) const {
-    return causal && s0 + nk - 1 > t0;
+  bool partlyMasked(int64_t t0, int64_t nq, int64_t s0, int64_t nk) const {
+    return (causal && s0 + nk - 1 > t0) ||
+           (window > 0 && t0 + nq - 1 - s0 >= window);
+  }
+  /// Whether query t sees key j.
+  bool visible(int64_t t, int64_t j) const {
+    return !(causal && j > t) && !(window > 0 && t - j >= window);
+  }
+  /// The first key block that a query of [t0, ...) sees.
+  int64_t firstKeyBlock(int64_t t0) const {
+    return window > 0 ? std::max<int64_t>(0, t0 - window + 1) / kStep * kStep
+                      : 0;
+  }
+  /// One past the last query that sees a key of [s0, s0 + nk).
+  int64_t queryEnd(int64_t s0, int64_t nk) const {
+    return window > 0 ? std::min(T, s0 + nk - 1 + window) : T;
   }
 };
+
+/// The Band of a product over query rows t0 + i and keys s0 + j (k):
+/// query i sees keys i + t0 - s0 - window < j <= i + t0 - s0.
+Band queryBand(const Shape &s, int64_t t0, int64_t s0) {
+  return {s.window > 0 ? t0 - s0 - s.window + 1 : Band().lo, t0 - s0};
+}
+
+/// The Band of a product over key rows s0 + j and queries t0 + i (k): key
+/// j meets queries j + s0 - t0 <= i < j + s0 - t0 + window.
+Band keyBand(const Shape &s, int64_t t0, int64_t s0) {
+  return {s0 - t0, s.window > 0 ? s0 - t0 + s.window - 1 : Band().hi};
+}
 
 /// Blocks of at most `most` covering n as evenly as multiples of L allow:
 /// n = 65 gives 48 + 17, not 64 + 1 (a one-row block runs at a fraction of
@@ -405,8 +432,9 @@ int64_t blockSize(int64_t n, int64_t most) {
 }
 
 Shape makeShape(int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV,
-                int64_t D, float scale, int32_t causal) {
-  Shape s{B, T, S, H, KV, D, (D + L - 1) / L * L, 0, 0, scale, causal != 0};
+                int64_t D, float scale, int32_t causal, int64_t window) {
+  Shape s{B, T, S,     H,           KV,    D, (D + L - 1) / L * L,
+          0, 0, scale, causal != 0, window};
   s.qStep = blockSize(T, BQ);
   s.kStep = blockSize(S, BK);
   return s;
@@ -467,9 +495,10 @@ void forwardBlock(const Shape &s, const ForwardArgs<E> &a, int64_t b, int64_t h,
   std::fill(rowMax, rowMax + BQ, kNegInf);
   std::fill(rowSum, rowSum + BQ, 0.0f);
 
-  // Causal: key blocks past the last query are fully masked; skip them.
+  // Causal: key blocks past the last query are fully masked, and under a
+  // window those before the first query's window; skip them.
   const int64_t keyEnd = s.causal ? std::min(s.S, t0 + nq) : s.S;
-  for (int64_t s0 = 0; s0 < keyEnd; s0 += s.kStep) {
+  for (int64_t s0 = s.firstKeyBlock(t0); s0 < keyEnd; s0 += s.kStep) {
     const int64_t nk = std::min(s.kStep, keyEnd - s0);
     const E *kRows = a.k + s.kRow(b, s0, g);
     if (s0 + s.kStep < keyEnd) {
@@ -478,7 +507,7 @@ void forwardBlock(const Shape &s, const ForwardArgs<E> &a, int64_t b, int64_t h,
       prefetchRows(a.v + s.kRow(b, s0 + s.kStep, g), ldk, next, D);
     }
     const auto [kb, ldkb] = fp32Rows<N>(Wide, Dp, kRows, ldk, nk, D);
-    const bool masked = s.partlyMasked(t0, s0, nk);
+    const bool masked = s.partlyMasked(t0, nq, s0, nk);
     if (!masked) {
       gemmNarrow<false>(W, St, BQ, kb, ldkb, 1, Qt, BQ, nk, D);
     } else {
@@ -495,7 +524,7 @@ void forwardBlock(const Shape &s, const ForwardArgs<E> &a, int64_t b, int64_t h,
     if (masked)
       for (int64_t j = 0; j < nk; ++j)
         for (int64_t i = 0; i < W; ++i)
-          St[j * BQ + i] = s0 + j > t0 + i ? kNegInf : St[j * BQ + i];
+          St[j * BQ + i] = s.visible(t0 + i, s0 + j) ? St[j * BQ + i] : kNegInf;
     std::copy(rowMax, rowMax + W, mx);
     for (int64_t j = 0; j < nk; ++j)
       for (int64_t i = 0; i < W; ++i)
@@ -519,9 +548,10 @@ void forwardBlock(const Shape &s, const ForwardArgs<E> &a, int64_t b, int64_t h,
       for (int64_t i = 0; i < nq; ++i)
         for (int64_t d = 0; d < Dp; ++d)
           Acc[i * Dp + d] *= corr[i];
-    // Acc += P V; under the mask query i sees keys j <= i + t0 - s0.
+    // Acc += P V; under the mask query i sees keys j <= i + t0 - s0 (and
+    // under a window j > i + t0 - s0 - window).
     gemm<N, true>(Acc, Dp, St, 1, BQ, Vp, Dp, nq, nk, Dp,
-                  masked ? Band{Band().lo, t0 - s0} : Band());
+                  masked ? queryBand(s, t0, s0) : Band());
   }
 
   // Epilogue: O = alpha P V + beta V_t, V_t at the query's own position.
@@ -604,20 +634,22 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs<E> &a, float *dqOut,
   std::fill(dVa, dVa + BK * Dp, 0.0f);
 
   const float c2 = s.scale * kLog2e;
-  // Causal: queries before s0 see none of these keys.
+  // Causal: queries before s0 see none of these keys, and under a window
+  // neither do those from queryEnd on.
   const int64_t firstBlock = s.causal ? s0 / s.qStep : 0;
+  const int64_t queryEnd = s.queryEnd(s0, nk);
   for (int64_t hg = 0; hg < G; ++hg) {
     const int64_t h = g * G + hg;
     const float al = a.alpha[h];
     // P dP per key lane, summed over the head's queries (no horizontal
     // reduction in the row loop).
     alignas(64) float pdp[BK] = {};
-    for (int64_t t0 = firstBlock * s.qStep; t0 < s.T; t0 += s.qStep) {
+    for (int64_t t0 = firstBlock * s.qStep; t0 < queryEnd; t0 += s.qStep) {
       const int64_t nq = std::min(s.qStep, s.T - t0);
       const E *qb = a.q + s.qRow(b, t0, h);
       const E *db = a.dout + s.qRow(b, t0, h);
       float *dqb = dqOut + s.qRow(b, t0, h);
-      if (t0 + s.qStep < s.T) {
+      if (t0 + s.qStep < queryEnd) {
         const int64_t next = std::min(s.qStep, s.T - t0 - s.qStep);
         prefetchRows(qb + s.qStep * ldq, ldq, next, D);
         prefetchRows(db + s.qStep * ldq, ldq, next, D);
@@ -631,7 +663,7 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs<E> &a, float *dqOut,
       // P = 2^(c2 Q K^T - lse2) and dP = dO V^T, [nq, BK].
       copyRows<N>(Qp, Dp, qb, ldq, nq, D);
       copyRows<N>(dOp, Dp, db, ldq, nq, D);
-      const bool masked = s.partlyMasked(t0, s0, nk);
+      const bool masked = s.partlyMasked(t0, nq, s0, nk);
       if (!masked) {
         gemmNarrow<false>(nk, P, BK, Qp, Dp, 1, Kt, BK, nq, D);
         gemmNarrow<false>(nk, dS, BK, dOp, Dp, 1, Vt, BK, nq, D);
@@ -647,16 +679,22 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs<E> &a, float *dqOut,
         }
       }
       for (int64_t i = 0; i < nq; ++i) {
+        // The keys [from, lim) of the block that query i sees.
         const int64_t lim =
             masked ? std::clamp<int64_t>(t0 + i - s0 + 1, 0, nk) : nk;
+        const int64_t from =
+            masked && s.window > 0
+                ? std::clamp<int64_t>(t0 + i - s0 - s.window + 1, 0, nk)
+                : 0;
         const float m = lse2[hg * s.T + t0 + i];
         const float di = rowDot[hg * s.T + t0 + i];
         float *__restrict p = P + i * BK, *__restrict ds = dS + i * BK;
         // dP = dO V^T is in ds until the softmax backward overwrites it.
         auto row = [&](auto learned) HWY_ATTR {
           for (int64_t j = 0; j < W; ++j) {
-            const float pj = j < lim ? exp2Fast(c2 * p[j] - m) : 0.0f;
-            const float dp = j < lim ? ds[j] : 0.0f;
+            const bool seen = j >= from && j < lim;
+            const float pj = seen ? exp2Fast(c2 * p[j] - m) : 0.0f;
+            const float dp = seen ? ds[j] : 0.0f;
             if constexpr (decltype(learned)::value)
               pdp[j] += pj * dp;
             ds[j] = s.scale * pj * (al * dp - di);
@@ -669,10 +707,10 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs<E> &a, float *dqOut,
           row(std::false_type());
       }
 
-      // dV += (alpha P)^T dO, dK += dS^T Q (key j meets queries
-      // i >= j + s0 - t0), dQ += dS K (query i meets keys j <= i + t0 - s0).
-      const Band keyRows = masked ? Band{s0 - t0, Band().hi} : Band();
-      const Band queryRows = masked ? Band{Band().lo, t0 - s0} : Band();
+      // dV += (alpha P)^T dO, dK += dS^T Q, dQ += dS K, each over the
+      // pairs that see each other.
+      const Band keyRows = masked ? keyBand(s, t0, s0) : Band();
+      const Band queryRows = masked ? queryBand(s, t0, s0) : Band();
       gemm<N, true>(dVa, Dp, P, 1, BK, dOp, Dp, nk, nq, Dp, keyRows);
       gemm<N, true>(dKa, Dp, dS, 1, BK, Qp, Dp, nk, nq, Dp, keyRows);
       if (s.padded()) {
@@ -737,8 +775,9 @@ void backwardRowTerms(const Shape &s, const BackwardArgs<E> &a, float *lse2,
 template <typename E>
 void forward(E *o, float *lse, const E *q, const E *k, const E *v,
              const float *coefficients, int64_t B, int64_t T, int64_t S,
-             int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
-  const Shape s = makeShape(B, T, S, H, KV, D, scale, causal);
+             int64_t H, int64_t KV, int64_t D, float scale, int32_t causal,
+             int64_t window) {
+  const Shape s = makeShape(B, T, S, H, KV, D, scale, causal, window);
   const ForwardArgs<E> a{o, lse, q, k, v, coefficients, coefficients + H};
   const int64_t nqb = (T + s.qStep - 1) / s.qStep, BH = B * H;
   dispatchWidth(s.Dp, [&](auto width) {
@@ -759,11 +798,12 @@ void forward(E *o, float *lse, const E *q, const E *k, const E *v,
           auto [b, h, t0] = block(i);
           const int64_t g = h / s.group();
           const int64_t nq = std::min(s.qStep, T - t0);
-          const int64_t nk = std::min(s.kStep, s.causal ? t0 + nq : S);
+          const int64_t s0 = s.firstKeyBlock(t0);
+          const int64_t nk = std::min(s.kStep, (s.causal ? t0 + nq : S) - s0);
           prefetchRows(q + s.qRow(b, t0, h), H * D, nq, D);
           if (nk > 0) {
-            prefetchRows(k + s.kRow(b, 0, g), KV * D, nk, D);
-            prefetchRows(v + s.kRow(b, 0, g), KV * D, nk, D);
+            prefetchRows(k + s.kRow(b, s0, g), KV * D, nk, D);
+            prefetchRows(v + s.kRow(b, s0, g), KV * D, nk, D);
           }
         });
   });
@@ -773,8 +813,9 @@ template <typename E>
 void backward(E *dq, E *dk, E *dv, float *dcoefficients, const E *dout,
               const E *q, const E *k, const E *v, const E *o, const float *lse,
               const float *coefficients, int64_t B, int64_t T, int64_t S,
-              int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
-  const Shape s = makeShape(B, T, S, H, KV, D, scale, causal);
+              int64_t H, int64_t KV, int64_t D, float scale, int32_t causal,
+              int64_t window) {
+  const Shape s = makeShape(B, T, S, H, KV, D, scale, causal, window);
   const int64_t G = s.group(), groups = B * KV;
   const int64_t nkb = (S + s.kStep - 1) / s.kStep, dqSize = B * T * H * D;
 
@@ -862,16 +903,18 @@ void backward(E *dq, E *dk, E *dv, float *dcoefficients, const E *dout,
 void attentionForward(float *o, float *lse, const float *q, const float *k,
                       const float *v, const float *coefficients, int64_t B,
                       int64_t T, int64_t S, int64_t H, int64_t KV, int64_t D,
-                      float scale, int32_t causal) {
-  forward(o, lse, q, k, v, coefficients, B, T, S, H, KV, D, scale, causal);
+                      float scale, int32_t causal, int64_t window) {
+  forward(o, lse, q, k, v, coefficients, B, T, S, H, KV, D, scale, causal,
+          window);
 }
 
 void attentionForwardBf16(lap_bf16 *o, float *lse, const lap_bf16 *q,
                           const lap_bf16 *k, const lap_bf16 *v,
                           const float *coefficients, int64_t B, int64_t T,
                           int64_t S, int64_t H, int64_t KV, int64_t D,
-                          float scale, int32_t causal) {
-  forward(o, lse, q, k, v, coefficients, B, T, S, H, KV, D, scale, causal);
+                          float scale, int32_t causal, int64_t window) {
+  forward(o, lse, q, k, v, coefficients, B, T, S, H, KV, D, scale, causal,
+          window);
 }
 
 void attentionBackward(float *dq, float *dk, float *dv, float *dcoefficients,
@@ -879,9 +922,9 @@ void attentionBackward(float *dq, float *dk, float *dv, float *dcoefficients,
                        const float *v, const float *o, const float *lse,
                        const float *coefficients, int64_t B, int64_t T,
                        int64_t S, int64_t H, int64_t KV, int64_t D, float scale,
-                       int32_t causal) {
+                       int32_t causal, int64_t window) {
   backward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B, T,
-           S, H, KV, D, scale, causal);
+           S, H, KV, D, scale, causal, window);
 }
 
 void attentionBackwardBf16(lap_bf16 *dq, lap_bf16 *dk, lap_bf16 *dv,
@@ -890,9 +933,10 @@ void attentionBackwardBf16(lap_bf16 *dq, lap_bf16 *dk, lap_bf16 *dv,
                            const lap_bf16 *v, const lap_bf16 *o,
                            const float *lse, const float *coefficients,
                            int64_t B, int64_t T, int64_t S, int64_t H,
-                           int64_t KV, int64_t D, float scale, int32_t causal) {
+                           int64_t KV, int64_t D, float scale, int32_t causal,
+                           int64_t window) {
   backward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B, T,
-           S, H, KV, D, scale, causal);
+           S, H, KV, D, scale, causal, window);
 }
 
 } // namespace lap::cpu::HWY_NAMESPACE
@@ -911,30 +955,33 @@ extern "C" void lap_cpu_attention_forward(float *o, float *lse, const float *q,
                                           const float *coefficients, int64_t B,
                                           int64_t T, int64_t S, int64_t H,
                                           int64_t KV, int64_t D, float scale,
-                                          int32_t causal) {
+                                          int32_t causal, int64_t window) {
   useChosenIsa();
   HWY_DYNAMIC_DISPATCH(attentionForward)
-  (o, lse, q, k, v, coefficients, B, T, S, H, KV, D, scale, causal);
+  (o, lse, q, k, v, coefficients, B, T, S, H, KV, D, scale, causal, window);
 }
 
 extern "C" void lap_cpu_attention_backward(
     float *dq, float *dk, float *dv, float *dcoefficients, const float *dout,
     const float *q, const float *k, const float *v, const float *o,
     const float *lse, const float *coefficients, int64_t B, int64_t T,
-    int64_t S, int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
+    int64_t S, int64_t H, int64_t KV, int64_t D, float scale, int32_t causal,
+    int64_t window) {
   useChosenIsa();
   HWY_DYNAMIC_DISPATCH(attentionBackward)
   (dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B, T, S, H,
-   KV, D, scale, causal);
+   KV, D, scale, causal, window);
 }
 
-extern "C" void lap_cpu_attention_forward_bf16(
-    lap_bf16 *o, float *lse, const lap_bf16 *q, const lap_bf16 *k,
-    const lap_bf16 *v, const float *coefficients, int64_t B, int64_t T,
-    int64_t S, int64_t H, int64_t KV, int64_t D, float scale, int32_t causal) {
+extern "C" void
+lap_cpu_attention_forward_bf16(lap_bf16 *o, float *lse, const lap_bf16 *q,
+                               const lap_bf16 *k, const lap_bf16 *v,
+                               const float *coefficients, int64_t B, int64_t T,
+                               int64_t S, int64_t H, int64_t KV, int64_t D,
+                               float scale, int32_t causal, int64_t window) {
   useChosenIsa();
   HWY_DYNAMIC_DISPATCH(attentionForwardBf16)
-  (o, lse, q, k, v, coefficients, B, T, S, H, KV, D, scale, causal);
+  (o, lse, q, k, v, coefficients, B, T, S, H, KV, D, scale, causal, window);
 }
 
 extern "C" void lap_cpu_attention_backward_bf16(
@@ -942,11 +989,11 @@ extern "C" void lap_cpu_attention_backward_bf16(
     const lap_bf16 *dout, const lap_bf16 *q, const lap_bf16 *k,
     const lap_bf16 *v, const lap_bf16 *o, const float *lse,
     const float *coefficients, int64_t B, int64_t T, int64_t S, int64_t H,
-    int64_t KV, int64_t D, float scale, int32_t causal) {
+    int64_t KV, int64_t D, float scale, int32_t causal, int64_t window) {
   useChosenIsa();
   HWY_DYNAMIC_DISPATCH(attentionBackwardBf16)
   (dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B, T, S, H,
-   KV, D, scale, causal);
+   KV, D, scale, causal, window);
 }
 
 } // namespace lap::cpu

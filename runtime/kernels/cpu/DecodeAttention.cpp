@@ -17,13 +17,12 @@
 
 using lap::cpu::parallelFor;
 
-extern "C" void lap_cpu_attention_decode(float *o, float *kCache, float *vCache,
-                                         const float *q, const float *k,
-                                         const float *v,
-                                         const float *coefficients, int64_t B,
-                                         int64_t T, int64_t first,
-                                         int64_t capacity, int64_t H,
-                                         int64_t KV, int64_t D, float scale) {
+extern "C" void
+lap_cpu_attention_decode(float *o, float *kCache, float *vCache, const float *q,
+                         const float *k, const float *v,
+                         const float *coefficients, int64_t B, int64_t T,
+                         int64_t first, int64_t capacity, int64_t H, int64_t KV,
+                         int64_t D, float scale, int64_t window) {
   const int64_t row = KV * D, group = H / KV;
   for (int64_t b = 0; b < B; ++b) {
     std::memcpy(kCache + (b * capacity + first) * row, k + b * T * row,
@@ -36,11 +35,15 @@ extern "C" void lap_cpu_attention_decode(float *o, float *kCache, float *vCache,
     std::vector<float> sum(static_cast<size_t>(D));
     for (int64_t task = begin; task < end; ++task) {
       const int64_t t = task % T, h = (task / T) % H, b = task / (T * H);
-      const int64_t g = h / group,
-                    keys = first + t + 1; // causal: p <= first + t
+      // Causal: keys p <= first + t, and under a window p > first + t -
+      // window; kr and vr start at the first.
+      const int64_t g = h / group, self = first + t,
+                    from = window > 0 ? std::max<int64_t>(0, self - window + 1)
+                                      : 0,
+                    keys = self + 1 - from;
       const float *qr = q + ((b * T + t) * H + h) * D;
-      const float *kr = kCache + b * capacity * row + g * D;
-      const float *vr = vCache + b * capacity * row + g * D;
+      const float *kr = kCache + (b * capacity + from) * row + g * D;
+      const float *vr = vCache + (b * capacity + from) * row + g * D;
       scores.resize(size_t(keys));
       float max = -INFINITY;
       for (int64_t s = 0; s < keys; ++s) {
@@ -60,10 +63,10 @@ extern "C" void lap_cpu_attention_decode(float *o, float *kCache, float *vCache,
       }
       // O = alpha P V + beta V at the query's own position.
       const float a = coefficients[h] / total, be = coefficients[H + h];
-      const float *self = vr + (first + t) * row;
+      const float *own = vr + (self - from) * row;
       float *out = o + ((b * T + t) * H + h) * D;
       for (int64_t i = 0; i < D; ++i)
-        out[i] = a * sum[i] + be * self[i];
+        out[i] = a * sum[i] + be * own[i];
     }
   });
 }

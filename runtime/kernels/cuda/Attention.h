@@ -34,7 +34,8 @@ namespace {
 /// Records why the kernels cannot take this shape and returns false.
 template <typename Launcher>
 bool supported(const Launcher &device, const char *what, int64_t B, int64_t T,
-               int64_t S, int64_t H, int64_t KV, int64_t D) {
+               int64_t S, int64_t H, int64_t KV, int64_t D, int32_t causal,
+               int64_t window) {
   auto no = [&](const std::string &why) {
     device.fail(std::string(what) + ": " + why);
     return false;
@@ -48,8 +49,11 @@ bool supported(const Launcher &device, const char *what, int64_t B, int64_t T,
     return no("head dim D = " + std::to_string(D) + " is above " +
               std::to_string(cudacores::kMaxD) +
               ", the widest these kernels support");
-  if (std::max({B, T, S, H, KV}) > INT_MAX)
+  if (std::max({B, T, S, H, KV, window}) > INT_MAX)
     return no("a size is beyond 2^31 - 1");
+  if (window < 0 || (window > 0 && !causal))
+    return no("window = " + std::to_string(window) +
+              ": 0 (none), or positive under a causal mask");
   return true;
 }
 
@@ -81,10 +85,11 @@ template <typename Launcher, typename E>
 void forward(const Launcher &device, E *o, float *lse, const E *q, const E *k,
              const E *v, const float *coefficients, int64_t B, int64_t T,
              int64_t S, int64_t H, int64_t KV, int64_t D, float scale,
-             int32_t causal) {
-  if (!supported(device, "attention_forward", B, T, S, H, KV, D))
+             int32_t causal, int64_t window) {
+  if (!supported(device, "attention_forward", B, T, S, H, KV, D, causal,
+                 window))
     return;
-  const Shape s = makeShape(B, T, S, H, KV, D, scale, causal);
+  const Shape s = makeShape(B, T, S, H, KV, D, scale, causal, window);
   withWidth(D, [&](auto width) {
     constexpr int DP = decltype(width)::value;
     // DP <= 128 exactly when D <= 128; no kernel is built that no call takes.
@@ -111,10 +116,11 @@ void backward(const Launcher &device, E *dq, E *dk, E *dv, float *dcoefficients,
               const E *dout, const E *q, const E *k, const E *v, const E *o,
               const float *lse, const float *coefficients, int64_t B, int64_t T,
               int64_t S, int64_t H, int64_t KV, int64_t D, float scale,
-              int32_t causal) {
-  if (!supported(device, "attention_backward", B, T, S, H, KV, D))
+              int32_t causal, int64_t window) {
+  if (!supported(device, "attention_backward", B, T, S, H, KV, D, causal,
+                 window))
     return;
-  const Shape s = makeShape(B, T, S, H, KV, D, scale, causal);
+  const Shape s = makeShape(B, T, S, H, KV, D, scale, causal, window);
   const int64_t rows = B * T * H;
   withWidth(D, [&](auto width) {
     constexpr int DP = decltype(width)::value;

@@ -222,9 +222,10 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
       acc[i][j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
 
-  // Causal: keys past the tile's last query are masked for all of it.
+  // Causal: keys past the tile's last query are masked for all of it, and
+  // under a window those before its first query's window.
   const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
-  for (int s0 = 0; s0 < keyEnd; s0 += F::BK) {
+  for (int s0 = s.firstKeyTile(t0, F::BK); s0 < keyEnd; s0 += F::BK) {
     const int nk = min(F::BK, s.S - s0);
     __syncthreads(); // the previous tile is read
     loadTile<DP>(Ks, k + s.kRow(b, s0, g), ldk, nk, F::BK, s.D);
@@ -389,13 +390,15 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
     for (int j = 0; j < M; ++j)
       dK[i][j] = dV[i][j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 
-  // Causal: queries before s0 see none of these keys.
+  // Causal: queries before s0 see none of these keys, and under a window
+  // neither do those from queryEnd on.
   const int tStart = s.causal ? s0 / K::BQ * K::BQ : 0;
+  const int tEnd = s.queryEnd(s0, min(K::BK, s.S - s0));
   for (int hg = 0; hg < s.G; ++hg) {
     const int h = g * s.G + hg;
     const float alpha = coefficients[h];
     float pdp = 0.0f; // sum of P dP over the lane's entries
-    for (int t0 = tStart; t0 < s.T; t0 += K::BQ) {
+    for (int t0 = tStart; t0 < tEnd; t0 += K::BQ) {
       const int nq = min(K::BQ, s.T - t0);
       __syncthreads(); // the previous query tile is read
       loadTile<DP>(Qs, q + s.qRow(b, t0, h), ldq, nq, K::BQ, s.D);
@@ -507,7 +510,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
   const float alpha = coefficients[h];
 
   const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
-  for (int s0 = 0; s0 < keyEnd; s0 += Q::BK) {
+  for (int s0 = s.firstKeyTile(t0, Q::BK); s0 < keyEnd; s0 += Q::BK) {
     const int nk = min(Q::BK, s.S - s0);
     __syncthreads(); // the previous tile is read
     loadTile<DP>(Ks, k + s.kRow(b, s0, g), ldk, nk, Q::BK, s.D);

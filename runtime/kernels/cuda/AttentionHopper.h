@@ -102,15 +102,15 @@ __device__ void loadKeyTile(uint16_t *stage, int i, const uint16_t *k,
 }
 
 /// The pipeline (three stages) of the tiles of Tile::rows keys of kv head
-/// `kv` of sequence b up to keyEnd (loadKeyTile).
+/// `kv` of sequence b from key `first` up to keyEnd (loadKeyTile).
 template <typename Tile>
-__device__ auto keyTiles(uint16_t *stages, int keyEnd, const uint16_t *k,
-                         const uint16_t *v, int b, int kv, const Shape &s,
-                         bool vectors) {
-  const int64_t head = s.kRow(b, 0, kv), ldk = int64_t(s.KV) * s.D;
-  const int S = s.S, D = s.D;
+__device__ auto keyTiles(uint16_t *stages, int first, int keyEnd,
+                         const uint16_t *k, const uint16_t *v, int b, int kv,
+                         const Shape &s, bool vectors) {
+  const int64_t head = s.kRow(b, first, kv), ldk = int64_t(s.KV) * s.D;
+  const int S = s.S - first, D = s.D;
   return tensorcore::pipeline<2 * Tile::elements, 3>(
-      stages, (keyEnd + Tile::rows - 1) / Tile::rows,
+      stages, (keyEnd - first + Tile::rows - 1) / Tile::rows,
       [=](int i, uint16_t *stage) {
         loadKeyTile<Tile>(stage, i, k + head, v + head, ldk, S, D, vectors);
       },
@@ -229,9 +229,11 @@ __global__ void __launch_bounds__(kForwardThreads, 1)
   uint64_t *landed = queriesLanded + 1, *vacant = landed + Stages;
 
   const auto [b, h, kv, t0, nq] = s.queryTile(tiles, kRows);
-  // Causal: keys past the tile's last query are masked for all of it.
+  // Causal: keys past the tile's last query are masked for all of it, and
+  // under a window those before its first query's window.
   const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
-  const int count = (keyEnd + kKeys - 1) / kKeys;
+  const int first = s.firstKeyTile(t0, kKeys);
+  const int count = (keyEnd - first + kKeys - 1) / kKeys;
   if (threadIdx.x == 0) {
     initBarrier(queriesLanded, 128);
     for (int i = 0; i < Stages; ++i) {
@@ -247,12 +249,12 @@ __global__ void __launch_bounds__(kForwardThreads, 1)
     Layout::Queries::load(Qs, q + s.qRow(b, t0, h), int64_t(s.H) * s.D, nq, s.D,
                           vectors, thread, 128);
     landedAll(queriesLanded, vectors);
-    const int64_t head = s.kRow(b, 0, kv), ldk = int64_t(s.KV) * s.D;
+    const int64_t head = s.kRow(b, first, kv), ldk = int64_t(s.KV) * s.D;
     for (int i = 0; i < count; ++i) {
       const int stage = i % Stages;
       waitBarrier(&vacant[stage], (i / Stages & 1) ^ 1);
       loadKeyTile<Keys>(stages + stage * Layout::stageElements, i, k + head,
-                        v + head, ldk, s.S, s.D, vectors, thread, 128);
+                        v + head, ldk, s.S - first, s.D, vectors, thread, 128);
       landedAll(&landed[stage], vectors);
     }
     commitCopies(); // and waits for them, before the threads end
@@ -284,7 +286,7 @@ __global__ void __launch_bounds__(kForwardThreads, 1)
   uint32_t p[NS / 2][4] = {}; // the last tile's P as A fragments (bf16)
   const uint16_t *lastV = nullptr;
   for (int i = 0; i < count; ++i) {
-    const int stage = i % Stages, s0 = i * kKeys;
+    const int stage = i % Stages, s0 = first + i * kKeys;
     waitBarrier(&landed[stage], i / Stages & 1);
     fenceSharedForMma(); // the producer's writes, for wgmma
     const uint16_t *Ks = stages + stage * Layout::stageElements;
@@ -389,7 +391,7 @@ __global__ void __launch_bounds__(kThreads, 1) keyGradientsKernel(
   Own::load(Ks, k + s.kRow(b, s0, kv), ldk, nk, s.D, vectors);
   Own::load(Vs, v + s.kRow(b, s0, kv), ldk, nk, s.D, vectors);
   commitCopies();
-  const tensorcore::GroupQueryTiles<kGradientQueries> tiled(s, s0);
+  const tensorcore::GroupQueryTiles<kGradientQueries> tiled(s, s0, nk);
   const int perHead = tiled.perHead;
   auto queries = tensorcore::pipeline<Layout::stageElements, 3>(
       stages, s.G * perHead,
@@ -539,7 +541,8 @@ __global__ void __launch_bounds__(kThreads, 1) queryGradientsKernel(
   Own::load(dOs, dout + s.qRow(b, t0, h), ldq, nq, s.D, vectors);
   commitCopies();
   const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
-  auto keys = keyTiles<Tile>(stages, keyEnd, k, v, b, kv, s, vectors);
+  const int first = s.firstKeyTile(t0, kGradientKeys);
+  auto keys = keyTiles<Tile>(stages, first, keyEnd, k, v, b, kv, s, vectors);
 
   float lse2[2], rowD[2];
   tensorcore::rowStatistics(lse2, rowD, lse, terms, s, b, h, tq);
@@ -552,7 +555,7 @@ __global__ void __launch_bounds__(kThreads, 1) queryGradientsKernel(
   // with dS = 0 on its own K).
   uint32_t a[NS / 2][4] = {}; // the last tile's dS as A fragments (bf16)
   const uint16_t *lastK = nullptr;
-  for (int s0 = 0, i = 0; s0 < keyEnd; s0 += kGradientKeys, ++i) {
+  for (int s0 = first, i = 0; s0 < keyEnd; s0 += kGradientKeys, ++i) {
     const uint16_t *Ks = keys.next(i), *Vs = Ks + Tile::elements;
     if (i == 0)
       lastK = Ks;

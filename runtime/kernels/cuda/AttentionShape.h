@@ -26,6 +26,7 @@ struct Shape {
   float scale; // of the scores
   float c2;    // scale * log2 e: scores in base 2
   bool causal;
+  int window; // causal: query t sees keys t - window < s <= t (0: all)
 
   // Offsets of rows of q, o, dout, dq [B, T, H, D] and k, v [B, S, KV, D].
   __device__ int64_t qRow(int b, int t, int h) const {
@@ -65,12 +66,22 @@ struct Shape {
   }
   // Whether query t sees key s (both may be a tile's padding).
   __device__ bool visible(int t, int s) const {
-    return t < T && s < S && !(causal && s > t);
+    return t < T && s < S && !(causal && s > t) &&
+           !(window > 0 && t - s >= window);
   }
   // Whether queries t0 .. t0 + nt - 1 all see keys s0 .. s0 + ns - 1: a
   // tile of them needs no mask.
   __device__ bool allVisible(int t0, int nt, int s0, int ns) const {
-    return t0 + nt <= T && s0 + ns <= S && !(causal && s0 + ns - 1 > t0);
+    return t0 + nt <= T && s0 + ns <= S && !(causal && s0 + ns - 1 > t0) &&
+           !(window > 0 && t0 + nt - 1 - s0 >= window);
+  }
+  // The first tile of `rows` keys that query t0, or a later one, sees.
+  __device__ int firstKeyTile(int t0, int rows) const {
+    return window > 0 ? max(0, t0 - window + 1) / rows * rows : 0;
+  }
+  // One past the last query that sees a key of s0 .. s0 + ns - 1.
+  __device__ int queryEnd(int s0, int ns) const {
+    return window > 0 ? min(T, s0 + ns - 1 + window) : T;
   }
 };
 
@@ -102,7 +113,7 @@ __device__ inline void blockSum(float &to, float x, float *warpSums) {
 
 /// The Shape of a call whose sizes the caller has checked.
 inline Shape makeShape(int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV,
-                       int64_t D, float scale, int32_t causal) {
+                       int64_t D, float scale, int32_t causal, int64_t window) {
   Shape s;
   s.B = int(B), s.T = int(T), s.S = int(S), s.H = int(H), s.KV = int(KV);
   s.D = int(D);
@@ -110,6 +121,7 @@ inline Shape makeShape(int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV,
   s.scale = scale;
   s.c2 = scale * kLog2e;
   s.causal = causal != 0;
+  s.window = int(window);
   return s;
 }
 

@@ -375,14 +375,16 @@ __global__ void __launch_bounds__(kThreads)
   float acc[NO][4];
   zero(acc);
 
-  // Causal: keys past the tile's last query are masked for all of it.
+  // Causal: keys past the tile's last query are masked for all of it, and
+  // under a window those before its first query's window.
   const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
+  const int first = s.firstKeyTile(t0, kForwardKeys);
   const int64_t head = s.kRow(b, 0, kv); // key 0 of the kv head
   auto keys = pipeline<Stage::elements>(
-      stages, (keyEnd + kForwardKeys - 1) / kForwardKeys,
+      stages, (keyEnd - first + kForwardKeys - 1) / kForwardKeys,
       [&](int i, uint16_t *stage) {
         loadKeys<DP, kForwardKeys>(stage, k + head, v + head, s,
-                                   i * kForwardKeys, vectors);
+                                   first + i * kForwardKeys, vectors);
       });
 
   // Meanwhile Q passes through stage 1's K tile into the warp's A
@@ -395,8 +397,9 @@ __global__ void __launch_bounds__(kThreads)
   for (int j = 0; j < KS; ++j)
     loadA<LD>(qf[j], Qs + 16 * warp * LD, j, g, c);
 
-  for (int s0 = 0; s0 < keyEnd; s0 += kForwardKeys) {
-    const uint16_t *Ks = keys.next(s0 / kForwardKeys), *Vs = Ks + Stage::tile;
+  for (int s0 = first; s0 < keyEnd; s0 += kForwardKeys) {
+    const uint16_t *Ks = keys.next((s0 - first) / kForwardKeys),
+                   *Vs = Ks + Stage::tile;
     float x[NS][4];
     zero(x);
 #pragma unroll
@@ -518,15 +521,18 @@ storeQueryGradients(uint16_t *dq, const float (&dQ)[NO][4], const Shape &s,
       storeRow(dq + s.qRow(b, tq + 8 * r, h), dQ, r, 1.0f, c, s.D);
 }
 
-/// The query tiles of Rows queries a dk, dv block meets: those of each
-/// head of its kv head's group in turn, from tStart (causal: the tile that
-/// holds s0, the block's first key; queries before it see none of its
-/// keys), perHead a head. Tile i is head kv G + i / perHead's tile
-/// i % perHead; a head's tile j starts at query t0(j).
+/// The query tiles of Rows queries a dk, dv block of nk keys from s0
+/// meets: those of each head of its kv head's group in turn, from tStart
+/// (causal: the tile that holds s0; queries before it see none of its
+/// keys) to the query end (under a window: queries after it see none),
+/// perHead a head. Tile i is head kv G + i / perHead's tile i % perHead;
+/// a head's tile j starts at query t0(j).
 template <int Rows> struct GroupQueryTiles {
-  __device__ GroupQueryTiles(const Shape &s, int s0)
+  __device__ GroupQueryTiles(const Shape &s, int s0, int nk)
       : tStart(s.causal ? s0 / Rows * Rows : 0),
-        perHead(s.T > tStart ? (s.T - tStart + Rows - 1) / Rows : 0) {}
+        perHead(s.queryEnd(s0, nk) > tStart
+                    ? (s.queryEnd(s0, nk) - tStart + Rows - 1) / Rows
+                    : 0) {}
   __device__ int t0(int j) const { return tStart + j * Rows; }
   int tStart, perHead;
 };
@@ -590,7 +596,7 @@ __global__ void __launch_bounds__(kThreads) keyGradientsKernel(
   const int64_t ldq = int64_t(s.H) * s.D, ldk = int64_t(s.KV) * s.D;
   const uint16_t *Kw = Ks + 16 * warp * LD, *Vw = Vs + 16 * warp * LD;
 
-  const GroupQueryTiles<kBackwardQueries> tiled(s, s0);
+  const GroupQueryTiles<kBackwardQueries> tiled(s, s0, nk);
   const int perHead = tiled.perHead;
   auto queries = pipeline<Stage::elements>(
       stages, s.G * perHead, [&](int i, uint16_t *stage) {
@@ -674,12 +680,13 @@ __global__ void __launch_bounds__(kThreads) queryGradientsKernel(
   const int64_t ldq = int64_t(s.H) * s.D;
 
   const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
+  const int first = s.firstKeyTile(t0, kBackwardKeys);
   const int64_t head = s.kRow(b, 0, kv); // key 0 of the kv head
   auto keys = pipeline<Stage::elements>(
-      stages, (keyEnd + kBackwardKeys - 1) / kBackwardKeys,
+      stages, (keyEnd - first + kBackwardKeys - 1) / kBackwardKeys,
       [&](int i, uint16_t *stage) {
         loadKeys<DP, kBackwardKeys>(stage, k + head, v + head, s,
-                                    i * kBackwardKeys, vectors);
+                                    first + i * kBackwardKeys, vectors);
       });
 
   // Meanwhile Q and dO pass through stage 1's K and V tiles into A
@@ -704,8 +711,9 @@ __global__ void __launch_bounds__(kThreads) queryGradientsKernel(
   float dQ[NO][4];
   zero(dQ);
 
-  for (int s0 = 0; s0 < keyEnd; s0 += kBackwardKeys) {
-    const uint16_t *Ks = keys.next(s0 / kBackwardKeys), *Vs = Ks + Stage::tile;
+  for (int s0 = first; s0 < keyEnd; s0 += kBackwardKeys) {
+    const uint16_t *Ks = keys.next((s0 - first) / kBackwardKeys),
+                   *Vs = Ks + Stage::tile;
     float x[NS][4], dp[NS][4];
     zero(x);
     zero(dp);

@@ -42,22 +42,26 @@ __global__ void appendKernel(float *kCache, float *vCache, const float *k,
 }
 
 // o, q [B, T, H, D]; caches [B, capacity, KV, D]; block = (b, h, t) with
-// blockIdx.x = (b H + h) T + t. Query t attends to positions <= first + t.
+// blockIdx.x = (b H + h) T + t. Query t attends to positions <= first + t,
+// and under a window to those after first + t - window.
 // kPerLane: channels per lane, ceil(D / 32) rounded up to a power of two.
 template <int kPerLane>
 __global__ void __launch_bounds__(kDecodeWarps * 32)
     decodeKernel(float *o, const float *kCache, const float *vCache,
                  const float *q, const float *coefficients, int64_t T,
                  int64_t first, int64_t capacity, int64_t H, int64_t KV,
-                 int64_t D, float scale) {
+                 int64_t D, float scale, int64_t window) {
   __shared__ float warpMax[kDecodeWarps], warpSum[kDecodeWarps];
   __shared__ float warpOut[kDecodeWarps][32 * kPerLane];
   const int64_t task = blockIdx.x, t = task % T, h = task / T % H,
                 b = task / (T * H);
-  const int64_t row = KV * D, g = h / (H / KV), keys = first + t + 1;
+  // kr and vr start at the query's first key: keys of them in all.
+  const int64_t row = KV * D, g = h / (H / KV), own = first + t,
+                from = window > 0 && own >= window ? own - window + 1 : 0,
+                keys = own + 1 - from;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const float *kr = kCache + b * capacity * row + g * D;
-  const float *vr = vCache + b * capacity * row + g * D;
+  const float *kr = kCache + (b * capacity + from) * row + g * D;
+  const float *vr = vCache + (b * capacity + from) * row + g * D;
 
   float qv[kPerLane], acc[kPerLane];
   const float *qr = q + ((b * T + t) * H + h) * D;
@@ -130,7 +134,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
     M = fmaxf(M, warpMax[w]);
   // O = alpha P V + beta V at the query's own position.
   const float alpha = coefficients[h], beta = coefficients[H + h];
-  const float *self = vr + (first + t) * row;
+  const float *self = vr + (own - from) * row;
   float *out = o + ((b * T + t) * H + h) * D;
   for (int i = threadIdx.x; i < D; i += blockDim.x) {
     float total = 0.0f, pv = 0.0f;
@@ -148,7 +152,8 @@ template <typename Launcher>
 void decode(const Launcher &device, float *o, float *kCache, float *vCache,
             const float *q, const float *k, const float *v,
             const float *coefficients, int64_t B, int64_t T, int64_t first,
-            int64_t capacity, int64_t H, int64_t KV, int64_t D, float scale) {
+            int64_t capacity, int64_t H, int64_t KV, int64_t D, float scale,
+            int64_t window) {
   if (B * T * KV * D == 0)
     return;
   const int64_t row = KV * D, n = B * T * row;
@@ -161,7 +166,7 @@ void decode(const Launcher &device, float *o, float *kCache, float *vCache,
   auto attend = [&](auto kernel) {
     device.launch(kernel, B * H * T, kDecodeWarps * 32, 0, "attention_decode",
                   o, kCache, vCache, q, coefficients, T, first, capacity, H, KV,
-                  D, scale);
+                  D, scale, window);
   };
   if (D <= 32)
     attend(decodeKernel<1>);

@@ -986,3 +986,21 @@ func.func @convert_reshapes(%x: tensor<4x8xf32>) -> tensor<8x4xbf16> {
   %c = lap.convert %x : tensor<4x8xf32> to tensor<8x4xbf16>
   return %c : tensor<8x4xbf16>
 }
+
+// -----
+
+func.func @window_without_causal(%q: tensor<?x?x2x8xf32>) {
+  // expected-error @+1 {{'lap.attention' op a window needs causal attention}}
+  %o = lap.attention %q, %q, %q {scale = 0.35 : f32, window = 4}
+       : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32> -> tensor<?x?x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @negative_window(%q: tensor<?x?x2x8xf32>) {
+  // expected-error @+1 {{'lap.attention' op window must be 0 (none) or positive, got -2}}
+  %o = lap.attention %q, %q, %q {causal, scale = 0.35 : f32, window = -2}
+       : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32> -> tensor<?x?x2x8xf32>
+  return
+}

@@ -14,6 +14,16 @@ func.func @mixed_layer_attention(%q: tensor<?x?x4x64xf32>, %k: tensor<?x?x4x64xf
   return %o : tensor<?x?x4x64xf32>
 }
 
+// A sliding window: query t sees keys t - 8 < s <= t.
+// CHECK-LABEL: func @sliding_window
+func.func @sliding_window(%q: tensor<?x?x2x16xf32>) -> tensor<?x?x2x16xf32> {
+  // CHECK: lap.attention {{.*}} {causal, kinds = ["attn", "laplacian"], scale = 2.500000e-01 : f32, window = 8 : i64}
+  %o = lap.attention %q, %q, %q {causal, scale = 0.25 : f32,
+         kinds = ["attn", "laplacian"], window = 8}
+       : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> -> tensor<?x?x2x16xf32>
+  return %o : tensor<?x?x2x16xf32>
+}
+
 // CHECK-LABEL: func @coefficients_and_gqa
 func.func @coefficients_and_gqa(%q: tensor<2x16x8x32xf32>, %kv: tensor<2x16x2x32xf32>) -> tensor<2x16x8x32xf32> {
   // CHECK: lap.attention {{.*}} {alpha = array<f32: 1.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00, -1.000000e+00, -1.000000e+00, -1.000000e+00, -1.000000e+00>, beta = array<f32: 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00>, scale

@@ -33,6 +33,7 @@ struct Shape {
   int64_t B, T, S, H, KV, D;
   bool causal;
   double scale;
+  int64_t window = 0; ///< causal: keys t - window < j <= t (0: all)
   int64_t size(int64_t rows, int64_t heads) const {
     return B * rows * heads * D;
   }
@@ -40,7 +41,9 @@ struct Shape {
     return "B=" + std::to_string(B) + " T=" + std::to_string(T) +
            " S=" + std::to_string(S) + " H=" + std::to_string(H) +
            " KV=" + std::to_string(KV) + " D=" + std::to_string(D) +
-           (causal ? " causal" : "") + " scale=" + std::to_string(scale);
+           (causal ? " causal" : "") +
+           (window ? " window=" + std::to_string(window) : "") +
+           " scale=" + std::to_string(scale);
   }
 };
 
@@ -97,7 +100,7 @@ int64_t kIdx(const Shape &s, int64_t b, int64_t j, int64_t g) {
   return ((b * s.S + j) * s.KV + g) * s.D;
 }
 bool visible(const Shape &s, int64_t t, int64_t j) {
-  return !s.causal || j <= t;
+  return (!s.causal || j <= t) && (s.window == 0 || t - j < s.window);
 }
 
 /// P [B, H, T, S] (zero where masked), O and lse.
@@ -248,7 +251,7 @@ Forward runForward(const Problem &p) {
             std::vector<float>(s.B * s.H * s.T, 7.0f)};
   lap_cpu_attention_forward(f.o.data(), f.lse.data(), p.q.data(), p.k.data(),
                             p.v.data(), p.coefficients().data(), s.B, s.T, s.S,
-                            s.H, s.KV, s.D, float(s.scale), s.causal);
+                            s.H, s.KV, s.D, float(s.scale), s.causal, s.window);
   return f;
 }
 
@@ -263,7 +266,7 @@ Backward runBackward(const Problem &p, const Forward &f, bool learned = false) {
       g.dq.data(), g.dk.data(), g.dv.data(),
       learned ? g.dcoefficients.data() : nullptr, p.g.data(), p.q.data(),
       p.k.data(), p.v.data(), f.o.data(), f.lse.data(), p.coefficients().data(),
-      s.B, s.T, s.S, s.H, s.KV, s.D, float(s.scale), s.causal);
+      s.B, s.T, s.S, s.H, s.KV, s.D, float(s.scale), s.causal, s.window);
   return g;
 }
 
@@ -320,6 +323,11 @@ Shape selfShape(int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D,
   return Shape{B, T, T, H, KV, D, causal, 1.0 / std::sqrt(double(D))};
 }
 
+Shape windowed(Shape s, int64_t window) {
+  s.window = window;
+  return s;
+}
+
 // Float kernels against double references, relative to the largest
 // magnitude: the worst errors observed on these tests are 4e-6 (O with
 // peaked scores), 4e-7 (lse) and 4e-6 (gradients), a few float ulps grown by
@@ -372,6 +380,20 @@ TEST(AttentionForward, MatchesReferenceCrossAttention) {
     }
 }
 
+// Sliding windows: of one key (P = 1 on the query's own), shorter and
+// longer than a block, not a multiple of one, at least the sequence (all
+// keys); partial blocks, GQA, every kind.
+TEST(AttentionForward, MatchesReferenceWithWindows) {
+  uint32_t seed = 320;
+  for (int64_t T : {7, 130, 257})
+    for (int64_t window : {1, 5, 64, 100, 300})
+      for (int64_t KV : {4, 1})
+        checkForward(
+            makeProblem(windowed(selfShape(2, T, 4, KV, 32, true), window),
+                        seed++),
+            kForwardTol);
+}
+
 // All-laplacian heads on identical tokens: P is uniform over the visible
 // keys, which all carry the same value, so P V = V and O = V - P V = 0.
 TEST(AttentionForward, LaplacianOfIdenticalTokensIsZero) {
@@ -416,6 +438,7 @@ TEST(AttentionBackward, MatchesFiniteDifferences) {
   for (int64_t T : {5, 9})
     for (bool causal : {false, true})
       shapes.push_back(selfShape(2, T, 4, 2, 8, causal));
+  shapes.push_back(windowed(selfShape(2, 9, 4, 2, 8, true), 3));
   shapes.push_back(Shape{2, 5, 9, 4, 2, 8, false, 0.4}); // cross
   shapes.push_back(Shape{2, 9, 4, 4, 1, 8, false, 0.4}); // cross, MQA
   for (const Shape &s : shapes) {
@@ -441,6 +464,17 @@ TEST(AttentionBackward, MatchesFiniteDifferences) {
 
 // Larger shapes (several key and query blocks, partial blocks, GQA) against
 // the analytic reference.
+TEST(AttentionBackward, MatchesReferenceWithWindows) {
+  uint32_t seed = 650;
+  for (int64_t T : {33, 130, 257})
+    for (int64_t window : {1, 17, 64, 100})
+      for (int64_t KV : {4, 1})
+        checkBackward(
+            makeProblem(windowed(selfShape(2, T, 4, KV, 32, true), window),
+                        seed++),
+            kBackwardTol);
+}
+
 TEST(AttentionBackward, MatchesReferenceMixedKindsAndGqa) {
   uint32_t seed = 600;
   for (int64_t T : {1, 33, 65, 130, 257})
@@ -488,42 +522,44 @@ TEST(AttentionBackward, MatchesReferenceWithPeakedScores) {
 // chunk of three) against a cache gives the rows of the whole-sequence
 // reference, for every kind and with grouped queries.
 TEST(AttentionDecode, MatchesWholeSequenceReference) {
-  for (int64_t KV : {4, 2, 1}) {
-    Problem p =
-        makeProblem(selfShape(2, 12, 4, KV, 24, /*causal=*/true), 600 + KV);
-    const Shape &s = p.s;
-    SCOPED_TRACE(s.str());
-    Vec want, lse;
-    referenceForward(s, toDouble(p.q), toDouble(p.k), toDouble(p.v),
-                     toDouble(p.alpha), toDouble(p.beta), want, lse);
-    const int64_t capacity = 16, qRow = s.H * s.D, kvRow = s.KV * s.D;
-    std::vector<float> kCache(s.B * capacity * kvRow, NAN), vCache(kCache),
-        got(want.size());
-    int64_t first = 0;
-    for (int64_t chunk : {5, 1, 1, 3, 2}) {
-      // The chunk's rows of q, k, v as [B, chunk, ...] tensors.
-      auto rows = [&](const std::vector<float> &x, int64_t width) {
-        std::vector<float> out;
+  for (int64_t KV : {4, 2, 1})
+    for (int64_t window : {0, 1, 4}) {
+      Problem p = makeProblem(
+          windowed(selfShape(2, 12, 4, KV, 24, /*causal=*/true), window),
+          600 + KV);
+      const Shape &s = p.s;
+      SCOPED_TRACE(s.str());
+      Vec want, lse;
+      referenceForward(s, toDouble(p.q), toDouble(p.k), toDouble(p.v),
+                       toDouble(p.alpha), toDouble(p.beta), want, lse);
+      const int64_t capacity = 16, qRow = s.H * s.D, kvRow = s.KV * s.D;
+      std::vector<float> kCache(s.B * capacity * kvRow, NAN), vCache(kCache),
+          got(want.size());
+      int64_t first = 0;
+      for (int64_t chunk : {5, 1, 1, 3, 2}) {
+        // The chunk's rows of q, k, v as [B, chunk, ...] tensors.
+        auto rows = [&](const std::vector<float> &x, int64_t width) {
+          std::vector<float> out;
+          for (int64_t b = 0; b < s.B; ++b)
+            out.insert(out.end(), x.begin() + (b * s.T + first) * width,
+                       x.begin() + (b * s.T + first + chunk) * width);
+          return out;
+        };
+        std::vector<float> o(s.B * chunk * qRow, NAN);
+        lap_cpu_attention_decode(
+            o.data(), kCache.data(), vCache.data(), rows(p.q, qRow).data(),
+            rows(p.k, kvRow).data(), rows(p.v, kvRow).data(),
+            p.coefficients().data(), s.B, chunk, first, capacity, s.H, s.KV,
+            s.D, float(s.scale), s.window);
         for (int64_t b = 0; b < s.B; ++b)
-          out.insert(out.end(), x.begin() + (b * s.T + first) * width,
-                     x.begin() + (b * s.T + first + chunk) * width);
-        return out;
-      };
-      std::vector<float> o(s.B * chunk * qRow, NAN);
-      lap_cpu_attention_decode(o.data(), kCache.data(), vCache.data(),
-                               rows(p.q, qRow).data(), rows(p.k, kvRow).data(),
-                               rows(p.v, kvRow).data(), p.coefficients().data(),
-                               s.B, chunk, first, capacity, s.H, s.KV, s.D,
-                               float(s.scale));
-      for (int64_t b = 0; b < s.B; ++b)
-        std::copy(o.begin() + b * chunk * qRow,
-                  o.begin() + (b + 1) * chunk * qRow,
-                  got.begin() + (b * s.T + first) * qRow);
-      first += chunk;
+          std::copy(o.begin() + b * chunk * qRow,
+                    o.begin() + (b + 1) * chunk * qRow,
+                    got.begin() + (b * s.T + first) * qRow);
+        first += chunk;
+      }
+      ASSERT_EQ(first, s.T);
+      expectClose(got, want, kForwardTol, "O");
     }
-    ASSERT_EQ(first, s.T);
-    expectClose(got, want, kForwardTol, "O");
-  }
 }
 
 TEST(Attention, ResultsDoNotDependOnThreadCount) {
@@ -568,6 +604,7 @@ TEST(AttentionBf16, KernelsAreTheFp32OnesRounded) {
       shapes.push_back(selfShape(1, T, 4, 1, 20, causal));
     }
   shapes.push_back(selfShape(1, 257, 2, 1, 32, true));
+  shapes.push_back(windowed(selfShape(1, 200, 4, 2, 32, true), 45));
   shapes.push_back(Shape{2, 9, 70, 4, 2, 64, false, 0.125}); // cross
   for (const Shape &s : shapes) {
     SCOPED_TRACE(s.str());
@@ -581,9 +618,9 @@ TEST(AttentionBf16, KernelsAreTheFp32OnesRounded) {
     Forward f = runForward(p);
     std::vector<lap_bf16> o(f.o.size(), 0x7fc0);
     std::vector<float> lse(f.lse.size(), 7.0f);
-    lap_cpu_attention_forward_bf16(o.data(), lse.data(), q.data(), k.data(),
-                                   v.data(), coefficients.data(), s.B, s.T, s.S,
-                                   s.H, s.KV, s.D, float(s.scale), s.causal);
+    lap_cpu_attention_forward_bf16(
+        o.data(), lse.data(), q.data(), k.data(), v.data(), coefficients.data(),
+        s.B, s.T, s.S, s.H, s.KV, s.D, float(s.scale), s.causal, s.window);
     EXPECT_EQ(o, bf16Vector(f.o));
     EXPECT_EQ(lse, f.lse);
 
@@ -598,7 +635,7 @@ TEST(AttentionBf16, KernelsAreTheFp32OnesRounded) {
         dq.data(), dk.data(), dv.data(), learned ? dc.data() : nullptr,
         dout.data(), q.data(), k.data(), v.data(), o.data(), lse.data(),
         coefficients.data(), s.B, s.T, s.S, s.H, s.KV, s.D, float(s.scale),
-        s.causal);
+        s.causal, s.window);
     EXPECT_EQ(dq, bf16Vector(g.dq));
     EXPECT_EQ(dk, bf16Vector(g.dk));
     EXPECT_EQ(dv, bf16Vector(g.dv));

@@ -59,6 +59,8 @@ struct Arch {
   /// `attention` mapping (kinds by default).
   std::vector<std::vector<std::string>> kinds;
   std::string placement;
+  /// gpt: each layer's sliding window (empty: none; 0: the layer has none).
+  std::vector<int64_t> windows;
   /// Kinds the spec defines: name -> (alpha, beta); the learnable ones'
   /// (alpha, beta) are where they start.
   std::map<std::string, std::pair<double, double>> defined;
@@ -122,6 +124,12 @@ std::string specYaml(const Arch &a) {
         y << (h ? ", " : "") << layer[h];
       y << "]\n";
     }
+  }
+  if (!a.windows.empty()) {
+    y << "  window: [";
+    for (size_t l = 0; l < a.windows.size(); ++l)
+      y << (l ? ", " : "") << a.windows[l];
+    y << "]\n";
   }
   // DINO's local crops are a training setting: the spec's train section
   // gives them (and the student temperature of the loss).
@@ -310,20 +318,24 @@ private:
         auto V = [&](int64_t s, int64_t d) {
           return v[size_t(((b * T + s) * KV + g) * D + d)];
         };
+        // Query t sees keys [first, keys): causal, under the layer's
+        // window the last `window` of them.
+        const int64_t window = a.windows.empty() ? 0 : a.windows[size_t(l)];
         std::vector<Vec> P(size_t(T), Vec(size_t(T), 0.0));
         for (int64_t t = 0; t < T; ++t) {
           int64_t keys = causal ? t + 1 : T;
+          int64_t first = window > 0 ? std::max<int64_t>(0, keys - window) : 0;
           double top = -std::numeric_limits<double>::infinity(), sum = 0;
-          for (int64_t s = 0; s < keys; ++s) {
+          for (int64_t s = first; s < keys; ++s) {
             double dot = 0;
             for (int64_t d = 0; d < D; ++d)
               dot += Q(t, d) * K(s, d);
             P[t][s] = scale * dot;
             top = std::max(top, P[t][s]);
           }
-          for (int64_t s = 0; s < keys; ++s)
+          for (int64_t s = first; s < keys; ++s)
             sum += (P[t][s] = std::exp(P[t][s] - top));
-          for (int64_t s = 0; s < keys; ++s)
+          for (int64_t s = first; s < keys; ++s)
             P[t][s] /= sum;
         }
         for (int64_t t = 0; t < T; ++t)
@@ -620,11 +632,14 @@ std::vector<Case> cases() {
   }
   {
     // Kinds the spec defines, with coefficients off {-1, 0, 1}, beside the
-    // built-in ones (a layer with a defined kind is lowered by coefficients).
+    // built-in ones (a layer with a defined kind is lowered by coefficients),
+    // under a sliding window of 4 keys in the first layer (none in the
+    // second).
     Arch a;
     a.name = "gpt_defined_kinds";
     a.kvHeads = 2;
     a.positions = "rope";
+    a.windows = {4, 0};
     a.defined = {
         {"half", {0.5, 0.5}}, {"tilted", {0.3, -0.7}}, {"sharp", {1.75, 0}}};
     a.kinds = {{"half", "attn", "tilted", "laplacian"},

@@ -56,12 +56,14 @@ constexpr double kBf16Weights = kBf16Step;
 struct Case {
   int64_t B, T, S, H, KV, D;
   bool causal;
-  bool learned; // dcoefficients requested
+  bool learned;       // dcoefficients requested
+  int64_t window = 0; // causal: keys t - window < s <= t (0: all)
   std::string str() const {
     return "B=" + std::to_string(B) + " T=" + std::to_string(T) +
            " S=" + std::to_string(S) + " H=" + std::to_string(H) +
            " KV=" + std::to_string(KV) + " D=" + std::to_string(D) +
-           (causal ? " causal" : "") + (learned ? " learned" : "");
+           (causal ? " causal" : "") + (learned ? " learned" : "") +
+           (window ? " window=" + std::to_string(window) : "");
   }
 };
 
@@ -164,13 +166,13 @@ void cpuForward(float *o, float *lse, const Inputs<float> &in) {
   const Case &c = in.c;
   lap_cpu_attention_forward(o, lse, in.q.data(), in.k.data(), in.v.data(),
                             in.coefficients.data(), c.B, c.T, c.S, c.H, c.KV,
-                            c.D, in.scale, c.causal);
+                            c.D, in.scale, c.causal, c.window);
 }
 void cpuForward(lap_bf16 *o, float *lse, const Inputs<lap_bf16> &in) {
   const Case &c = in.c;
   lap_cpu_attention_forward_bf16(o, lse, in.q.data(), in.k.data(), in.v.data(),
                                  in.coefficients.data(), c.B, c.T, c.S, c.H,
-                                 c.KV, c.D, in.scale, c.causal);
+                                 c.KV, c.D, in.scale, c.causal, c.window);
 }
 void cpuBackward(Outputs<float> &out, const Inputs<float> &in) {
   const Case &c = in.c;
@@ -179,7 +181,7 @@ void cpuBackward(Outputs<float> &out, const Inputs<float> &in) {
                              in.dout.data(), in.q.data(), in.k.data(),
                              in.v.data(), out.o.data(), out.lse.data(),
                              in.coefficients.data(), c.B, c.T, c.S, c.H, c.KV,
-                             c.D, in.scale, c.causal);
+                             c.D, in.scale, c.causal, c.window);
 }
 void cpuBackward(Outputs<lap_bf16> &out, const Inputs<lap_bf16> &in) {
   const Case &c = in.c;
@@ -187,8 +189,8 @@ void cpuBackward(Outputs<lap_bf16> &out, const Inputs<lap_bf16> &in) {
       out.dq.data(), out.dk.data(), out.dv.data(),
       c.learned ? out.dcoefficients.data() : nullptr, in.dout.data(),
       in.q.data(), in.k.data(), in.v.data(), out.o.data(), out.lse.data(),
-      in.coefficients.data(), c.B, c.T, c.S, c.H, c.KV, c.D, in.scale,
-      c.causal);
+      in.coefficients.data(), c.B, c.T, c.S, c.H, c.KV, c.D, in.scale, c.causal,
+      c.window);
 }
 
 std::vector<float> floatsOf(const std::vector<float> &x) { return x; }
@@ -200,13 +202,13 @@ void cudaForward(float *o, float *lse, const float *q, const float *k,
                  const float *v, const float *coefficients, const Case &c,
                  float scale) {
   lap_cuda_attention_forward(o, lse, q, k, v, coefficients, c.B, c.T, c.S, c.H,
-                             c.KV, c.D, scale, c.causal);
+                             c.KV, c.D, scale, c.causal, c.window);
 }
 void cudaForward(lap_bf16 *o, float *lse, const lap_bf16 *q, const lap_bf16 *k,
                  const lap_bf16 *v, const float *coefficients, const Case &c,
                  float scale) {
   lap_cuda_attention_forward_bf16(o, lse, q, k, v, coefficients, c.B, c.T, c.S,
-                                  c.H, c.KV, c.D, scale, c.causal);
+                                  c.H, c.KV, c.D, scale, c.causal, c.window);
 }
 void cudaBackward(float *dq, float *dk, float *dv, float *dcoefficients,
                   const float *dout, const float *q, const float *k,
@@ -214,7 +216,7 @@ void cudaBackward(float *dq, float *dk, float *dv, float *dcoefficients,
                   const float *coefficients, const Case &c, float scale) {
   lap_cuda_attention_backward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse,
                               coefficients, c.B, c.T, c.S, c.H, c.KV, c.D,
-                              scale, c.causal);
+                              scale, c.causal, c.window);
 }
 void cudaBackward(lap_bf16 *dq, lap_bf16 *dk, lap_bf16 *dv,
                   float *dcoefficients, const lap_bf16 *dout, const lap_bf16 *q,
@@ -223,7 +225,7 @@ void cudaBackward(lap_bf16 *dq, lap_bf16 *dk, lap_bf16 *dv,
                   float scale) {
   lap_cuda_attention_backward_bf16(dq, dk, dv, dcoefficients, dout, q, k, v, o,
                                    lse, coefficients, c.B, c.T, c.S, c.H, c.KV,
-                                   c.D, scale, c.causal);
+                                   c.D, scale, c.causal, c.window);
 }
 
 /// The CUDA entry points on device copies: the forward into got.o and
@@ -282,9 +284,9 @@ void checkBf16(const Case &c, uint32_t seed) {
 /// first + T - 1, and per-head (alpha, beta) of either sign.
 struct DecodeInputs {
   DecodeInputs(int64_t B, int64_t T, int64_t first, int64_t capacity, int64_t H,
-               int64_t KV, int64_t D, uint32_t seed)
+               int64_t KV, int64_t D, uint32_t seed, int64_t window)
       : B(B), T(T), first(first), capacity(capacity), H(H), KV(KV), D(D),
-        scale(1.0f / std::sqrt(float(D))) {
+        window(window), scale(1.0f / std::sqrt(float(D))) {
     std::mt19937 rng(seed);
     const size_t cache = size_t(B * capacity * KV * D);
     const size_t fresh = size_t(B * T * KV * D);
@@ -295,7 +297,7 @@ struct DecodeInputs {
     const std::vector<float> beta = randomVector(rng, size_t(H), -0.5f, 0.5f);
     coefficients.insert(coefficients.end(), beta.begin(), beta.end());
   }
-  int64_t B, T, first, capacity, H, KV, D;
+  int64_t B, T, first, capacity, H, KV, D, window;
   float scale;
   std::vector<float> q, k, v, kCache, vCache, coefficients;
 };
@@ -305,7 +307,8 @@ void decodeOnGpu(const DecodeInputs &in, std::vector<float> &o,
   DeviceBuffer<float> q(in.q), k(in.k), v(in.v), gk(kCache), gv(vCache),
       coefficients(in.coefficients), go(o);
   lap_cuda_attention_decode(go, gk, gv, q, k, v, coefficients, in.B, in.T,
-                            in.first, in.capacity, in.H, in.KV, in.D, in.scale);
+                            in.first, in.capacity, in.H, in.KV, in.D, in.scale,
+                            in.window);
   o = go.host(), kCache = gk.host(), vCache = gv.host();
 }
 
@@ -313,16 +316,18 @@ void decodeOnGpu(const DecodeInputs &in, std::vector<float> &o,
 /// values and the untouched cache rows exactly, o within 1e-5 of max(1, |o|)
 /// (sums in another order).
 void checkDecode(int64_t B, int64_t T, int64_t first, int64_t capacity,
-                 int64_t H, int64_t KV, int64_t D, uint32_t seed) {
+                 int64_t H, int64_t KV, int64_t D, uint32_t seed,
+                 int64_t window = 0) {
   SCOPED_TRACE("decode B=" + std::to_string(B) + " T=" + std::to_string(T) +
                " first=" + std::to_string(first) + " H=" + std::to_string(H) +
-               " KV=" + std::to_string(KV) + " D=" + std::to_string(D));
-  const DecodeInputs in(B, T, first, capacity, H, KV, D, seed);
+               " KV=" + std::to_string(KV) + " D=" + std::to_string(D) +
+               " window=" + std::to_string(window));
+  const DecodeInputs in(B, T, first, capacity, H, KV, D, seed, window);
   std::vector<float> want = nanVector(in.q.size()), kWant = in.kCache,
                      vWant = in.vCache;
   lap_cpu_attention_decode(want.data(), kWant.data(), vWant.data(), in.q.data(),
                            in.k.data(), in.v.data(), in.coefficients.data(), B,
-                           T, first, capacity, H, KV, D, in.scale);
+                           T, first, capacity, H, KV, D, in.scale, in.window);
   std::vector<float> got = nanVector(in.q.size()), kGot = in.kCache,
                      vGot = in.vCache;
   decodeOnGpu(in, got, kGot, vGot);
@@ -397,6 +402,16 @@ TEST(CudaAttention, Cross) {
   check({1, 1, 70, 2, 1, 128, false, true}, 24);
 }
 
+// Sliding windows: one key, shorter than a tile, not a multiple of one,
+// beyond the sequence; with GQA and learned coefficients.
+TEST(CudaAttention, Windows) {
+  REQUIRE_GPU();
+  check({2, 130, 130, 3, 3, 64, true, true, 1}, 60);
+  check({1, 130, 130, 4, 2, 64, true, true, 20}, 61);
+  check({1, 200, 200, 3, 3, 40, true, false, 70}, 62);
+  check({1, 37, 37, 3, 3, 64, true, true, 100}, 63);
+}
+
 // No keys: O = 0 and lse = -inf; dq = 0 and the coefficients' gradients 0.
 TEST(CudaAttention, NoKeys) {
   REQUIRE_GPU();
@@ -433,6 +448,10 @@ void checkTensorCoreCases() {
   checkBf16({2, 65, 200, 4, 2, 64, true, true}, 51);
   checkBf16({2, 5, 0, 2, 1, 64, false, true}, 49);
   checkBf16({1, 37, 37, 3, 3, 1, true, true}, 50);
+  // Sliding windows: key tiles before a query tile's window are skipped,
+  // query tiles after a key tile's none meet.
+  checkBf16({1, 200, 200, 4, 2, 64, true, true, 33}, 52);
+  checkBf16({2, 130, 130, 3, 3, 128, true, true, 1}, 53);
 }
 /// The same at scale: many tiles, the widest heads, GQA of 8 heads on 2.
 void checkTensorCoreCasesAtScale() {
@@ -540,6 +559,14 @@ TEST(CudaDecodeAttention, LongContextHeadSizes) {
     checkDecode(2, 1, 700, 720, 4, 1, D, 27 + uint32_t(D));
 }
 
+// Under a sliding window: of one key, shorter than the new tokens, and
+// reaching back into the cache.
+TEST(CudaDecodeAttention, Windows) {
+  REQUIRE_GPU();
+  for (int64_t window : {1, 2, 100})
+    checkDecode(2, 3, 300, 320, 4, 2, 64, 28, window);
+}
+
 /// Backward twice on the same inputs gives the same bits (no float
 /// atomics), on E's kernels (for bf16: the tensor cores).
 template <typename E> void expectDeterministicBackward() {
@@ -574,12 +601,15 @@ TEST(CudaAttention, BackwardIsDeterministic) {
 TEST(CudaAttention, RejectsUnsupportedShapes) {
   REQUIRE_GPU();
   lap_cuda_attention_forward(nullptr, nullptr, nullptr, nullptr, nullptr,
-                             nullptr, 1, 4, 4, 3, 2, 64, 1.0f, 0);
+                             nullptr, 1, 4, 4, 3, 2, 64, 1.0f, 0, 0);
   EXPECT_NE(lap::cuda::takeFailure().find("multiple of KV"), std::string::npos);
   lap_cuda_attention_backward(nullptr, nullptr, nullptr, nullptr, nullptr,
                               nullptr, nullptr, nullptr, nullptr, nullptr,
-                              nullptr, 1, 4, 4, 2, 2, 300, 1.0f, 0);
+                              nullptr, 1, 4, 4, 2, 2, 300, 1.0f, 0, 0);
   EXPECT_NE(lap::cuda::takeFailure().find("head dim"), std::string::npos);
+  lap_cuda_attention_forward(nullptr, nullptr, nullptr, nullptr, nullptr,
+                             nullptr, 1, 4, 4, 2, 2, 64, 1.0f, 0, 3);
+  EXPECT_NE(lap::cuda::takeFailure().find("causal"), std::string::npos);
 }
 
 } // namespace

@@ -1,0 +1,125 @@
+"""Causal attention under a sliding window: lap.torch.attention's forward +
+backward time against the window, next to PyTorch 1.13's manual attention
+with the same mask (Debian's torch has no fused attention on the CPU), in
+one run.
+
+A GPT layer's attention at T = 2048 (B 1, H 4, D 64; q, k, v views of one
+projection's output, as a block hands them over), full causal and under
+windows of 1024 ... 64 keys, as softmax heads (attn) and as Laplacian
+heads (alpha -1, beta 1), both with learned coefficients. For each window
+the JSON gives both frameworks' medians, lap's speed-up over its own full
+causal attention next to the ratio of the areas the masks allow (the most
+skipping blocks can give), and the Laplacian heads' time over attn's.
+Rounds alternate between the frameworks; medians of `--iters` timed steps
+after warm-up, the best round's.
+
+usage: PYTHONPATH=build/python /usr/bin/python3 bench/attention_windows.py
+       [--iters N] [--rounds N] [--threads N] [--tokens N]
+"""
+
+from peer_env import allocator, blas_library, run_at_its_best
+
+run_at_its_best("attention_windows")
+
+import argparse
+import json
+import platform
+
+import torch
+
+import lap.torch as lt
+from attention_peer import allowed, manual, step_time
+from lap import _attention
+
+KINDS = {"attn": (1.0, 0.0), "laplacian": (-1.0, 1.0)}
+WINDOWS = [0, 1024, 512, 256, 128, 64]  # 0: full causal
+HEADS, HEAD_DIM = 4, 64
+
+
+def inputs(T, kind):
+    """q, k, v as views of one [1, T, 3, H, D] projection; learned (alpha,
+    beta); the upstream gradient."""
+    g = torch.Generator().manual_seed(0)
+    qkv = torch.randn(1, T, 3, HEADS, HEAD_DIM, generator=g).requires_grad_()
+    a, b = KINDS[kind]
+    alpha = torch.full((HEADS,), a, requires_grad=True)
+    beta = torch.full((HEADS,), b, requires_grad=True)
+    dout = torch.randn(1, HEADS, T, HEAD_DIM, generator=g)
+    return qkv, alpha, beta, dout
+
+
+def measure(T, iters, rounds):
+    """{window: {kind: {framework: best round's (median, min, max)}}}."""
+    runs = {}
+    for _ in range(rounds):
+        for window in WINDOWS:
+            for kind in KINDS:
+                qkv, alpha, beta, dout = inputs(T, kind)
+
+                def views():
+                    return [x.transpose(1, 2) for x in qkv.unbind(2)]
+
+                frameworks = {
+                    "lap": lambda: lt.attention(*views(), alpha, beta,
+                                                causal=True, window=window),
+                    "pytorch": lambda: manual(*views(), alpha, beta, True,
+                                              window),
+                }
+                for framework, function in frameworks.items():
+                    runs.setdefault(window, {}).setdefault(
+                        kind, {}).setdefault(framework, []).append(
+                            step_time(function, (qkv, alpha, beta), dout,
+                                      iters))
+    return {w: {kind: {f: dict(zip(("median_ms", "min_ms", "max_ms"),
+                                   min(r, key=lambda t: t[0])))
+                       for f, r in by_framework.items()}
+                for kind, by_framework in by_kind.items()}
+            for w, by_kind in runs.items()}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--iters", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--tokens", type=int, default=2048)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    blas = blas_library("attention_windows")
+    T = args.tokens
+    results = measure(T, args.iters, args.rounds)
+    full_area = int(allowed(T, True).sum())
+    rows = []
+    for window in WINDOWS:
+        r = results[window]
+        area = int(allowed(T, True, window).sum())
+        row = {"window": window, "allowed_pairs": area,
+               "area_ratio_to_full": full_area / area}
+        for kind in KINDS:
+            lap_ms = r[kind]["lap"]["median_ms"]
+            row[kind] = r[kind]
+            row[kind]["speedup_over_full"] = (
+                results[0][kind]["lap"]["median_ms"] / lap_ms)
+            row[kind]["speedup_over_pytorch"] = (
+                r[kind]["pytorch"]["median_ms"] / lap_ms)
+        row["laplacian_over_attn"] = (r["laplacian"]["lap"]["median_ms"] /
+                                      r["attn"]["lap"]["median_ms"])
+        rows.append(row)
+    print(json.dumps({
+        "benchmark": "causal attention forward + backward under a sliding "
+                     "window, lap.torch.attention against PyTorch's manual "
+                     "masked attention",
+        "shape": {"B": 1, "H": HEADS, "T": T, "D": HEAD_DIM},
+        "threads": args.threads,
+        "torch": torch.__version__,
+        "blas": blas,
+        "allocator": allocator(),
+        "lap_isa": _attention.isa("cpu"),
+        "cpu": platform.processor() or platform.machine(),
+        "iters": args.iters, "rounds": args.rounds,
+        "windows": rows,
+    }, indent=1))
+
+
+if __name__ == "__main__":
+    main()
