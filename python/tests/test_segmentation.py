@@ -40,6 +40,20 @@ def test_the_probe_runs_on_a_synthetic_set(models, vit_run, tmp_path):
              "segmentation", "--data", data, "--classes", "4", "--out", again)
     assert json.loads((again / "segmentation.json").read_text())["mIoU"] == \
         result["mIoU"]
+    # The last two blocks' tokens side by side: another probe, other scores.
+    both = tmp_path / "both"
+    lapc_run("eval", models["vit"].path, "--run-dir", vit_run, "--task",
+             "segmentation", "--data", data, "--classes", "4", "--layers", "2",
+             "--out", both)
+    two = json.loads((both / "segmentation.json").read_text())
+    assert two["layers"] == 2 and two["features"] == \
+        "the last 2 blocks' patch tokens"
+    assert two["train_mIoU"] != result["train_mIoU"]
+    # No more blocks than the model has.
+    done = lapc_run("eval", models["vit"].path, "--run-dir", vit_run, "--task",
+                    "segmentation", "--data", data, "--classes", "4",
+                    "--layers", "99", "--out", tmp_path / "many", ok=False)
+    assert done.returncode != 0 and "--layers 99" in done.stderr
 
 
 @pytest.mark.parametrize("looks", ["class", "image"])

@@ -63,6 +63,7 @@ struct EvalOptions {
   std::string data, trainSplit = "training", valSplit = "validation",
                     out = "segmentation";
   int64_t classes = 150, images = 0; ///< images: per split; 0: all
+  int64_t layers = 1; ///< the last blocks whose patch tokens are concatenated
   uint64_t seed = 0;
 };
 /// `lapc-run eval MODEL`: validation loss, bits per byte, multiple choice.

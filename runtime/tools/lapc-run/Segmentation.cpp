@@ -2,8 +2,9 @@
 //
 // The linear segmentation probe (analysis/Segmentation.h) on a trained
 // image model's frozen patch tokens: the residual stream after the last
-// block (lap_model_features; a dino run's teacher), for the images of a
-// segmentation set in ADE20K's layout (data/SegmentationData.h) resized to
+// block, or the last few concatenated per patch as DINOv2's multi-layer
+// probe reads them (lap_model_features; a dino run's teacher), for the images
+// of a segmentation set in ADE20K's layout (data/SegmentationData.h) resized to
 // the model's image size. Writes segmentation.json (the scores, per-class
 // IoU, the probe's settings) and segmentation.png (image, truth and
 // prediction of a few validation images, side by side).
@@ -35,18 +36,18 @@ namespace {
 
 /// Images of one split, model-ready, with their label maps.
 struct Split {
-  std::vector<float> features;    ///< [images, patches, width]
+  std::vector<float> features;    ///< [images, patches, layers * width]
   std::vector<int32_t> labels;    ///< [images, size, size]
   std::vector<data::Image> shown; ///< the first few, before normalisation
   int64_t images = 0;
 };
 
 /// `samples` (at most `limit`; 0: all) through the model of `spec` in
-/// batches: the last layer's patch tokens.
-Split embedSplit(ModelCalls &calls, const dsl::Spec &spec,
-                 const float *params,
+/// batches: the patch tokens of the last `last` blocks, side by side.
+Split embedSplit(ModelCalls &calls, const dsl::Spec &spec, const float *params,
                  const std::vector<data::SegmentationSample> &samples,
-                 int64_t limit, int64_t classes, int64_t batch, int64_t keep) {
+                 int64_t limit, int64_t classes, int64_t batch, int64_t keep,
+                 int64_t last) {
   const nlohmann::json &m = calls.model().manifest();
   const int64_t size = spec.model.imageSize, channels = spec.model.channels,
                 grid = size / spec.model.patch, patches = grid * grid;
@@ -61,7 +62,8 @@ Split embedSplit(ModelCalls &calls, const dsl::Spec &spec,
   Split out;
   out.images = limit > 0 ? std::min<int64_t>(limit, int64_t(samples.size()))
                          : int64_t(samples.size());
-  out.features.resize(size_t(out.images * patches * width));
+  const int64_t dims = last * width;
+  out.features.resize(size_t(out.images * patches * dims));
   std::vector<float> pixels(size_t(batch * channels * size * size)),
       zeros(size_t(batch * second), 0.0f),
       streams(size_t(layers * batch * tokens * width));
@@ -85,12 +87,20 @@ Split embedSplit(ModelCalls &calls, const dsl::Spec &spec,
     }
     const void *tensors[] = {pixels.data(), zeros.data()};
     calls.features(params, {n, 0, 2, tensors}, streams.data());
-    // The last layer's tokens of each image: [registers, CLS, patches].
-    const float *last = streams.data() + (layers - 1) * n * tokens * width;
-    for (int64_t i = 0; i < n; ++i)
-      std::copy(last + (i * tokens + tokens - patches) * width,
-                last + (i + 1) * tokens * width,
-                out.features.begin() + (begin + i) * patches * width);
+    // Each image's patch tokens ([registers, CLS, patches]) of the last
+    // blocks, the earliest first.
+    for (int64_t l = 0; l < last; ++l) {
+      const float *layer =
+          streams.data() + (layers - last + l) * n * tokens * width;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t p = 0; p < patches; ++p) {
+          const float *token =
+              layer + (i * tokens + tokens - patches + p) * width;
+          std::copy(token, token + width,
+                    out.features.begin() + ((begin + i) * patches + p) * dims +
+                        l * width);
+        }
+    }
   }
   return out;
 }
@@ -171,21 +181,29 @@ int lap::cli::evaluateSegmentation(const EvalOptions &options) {
 
   const int64_t size = spec.model.imageSize, grid = size / spec.model.patch;
   const int64_t batch = model.maxBatch(), keep = 4;
-  const int64_t width = model.manifest()["features"]["width"];
+  const int64_t width = model.manifest()["features"]["width"],
+                blocks = model.manifest()["features"]["layers"].get<int64_t>() -
+                         1; // the stream after the embedding is no block's
+  if (options.layers > blocks)
+    throw std::runtime_error(fmt::format("--layers {}: {} has {} blocks",
+                                         options.layers, options.model,
+                                         blocks));
   std::vector<data::SegmentationSample> trainSamples =
       data::segmentationSamples(options.data, options.trainSplit);
   std::vector<data::SegmentationSample> valSamples =
       data::segmentationSamples(options.data, options.valSplit);
-  Split train = embedSplit(run.calls, spec, params, trainSamples,
-                           options.images, options.classes, batch, 0);
-  Split validation = embedSplit(run.calls, spec, params, valSamples,
-                                options.images, options.classes, batch, keep);
+  Split train =
+      embedSplit(run.calls, spec, params, trainSamples, options.images,
+                 options.classes, batch, 0, options.layers);
+  Split validation =
+      embedSplit(run.calls, spec, params, valSamples, options.images,
+                 options.classes, batch, keep, options.layers);
   analysis::LinearProbeOptions probe;
   probe.seed = options.seed;
   analysis::SegmentationResult r = analysis::segmentationProbe(
       {train.features.data(), train.labels.data(), train.images},
       {validation.features.data(), validation.labels.data(), validation.images},
-      grid, size, width, options.classes, probe,
+      grid, size, options.layers * width, options.classes, probe,
       int64_t(validation.shown.size()));
 
   std::error_code error;
@@ -198,7 +216,12 @@ int lap::cli::evaluateSegmentation(const EvalOptions &options) {
     iou.push_back(std::isnan(v) ? nlohmann::json() : nlohmann::json(v));
   nlohmann::json doc = {{"model", spec.name},
                         {"checkpoint", checkpoint},
-                        {"features", "last block's patch tokens"},
+                        {"features", options.layers == 1
+                                         ? "last block's patch tokens"
+                                         : fmt::format("the last {} blocks' "
+                                                       "patch tokens",
+                                                       options.layers)},
+                        {"layers", options.layers},
                         {"data", options.data},
                         {"classes", options.classes},
                         {"train_images", train.images},

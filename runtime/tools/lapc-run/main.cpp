@@ -239,6 +239,12 @@ int main(int argc, char **argv) {
       ->check(atLeast(2))
       ->needs(task);
   evalCmd
+      ->add_option("--layers", eval.layers,
+                   "Segmentation: the patch tokens of the last N blocks, "
+                   "concatenated (DINOv2's multi-layer probe: 4)")
+      ->check(atLeast(1))
+      ->needs(task);
+  evalCmd
       ->add_option("--images", eval.images,
                    "Segmentation: images per split at most (default: all)")
       ->check(atLeast(1))
