@@ -138,6 +138,8 @@ LAP_ENUM_NAMES(DataFormat, {"shards", DataFormat::Shards},
                {"cifar10", DataFormat::CIFAR10},
                {"cifar100", DataFormat::CIFAR100},
                {"imagefolder", DataFormat::ImageFolder})
+LAP_ENUM_NAMES(Packing, {"none", Packing::None},
+               {"documents", Packing::Documents})
 #undef LAP_ENUM_NAMES
 
 /// Parameter groups that `optimizer.no_decay` may name.
@@ -257,6 +259,8 @@ template <class V, class T> void visitTrain(V &v, T &t) {
     v.field("val", d.val);
     v.field("val_fraction", d.valFraction, probability, lmOnly);
     v.field("tokenizer", d.tokenizer, any, lmOnly);
+    v.field("packing", d.packing, any, lmOnly);
+    v.field("bos", d.bos, nonNegative, lmOnly);
     v.field("workers", d.workers, nonNegative, imageRegimes);
     v.field("strict", d.strict, any, imageRegimes);
   });

@@ -213,6 +213,16 @@ private:
     if (t.data.format == DataFormat::Text && t.data.tokenizer.empty())
       error("train.data.format", "text data needs a tokenizer: set "
                                  "data.tokenizer to a file, or to 'train'");
+    if (spec.given("train.data.bos") && t.data.packing != Packing::Documents)
+      error("train.data.bos", "'bos' marks where documents start, for "
+                              "'packing: documents'");
+    else if (t.data.packing == Packing::Documents && t.data.bos >= m.vocab &&
+             usable({"model.vocab"}))
+      error(spec.given("train.data.bos") ? "train.data.bos"
+                                         : "train.data.packing",
+            "the token that starts a document, " + std::to_string(t.data.bos) +
+                ", is not in the vocabulary of " + std::to_string(m.vocab) +
+                " tokens");
   }
 
   void verifyDino() {

@@ -151,6 +151,9 @@ private:
   /// and value caches.
   Value first;
   std::vector<std::pair<Value, Value>> caches;
+  /// train.data.packing: documents: where each token's document starts
+  /// (lap.document_starts of the tokens), for every layer's attention.
+  Value starts;
   /// In @features: the residual stream after the embedding and each block.
   std::vector<Value> *streams = nullptr;
   /// T: dynamic for text, static for images of the compiled size.
@@ -262,9 +265,9 @@ Value ForwardBuilder::attention(Value h, const std::string &prefix,
         b.getI64IntegerAttr(window)));
   } else {
     o = b.create<AttentionOp>(
-        loc(placement, scope), q.getType(), q, k, v, coefficients, scale,
-        m.family == dsl::Family::GPT ? b.getUnitAttr() : UnitAttr(), UnitAttr(),
-        kinds, alpha, beta, b.getI64IntegerAttr(window));
+        loc(placement, scope), q.getType(), q, k, v, coefficients, starts,
+        scale, m.family == dsl::Family::GPT ? b.getUnitAttr() : UnitAttr(),
+        UnitAttr(), kinds, alpha, beta, b.getI64IntegerAttr(window));
   }
   Value merged = b.create<MergeHeadsOp>(where, activations({heads * d}), o);
   return dropout(linear(merged, scope + ".proj", m.width, where), where);
@@ -366,6 +369,12 @@ Value ForwardBuilder::inputs(Block *body) {
   Value tokens = body->addArgument(i32Batch, loc("model.vocab", "tokens"));
   body->addArgument(i32Batch, loc("model.vocab", "targets"));
   batchNames = {"tokens", "targets"};
+  starts = spec.train.data.packing == dsl::Packing::Documents
+               ? b.create<DocumentStartsOp>(
+                      loc("train.data.packing", "tokens"), tokens,
+                      b.getI64IntegerAttr(spec.train.data.bos))
+                     .getResult()
+               : Value();
   return gptEmbed(tokens);
 }
 
@@ -383,6 +392,7 @@ Value ForwardBuilder::gptDecode(Block *body) {
   Value tokens = body->addArgument(i32Batch, loc("model.vocab", "tokens"));
   first = body->addArgument(b.getI64Type(), loc("model.context", "first"));
   batchNames = {"tokens", "first"};
+  starts = Value(); // a prompt and what follows it are one document
   // [B, capacity, KV, D]: the capacity is the compiled maximum sequence.
   auto cacheType = RankedTensorType::get(
       {kDynamic, kDynamic, m.kvHeads, m.headDim}, b.getF32Type());

@@ -29,7 +29,7 @@ class _Attention(torch.autograd.Function):
     transposed. Saved for backward: the transposed inputs, O and lse."""
 
     @staticmethod
-    def forward(ctx, q, k, v, coefficients, causal, window, scale):
+    def forward(ctx, q, k, v, coefficients, starts, causal, window, scale):
         qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
         o = torch.empty_like(qt)
         B, H, T, _ = q.shape
@@ -38,14 +38,14 @@ class _Attention(torch.autograd.Function):
         _attention.call(q.device.type, "forward", shape, o.data_ptr(),
                         lse.data_ptr(), qt.data_ptr(), kt.data_ptr(),
                         vt.data_ptr(), coefficients.data_ptr(),
-                        _stream(q.device))
-        ctx.save_for_backward(qt, kt, vt, o, lse, coefficients)
+                        _pointer(starts), _stream(q.device))
+        ctx.save_for_backward(qt, kt, vt, o, lse, coefficients, starts)
         ctx.shape = shape
         return o.transpose(1, 2)
 
     @staticmethod
     def backward(ctx, dout):
-        qt, kt, vt, o, lse, coefficients = ctx.saved_tensors
+        qt, kt, vt, o, lse, coefficients, starts = ctx.saved_tensors
         dout = dout.transpose(1, 2).contiguous()
         dq, dk, dv = (torch.empty_like(x) for x in (qt, kt, vt))
         dcoefficients = (torch.empty_like(coefficients)
@@ -56,9 +56,29 @@ class _Attention(torch.autograd.Function):
                         else None, dout.data_ptr(), qt.data_ptr(),
                         kt.data_ptr(), vt.data_ptr(), o.data_ptr(),
                         lse.data_ptr(), coefficients.data_ptr(),
-                        _stream(qt.device))
+                        _pointer(starts), _stream(qt.device))
         return (dq.transpose(1, 2), dk.transpose(1, 2), dv.transpose(1, 2),
-                dcoefficients, None, None, None)
+                dcoefficients, None, None, None, None)
+
+
+def _pointer(tensor):
+    return tensor.data_ptr() if tensor is not None else None
+
+
+def _document_starts(documents, B, T, like):
+    """[B, T] int32: where each query's run of equal document ids starts,
+    the kernels' document_starts."""
+    documents = torch.as_tensor(documents, device=like.device)
+    if tuple(documents.shape) != (B, T) or documents.is_floating_point() \
+            or documents.is_complex():
+        raise LapError(f"documents: {documents.dtype} of shape "
+                       f"{list(documents.shape)}; expected integer document "
+                       f"ids [{B}, {T}] (batch, queries)")
+    new = torch.ones((B, T), dtype=torch.bool, device=like.device)
+    new[:, 1:] = documents[:, 1:] != documents[:, :-1]
+    positions = torch.arange(T, device=like.device).expand(B, T)
+    return torch.where(new, positions, torch.zeros_like(positions)).cummax(
+        dim=1).values.to(torch.int32).contiguous()
 
 
 def _per_head(x, heads, name, like):
@@ -72,7 +92,7 @@ def _per_head(x, heads, name, like):
 
 
 def attention(q, k, v, alpha=1.0, beta=0.0, causal=False, window=0,
-              scale=None):
+              documents=None, scale=None):
     """O_h = alpha[h] * softmax(scale * Q_h K_g^T) V_g + beta[h] * V_g on
     lap's fused kernels, differentiable in q, k, v, alpha and beta.
 
@@ -82,7 +102,9 @@ def attention(q, k, v, alpha=1.0, beta=0.0, causal=False, window=0,
     alpha -1, beta 1 a Laplacian head, (I - P) V. causal lets query t see
     keys s <= t and, like any nonzero beta, needs S == T; a window w > 0
     (causal only) narrows that to t - w < s <= t, P normalised over those
-    keys, at a cost that falls with w. scale defaults to
+    keys, at a cost that falls with w; `documents` [B, T] (integer ids,
+    causal only), sequences packed from documents: each query sees only the
+    keys of its own run of equal ids. scale defaults to
     1 / sqrt(D). float32 on the CPU (any tensor) or a CUDA GPU; returns
     [B, H, T, D], a transposed view of [B, T, H, D] memory (so that
     .transpose(1, 2).reshape(B, T, H * D) copies nothing)."""
@@ -114,8 +136,10 @@ def attention(q, k, v, alpha=1.0, beta=0.0, causal=False, window=0,
             window < 0:
         raise LapError(f"window: {window!r}; expected 0 (none) or a "
                        "positive number of keys")
-    return _Attention.apply(q, k, v, coefficients, bool(causal), window,
-                            float(scale))
+    starts = None if documents is None else _document_starts(
+        documents, B, T, q)
+    return _Attention.apply(q, k, v, coefficients, starts, bool(causal),
+                            window, float(scale))
 
 
 class _Loss(torch.autograd.Function):

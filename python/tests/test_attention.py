@@ -35,9 +35,10 @@ def chosen_isa():
     return isa
 
 
-def reference(q, k, v, alpha, beta, causal, scale, window=0):
+def reference(q, k, v, alpha, beta, causal, scale, window=0, documents=None):
     """The definition, in float64: O_h = alpha_h P_h V_g + beta_h V_g, P
-    over the keys s <= t (causal) and t - window < s (a window)."""
+    over the keys s <= t (causal), t - window < s (a window) and of the
+    query's document (documents [B, T], ids)."""
     q, k, v, alpha, beta = (x.double() for x in (q, k, v, alpha, beta))
     group = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
@@ -49,6 +50,9 @@ def reference(q, k, v, alpha, beta, causal, scale, window=0):
     if window:
         scores = scores.masked_fill(
             torch.ones(T, S, dtype=torch.bool).tril(-window), -math.inf)
+    if documents is not None:
+        other = documents[:, None, :, None] != documents[:, None, None, :]
+        scores = scores.masked_fill(other, -math.inf)
     p = scores.softmax(-1)
     out = alpha[None, :, None, None] * (p @ v)
     if q.shape[2] == k.shape[2]:
@@ -69,7 +73,7 @@ def coefficients(kind, heads, generator):
     return alpha, beta
 
 
-def check(B, H, KV, T, S, D, kind, causal, window=0):
+def check(B, H, KV, T, S, D, kind, causal, window=0, documents=None):
     generator = torch.Generator().manual_seed(B * 1000 + H * 100 + T + S + D)
     q = torch.randn(B, H, T, D, generator=generator)
     k = torch.randn(B, KV, S, D, generator=generator)
@@ -84,9 +88,9 @@ def check(B, H, KV, T, S, D, kind, causal, window=0):
         beta = torch.zeros(H)
     scale = 1 / math.sqrt(D)
     got = lt.attention(*inputs[:4], inputs[4] if S == T else beta,
-                       causal=causal, window=window)
+                       causal=causal, window=window, documents=documents)
     want = reference(*inputs[:4], inputs[4] if S == T else beta, causal,
-                     scale, window)
+                     scale, window, documents)
     bound = 2e-5 * max(want.abs().max().item(), 1.0)
     assert (got.double() - want).abs().max().item() <= bound
 
@@ -127,6 +131,18 @@ def test_sliding_windows(window):
           window=window)
 
 
+@pytest.mark.parametrize("mean,window", [(3, 0), (30, 0), (30, 20)])
+def test_packed_documents(mean, window):
+    generator = torch.Generator().manual_seed(mean + window)
+    lengths = torch.randint(1, 2 * mean + 1, (2, 130), generator=generator)
+    # Each row's document ids, from random lengths (any integers do).
+    documents = torch.stack([
+        torch.repeat_interleave(torch.arange(130) * 7, row)[:130]
+        for row in lengths])
+    check(B=2, H=4, KV=2, T=130, S=130, D=16, kind="mixed", causal=True,
+          window=window, documents=documents)
+
+
 def test_alpha_and_beta_may_be_numbers_or_fixed():
     q = torch.randn(1, 2, 5, 4, requires_grad=True)
     out = lt.attention(q, q, q, -1.0, 1.0)
@@ -156,6 +172,12 @@ def test_the_output_is_a_view_of_token_major_memory():
      "window is 4; it must be 0 .none., or positive with causal"),
     (lambda q, k: lt.attention(q, k, k, causal=True, window=-1),
      "window: -1; expected 0"),
+    (lambda q, k: lt.attention(q, k, k,
+                               documents=torch.zeros(1, 6, dtype=int)),
+     "document starts need causal attention"),
+    (lambda q, k: lt.attention(q, k, k, causal=True,
+                               documents=torch.zeros(1, 5)),
+     "expected integer document ids .1, 6."),
     (lambda q, k: lt.attention(q, k, k[..., :4]), "differ"),
     (lambda q, k: lt.attention(q, k, k, torch.ones(3)), "alpha: shape [3]"),
     (lambda q, k: lt.attention(q, k[:, :, :5], k[:, :, :5],

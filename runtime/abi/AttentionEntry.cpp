@@ -75,11 +75,33 @@ std::string shapeError(const lap_attention_shape *s,
   return "";
 }
 
+/// Why document starts cannot be computed with, or "": each row
+/// nondecreasing, each start at most its query's position.
+std::string startsError(const lap_attention_shape *s, const int32_t *starts) {
+  if (!starts)
+    return "";
+  if (!s->causal)
+    return "document starts need causal attention";
+  std::vector<int32_t> host(size_t(s->batch * s->queries));
+  backend::toHost(host.data(), starts, host.size() * sizeof(int32_t));
+  for (int64_t b = 0; b < s->batch; ++b)
+    for (int64_t t = 0; t < s->queries; ++t) {
+      const int32_t start = host[size_t(b * s->queries + t)];
+      const int32_t before = t ? host[size_t(b * s->queries + t - 1)] : 0;
+      if (start < before || start > t)
+        return "document start " + std::to_string(start) + " of query " +
+               std::to_string(t) + " of sequence " + std::to_string(b) +
+               (start > t ? " lies after it" : " precedes the one before it");
+    }
+  return "";
+}
+
 /// Why a call cannot run: a null pointer among `pointers`, a bad shape or
 /// kernels that cannot run here; "" when it can, on `stream`.
 std::string callError(const lap_attention_shape *s,
                       std::initializer_list<const void *> pointers,
-                      const float *coefficients, void *stream) {
+                      const float *coefficients, const int32_t *starts,
+                      void *stream) {
   if (const char *why = backend::kernelError())
     return why;
   for (const void *p : pointers)
@@ -88,6 +110,8 @@ std::string callError(const lap_attention_shape *s,
   if (backend::setStream(stream) != LAP_OK)
     return "the CPU's attention runs on no stream: pass null";
   std::string why = shapeError(s, coefficients);
+  if (why.empty())
+    why = startsError(s, starts);
   if (why.empty()) {
     std::string failure;
     if (backend::finish(failure) != LAP_OK)
@@ -119,14 +143,14 @@ const char *lap_attention_last_error(void) { return lastError.c_str(); }
 lap_status lap_attention_forward(const lap_attention_shape *s, float *o,
                                  float *lse, const float *q, const float *k,
                                  const float *v, const float *coefficients,
-                                 void *stream) {
-  std::string why =
-      callError(s, {o, lse, q, k, v, coefficients}, coefficients, stream);
+                                 const int32_t *starts, void *stream) {
+  std::string why = callError(s, {o, lse, q, k, v, coefficients}, coefficients,
+                              starts, stream);
   if (!why.empty())
     return fail("lap_attention_forward: " + why);
   LAP_ATTENTION_KERNEL(attention_forward)
-  (o, lse, q, k, v, coefficients, s->batch, s->queries, s->keys, s->heads,
-   s->kv_heads, s->head_dim, s->scale, s->causal ? 1 : 0, s->window);
+  (o, lse, q, k, v, coefficients, starts, s->batch, s->queries, s->keys,
+   s->heads, s->kv_heads, s->head_dim, s->scale, s->causal ? 1 : 0, s->window);
   return finish();
 }
 
@@ -135,15 +159,16 @@ lap_status lap_attention_backward(const lap_attention_shape *s, float *dq,
                                   const float *dout, const float *q,
                                   const float *k, const float *v,
                                   const float *o, const float *lse,
-                                  const float *coefficients, void *stream) {
+                                  const float *coefficients,
+                                  const int32_t *starts, void *stream) {
   std::string why =
       callError(s, {dq, dk, dv, dout, q, k, v, o, lse, coefficients},
-                coefficients, stream);
+                coefficients, starts, stream);
   if (!why.empty())
     return fail("lap_attention_backward: " + why);
   LAP_ATTENTION_KERNEL(attention_backward)
-  (dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, s->batch,
-   s->queries, s->keys, s->heads, s->kv_heads, s->head_dim, s->scale,
+  (dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, starts,
+   s->batch, s->queries, s->keys, s->heads, s->kv_heads, s->head_dim, s->scale,
    s->causal ? 1 : 0, s->window);
   return finish();
 }

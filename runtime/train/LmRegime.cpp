@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 
 using namespace lap;
@@ -162,6 +163,16 @@ LmRegime::LmRegime(const dsl::Spec &spec, ModelCalls &calls,
   } else {
     throw std::runtime_error("the lm regime reads text or token shards");
   }
+  // The model finds documents by the spec's token: where the tokenizer
+  // has a <|bos|> (which starts every document lap prepares), that one.
+  std::optional<uint32_t> bos =
+      tokenizer_ ? tokenizer_->specialId(data::Tokenizer::kBos) : std::nullopt;
+  if (data.packing == dsl::Packing::Documents && bos &&
+      int64_t(*bos) != data.bos)
+    throw std::runtime_error(
+        "train.data.bos is " + std::to_string(data.bos) +
+        ", but the tokenizer's <|bos|>, which starts every document, is " +
+        std::to_string(*bos) + ": set train.data.bos: " + std::to_string(*bos));
   LmLoaderOptions options{batch, seq, uint64_t(spec.train.seed), valFraction,
                           vocab};
   train = std::make_unique<LmLoader>(trainPaths, options);

@@ -1,7 +1,8 @@
 //===- AttentionCalls.cpp - Attention as kernel calls ---------------------===//
 //
 // lap.attention, its gradient and cached (decoding) attention: the fused
-// flash-attention kernels, every head kind by its (alpha, beta).
+// flash-attention kernels, every head kind by its (alpha, beta); and the
+// document starts their masks read.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,7 +20,8 @@ std::optional<LogicalResult> Emitter::emitAttention(Operation *op) {
           return failure();
         LAP_CALL_IN(isBF16(a.getQ()), attention_forward, fbuf(a.getResult()),
                     *lse, fbuf(a.getQ()), fbuf(a.getK()), fbuf(a.getV()),
-                    coefficientsOf(a), dimArg(a.getQ(), 0), dimArg(a.getQ(), 1),
+                    coefficientsOf(a), ioptional(a.getStarts()),
+                    dimArg(a.getQ(), 0), dimArg(a.getQ(), 1),
                     dimArg(a.getK(), 1), i64(a.getNumHeads()),
                     i64(a.getNumKvHeads()), dimArg(a.getQ(), 3),
                     f32(a.getScale()), i32(a.getCausal()), i64(a.getWindow()));
@@ -46,10 +48,17 @@ std::optional<LogicalResult> Emitter::emitAttention(Operation *op) {
                     optional(a.getGradCoefficients()), fbuf(a.getGradOutput()),
                     fbuf(a.getQ()), fbuf(a.getK()), fbuf(a.getV()),
                     fbuf(a.getOutput()), *lse, coefficientsOf(forward),
-                    dimArg(a.getQ(), 0), dimArg(a.getQ(), 1),
-                    dimArg(a.getK(), 1), i64(forward.getNumHeads()),
-                    i64(forward.getNumKvHeads()), dimArg(a.getQ(), 3),
-                    f32(a.getScale()), i32(a.getCausal()), i64(a.getWindow()));
+                    ioptional(a.getStarts()), dimArg(a.getQ(), 0),
+                    dimArg(a.getQ(), 1), dimArg(a.getK(), 1),
+                    i64(forward.getNumHeads()), i64(forward.getNumKvHeads()),
+                    dimArg(a.getQ(), 3), f32(a.getScale()), i32(a.getCausal()),
+                    i64(a.getWindow()));
+        return success();
+      })
+      .Case([&](DocumentStartsOp d) {
+        LAP_CALL(document_starts, ibuf(d.getResult()), ibuf(d.getTokens()),
+                 dimArg(d.getTokens(), 0), dimArg(d.getTokens(), 1),
+                 i64(d.getBosAttr().getInt()));
         return success();
       })
       .Default([](Operation *) { return std::nullopt; });

@@ -213,6 +213,9 @@ private:
   BF16Buffer boptional(Value v) {
     return v ? bbuf(v) : BF16Buffer{null(b.getBF16Type())};
   }
+  I32Buffer ioptional(Value v) {
+    return v ? ibuf(v) : I32Buffer{null(b.getI32Type())};
+  }
   Floats fbuf(Value v) { return {buffer(v)}; }
   /// An optional tensor of a model computing in bf16 or not.
   Floats foptional(Value v, bool bf16) {

@@ -10,6 +10,7 @@
 #include "mlir/IR/TypeUtilities.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace lap;
@@ -242,21 +243,43 @@ static LogicalResult verifyAttention(Operation *op, RankedTensorType q,
   return success();
 }
 
-/// A sliding window is a causal mask's: query t sees keys t - window < s
-/// <= t.
-static LogicalResult verifyWindow(Operation *op, int64_t window, bool causal) {
+/// A sliding window and documents refine a causal mask: query t sees keys
+/// t - window < s <= t, from its document's start, starts [B, T].
+static LogicalResult verifyMask(Operation *op, int64_t window, bool causal,
+                                RankedTensorType q, Value starts) {
   if (window < 0)
     return op->emitOpError("window must be 0 (none) or positive, got ")
            << window;
   if (window > 0 && !causal)
     return op->emitOpError("a window needs causal attention");
+  if (!starts)
+    return success();
+  if (!causal)
+    return op->emitOpError("documents (starts) need causal attention");
+  auto type = cast<RankedTensorType>(starts.getType());
+  if (type.getRank() != 2 || !compatible(type.getDimSize(0), q.getDimSize(0)) ||
+      !compatible(type.getDimSize(1), q.getDimSize(1)))
+    return op->emitOpError("starts must be [B, T] like q's first two "
+                           "dimensions, got ")
+           << shapeString(type);
+  return success();
+}
+
+LogicalResult DocumentStartsOp::verify() {
+  if (getTokens().getType().getRank() != 2)
+    return emitOpError("tokens must be [B, T], got ")
+           << shapeString(getTokens().getType());
+  const int64_t bos = getBosAttr().getInt();
+  if (bos < 0 || bos > std::numeric_limits<int32_t>::max())
+    return emitOpError("bos must be a token id, got ") << bos;
   return success();
 }
 
 LogicalResult AttentionOp::verify() {
   if (getResult().getType() != getQ().getType())
     return emitOpError("result type must equal the type of q");
-  if (failed(verifyWindow(*this, getWindow(), getCausal())))
+  if (failed(verifyMask(*this, getWindow(), getCausal(), getQ().getType(),
+                        getStarts())))
     return failure();
   return verifyAttention(*this, getQ().getType(), getK().getType(),
                          getV().getType(), getCoefficients(),
@@ -271,7 +294,8 @@ LogicalResult AttentionGradOp::verify() {
   if (getCoefficients() &&
       getCoefficients().getType() != getGradCoefficients().getType())
     return emitOpError("grad_coefficients must have the coefficients' type");
-  if (failed(verifyWindow(*this, getWindow(), getCausal())))
+  if (failed(verifyMask(*this, getWindow(), getCausal(), getQ().getType(),
+                        getStarts())))
     return failure();
   return verifyAttention(*this, getQ().getType(), getK().getType(),
                          getV().getType(), getCoefficients(),
@@ -291,7 +315,8 @@ LogicalResult CachedAttentionOp::verify() {
       cache.getDimSize(3) != k.getDimSize(3))
     return emitOpError("caches must be [B, capacity, KV, D] like k ")
            << shapeString(k) << ", got " << shapeString(cache);
-  if (failed(verifyWindow(*this, getWindow(), /*causal=*/true)))
+  if (failed(verifyMask(*this, getWindow(), /*causal=*/true, getQ().getType(),
+                        Value())))
     return failure();
   return verifyAttention(*this, getQ().getType(), k, getV().getType(),
                          getCoefficients(), getScale().convertToFloat(),

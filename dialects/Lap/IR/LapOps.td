@@ -23,7 +23,7 @@ def Lap_FloatTensor : RankedTensorOf<[F32, BF16]>;
 // Attention
 //===----------------------------------------------------------------------===//
 
-def Lap_AttentionOp : Lap_Op<"attention", [Lap_BF16Kernel, Pure, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+def Lap_AttentionOp : Lap_Op<"attention", [Lap_BF16Kernel, Pure, AttrSizedOperandSegments, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
   let summary = "multi-head attention with a kind per head";
   let description = [{
     Queries `q` [B, T, H, D], keys `k` and values `v` [B, S, KV, D]; query
@@ -33,7 +33,10 @@ def Lap_AttentionOp : Lap_Op<"attention", [Lap_BF16Kernel, Pure, DeclareOpInterf
         O_h = alpha_h * P V_h + beta_h * V_h
 
     A `window` w > 0 (causal only) is a sliding window: query t sees keys
-    t - w < s <= t, and P is normalised over those.
+    t - w < s <= t, and `starts` [B, T] (i32, causal only; see
+    lap.document_starts) confines each query to its document: query t of
+    sequence b sees keys s >= starts[b, t]. P is normalised over the keys a
+    query sees.
 
     The kinds are given either by name (`kinds`, from the table of head
     kinds: `attn` = (1, 0), `laplacian` = (-1, 1)) or, after
@@ -52,10 +55,14 @@ def Lap_AttentionOp : Lap_Op<"attention", [Lap_BF16Kernel, Pure, DeclareOpInterf
     %l = lap.attention %q, %k, %v coefficients %c {causal, scale = 0.125 : f32}
          : tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>,
            tensor<2x4xf32> -> tensor<?x?x4x64xf32>
+    %d = lap.attention %q, %k, %v starts %s {causal, scale = 0.125 : f32}
+         : tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>
+           starts tensor<?x?xi32> -> tensor<?x?x4x64xf32>
     ```
   }];
   let arguments = (ins Lap_FloatTensor:$q, Lap_FloatTensor:$k, Lap_FloatTensor:$v,
                        Optional<Lap_FloatTensor>:$coefficients,
+                       Optional<RankedTensorOf<[I32]>>:$starts,
                        F32Attr:$scale,
                        UnitAttr:$causal,
                        UnitAttr:$cross,
@@ -65,7 +72,7 @@ def Lap_AttentionOp : Lap_Op<"attention", [Lap_BF16Kernel, Pure, DeclareOpInterf
                        DefaultValuedAttr<I64Attr, "0">:$window);
   let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = [{
-    $q `,` $k `,` $v (`coefficients` $coefficients^)? attr-dict `:` type($q) `,` type($k) `,` type($v) (`,` type($coefficients)^)? `->` type($result)
+    $q `,` $k `,` $v (`coefficients` $coefficients^)? (`starts` $starts^)? attr-dict `:` type($q) `,` type($k) `,` type($v) (`,` type($coefficients)^)? (`starts` type($starts)^)? `->` type($result)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -78,6 +85,26 @@ def Lap_AttentionOp : Lap_Op<"attention", [Lap_BF16Kernel, Pure, DeclareOpInterf
     /// coefficients operand.
     ::llvm::SmallVector<std::pair<float, float>> getFixedCoefficients();
   }];
+}
+
+def Lap_DocumentStartsOp : Lap_Op<"document_starts", [Pure, AllTypesMatch<["tokens", "result"]>]> {
+  let summary = "where each token's document starts";
+  let description = [{
+    `tokens` [B, T] of i32; for token t of sequence b, the result holds the
+    position of the last `bos` token at or before t (0 when there is none):
+    the first token of its document, the `starts` of lap.attention for
+    documents packed into one sequence.
+
+    ```mlir
+    %s = lap.document_starts %tokens {bos = 2047 : i64} : tensor<?x?xi32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I32]>:$tokens, I64Attr:$bos);
+  let results = (outs RankedTensorOf<[I32]>:$result);
+  let assemblyFormat = [{
+    $tokens attr-dict `:` type($tokens)
+  }];
+  let hasVerifier = 1;
 }
 
 def Lap_CachedAttentionOp : Lap_Op<"cached_attention", [MemoryEffects<[MemRead, MemWrite]>,
@@ -733,7 +760,7 @@ def Lap_DinoLossOp : Lap_Op<"dino_loss", [Pure, DeclareOpInterfaceMethods<Lap_Di
 // Gradients (built by --lap-autodiff through DifferentiableOp)
 //===----------------------------------------------------------------------===//
 
-def Lap_AttentionGradOp : Lap_Op<"attention_grad", [Lap_BF16Kernel, Pure,
+def Lap_AttentionGradOp : Lap_Op<"attention_grad", [Lap_BF16Kernel, Pure, AttrSizedOperandSegments,
     AllTypesMatch<["q", "grad_q", "grad_output", "output"]>,
     AllTypesMatch<["k", "v", "grad_k", "grad_v"]>]> {
   let summary = "gradients of lap.attention with the same kinds";
@@ -741,13 +768,14 @@ def Lap_AttentionGradOp : Lap_Op<"attention_grad", [Lap_BF16Kernel, Pure,
     From dO and the forward's q, k, v and output O, the gradients of q, k and
     v for O_h = alpha_h P V_h + beta_h V_h (flash form: dV += alpha P^T dO +
     beta dO; softmax backward on alpha dO with D_i = rowsum(alpha dO_i * (P
-    V)_i)). Carries the forward op's attributes, kinds and window included, and its
-    `coefficients` operand; with it, also their gradient `grad_coefficients`
+    V)_i)). Carries the forward op's attributes, kinds and window included, its
+    `starts` and its `coefficients` operand; with it, also their gradient `grad_coefficients`
     [2, H]: d alpha_h = sum dO_h * P V_h, d beta_h = sum dO_h * V_h.
   }];
   let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$q,
                        Lap_FloatTensor:$k, Lap_FloatTensor:$v, Lap_FloatTensor:$output,
                        Optional<Lap_FloatTensor>:$coefficients,
+                       Optional<RankedTensorOf<[I32]>>:$starts,
                        F32Attr:$scale, UnitAttr:$causal, UnitAttr:$cross,
                        OptionalAttr<StrArrayAttr>:$kinds,
                        OptionalAttr<DenseF32ArrayAttr>:$alpha,
@@ -757,7 +785,7 @@ def Lap_AttentionGradOp : Lap_Op<"attention_grad", [Lap_BF16Kernel, Pure,
                       Lap_FloatTensor:$grad_v,
                       Optional<Lap_FloatTensor>:$grad_coefficients);
   let assemblyFormat = [{
-    $grad_output `,` $q `,` $k `,` $v `,` $output (`coefficients` $coefficients^)? attr-dict `:` type($q) `,` type($k) (`,` type($coefficients)^ `->` type($grad_coefficients))?
+    $grad_output `,` $q `,` $k `,` $v `,` $output (`coefficients` $coefficients^)? (`starts` $starts^)? attr-dict `:` type($q) `,` type($k) (`,` type($coefficients)^ `->` type($grad_coefficients))? (`starts` type($starts)^)?
   }];
   let hasVerifier = 1;
 }

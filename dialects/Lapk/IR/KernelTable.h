@@ -44,6 +44,7 @@ template <> struct KernelArgOf<const lap_bf16 *> : KernelArgOf<lap_bf16 *> {};
 template <> struct KernelArgOf<const int32_t *> {
   static constexpr KernelArg kind = KernelArg::I32Buffer;
 };
+template <> struct KernelArgOf<int32_t *> : KernelArgOf<const int32_t *> {};
 template <> struct KernelArgOf<const uint64_t *> {
   static constexpr KernelArg kind = KernelArg::I64Buffer;
 };

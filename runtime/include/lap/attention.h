@@ -65,11 +65,14 @@ const char *lap_attention_isa(void);
 /* A description of the last error on this thread; never null. */
 const char *lap_attention_last_error(void);
 
-/* o and lse from q, k, v and the coefficients. */
+/* o and lse from q, k, v and the coefficients. document_starts [batch,
+ * queries] (causal only; null: none) confines each query to its document:
+ * query t of sequence b sees keys from document_starts[b * queries + t],
+ * its document's first token, nondecreasing in t and at most t. */
 lap_status lap_attention_forward(const lap_attention_shape *shape, float *o,
                                  float *lse, const float *q, const float *k,
                                  const float *v, const float *coefficients,
-                                 void *stream);
+                                 const int32_t *document_starts, void *stream);
 
 /* dq, dk, dv and (when not null) dcoefficients [2, heads] from dout and
  * the forward's inputs, output and lse. */
@@ -78,7 +81,8 @@ lap_status lap_attention_backward(const lap_attention_shape *shape, float *dq,
                                   const float *dout, const float *q,
                                   const float *k, const float *v,
                                   const float *o, const float *lse,
-                                  const float *coefficients, void *stream);
+                                  const float *coefficients,
+                                  const int32_t *document_starts, void *stream);
 
 #ifdef __cplusplus
 }

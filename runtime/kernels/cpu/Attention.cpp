@@ -380,6 +380,9 @@ struct Shape {
   float scale;
   bool causal;
   int64_t window; // causal: query t sees keys t - window < s <= t (0: all)
+  /// causal: [B, T], query t of sequence b sees keys from starts[b T + t]
+  /// (its document's first token) on; or null.
+  const int32_t *starts;
   int64_t group() const { return H / KV; }
   bool padded() const { return Dp != D; }
   // Row offsets (in floats) into q/o [B, T, H, D] and k/v [B, S, KV, D].
@@ -389,24 +392,42 @@ struct Shape {
   int64_t kRow(int64_t b, int64_t s, int64_t g) const {
     return ((b * S + s) * KV + g) * D;
   }
+  /// The first key that query t of sequence b sees: 0, or under a window
+  /// or in a document a later one. Nondecreasing in t; a t past the last
+  /// query (a padding lane) counts as the last.
+  int64_t firstKey(int64_t b, int64_t t) const {
+    t = std::min(t, T - 1);
+    int64_t first = window > 0 ? t - window + 1 : 0;
+    if (starts)
+      first = std::max<int64_t>(first, starts[b * T + t]);
+    return std::max<int64_t>(first, 0);
+  }
   /// Whether some key of [s0, s0 + nk) is masked for some query of
-  /// [t0, t0 + nq).
-  bool partlyMasked(int64_t t0, int64_t nq, int64_t s0, int64_t nk) const {
-    return (causal && s0 + nk - 1 > t0) ||
-           (window > 0 && t0 + nq - 1 - s0 >= window);
+  /// [t0, t0 + nq) of sequence b.
+  bool partlyMasked(int64_t b, int64_t t0, int64_t nq, int64_t s0,
+                    int64_t nk) const {
+    return (causal && s0 + nk - 1 > t0) || firstKey(b, t0 + nq - 1) > s0;
   }
-  /// Whether query t sees key j.
-  bool visible(int64_t t, int64_t j) const {
-    return !(causal && j > t) && !(window > 0 && t - j >= window);
+  /// The first key block that a query of [t0, ...) of sequence b sees.
+  int64_t firstKeyBlock(int64_t b, int64_t t0) const {
+    return firstKey(b, t0) / kStep * kStep;
   }
-  /// The first key block that a query of [t0, ...) sees.
-  int64_t firstKeyBlock(int64_t t0) const {
-    return window > 0 ? std::max<int64_t>(0, t0 - window + 1) / kStep * kStep
-                      : 0;
-  }
-  /// One past the last query that sees a key of [s0, s0 + nk).
-  int64_t queryEnd(int64_t s0, int64_t nk) const {
-    return window > 0 ? std::min(T, s0 + nk - 1 + window) : T;
+  /// One past the last query of sequence b that sees a key of [s0, s0 +
+  /// nk): queries from the first whose first key is past the block see
+  /// none of it.
+  int64_t queryEnd(int64_t b, int64_t s0, int64_t nk) const {
+    if (window == 0 && !starts)
+      return T;
+    const int64_t last = s0 + nk - 1;
+    int64_t lo = std::min(last + 1, T), hi = T;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (firstKey(b, mid) > last)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    return lo;
   }
 };
 
@@ -432,9 +453,10 @@ int64_t blockSize(int64_t n, int64_t most) {
 }
 
 Shape makeShape(int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV,
-                int64_t D, float scale, int32_t causal, int64_t window) {
-  Shape s{B, T, S,     H,           KV,    D, (D + L - 1) / L * L,
-          0, 0, scale, causal != 0, window};
+                int64_t D, float scale, int32_t causal, int64_t window,
+                const int32_t *starts) {
+  Shape s{B, T, S,     H,           KV,     D,     (D + L - 1) / L * L,
+          0, 0, scale, causal != 0, window, starts};
   s.qStep = blockSize(T, BQ);
   s.kStep = blockSize(S, BK);
   return s;
@@ -496,9 +518,15 @@ void forwardBlock(const Shape &s, const ForwardArgs<E> &a, int64_t b, int64_t h,
   std::fill(rowSum, rowSum + BQ, 0.0f);
 
   // Causal: key blocks past the last query are fully masked, and under a
-  // window those before the first query's window; skip them.
+  // window or in documents those before the first query's first key; skip
+  // them. Lane i sees keys [lowest[i], highest[i]].
   const int64_t keyEnd = s.causal ? std::min(s.S, t0 + nq) : s.S;
-  for (int64_t s0 = s.firstKeyBlock(t0); s0 < keyEnd; s0 += s.kStep) {
+  alignas(64) int64_t lowest[BQ], highest[BQ];
+  for (int64_t i = 0; i < W; ++i) {
+    lowest[i] = s.firstKey(b, t0 + i);
+    highest[i] = s.causal ? t0 + i : s.S;
+  }
+  for (int64_t s0 = s.firstKeyBlock(b, t0); s0 < keyEnd; s0 += s.kStep) {
     const int64_t nk = std::min(s.kStep, keyEnd - s0);
     const E *kRows = a.k + s.kRow(b, s0, g);
     if (s0 + s.kStep < keyEnd) {
@@ -507,7 +535,7 @@ void forwardBlock(const Shape &s, const ForwardArgs<E> &a, int64_t b, int64_t h,
       prefetchRows(a.v + s.kRow(b, s0 + s.kStep, g), ldk, next, D);
     }
     const auto [kb, ldkb] = fp32Rows<N>(Wide, Dp, kRows, ldk, nk, D);
-    const bool masked = s.partlyMasked(t0, nq, s0, nk);
+    const bool masked = s.partlyMasked(b, t0, nq, s0, nk);
     if (!masked) {
       gemmNarrow<false>(W, St, BQ, kb, ldkb, 1, Qt, BQ, nk, D);
     } else {
@@ -524,7 +552,9 @@ void forwardBlock(const Shape &s, const ForwardArgs<E> &a, int64_t b, int64_t h,
     if (masked)
       for (int64_t j = 0; j < nk; ++j)
         for (int64_t i = 0; i < W; ++i)
-          St[j * BQ + i] = s.visible(t0 + i, s0 + j) ? St[j * BQ + i] : kNegInf;
+          St[j * BQ + i] = s0 + j < lowest[i] || s0 + j > highest[i]
+                               ? kNegInf
+                               : St[j * BQ + i];
     std::copy(rowMax, rowMax + W, mx);
     for (int64_t j = 0; j < nk; ++j)
       for (int64_t i = 0; i < W; ++i)
@@ -635,9 +665,9 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs<E> &a, float *dqOut,
 
   const float c2 = s.scale * kLog2e;
   // Causal: queries before s0 see none of these keys, and under a window
-  // neither do those from queryEnd on.
+  // or in documents neither do those from queryEnd on.
   const int64_t firstBlock = s.causal ? s0 / s.qStep : 0;
-  const int64_t queryEnd = s.queryEnd(s0, nk);
+  const int64_t queryEnd = s.queryEnd(b, s0, nk);
   for (int64_t hg = 0; hg < G; ++hg) {
     const int64_t h = g * G + hg;
     const float al = a.alpha[h];
@@ -663,7 +693,7 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs<E> &a, float *dqOut,
       // P = 2^(c2 Q K^T - lse2) and dP = dO V^T, [nq, BK].
       copyRows<N>(Qp, Dp, qb, ldq, nq, D);
       copyRows<N>(dOp, Dp, db, ldq, nq, D);
-      const bool masked = s.partlyMasked(t0, nq, s0, nk);
+      const bool masked = s.partlyMasked(b, t0, nq, s0, nk);
       if (!masked) {
         gemmNarrow<false>(nk, P, BK, Qp, Dp, 1, Kt, BK, nq, D);
         gemmNarrow<false>(nk, dS, BK, dOp, Dp, 1, Vt, BK, nq, D);
@@ -683,9 +713,7 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs<E> &a, float *dqOut,
         const int64_t lim =
             masked ? std::clamp<int64_t>(t0 + i - s0 + 1, 0, nk) : nk;
         const int64_t from =
-            masked && s.window > 0
-                ? std::clamp<int64_t>(t0 + i - s0 - s.window + 1, 0, nk)
-                : 0;
+            masked ? std::clamp<int64_t>(s.firstKey(b, t0 + i) - s0, 0, nk) : 0;
         const float m = lse2[hg * s.T + t0 + i];
         const float di = rowDot[hg * s.T + t0 + i];
         float *__restrict p = P + i * BK, *__restrict ds = dS + i * BK;
@@ -774,10 +802,10 @@ void backwardRowTerms(const Shape &s, const BackwardArgs<E> &a, float *lse2,
 
 template <typename E>
 void forward(E *o, float *lse, const E *q, const E *k, const E *v,
-             const float *coefficients, int64_t B, int64_t T, int64_t S,
-             int64_t H, int64_t KV, int64_t D, float scale, int32_t causal,
-             int64_t window) {
-  const Shape s = makeShape(B, T, S, H, KV, D, scale, causal, window);
+             const float *coefficients, const int32_t *starts, int64_t B,
+             int64_t T, int64_t S, int64_t H, int64_t KV, int64_t D,
+             float scale, int32_t causal, int64_t window) {
+  const Shape s = makeShape(B, T, S, H, KV, D, scale, causal, window, starts);
   const ForwardArgs<E> a{o, lse, q, k, v, coefficients, coefficients + H};
   const int64_t nqb = (T + s.qStep - 1) / s.qStep, BH = B * H;
   dispatchWidth(s.Dp, [&](auto width) {
@@ -798,7 +826,7 @@ void forward(E *o, float *lse, const E *q, const E *k, const E *v,
           auto [b, h, t0] = block(i);
           const int64_t g = h / s.group();
           const int64_t nq = std::min(s.qStep, T - t0);
-          const int64_t s0 = s.firstKeyBlock(t0);
+          const int64_t s0 = s.firstKeyBlock(b, t0);
           const int64_t nk = std::min(s.kStep, (s.causal ? t0 + nq : S) - s0);
           prefetchRows(q + s.qRow(b, t0, h), H * D, nq, D);
           if (nk > 0) {
@@ -812,10 +840,10 @@ void forward(E *o, float *lse, const E *q, const E *k, const E *v,
 template <typename E>
 void backward(E *dq, E *dk, E *dv, float *dcoefficients, const E *dout,
               const E *q, const E *k, const E *v, const E *o, const float *lse,
-              const float *coefficients, int64_t B, int64_t T, int64_t S,
-              int64_t H, int64_t KV, int64_t D, float scale, int32_t causal,
-              int64_t window) {
-  const Shape s = makeShape(B, T, S, H, KV, D, scale, causal, window);
+              const float *coefficients, const int32_t *starts, int64_t B,
+              int64_t T, int64_t S, int64_t H, int64_t KV, int64_t D,
+              float scale, int32_t causal, int64_t window) {
+  const Shape s = makeShape(B, T, S, H, KV, D, scale, causal, window, starts);
   const int64_t G = s.group(), groups = B * KV;
   const int64_t nkb = (S + s.kStep - 1) / s.kStep, dqSize = B * T * H * D;
 
@@ -901,30 +929,32 @@ void backward(E *dq, E *dk, E *dv, float *dcoefficients, const E *dout,
 } // namespace
 
 void attentionForward(float *o, float *lse, const float *q, const float *k,
-                      const float *v, const float *coefficients, int64_t B,
-                      int64_t T, int64_t S, int64_t H, int64_t KV, int64_t D,
-                      float scale, int32_t causal, int64_t window) {
-  forward(o, lse, q, k, v, coefficients, B, T, S, H, KV, D, scale, causal,
-          window);
+                      const float *v, const float *coefficients,
+                      const int32_t *starts, int64_t B, int64_t T, int64_t S,
+                      int64_t H, int64_t KV, int64_t D, float scale,
+                      int32_t causal, int64_t window) {
+  forward(o, lse, q, k, v, coefficients, starts, B, T, S, H, KV, D, scale,
+          causal, window);
 }
 
 void attentionForwardBf16(lap_bf16 *o, float *lse, const lap_bf16 *q,
                           const lap_bf16 *k, const lap_bf16 *v,
-                          const float *coefficients, int64_t B, int64_t T,
-                          int64_t S, int64_t H, int64_t KV, int64_t D,
-                          float scale, int32_t causal, int64_t window) {
-  forward(o, lse, q, k, v, coefficients, B, T, S, H, KV, D, scale, causal,
-          window);
+                          const float *coefficients, const int32_t *starts,
+                          int64_t B, int64_t T, int64_t S, int64_t H,
+                          int64_t KV, int64_t D, float scale, int32_t causal,
+                          int64_t window) {
+  forward(o, lse, q, k, v, coefficients, starts, B, T, S, H, KV, D, scale,
+          causal, window);
 }
 
 void attentionBackward(float *dq, float *dk, float *dv, float *dcoefficients,
                        const float *dout, const float *q, const float *k,
                        const float *v, const float *o, const float *lse,
-                       const float *coefficients, int64_t B, int64_t T,
-                       int64_t S, int64_t H, int64_t KV, int64_t D, float scale,
-                       int32_t causal, int64_t window) {
-  backward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B, T,
-           S, H, KV, D, scale, causal, window);
+                       const float *coefficients, const int32_t *starts,
+                       int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV,
+                       int64_t D, float scale, int32_t causal, int64_t window) {
+  backward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients,
+           starts, B, T, S, H, KV, D, scale, causal, window);
 }
 
 void attentionBackwardBf16(lap_bf16 *dq, lap_bf16 *dk, lap_bf16 *dv,
@@ -932,11 +962,11 @@ void attentionBackwardBf16(lap_bf16 *dq, lap_bf16 *dk, lap_bf16 *dv,
                            const lap_bf16 *q, const lap_bf16 *k,
                            const lap_bf16 *v, const lap_bf16 *o,
                            const float *lse, const float *coefficients,
-                           int64_t B, int64_t T, int64_t S, int64_t H,
-                           int64_t KV, int64_t D, float scale, int32_t causal,
-                           int64_t window) {
-  backward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B, T,
-           S, H, KV, D, scale, causal, window);
+                           const int32_t *starts, int64_t B, int64_t T,
+                           int64_t S, int64_t H, int64_t KV, int64_t D,
+                           float scale, int32_t causal, int64_t window) {
+  backward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients,
+           starts, B, T, S, H, KV, D, scale, causal, window);
 }
 
 } // namespace lap::cpu::HWY_NAMESPACE
@@ -952,48 +982,51 @@ HWY_EXPORT(attentionBackwardBf16);
 
 extern "C" void lap_cpu_attention_forward(float *o, float *lse, const float *q,
                                           const float *k, const float *v,
-                                          const float *coefficients, int64_t B,
+                                          const float *coefficients,
+                                          const int32_t *starts, int64_t B,
                                           int64_t T, int64_t S, int64_t H,
                                           int64_t KV, int64_t D, float scale,
                                           int32_t causal, int64_t window) {
   useChosenIsa();
   HWY_DYNAMIC_DISPATCH(attentionForward)
-  (o, lse, q, k, v, coefficients, B, T, S, H, KV, D, scale, causal, window);
+  (o, lse, q, k, v, coefficients, starts, B, T, S, H, KV, D, scale, causal,
+   window);
 }
 
 extern "C" void lap_cpu_attention_backward(
     float *dq, float *dk, float *dv, float *dcoefficients, const float *dout,
     const float *q, const float *k, const float *v, const float *o,
-    const float *lse, const float *coefficients, int64_t B, int64_t T,
-    int64_t S, int64_t H, int64_t KV, int64_t D, float scale, int32_t causal,
-    int64_t window) {
+    const float *lse, const float *coefficients, const int32_t *starts,
+    int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV, int64_t D,
+    float scale, int32_t causal, int64_t window) {
   useChosenIsa();
   HWY_DYNAMIC_DISPATCH(attentionBackward)
-  (dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B, T, S, H,
-   KV, D, scale, causal, window);
+  (dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, starts, B, T,
+   S, H, KV, D, scale, causal, window);
 }
 
-extern "C" void
-lap_cpu_attention_forward_bf16(lap_bf16 *o, float *lse, const lap_bf16 *q,
-                               const lap_bf16 *k, const lap_bf16 *v,
-                               const float *coefficients, int64_t B, int64_t T,
-                               int64_t S, int64_t H, int64_t KV, int64_t D,
-                               float scale, int32_t causal, int64_t window) {
+extern "C" void lap_cpu_attention_forward_bf16(
+    lap_bf16 *o, float *lse, const lap_bf16 *q, const lap_bf16 *k,
+    const lap_bf16 *v, const float *coefficients, const int32_t *starts,
+    int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV, int64_t D,
+    float scale, int32_t causal, int64_t window) {
   useChosenIsa();
   HWY_DYNAMIC_DISPATCH(attentionForwardBf16)
-  (o, lse, q, k, v, coefficients, B, T, S, H, KV, D, scale, causal, window);
+  (o, lse, q, k, v, coefficients, starts, B, T, S, H, KV, D, scale, causal,
+   window);
 }
 
 extern "C" void lap_cpu_attention_backward_bf16(
     lap_bf16 *dq, lap_bf16 *dk, lap_bf16 *dv, float *dcoefficients,
     const lap_bf16 *dout, const lap_bf16 *q, const lap_bf16 *k,
     const lap_bf16 *v, const lap_bf16 *o, const float *lse,
-    const float *coefficients, int64_t B, int64_t T, int64_t S, int64_t H,
-    int64_t KV, int64_t D, float scale, int32_t causal, int64_t window) {
+    const float *coefficients, const int32_t *starts, int64_t B, int64_t T,
+    int64_t S, int64_t H, int64_t KV, int64_t D, float scale, int32_t causal,
+    int64_t window) {
   useChosenIsa();
   HWY_DYNAMIC_DISPATCH(attentionBackwardBf16)
-  (dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, B, T, S, H,
-   KV, D, scale, causal, window);
+  (dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, starts, B, T,
+   S, H, KV, D, scale, causal, window);
 }
 
 } // namespace lap::cpu

@@ -1,4 +1,4 @@
-//===- Embedding.cpp - table lookups and learned positions ------*- C++ -*-===//
+//===- Embedding.cpp - table lookups, positions, documents -----*- C++ -*-===//
 //
 // The backward passes sum rows of dy into table rows. Each table row is
 // owned by one thread and summed in position order, so the gradients are
@@ -172,6 +172,18 @@ extern "C" void lap_cpu_embedding_backward_bf16(lap_bf16 *dtable,
                                                 const int32_t *idx, int64_t n,
                                                 int64_t vocab, int64_t c) {
   embeddingBackward(dtable, dy, idx, n, vocab, c);
+}
+
+extern "C" void lap_cpu_document_starts(int32_t *starts, const int32_t *tokens,
+                                        int64_t B, int64_t T, int64_t bos) {
+  for (int64_t b = 0; b < B; ++b) {
+    int32_t start = 0;
+    for (int64_t t = 0; t < T; ++t) {
+      if (tokens[b * T + t] == bos)
+        start = int32_t(t);
+      starts[b * T + t] = start;
+    }
+  }
 }
 
 extern "C" void lap_cpu_add_positions_forward(float *y, const float *x,

@@ -35,7 +35,7 @@ namespace {
 template <typename Launcher>
 bool supported(const Launcher &device, const char *what, int64_t B, int64_t T,
                int64_t S, int64_t H, int64_t KV, int64_t D, int32_t causal,
-               int64_t window) {
+               int64_t window, const int32_t *starts) {
   auto no = [&](const std::string &why) {
     device.fail(std::string(what) + ": " + why);
     return false;
@@ -54,6 +54,8 @@ bool supported(const Launcher &device, const char *what, int64_t B, int64_t T,
   if (window < 0 || (window > 0 && !causal))
     return no("window = " + std::to_string(window) +
               ": 0 (none), or positive under a causal mask");
+  if (starts && !causal)
+    return no("documents (starts) need a causal mask");
   return true;
 }
 
@@ -83,13 +85,13 @@ template <typename E> constexpr bool onTensorCores(int64_t D) {
 /// lap_cuda_attention_forward (E = float) or its _bf16 variant.
 template <typename Launcher, typename E>
 void forward(const Launcher &device, E *o, float *lse, const E *q, const E *k,
-             const E *v, const float *coefficients, int64_t B, int64_t T,
-             int64_t S, int64_t H, int64_t KV, int64_t D, float scale,
-             int32_t causal, int64_t window) {
-  if (!supported(device, "attention_forward", B, T, S, H, KV, D, causal,
-                 window))
+             const E *v, const float *coefficients, const int32_t *starts,
+             int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV, int64_t D,
+             float scale, int32_t causal, int64_t window) {
+  if (!supported(device, "attention_forward", B, T, S, H, KV, D, causal, window,
+                 starts))
     return;
-  const Shape s = makeShape(B, T, S, H, KV, D, scale, causal, window);
+  const Shape s = makeShape(B, T, S, H, KV, D, scale, causal, window, starts);
   withWidth(D, [&](auto width) {
     constexpr int DP = decltype(width)::value;
     // DP <= 128 exactly when D <= 128; no kernel is built that no call takes.
@@ -114,13 +116,14 @@ void forward(const Launcher &device, E *o, float *lse, const E *q, const E *k,
 template <typename Launcher, typename E>
 void backward(const Launcher &device, E *dq, E *dk, E *dv, float *dcoefficients,
               const E *dout, const E *q, const E *k, const E *v, const E *o,
-              const float *lse, const float *coefficients, int64_t B, int64_t T,
-              int64_t S, int64_t H, int64_t KV, int64_t D, float scale,
-              int32_t causal, int64_t window) {
+              const float *lse, const float *coefficients,
+              const int32_t *starts, int64_t B, int64_t T, int64_t S, int64_t H,
+              int64_t KV, int64_t D, float scale, int32_t causal,
+              int64_t window) {
   if (!supported(device, "attention_backward", B, T, S, H, KV, D, causal,
-                 window))
+                 window, starts))
     return;
-  const Shape s = makeShape(B, T, S, H, KV, D, scale, causal, window);
+  const Shape s = makeShape(B, T, S, H, KV, D, scale, causal, window, starts);
   const int64_t rows = B * T * H;
   withWidth(D, [&](auto width) {
     constexpr int DP = decltype(width)::value;

@@ -225,7 +225,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
   // Causal: keys past the tile's last query are masked for all of it, and
   // under a window those before its first query's window.
   const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
-  for (int s0 = s.firstKeyTile(t0, F::BK); s0 < keyEnd; s0 += F::BK) {
+  for (int s0 = s.firstKeyTile(b, t0, F::BK); s0 < keyEnd; s0 += F::BK) {
     const int nk = min(F::BK, s.S - s0);
     __syncthreads(); // the previous tile is read
     loadTile<DP>(Ks, k + s.kRow(b, s0, g), ldk, nk, F::BK, s.D);
@@ -238,8 +238,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
       float mx = m[i];
 #pragma unroll
       for (int j = 0; j < C; ++j) {
-        x[i][j] =
-            s.visible(tq + 4 * i, s0 + c + 8 * j) ? s.c2 * x[i][j] : -INFINITY;
+        x[i][j] = s.visible(b, tq + 4 * i, s0 + c + 8 * j) ? s.c2 * x[i][j]
+                                                           : -INFINITY;
         mx = fmaxf(mx, x[i][j]);
       }
       mx = groupMax(mx);
@@ -393,7 +393,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
   // Causal: queries before s0 see none of these keys, and under a window
   // neither do those from queryEnd on.
   const int tStart = s.causal ? s0 / K::BQ * K::BQ : 0;
-  const int tEnd = s.queryEnd(s0, min(K::BK, s.S - s0));
+  const int tEnd = s.queryEnd(b, s0, min(K::BK, s.S - s0));
   for (int hg = 0; hg < s.G; ++hg) {
     const int h = g * s.G + hg;
     const float alpha = coefficients[h];
@@ -417,7 +417,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
 #pragma unroll
         for (int j = 0; j < C; ++j) {
           const int n = c + 8 * j;
-          const bool seen = s.visible(t0 + n, sk + 4 * i);
+          const bool seen = s.visible(b, t0 + n, sk + 4 * i);
           const float p = seen ? exp2f(s.c2 * x[i][j] - Ls[n]) : 0.0f;
           const float d = seen ? dp[i][j] : 0.0f;
           pdp += p * d;
@@ -510,7 +510,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
   const float alpha = coefficients[h];
 
   const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
-  for (int s0 = s.firstKeyTile(t0, Q::BK); s0 < keyEnd; s0 += Q::BK) {
+  for (int s0 = s.firstKeyTile(b, t0, Q::BK); s0 < keyEnd; s0 += Q::BK) {
     const int nk = min(Q::BK, s.S - s0);
     __syncthreads(); // the previous tile is read
     loadTile<DP>(Ks, k + s.kRow(b, s0, g), ldk, nk, Q::BK, s.D);
@@ -523,7 +523,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
     for (int i = 0; i < R; ++i)
 #pragma unroll
       for (int j = 0; j < C; ++j) {
-        const bool seen = s.visible(tq + 4 * i, s0 + c + 8 * j);
+        const bool seen = s.visible(b, tq + 4 * i, s0 + c + 8 * j);
         const float p = seen ? exp2f(s.c2 * x[i][j] - lse2[i]) : 0.0f;
         const float d = seen ? dp[i][j] : 0.0f;
         dSw[(r + 4 * i) * Q::LP + c + 8 * j] =

@@ -232,7 +232,7 @@ __global__ void __launch_bounds__(kForwardThreads, 1)
   // Causal: keys past the tile's last query are masked for all of it, and
   // under a window those before its first query's window.
   const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
-  const int first = s.firstKeyTile(t0, kKeys);
+  const int first = s.firstKeyTile(b, t0, kKeys);
   const int count = (keyEnd - first + kKeys - 1) / kKeys;
   if (threadIdx.x == 0) {
     initBarrier(queriesLanded, 128);
@@ -310,10 +310,10 @@ __global__ void __launch_bounds__(kForwardThreads, 1)
     fenceOperands(x);
 
     float corr[2];
-    if (s.allVisible(tq - g, 16, s0, kKeys)) // the warp's rows
-      tensorcore::softmaxScores<false>(x, m, l, corr, s, tq, s0, c);
+    if (s.allVisible(b, tq - g, 16, s0, kKeys)) // the warp's rows
+      tensorcore::softmaxScores<false>(x, m, l, corr, s, b, tq, s0, c);
     else
-      tensorcore::softmaxScores<true>(x, m, l, corr, s, tq, s0, c);
+      tensorcore::softmaxScores<true>(x, m, l, corr, s, b, tq, s0, c);
 
     wait<0>();
     fenceOperands(acc);
@@ -391,7 +391,7 @@ __global__ void __launch_bounds__(kThreads, 1) keyGradientsKernel(
   Own::load(Ks, k + s.kRow(b, s0, kv), ldk, nk, s.D, vectors);
   Own::load(Vs, v + s.kRow(b, s0, kv), ldk, nk, s.D, vectors);
   commitCopies();
-  const tensorcore::GroupQueryTiles<kGradientQueries> tiled(s, s0, nk);
+  const tensorcore::GroupQueryTiles<kGradientQueries> tiled(s, b, s0, nk);
   const int perHead = tiled.perHead;
   auto queries = tensorcore::pipeline<Layout::stageElements, 3>(
       stages, s.G * perHead,
@@ -472,12 +472,12 @@ __global__ void __launch_bounds__(kThreads, 1) keyGradientsKernel(
       fenceOperands(x);
       fenceOperands(dp);
 
-      if (s.allVisible(t0, kGradientQueries, sk - g, 16))
-        tensorcore::keyGradientTerms<false>(x, dp, pdp, alpha, Ls, Ds, s, t0,
+      if (s.allVisible(b, t0, kGradientQueries, sk - g, 16))
+        tensorcore::keyGradientTerms<false>(x, dp, pdp, alpha, Ls, Ds, s, b, t0,
                                             sk, c);
       else
-        tensorcore::keyGradientTerms<true>(x, dp, pdp, alpha, Ls, Ds, s, t0, sk,
-                                           c);
+        tensorcore::keyGradientTerms<true>(x, dp, pdp, alpha, Ls, Ds, s, b, t0,
+                                           sk, c);
 
       if constexpr (overlap)
         wait<0>();
@@ -541,7 +541,7 @@ __global__ void __launch_bounds__(kThreads, 1) queryGradientsKernel(
   Own::load(dOs, dout + s.qRow(b, t0, h), ldq, nq, s.D, vectors);
   commitCopies();
   const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
-  const int first = s.firstKeyTile(t0, kGradientKeys);
+  const int first = s.firstKeyTile(b, t0, kGradientKeys);
   auto keys = keyTiles<Tile>(stages, first, keyEnd, k, v, b, kv, s, vectors);
 
   float lse2[2], rowD[2];
@@ -578,12 +578,12 @@ __global__ void __launch_bounds__(kThreads, 1) queryGradientsKernel(
     fenceOperands(x);
     fenceOperands(dp);
 
-    if (s.allVisible(tq - g, 16, s0, kGradientKeys))
-      tensorcore::queryGradientTerms<false>(x, dp, lse2, rowD, alpha, s, tq, s0,
-                                            c);
+    if (s.allVisible(b, tq - g, 16, s0, kGradientKeys))
+      tensorcore::queryGradientTerms<false>(x, dp, lse2, rowD, alpha, s, b, tq,
+                                            s0, c);
     else
-      tensorcore::queryGradientTerms<true>(x, dp, lse2, rowD, alpha, s, tq, s0,
-                                           c);
+      tensorcore::queryGradientTerms<true>(x, dp, lse2, rowD, alpha, s, b, tq,
+                                           s0, c);
 
     wait<0>();
     fenceOperands(dQ);

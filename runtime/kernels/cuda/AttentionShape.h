@@ -27,6 +27,9 @@ struct Shape {
   float c2;    // scale * log2 e: scores in base 2
   bool causal;
   int window; // causal: query t sees keys t - window < s <= t (0: all)
+  // causal: [B, T], query t of sequence b sees keys from starts[b T + t]
+  // (its document's first token) on; or null.
+  const int32_t *starts;
 
   // Offsets of rows of q, o, dout, dq [B, T, H, D] and k, v [B, S, KV, D].
   __device__ int64_t qRow(int b, int t, int h) const {
@@ -64,24 +67,46 @@ struct Shape {
     }
     return sum;
   }
-  // Whether query t sees key s (both may be a tile's padding).
-  __device__ bool visible(int t, int s) const {
-    return t < T && s < S && !(causal && s > t) &&
-           !(window > 0 && t - s >= window);
+  // The first key that query t (< T) of sequence b sees: 0, or under a
+  // window or in a document a later one. Nondecreasing in t.
+  __device__ int firstKey(int b, int t) const {
+    int first = window > 0 ? t - window + 1 : 0;
+    if (starts)
+      first = max(first, starts[int64_t(b) * T + t]);
+    return max(first, 0);
   }
-  // Whether queries t0 .. t0 + nt - 1 all see keys s0 .. s0 + ns - 1: a
-  // tile of them needs no mask.
-  __device__ bool allVisible(int t0, int nt, int s0, int ns) const {
+  // Whether query t of sequence b sees key s (both may be a tile's
+  // padding).
+  __device__ bool visible(int b, int t, int s) const {
+    return t < T && s < S && !(causal && s > t) && s >= firstKey(b, t);
+  }
+  // Whether queries t0 .. t0 + nt - 1 of sequence b all see keys s0 .. s0 +
+  // ns - 1: a tile of them needs no mask.
+  __device__ bool allVisible(int b, int t0, int nt, int s0, int ns) const {
     return t0 + nt <= T && s0 + ns <= S && !(causal && s0 + ns - 1 > t0) &&
-           !(window > 0 && t0 + nt - 1 - s0 >= window);
+           firstKey(b, t0 + nt - 1) <= s0;
   }
-  // The first tile of `rows` keys that query t0, or a later one, sees.
-  __device__ int firstKeyTile(int t0, int rows) const {
-    return window > 0 ? max(0, t0 - window + 1) / rows * rows : 0;
+  // The first tile of `rows` keys that query t0 of sequence b, or a later
+  // one, sees.
+  __device__ int firstKeyTile(int b, int t0, int rows) const {
+    return firstKey(b, min(t0, T - 1)) / rows * rows;
   }
-  // One past the last query that sees a key of s0 .. s0 + ns - 1.
-  __device__ int queryEnd(int s0, int ns) const {
-    return window > 0 ? min(T, s0 + ns - 1 + window) : T;
+  // One past the last query of sequence b that sees a key of s0 .. s0 +
+  // ns - 1: from the first query whose first key is past them on, none
+  // does (firstKey is nondecreasing: a binary search).
+  __device__ int queryEnd(int b, int s0, int ns) const {
+    if (window == 0 && !starts)
+      return T;
+    const int last = s0 + ns - 1;
+    int lo = min(last + 1, T), hi = T;
+    while (lo < hi) {
+      const int mid = lo + (hi - lo) / 2;
+      if (firstKey(b, mid) > last)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    return lo;
   }
 };
 
@@ -113,7 +138,8 @@ __device__ inline void blockSum(float &to, float x, float *warpSums) {
 
 /// The Shape of a call whose sizes the caller has checked.
 inline Shape makeShape(int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV,
-                       int64_t D, float scale, int32_t causal, int64_t window) {
+                       int64_t D, float scale, int32_t causal, int64_t window,
+                       const int32_t *starts) {
   Shape s;
   s.B = int(B), s.T = int(T), s.S = int(S), s.H = int(H), s.KV = int(KV);
   s.D = int(D);
@@ -122,6 +148,7 @@ inline Shape makeShape(int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV,
   s.c2 = scale * kLog2e;
   s.causal = causal != 0;
   s.window = int(window);
+  s.starts = starts;
   return s;
 }
 

@@ -261,9 +261,9 @@ __device__ void storeRow(uint16_t *row, const float (&acc)[NO][4], int r,
 /// P V so far is to be scaled by for the new maximum. Masked: some query
 /// of the warp does not see some key of the tile (Shape::allVisible).
 template <bool Masked, int NS>
-__device__ inline void softmaxScores(float (&x)[NS][4], float (&m)[2],
-                                     float (&l)[2], float (&corr)[2],
-                                     const Shape &s, int tq, int s0, int c) {
+__device__ inline void
+softmaxScores(float (&x)[NS][4], float (&m)[2], float (&l)[2], float (&corr)[2],
+              const Shape &s, int b, int tq, int s0, int c) {
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int t = tq + 8 * r;
@@ -273,8 +273,8 @@ __device__ inline void softmaxScores(float (&x)[NS][4], float (&m)[2],
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         float &e = x[n][2 * r + i];
-        e = !Masked || s.visible(t, s0 + 8 * n + 2 * c + i) ? s.c2 * e
-                                                            : -INFINITY;
+        e = !Masked || s.visible(b, t, s0 + 8 * n + 2 * c + i) ? s.c2 * e
+                                                               : -INFINITY;
         mx = fmaxf(mx, e);
       }
     mx = quadMax(mx);
@@ -378,7 +378,7 @@ __global__ void __launch_bounds__(kThreads)
   // Causal: keys past the tile's last query are masked for all of it, and
   // under a window those before its first query's window.
   const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
-  const int first = s.firstKeyTile(t0, kForwardKeys);
+  const int first = s.firstKeyTile(b, t0, kForwardKeys);
   const int64_t head = s.kRow(b, 0, kv); // key 0 of the kv head
   auto keys = pipeline<Stage::elements>(
       stages, (keyEnd - first + kForwardKeys - 1) / kForwardKeys,
@@ -411,7 +411,7 @@ __global__ void __launch_bounds__(kThreads)
     // Masked on every tile: an unmasked copy of the step would take 165
     // registers to 186, three blocks per SM to two.
     float corr[2];
-    softmaxScores<true>(x, m, l, corr, s, tq, s0, c);
+    softmaxScores<true>(x, m, l, corr, s, b, tq, s0, c);
     rescale(acc, corr);
     accumulate<NS / 2, NO, LD>(acc, x, Vs, lane); // acc += P V
   }
@@ -428,16 +428,16 @@ __global__ void __launch_bounds__(kThreads)
 /// whose lse (base 2) is Ls[j] and row term Ds[j]. x becomes alpha P^T,
 /// dp becomes dS^T; pdp gathers P dP. Masked as in softmaxScores.
 template <bool Masked, int NS>
-__device__ inline void keyGradientTerms(float (&x)[NS][4], float (&dp)[NS][4],
-                                        float &pdp, float alpha,
-                                        const float *Ls, const float *Ds,
-                                        const Shape &s, int t0, int sk, int c) {
+__device__ inline void
+keyGradientTerms(float (&x)[NS][4], float (&dp)[NS][4], float &pdp, float alpha,
+                 const float *Ls, const float *Ds, const Shape &s, int b,
+                 int t0, int sk, int c) {
 #pragma unroll
   for (int n = 0; n < NS; ++n)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int j = 8 * n + 2 * c + e % 2;
-      const bool seen = !Masked || s.visible(t0 + j, sk + 8 * (e / 2));
+      const bool seen = !Masked || s.visible(b, t0 + j, sk + 8 * (e / 2));
       const float p = seen ? exp2f(s.c2 * x[n][e] - Ls[j]) : 0.0f;
       const float d = seen ? dp[n][e] : 0.0f;
       pdp += p * d;
@@ -496,14 +496,14 @@ template <bool Masked, int NS>
 __device__ inline void
 queryGradientTerms(float (&x)[NS][4], const float (&dp)[NS][4],
                    const float (&lse2)[2], const float (&rowD)[2], float alpha,
-                   const Shape &s, int tq, int s0, int c) {
+                   const Shape &s, int b, int tq, int s0, int c) {
 #pragma unroll
   for (int n = 0; n < NS; ++n)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int r = e / 2;
       const bool seen =
-          !Masked || s.visible(tq + 8 * r, s0 + 8 * n + 2 * c + e % 2);
+          !Masked || s.visible(b, tq + 8 * r, s0 + 8 * n + 2 * c + e % 2);
       const float p = seen ? exp2f(s.c2 * x[n][e] - lse2[r]) : 0.0f;
       const float d = seen ? dp[n][e] : 0.0f;
       x[n][e] = s.scale * p * (alpha * d - rowD[r]);
@@ -524,14 +524,15 @@ storeQueryGradients(uint16_t *dq, const float (&dQ)[NO][4], const Shape &s,
 /// The query tiles of Rows queries a dk, dv block of nk keys from s0
 /// meets: those of each head of its kv head's group in turn, from tStart
 /// (causal: the tile that holds s0; queries before it see none of its
-/// keys) to the query end (under a window: queries after it see none),
+/// keys) to the query end (under a window or in documents: queries after
+/// it see none),
 /// perHead a head. Tile i is head kv G + i / perHead's tile i % perHead;
 /// a head's tile j starts at query t0(j).
 template <int Rows> struct GroupQueryTiles {
-  __device__ GroupQueryTiles(const Shape &s, int s0, int nk)
+  __device__ GroupQueryTiles(const Shape &s, int b, int s0, int nk)
       : tStart(s.causal ? s0 / Rows * Rows : 0),
-        perHead(s.queryEnd(s0, nk) > tStart
-                    ? (s.queryEnd(s0, nk) - tStart + Rows - 1) / Rows
+        perHead(s.queryEnd(b, s0, nk) > tStart
+                    ? (s.queryEnd(b, s0, nk) - tStart + Rows - 1) / Rows
                     : 0) {}
   __device__ int t0(int j) const { return tStart + j * Rows; }
   int tStart, perHead;
@@ -596,7 +597,7 @@ __global__ void __launch_bounds__(kThreads) keyGradientsKernel(
   const int64_t ldq = int64_t(s.H) * s.D, ldk = int64_t(s.KV) * s.D;
   const uint16_t *Kw = Ks + 16 * warp * LD, *Vw = Vs + 16 * warp * LD;
 
-  const GroupQueryTiles<kBackwardQueries> tiled(s, s0, nk);
+  const GroupQueryTiles<kBackwardQueries> tiled(s, b, s0, nk);
   const int perHead = tiled.perHead;
   auto queries = pipeline<Stage::elements>(
       stages, s.G * perHead, [&](int i, uint16_t *stage) {
@@ -641,10 +642,10 @@ __global__ void __launch_bounds__(kThreads) keyGradientsKernel(
         for (int n = 0; n < NS; ++n)
           mmaRows<LD>(dp[n], a, dOs + 8 * n * LD, j, g, c);
       }
-      if (s.allVisible(t0, kBackwardQueries, sk - g, 16))
-        keyGradientTerms<false>(x, dp, pdp, alpha, Ls, Ds, s, t0, sk, c);
+      if (s.allVisible(b, t0, kBackwardQueries, sk - g, 16))
+        keyGradientTerms<false>(x, dp, pdp, alpha, Ls, Ds, s, b, t0, sk, c);
       else
-        keyGradientTerms<true>(x, dp, pdp, alpha, Ls, Ds, s, t0, sk, c);
+        keyGradientTerms<true>(x, dp, pdp, alpha, Ls, Ds, s, b, t0, sk, c);
       accumulate<NS / 2, NO, LD>(dV, x, dOs, lane);
       accumulate<NS / 2, NO, LD>(dK, dp, Qs, lane);
     }
@@ -680,7 +681,7 @@ __global__ void __launch_bounds__(kThreads) queryGradientsKernel(
   const int64_t ldq = int64_t(s.H) * s.D;
 
   const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
-  const int first = s.firstKeyTile(t0, kBackwardKeys);
+  const int first = s.firstKeyTile(b, t0, kBackwardKeys);
   const int64_t head = s.kRow(b, 0, kv); // key 0 of the kv head
   auto keys = pipeline<Stage::elements>(
       stages, (keyEnd - first + kBackwardKeys - 1) / kBackwardKeys,
@@ -724,10 +725,10 @@ __global__ void __launch_bounds__(kThreads) queryGradientsKernel(
         mmaRows<LD>(x[n], qf[j], Ks + 8 * n * LD, j, g, c);
         mmaRows<LD>(dp[n], of[j], Vs + 8 * n * LD, j, g, c);
       }
-    if (s.allVisible(tq - g, 16, s0, kBackwardKeys))
-      queryGradientTerms<false>(x, dp, lse2, rowD, alpha, s, tq, s0, c);
+    if (s.allVisible(b, tq - g, 16, s0, kBackwardKeys))
+      queryGradientTerms<false>(x, dp, lse2, rowD, alpha, s, b, tq, s0, c);
     else
-      queryGradientTerms<true>(x, dp, lse2, rowD, alpha, s, tq, s0, c);
+      queryGradientTerms<true>(x, dp, lse2, rowD, alpha, s, b, tq, s0, c);
     accumulate<NS / 2, NO, LD>(dQ, x, Ks, lane); // dQ += dS K
   }
 

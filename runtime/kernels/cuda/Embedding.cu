@@ -1,7 +1,7 @@
 //===- Embedding.cu - The lookups' and positions' entry points --*- CUDA -*-===//
 //
-// lap_cuda_embedding_*, add_positions_* and interpolate_positions_*:
-// Embedding.h's plans on CUDA's device.
+// lap_cuda_embedding_*, add_positions_*, interpolate_positions_* and
+// document_starts: Embedding.h's plans on CUDA's device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +36,11 @@ extern "C" void lap_cuda_embedding_backward_bf16(lap_bf16 *dtable,
                                                  const int32_t *idx, int64_t n,
                                                  int64_t vocab, int64_t c) {
   embedding::embeddingBackward(Launcher(), dtable, dy, idx, n, vocab, c);
+}
+
+extern "C" void lap_cuda_document_starts(int32_t *starts, const int32_t *tokens,
+                                         int64_t B, int64_t T, int64_t bos) {
+  embedding::documentStarts(Launcher(), starts, tokens, B, T, bos);
 }
 
 extern "C" void lap_cuda_add_positions_forward(float *y, const float *x,

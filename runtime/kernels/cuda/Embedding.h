@@ -1,4 +1,4 @@
-//===- Embedding.h - table lookups and learned positions --------*- CUDA -*-===//
+//===- Embedding.h - table lookups, positions, documents -------*- CUDA -*-===//
 //
 // The backward passes are gathers: each output element is owned by one
 // thread that adds its terms in the CPU's order, so the gradients are
@@ -352,6 +352,56 @@ void interpolatePositionsBackward(const Launcher &device, float *dx,
   RowLaunch::launch(device, interpolateBackwardKernel, keep + from * from, c,
                     shared, "interpolate_positions_backward", dx, dy, keep,
                     from, to, c);
+}
+
+//===----------------------------------------------------------------------===//
+// Document starts
+//===----------------------------------------------------------------------===//
+
+constexpr int kDocumentThreads = 256;
+
+// A block per sequence, a chunk of its tokens per thread: each thread finds
+// its chunk's last `bos`, thread 0 carries them across the chunks in order,
+// and each thread writes its chunk from the start it enters with.
+__global__ void documentStartsKernel(int32_t *starts, const int32_t *tokens,
+                                     int64_t T, int64_t bos) {
+  __shared__ int32_t carried[kDocumentThreads];
+  const int64_t chunk = (T + kDocumentThreads - 1) / kDocumentThreads;
+  const int64_t begin = min(T, int64_t(threadIdx.x) * chunk);
+  const int64_t end = min(T, begin + chunk);
+  const int32_t *row = tokens + int64_t(blockIdx.x) * T;
+  int32_t *out = starts + int64_t(blockIdx.x) * T;
+  int32_t last = -1;
+  for (int64_t t = begin; t < end; ++t)
+    if (row[t] == bos)
+      last = int32_t(t);
+  carried[threadIdx.x] = last;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int32_t start = 0;
+    for (int i = 0; i < kDocumentThreads; ++i) {
+      const int32_t own = carried[i];
+      carried[i] = start;
+      if (own >= 0)
+        start = own;
+    }
+  }
+  __syncthreads();
+  int32_t start = carried[threadIdx.x];
+  for (int64_t t = begin; t < end; ++t) {
+    if (row[t] == bos)
+      start = int32_t(t);
+    out[t] = start;
+  }
+}
+
+template <typename Launcher>
+void documentStarts(const Launcher &device, int32_t *starts,
+                    const int32_t *tokens, int64_t B, int64_t T, int64_t bos) {
+  if (B * T == 0)
+    return;
+  device.launch(documentStartsKernel, B, kDocumentThreads, 0, "document_starts",
+                starts, tokens, T, bos);
 }
 
 } // namespace

@@ -1004,3 +1004,29 @@ func.func @negative_window(%q: tensor<?x?x2x8xf32>) {
        : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32> -> tensor<?x?x2x8xf32>
   return
 }
+
+// -----
+
+func.func @documents_without_causal(%q: tensor<?x?x2x8xf32>, %s: tensor<?x?xi32>) {
+  // expected-error @+1 {{'lap.attention' op documents (starts) need causal attention}}
+  %o = lap.attention %q, %q, %q starts %s {scale = 0.35 : f32}
+       : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32> starts tensor<?x?xi32> -> tensor<?x?x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @starts_of_another_shape(%q: tensor<2x5x2x8xf32>, %s: tensor<2x6xi32>) {
+  // expected-error @+1 {{'lap.attention' op starts must be [B, T] like q's first two dimensions, got [2, 6]}}
+  %o = lap.attention %q, %q, %q starts %s {causal, scale = 0.35 : f32}
+       : tensor<2x5x2x8xf32>, tensor<2x5x2x8xf32>, tensor<2x5x2x8xf32> starts tensor<2x6xi32> -> tensor<2x5x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @negative_bos(%tokens: tensor<?x?xi32>) {
+  // expected-error @+1 {{'lap.document_starts' op bos must be a token id, got -1}}
+  %s = lap.document_starts %tokens {bos = -1} : tensor<?x?xi32>
+  return
+}

@@ -24,6 +24,19 @@ func.func @sliding_window(%q: tensor<?x?x2x16xf32>) -> tensor<?x?x2x16xf32> {
   return %o : tensor<?x?x2x16xf32>
 }
 
+// Documents: each token's document start, which attention confines its
+// keys to.
+// CHECK-LABEL: func @packed_documents
+func.func @packed_documents(%q: tensor<?x?x2x16xf32>, %tokens: tensor<?x?xi32>) -> tensor<?x?x2x16xf32> {
+  // CHECK: %[[S:.*]] = lap.document_starts %{{.*}} {bos = 255 : i64} : tensor<?x?xi32>
+  %s = lap.document_starts %tokens {bos = 255} : tensor<?x?xi32>
+  // CHECK: lap.attention {{.*}} starts %[[S]] {causal, kinds = ["attn", "laplacian"], scale = 2.500000e-01 : f32} : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> starts tensor<?x?xi32> -> tensor<?x?x2x16xf32>
+  %o = lap.attention %q, %q, %q starts %s {causal, scale = 0.25 : f32,
+         kinds = ["attn", "laplacian"]}
+       : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> starts tensor<?x?xi32> -> tensor<?x?x2x16xf32>
+  return %o : tensor<?x?x2x16xf32>
+}
+
 // CHECK-LABEL: func @coefficients_and_gqa
 func.func @coefficients_and_gqa(%q: tensor<2x16x8x32xf32>, %kv: tensor<2x16x2x32xf32>) -> tensor<2x16x8x32xf32> {
   // CHECK: lap.attention {{.*}} {alpha = array<f32: 1.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00, -1.000000e+00, -1.000000e+00, -1.000000e+00, -1.000000e+00>, beta = array<f32: 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00>, scale

@@ -34,6 +34,9 @@ struct Shape {
   bool causal;
   double scale;
   int64_t window = 0; ///< causal: keys t - window < j <= t (0: all)
+  /// causal: [B, T], query t of sequence b sees keys j >= starts[b T + t]
+  /// (documents packed into a sequence); empty: none.
+  std::vector<int32_t> starts;
   int64_t size(int64_t rows, int64_t heads) const {
     return B * rows * heads * D;
   }
@@ -43,6 +46,7 @@ struct Shape {
            " KV=" + std::to_string(KV) + " D=" + std::to_string(D) +
            (causal ? " causal" : "") +
            (window ? " window=" + std::to_string(window) : "") +
+           (starts.empty() ? "" : " documents") +
            " scale=" + std::to_string(scale);
   }
 };
@@ -99,8 +103,14 @@ int64_t qIdx(const Shape &s, int64_t b, int64_t t, int64_t h) {
 int64_t kIdx(const Shape &s, int64_t b, int64_t j, int64_t g) {
   return ((b * s.S + j) * s.KV + g) * s.D;
 }
-bool visible(const Shape &s, int64_t t, int64_t j) {
-  return (!s.causal || j <= t) && (s.window == 0 || t - j < s.window);
+/// The kernels' starts argument: null without documents.
+const int32_t *startsOf(const Shape &s) {
+  return s.starts.empty() ? nullptr : s.starts.data();
+}
+
+bool visible(const Shape &s, int64_t b, int64_t t, int64_t j) {
+  return (!s.causal || j <= t) && (s.window == 0 || t - j < s.window) &&
+         (s.starts.empty() || j >= s.starts[size_t(b * s.T + t)]);
 }
 
 /// P [B, H, T, S] (zero where masked), O and lse.
@@ -122,16 +132,16 @@ void referenceForward(const Shape &s, const Vec &q, const Vec &k, const Vec &v,
           for (int64_t d = 0; d < s.D; ++d)
             dot += q[qIdx(s, b, t, h) + d] * k[kIdx(s, b, j, g) + d];
           score[j] = s.scale * dot;
-          if (visible(s, t, j))
+          if (visible(s, b, t, j))
             mx = std::max(mx, score[j]);
         }
         double sum = 0.0;
         for (int64_t j = 0; j < s.S; ++j)
-          sum += visible(s, t, j) ? std::exp(score[j] - mx) : 0.0;
+          sum += visible(s, b, t, j) ? std::exp(score[j] - mx) : 0.0;
         lse[(b * s.H + h) * s.T + t] = mx + std::log(sum);
         double *out = &o[qIdx(s, b, t, h)];
         for (int64_t j = 0; j < s.S; ++j) {
-          if (!visible(s, t, j))
+          if (!visible(s, b, t, j))
             continue;
           double p = std::exp(score[j] - mx) / sum;
           if (probs)
@@ -250,8 +260,9 @@ Forward runForward(const Problem &p) {
   Forward f{std::vector<float>(s.size(s.T, s.H), 7.0f),
             std::vector<float>(s.B * s.H * s.T, 7.0f)};
   lap_cpu_attention_forward(f.o.data(), f.lse.data(), p.q.data(), p.k.data(),
-                            p.v.data(), p.coefficients().data(), s.B, s.T, s.S,
-                            s.H, s.KV, s.D, float(s.scale), s.causal, s.window);
+                            p.v.data(), p.coefficients().data(), startsOf(s),
+                            s.B, s.T, s.S, s.H, s.KV, s.D, float(s.scale),
+                            s.causal, s.window);
   return f;
 }
 
@@ -262,11 +273,12 @@ Backward runBackward(const Problem &p, const Forward &f, bool learned = false) {
              std::vector<float>(p.k.size(), 7.0f),
              std::vector<float>(p.v.size(), 7.0f),
              std::vector<float>(learned ? 2 * s.H : 0, 7.0f)};
-  lap_cpu_attention_backward(
-      g.dq.data(), g.dk.data(), g.dv.data(),
-      learned ? g.dcoefficients.data() : nullptr, p.g.data(), p.q.data(),
-      p.k.data(), p.v.data(), f.o.data(), f.lse.data(), p.coefficients().data(),
-      s.B, s.T, s.S, s.H, s.KV, s.D, float(s.scale), s.causal, s.window);
+  lap_cpu_attention_backward(g.dq.data(), g.dk.data(), g.dv.data(),
+                             learned ? g.dcoefficients.data() : nullptr,
+                             p.g.data(), p.q.data(), p.k.data(), p.v.data(),
+                             f.o.data(), f.lse.data(), p.coefficients().data(),
+                             startsOf(s), s.B, s.T, s.S, s.H, s.KV, s.D,
+                             float(s.scale), s.causal, s.window);
   return g;
 }
 
@@ -325,6 +337,25 @@ Shape selfShape(int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D,
 
 Shape windowed(Shape s, int64_t window) {
   s.window = window;
+  return s;
+}
+
+/// `s` with its sequences packed from documents of random lengths (1 to
+/// 2 * mean tokens; the first may have begun before the sequence).
+Shape packed(Shape s, int64_t mean, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int64_t> length(1, 2 * mean);
+  s.starts.resize(size_t(s.B * s.T));
+  for (int64_t b = 0; b < s.B; ++b) {
+    int64_t start = 0, next = length(rng) / 2;
+    for (int64_t t = 0; t < s.T; ++t) {
+      if (t == next) {
+        start = t;
+        next = t + length(rng);
+      }
+      s.starts[size_t(b * s.T + t)] = int32_t(start);
+    }
+  }
   return s;
 }
 
@@ -394,6 +425,19 @@ TEST(AttentionForward, MatchesReferenceWithWindows) {
             kForwardTol);
 }
 
+// Documents packed into sequences: short and long ones (some within a
+// block, some across several), alone and under a window, GQA.
+TEST(AttentionForward, MatchesReferenceWithDocuments) {
+  uint32_t seed = 340;
+  for (int64_t T : {7, 130, 257})
+    for (int64_t mean : {3, 40, 150})
+      for (int64_t window : {0, 50}) {
+        Shape s = packed(windowed(selfShape(2, T, 4, 2, 32, true), window),
+                         mean, seed);
+        checkForward(makeProblem(s, seed++), kForwardTol);
+      }
+}
+
 // All-laplacian heads on identical tokens: P is uniform over the visible
 // keys, which all carry the same value, so P V = V and O = V - P V = 0.
 TEST(AttentionForward, LaplacianOfIdenticalTokensIsZero) {
@@ -439,6 +483,7 @@ TEST(AttentionBackward, MatchesFiniteDifferences) {
     for (bool causal : {false, true})
       shapes.push_back(selfShape(2, T, 4, 2, 8, causal));
   shapes.push_back(windowed(selfShape(2, 9, 4, 2, 8, true), 3));
+  shapes.push_back(packed(selfShape(2, 9, 4, 2, 8, true), 3, 510));
   shapes.push_back(Shape{2, 5, 9, 4, 2, 8, false, 0.4}); // cross
   shapes.push_back(Shape{2, 9, 4, 4, 1, 8, false, 0.4}); // cross, MQA
   for (const Shape &s : shapes) {
@@ -464,6 +509,17 @@ TEST(AttentionBackward, MatchesFiniteDifferences) {
 
 // Larger shapes (several key and query blocks, partial blocks, GQA) against
 // the analytic reference.
+TEST(AttentionBackward, MatchesReferenceWithDocuments) {
+  uint32_t seed = 680;
+  for (int64_t T : {33, 130, 257})
+    for (int64_t mean : {5, 60})
+      for (int64_t window : {0, 40}) {
+        Shape s = packed(windowed(selfShape(2, T, 4, 2, 32, true), window),
+                         mean, seed);
+        checkBackward(makeProblem(s, seed++), kBackwardTol);
+      }
+}
+
 TEST(AttentionBackward, MatchesReferenceWithWindows) {
   uint32_t seed = 650;
   for (int64_t T : {33, 130, 257})
@@ -605,6 +661,7 @@ TEST(AttentionBf16, KernelsAreTheFp32OnesRounded) {
     }
   shapes.push_back(selfShape(1, 257, 2, 1, 32, true));
   shapes.push_back(windowed(selfShape(1, 200, 4, 2, 32, true), 45));
+  shapes.push_back(packed(selfShape(2, 130, 4, 2, 64, true), 30, 1250));
   shapes.push_back(Shape{2, 9, 70, 4, 2, 64, false, 0.125}); // cross
   for (const Shape &s : shapes) {
     SCOPED_TRACE(s.str());
@@ -618,9 +675,10 @@ TEST(AttentionBf16, KernelsAreTheFp32OnesRounded) {
     Forward f = runForward(p);
     std::vector<lap_bf16> o(f.o.size(), 0x7fc0);
     std::vector<float> lse(f.lse.size(), 7.0f);
-    lap_cpu_attention_forward_bf16(
-        o.data(), lse.data(), q.data(), k.data(), v.data(), coefficients.data(),
-        s.B, s.T, s.S, s.H, s.KV, s.D, float(s.scale), s.causal, s.window);
+    lap_cpu_attention_forward_bf16(o.data(), lse.data(), q.data(), k.data(),
+                                   v.data(), coefficients.data(), startsOf(s),
+                                   s.B, s.T, s.S, s.H, s.KV, s.D,
+                                   float(s.scale), s.causal, s.window);
     EXPECT_EQ(o, bf16Vector(f.o));
     EXPECT_EQ(lse, f.lse);
 
@@ -634,8 +692,8 @@ TEST(AttentionBf16, KernelsAreTheFp32OnesRounded) {
     lap_cpu_attention_backward_bf16(
         dq.data(), dk.data(), dv.data(), learned ? dc.data() : nullptr,
         dout.data(), q.data(), k.data(), v.data(), o.data(), lse.data(),
-        coefficients.data(), s.B, s.T, s.S, s.H, s.KV, s.D, float(s.scale),
-        s.causal, s.window);
+        coefficients.data(), startsOf(s), s.B, s.T, s.S, s.H, s.KV, s.D,
+        float(s.scale), s.causal, s.window);
     EXPECT_EQ(dq, bf16Vector(g.dq));
     EXPECT_EQ(dk, bf16Vector(g.dk));
     EXPECT_EQ(dv, bf16Vector(g.dv));

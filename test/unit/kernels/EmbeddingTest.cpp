@@ -1,4 +1,4 @@
-//===- EmbeddingTest.cpp - embeddings and learned positions ---------------===//
+//===- EmbeddingTest.cpp - embeddings, positions, document starts --------===//
 //
 // Naive double references; table gradients against central differences of
 // L = sum(y * G) for a random G. Resampled position grids against a dense
@@ -406,6 +406,19 @@ TEST(InterpolatePositions, BackwardIsTheTranspose) {
           }
     expectNear(dx, want, 1e-5 * std::max(1.0, largestMagnitude(want)));
   }
+}
+
+// Document starts by hand: no bos (all 0), bos first, bos last, adjacent
+// bos tokens, and another row of the batch that starts afresh.
+TEST(DocumentStarts, LastBosAtOrBeforeEachToken) {
+  const int32_t bos = 9;
+  const std::vector<int32_t> tokens = {1, 2, 3, 4, 5, 6, 7, //
+                                       9, 1, 9, 9, 2, 3, 9};
+  const std::vector<int32_t> want = {0, 0, 0, 0, 0, 0, 0, //
+                                     0, 0, 2, 3, 3, 3, 6};
+  std::vector<int32_t> starts(tokens.size(), -7);
+  lap_cpu_document_starts(starts.data(), tokens.data(), 2, 7, bos);
+  EXPECT_EQ(starts, want);
 }
 
 } // namespace

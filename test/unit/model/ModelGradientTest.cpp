@@ -61,6 +61,10 @@ struct Arch {
   std::string placement;
   /// gpt: each layer's sliding window (empty: none; 0: the layer has none).
   std::vector<int64_t> windows;
+  /// gpt: train.data.packing: documents, each starting at token vocab - 1.
+  bool documents = false;
+
+  int32_t bos() const { return int32_t(vocab - 1); }
   /// Kinds the spec defines: name -> (alpha, beta); the learnable ones'
   /// (alpha, beta) are where they start.
   std::map<std::string, std::pair<double, double>> defined;
@@ -131,6 +135,11 @@ std::string specYaml(const Arch &a) {
       y << (l ? ", " : "") << a.windows[l];
     y << "]\n";
   }
+  // Document packing is a training setting: the spec's train section gives
+  // it (and the token that starts a document: vocab - 1, the default).
+  if (a.documents)
+    y << "train:\n  regime: lm\n  batch_size: 2\n  steps: 1\n"
+      << "  data: {format: shards, train: unused, packing: documents}\n";
   // DINO's local crops are a training setting: the spec's train section
   // gives them (and the student temperature of the loss).
   if (a.dino())
@@ -319,12 +328,14 @@ private:
           return v[size_t(((b * T + s) * KV + g) * D + d)];
         };
         // Query t sees keys [first, keys): causal, under the layer's
-        // window the last `window` of them.
+        // window the last `window` of them, in documents its own's.
         const int64_t window = a.windows.empty() ? 0 : a.windows[size_t(l)];
         std::vector<Vec> P(size_t(T), Vec(size_t(T), 0.0));
         for (int64_t t = 0; t < T; ++t) {
           int64_t keys = causal ? t + 1 : T;
           int64_t first = window > 0 ? std::max<int64_t>(0, keys - window) : 0;
+          if (!starts.empty())
+            first = std::max(first, starts[size_t(b * T + t)]);
           double top = -std::numeric_limits<double>::infinity(), sum = 0;
           for (int64_t s = first; s < keys; ++s) {
             double dot = 0;
@@ -372,6 +383,15 @@ private:
 
   double gptLoss(const Batch &batch, Vec *logitsOut) const {
     const int64_t B = batch.batch, T = batch.seq, C = a.width, V = a.vocab;
+    // With documents, token t's starts at the last bos at or before it.
+    starts.assign(size_t(B * T), 0);
+    if (a.documents)
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t t = 0, start = 0; t < T; ++t) {
+          if (batch.tokens[size_t(b * T + t)] == a.bos())
+            start = t;
+          starts[size_t(b * T + t)] = start;
+        }
     const Vec &wte = at("wte.weight");
     const Vec *wpe = get("wpe.weight");
     Vec x(size_t(B * T * C));
@@ -592,6 +612,8 @@ private:
   const Arch &a;
   const Params &p;
   mutable std::vector<Vec> *recorded = nullptr;
+  /// gpt: where each token's document starts (0 without documents).
+  mutable std::vector<int64_t> starts;
   /// Where embedding() wants the pooled features.
   mutable Vec *embedded = nullptr;
 };
@@ -614,9 +636,11 @@ std::vector<Case> cases() {
   std::vector<Case> all;
   {
     // nanochat-like: RoPE, QK-norm, parameter-free RMSNorm (also after the
-    // embedding), ReLU^2, softcap, no biases, untied; GQA with 2 kv heads.
+    // embedding), ReLU^2, softcap, no biases, untied; GQA with 2 kv heads;
+    // documents packed into the sequences.
     Arch a;
     a.name = "gpt_rope_gqa";
+    a.documents = true;
     a.kvHeads = 2;
     a.normWeight = false;
     a.embeddingNorm = true;
@@ -844,6 +868,13 @@ protected:
     // Two ignored targets: the loss is the mean over the others.
     b.targets[1] = -1;
     b.targets[size_t(B * T - 2)] = -1;
+    // Documents: each sequence's second starts after a few tokens (the
+    // first began before it), a third in the last sequence.
+    if (a.documents) {
+      for (int64_t r = 0; r < B; ++r)
+        b.tokens[size_t(r * T + std::min<int64_t>(T - 1, 2 + r))] = a.bos();
+      b.tokens[size_t(B * T - 3)] = a.bos();
+    }
     return b;
   }
 
@@ -1001,7 +1032,11 @@ TEST_P(ModelGradientTest, DecodeMatchesReference) {
   }
   ASSERT_EQ(decode["capacity"].get<int64_t>(), c.maxSeq);
   Params p = doubles(*run);
-  Reference ref(c.arch, p);
+  // Decoding continues one document: what the forward computes without
+  // document packing.
+  Arch oneDocument = c.arch;
+  oneDocument.documents = false;
+  Reference ref(oneDocument, p);
   const int64_t B = c.batch, T = c.maxSeq, V = c.arch.vocab;
   Batch b = batch(B, T, 5);
   Vec expected;
@@ -1128,6 +1163,41 @@ void ModelGradientTest::expectGradients(ModelRun &run, Batch &b) {
 
 // Every model's train_step; DINO's also at the local crops' size, where
 // pos_embed's gradient comes back through the resampling to their grid.
+// Document packing: a document packed after another computes what it
+// computes alone, at the start of its own sequence (RoPE: attention sees
+// relative positions only), to float rounding: the logits of its tokens
+// within 1e-5 of the largest. On the case that packs documents.
+TEST(PackedDocuments, ComputeWhatTheyComputeAlone) {
+  std::vector<Case> all = cases();
+  auto packing = std::find_if(all.begin(), all.end(),
+                              [](const Case &c) { return c.arch.documents; });
+  ASSERT_NE(packing, all.end());
+  const Arch &a = packing->arch;
+  ASSERT_EQ(a.positions, "rope");
+  ModelRun run(
+      compiled(a.name, specYaml(a), packing->maxBatch, packing->maxSeq));
+  ASSERT_EQ(run.model.initParams(run.param(), 7), LAP_OK);
+  const int64_t T = packing->maxSeq, V = a.vocab, split = 5;
+  Batch packed = textBatch(1, T, a.vocab, 21);
+  for (int32_t &token : packed.tokens)
+    token = token == a.bos() ? 0 : token;
+  packed.tokens[split] = a.bos();
+  Batch alone = textBatch(1, T - split, a.vocab, 22);
+  std::copy(packed.tokens.begin() + split, packed.tokens.end(),
+            alone.tokens.begin());
+  std::vector<float> together, apart;
+  run.forward(packed, &together);
+  run.forward(alone, &apart);
+  double largest = 0, worst = 0;
+  for (int64_t i = 0; i < (T - split) * V; ++i) {
+    largest = std::max(largest, double(std::abs(apart[size_t(i)])));
+    worst = std::max(worst, double(std::abs(together[size_t(split * V + i)] -
+                                            apart[size_t(i)])));
+  }
+  EXPECT_GT(largest, 0.0);
+  EXPECT_LE(worst, 1e-5 * largest);
+}
+
 TEST_P(ModelGradientTest, TrainStepMatchesFiniteDifferences) {
   const Case &c = GetParam();
   auto run = load();

@@ -1,25 +1,28 @@
-"""Causal attention under a sliding window: lap.torch.attention's forward +
-backward time against the window, next to PyTorch 1.13's manual attention
+"""Causal attention under the masks packed training uses — sliding windows
+and documents packed into a sequence — timed against the mask: forward +
+backward of lap.torch.attention next to PyTorch 1.13's manual attention
 with the same mask (Debian's torch has no fused attention on the CPU), in
 one run.
 
 A GPT layer's attention at T = 2048 (B 1, H 4, D 64; q, k, v views of one
-projection's output, as a block hands them over), full causal and under
-windows of 1024 ... 64 keys, as softmax heads (attn) and as Laplacian
-heads (alpha -1, beta 1), both with learned coefficients. For each window
-the JSON gives both frameworks' medians, lap's speed-up over its own full
-causal attention next to the ratio of the areas the masks allow (the most
-skipping blocks can give), and the Laplacian heads' time over attn's.
-Rounds alternate between the frameworks; medians of `--iters` timed steps
-after warm-up, the best round's.
+projection's output, as a block hands them over): full causal, windows of
+1024 ... 64 keys, and documents of 64 ... 512 tokens on average (lengths
+drawn uniformly from 1 to twice the mean, the same for both frameworks),
+as softmax heads (attn) and as Laplacian heads (alpha -1, beta 1), both
+with learned coefficients. For each mask the JSON gives both frameworks'
+medians, lap's speed-up over its own full causal attention next to the
+ratio of the areas the masks allow (the most that skipping blocks can
+give), and the Laplacian heads' time over attn's. Rounds alternate
+between the frameworks; medians of `--iters` timed steps after warm-up,
+the best round's.
 
-usage: PYTHONPATH=build/python /usr/bin/python3 bench/attention_windows.py
+usage: PYTHONPATH=build/python /usr/bin/python3 bench/attention_masks.py
        [--iters N] [--rounds N] [--threads N] [--tokens N]
 """
 
 from peer_env import allocator, blas_library, run_at_its_best
 
-run_at_its_best("attention_windows")
+run_at_its_best("attention_masks")
 
 import argparse
 import json
@@ -32,8 +35,22 @@ from attention_peer import allowed, manual, step_time
 from lap import _attention
 
 KINDS = {"attn": (1.0, 0.0), "laplacian": (-1.0, 1.0)}
-WINDOWS = [0, 1024, 512, 256, 128, 64]  # 0: full causal
 HEADS, HEAD_DIM = 4, 64
+# (name, window, mean document length); 0: none.
+MASKS = ([("causal", 0, 0)] +
+         [(f"window {w}", w, 0) for w in (1024, 512, 256, 128, 64)] +
+         [(f"documents {m}", 0, m) for m in (512, 256, 128, 64)])
+
+
+def document_ids(T, mean):
+    """[1, T] document ids, lengths uniform in [1, 2 mean], seeded."""
+    g = torch.Generator().manual_seed(mean)
+    ids, document = [], 0
+    while len(ids) < T:
+        length = int(torch.randint(1, 2 * mean + 1, (1,), generator=g))
+        ids += [document] * length
+        document += 1
+    return torch.tensor(ids[:T])[None, :]
 
 
 def inputs(T, kind):
@@ -49,10 +66,11 @@ def inputs(T, kind):
 
 
 def measure(T, iters, rounds):
-    """{window: {kind: {framework: best round's (median, min, max)}}}."""
+    """{mask: {kind: {framework: best round's (median, min, max)}}}."""
     runs = {}
     for _ in range(rounds):
-        for window in WINDOWS:
+        for name, window, mean in MASKS:
+            documents = document_ids(T, mean) if mean else None
             for kind in KINDS:
                 qkv, alpha, beta, dout = inputs(T, kind)
 
@@ -60,21 +78,22 @@ def measure(T, iters, rounds):
                     return [x.transpose(1, 2) for x in qkv.unbind(2)]
 
                 frameworks = {
-                    "lap": lambda: lt.attention(*views(), alpha, beta,
-                                                causal=True, window=window),
+                    "lap": lambda: lt.attention(
+                        *views(), alpha, beta, causal=True, window=window,
+                        documents=documents),
                     "pytorch": lambda: manual(*views(), alpha, beta, True,
-                                              window),
+                                              window, documents),
                 }
                 for framework, function in frameworks.items():
-                    runs.setdefault(window, {}).setdefault(
+                    runs.setdefault(name, {}).setdefault(
                         kind, {}).setdefault(framework, []).append(
                             step_time(function, (qkv, alpha, beta), dout,
                                       iters))
-    return {w: {kind: {f: dict(zip(("median_ms", "min_ms", "max_ms"),
+    return {m: {kind: {f: dict(zip(("median_ms", "min_ms", "max_ms"),
                                    min(r, key=lambda t: t[0])))
                        for f, r in by_framework.items()}
                 for kind, by_framework in by_kind.items()}
-            for w, by_kind in runs.items()}
+            for m, by_kind in runs.items()}
 
 
 def main():
@@ -85,30 +104,31 @@ def main():
     parser.add_argument("--tokens", type=int, default=2048)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    blas = blas_library("attention_windows")
+    blas = blas_library("attention_masks")
     T = args.tokens
     results = measure(T, args.iters, args.rounds)
     full_area = int(allowed(T, True).sum())
     rows = []
-    for window in WINDOWS:
-        r = results[window]
-        area = int(allowed(T, True, window).sum())
-        row = {"window": window, "allowed_pairs": area,
-               "area_ratio_to_full": full_area / area}
+    for name, window, mean in MASKS:
+        r = results[name]
+        documents = document_ids(T, mean) if mean else None
+        area = int(allowed(T, True, window, documents).sum())
+        row = {"mask": name, "window": window, "mean_document": mean,
+               "allowed_pairs": area, "area_ratio_to_causal": full_area / area}
         for kind in KINDS:
             lap_ms = r[kind]["lap"]["median_ms"]
             row[kind] = r[kind]
-            row[kind]["speedup_over_full"] = (
-                results[0][kind]["lap"]["median_ms"] / lap_ms)
+            row[kind]["speedup_over_causal"] = (
+                results["causal"][kind]["lap"]["median_ms"] / lap_ms)
             row[kind]["speedup_over_pytorch"] = (
                 r[kind]["pytorch"]["median_ms"] / lap_ms)
         row["laplacian_over_attn"] = (r["laplacian"]["lap"]["median_ms"] /
                                       r["attn"]["lap"]["median_ms"])
         rows.append(row)
     print(json.dumps({
-        "benchmark": "causal attention forward + backward under a sliding "
-                     "window, lap.torch.attention against PyTorch's manual "
-                     "masked attention",
+        "benchmark": "causal attention forward + backward under sliding "
+                     "windows and packed documents, lap.torch.attention "
+                     "against PyTorch's manual masked attention",
         "shape": {"B": 1, "H": HEADS, "T": T, "D": HEAD_DIM},
         "threads": args.threads,
         "torch": torch.__version__,
@@ -117,7 +137,7 @@ def main():
         "lap_isa": _attention.isa("cpu"),
         "cpu": platform.processor() or platform.machine(),
         "iters": args.iters, "rounds": args.rounds,
-        "windows": rows,
+        "masks": rows,
     }, indent=1))
 
 
