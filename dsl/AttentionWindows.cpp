@@ -13,6 +13,7 @@
 #include "dsl/AttentionWindows.h"
 #include "dsl/Scalars.h"
 
+#include <algorithm>
 #include <optional>
 
 using namespace lap::dsl;
