@@ -849,14 +849,22 @@ void backward(E *dq, E *dk, E *dv, float *dcoefficients, const E *dout,
 
   // A task owns a kv head of a batch, hence its dk/dv and the dq rows of
   // its query heads: no races. With few such groups their key blocks are
-  // also dealt round-robin to `chunks` tasks, each with a dq partial summed
-  // at the end. The split depends on the shape only, so results do not
-  // depend on the thread count.
+  // also dealt to `chunks` tasks, each with a dq partial summed at the end:
+  // round-robin (under the causal mask the first blocks meet the most
+  // queries), or, under a window or in documents, where a block's terms
+  // reach only the queries up to its queryEnd, in runs of consecutive
+  // blocks, each partial then zeroed and summed only over the query rows
+  // its run reaches. The split depends on the shape and the mask only, so
+  // results do not depend on the thread count.
   int64_t chunks =
       std::clamp<int64_t>((16 + groups - 1) / std::max<int64_t>(groups, 1), 1,
-                          std::max<int64_t>(nkb, 1));
+                          std::max<int64_t>(nkb, 1)); // at most 16
   while (chunks > 1 && (chunks - 1) * dqSize > (int64_t(4) << 20))
     --chunks;
+  const bool runs = s.window > 0 || s.starts;
+  // The query rows [from, to) task i's dq partial holds.
+  std::vector<std::pair<int64_t, int64_t>> reach(size_t(groups * chunks),
+                                                 {0, T});
   // The dq sums in fp32, one per chunk: the first is dq itself when it is
   // fp32, a buffer rounded into it at the end when it is bf16.
   constexpr bool inPlace = std::is_same_v<E, float>;
@@ -887,13 +895,22 @@ void backward(E *dq, E *dk, E *dv, float *dcoefficients, const E *dout,
           // Every chunk of the group needs the row terms; one sums dO V.
           backwardRowTerms(s, a, lse2, rowDot, b, g,
                            mine && c == 0 ? mine + G : nullptr);
+          // Key blocks first, first + step, ... before end.
+          const int64_t first = runs ? c * nkb / chunks : c,
+                        step = runs ? 1 : chunks,
+                        end = runs ? (c + 1) * nkb / chunks : nkb;
+          auto &[from, to] = reach[size_t(i)];
+          if (runs) {
+            const int64_t last = (end - 1) * s.kStep;
+            from = first * s.kStep;
+            to = s.queryEnd(b, last, std::min(s.kStep, S - last));
+          }
           float *dqOut = dqSum(c);
-          for (int64_t t = 0; t < T; ++t)
+          for (int64_t t = from; t < to; ++t)
             std::fill(dqOut + s.qRow(b, t, g * G),
                       dqOut + s.qRow(b, t, g * G + G), 0.0f);
-          for (int64_t kb = c; kb < nkb; kb += chunks) {
-            const int64_t next =
-                kb + chunks < nkb ? (kb + chunks) * s.kStep : -1;
+          for (int64_t kb = first; kb < end; kb += step) {
+            const int64_t next = kb + step < end ? (kb + step) * s.kStep : -1;
             backwardKeyBlock<N>(s, a, dqOut, lse2, rowDot, b, g, kb * s.kStep,
                                 next, mine, ws);
           }
@@ -901,15 +918,30 @@ void backward(E *dq, E *dk, E *dv, float *dcoefficients, const E *dout,
         [](int64_t) {});
   });
 
+  // Each dq row [b, t, h]: the sum of the partials that reach it, in chunk
+  // order (at most 16 chunks).
   if (buffers > 0)
-    parallelFor(dqSize, 1 << 14, [&](int64_t begin, int64_t end) HWY_ATTR {
-      for (int64_t i = begin; i < end; ++i) {
-        float sum = dqSum(0)[i];
-        for (int64_t c = 1; c < chunks; ++c)
-          sum += dqSum(c)[i];
-        store(dq[i], sum);
-      }
-    });
+    parallelFor(B * T * H, std::max<int64_t>(1, (1 << 14) / D),
+                [&](int64_t begin, int64_t end) HWY_ATTR {
+                  const float *parts[16];
+                  for (int64_t r = begin; r < end; ++r) {
+                    const int64_t t = r / H % T,
+                                  task = (r / (T * H) * KV + r % H / G) * chunks;
+                    int64_t n = 0;
+                    for (int64_t c = 0; c < chunks; ++c) {
+                      const auto [from, to] = reach[size_t(task + c)];
+                      if (t >= from && t < to)
+                        parts[n++] = dqSum(c) + r * D;
+                    }
+                    E *__restrict out = dq + r * D;
+                    for (int64_t d = 0; d < D; ++d) {
+                      float sum = parts[0][d];
+                      for (int64_t k = 1; k < n; ++k)
+                        sum += parts[k][d];
+                      store(out[d], sum);
+                    }
+                  }
+                });
 
   if (dcoefficients)
     for (int64_t h = 0; h < H; ++h) {

@@ -621,7 +621,13 @@ TEST(AttentionDecode, MatchesWholeSequenceReference) {
 TEST(Attention, ResultsDoNotDependOnThreadCount) {
   const int saved = omp_get_max_threads();
   for (auto [B, KV] : {std::pair<int64_t, int64_t>{1, 1}, {3, 1}, {4, 4}}) {
-    Problem p = makeProblem(selfShape(B, 130, 4, KV, 64, true), 1000 + B);
+    // Causal (key blocks dealt round-robin), under a window and in
+    // documents (in runs of consecutive blocks).
+    for (Shape shape :
+         {selfShape(B, 130, 4, KV, 64, true),
+          windowed(selfShape(B, 130, 4, KV, 64, true), 40),
+          packed(selfShape(B, 130, 4, KV, 64, true), 30, 1010)}) {
+    Problem p = makeProblem(shape, 1000 + B);
     SCOPED_TRACE(p.s.str());
     omp_set_num_threads(1);
     Forward f1 = runForward(p);
@@ -635,6 +641,7 @@ TEST(Attention, ResultsDoNotDependOnThreadCount) {
     EXPECT_EQ(g1.dk, g3.dk);
     EXPECT_EQ(g1.dv, g3.dv);
     EXPECT_EQ(g1.dcoefficients, g3.dcoefficients);
+    }
   }
   omp_set_num_threads(saved);
 }
