@@ -20,21 +20,18 @@ usage: PYTHONPATH=build/python /usr/bin/python3 bench/attention_masks.py
        [--iters N] [--rounds N] [--threads N] [--tokens N]
 """
 
-from peer_env import allocator, blas_library, run_at_its_best
+from peer_env import blas_library, run_at_its_best
 
 run_at_its_best("attention_masks")
 
 import argparse
 import json
-import platform
 
 import torch
 
 import lap.torch as lt
-from attention_peer import allowed, manual, step_time
-from lap import _attention
-
-KINDS = {"attn": (1.0, 0.0), "laplacian": (-1.0, 1.0)}
+from attention_peer import (KINDS, allowed, best_rounds, host, manual,
+                            projection_inputs, step_time)
 HEADS, HEAD_DIM = 4, 64
 # (name, window, mean document length); 0: none.
 MASKS = ([("causal", 0, 0)] +
@@ -53,18 +50,6 @@ def document_ids(T, mean):
     return torch.tensor(ids[:T])[None, :]
 
 
-def inputs(T, kind):
-    """q, k, v as views of one [1, T, 3, H, D] projection; learned (alpha,
-    beta); the upstream gradient."""
-    g = torch.Generator().manual_seed(0)
-    qkv = torch.randn(1, T, 3, HEADS, HEAD_DIM, generator=g).requires_grad_()
-    a, b = KINDS[kind]
-    alpha = torch.full((HEADS,), a, requires_grad=True)
-    beta = torch.full((HEADS,), b, requires_grad=True)
-    dout = torch.randn(1, HEADS, T, HEAD_DIM, generator=g)
-    return qkv, alpha, beta, dout
-
-
 def measure(T, iters, rounds):
     """{mask: {kind: {framework: best round's (median, min, max)}}}."""
     runs = {}
@@ -72,7 +57,8 @@ def measure(T, iters, rounds):
         for name, window, mean in MASKS:
             documents = document_ids(T, mean) if mean else None
             for kind in KINDS:
-                qkv, alpha, beta, dout = inputs(T, kind)
+                qkv, alpha, beta, dout = projection_inputs(1, HEADS, T,
+                                                           HEAD_DIM, kind)
 
                 def views():
                     return [x.transpose(1, 2) for x in qkv.unbind(2)]
@@ -89,11 +75,7 @@ def measure(T, iters, rounds):
                         kind, {}).setdefault(framework, []).append(
                             step_time(function, (qkv, alpha, beta), dout,
                                       iters))
-    return {m: {kind: {f: dict(zip(("median_ms", "min_ms", "max_ms"),
-                                   min(r, key=lambda t: t[0])))
-                       for f, r in by_framework.items()}
-                for kind, by_framework in by_kind.items()}
-            for m, by_kind in runs.items()}
+    return best_rounds(runs)
 
 
 def main():
@@ -130,12 +112,7 @@ def main():
                      "windows and packed documents, lap.torch.attention "
                      "against PyTorch's manual masked attention",
         "shape": {"B": 1, "H": HEADS, "T": T, "D": HEAD_DIM},
-        "threads": args.threads,
-        "torch": torch.__version__,
-        "blas": blas,
-        "allocator": allocator(),
-        "lap_isa": _attention.isa("cpu"),
-        "cpu": platform.processor() or platform.machine(),
+        **host(blas, args.threads),
         "iters": args.iters, "rounds": args.rounds,
         "masks": rows,
     }, indent=1))

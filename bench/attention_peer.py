@@ -1,13 +1,34 @@
-"""What the attention benchmarks share: the PyTorch peer (manual attention,
-as nanoGPT writes it for torch < 2.0, with lap's head mix and any mask)
-and the timing of a forward + backward. Import after peer_env's
+"""What the attention benchmarks share: their inputs, the PyTorch peer
+(manual attention, as nanoGPT writes it for torch < 2.0, with lap's head
+mix and any mask), the timing of a forward + backward, the best of the
+rounds, and the host they ran on. Import after peer_env's
 run_at_its_best() (it imports torch)."""
 
 import math
+import platform
 import statistics
 import time
 
 import torch
+
+from lap import _attention
+from peer_env import allocator
+
+KINDS = {"attn": (1.0, 0.0), "laplacian": (-1.0, 1.0)}
+
+
+def projection_inputs(B, H, T, D, kind):
+    """What a transformer block hands attention: q, k and v as views of one
+    projection's output [B, T, 3, H, D] (so neither framework gets dense
+    [B, H, T, D] tensors for free), the heads' coefficients of `kind`,
+    learned, and the upstream gradient [B, H, T, D]."""
+    g = torch.Generator().manual_seed(0)
+    qkv = torch.randn(B, T, 3, H, D, generator=g).requires_grad_()
+    a, b = KINDS[kind]
+    alpha = torch.full((H,), a, requires_grad=True)
+    beta = torch.full((H,), b, requires_grad=True)
+    dout = torch.randn(B, H, T, D, generator=g)
+    return qkv, alpha, beta, dout
 
 
 def allowed(T, causal, window=0, documents=None):
@@ -50,3 +71,21 @@ def step_time(function, leaves, dout, iters, warmup=3):
         if i >= warmup:
             times.append((time.perf_counter() - began) * 1e3)
     return statistics.median(times), min(times), max(times)
+
+
+def best_rounds(runs):
+    """{case: {kind: {framework: [(median, min, max) per round]}}} ->
+    the round with the lowest median of each, as a dict: the framework at
+    its quietest."""
+    return {case: {kind: {f: dict(zip(("median_ms", "min_ms", "max_ms"),
+                                      min(r, key=lambda t: t[0])))
+                          for f, r in by_framework.items()}
+                   for kind, by_framework in by_kind.items()}
+            for case, by_kind in runs.items()}
+
+
+def host(blas, threads):
+    """The JSON fields naming where a benchmark ran."""
+    return {"threads": threads, "torch": torch.__version__, "blas": blas,
+            "allocator": allocator(), "lap_isa": _attention.isa("cpu"),
+            "cpu": platform.processor() or platform.machine()}

@@ -16,39 +16,23 @@ peer needs an optimized BLAS: apt-get install libopenblas0-pthread
 libtcmalloc-minimal4, as bench/run.sh installs them.)
 """
 
-from peer_env import allocator, blas_library, run_at_its_best
+from peer_env import blas_library, run_at_its_best
 
 run_at_its_best("attention_torch")
 
 import argparse
 import json
-import platform
 
 import torch
 
 import lap.torch as lt
-from attention_peer import manual, step_time
-from lap import _attention
+from attention_peer import (KINDS, best_rounds, host, manual,
+                            projection_inputs, step_time)
 
 BLOCKS = {
     "vit_s16": dict(B=8, H=6, T=197, D=64, causal=False),
     "gpt": dict(B=4, H=12, T=256, D=64, causal=True),
 }
-KINDS = {"attn": (1.0, 0.0), "laplacian": (-1.0, 1.0)}
-
-
-def block_inputs(block, kind):
-    """What a transformer block hands attention: q, k and v as views of one
-    projection's output [B, T, 3, H, D] (so neither framework gets dense
-    [B, H, T, D] tensors for free), the heads' coefficients, learned."""
-    B, H, T, D = (block[k] for k in ("B", "H", "T", "D"))
-    g = torch.Generator().manual_seed(0)
-    qkv = torch.randn(B, T, 3, H, D, generator=g).requires_grad_()
-    a, b = KINDS[kind]
-    alpha = torch.full((H,), a, requires_grad=True)
-    beta = torch.full((H,), b, requires_grad=True)
-    dout = torch.randn(B, H, T, D, generator=g)
-    return qkv, alpha, beta, dout
 
 
 def measure(iters, rounds):
@@ -59,7 +43,8 @@ def measure(iters, rounds):
     for _ in range(rounds):
         for name, block in BLOCKS.items():
             for kind in KINDS:
-                qkv, alpha, beta, dout = block_inputs(block, kind)
+                qkv, alpha, beta, dout = projection_inputs(
+                    *(block[k] for k in ("B", "H", "T", "D")), kind)
                 leaves = (qkv, alpha, beta)
 
                 def views():
@@ -75,11 +60,7 @@ def measure(iters, rounds):
                     runs.setdefault(name, {}).setdefault(kind, {}).setdefault(
                         framework, []).append(
                             step_time(function, leaves, dout, iters))
-    return {name: {kind: {f: dict(zip(("median_ms", "min_ms", "max_ms"),
-                                      min(r, key=lambda t: t[0])))
-                          for f, r in by_framework.items()}
-                   for kind, by_framework in by_kind.items()}
-            for name, by_kind in runs.items()}
+    return best_rounds(runs)
 
 
 def main():
@@ -102,12 +83,7 @@ def main():
     print(json.dumps({
         "benchmark": "attention forward + backward, lap.torch.attention "
                      "against PyTorch's manual attention",
-        "threads": args.threads,
-        "torch": torch.__version__,
-        "blas": blas,
-        "allocator": allocator(),
-        "lap_isa": _attention.isa("cpu"),
-        "cpu": platform.processor() or platform.machine(),
+        **host(blas, args.threads),
         "iters": args.iters, "rounds": args.rounds,
         "blocks": results,
     }, indent=1))
