@@ -34,6 +34,7 @@
 #include <hwy/foreach_target.h> // must precede highway.h
 #include <hwy/highway.h>
 
+#include "runtime/kernels/AttentionMask.h"
 #include "runtime/kernels/Bf16.h"
 #include "runtime/kernels/cpu/Isa.h"
 #include "runtime/kernels/cpu/Kernels.h"
@@ -397,10 +398,8 @@ struct Shape {
   /// query (a padding lane) counts as the last.
   int64_t firstKey(int64_t b, int64_t t) const {
     t = std::min(t, T - 1);
-    int64_t first = window > 0 ? t - window + 1 : 0;
-    if (starts)
-      first = std::max<int64_t>(first, starts[b * T + t]);
-    return std::max<int64_t>(first, 0);
+    return attention_mask::firstKey(t, window,
+                                    starts ? starts + b * T : nullptr);
   }
   /// Whether some key of [s0, s0 + nk) is masked for some query of
   /// [t0, t0 + nq) of sequence b.
@@ -418,16 +417,8 @@ struct Shape {
   int64_t queryEnd(int64_t b, int64_t s0, int64_t nk) const {
     if (window == 0 && !starts)
       return T;
-    const int64_t last = s0 + nk - 1;
-    int64_t lo = std::min(last + 1, T), hi = T;
-    while (lo < hi) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      if (firstKey(b, mid) > last)
-        hi = mid;
-      else
-        lo = mid + 1;
-    }
-    return lo;
+    return attention_mask::queryEnd(s0 + nk - 1, T,
+                                    [&](int64_t t) { return firstKey(b, t); });
   }
 };
 

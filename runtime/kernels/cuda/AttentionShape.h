@@ -9,6 +9,7 @@
 #ifndef LAP_RUNTIME_KERNELS_CUDA_ATTENTIONSHAPE_H
 #define LAP_RUNTIME_KERNELS_CUDA_ATTENTIONSHAPE_H
 
+#include "runtime/kernels/AttentionMask.h"
 #include "runtime/kernels/cuda/DeviceCode.h"
 #include "runtime/kernels/cuda/Elements.h"
 
@@ -70,10 +71,8 @@ struct Shape {
   // The first key that query t (< T) of sequence b sees: 0, or under a
   // window or in a document a later one. Nondecreasing in t.
   __device__ int firstKey(int b, int t) const {
-    int first = window > 0 ? t - window + 1 : 0;
-    if (starts)
-      first = max(first, starts[int64_t(b) * T + t]);
-    return max(first, 0);
+    return attention_mask::firstKey(t, window,
+                                    starts ? starts + int64_t(b) * T : nullptr);
   }
   // Whether query t of sequence b sees key s (both may be a tile's
   // padding).
@@ -97,16 +96,8 @@ struct Shape {
   __device__ int queryEnd(int b, int s0, int ns) const {
     if (window == 0 && !starts)
       return T;
-    const int last = s0 + ns - 1;
-    int lo = min(last + 1, T), hi = T;
-    while (lo < hi) {
-      const int mid = lo + (hi - lo) / 2;
-      if (firstKey(b, mid) > last)
-        hi = mid;
-      else
-        lo = mid + 1;
-    }
-    return lo;
+    return attention_mask::queryEnd(s0 + ns - 1, T,
+                                    [&](int t) { return firstKey(b, t); });
   }
 };
 
