@@ -344,18 +344,7 @@ Shape windowed(Shape s, int64_t window) {
 /// 2 * mean tokens; the first may have begun before the sequence).
 Shape packed(Shape s, int64_t mean, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<int64_t> length(1, 2 * mean);
-  s.starts.resize(size_t(s.B * s.T));
-  for (int64_t b = 0; b < s.B; ++b) {
-    int64_t start = 0, next = length(rng) / 2;
-    for (int64_t t = 0; t < s.T; ++t) {
-      if (t == next) {
-        start = t;
-        next = t + length(rng);
-      }
-      s.starts[size_t(b * s.T + t)] = int32_t(start);
-    }
-  }
+  s.starts = lap::test::packedDocumentStarts(rng, s.B, s.T, mean);
   return s;
 }
 

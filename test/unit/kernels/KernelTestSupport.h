@@ -36,6 +36,22 @@ struct LinearShape {
   }
 };
 
+/// Document starts [B, T] of sequences packed from documents of 1 to
+/// 2 * mean tokens (each sequence's first may have begun before it): for
+/// each token, the position its document starts at.
+inline std::vector<int32_t> packedDocumentStarts(std::mt19937 &rng, int64_t B,
+                                                 int64_t T, int64_t mean) {
+  std::uniform_int_distribution<int64_t> length(1, 2 * mean);
+  std::vector<int32_t> starts;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0, start = 0, next = length(rng) / 2; t < T; ++t) {
+      if (t == next)
+        start = t, next = t + length(rng);
+      starts.push_back(int32_t(start));
+    }
+  return starts;
+}
+
 inline std::vector<float> randomVector(std::mt19937 &rng, size_t n,
                                        float lo = -1.0f, float hi = 1.0f) {
   std::uniform_real_distribution<float> dist(lo, hi);

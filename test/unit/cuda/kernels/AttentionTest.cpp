@@ -132,15 +132,8 @@ template <typename E> struct Inputs {
     v = elements(randomVector(rng, nk));
     dout = elements(randomVector(rng, nq));
     // Documents of 1 to 2 * c.documents tokens: each query's start.
-    if (c.documents > 0) {
-      std::uniform_int_distribution<int64_t> length(1, 2 * c.documents);
-      for (int64_t b = 0; b < c.B; ++b)
-        for (int64_t t = 0, start = 0, next = length(rng) / 2; t < c.T; ++t) {
-          if (t == next)
-            start = t, next = t + length(rng);
-          starts.push_back(int32_t(start));
-        }
-    }
+    if (c.documents > 0)
+      starts = packedDocumentStarts(rng, c.B, c.T, c.documents);
   }
   /// The kernels' starts: null without documents.
   const int32_t *startsOrNull() const {
