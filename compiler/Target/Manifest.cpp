@@ -97,16 +97,24 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
                        {"width", spec.model.width},
                        {"names", std::move(layerNames)}};
 
-  // The key/value cache of @decode (model.h: lap_model_decode).
+  // The key/value cache of @decode (model.h: lap_model_decode): each
+  // layer's positions, in layer order.
   json::Value decoding = nullptr;
   if (decode) {
     const dsl::ModelSpec &m = spec.model;
-    decoding = json::Object{{"layers", m.layers},
-                            {"kv_heads", m.kvHeads},
-                            {"head_dim", m.headDim},
-                            {"capacity", maxSeq},
-                            {"cache_floats_per_sequence",
-                             2 * m.layers * maxSeq * m.kvHeads * m.headDim}};
+    json::Array slots;
+    int64_t positions = 0;
+    decode.walk([&](lap::CachedAttentionOp a) {
+      slots.push_back(a.getSlots(maxSeq));
+      positions += a.getSlots(maxSeq);
+    });
+    decoding = json::Object{
+        {"layers", m.layers},
+        {"kv_heads", m.kvHeads},
+        {"head_dim", m.headDim},
+        {"capacity", maxSeq},
+        {"slots", std::move(slots)},
+        {"cache_floats_per_sequence", 2 * positions * m.kvHeads * m.headDim}};
   }
 
   // Image models: the image sizes they run (model.h: lap_batch.seq picks

@@ -19,7 +19,7 @@ from lap._buffers import address, is_torch
 from lap._home import tool
 from lap.errors import LapError
 
-ABI_VERSION = 7  # LAP_MODEL_ABI_VERSION
+ABI_VERSION = 8  # LAP_MODEL_ABI_VERSION
 
 
 class _Batch(ctypes.Structure):

@@ -91,9 +91,9 @@ struct Model {
   std::vector<int64_t> gradOffsets;
   /// Residual streams returned by lap_model_features, and their width.
   int64_t featureLayers = 0, width = 0;
-  /// Decoding: layers and floats of one layer's key (or value) cache per
-  /// sequence; 0 when the model has no @decode.
-  int64_t decodeLayers = 0, cacheFloats = 0;
+  /// Decoding: the floats of each layer's key (or value) cache per
+  /// sequence; empty when the model has no @decode.
+  std::vector<int64_t> cacheFloats;
 
   Model() {
     if (manifestError())
@@ -113,11 +113,10 @@ struct Model {
     parameterElements = m["parameters"]["elements"];
     featureLayers = m["features"]["layers"];
     width = m["features"]["width"];
-    if (auto &d = m["decode"]; !d.is_null()) {
-      decodeLayers = d["layers"];
-      cacheFloats = int64_t(d["capacity"]) * int64_t(d["kv_heads"]) *
-                    int64_t(d["head_dim"]);
-    }
+    if (auto &d = m["decode"]; !d.is_null())
+      for (int64_t slots : d["slots"])
+        cacheFloats.push_back(slots * int64_t(d["kv_heads"]) *
+                              int64_t(d["head_dim"]));
     for (auto &p : m["parameters"]["tensors"]) {
       lap::model::ParameterSpec spec;
       spec.offset = p["offset"];
@@ -332,7 +331,7 @@ lap_status lap_model_decode(const float *params, const int32_t *tokens,
   if (lap_status s = Model::checkKernels())
     return s;
   const Model &m = model();
-  if (!lap_gen_decode || m.decodeLayers == 0)
+  if (!lap_gen_decode || m.cacheFloats.empty())
     return fail(
         "this model has no decode function (only language models decode)");
   if (!params || !tokens || !cache || !workspace || !out_logits)
@@ -350,8 +349,9 @@ lap_status lap_model_decode(const float *params, const int32_t *tokens,
       return s;
   // tokens, then each layer's key and value caches.
   std::vector<const void *> inputs{tokens};
-  for (int64_t i = 0; i < 2 * m.decodeLayers; ++i)
-    inputs.push_back(cache + i * batch * m.cacheFloats);
+  for (int64_t floats : m.cacheFloats)
+    for (int kv = 0; kv < 2; ++kv, cache += batch * floats)
+      inputs.push_back(cache);
   void *outputs[] = {out_logits};
   lap_gen_decode(params, inputs.data(), outputs, workspace, batch, count,
                  nullptr, first);

@@ -136,6 +136,20 @@ void checkImageSizes(const nlohmann::json &images) {
   }
 }
 
+/// Each layer's cache holds 1 .. capacity positions.
+void checkDecode(const nlohmann::json &decode) {
+  for (const char *key : {"layers", "kv_heads", "head_dim", "capacity"})
+    integer(decode, "decode", key, 1, kMaxLimit);
+  const nlohmann::json &slots = array(decode, "decode", "slots");
+  if (slots.size() != decode["layers"].get<size_t>())
+    throw Problem("decode.slots does not hold one entry per layer");
+  for (size_t l = 0; l < slots.size(); ++l) {
+    std::string key = "slots[" + std::to_string(l) + "]";
+    integer(nlohmann::json{{key, slots[l]}}, "decode", key.c_str(), 1,
+            decode["capacity"].get<int64_t>());
+  }
+}
+
 } // namespace
 
 std::string manifestProblem(const nlohmann::json &m) {
@@ -177,8 +191,7 @@ std::string manifestProblem(const nlohmann::json &m) {
     integer(features, "features", "layers", 0, kMaxLimit);
     integer(features, "features", "width", 0, kMaxLimit);
     if (const nlohmann::json &d = at(m, "", "decode"); !d.is_null())
-      for (const char *key : {"layers", "kv_heads", "head_dim", "capacity"})
-        integer(d, "decode", key, 1, kMaxLimit);
+      checkDecode(d);
     if (const nlohmann::json &i = at(m, "", "images"); !i.is_null())
       checkImageSizes(i);
   } catch (const Problem &p) {

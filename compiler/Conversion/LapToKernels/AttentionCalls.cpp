@@ -31,9 +31,10 @@ std::optional<LogicalResult> Emitter::emitAttention(Operation *op) {
         LAP_CALL(attention_decode, buf(a.getResult()), buf(a.getKCache()),
                  buf(a.getVCache()), buf(a.getQ()), buf(a.getK()),
                  buf(a.getV()), coefficientsOf(a), dimArg(a.getQ(), 0),
-                 dimArg(a.getQ(), 1), I64{buffer(a.getFirst())}, i64(maxSeq),
-                 i64(a.getNumHeads()), i64(a.getNumKvHeads()),
-                 dimArg(a.getQ(), 3), f32(a.getScale()), i64(a.getWindow()));
+                 dimArg(a.getQ(), 1), I64{buffer(a.getFirst())},
+                 i64(a.getSlots(maxSeq)), i64(a.getNumHeads()),
+                 i64(a.getNumKvHeads()), dimArg(a.getQ(), 3), f32(a.getScale()),
+                 i64(a.getWindow()));
         return success();
       })
       .Case([&](AttentionGradOp a) -> LogicalResult {

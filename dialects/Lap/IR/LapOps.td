@@ -113,12 +113,14 @@ def Lap_CachedAttentionOp : Lap_Op<"cached_attention", [MemoryEffects<[MemRead, 
   let description = [{
     Incremental decoding. `q` [B, T, H, D], `k` and `v` [B, T, KV, D] belong
     to T new tokens at positions first .. first + T - 1; `k_cache` and
-    `v_cache` [B, capacity, KV, D] (capacity: the compiled maximum sequence)
-    hold the keys and values of the positions before `first`. The op writes
-    `k` and `v` into the caches at positions first .. first + T - 1 (the one
-    lap op that writes an operand: the caches are buffers the caller keeps
-    between calls), then computes, like a causal lap.attention over the
-    whole sequence, the rows of the new tokens:
+    `v_cache` [B, slots, KV, D] hold the keys and values of the last `slots`
+    positions before `first`, position p in slot p mod slots. The slots are
+    the compiled maximum sequence, or under a `window` the window (no later
+    query sees further back): the cache's memory grows with the window, not
+    the context. The op computes, like a causal lap.attention over the whole
+    sequence, the rows of the new tokens, then stores `k` and `v` of the
+    positions the cache keeps (the one lap op that writes an operand: the
+    caches are buffers the caller keeps between calls):
 
         O_h = alpha_h * P V_h + beta_h * V_h (V_h at the query's own position)
 
@@ -147,6 +149,12 @@ def Lap_CachedAttentionOp : Lap_Op<"cached_attention", [MemoryEffects<[MemRead, 
     int64_t getNumHeads() { return getQ().getType().getDimSize(2); }
     int64_t getNumKvHeads() { return getK().getType().getDimSize(2); }
     ::llvm::SmallVector<std::pair<float, float>> getFixedCoefficients();
+    /// The positions a cache holds per sequence, for a compiled maximum
+    /// sequence of `capacity`.
+    int64_t getSlots(int64_t capacity) {
+      return getWindow() > 0 ? std::min<int64_t>(getWindow(), capacity)
+                             : capacity;
+    }
   }];
 }
 

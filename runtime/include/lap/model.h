@@ -45,7 +45,7 @@ extern "C" {
 #endif
 
 /* Bumped on any change to the functions, structs or manifest keys below. */
-#define LAP_MODEL_ABI_VERSION 7u
+#define LAP_MODEL_ABI_VERSION 8u
 
 /* lap_status (lap/status.h): LAP_INVALID_ARGUMENT for a null pointer, a
  * batch or sequence out of range. */
@@ -137,11 +137,14 @@ lap_status lap_model_embed(const float *params, const lap_batch *batch,
  * without recomputing what came before them. tokens [batch, count] int32
  * sit at positions first .. first + count - 1, first + count <= manifest
  * "decode.capacity". cache holds batch * "decode.cache_floats_per_sequence"
- * floats: per layer, the keys then the values [batch, capacity, kv_heads,
- * head_dim] of every earlier position, as written by earlier calls with the
- * same batch (first = 0 starts new sequences: the cache's content is then
- * ignored). The call adds the new tokens' keys and values and writes their
- * logits [batch, count, vocab] to out_logits. */
+ * floats: per layer l, the keys then the values [batch, slots_l, kv_heads,
+ * head_dim] of the last slots_l earlier positions, position p in slot
+ * p mod slots_l, as written by earlier calls with the same batch (first = 0
+ * starts new sequences: the cache's content is then ignored). slots_l is
+ * "decode.slots"[l]: the capacity, or a sliding window's size (a windowed
+ * layer keeps only what it can still see). The call adds the new tokens'
+ * keys and values and writes their logits [batch, count, vocab] to
+ * out_logits. */
 lap_status lap_model_decode(const float *params, const int32_t *tokens,
                             int64_t batch, int64_t count, int64_t first,
                             float *cache, void *workspace, float *out_logits);

@@ -1,13 +1,15 @@
 //===- DecodeAttention.h - attention against a key/value cache --*- CUDA -*-===//
 //
 // Incremental decoding: a few new queries against every cached key, bound by
-// reading the cache. One block per (sequence, head, query) makes one pass
-// over its keys: each warp takes a strided share of them, kKeyBatch at a
-// time (loads in flight, shuffle reductions interleaved), and keeps an
-// online softmax (running max, sum, and P V in registers, a lane holding
-// channels lane + 32 m); the warps' partial results are merged at the end.
-// The kernels are in DeviceCode.h's CUDA and the plan takes a Launcher
-// (Launcher.h), so the emulator runs this source too.
+// reading the cache. The new keys are read from k and v, and stored into the
+// cache by a second kernel once every query has read it (a windowed cache of
+// `window` slots may not have room for old and new keys at once). One block per
+// (sequence, head, query) makes one pass over its keys: each warp takes a
+// strided share of them, kKeyBatch at a time (loads in flight, shuffle
+// reductions interleaved), and keeps an online softmax (running max, sum, and P
+// V in registers, a lane holding channels lane + 32 m); the warps' partial
+// results are merged at the end. The kernels are in DeviceCode.h's CUDA and the
+// plan takes a Launcher (Launcher.h), so the emulator runs this source too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +18,7 @@
 
 #include "runtime/kernels/cuda/DeviceCode.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace lap::cuda::decoding {
@@ -24,44 +27,55 @@ namespace lap::cuda::decoding {
 // and plans (and the emulator's program, of all of them).
 namespace {
 
-constexpr int kAppendThreads = 256;
+constexpr int kStoreThreads = 256;
 constexpr int kDecodeWarps = 16; ///< per block: keys read in parallel
 constexpr int kKeyBatch = 4;     ///< keys in flight per warp
 
-// kCache, vCache [B, capacity, KV, D] at positions first .. first + T - 1
-// <- k, v [B, T, KV, D]; n = B T KV D, span = T KV D.
-__global__ void appendKernel(float *kCache, float *vCache, const float *k,
-                             const float *v, int64_t n, int64_t span,
-                             int64_t first, int64_t capacity, int64_t row) {
+// kCache, vCache [B, slots, KV, D] at slots p mod slots <- k, v [B, T, KV,
+// D] at positions p = kept .. first + T - 1; n = B span, span = (first + T -
+// kept) KV D.
+__global__ void storeKernel(float *kCache, float *vCache, const float *k,
+                            const float *v, int64_t n, int64_t span,
+                            int64_t first, int64_t kept, int64_t T,
+                            int64_t slots, int64_t row) {
   const int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (e >= n)
     return;
-  const int64_t to = (e / span * capacity + first) * row + e % span;
-  kCache[to] = k[e];
-  vCache[to] = v[e];
+  const int64_t b = e / span, p = kept + e % span / row, c = e % row;
+  const int64_t to = (b * slots + p % slots) * row + c,
+                at = (b * T + p - first) * row + c;
+  kCache[to] = k[at];
+  vCache[to] = v[at];
 }
 
-// o, q [B, T, H, D]; caches [B, capacity, KV, D]; block = (b, h, t) with
-// blockIdx.x = (b H + h) T + t. Query t attends to positions <= first + t,
-// and under a window to those after first + t - window.
+// o, q [B, T, H, D]; caches [B, slots, KV, D]; k, v [B, T, KV, D]; block =
+// (b, h, t) with blockIdx.x = (b H + h) T + t. Query t attends to positions
+// <= first + t, and under a window to those after first + t - window.
 // kPerLane: channels per lane, ceil(D / 32) rounded up to a power of two.
 template <int kPerLane>
 __global__ void __launch_bounds__(kDecodeWarps * 32)
     decodeKernel(float *o, const float *kCache, const float *vCache,
-                 const float *q, const float *coefficients, int64_t T,
-                 int64_t first, int64_t capacity, int64_t H, int64_t KV,
-                 int64_t D, float scale, int64_t window) {
+                 const float *q, const float *k, const float *v,
+                 const float *coefficients, int64_t T, int64_t first,
+                 int64_t slots, int64_t H, int64_t KV, int64_t D, float scale,
+                 int64_t window) {
   __shared__ float warpMax[kDecodeWarps], warpSum[kDecodeWarps];
   __shared__ float warpOut[kDecodeWarps][32 * kPerLane];
   const int64_t task = blockIdx.x, t = task % T, h = task / T % H,
                 b = task / (T * H);
-  // kr and vr start at the query's first key: keys of them in all.
+  // Key s of the query is position from + s: in the cache at slot
+  // (from + s) mod slots before first (old of them), else a row of k.
   const int64_t row = KV * D, g = h / (H / KV), own = first + t,
                 from = window > 0 && own >= window ? own - window + 1 : 0,
-                keys = own + 1 - from;
+                keys = own + 1 - from, old = from < first ? first - from : 0,
+                fromSlot = from % slots;
+  auto offset = [&](int64_t s) {
+    if (s >= old)
+      return (b * T + from + s - first) * row + g * D;
+    const int64_t slot = fromSlot + s;
+    return (b * slots + (slot < slots ? slot : slot - slots)) * row + g * D;
+  };
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const float *kr = kCache + (b * capacity + from) * row + g * D;
-  const float *vr = vCache + (b * capacity + from) * row + g * D;
 
   float qv[kPerLane], acc[kPerLane];
   const float *qr = q + ((b * T + t) * H + h) * D;
@@ -78,13 +92,15 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
 #pragma unroll
     for (int u = 0; u < kKeyBatch; ++u) {
       score[u] = 0.0f;
-      if (s0 + u < keys)
+      if (s0 + u < keys) {
+        const float *kr = (s0 + u < old ? kCache : k) + offset(s0 + u);
 #pragma unroll
         for (int m = 0; m < kPerLane; ++m) {
           int i = lane + 32 * m;
           if (i < D)
-            score[u] += qv[m] * kr[(s0 + u) * row + i];
+            score[u] += qv[m] * kr[i];
         }
+      }
     }
 #pragma unroll
     for (int offset = 16; offset > 0; offset /= 2)
@@ -109,11 +125,12 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
       if (s0 + u < keys) {
         float p = expf(score[u] - next);
         sum += p;
+        const float *vr = (s0 + u < old ? vCache : v) + offset(s0 + u);
 #pragma unroll
         for (int m = 0; m < kPerLane; ++m) {
           int i = lane + 32 * m;
           if (i < D)
-            acc[m] += p * vr[(s0 + u) * row + i];
+            acc[m] += p * vr[i];
         }
       }
     max = next;
@@ -134,7 +151,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
     M = fmaxf(M, warpMax[w]);
   // O = alpha P V + beta V at the query's own position.
   const float alpha = coefficients[h], beta = coefficients[H + h];
-  const float *self = vr + (own - from) * row;
+  const float *self = v + ((b * T + t) * KV + g) * D;
   float *out = o + ((b * T + t) * H + h) * D;
   for (int i = threadIdx.x; i < D; i += blockDim.x) {
     float total = 0.0f, pv = 0.0f;
@@ -147,37 +164,35 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
   }
 }
 
-/// lap_cuda_attention_decode: appends k, v to the caches, then attends.
+/// lap_cuda_attention_decode: attends, then stores the new keys and values
+/// the cache keeps (the last `slots` positions).
 template <typename Launcher>
 void decode(const Launcher &device, float *o, float *kCache, float *vCache,
             const float *q, const float *k, const float *v,
             const float *coefficients, int64_t B, int64_t T, int64_t first,
-            int64_t capacity, int64_t H, int64_t KV, int64_t D, float scale,
+            int64_t slots, int64_t H, int64_t KV, int64_t D, float scale,
             int64_t window) {
   if (B * T * KV * D == 0)
     return;
-  const int64_t row = KV * D, n = B * T * row;
-  if (!device.launch(appendKernel, (n + kAppendThreads - 1) / kAppendThreads,
-                     kAppendThreads, 0, "attention_decode", kCache, vCache, k,
-                     v, n, T * row, first, capacity, row) ||
-      H == 0)
-    return;
   // Registers hold a lane's channels: up to 8 per lane, D <= 256.
-  auto attend = [&](auto kernel) {
-    device.launch(kernel, B * H * T, kDecodeWarps * 32, 0, "attention_decode",
-                  o, kCache, vCache, q, coefficients, T, first, capacity, H, KV,
-                  D, scale, window);
-  };
-  if (D <= 32)
-    attend(decodeKernel<1>);
-  else if (D <= 64)
-    attend(decodeKernel<2>);
-  else if (D <= 128)
-    attend(decodeKernel<4>);
-  else if (D <= 256)
-    attend(decodeKernel<8>);
-  else
+  if (D > 256) {
     device.fail("attention_decode: head dimension above 256");
+    return;
+  }
+  auto kernel = D <= 32    ? decodeKernel<1>
+                : D <= 64  ? decodeKernel<2>
+                : D <= 128 ? decodeKernel<4>
+                           : decodeKernel<8>;
+  if (H > 0 &&
+      !device.launch(kernel, B * H * T, kDecodeWarps * 32, 0,
+                     "attention_decode", o, kCache, vCache, q, k, v,
+                     coefficients, T, first, slots, H, KV, D, scale, window))
+    return;
+  const int64_t kept = std::max(first, first + T - slots), row = KV * D,
+                span = (first + T - kept) * row, n = B * span;
+  device.launch(storeKernel, (n + kStoreThreads - 1) / kStoreThreads,
+                kStoreThreads, 0, "attention_decode", kCache, vCache, k, v, n,
+                span, first, kept, T, slots, row);
 }
 
 } // namespace

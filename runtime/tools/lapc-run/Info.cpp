@@ -64,6 +64,14 @@ int lap::cli::info(const std::string &path) {
                            images["tokens"][i].get<int64_t>());
     fmt::print("images     {}\n", sizes);
   }
+  if (const auto &decode = m["decode"]; !decode.is_null()) {
+    std::string slots;
+    for (const auto &n : decode["slots"])
+      slots += (slots.empty() ? "" : " ") + std::to_string(n.get<int64_t>());
+    fmt::print("decoding   cache of {} floats per sequence (positions per "
+               "layer: {})\n",
+               decode["cache_floats_per_sequence"].get<int64_t>(), slots);
+  }
   for (auto &t : m["batch"])
     fmt::print("input      {} {} [{}]\n", t["name"].get<std::string>(),
                t["dtype"].get<std::string>(),

@@ -255,7 +255,7 @@ func.func @forward(%pw: tensor<16x49xf32> {lap.name = "pw", lap.parameter},
 // CHECK: lapk.call "add_positions_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c16_i64, %c0_i64, %[[FIRST]]) : memref<1024xf32>, memref<1024xf32>, memref<256xf32>, i64, i64, i64, i64, i64
 // CHECK: lapk.call "rope_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c4_i64, %{{.*}}, %[[FIRST]]) : memref<512xf32>, memref<512xf32>, i64, i64, i64, i64, f32, i64
 // CHECK: lapk.call "rope_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64, %c4_i64, %{{.*}}, %[[FIRST]]) : memref<256xf32>, memref<256xf32>, i64, i64, i64, i64, f32, i64
-// CHECK: lapk.call "attention_decode"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[FIRST]], %c16_i64, %c2_i64, %c1_i64, %c4_i64, %{{.*}}, %c3_i64) : memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<4xf32>, i64, i64, i64, i64, i64, i64, i64, f32, i64
+// CHECK: lapk.call "attention_decode"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[FIRST]], %c3_i64, %c2_i64, %c1_i64, %c4_i64, %{{.*}}, %c3_i64) : memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<4xf32>, i64, i64, i64, i64, i64, i64, i64, f32, i64
 // CHECK-LABEL: func.func @lap_gen_images(
 // CHECK: lapk.call "patchify_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i64, %c28_i64, %c28_i64, %c7_i64) : memref<3136xf32>, memref<3136xf32>, i64, i64, i64, i64, i64
 func.func @forward(%wte: tensor<32x8xf32> {lap.name = "wte", lap.parameter},

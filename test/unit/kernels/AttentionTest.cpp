@@ -565,7 +565,8 @@ TEST(AttentionBackward, MatchesReferenceWithPeakedScores) {
 // such groups) or not (many).
 // Decoding a causal sequence chunk by chunk (a prompt, single tokens, a
 // chunk of three) against a cache gives the rows of the whole-sequence
-// reference, for every kind and with grouped queries.
+// reference, for every kind and with grouped queries; a window's cache of
+// `window` slots, which chunks longer than it overrun, too.
 TEST(AttentionDecode, MatchesWholeSequenceReference) {
   for (int64_t KV : {4, 2, 1})
     for (int64_t window : {0, 1, 4}) {
@@ -577,8 +578,9 @@ TEST(AttentionDecode, MatchesWholeSequenceReference) {
       Vec want, lse;
       referenceForward(s, toDouble(p.q), toDouble(p.k), toDouble(p.v),
                        toDouble(p.alpha), toDouble(p.beta), want, lse);
-      const int64_t capacity = 16, qRow = s.H * s.D, kvRow = s.KV * s.D;
-      std::vector<float> kCache(s.B * capacity * kvRow, NAN), vCache(kCache),
+      const int64_t slots = window > 0 ? window : 16, qRow = s.H * s.D,
+                    kvRow = s.KV * s.D;
+      std::vector<float> kCache(s.B * slots * kvRow, NAN), vCache(kCache),
           got(want.size());
       int64_t first = 0;
       for (int64_t chunk : {5, 1, 1, 3, 2}) {
@@ -594,8 +596,8 @@ TEST(AttentionDecode, MatchesWholeSequenceReference) {
         lap_cpu_attention_decode(
             o.data(), kCache.data(), vCache.data(), rows(p.q, qRow).data(),
             rows(p.k, kvRow).data(), rows(p.v, kvRow).data(),
-            p.coefficients().data(), s.B, chunk, first, capacity, s.H, s.KV,
-            s.D, float(s.scale), s.window);
+            p.coefficients().data(), s.B, chunk, first, slots, s.H, s.KV, s.D,
+            float(s.scale), s.window);
         for (int64_t b = 0; b < s.B; ++b)
           std::copy(o.begin() + b * chunk * qRow,
                     o.begin() + (b + 1) * chunk * qRow,

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <set>
 #include <sstream>
 
@@ -1031,6 +1032,18 @@ TEST_P(ModelGradientTest, DecodeMatchesReference) {
     return;
   }
   ASSERT_EQ(decode["capacity"].get<int64_t>(), c.maxSeq);
+  // A windowed layer's cache keeps the window's positions, the others every
+  // one; the cache starts as NaN, so reading a slot never written shows.
+  std::vector<int64_t> slots;
+  for (int64_t l = 0; l < c.arch.layers; ++l) {
+    int64_t window = c.arch.windows.empty() ? 0 : c.arch.windows[size_t(l)];
+    slots.push_back(window > 0 ? std::min(window, c.maxSeq) : c.maxSeq);
+  }
+  EXPECT_EQ(decode["slots"].get<std::vector<int64_t>>(), slots);
+  EXPECT_EQ(decode["cache_floats_per_sequence"].get<int64_t>(),
+            2 * std::accumulate(slots.begin(), slots.end(), int64_t(0)) *
+                decode["kv_heads"].get<int64_t>() *
+                decode["head_dim"].get<int64_t>());
   Params p = doubles(*run);
   // Decoding continues one document: what the forward computes without
   // document packing.

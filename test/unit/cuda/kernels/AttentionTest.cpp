@@ -294,16 +294,16 @@ void checkBf16(const Case &c, uint32_t seed) {
   checkAgainstCpu<lap_bf16>(c, seed);
 }
 
-/// A decode call's seeded inputs: a cache holding B sequences of capacity
+/// A decode call's seeded inputs: a cache holding B sequences of `slots`
 /// positions, T new queries, keys and values at positions first ..
 /// first + T - 1, and per-head (alpha, beta) of either sign.
 struct DecodeInputs {
-  DecodeInputs(int64_t B, int64_t T, int64_t first, int64_t capacity, int64_t H,
+  DecodeInputs(int64_t B, int64_t T, int64_t first, int64_t slots, int64_t H,
                int64_t KV, int64_t D, uint32_t seed, int64_t window)
-      : B(B), T(T), first(first), capacity(capacity), H(H), KV(KV), D(D),
+      : B(B), T(T), first(first), slots(slots), H(H), KV(KV), D(D),
         window(window), scale(1.0f / std::sqrt(float(D))) {
     std::mt19937 rng(seed);
-    const size_t cache = size_t(B * capacity * KV * D);
+    const size_t cache = size_t(B * slots * KV * D);
     const size_t fresh = size_t(B * T * KV * D);
     q = randomVector(rng, size_t(B * T * H * D));
     k = randomVector(rng, fresh), v = randomVector(rng, fresh);
@@ -312,7 +312,7 @@ struct DecodeInputs {
     const std::vector<float> beta = randomVector(rng, size_t(H), -0.5f, 0.5f);
     coefficients.insert(coefficients.end(), beta.begin(), beta.end());
   }
-  int64_t B, T, first, capacity, H, KV, D, window;
+  int64_t B, T, first, slots, H, KV, D, window;
   float scale;
   std::vector<float> q, k, v, kCache, vCache, coefficients;
 };
@@ -322,27 +322,26 @@ void decodeOnGpu(const DecodeInputs &in, std::vector<float> &o,
   DeviceBuffer<float> q(in.q), k(in.k), v(in.v), gk(kCache), gv(vCache),
       coefficients(in.coefficients), go(o);
   lap_cuda_attention_decode(go, gk, gv, q, k, v, coefficients, in.B, in.T,
-                            in.first, in.capacity, in.H, in.KV, in.D, in.scale,
+                            in.first, in.slots, in.H, in.KV, in.D, in.scale,
                             in.window);
   o = go.host(), kCache = gk.host(), vCache = gv.host();
 }
 
-/// attention_decode on both sides from the same caches: the appended keys and
+/// attention_decode on both sides from the same caches: the stored keys and
 /// values and the untouched cache rows exactly, o within 1e-5 of max(1, |o|)
 /// (sums in another order).
-void checkDecode(int64_t B, int64_t T, int64_t first, int64_t capacity,
-                 int64_t H, int64_t KV, int64_t D, uint32_t seed,
-                 int64_t window = 0) {
+void checkDecode(int64_t B, int64_t T, int64_t first, int64_t slots, int64_t H,
+                 int64_t KV, int64_t D, uint32_t seed, int64_t window = 0) {
   SCOPED_TRACE("decode B=" + std::to_string(B) + " T=" + std::to_string(T) +
                " first=" + std::to_string(first) + " H=" + std::to_string(H) +
                " KV=" + std::to_string(KV) + " D=" + std::to_string(D) +
                " window=" + std::to_string(window));
-  const DecodeInputs in(B, T, first, capacity, H, KV, D, seed, window);
+  const DecodeInputs in(B, T, first, slots, H, KV, D, seed, window);
   std::vector<float> want = nanVector(in.q.size()), kWant = in.kCache,
                      vWant = in.vCache;
   lap_cpu_attention_decode(want.data(), kWant.data(), vWant.data(), in.q.data(),
                            in.k.data(), in.v.data(), in.coefficients.data(), B,
-                           T, first, capacity, H, KV, D, in.scale, in.window);
+                           T, first, slots, H, KV, D, in.scale, in.window);
   std::vector<float> got = nanVector(in.q.size()), kGot = in.kCache,
                      vGot = in.vCache;
   decodeOnGpu(in, got, kGot, vGot);
@@ -586,11 +585,15 @@ TEST(CudaDecodeAttention, LongContextHeadSizes) {
 }
 
 // Under a sliding window: of one key, shorter than the new tokens, and
-// reaching back into the cache.
+// reaching back into the cache; in a cache of the whole context and in one
+// of the window's size (wrapping around, overrun by the new tokens).
 TEST(CudaDecodeAttention, Windows) {
   REQUIRE_GPU();
-  for (int64_t window : {1, 2, 100})
+  for (int64_t window : {1, 2, 100}) {
     checkDecode(2, 3, 300, 320, 4, 2, 64, 28, window);
+    checkDecode(2, 3, 300, window, 4, 2, 64, 29, window);
+  }
+  checkDecode(1, 7, 0, 5, 2, 1, 40, 30, 5);
 }
 
 /// Backward twice on the same inputs gives the same bits (no float
