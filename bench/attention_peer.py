@@ -31,10 +31,11 @@ def projection_inputs(B, H, T, D, kind):
     return qkv, alpha, beta, dout
 
 
-def allowed(T, causal, window=0, documents=None):
+def allowed(T, causal, window=0, documents=None, length=0):
     """[T, T] bool (or [B, 1, T, T] with documents [B, T], each query's
     document id), True where query t sees key s: causal s <= t, under a
-    window t - window < s, in documents the same document."""
+    window t - window < s, in documents the same document, with keys
+    padded from `length` on (0: none) s < length."""
     t = torch.arange(T)[:, None]
     s = torch.arange(T)[None, :]
     mask = torch.ones(T, T, dtype=torch.bool)
@@ -42,18 +43,21 @@ def allowed(T, causal, window=0, documents=None):
         mask &= s <= t
     if window:
         mask &= t - s < window
+    if length:
+        mask &= s < length
     if documents is not None:
         mask = mask & (documents[:, None, :, None] ==
                        documents[:, None, None, :])
     return mask
 
 
-def manual(q, k, v, alpha, beta, causal, window=0, documents=None):
+def manual(q, k, v, alpha, beta, causal, window=0, documents=None,
+           length=0):
     """alpha P V + beta V with P = softmax(Q K^T / sqrt(D)) over the keys the
     mask allows, from matmul and softmax."""
     scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
-    if causal or window or documents is not None:
-        mask = allowed(q.shape[-2], causal, window, documents)
+    if causal or window or documents is not None or length:
+        mask = allowed(q.shape[-2], causal, window, documents, length)
         scores = scores.masked_fill(~mask, float("-inf"))
     p = scores.softmax(dim=-1)
     return alpha[:, None, None] * (p @ v) + beta[:, None, None] * v

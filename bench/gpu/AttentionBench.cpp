@@ -71,28 +71,29 @@ struct Shape {
 // them.
 void forwardOf(float *o, float *lse, const float *q, const float *k,
                const float *v, const float *c, const Shape &s, float scale) {
-  lap_cuda_attention_forward(o, lse, q, k, v, c, nullptr, s.b, s.n, s.n, s.h,
-                             s.h, s.d, scale, s.causal, s.window);
+  lap_cuda_attention_forward(o, lse, q, k, v, c, nullptr, nullptr, s.b, s.n,
+                             s.n, s.h, s.h, s.d, scale, s.causal, s.window);
 }
 void forwardOf(lap_bf16 *o, float *lse, const lap_bf16 *q, const lap_bf16 *k,
                const lap_bf16 *v, const float *c, const Shape &s, float scale) {
-  lap_cuda_attention_forward_bf16(o, lse, q, k, v, c, nullptr, s.b, s.n, s.n,
-                                  s.h, s.h, s.d, scale, s.causal, s.window);
+  lap_cuda_attention_forward_bf16(o, lse, q, k, v, c, nullptr, nullptr, s.b,
+                                  s.n, s.n, s.h, s.h, s.d, scale, s.causal,
+                                  s.window);
 }
 void backwardOf(float *dq, float *dk, float *dv, const float *dout,
                 const float *q, const float *k, const float *v, const float *o,
                 const float *lse, const float *c, const Shape &s, float scale) {
   lap_cuda_attention_backward(dq, dk, dv, nullptr, dout, q, k, v, o, lse, c,
-                              nullptr, s.b, s.n, s.n, s.h, s.h, s.d, scale,
-                              s.causal, s.window);
+                              nullptr, nullptr, s.b, s.n, s.n, s.h, s.h, s.d,
+                              scale, s.causal, s.window);
 }
 void backwardOf(lap_bf16 *dq, lap_bf16 *dk, lap_bf16 *dv, const lap_bf16 *dout,
                 const lap_bf16 *q, const lap_bf16 *k, const lap_bf16 *v,
                 const lap_bf16 *o, const float *lse, const float *c,
                 const Shape &s, float scale) {
   lap_cuda_attention_backward_bf16(dq, dk, dv, nullptr, dout, q, k, v, o, lse,
-                                   c, nullptr, s.b, s.n, s.n, s.h, s.h, s.d,
-                                   scale, s.causal, s.window);
+                                   c, nullptr, nullptr, s.b, s.n, s.n, s.h, s.h,
+                                   s.d, scale, s.causal, s.window);
 }
 
 /// A shape's tensors at element type E, allocated and filled once for all

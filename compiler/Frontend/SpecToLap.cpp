@@ -266,8 +266,9 @@ Value ForwardBuilder::attention(Value h, const std::string &prefix,
   } else {
     o = b.create<AttentionOp>(
         loc(placement, scope), q.getType(), q, k, v, coefficients, starts,
-        scale, m.family == dsl::Family::GPT ? b.getUnitAttr() : UnitAttr(),
-        UnitAttr(), kinds, alpha, beta, b.getI64IntegerAttr(window));
+        Value(), scale,
+        m.family == dsl::Family::GPT ? b.getUnitAttr() : UnitAttr(), UnitAttr(),
+        kinds, alpha, beta, b.getI64IntegerAttr(window));
   }
   Value merged = b.create<MergeHeadsOp>(where, activations({heads * d}), o);
   return dropout(linear(merged, scope + ".proj", m.width, where), where);

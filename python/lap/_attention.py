@@ -7,7 +7,7 @@ import functools
 from lap._home import library
 from lap.errors import LapError
 
-ABI_VERSION = 2  # LAP_ATTENTION_ABI_VERSION
+ABI_VERSION = 3  # LAP_ATTENTION_ABI_VERSION
 
 
 class Shape(ctypes.Structure):
@@ -33,8 +33,8 @@ def kernels(device):
     lib.lap_attention_abi_version.restype = ctypes.c_uint32
     for text in ("device", "isa", "last_error"):
         getattr(lib, "lap_attention_" + text).restype = ctypes.c_char_p
-    lib.lap_attention_forward.argtypes = [ctypes.POINTER(Shape)] + [_P] * 8
-    lib.lap_attention_backward.argtypes = [ctypes.POINTER(Shape)] + [_P] * 13
+    lib.lap_attention_forward.argtypes = [ctypes.POINTER(Shape)] + [_P] * 9
+    lib.lap_attention_backward.argtypes = [ctypes.POINTER(Shape)] + [_P] * 14
     for call in (lib.lap_attention_forward, lib.lap_attention_backward):
         call.restype = ctypes.c_int
     version = lib.lap_attention_abi_version()

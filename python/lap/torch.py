@@ -29,7 +29,8 @@ class _Attention(torch.autograd.Function):
     transposed. Saved for backward: the transposed inputs, O and lse."""
 
     @staticmethod
-    def forward(ctx, q, k, v, coefficients, starts, causal, window, scale):
+    def forward(ctx, q, k, v, coefficients, starts, lengths, causal, window,
+                scale):
         qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
         o = torch.empty_like(qt)
         B, H, T, _ = q.shape
@@ -38,14 +39,15 @@ class _Attention(torch.autograd.Function):
         _attention.call(q.device.type, "forward", shape, o.data_ptr(),
                         lse.data_ptr(), qt.data_ptr(), kt.data_ptr(),
                         vt.data_ptr(), coefficients.data_ptr(),
-                        _pointer(starts), _stream(q.device))
-        ctx.save_for_backward(qt, kt, vt, o, lse, coefficients, starts)
+                        _pointer(starts), _pointer(lengths), _stream(q.device))
+        ctx.save_for_backward(qt, kt, vt, o, lse, coefficients, starts,
+                              lengths)
         ctx.shape = shape
         return o.transpose(1, 2)
 
     @staticmethod
     def backward(ctx, dout):
-        qt, kt, vt, o, lse, coefficients, starts = ctx.saved_tensors
+        qt, kt, vt, o, lse, coefficients, starts, lengths = ctx.saved_tensors
         dout = dout.transpose(1, 2).contiguous()
         dq, dk, dv = (torch.empty_like(x) for x in (qt, kt, vt))
         dcoefficients = (torch.empty_like(coefficients)
@@ -56,9 +58,10 @@ class _Attention(torch.autograd.Function):
                         else None, dout.data_ptr(), qt.data_ptr(),
                         kt.data_ptr(), vt.data_ptr(), o.data_ptr(),
                         lse.data_ptr(), coefficients.data_ptr(),
-                        _pointer(starts), _stream(qt.device))
+                        _pointer(starts), _pointer(lengths),
+                        _stream(qt.device))
         return (dq.transpose(1, 2), dk.transpose(1, 2), dv.transpose(1, 2),
-                dcoefficients, None, None, None, None)
+                dcoefficients, None, None, None, None, None)
 
 
 def _pointer(tensor):
@@ -81,6 +84,17 @@ def _document_starts(documents, B, T, like):
         dim=1).values.to(torch.int32).contiguous()
 
 
+def _key_lengths(lengths, B, like):
+    """[B] int32: each sequence's keys that are not padding."""
+    lengths = torch.as_tensor(lengths, device=like.device)
+    if tuple(lengths.shape) != (B,) or lengths.is_floating_point() \
+            or lengths.is_complex():
+        raise LapError(f"lengths: {lengths.dtype} of shape "
+                       f"{list(lengths.shape)}; expected integer key counts "
+                       f"[{B}] (one per sequence)")
+    return lengths.to(torch.int32).contiguous()
+
+
 def _per_head(x, heads, name, like):
     x = torch.as_tensor(x, dtype=torch.float32, device=like.device)
     if x.dim() == 0:
@@ -92,7 +106,7 @@ def _per_head(x, heads, name, like):
 
 
 def attention(q, k, v, alpha=1.0, beta=0.0, causal=False, window=0,
-              documents=None, scale=None):
+              documents=None, lengths=None, scale=None):
     """O_h = alpha[h] * softmax(scale * Q_h K_g^T) V_g + beta[h] * V_g on
     lap's fused kernels, differentiable in q, k, v, alpha and beta.
 
@@ -104,7 +118,10 @@ def attention(q, k, v, alpha=1.0, beta=0.0, causal=False, window=0,
     (causal only) narrows that to t - w < s <= t, P normalised over those
     keys, at a cost that falls with w; `documents` [B, T] (integer ids,
     causal only), sequences packed from documents: each query sees only the
-    keys of its own run of equal ids. scale defaults to
+    keys of its own run of equal ids; `lengths` [B] (integers in 0 .. S),
+    variable-length sequences padded to S: sequence b's keys are its first
+    lengths[b], and no query sees the others (a query left with no key
+    outputs beta V and passes no gradient through P). scale defaults to
     1 / sqrt(D). float32 on the CPU (any tensor) or a CUDA GPU; returns
     [B, H, T, D], a transposed view of [B, T, H, D] memory (so that
     .transpose(1, 2).reshape(B, T, H * D) copies nothing)."""
@@ -138,8 +155,9 @@ def attention(q, k, v, alpha=1.0, beta=0.0, causal=False, window=0,
                        "positive number of keys")
     starts = None if documents is None else _document_starts(
         documents, B, T, q)
-    return _Attention.apply(q, k, v, coefficients, starts, bool(causal),
-                            window, float(scale))
+    lengths = None if lengths is None else _key_lengths(lengths, B, q)
+    return _Attention.apply(q, k, v, coefficients, starts, lengths,
+                            bool(causal), window, float(scale))
 
 
 class _Loss(torch.autograd.Function):

@@ -35,25 +35,31 @@ def chosen_isa():
     return isa
 
 
-def reference(q, k, v, alpha, beta, causal, scale, window=0, documents=None):
+def reference(q, k, v, alpha, beta, causal, scale, window=0, documents=None,
+              lengths=None):
     """The definition, in float64: O_h = alpha_h P_h V_g + beta_h V_g, P
-    over the keys s <= t (causal), t - window < s (a window) and of the
-    query's document (documents [B, T], ids)."""
+    over the keys s <= t (causal), t - window < s (a window), of the
+    query's document (documents [B, T], ids) and s < lengths[b] (padding);
+    P = 0 for a query that sees no key."""
     q, k, v, alpha, beta = (x.double() for x in (q, k, v, alpha, beta))
     group = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
     scores = q @ k.transpose(-1, -2) * scale
-    T, S = scores.shape[-2:]
+    B, _, T, S = scores.shape
+    seen = torch.ones(B, 1, T, S, dtype=torch.bool)
     if causal:
-        scores = scores.masked_fill(
-            torch.ones(T, S, dtype=torch.bool).triu(1), -math.inf)
+        seen &= torch.ones(T, S, dtype=torch.bool).tril()
     if window:
-        scores = scores.masked_fill(
-            torch.ones(T, S, dtype=torch.bool).tril(-window), -math.inf)
+        seen &= ~torch.ones(T, S, dtype=torch.bool).tril(-window)
     if documents is not None:
-        other = documents[:, None, :, None] != documents[:, None, None, :]
-        scores = scores.masked_fill(other, -math.inf)
-    p = scores.softmax(-1)
+        seen &= documents[:, None, :, None] == documents[:, None, None, :]
+    if lengths is not None:
+        seen &= torch.arange(S) < torch.as_tensor(lengths)[:, None, None, None]
+    # Rows without keys: a softmax of zeros, then no weight at all.
+    some = seen.any(-1, keepdim=True)
+    scores = scores.masked_fill(~seen, -math.inf)
+    p = torch.where(some, scores, torch.zeros_like(scores)).softmax(-1)
+    p = p * seen
     out = alpha[None, :, None, None] * (p @ v)
     if q.shape[2] == k.shape[2]:
         out = out + beta[None, :, None, None] * v
@@ -73,7 +79,8 @@ def coefficients(kind, heads, generator):
     return alpha, beta
 
 
-def check(B, H, KV, T, S, D, kind, causal, window=0, documents=None):
+def check(B, H, KV, T, S, D, kind, causal, window=0, documents=None,
+          lengths=None):
     generator = torch.Generator().manual_seed(B * 1000 + H * 100 + T + S + D)
     q = torch.randn(B, H, T, D, generator=generator)
     k = torch.randn(B, KV, S, D, generator=generator)
@@ -88,9 +95,10 @@ def check(B, H, KV, T, S, D, kind, causal, window=0, documents=None):
         beta = torch.zeros(H)
     scale = 1 / math.sqrt(D)
     got = lt.attention(*inputs[:4], inputs[4] if S == T else beta,
-                       causal=causal, window=window, documents=documents)
+                       causal=causal, window=window, documents=documents,
+                       lengths=lengths)
     want = reference(*inputs[:4], inputs[4] if S == T else beta, causal,
-                     scale, window, documents)
+                     scale, window, documents, lengths)
     bound = 2e-5 * max(want.abs().max().item(), 1.0)
     assert (got.double() - want).abs().max().item() <= bound
 
@@ -143,6 +151,19 @@ def test_packed_documents(mean, window):
           window=window, documents=documents)
 
 
+@pytest.mark.parametrize("causal,window", [(False, 0), (True, 0), (True, 5)])
+def test_padded_keys(causal, window):
+    # Every key, some, none: under the window, queries past a sequence's
+    # keys see none either, output beta V and pass no gradient through P.
+    check(B=3, H=4, KV=2, T=130, S=130, D=16, kind="mixed", causal=causal,
+          window=window, lengths=torch.tensor([130, 66, 0]))
+
+
+def test_padded_keys_of_cross_attention():
+    check(B=2, H=2, KV=1, T=9, S=70, D=8, kind="learned", causal=False,
+          lengths=[70, 13])
+
+
 def test_alpha_and_beta_may_be_numbers_or_fixed():
     q = torch.randn(1, 2, 5, 4, requires_grad=True)
     out = lt.attention(q, q, q, -1.0, 1.0)
@@ -178,6 +199,10 @@ def test_the_output_is_a_view_of_token_major_memory():
     (lambda q, k: lt.attention(q, k, k, causal=True,
                                documents=torch.zeros(1, 5)),
      "expected integer document ids .1, 6."),
+    (lambda q, k: lt.attention(q, k, k, lengths=torch.tensor([6, 6])),
+     "expected integer key counts .1."),
+    (lambda q, k: lt.attention(q, k, k, lengths=[7]),
+     "key length 7 of sequence 0 is not in 0..6"),
     (lambda q, k: lt.attention(q, k, k[..., :4]), "differ"),
     (lambda q, k: lt.attention(q, k, k, torch.ones(3)), "alpha: shape [3]"),
     (lambda q, k: lt.attention(q, k[:, :, :5], k[:, :, :5],

@@ -96,12 +96,25 @@ std::string startsError(const lap_attention_shape *s, const int32_t *starts) {
   return "";
 }
 
+/// Why key lengths cannot be computed with, or "": each in 0 .. keys.
+std::string lengthsError(const lap_attention_shape *s, const int32_t *lengths) {
+  if (!lengths)
+    return "";
+  std::vector<int32_t> host(size_t(s->batch));
+  backend::toHost(host.data(), lengths, host.size() * sizeof(int32_t));
+  for (int64_t b = 0; b < s->batch; ++b)
+    if (host[size_t(b)] < 0 || host[size_t(b)] > s->keys)
+      return "key length " + std::to_string(host[size_t(b)]) + " of sequence " +
+             std::to_string(b) + " is not in 0.." + std::to_string(s->keys);
+  return "";
+}
+
 /// Why a call cannot run: a null pointer among `pointers`, a bad shape or
 /// kernels that cannot run here; "" when it can, on `stream`.
 std::string callError(const lap_attention_shape *s,
                       std::initializer_list<const void *> pointers,
                       const float *coefficients, const int32_t *starts,
-                      void *stream) {
+                      const int32_t *lengths, void *stream) {
   if (const char *why = backend::kernelError())
     return why;
   for (const void *p : pointers)
@@ -112,6 +125,8 @@ std::string callError(const lap_attention_shape *s,
   std::string why = shapeError(s, coefficients);
   if (why.empty())
     why = startsError(s, starts);
+  if (why.empty())
+    why = lengthsError(s, lengths);
   if (why.empty()) {
     std::string failure;
     if (backend::finish(failure) != LAP_OK)
@@ -143,33 +158,33 @@ const char *lap_attention_last_error(void) { return lastError.c_str(); }
 lap_status lap_attention_forward(const lap_attention_shape *s, float *o,
                                  float *lse, const float *q, const float *k,
                                  const float *v, const float *coefficients,
-                                 const int32_t *starts, void *stream) {
+                                 const int32_t *starts, const int32_t *lengths,
+                                 void *stream) {
   std::string why = callError(s, {o, lse, q, k, v, coefficients}, coefficients,
-                              starts, stream);
+                              starts, lengths, stream);
   if (!why.empty())
     return fail("lap_attention_forward: " + why);
   LAP_ATTENTION_KERNEL(attention_forward)
-  (o, lse, q, k, v, coefficients, starts, s->batch, s->queries, s->keys,
-   s->heads, s->kv_heads, s->head_dim, s->scale, s->causal ? 1 : 0, s->window);
+  (o, lse, q, k, v, coefficients, starts, lengths, s->batch, s->queries,
+   s->keys, s->heads, s->kv_heads, s->head_dim, s->scale, s->causal ? 1 : 0,
+   s->window);
   return finish();
 }
 
-lap_status lap_attention_backward(const lap_attention_shape *s, float *dq,
-                                  float *dk, float *dv, float *dcoefficients,
-                                  const float *dout, const float *q,
-                                  const float *k, const float *v,
-                                  const float *o, const float *lse,
-                                  const float *coefficients,
-                                  const int32_t *starts, void *stream) {
+lap_status lap_attention_backward(
+    const lap_attention_shape *s, float *dq, float *dk, float *dv,
+    float *dcoefficients, const float *dout, const float *q, const float *k,
+    const float *v, const float *o, const float *lse, const float *coefficients,
+    const int32_t *starts, const int32_t *lengths, void *stream) {
   std::string why =
       callError(s, {dq, dk, dv, dout, q, k, v, o, lse, coefficients},
-                coefficients, starts, stream);
+                coefficients, starts, lengths, stream);
   if (!why.empty())
     return fail("lap_attention_backward: " + why);
   LAP_ATTENTION_KERNEL(attention_backward)
   (dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, starts,
-   s->batch, s->queries, s->keys, s->heads, s->kv_heads, s->head_dim, s->scale,
-   s->causal ? 1 : 0, s->window);
+   lengths, s->batch, s->queries, s->keys, s->heads, s->kv_heads, s->head_dim,
+   s->scale, s->causal ? 1 : 0, s->window);
   return finish();
 }
 

@@ -18,13 +18,13 @@ std::optional<LogicalResult> Emitter::emitAttention(Operation *op) {
         FailureOr<F32Buffer> lse = logsumexpOf(a);
         if (failed(lse))
           return failure();
-        LAP_CALL_IN(isBF16(a.getQ()), attention_forward, fbuf(a.getResult()),
-                    *lse, fbuf(a.getQ()), fbuf(a.getK()), fbuf(a.getV()),
-                    coefficientsOf(a), ioptional(a.getStarts()),
-                    dimArg(a.getQ(), 0), dimArg(a.getQ(), 1),
-                    dimArg(a.getK(), 1), i64(a.getNumHeads()),
-                    i64(a.getNumKvHeads()), dimArg(a.getQ(), 3),
-                    f32(a.getScale()), i32(a.getCausal()), i64(a.getWindow()));
+        LAP_CALL_IN(
+            isBF16(a.getQ()), attention_forward, fbuf(a.getResult()), *lse,
+            fbuf(a.getQ()), fbuf(a.getK()), fbuf(a.getV()), coefficientsOf(a),
+            ioptional(a.getStarts()), ioptional(a.getLengths()),
+            dimArg(a.getQ(), 0), dimArg(a.getQ(), 1), dimArg(a.getK(), 1),
+            i64(a.getNumHeads()), i64(a.getNumKvHeads()), dimArg(a.getQ(), 3),
+            f32(a.getScale()), i32(a.getCausal()), i64(a.getWindow()));
         return success();
       })
       .Case([&](CachedAttentionOp a) {
@@ -49,11 +49,11 @@ std::optional<LogicalResult> Emitter::emitAttention(Operation *op) {
                     optional(a.getGradCoefficients()), fbuf(a.getGradOutput()),
                     fbuf(a.getQ()), fbuf(a.getK()), fbuf(a.getV()),
                     fbuf(a.getOutput()), *lse, coefficientsOf(forward),
-                    ioptional(a.getStarts()), dimArg(a.getQ(), 0),
-                    dimArg(a.getQ(), 1), dimArg(a.getK(), 1),
-                    i64(forward.getNumHeads()), i64(forward.getNumKvHeads()),
-                    dimArg(a.getQ(), 3), f32(a.getScale()), i32(a.getCausal()),
-                    i64(a.getWindow()));
+                    ioptional(a.getStarts()), ioptional(a.getLengths()),
+                    dimArg(a.getQ(), 0), dimArg(a.getQ(), 1),
+                    dimArg(a.getK(), 1), i64(forward.getNumHeads()),
+                    i64(forward.getNumKvHeads()), dimArg(a.getQ(), 3),
+                    f32(a.getScale()), i32(a.getCausal()), i64(a.getWindow()));
         return success();
       })
       .Case([&](DocumentStartsOp d) {

@@ -28,13 +28,15 @@ LogicalResult AttentionOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
   auto grad = b.create<AttentionGradOp>(
       getLoc(), getQ().getType(), getK().getType(), getV().getType(),
       coefficients ? coefficients.getType() : Type(), dResults[0], getQ(),
-      getK(), getV(), getResult(), coefficients, getStarts(), getScaleAttr(),
-      getCausalAttr(), getCrossAttr(), getKindsAttr(), getAlphaAttr(),
-      getBetaAttr(), getWindowAttr());
+      getK(), getV(), getResult(), coefficients, getStarts(), getLengths(),
+      getScaleAttr(), getCausalAttr(), getCrossAttr(), getKindsAttr(),
+      getAlphaAttr(), getBetaAttr(), getWindowAttr());
   dOperands.append({grad.getGradQ(), grad.getGradK(), grad.getGradV()});
   if (coefficients)
     dOperands.push_back(grad.getGradCoefficients());
   if (getStarts()) // positions, not differentiable
+    dOperands.push_back(Value());
+  if (getLengths()) // sizes, not differentiable
     dOperands.push_back(Value());
   return success();
 }

@@ -244,9 +244,18 @@ static LogicalResult verifyAttention(Operation *op, RankedTensorType q,
 }
 
 /// A sliding window and documents refine a causal mask: query t sees keys
-/// t - window < s <= t, from its document's start, starts [B, T].
+/// t - window < s <= t, from its document's start, starts [B, T]; any mask
+/// takes the sequences' lengths [B].
 static LogicalResult verifyMask(Operation *op, int64_t window, bool causal,
-                                RankedTensorType q, Value starts) {
+                                RankedTensorType q, Value starts,
+                                Value lengths) {
+  if (lengths) {
+    auto type = cast<RankedTensorType>(lengths.getType());
+    if (type.getRank() != 1 || !compatible(type.getDimSize(0), q.getDimSize(0)))
+      return op->emitOpError("lengths must be [B] like q's first dimension, "
+                             "got ")
+             << shapeString(type);
+  }
   if (window < 0)
     return op->emitOpError("window must be 0 (none) or positive, got ")
            << window;
@@ -279,7 +288,7 @@ LogicalResult AttentionOp::verify() {
   if (getResult().getType() != getQ().getType())
     return emitOpError("result type must equal the type of q");
   if (failed(verifyMask(*this, getWindow(), getCausal(), getQ().getType(),
-                        getStarts())))
+                        getStarts(), getLengths())))
     return failure();
   return verifyAttention(*this, getQ().getType(), getK().getType(),
                          getV().getType(), getCoefficients(),
@@ -295,7 +304,7 @@ LogicalResult AttentionGradOp::verify() {
       getCoefficients().getType() != getGradCoefficients().getType())
     return emitOpError("grad_coefficients must have the coefficients' type");
   if (failed(verifyMask(*this, getWindow(), getCausal(), getQ().getType(),
-                        getStarts())))
+                        getStarts(), getLengths())))
     return failure();
   return verifyAttention(*this, getQ().getType(), getK().getType(),
                          getV().getType(), getCoefficients(),
@@ -313,10 +322,10 @@ LogicalResult CachedAttentionOp::verify() {
       !compatible(cache.getDimSize(0), k.getDimSize(0)) ||
       cache.getDimSize(2) != k.getDimSize(2) ||
       cache.getDimSize(3) != k.getDimSize(3))
-    return emitOpError("caches must be [B, capacity, KV, D] like k ")
+    return emitOpError("caches must be [B, slots, KV, D] like k ")
            << shapeString(k) << ", got " << shapeString(cache);
   if (failed(verifyMask(*this, getWindow(), /*causal=*/true, getQ().getType(),
-                        Value())))
+                        Value(), Value())))
     return failure();
   return verifyAttention(*this, getQ().getType(), k, getV().getType(),
                          getCoefficients(), getScale().convertToFloat(),

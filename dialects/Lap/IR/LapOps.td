@@ -35,8 +35,11 @@ def Lap_AttentionOp : Lap_Op<"attention", [Lap_BF16Kernel, Pure, AttrSizedOperan
     A `window` w > 0 (causal only) is a sliding window: query t sees keys
     t - w < s <= t, and `starts` [B, T] (i32, causal only; see
     lap.document_starts) confines each query to its document: query t of
-    sequence b sees keys s >= starts[b, t]. P is normalised over the keys a
-    query sees.
+    sequence b sees keys s >= starts[b, t]. `lengths` [B] (i32) pads
+    variable-length sequences: sequence b's keys are its first lengths[b],
+    and no query sees the others. P is normalised over the keys a query
+    sees; a query that sees none has P V = 0 (O_h = beta_h V_h) and no
+    gradient through P.
 
     The kinds are given either by name (`kinds`, from the table of head
     kinds: `attn` = (1, 0), `laplacian` = (-1, 1)) or, after
@@ -58,11 +61,15 @@ def Lap_AttentionOp : Lap_Op<"attention", [Lap_BF16Kernel, Pure, AttrSizedOperan
     %d = lap.attention %q, %k, %v starts %s {causal, scale = 0.125 : f32}
          : tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>
            starts tensor<?x?xi32> -> tensor<?x?x4x64xf32>
+    %p = lap.attention %q, %k, %v lengths %n {scale = 0.125 : f32}
+         : tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>
+           lengths tensor<?xi32> -> tensor<?x?x4x64xf32>
     ```
   }];
   let arguments = (ins Lap_FloatTensor:$q, Lap_FloatTensor:$k, Lap_FloatTensor:$v,
                        Optional<Lap_FloatTensor>:$coefficients,
                        Optional<RankedTensorOf<[I32]>>:$starts,
+                       Optional<RankedTensorOf<[I32]>>:$lengths,
                        F32Attr:$scale,
                        UnitAttr:$causal,
                        UnitAttr:$cross,
@@ -72,7 +79,7 @@ def Lap_AttentionOp : Lap_Op<"attention", [Lap_BF16Kernel, Pure, AttrSizedOperan
                        DefaultValuedAttr<I64Attr, "0">:$window);
   let results = (outs Lap_FloatTensor:$result);
   let assemblyFormat = [{
-    $q `,` $k `,` $v (`coefficients` $coefficients^)? (`starts` $starts^)? attr-dict `:` type($q) `,` type($k) `,` type($v) (`,` type($coefficients)^)? (`starts` type($starts)^)? `->` type($result)
+    $q `,` $k `,` $v (`coefficients` $coefficients^)? (`starts` $starts^)? (`lengths` $lengths^)? attr-dict `:` type($q) `,` type($k) `,` type($v) (`,` type($coefficients)^)? (`starts` type($starts)^)? (`lengths` type($lengths)^)? `->` type($result)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -777,13 +784,14 @@ def Lap_AttentionGradOp : Lap_Op<"attention_grad", [Lap_BF16Kernel, Pure, AttrSi
     v for O_h = alpha_h P V_h + beta_h V_h (flash form: dV += alpha P^T dO +
     beta dO; softmax backward on alpha dO with D_i = rowsum(alpha dO_i * (P
     V)_i)). Carries the forward op's attributes, kinds and window included, its
-    `starts` and its `coefficients` operand; with it, also their gradient `grad_coefficients`
+    `starts`, its `lengths` and its `coefficients` operand; with it, also their gradient `grad_coefficients`
     [2, H]: d alpha_h = sum dO_h * P V_h, d beta_h = sum dO_h * V_h.
   }];
   let arguments = (ins Lap_FloatTensor:$grad_output, Lap_FloatTensor:$q,
                        Lap_FloatTensor:$k, Lap_FloatTensor:$v, Lap_FloatTensor:$output,
                        Optional<Lap_FloatTensor>:$coefficients,
                        Optional<RankedTensorOf<[I32]>>:$starts,
+                       Optional<RankedTensorOf<[I32]>>:$lengths,
                        F32Attr:$scale, UnitAttr:$causal, UnitAttr:$cross,
                        OptionalAttr<StrArrayAttr>:$kinds,
                        OptionalAttr<DenseF32ArrayAttr>:$alpha,
@@ -793,7 +801,7 @@ def Lap_AttentionGradOp : Lap_Op<"attention_grad", [Lap_BF16Kernel, Pure, AttrSi
                       Lap_FloatTensor:$grad_v,
                       Optional<Lap_FloatTensor>:$grad_coefficients);
   let assemblyFormat = [{
-    $grad_output `,` $q `,` $k `,` $v `,` $output (`coefficients` $coefficients^)? (`starts` $starts^)? attr-dict `:` type($q) `,` type($k) (`,` type($coefficients)^ `->` type($grad_coefficients))? (`starts` type($starts)^)?
+    $grad_output `,` $q `,` $k `,` $v `,` $output (`coefficients` $coefficients^)? (`starts` $starts^)? (`lengths` $lengths^)? attr-dict `:` type($q) `,` type($k) (`,` type($coefficients)^ `->` type($grad_coefficients))? (`starts` type($starts)^)? (`lengths` type($lengths)^)?
   }];
   let hasVerifier = 1;
 }

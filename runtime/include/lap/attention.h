@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 /* Bumped on any change to the functions and structs below. */
-#define LAP_ATTENTION_ABI_VERSION 2u
+#define LAP_ATTENTION_ABI_VERSION 3u
 
 typedef struct lap_attention_shape {
   int64_t batch, queries, keys, heads, kv_heads, head_dim;
@@ -68,21 +68,24 @@ const char *lap_attention_last_error(void);
 /* o and lse from q, k, v and the coefficients. document_starts [batch,
  * queries] (causal only; null: none) confines each query to its document:
  * query t of sequence b sees keys from document_starts[b * queries + t],
- * its document's first token, nondecreasing in t and at most t. */
+ * its document's first token, nondecreasing in t and at most t.
+ * key_lengths [batch] (null: none) pads variable-length sequences: sequence
+ * b's keys are its first key_lengths[b] (0 .. keys), and no query sees the
+ * others. P is normalised over the keys a query sees; a query that sees
+ * none gets P V = 0 (o = beta V), lse -inf and no gradient through P. */
 lap_status lap_attention_forward(const lap_attention_shape *shape, float *o,
                                  float *lse, const float *q, const float *k,
                                  const float *v, const float *coefficients,
-                                 const int32_t *document_starts, void *stream);
+                                 const int32_t *document_starts,
+                                 const int32_t *key_lengths, void *stream);
 
 /* dq, dk, dv and (when not null) dcoefficients [2, heads] from dout and
  * the forward's inputs, output and lse. */
-lap_status lap_attention_backward(const lap_attention_shape *shape, float *dq,
-                                  float *dk, float *dv, float *dcoefficients,
-                                  const float *dout, const float *q,
-                                  const float *k, const float *v,
-                                  const float *o, const float *lse,
-                                  const float *coefficients,
-                                  const int32_t *document_starts, void *stream);
+lap_status lap_attention_backward(
+    const lap_attention_shape *shape, float *dq, float *dk, float *dv,
+    float *dcoefficients, const float *dout, const float *q, const float *k,
+    const float *v, const float *o, const float *lse, const float *coefficients,
+    const int32_t *document_starts, const int32_t *key_lengths, void *stream);
 
 #ifdef __cplusplus
 }

@@ -384,6 +384,9 @@ struct Shape {
   /// causal: [B, T], query t of sequence b sees keys from starts[b T + t]
   /// (its document's first token) on; or null.
   const int32_t *starts;
+  /// [B]: sequence b's keys are its first lengths[b], the rest padding that
+  /// no query sees; or null: all S.
+  const int32_t *lengths;
   int64_t group() const { return H / KV; }
   bool padded() const { return Dp != D; }
   // Row offsets (in floats) into q/o [B, T, H, D] and k/v [B, S, KV, D].
@@ -400,6 +403,15 @@ struct Shape {
     t = std::min(t, T - 1);
     return attention_mask::firstKey(t, window,
                                     starts ? starts + b * T : nullptr);
+  }
+  /// The keys of sequence b that are not padding.
+  int64_t keys(int64_t b) const {
+    return lengths ? std::clamp<int64_t>(lengths[b], 0, S) : S;
+  }
+  /// One past the last key that a query of [t0, t0 + nq) of sequence b
+  /// sees.
+  int64_t keyEnd(int64_t b, int64_t t0, int64_t nq) const {
+    return std::min(causal ? std::min(S, t0 + nq) : S, keys(b));
   }
   /// Whether some key of [s0, s0 + nk) is masked for some query of
   /// [t0, t0 + nq) of sequence b.
@@ -445,9 +457,9 @@ int64_t blockSize(int64_t n, int64_t most) {
 
 Shape makeShape(int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV,
                 int64_t D, float scale, int32_t causal, int64_t window,
-                const int32_t *starts) {
-  Shape s{B, T, S,     H,           KV,     D,     (D + L - 1) / L * L,
-          0, 0, scale, causal != 0, window, starts};
+                const int32_t *starts, const int32_t *lengths) {
+  Shape s{B, T, S,     H,           KV,     D,      (D + L - 1) / L * L,
+          0, 0, scale, causal != 0, window, starts, lengths};
   s.qStep = blockSize(T, BQ);
   s.kStep = blockSize(S, BK);
   return s;
@@ -509,9 +521,9 @@ void forwardBlock(const Shape &s, const ForwardArgs<E> &a, int64_t b, int64_t h,
   std::fill(rowSum, rowSum + BQ, 0.0f);
 
   // Causal: key blocks past the last query are fully masked, and under a
-  // window or in documents those before the first query's first key; skip
-  // them. Lane i sees keys [lowest[i], highest[i]].
-  const int64_t keyEnd = s.causal ? std::min(s.S, t0 + nq) : s.S;
+  // window or in documents those before the first query's first key; so
+  // are the padding's; skip them. Lane i sees keys [lowest[i], highest[i]].
+  const int64_t keyEnd = s.keyEnd(b, t0, nq);
   alignas(64) int64_t lowest[BQ], highest[BQ];
   for (int64_t i = 0; i < W; ++i) {
     lowest[i] = s.firstKey(b, t0 + i);
@@ -632,7 +644,10 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs<E> &a, float *dqOut,
                       int64_t g, int64_t s0, int64_t nextS0,
                       CoefficientSums sums, float *ws) {
   const int64_t D = s.D, Dp = N ? N : s.Dp, ldq = s.H * D, ldk = s.KV * D;
-  const int64_t G = s.group(), nk = std::min(s.kStep, s.S - s0);
+  // Keys from s.keys(b) on are padding that no query sees: their dk is 0
+  // and their dv only the beta terms.
+  const int64_t G = s.group(), rows = std::min(s.kStep, s.S - s0),
+                nk = std::clamp<int64_t>(s.keys(b) - s0, 0, rows);
   const int64_t W = (nk + L - 1) / L * L; // key lanes computed
   float *__restrict Kt = ws;              // [D, BK]
   float *__restrict Vt = Kt + Dp * BK;    // [D, BK]
@@ -658,7 +673,7 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs<E> &a, float *dqOut,
   // Causal: queries before s0 see none of these keys, and under a window
   // or in documents neither do those from queryEnd on.
   const int64_t firstBlock = s.causal ? s0 / s.qStep : 0;
-  const int64_t queryEnd = s.queryEnd(b, s0, nk);
+  const int64_t queryEnd = nk > 0 ? s.queryEnd(b, s0, nk) : 0;
   for (int64_t hg = 0; hg < G; ++hg) {
     const int64_t h = g * G + hg;
     const float al = a.alpha[h];
@@ -746,7 +761,7 @@ void backwardKeyBlock(const Shape &s, const BackwardArgs<E> &a, float *dqOut,
         sums[hg] += pdp[j];
   }
 
-  for (int64_t j = 0; j < nk; ++j) {
+  for (int64_t j = 0; j < rows; ++j) {
     const int64_t sj = s0 + j;
     float *__restrict dKj = dKa + j * Dp, *__restrict dVj = dVa + j * Dp;
     // The beta term: V at the query's own position gets beta dO.
@@ -793,10 +808,12 @@ void backwardRowTerms(const Shape &s, const BackwardArgs<E> &a, float *lse2,
 
 template <typename E>
 void forward(E *o, float *lse, const E *q, const E *k, const E *v,
-             const float *coefficients, const int32_t *starts, int64_t B,
-             int64_t T, int64_t S, int64_t H, int64_t KV, int64_t D,
-             float scale, int32_t causal, int64_t window) {
-  const Shape s = makeShape(B, T, S, H, KV, D, scale, causal, window, starts);
+             const float *coefficients, const int32_t *starts,
+             const int32_t *lengths, int64_t B, int64_t T, int64_t S, int64_t H,
+             int64_t KV, int64_t D, float scale, int32_t causal,
+             int64_t window) {
+  const Shape s =
+      makeShape(B, T, S, H, KV, D, scale, causal, window, starts, lengths);
   const ForwardArgs<E> a{o, lse, q, k, v, coefficients, coefficients + H};
   const int64_t nqb = (T + s.qStep - 1) / s.qStep, BH = B * H;
   dispatchWidth(s.Dp, [&](auto width) {
@@ -818,7 +835,7 @@ void forward(E *o, float *lse, const E *q, const E *k, const E *v,
           const int64_t g = h / s.group();
           const int64_t nq = std::min(s.qStep, T - t0);
           const int64_t s0 = s.firstKeyBlock(b, t0);
-          const int64_t nk = std::min(s.kStep, (s.causal ? t0 + nq : S) - s0);
+          const int64_t nk = std::min(s.kStep, s.keyEnd(b, t0, nq) - s0);
           prefetchRows(q + s.qRow(b, t0, h), H * D, nq, D);
           if (nk > 0) {
             prefetchRows(k + s.kRow(b, s0, g), KV * D, nk, D);
@@ -831,10 +848,12 @@ void forward(E *o, float *lse, const E *q, const E *k, const E *v,
 template <typename E>
 void backward(E *dq, E *dk, E *dv, float *dcoefficients, const E *dout,
               const E *q, const E *k, const E *v, const E *o, const float *lse,
-              const float *coefficients, const int32_t *starts, int64_t B,
-              int64_t T, int64_t S, int64_t H, int64_t KV, int64_t D,
-              float scale, int32_t causal, int64_t window) {
-  const Shape s = makeShape(B, T, S, H, KV, D, scale, causal, window, starts);
+              const float *coefficients, const int32_t *starts,
+              const int32_t *lengths, int64_t B, int64_t T, int64_t S,
+              int64_t H, int64_t KV, int64_t D, float scale, int32_t causal,
+              int64_t window) {
+  const Shape s =
+      makeShape(B, T, S, H, KV, D, scale, causal, window, starts, lengths);
   const int64_t G = s.group(), groups = B * KV;
   const int64_t nkb = (S + s.kStep - 1) / s.kStep, dqSize = B * T * H * D;
 
@@ -953,31 +972,32 @@ void backward(E *dq, E *dk, E *dv, float *dcoefficients, const E *dout,
 
 void attentionForward(float *o, float *lse, const float *q, const float *k,
                       const float *v, const float *coefficients,
-                      const int32_t *starts, int64_t B, int64_t T, int64_t S,
-                      int64_t H, int64_t KV, int64_t D, float scale,
-                      int32_t causal, int64_t window) {
-  forward(o, lse, q, k, v, coefficients, starts, B, T, S, H, KV, D, scale,
-          causal, window);
+                      const int32_t *starts, const int32_t *lengths, int64_t B,
+                      int64_t T, int64_t S, int64_t H, int64_t KV, int64_t D,
+                      float scale, int32_t causal, int64_t window) {
+  forward(o, lse, q, k, v, coefficients, starts, lengths, B, T, S, H, KV, D,
+          scale, causal, window);
 }
 
 void attentionForwardBf16(lap_bf16 *o, float *lse, const lap_bf16 *q,
                           const lap_bf16 *k, const lap_bf16 *v,
                           const float *coefficients, const int32_t *starts,
-                          int64_t B, int64_t T, int64_t S, int64_t H,
-                          int64_t KV, int64_t D, float scale, int32_t causal,
-                          int64_t window) {
-  forward(o, lse, q, k, v, coefficients, starts, B, T, S, H, KV, D, scale,
-          causal, window);
+                          const int32_t *lengths, int64_t B, int64_t T,
+                          int64_t S, int64_t H, int64_t KV, int64_t D,
+                          float scale, int32_t causal, int64_t window) {
+  forward(o, lse, q, k, v, coefficients, starts, lengths, B, T, S, H, KV, D,
+          scale, causal, window);
 }
 
 void attentionBackward(float *dq, float *dk, float *dv, float *dcoefficients,
                        const float *dout, const float *q, const float *k,
                        const float *v, const float *o, const float *lse,
                        const float *coefficients, const int32_t *starts,
-                       int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV,
-                       int64_t D, float scale, int32_t causal, int64_t window) {
+                       const int32_t *lengths, int64_t B, int64_t T, int64_t S,
+                       int64_t H, int64_t KV, int64_t D, float scale,
+                       int32_t causal, int64_t window) {
   backward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients,
-           starts, B, T, S, H, KV, D, scale, causal, window);
+           starts, lengths, B, T, S, H, KV, D, scale, causal, window);
 }
 
 void attentionBackwardBf16(lap_bf16 *dq, lap_bf16 *dk, lap_bf16 *dv,
@@ -985,11 +1005,12 @@ void attentionBackwardBf16(lap_bf16 *dq, lap_bf16 *dk, lap_bf16 *dv,
                            const lap_bf16 *q, const lap_bf16 *k,
                            const lap_bf16 *v, const lap_bf16 *o,
                            const float *lse, const float *coefficients,
-                           const int32_t *starts, int64_t B, int64_t T,
-                           int64_t S, int64_t H, int64_t KV, int64_t D,
-                           float scale, int32_t causal, int64_t window) {
+                           const int32_t *starts, const int32_t *lengths,
+                           int64_t B, int64_t T, int64_t S, int64_t H,
+                           int64_t KV, int64_t D, float scale, int32_t causal,
+                           int64_t window) {
   backward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients,
-           starts, B, T, S, H, KV, D, scale, causal, window);
+           starts, lengths, B, T, S, H, KV, D, scale, causal, window);
 }
 
 } // namespace lap::cpu::HWY_NAMESPACE
@@ -1003,53 +1024,51 @@ HWY_EXPORT(attentionForwardBf16);
 HWY_EXPORT(attentionBackward);
 HWY_EXPORT(attentionBackwardBf16);
 
-extern "C" void lap_cpu_attention_forward(float *o, float *lse, const float *q,
-                                          const float *k, const float *v,
-                                          const float *coefficients,
-                                          const int32_t *starts, int64_t B,
-                                          int64_t T, int64_t S, int64_t H,
-                                          int64_t KV, int64_t D, float scale,
-                                          int32_t causal, int64_t window) {
+extern "C" void lap_cpu_attention_forward(
+    float *o, float *lse, const float *q, const float *k, const float *v,
+    const float *coefficients, const int32_t *starts, const int32_t *lengths,
+    int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV, int64_t D,
+    float scale, int32_t causal, int64_t window) {
   useChosenIsa();
   HWY_DYNAMIC_DISPATCH(attentionForward)
-  (o, lse, q, k, v, coefficients, starts, B, T, S, H, KV, D, scale, causal,
-   window);
+  (o, lse, q, k, v, coefficients, starts, lengths, B, T, S, H, KV, D, scale,
+   causal, window);
 }
 
 extern "C" void lap_cpu_attention_backward(
     float *dq, float *dk, float *dv, float *dcoefficients, const float *dout,
     const float *q, const float *k, const float *v, const float *o,
     const float *lse, const float *coefficients, const int32_t *starts,
-    int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV, int64_t D,
-    float scale, int32_t causal, int64_t window) {
+    const int32_t *lengths, int64_t B, int64_t T, int64_t S, int64_t H,
+    int64_t KV, int64_t D, float scale, int32_t causal, int64_t window) {
   useChosenIsa();
   HWY_DYNAMIC_DISPATCH(attentionBackward)
-  (dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, starts, B, T,
-   S, H, KV, D, scale, causal, window);
+  (dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, starts,
+   lengths, B, T, S, H, KV, D, scale, causal, window);
 }
 
 extern "C" void lap_cpu_attention_forward_bf16(
     lap_bf16 *o, float *lse, const lap_bf16 *q, const lap_bf16 *k,
     const lap_bf16 *v, const float *coefficients, const int32_t *starts,
-    int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV, int64_t D,
-    float scale, int32_t causal, int64_t window) {
+    const int32_t *lengths, int64_t B, int64_t T, int64_t S, int64_t H,
+    int64_t KV, int64_t D, float scale, int32_t causal, int64_t window) {
   useChosenIsa();
   HWY_DYNAMIC_DISPATCH(attentionForwardBf16)
-  (o, lse, q, k, v, coefficients, starts, B, T, S, H, KV, D, scale, causal,
-   window);
+  (o, lse, q, k, v, coefficients, starts, lengths, B, T, S, H, KV, D, scale,
+   causal, window);
 }
 
 extern "C" void lap_cpu_attention_backward_bf16(
     lap_bf16 *dq, lap_bf16 *dk, lap_bf16 *dv, float *dcoefficients,
     const lap_bf16 *dout, const lap_bf16 *q, const lap_bf16 *k,
     const lap_bf16 *v, const lap_bf16 *o, const float *lse,
-    const float *coefficients, const int32_t *starts, int64_t B, int64_t T,
-    int64_t S, int64_t H, int64_t KV, int64_t D, float scale, int32_t causal,
-    int64_t window) {
+    const float *coefficients, const int32_t *starts, const int32_t *lengths,
+    int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV, int64_t D,
+    float scale, int32_t causal, int64_t window) {
   useChosenIsa();
   HWY_DYNAMIC_DISPATCH(attentionBackwardBf16)
-  (dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, starts, B, T,
-   S, H, KV, D, scale, causal, window);
+  (dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, starts,
+   lengths, B, T, S, H, KV, D, scale, causal, window);
 }
 
 } // namespace lap::cpu

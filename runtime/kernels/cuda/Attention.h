@@ -86,12 +86,14 @@ template <typename E> constexpr bool onTensorCores(int64_t D) {
 template <typename Launcher, typename E>
 void forward(const Launcher &device, E *o, float *lse, const E *q, const E *k,
              const E *v, const float *coefficients, const int32_t *starts,
-             int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV, int64_t D,
-             float scale, int32_t causal, int64_t window) {
+             const int32_t *lengths, int64_t B, int64_t T, int64_t S, int64_t H,
+             int64_t KV, int64_t D, float scale, int32_t causal,
+             int64_t window) {
   if (!supported(device, "attention_forward", B, T, S, H, KV, D, causal, window,
                  starts))
     return;
-  const Shape s = makeShape(B, T, S, H, KV, D, scale, causal, window, starts);
+  const Shape s =
+      makeShape(B, T, S, H, KV, D, scale, causal, window, starts, lengths);
   withWidth(D, [&](auto width) {
     constexpr int DP = decltype(width)::value;
     // DP <= 128 exactly when D <= 128; no kernel is built that no call takes.
@@ -117,13 +119,14 @@ template <typename Launcher, typename E>
 void backward(const Launcher &device, E *dq, E *dk, E *dv, float *dcoefficients,
               const E *dout, const E *q, const E *k, const E *v, const E *o,
               const float *lse, const float *coefficients,
-              const int32_t *starts, int64_t B, int64_t T, int64_t S, int64_t H,
-              int64_t KV, int64_t D, float scale, int32_t causal,
-              int64_t window) {
+              const int32_t *starts, const int32_t *lengths, int64_t B,
+              int64_t T, int64_t S, int64_t H, int64_t KV, int64_t D,
+              float scale, int32_t causal, int64_t window) {
   if (!supported(device, "attention_backward", B, T, S, H, KV, D, causal,
                  window, starts))
     return;
-  const Shape s = makeShape(B, T, S, H, KV, D, scale, causal, window, starts);
+  const Shape s =
+      makeShape(B, T, S, H, KV, D, scale, causal, window, starts, lengths);
   const int64_t rows = B * T * H;
   withWidth(D, [&](auto width) {
     constexpr int DP = decltype(width)::value;

@@ -224,7 +224,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
 
   // Causal: keys past the tile's last query are masked for all of it, and
   // under a window those before its first query's window.
-  const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
+  const int keyEnd = s.keyEnd(b, t0, nq);
   for (int s0 = s.firstKeyTile(b, t0, F::BK); s0 < keyEnd; s0 += F::BK) {
     const int nk = min(F::BK, s.S - s0);
     __syncthreads(); // the previous tile is read
@@ -509,7 +509,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
   }
   const float alpha = coefficients[h];
 
-  const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
+  const int keyEnd = s.keyEnd(b, t0, nq);
   for (int s0 = s.firstKeyTile(b, t0, Q::BK); s0 < keyEnd; s0 += Q::BK) {
     const int nk = min(Q::BK, s.S - s0);
     __syncthreads(); // the previous tile is read

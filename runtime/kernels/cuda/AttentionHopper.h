@@ -231,8 +231,9 @@ __global__ void __launch_bounds__(kForwardThreads, 1)
   const auto [b, h, kv, t0, nq] = s.queryTile(tiles, kRows);
   // Causal: keys past the tile's last query are masked for all of it, and
   // under a window those before its first query's window.
-  const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
-  const int first = s.firstKeyTile(b, t0, kKeys);
+  const int keyEnd = s.keyEnd(b, t0, nq);
+  // keyEnd itself when the padding leaves the tile no key: no key tile.
+  const int first = min(s.firstKeyTile(b, t0, kKeys), keyEnd);
   const int count = (keyEnd - first + kKeys - 1) / kKeys;
   if (threadIdx.x == 0) {
     initBarrier(queriesLanded, 128);
@@ -540,8 +541,9 @@ __global__ void __launch_bounds__(kThreads, 1) queryGradientsKernel(
   Own::load(Qs, q + s.qRow(b, t0, h), ldq, nq, s.D, vectors);
   Own::load(dOs, dout + s.qRow(b, t0, h), ldq, nq, s.D, vectors);
   commitCopies();
-  const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
-  const int first = s.firstKeyTile(b, t0, kGradientKeys);
+  const int keyEnd = s.keyEnd(b, t0, nq);
+  // keyEnd itself when the padding leaves the tile no key: no key tile.
+  const int first = min(s.firstKeyTile(b, t0, kGradientKeys), keyEnd);
   auto keys = keyTiles<Tile>(stages, first, keyEnd, k, v, b, kv, s, vectors);
 
   float lse2[2], rowD[2];

@@ -31,6 +31,9 @@ struct Shape {
   // causal: [B, T], query t of sequence b sees keys from starts[b T + t]
   // (its document's first token) on; or null.
   const int32_t *starts;
+  // [B]: sequence b's keys are its first lengths[b], the rest padding that
+  // no query sees; or null: all S.
+  const int32_t *lengths;
 
   // Offsets of rows of q, o, dout, dq [B, T, H, D] and k, v [B, S, KV, D].
   __device__ int64_t qRow(int b, int t, int h) const {
@@ -74,16 +77,25 @@ struct Shape {
     return attention_mask::firstKey(t, window,
                                     starts ? starts + int64_t(b) * T : nullptr);
   }
+  // The keys of sequence b that are not padding.
+  __device__ int keys(int b) const {
+    return lengths ? max(0, min(int(lengths[b]), S)) : S;
+  }
+  // One past the last key that a query of t0 .. t0 + nq - 1 of sequence b
+  // sees.
+  __device__ int keyEnd(int b, int t0, int nq) const {
+    return min(causal ? min(S, t0 + nq) : S, keys(b));
+  }
   // Whether query t of sequence b sees key s (both may be a tile's
   // padding).
   __device__ bool visible(int b, int t, int s) const {
-    return t < T && s < S && !(causal && s > t) && s >= firstKey(b, t);
+    return t < T && s < keys(b) && !(causal && s > t) && s >= firstKey(b, t);
   }
   // Whether queries t0 .. t0 + nt - 1 of sequence b all see keys s0 .. s0 +
   // ns - 1: a tile of them needs no mask.
   __device__ bool allVisible(int b, int t0, int nt, int s0, int ns) const {
-    return t0 + nt <= T && s0 + ns <= S && !(causal && s0 + ns - 1 > t0) &&
-           firstKey(b, t0 + nt - 1) <= s0;
+    return t0 + nt <= T && s0 + ns <= keys(b) &&
+           !(causal && s0 + ns - 1 > t0) && firstKey(b, t0 + nt - 1) <= s0;
   }
   // The first tile of `rows` keys that query t0 of sequence b, or a later
   // one, sees.
@@ -92,8 +104,11 @@ struct Shape {
   }
   // One past the last query of sequence b that sees a key of s0 .. s0 +
   // ns - 1: from the first query whose first key is past them on, none
-  // does (firstKey is nondecreasing: a binary search).
+  // does (firstKey is nondecreasing: a binary search); 0 when they are all
+  // padding.
   __device__ int queryEnd(int b, int s0, int ns) const {
+    if (s0 >= keys(b))
+      return 0;
     if (window == 0 && !starts)
       return T;
     return attention_mask::queryEnd(s0 + ns - 1, T,
@@ -130,7 +145,7 @@ __device__ inline void blockSum(float &to, float x, float *warpSums) {
 /// The Shape of a call whose sizes the caller has checked.
 inline Shape makeShape(int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV,
                        int64_t D, float scale, int32_t causal, int64_t window,
-                       const int32_t *starts) {
+                       const int32_t *starts, const int32_t *lengths) {
   Shape s;
   s.B = int(B), s.T = int(T), s.S = int(S), s.H = int(H), s.KV = int(KV);
   s.D = int(D);
@@ -140,6 +155,7 @@ inline Shape makeShape(int64_t B, int64_t T, int64_t S, int64_t H, int64_t KV,
   s.causal = causal != 0;
   s.window = int(window);
   s.starts = starts;
+  s.lengths = lengths;
   return s;
 }
 

@@ -377,8 +377,9 @@ __global__ void __launch_bounds__(kThreads)
 
   // Causal: keys past the tile's last query are masked for all of it, and
   // under a window those before its first query's window.
-  const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
-  const int first = s.firstKeyTile(b, t0, kForwardKeys);
+  const int keyEnd = s.keyEnd(b, t0, nq);
+  // keyEnd itself when the padding leaves the tile no key: no key tile.
+  const int first = min(s.firstKeyTile(b, t0, kForwardKeys), keyEnd);
   const int64_t head = s.kRow(b, 0, kv); // key 0 of the kv head
   auto keys = pipeline<Stage::elements>(
       stages, (keyEnd - first + kForwardKeys - 1) / kForwardKeys,
@@ -680,8 +681,9 @@ __global__ void __launch_bounds__(kThreads) queryGradientsKernel(
   const int tq = t0 + 16 * warp + g; // the query of row g; of g + 8: tq + 8
   const int64_t ldq = int64_t(s.H) * s.D;
 
-  const int keyEnd = s.causal ? min(s.S, t0 + nq) : s.S;
-  const int first = s.firstKeyTile(b, t0, kBackwardKeys);
+  const int keyEnd = s.keyEnd(b, t0, nq);
+  // keyEnd itself when the padding leaves the tile no key: no key tile.
+  const int first = min(s.firstKeyTile(b, t0, kBackwardKeys), keyEnd);
   const int64_t head = s.kRow(b, 0, kv); // key 0 of the kv head
   auto keys = pipeline<Stage::elements>(
       stages, (keyEnd - first + kBackwardKeys - 1) / kBackwardKeys,

@@ -51,7 +51,7 @@
 // CHECK: lapk.profile_begin "lap.attention"
 // CHECK: %[[LSE:.*]] = memref.view %[[WS]][%{{.*}}][] : memref<12288xi8> to memref<128xf32>
 // CHECK: %[[COEFFICIENTS:.*]] = memref.get_global @lap_coefficients_0 : memref<4xf32>
-// CHECK: lapk.call "attention_forward"(%{{.*}}, %[[LSE]], %{{.*}}, %{{.*}}, %{{.*}}, %[[COEFFICIENTS]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c2_i64, %c4_i64, %{{.*}}, %c1_i32, %c0_i64) : memref<512xf32>, memref<128xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<4xf32>, memref<0xi32>, i64, i64, i64, i64, i64, i64, f32, i32, i64
+// CHECK: lapk.call "attention_forward"(%{{.*}}, %{{.*}}, %[[LSE]], %{{.*}}, %{{.*}}, %{{.*}}, %[[COEFFICIENTS]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c2_i64, %c4_i64, %{{.*}}, %c1_i32, %c0_i64) : memref<512xf32>, memref<128xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<4xf32>, memref<0xi32>, memref<0xi32>, i64, i64, i64, i64, i64, i64, f32, i32, i64
 
 // [B, T, H, D] and [B, T, H D] share a layout, and the plan their bytes:
 // nothing to do.
@@ -131,7 +131,7 @@
 // CHECK: lapk.profile_begin "lap.merge_heads_grad"
 // CHECK-NEXT: lapk.profile_end "lap.merge_heads_grad"
 // Fixed kinds: no coefficient gradient (a null buffer).
-// CHECK: lapk.call "attention_backward"(%{{.*}}, %{{.*}}) : memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<0xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<128xf32>, memref<4xf32>, memref<0xi32>, i64, i64, i64, i64, i64, i64, f32, i32, i64
+// CHECK: lapk.call "attention_backward"(%{{.*}}, %{{.*}}) : memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<0xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<128xf32>, memref<4xf32>, memref<0xi32>, memref<0xi32>, i64, i64, i64, i64, i64, i64, f32, i32, i64
 // q, k and v copied back into the fused rows.
 // CHECK: lapk.profile_begin "lap.split_heads_grad"
 // CHECK: scf.parallel
@@ -241,10 +241,10 @@ func.func @forward(%pw: tensor<16x49xf32> {lap.name = "pw", lap.parameter},
 // CHECK: lapk.call "linear_heads_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c8_i64, %c8_i64, %c4_i64, %c0_i32{{[_0-9]*}}) : memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<512xf32>, memref<128xf32>, memref<0xf32>, i64, i64, i64, i64, i32
 // CHECK: lapk.call "rope_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c4_i64, %{{.*}}, %c0_i64) : memref<512xf32>, memref<512xf32>, i64, i64, i64, i64, f32, i64
 // CHECK: lapk.call "rope_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64, %c4_i64, %{{.*}}, %c0_i64) : memref<256xf32>, memref<256xf32>, i64, i64, i64, i64, f32, i64
-// CHECK: lapk.call "attention_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c1_i64, %c4_i64, %{{.*}}, %c1_i32, %c3_i64) : memref<512xf32>, memref<128xf32>, memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<4xf32>, memref<0xi32>, i64, i64, i64, i64, i64, i64, f32, i32, i64
+// CHECK: lapk.call "attention_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c1_i64, %c4_i64, %{{.*}}, %c1_i32, %c3_i64) : memref<512xf32>, memref<128xf32>, memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<4xf32>, memref<0xi32>, memref<0xi32>, i64, i64, i64, i64, i64, i64, f32, i32, i64
 // CHECK: lapk.call "cross_entropy_forward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c8_i64, %{{.*}}, %{{.*}}) : memref<1xf32>, memref<512xf32>, memref<64xi32>, i64, i64, f32, f32
 // CHECK: lapk.call "cross_entropy_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c8_i64, %{{.*}}, %{{.*}}) : memref<512xf32>, memref<1xf32>, memref<512xf32>, memref<64xi32>, i64, i64, f32, f32
-// CHECK: lapk.call "attention_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c1_i64, %c4_i64, %{{.*}}, %c1_i32, %c3_i64) : memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<0xf32>, memref<512xf32>, memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<512xf32>, memref<128xf32>, memref<4xf32>, memref<0xi32>, i64, i64, i64, i64, i64, i64, f32, i32, i64
+// CHECK: lapk.call "attention_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c1_i64, %c4_i64, %{{.*}}, %c1_i32, %c3_i64) : memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<0xf32>, memref<512xf32>, memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<512xf32>, memref<128xf32>, memref<4xf32>, memref<0xi32>, memref<0xi32>, i64, i64, i64, i64, i64, i64, f32, i32, i64
 // CHECK: lapk.call "rope_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64, %c4_i64, %{{.*}}, %c0_i64) : memref<256xf32>, memref<256xf32>, i64, i64, i64, i64, f32, i64
 // CHECK: lapk.call "rope_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c4_i64, %{{.*}}, %c0_i64) : memref<512xf32>, memref<512xf32>, i64, i64, i64, i64, f32, i64
 // CHECK: lapk.call "linear_heads_backward"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c8_i64, %c8_i64, %c4_i64, %c0_i32{{[_0-9]*}}) : memref<512xf32>, memref<128xf32>, memref<16xf32>, memref<512xf32>, memref<256xf32>, memref<256xf32>, memref<512xf32>, memref<128xf32>, i64, i64, i64, i64, i32

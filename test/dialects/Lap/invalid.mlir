@@ -763,7 +763,7 @@ func.func @patchify_grad_divides(%dy: tensor<?x4x16xf32>) {
 // -----
 
 func.func @cache_of_other_heads(%q: tensor<?x?x2x8xf32>, %c: tensor<?x?x1x8xf32>, %first: i64) {
-  // expected-error @+1 {{caches must be [B, capacity, KV, D] like k [?, ?, 2, 8], got [?, ?, 1, 8]}}
+  // expected-error @+1 {{caches must be [B, slots, KV, D] like k [?, ?, 2, 8], got [?, ?, 1, 8]}}
   %o = lap.cached_attention %q, %q, %q into %c, %c at %first {scale = 0.35 : f32}
        : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x1x8xf32> -> tensor<?x?x2x8xf32>
   return
@@ -1011,6 +1011,15 @@ func.func @documents_without_causal(%q: tensor<?x?x2x8xf32>, %s: tensor<?x?xi32>
   // expected-error @+1 {{'lap.attention' op documents (starts) need causal attention}}
   %o = lap.attention %q, %q, %q starts %s {scale = 0.35 : f32}
        : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32> starts tensor<?x?xi32> -> tensor<?x?x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @lengths_of_another_shape(%q: tensor<2x5x2x8xf32>, %n: tensor<3xi32>) {
+  // expected-error @+1 {{'lap.attention' op lengths must be [B] like q's first dimension, got [3]}}
+  %o = lap.attention %q, %q, %q lengths %n {scale = 0.35 : f32}
+       : tensor<2x5x2x8xf32>, tensor<2x5x2x8xf32>, tensor<2x5x2x8xf32> lengths tensor<3xi32> -> tensor<2x5x2x8xf32>
   return
 }
 

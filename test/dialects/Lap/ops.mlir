@@ -37,6 +37,23 @@ func.func @packed_documents(%q: tensor<?x?x2x16xf32>, %tokens: tensor<?x?xi32>) 
   return %o : tensor<?x?x2x16xf32>
 }
 
+// Padding: each sequence's key count, under full or causal attention, and
+// its gradient carries it.
+// CHECK-LABEL: func @padded_keys
+func.func @padded_keys(%q: tensor<?x?x2x16xf32>, %n: tensor<?xi32>, %s: tensor<?x?xi32>) -> tensor<?x?x2x16xf32> {
+  // CHECK: lap.attention {{.*}} lengths %{{.*}} {kinds = ["attn", "laplacian"], scale = 2.500000e-01 : f32} : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> lengths tensor<?xi32> -> tensor<?x?x2x16xf32>
+  %o = lap.attention %q, %q, %q lengths %n {scale = 0.25 : f32,
+         kinds = ["attn", "laplacian"]}
+       : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> lengths tensor<?xi32> -> tensor<?x?x2x16xf32>
+  // CHECK: lap.attention {{.*}} starts %{{.*}} lengths %{{.*}} {causal, scale = 2.500000e-01 : f32} : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> starts tensor<?x?xi32> lengths tensor<?xi32> -> tensor<?x?x2x16xf32>
+  %c = lap.attention %o, %o, %o starts %s lengths %n {causal, scale = 0.25 : f32}
+       : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> starts tensor<?x?xi32> lengths tensor<?xi32> -> tensor<?x?x2x16xf32>
+  // CHECK: lap.attention_grad {{.*}} lengths %{{.*}} {causal, scale = 2.500000e-01 : f32} : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> lengths tensor<?xi32>
+  %dq, %dk, %dv = lap.attention_grad %c, %o, %o, %o, %c lengths %n {causal, scale = 0.25 : f32}
+       : tensor<?x?x2x16xf32>, tensor<?x?x2x16xf32> lengths tensor<?xi32>
+  return %dq : tensor<?x?x2x16xf32>
+}
+
 // CHECK-LABEL: func @coefficients_and_gqa
 func.func @coefficients_and_gqa(%q: tensor<2x16x8x32xf32>, %kv: tensor<2x16x2x32xf32>) -> tensor<2x16x8x32xf32> {
   // CHECK: lap.attention {{.*}} {alpha = array<f32: 1.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00, -1.000000e+00, -1.000000e+00, -1.000000e+00, -1.000000e+00>, beta = array<f32: 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00>, scale

@@ -37,6 +37,8 @@ struct Shape {
   /// causal: [B, T], query t of sequence b sees keys j >= starts[b T + t]
   /// (documents packed into a sequence); empty: none.
   std::vector<int32_t> starts;
+  /// [B]: sequence b's keys j < lengths[b], the rest padding; empty: none.
+  std::vector<int32_t> lengths;
   int64_t size(int64_t rows, int64_t heads) const {
     return B * rows * heads * D;
   }
@@ -47,6 +49,7 @@ struct Shape {
            (causal ? " causal" : "") +
            (window ? " window=" + std::to_string(window) : "") +
            (starts.empty() ? "" : " documents") +
+           (lengths.empty() ? "" : " padded") +
            " scale=" + std::to_string(scale);
   }
 };
@@ -108,12 +111,19 @@ const int32_t *startsOf(const Shape &s) {
   return s.starts.empty() ? nullptr : s.starts.data();
 }
 
-bool visible(const Shape &s, int64_t b, int64_t t, int64_t j) {
-  return (!s.causal || j <= t) && (s.window == 0 || t - j < s.window) &&
-         (s.starts.empty() || j >= s.starts[size_t(b * s.T + t)]);
+/// The kernels' lengths argument: null without padding.
+const int32_t *lengthsOf(const Shape &s) {
+  return s.lengths.empty() ? nullptr : s.lengths.data();
 }
 
-/// P [B, H, T, S] (zero where masked), O and lse.
+bool visible(const Shape &s, int64_t b, int64_t t, int64_t j) {
+  return (!s.causal || j <= t) && (s.window == 0 || t - j < s.window) &&
+         (s.starts.empty() || j >= s.starts[size_t(b * s.T + t)]) &&
+         (s.lengths.empty() || j < s.lengths[size_t(b)]);
+}
+
+/// P [B, H, T, S] (zero where masked), O and lse (-inf for a query that
+/// sees no key: its P is 0).
 void referenceForward(const Shape &s, const Vec &q, const Vec &k, const Vec &v,
                       const Vec &alpha, const Vec &beta, Vec &o, Vec &lse,
                       Vec *probs = nullptr) {
@@ -261,8 +271,8 @@ Forward runForward(const Problem &p) {
             std::vector<float>(s.B * s.H * s.T, 7.0f)};
   lap_cpu_attention_forward(f.o.data(), f.lse.data(), p.q.data(), p.k.data(),
                             p.v.data(), p.coefficients().data(), startsOf(s),
-                            s.B, s.T, s.S, s.H, s.KV, s.D, float(s.scale),
-                            s.causal, s.window);
+                            lengthsOf(s), s.B, s.T, s.S, s.H, s.KV, s.D,
+                            float(s.scale), s.causal, s.window);
   return f;
 }
 
@@ -277,24 +287,28 @@ Backward runBackward(const Problem &p, const Forward &f, bool learned = false) {
                              learned ? g.dcoefficients.data() : nullptr,
                              p.g.data(), p.q.data(), p.k.data(), p.v.data(),
                              f.o.data(), f.lse.data(), p.coefficients().data(),
-                             startsOf(s), s.B, s.T, s.S, s.H, s.KV, s.D,
-                             float(s.scale), s.causal, s.window);
+                             startsOf(s), lengthsOf(s), s.B, s.T, s.S, s.H,
+                             s.KV, s.D, float(s.scale), s.causal, s.window);
   return g;
 }
 
 /// max |got - want| <= tol * max(max |want|, 1): relative to the largest
-/// magnitude, the natural yardstick for float accumulations, but not below
-/// the scale of the inputs (O(1)), so gradients that vanish (T = 1: P = 1)
-/// are held to the rounding of their terms.
+/// finite magnitude, the natural yardstick for float accumulations, but not
+/// below the scale of the inputs (O(1)), so gradients that vanish (T = 1:
+/// P = 1) are held to the rounding of their terms. An infinite want (the
+/// lse of a query without keys) must be met exactly.
 template <typename T>
 void expectClose(const std::vector<T> &got, const Vec &want, double tol,
                  const char *what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   double maxWant = 1.0, maxErr = 0.0;
   size_t worst = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    if (std::isfinite(want[i]))
+      maxWant = std::max(maxWant, std::abs(want[i]));
   for (size_t i = 0; i < want.size(); ++i) {
-    maxWant = std::max(maxWant, std::abs(want[i]));
-    double err = std::abs(double(got[i]) - want[i]);
+    double err =
+        double(got[i]) == want[i] ? 0.0 : std::abs(double(got[i]) - want[i]);
     if (!(err <= maxErr)) { // NaN counts as worst
       maxErr = err;
       worst = i;
@@ -338,6 +352,21 @@ Shape selfShape(int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D,
 Shape windowed(Shape s, int64_t window) {
   s.window = window;
   return s;
+}
+
+/// `s` with sequence b's keys its first lengths[b], the rest padding.
+Shape padded(Shape s, std::vector<int32_t> lengths) {
+  s.lengths = std::move(lengths);
+  return s;
+}
+
+/// Key counts for B sequences of S keys: all of them, fewer (an odd
+/// count), none, and so on round.
+std::vector<int32_t> someLengths(int64_t B, int64_t S) {
+  std::vector<int32_t> lengths;
+  for (int64_t b = 0; b < B; ++b)
+    lengths.push_back(int32_t(b % 3 == 0 ? S : b % 3 == 1 ? S / 2 + 1 : 0));
+  return lengths;
 }
 
 /// `s` with its sequences packed from documents of random lengths (1 to
@@ -427,6 +456,56 @@ TEST(AttentionForward, MatchesReferenceWithDocuments) {
       }
 }
 
+// Padded keys: full and causal attention, alone, under a window and in
+// documents (where queries past the padding may see no key at all), cross
+// attention; sequences with every key, some and none.
+std::vector<Shape> paddedShapes(std::vector<int64_t> lengths) {
+  std::vector<Shape> shapes;
+  for (int64_t T : lengths) {
+    for (bool causal : {false, true})
+      shapes.push_back(
+          padded(selfShape(3, T, 4, 2, 32, causal), someLengths(3, T)));
+    shapes.push_back(padded(windowed(selfShape(3, T, 4, 2, 32, true), 5),
+                            someLengths(3, T)));
+    shapes.push_back(padded(packed(selfShape(3, T, 4, 1, 32, true), 9, 360),
+                            someLengths(3, T)));
+    Shape cross{3, T, T + 40, 4, 2, 32, false, 0.2};
+    shapes.push_back(padded(cross, someLengths(3, T + 40)));
+  }
+  return shapes;
+}
+
+TEST(AttentionForward, MatchesReferenceWithPaddedKeys) {
+  uint32_t seed = 350;
+  for (const Shape &s : paddedShapes({7, 130, 257}))
+    checkForward(makeProblem(s, seed++), kForwardTol);
+}
+
+// A query that sees no key: P V = 0, so O = beta V at its own position and
+// lse = -inf; no gradient reaches q or k through P, and v gets beta dO.
+TEST(Attention, QueriesWithoutKeysOutputBetaV) {
+  Problem p =
+      makeProblem(padded(selfShape(2, 37, 3, 3, 24, false), {0, 0}), 370);
+  const Shape &s = p.s;
+  Forward f = runForward(p);
+  Backward g = runBackward(p, f, /*learned=*/true);
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t t = 0; t < s.T; ++t)
+      for (int64_t h = 0; h < s.H; ++h) {
+        EXPECT_EQ(f.lse[(b * s.H + h) * s.T + t], -INFINITY);
+        for (int64_t d = 0; d < s.D; ++d) {
+          const float v = p.v[kIdx(s, b, t, h) + d],
+                      dout = p.g[qIdx(s, b, t, h) + d];
+          ASSERT_EQ(f.o[qIdx(s, b, t, h) + d], p.beta[h] * v);
+          ASSERT_EQ(g.dq[qIdx(s, b, t, h) + d], 0.0f);
+          ASSERT_EQ(g.dk[kIdx(s, b, t, h) + d], 0.0f);
+          ASSERT_EQ(g.dv[kIdx(s, b, t, h) + d], p.beta[h] * dout);
+        }
+      }
+  for (int64_t h = 0; h < s.H; ++h)
+    EXPECT_EQ(g.dcoefficients[h], 0.0f) << "d alpha of head " << h;
+}
+
 // All-laplacian heads on identical tokens: P is uniform over the visible
 // keys, which all carry the same value, so P V = V and O = V - P V = 0.
 TEST(AttentionForward, LaplacianOfIdenticalTokensIsZero) {
@@ -473,6 +552,11 @@ TEST(AttentionBackward, MatchesFiniteDifferences) {
       shapes.push_back(selfShape(2, T, 4, 2, 8, causal));
   shapes.push_back(windowed(selfShape(2, 9, 4, 2, 8, true), 3));
   shapes.push_back(packed(selfShape(2, 9, 4, 2, 8, true), 3, 510));
+  shapes.push_back(padded(selfShape(3, 9, 4, 2, 8, false), {9, 4, 0}));
+  // Queries 7 and 8 of the first sequence and 4 on of the second see no
+  // key.
+  shapes.push_back(padded(windowed(selfShape(2, 9, 4, 2, 8, true), 3), {5, 2}));
+  shapes.push_back(padded(Shape{2, 5, 9, 4, 2, 8, false, 0.4}, {6, 1}));
   shapes.push_back(Shape{2, 5, 9, 4, 2, 8, false, 0.4}); // cross
   shapes.push_back(Shape{2, 9, 4, 4, 1, 8, false, 0.4}); // cross, MQA
   for (const Shape &s : shapes) {
@@ -507,6 +591,12 @@ TEST(AttentionBackward, MatchesReferenceWithDocuments) {
                          mean, seed);
         checkBackward(makeProblem(s, seed++), kBackwardTol);
       }
+}
+
+TEST(AttentionBackward, MatchesReferenceWithPaddedKeys) {
+  uint32_t seed = 690;
+  for (const Shape &s : paddedShapes({33, 130, 257}))
+    checkBackward(makeProblem(s, seed++), kBackwardTol);
 }
 
 TEST(AttentionBackward, MatchesReferenceWithWindows) {
@@ -617,21 +707,22 @@ TEST(Attention, ResultsDoNotDependOnThreadCount) {
     for (Shape shape :
          {selfShape(B, 130, 4, KV, 64, true),
           windowed(selfShape(B, 130, 4, KV, 64, true), 40),
-          packed(selfShape(B, 130, 4, KV, 64, true), 30, 1010)}) {
-    Problem p = makeProblem(shape, 1000 + B);
-    SCOPED_TRACE(p.s.str());
-    omp_set_num_threads(1);
-    Forward f1 = runForward(p);
-    Backward g1 = runBackward(p, f1, /*learned=*/true);
-    omp_set_num_threads(3);
-    Forward f3 = runForward(p);
-    Backward g3 = runBackward(p, f3, /*learned=*/true);
-    EXPECT_EQ(f1.o, f3.o);
-    EXPECT_EQ(f1.lse, f3.lse);
-    EXPECT_EQ(g1.dq, g3.dq);
-    EXPECT_EQ(g1.dk, g3.dk);
-    EXPECT_EQ(g1.dv, g3.dv);
-    EXPECT_EQ(g1.dcoefficients, g3.dcoefficients);
+          packed(selfShape(B, 130, 4, KV, 64, true), 30, 1010),
+          padded(selfShape(B, 130, 4, KV, 64, false), someLengths(B, 130))}) {
+      Problem p = makeProblem(shape, 1000 + B);
+      SCOPED_TRACE(p.s.str());
+      omp_set_num_threads(1);
+      Forward f1 = runForward(p);
+      Backward g1 = runBackward(p, f1, /*learned=*/true);
+      omp_set_num_threads(3);
+      Forward f3 = runForward(p);
+      Backward g3 = runBackward(p, f3, /*learned=*/true);
+      EXPECT_EQ(f1.o, f3.o);
+      EXPECT_EQ(f1.lse, f3.lse);
+      EXPECT_EQ(g1.dq, g3.dq);
+      EXPECT_EQ(g1.dk, g3.dk);
+      EXPECT_EQ(g1.dv, g3.dv);
+      EXPECT_EQ(g1.dcoefficients, g3.dcoefficients);
     }
   }
   omp_set_num_threads(saved);
@@ -675,7 +766,7 @@ TEST(AttentionBf16, KernelsAreTheFp32OnesRounded) {
     std::vector<float> lse(f.lse.size(), 7.0f);
     lap_cpu_attention_forward_bf16(o.data(), lse.data(), q.data(), k.data(),
                                    v.data(), coefficients.data(), startsOf(s),
-                                   s.B, s.T, s.S, s.H, s.KV, s.D,
+                                   lengthsOf(s), s.B, s.T, s.S, s.H, s.KV, s.D,
                                    float(s.scale), s.causal, s.window);
     EXPECT_EQ(o, bf16Vector(f.o));
     EXPECT_EQ(lse, f.lse);
@@ -690,8 +781,8 @@ TEST(AttentionBf16, KernelsAreTheFp32OnesRounded) {
     lap_cpu_attention_backward_bf16(
         dq.data(), dk.data(), dv.data(), learned ? dc.data() : nullptr,
         dout.data(), q.data(), k.data(), v.data(), o.data(), lse.data(),
-        coefficients.data(), startsOf(s), s.B, s.T, s.S, s.H, s.KV, s.D,
-        float(s.scale), s.causal, s.window);
+        coefficients.data(), startsOf(s), lengthsOf(s), s.B, s.T, s.S, s.H,
+        s.KV, s.D, float(s.scale), s.causal, s.window);
     EXPECT_EQ(dq, bf16Vector(g.dq));
     EXPECT_EQ(dk, bf16Vector(g.dk));
     EXPECT_EQ(dv, bf16Vector(g.dv));

@@ -59,13 +59,15 @@ struct Case {
   bool learned;       // dcoefficients requested
   int64_t window = 0; // causal: keys t - window < s <= t (0: all)
   int64_t documents = 0; // causal: packed documents of about this length
+  bool padded = false;   // sequence b's keys: S - b (S / 2 + 7), at least 0
   std::string str() const {
     return "B=" + std::to_string(B) + " T=" + std::to_string(T) +
            " S=" + std::to_string(S) + " H=" + std::to_string(H) +
            " KV=" + std::to_string(KV) + " D=" + std::to_string(D) +
            (causal ? " causal" : "") + (learned ? " learned" : "") +
            (window ? " window=" + std::to_string(window) : "") +
-           (documents ? " documents=" + std::to_string(documents) : "");
+           (documents ? " documents=" + std::to_string(documents) : "") +
+           (padded ? " padded" : "");
   }
 };
 
@@ -134,10 +136,16 @@ template <typename E> struct Inputs {
     // Documents of 1 to 2 * c.documents tokens: each query's start.
     if (c.documents > 0)
       starts = packedDocumentStarts(rng, c.B, c.T, c.documents);
+    for (int64_t b = 0; c.padded && b < c.B; ++b)
+      lengths.push_back(int32_t(std::max<int64_t>(0, c.S - b * (c.S / 2 + 7))));
   }
   /// The kernels' starts: null without documents.
   const int32_t *startsOrNull() const {
     return starts.empty() ? nullptr : starts.data();
+  }
+  /// The kernels' lengths: null without padding.
+  const int32_t *lengthsOrNull() const {
+    return lengths.empty() ? nullptr : lengths.data();
   }
   static std::vector<E> elements(const std::vector<float> &x) {
     if constexpr (std::is_same_v<E, float>)
@@ -150,7 +158,7 @@ template <typename E> struct Inputs {
   float scale;
   std::vector<float> coefficients;
   std::vector<E> q, k, v, dout;
-  std::vector<int32_t> starts;
+  std::vector<int32_t> starts, lengths;
 };
 
 /// What a backend makes of the inputs (outputs start as NaN: an element
@@ -175,15 +183,16 @@ template <typename E> struct Outputs {
 void cpuForward(float *o, float *lse, const Inputs<float> &in) {
   const Case &c = in.c;
   lap_cpu_attention_forward(o, lse, in.q.data(), in.k.data(), in.v.data(),
-                            in.coefficients.data(), in.startsOrNull(), c.B, c.T,
-                            c.S, c.H, c.KV, c.D, in.scale, c.causal, c.window);
+                            in.coefficients.data(), in.startsOrNull(),
+                            in.lengthsOrNull(), c.B, c.T, c.S, c.H, c.KV, c.D,
+                            in.scale, c.causal, c.window);
 }
 void cpuForward(lap_bf16 *o, float *lse, const Inputs<lap_bf16> &in) {
   const Case &c = in.c;
   lap_cpu_attention_forward_bf16(o, lse, in.q.data(), in.k.data(), in.v.data(),
-                                 in.coefficients.data(), in.startsOrNull(), c.B,
-                                 c.T, c.S, c.H, c.KV, c.D, in.scale, c.causal,
-                                 c.window);
+                                 in.coefficients.data(), in.startsOrNull(),
+                                 in.lengthsOrNull(), c.B, c.T, c.S, c.H, c.KV,
+                                 c.D, in.scale, c.causal, c.window);
 }
 void cpuBackward(Outputs<float> &out, const Inputs<float> &in) {
   const Case &c = in.c;
@@ -191,8 +200,8 @@ void cpuBackward(Outputs<float> &out, const Inputs<float> &in) {
       out.dq.data(), out.dk.data(), out.dv.data(),
       c.learned ? out.dcoefficients.data() : nullptr, in.dout.data(),
       in.q.data(), in.k.data(), in.v.data(), out.o.data(), out.lse.data(),
-      in.coefficients.data(), in.startsOrNull(), c.B, c.T, c.S, c.H, c.KV, c.D,
-      in.scale, c.causal, c.window);
+      in.coefficients.data(), in.startsOrNull(), in.lengthsOrNull(), c.B, c.T,
+      c.S, c.H, c.KV, c.D, in.scale, c.causal, c.window);
 }
 void cpuBackward(Outputs<lap_bf16> &out, const Inputs<lap_bf16> &in) {
   const Case &c = in.c;
@@ -200,8 +209,8 @@ void cpuBackward(Outputs<lap_bf16> &out, const Inputs<lap_bf16> &in) {
       out.dq.data(), out.dk.data(), out.dv.data(),
       c.learned ? out.dcoefficients.data() : nullptr, in.dout.data(),
       in.q.data(), in.k.data(), in.v.data(), out.o.data(), out.lse.data(),
-      in.coefficients.data(), in.startsOrNull(), c.B, c.T, c.S, c.H, c.KV, c.D,
-      in.scale, c.causal, c.window);
+      in.coefficients.data(), in.startsOrNull(), in.lengthsOrNull(), c.B, c.T,
+      c.S, c.H, c.KV, c.D, in.scale, c.causal, c.window);
 }
 
 std::vector<float> floatsOf(const std::vector<float> &x) { return x; }
@@ -211,34 +220,38 @@ std::vector<float> floatsOf(const std::vector<lap_bf16> &x) {
 
 void cudaForward(float *o, float *lse, const float *q, const float *k,
                  const float *v, const float *coefficients,
-                 const int32_t *starts, const Case &c, float scale) {
-  lap_cuda_attention_forward(o, lse, q, k, v, coefficients, starts, c.B, c.T,
-                             c.S, c.H, c.KV, c.D, scale, c.causal, c.window);
+                 const int32_t *starts, const int32_t *lengths, const Case &c,
+                 float scale) {
+  lap_cuda_attention_forward(o, lse, q, k, v, coefficients, starts, lengths,
+                             c.B, c.T, c.S, c.H, c.KV, c.D, scale, c.causal,
+                             c.window);
 }
 void cudaForward(lap_bf16 *o, float *lse, const lap_bf16 *q, const lap_bf16 *k,
                  const lap_bf16 *v, const float *coefficients,
-                 const int32_t *starts, const Case &c, float scale) {
-  lap_cuda_attention_forward_bf16(o, lse, q, k, v, coefficients, starts, c.B,
-                                  c.T, c.S, c.H, c.KV, c.D, scale, c.causal,
-                                  c.window);
+                 const int32_t *starts, const int32_t *lengths, const Case &c,
+                 float scale) {
+  lap_cuda_attention_forward_bf16(o, lse, q, k, v, coefficients, starts,
+                                  lengths, c.B, c.T, c.S, c.H, c.KV, c.D, scale,
+                                  c.causal, c.window);
 }
 void cudaBackward(float *dq, float *dk, float *dv, float *dcoefficients,
                   const float *dout, const float *q, const float *k,
                   const float *v, const float *o, const float *lse,
                   const float *coefficients, const int32_t *starts,
-                  const Case &c, float scale) {
+                  const int32_t *lengths, const Case &c, float scale) {
   lap_cuda_attention_backward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse,
-                              coefficients, starts, c.B, c.T, c.S, c.H, c.KV,
-                              c.D, scale, c.causal, c.window);
+                              coefficients, starts, lengths, c.B, c.T, c.S, c.H,
+                              c.KV, c.D, scale, c.causal, c.window);
 }
 void cudaBackward(lap_bf16 *dq, lap_bf16 *dk, lap_bf16 *dv,
                   float *dcoefficients, const lap_bf16 *dout, const lap_bf16 *q,
                   const lap_bf16 *k, const lap_bf16 *v, const lap_bf16 *o,
                   const float *lse, const float *coefficients,
-                  const int32_t *starts, const Case &c, float scale) {
-  lap_cuda_attention_backward_bf16(dq, dk, dv, dcoefficients, dout, q, k, v, o,
-                                   lse, coefficients, starts, c.B, c.T, c.S,
-                                   c.H, c.KV, c.D, scale, c.causal, c.window);
+                  const int32_t *starts, const int32_t *lengths, const Case &c,
+                  float scale) {
+  lap_cuda_attention_backward_bf16(
+      dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients, starts,
+      lengths, c.B, c.T, c.S, c.H, c.KV, c.D, scale, c.causal, c.window);
 }
 
 /// The CUDA entry points on device copies: the forward into got.o and
@@ -251,10 +264,12 @@ void runOnGpu(const Inputs<E> &in, const Outputs<E> &cpu, Outputs<E> &got) {
   DeviceBuffer<float> coefficients(in.coefficients), lse(got.lse),
       cpuLse(cpu.lse), dcoefficients(got.dcoefficients);
   DeviceBuffer<int32_t> startsBuffer(in.starts);
+  DeviceBuffer<int32_t> lengthsBuffer(in.lengths);
   const int32_t *starts = in.starts.empty() ? nullptr : startsBuffer.get();
-  cudaForward(o, lse, q, k, v, coefficients, starts, c, in.scale);
+  const int32_t *lengths = in.lengths.empty() ? nullptr : lengthsBuffer.get();
+  cudaForward(o, lse, q, k, v, coefficients, starts, lengths, c, in.scale);
   cudaBackward(dq, dk, dv, c.learned ? dcoefficients.get() : nullptr, dout, q,
-               k, v, cpuO, cpuLse, coefficients, starts, c, in.scale);
+               k, v, cpuO, cpuLse, coefficients, starts, lengths, c, in.scale);
   got.o = o.host(), got.lse = lse.host();
   got.dq = dq.host(), got.dk = dk.host(), got.dv = dv.host();
   got.dcoefficients = dcoefficients.host();
@@ -435,6 +450,18 @@ TEST(CudaAttention, Documents) {
   check({2, 130, 130, 3, 3, 64, true, true, 30, 50}, 66);
 }
 
+// Padded keys: sequences with every key, fewer and none; full and causal,
+// under a window and in documents (queries past the padding then see no
+// key), cross attention.
+TEST(CudaAttention, PaddedKeys) {
+  REQUIRE_GPU();
+  check({3, 130, 130, 4, 2, 64, false, true, 0, 0, true}, 67);
+  check({3, 130, 130, 3, 3, 40, true, true, 0, 0, true}, 68);
+  check({3, 130, 130, 4, 2, 64, true, true, 20, 0, true}, 69);
+  check({3, 130, 130, 4, 2, 64, true, false, 0, 30, true}, 70);
+  check({3, 37, 150, 4, 2, 64, false, false, 0, 0, true}, 71);
+}
+
 // No keys: O = 0 and lse = -inf; dq = 0 and the coefficients' gradients 0.
 TEST(CudaAttention, NoKeys) {
   REQUIRE_GPU();
@@ -477,6 +504,11 @@ void checkTensorCoreCases() {
   checkBf16({2, 130, 130, 3, 3, 128, true, true, 1}, 53);
   checkBf16({2, 200, 200, 4, 2, 64, true, true, 0, 40}, 54);
   checkBf16({1, 130, 130, 3, 3, 64, true, true, 25, 10}, 55);
+  // Padded keys: tiles past a sequence's keys are skipped, a tile across
+  // its end masked; a sequence without keys; queries past the padding and
+  // the window see none.
+  checkBf16({3, 130, 130, 4, 2, 64, false, true, 0, 0, true}, 56);
+  checkBf16({3, 130, 130, 3, 3, 128, true, true, 20, 0, true}, 57);
 }
 /// The same at scale: many tiles, the widest heads, GQA of 8 heads on 2.
 void checkTensorCoreCasesAtScale() {
@@ -606,13 +638,13 @@ template <typename E> void expectDeterministicBackward() {
   DeviceBuffer<E> q(in.q), k(in.k), v(in.v), dout(in.dout), o(nq);
   DeviceBuffer<float> coefficients(in.coefficients),
       lse(size_t(c.B * c.H * c.T));
-  cudaForward(o, lse, q, k, v, coefficients, nullptr, c, in.scale);
+  cudaForward(o, lse, q, k, v, coefficients, nullptr, nullptr, c, in.scale);
   std::vector<std::vector<float>> runs[2];
   for (auto &run : runs) {
     DeviceBuffer<E> dq(nq), dk(nk), dv(nk);
     DeviceBuffer<float> dcoefficients(size_t(2 * c.H));
     cudaBackward(dq, dk, dv, dcoefficients, dout, q, k, v, o, lse, coefficients,
-                 nullptr, c, in.scale);
+                 nullptr, nullptr, c, in.scale);
     run = {floatsOf(dq.host()), floatsOf(dk.host()), floatsOf(dv.host()),
            dcoefficients.host()};
   }
@@ -630,14 +662,17 @@ TEST(CudaAttention, BackwardIsDeterministic) {
 TEST(CudaAttention, RejectsUnsupportedShapes) {
   REQUIRE_GPU();
   lap_cuda_attention_forward(nullptr, nullptr, nullptr, nullptr, nullptr,
-                             nullptr, nullptr, 1, 4, 4, 3, 2, 64, 1.0f, 0, 0);
+                             nullptr, nullptr, nullptr, 1, 4, 4, 3, 2, 64, 1.0f,
+                             0, 0);
   EXPECT_NE(lap::cuda::takeFailure().find("multiple of KV"), std::string::npos);
   lap_cuda_attention_backward(nullptr, nullptr, nullptr, nullptr, nullptr,
                               nullptr, nullptr, nullptr, nullptr, nullptr,
-                              nullptr, nullptr, 1, 4, 4, 2, 2, 300, 1.0f, 0, 0);
+                              nullptr, nullptr, nullptr, 1, 4, 4, 2, 2, 300,
+                              1.0f, 0, 0);
   EXPECT_NE(lap::cuda::takeFailure().find("head dim"), std::string::npos);
   lap_cuda_attention_forward(nullptr, nullptr, nullptr, nullptr, nullptr,
-                             nullptr, nullptr, 1, 4, 4, 2, 2, 64, 1.0f, 0, 3);
+                             nullptr, nullptr, nullptr, 1, 4, 4, 2, 2, 64, 1.0f,
+                             0, 3);
   EXPECT_NE(lap::cuda::takeFailure().find("causal"), std::string::npos);
 }
 
