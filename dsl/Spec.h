@@ -38,8 +38,8 @@ enum class Precision { FP32, BF16 };
 enum class Crop { RandomResized, SimpleRandom, None };
 enum class DataFormat { Shards, Text, IDX, CIFAR10, CIFAR100, ImageFolder };
 /// `train.data.packing`: whether a window's tokens attend across the
-/// documents packed into it.
-enum class Packing { None, Documents };
+/// documents packed into it, or a sequence holds one document and padding.
+enum class Packing { None, Documents, Padded };
 
 /// `model.norm`: the normalisation used everywhere in the model (blocks,
 /// final norm, embedding norm, QK-norm).
@@ -216,7 +216,7 @@ struct DataSpec {
   std::string tokenizer;  ///< tokenizer: file, or "train" (byte-level BPE)
   int64_t workers = 0;    ///< workers: loader threads, 0 = one per core
   bool strict = false; ///< strict: an entry that is no image file is an error
-  Packing packing = Packing::None; ///< packing: none | documents
+  Packing packing = Packing::None; ///< packing: none | documents | padded
   /// bos: the token that starts a document; -1 until resolved (default:
   /// model.vocab - 1, where lap's trained tokenizers put <|bos|>).
   int64_t bos = -1;

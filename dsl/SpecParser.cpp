@@ -470,7 +470,7 @@ void applyDependentDefaults(Spec &spec, const std::string &file) {
     t.microBatchSize = t.batchSize;
   if (!spec.given("train.seq_len") && t.regime == Regime::LM)
     t.seqLen = m.context;
-  if (!spec.given("train.data.bos") && t.data.packing == Packing::Documents)
+  if (!spec.given("train.data.bos") && t.data.packing != Packing::None)
     t.data.bos = m.vocab - 1; // where lap's trained tokenizers put <|bos|>
   if (!spec.given("train.data.format"))
     t.data.format =

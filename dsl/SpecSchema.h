@@ -139,7 +139,7 @@ LAP_ENUM_NAMES(DataFormat, {"shards", DataFormat::Shards},
                {"cifar100", DataFormat::CIFAR100},
                {"imagefolder", DataFormat::ImageFolder})
 LAP_ENUM_NAMES(Packing, {"none", Packing::None},
-               {"documents", Packing::Documents})
+               {"documents", Packing::Documents}, {"padded", Packing::Padded})
 #undef LAP_ENUM_NAMES
 
 /// Parameter groups that `optimizer.no_decay` may name.

@@ -213,10 +213,10 @@ private:
     if (t.data.format == DataFormat::Text && t.data.tokenizer.empty())
       error("train.data.format", "text data needs a tokenizer: set "
                                  "data.tokenizer to a file, or to 'train'");
-    if (spec.given("train.data.bos") && t.data.packing != Packing::Documents)
+    if (spec.given("train.data.bos") && t.data.packing == Packing::None)
       error("train.data.bos", "'bos' marks where documents start, for "
-                              "'packing: documents'");
-    else if (t.data.packing == Packing::Documents && t.data.bos >= m.vocab &&
+                              "'packing: documents' or 'padded'");
+    else if (t.data.packing != Packing::None && t.data.bos >= m.vocab &&
              usable({"model.vocab"}))
       error(spec.given("train.data.bos") ? "train.data.bos"
                                          : "train.data.packing",

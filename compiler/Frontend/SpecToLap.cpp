@@ -154,6 +154,11 @@ private:
   /// train.data.packing: documents: where each token's document starts
   /// (lap.document_starts of the tokens), for every layer's attention.
   Value starts;
+  /// train.data.packing: padded: each sequence's length (the batch's
+  /// `lengths`), past which every layer's attention sees no key.
+  Value lengths;
+  /// gpt: the batch's targets.
+  Value targets;
   /// In @features: the residual stream after the embedding and each block.
   std::vector<Value> *streams = nullptr;
   /// T: dynamic for text, static for images of the compiled size.
@@ -266,7 +271,7 @@ Value ForwardBuilder::attention(Value h, const std::string &prefix,
   } else {
     o = b.create<AttentionOp>(
         loc(placement, scope), q.getType(), q, k, v, coefficients, starts,
-        Value(), scale,
+        lengths, scale,
         m.family == dsl::Family::GPT ? b.getUnitAttr() : UnitAttr(), UnitAttr(),
         kinds, alpha, beta, b.getI64IntegerAttr(window));
   }
@@ -368,8 +373,15 @@ Value ForwardBuilder::inputs(Block *body) {
   }
   auto i32Batch = RankedTensorType::get({kDynamic, kDynamic}, b.getI32Type());
   Value tokens = body->addArgument(i32Batch, loc("model.vocab", "tokens"));
-  body->addArgument(i32Batch, loc("model.vocab", "targets"));
+  targets = body->addArgument(i32Batch, loc("model.vocab", "targets"));
   batchNames = {"tokens", "targets"};
+  lengths = Value();
+  if (spec.train.data.packing == dsl::Packing::Padded) {
+    lengths =
+        body->addArgument(RankedTensorType::get({kDynamic}, b.getI32Type()),
+                          loc("train.data.packing", "lengths"));
+    batchNames.push_back("lengths");
+  }
   starts = spec.train.data.packing == dsl::Packing::Documents
                ? b.create<DocumentStartsOp>(
                       loc("train.data.packing", "tokens"), tokens,
@@ -381,10 +393,14 @@ Value ForwardBuilder::inputs(Block *body) {
 
 std::pair<Value, Value> ForwardBuilder::gptForward(Block *body) {
   Value logits = gptHead(blocks(inputs(body)));
-  Value targets = body->getArguments().back();
+  // With padding, the targets past each sequence's length do not count.
+  Value counted = targets;
+  if (lengths)
+    counted = b.create<PadTargetsOp>(loc("train.data.packing", "targets"),
+                                     targets.getType(), targets, lengths);
   Value loss = b.create<CrossEntropyOp>(
       loc("model.family", "loss"), RankedTensorType::get({}, b.getF32Type()),
-      logits, targets, b.getF32FloatAttr(0), b.getF32FloatAttr(0));
+      logits, counted, b.getF32FloatAttr(0), b.getF32FloatAttr(0));
   return {loss, logits};
 }
 
@@ -394,6 +410,7 @@ Value ForwardBuilder::gptDecode(Block *body) {
   first = body->addArgument(b.getI64Type(), loc("model.context", "first"));
   batchNames = {"tokens", "first"};
   starts = Value(); // a prompt and what follows it are one document
+  lengths = Value(); // and has no padding
   // [B, capacity, KV, D]: the capacity is the compiled maximum sequence.
   auto cacheType = RankedTensorType::get(
       {kDynamic, kDynamic, m.kvHeads, m.headDim}, b.getF32Type());

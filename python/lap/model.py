@@ -190,7 +190,7 @@ class Model:
         pointers = []
         for t, x in zip(layout, tensors):
             shape = [rows if i == 0 else d for i, d in enumerate(t["shape"])]
-            if self.family == "gpt":
+            if self.family == "gpt" and len(shape) > 1:  # not lengths [B]
                 shape[1] = seq
             elif len(shape) == 4:
                 shape[2] = shape[3] = side

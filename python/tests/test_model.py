@@ -202,6 +202,35 @@ def test_a_dict_spec_compiles():
     assert model.name == "py_dict" and model.max_seq == 8
 
 
+def test_a_padded_model_takes_each_sequences_length(tmp_path):
+    spec = {"name": "py_padded", "model": {
+        "family": "gpt", "layers": 1, "width": 16, "heads": 2, "vocab": 32,
+        "context": 8}, "train": {"regime": "lm", "batch_size": 2,
+                                 "steps": 1, "data": {
+                                     "format": "shards", "train": "unused",
+                                     "packing": "padded"}}}
+    model = lap.load(lap.compile(spec, tmp_path / "padded.so"))
+    assert [t["name"] for t in model.manifest["batch"]] == \
+        ["tokens", "targets", "lengths"]
+    params = model.init_params(seed=1)
+    batch = lm_batch(model, rows=2, seq=8)
+    batch["lengths"] = np.array([8, 3], dtype=np.int32)
+    loss, logits = model.forward(params, batch)
+    # What lies past a length changes nothing; the loss counts the rest.
+    batch["tokens"][1, 3:] = 0
+    batch["targets"][1, 3:] = 5
+    again, logits_again = model.forward(params, batch)
+    assert loss == again
+    assert np.array_equal(logits[1, :3], logits_again[1, :3])
+    counted = np.concatenate([batch["targets"][0], batch["targets"][1, :3]])
+    rows = np.concatenate([logits[0], logits[1, :3]])
+    assert abs(cross_entropy(rows, counted) - loss) < 1e-5
+    batch["lengths"] = np.array([8, 9], dtype=np.int32)
+    with pytest.raises(lap.LapError, match="'lengths' holds 9 at .1., "
+                                           "outside the sequence 0..8"):
+        model.forward(params, batch)
+
+
 def test_spec_errors_are_located(tmp_path):
     bad = NANOCHAT.replace("  width: 32\n", "  widht: 32\n")
     with pytest.raises(lap.SpecError) as caught:

@@ -200,10 +200,11 @@ struct Model {
           !lap::model::backend::readsBatches())
         continue;
       // Tokens index the embedding; targets may also be -1 (ignored).
-      if (lap_status s = checkIds(
-              batchNames[i], static_cast<const int32_t *>(b->tensors[i]),
-              b->batch, seq, batchNames[i] == "targets" ? -1 : 0))
-        return s;
+      std::string why = lap::model::indexProblem(
+          batchNames[i], static_cast<const int32_t *>(b->tensors[i]), b->batch,
+          seq, vocab);
+      if (!why.empty())
+        return fail(why);
     }
     return LAP_OK;
   }

@@ -340,6 +340,7 @@ void LmLoader::fill(LmBatch &out, const uint64_t *starts) const {
   out.seq = opts_.seq;
   out.inputs.resize(B * T);
   out.targets.resize(B * T);
+  out.lengths.assign(opts_.paddedBos >= 0 ? B : 0, 0);
   std::vector<uint32_t> window(T + 1);
   for (size_t b = 0; b < B; ++b) {
     readStream(starts[b], T + 1, window.data());
@@ -349,9 +350,24 @@ void LmLoader::fill(LmBatch &out, const uint64_t *starts) const {
                                  " at stream offset " +
                                  std::to_string(starts[b] + t) +
                                  " does not fit the model ABI's int32 tokens");
+    // Padded: the row takes the window's tokens from its first document
+    // start (none: the window is inside a document) to the next one.
+    size_t from = 0, length = T;
+    if (opts_.paddedBos >= 0) {
+      const auto bos = uint32_t(opts_.paddedBos);
+      from = size_t(std::find(window.begin(), window.end() - 1, bos) -
+                    window.begin()) %
+             T;
+      const size_t next =
+          size_t(std::find(window.begin() + from + 1, window.end(), bos) -
+                 window.begin());
+      length = std::min(T, next) - from;
+      out.lengths[b] = int32_t(length);
+    }
     for (size_t t = 0; t < T; ++t) {
-      out.inputs[b * T + t] = static_cast<int32_t>(window[t]);
-      out.targets[b * T + t] = static_cast<int32_t>(window[t + 1]);
+      const bool real = t < length;
+      out.inputs[b * T + t] = real ? int32_t(window[from + t]) : 0;
+      out.targets[b * T + t] = real ? int32_t(window[from + t + 1]) : -1;
     }
   }
 }

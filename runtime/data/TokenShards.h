@@ -105,6 +105,16 @@ double unigramEntropy(const std::vector<TokenShard> &shards);
 struct LmBatch {
   int64_t batch = 0, seq = 0;
   std::vector<int32_t> inputs, targets;
+  /// Padded rows (LmLoaderOptions::paddedBos): each row's length [B]; its
+  /// inputs past it are 0 and its targets -1. Empty otherwise.
+  std::vector<int32_t> lengths;
+  /// The model ABI's batch tensors: inputs, targets and any lengths.
+  std::vector<const void *> tensors() const {
+    std::vector<const void *> t{inputs.data(), targets.data()};
+    if (!lengths.empty())
+      t.push_back(lengths.data());
+    return t;
+  }
 };
 
 struct LmLoaderOptions {
@@ -117,6 +127,11 @@ struct LmLoaderOptions {
   /// When nonzero, every shard is scanned on open and refused if it holds a
   /// token >= vocabSize (an embedding lookup would read out of bounds).
   uint32_t vocabSize = 0;
+  /// train.data.packing: padded, documents starting with this token (-1:
+  /// none): each row is the first document that starts in its window (the
+  /// whole window inside a longer one), cut at the window's end; the rest
+  /// of the row is padding.
+  int64_t paddedBos = -1;
 };
 
 /// Batches of shuffled training windows and in-order validation windows

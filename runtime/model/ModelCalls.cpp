@@ -13,13 +13,12 @@ using namespace lap;
 
 namespace {
 
-/// Every id of `ids` [rows, seq] in [lowest, vocab), or the error a CPU
-/// library gives, naming `library`.
-void checkIds(const std::string &library, const std::string &name,
-              const int32_t *ids, int64_t rows, int64_t seq, int32_t lowest,
-              int64_t vocab) {
-  std::string why =
-      model::idOutsideVocabulary(name, ids, rows, seq, lowest, vocab);
+/// The int32 batch tensor `name` as a CPU library would accept it, or its
+/// error, naming `library`.
+void checkIndices(const std::string &library, const std::string &name,
+                  const int32_t *data, int64_t rows, int64_t seq,
+                  int64_t vocab) {
+  std::string why = model::indexProblem(name, data, rows, seq, vocab);
   if (!why.empty())
     throw std::runtime_error(library + ": " + why);
 }
@@ -81,10 +80,10 @@ const lap_batch *ModelCalls::place(const lap_batch &host) {
   const int64_t vocab = lib.manifest()["limits"]["vocab"];
   for (size_t i = 0; i < layout.size(); ++i) {
     size_t bytes = bytesOf(layout[i], host, side);
-    if (layout[i]["dtype"] == "int32") // targets may be -1: ignored
-      checkIds(lib.path(), layout[i]["name"],
-               static_cast<const int32_t *>(host.tensors[i]), host.batch,
-               host.seq, layout[i]["name"] == "targets" ? -1 : 0, vocab);
+    if (layout[i]["dtype"] == "int32")
+      checkIndices(lib.path(), layout[i]["name"],
+                   static_cast<const int32_t *>(host.tensors[i]), host.batch,
+                   host.seq, vocab);
     pointers[i] = buffer(batchTensors[i], bytes);
     dev.uploadBytes(const_cast<void *>(pointers[i]), host.tensors[i], bytes);
   }
@@ -169,7 +168,7 @@ void ModelCalls::decode(const float *params, const int32_t *hostTokens,
     return;
   }
   const int64_t vocab = lib.manifest()["limits"]["vocab"];
-  checkIds(lib.path(), "tokens", hostTokens, batch, count, 0, vocab);
+  checkIndices(lib.path(), "tokens", hostTokens, batch, count, vocab);
   size_t tokenBytes = size_t(batch * count) * 4;
   size_t logitBytes = tokenBytes * size_t(vocab);
   auto *deviceTokens = static_cast<int32_t *>(buffer(tokens, tokenBytes));

@@ -23,7 +23,11 @@ RandomBatch::RandomBatch(const nlohmann::json &manifest, int64_t batch,
     int64_t n = elementsAt(shape, batch, seq);
     buffers.push_back(std::make_unique<AlignedBuffer>(size_t(n) * 4));
     AlignedBuffer &b = *buffers.back();
-    if (t["dtype"] == "int32") {
+    if (t["name"] == "lengths") { // a padded batch's: 1 .. seq
+      std::uniform_int_distribution<int32_t> length(1, int32_t(seq));
+      for (int64_t i = 0; i < n; ++i)
+        b.as<int32_t>()[i] = length(rng);
+    } else if (t["dtype"] == "int32") {
       std::uniform_int_distribution<int32_t> token(0, int32_t(vocab - 1));
       for (int64_t i = 0; i < n; ++i)
         b.as<int32_t>()[i] = token(rng);

@@ -167,14 +167,14 @@ LmRegime::LmRegime(const dsl::Spec &spec, ModelCalls &calls,
   // has a <|bos|> (which starts every document lap prepares), that one.
   std::optional<uint32_t> bos =
       tokenizer_ ? tokenizer_->specialId(data::Tokenizer::kBos) : std::nullopt;
-  if (data.packing == dsl::Packing::Documents && bos &&
-      int64_t(*bos) != data.bos)
+  if (data.packing != dsl::Packing::None && bos && int64_t(*bos) != data.bos)
     throw std::runtime_error(
         "train.data.bos is " + std::to_string(data.bos) +
         ", but the tokenizer's <|bos|>, which starts every document, is " +
         std::to_string(*bos) + ": set train.data.bos: " + std::to_string(*bos));
-  LmLoaderOptions options{batch, seq, uint64_t(spec.train.seed), valFraction,
-                          vocab};
+  LmLoaderOptions options{
+      batch,       seq,   uint64_t(spec.train.seed),
+      valFraction, vocab, data.packing == dsl::Packing::Padded ? data.bos : -1};
   train = std::make_unique<LmLoader>(trainPaths, options);
   options.valFraction = 1;
   val = valPaths.empty() ? nullptr
@@ -189,8 +189,8 @@ int64_t LmRegime::next(lap_batch &out) {
   train->seek(shard.global(windowsRead));
   windowsRead += uint64_t(batch);
   train->next(current);
-  pointers = {current.inputs.data(), current.targets.data()};
-  out = {batch, seq, 2, pointers.data()};
+  pointers = current.tensors();
+  out = {batch, seq, int32_t(pointers.size()), pointers.data()};
   return batch * seq;
 }
 
@@ -203,11 +203,14 @@ nlohmann::json LmRegime::evaluate(int64_t batches) {
   double nats = 0, bytes = 0, tokens = 0;
   LmBatch b;
   while (it.next(b)) {
-    std::vector<const void *> ptrs = {b.inputs.data(), b.targets.data()};
-    lap_batch view{b.batch, b.seq, 2, ptrs.data()};
+    std::vector<const void *> ptrs = b.tensors();
+    lap_batch view{b.batch, b.seq, int32_t(ptrs.size()), ptrs.data()};
+    // The loss is the mean over the targets that count (not padding's).
     float loss = calls.forward(params, view, logits.as<float>());
-    nats += double(loss) * double(b.batch * b.seq);
-    tokens += double(b.batch * b.seq);
+    double counted = double(std::count_if(b.targets.begin(), b.targets.end(),
+                                          [](int32_t t) { return t >= 0; }));
+    nats += double(loss) * counted;
+    tokens += counted;
     // Bits per byte count the bytes the targets stand for (specials: none),
     // so models with different tokenizers compare.
     if (tokenizer_)

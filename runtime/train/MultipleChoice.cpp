@@ -149,6 +149,7 @@ lap::train::evaluateMultipleChoice(ModelCalls &calls, const float *params,
   const LoadedModel &model = calls.model();
   int64_t vocab = model.manifest()["limits"]["vocab"];
   int64_t maxSeq = model.maxSeq();
+  const auto batchTensors = int32_t(model.manifest()["batch"].size());
   AlignedBuffer logits(size_t(maxSeq * vocab) * 4);
   MultipleChoiceResult result;
   for (const Question &q : questions) {
@@ -169,8 +170,11 @@ lap::train::evaluateMultipleChoice(ModelCalls &calls, const float *params,
                     choice.begin() +
                         long(std::min(choice.size(), size_t(maxSeq) - from)));
       std::vector<int32_t> targets(tokens.size(), -1);
-      const void *tensors[] = {tokens.data(), targets.data()};
-      lap_batch batch{1, int64_t(tokens.size()), 2, tensors};
+      // A padded model (train.data.packing: padded) also takes the row's
+      // length: all of it.
+      const int32_t length = int32_t(tokens.size());
+      const void *tensors[] = {tokens.data(), targets.data(), &length};
+      lap_batch batch{1, int64_t(tokens.size()), batchTensors, tensors};
       calls.forward(params, batch, logits.as<float>());
       double score =
           logLikelihood(logits.as<float>(), vocab, tokens, from, tokens.size());

@@ -1,8 +1,8 @@
 //===- AttentionCalls.cpp - Attention as kernel calls ---------------------===//
 //
 // lap.attention, its gradient and cached (decoding) attention: the fused
-// flash-attention kernels, every head kind by its (alpha, beta); and the
-// document starts their masks read.
+// flash-attention kernels, every head kind by its (alpha, beta); the
+// document starts their masks read, and the targets padding leaves out.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,6 +60,12 @@ std::optional<LogicalResult> Emitter::emitAttention(Operation *op) {
         LAP_CALL(document_starts, ibuf(d.getResult()), ibuf(d.getTokens()),
                  dimArg(d.getTokens(), 0), dimArg(d.getTokens(), 1),
                  i64(d.getBosAttr().getInt()));
+        return success();
+      })
+      .Case([&](PadTargetsOp p) {
+        LAP_CALL(pad_targets, ibuf(p.getResult()), ibuf(p.getTargets()),
+                 ibuf(p.getLengths()), dimArg(p.getTargets(), 0),
+                 dimArg(p.getTargets(), 1));
         return success();
       })
       .Default([](Operation *) { return std::nullopt; });

@@ -274,6 +274,15 @@ static LogicalResult verifyMask(Operation *op, int64_t window, bool causal,
   return success();
 }
 
+LogicalResult PadTargetsOp::verify() {
+  auto targets = getTargets().getType(), lengths = getLengths().getType();
+  if (targets.getRank() != 2 || lengths.getRank() != 1 ||
+      !compatible(targets.getDimSize(0), lengths.getDimSize(0)))
+    return emitOpError("takes targets [B, T] and lengths [B], got ")
+           << shapeString(targets) << " and " << shapeString(lengths);
+  return success();
+}
+
 LogicalResult DocumentStartsOp::verify() {
   if (getTokens().getType().getRank() != 2)
     return emitOpError("tokens must be [B, T], got ")

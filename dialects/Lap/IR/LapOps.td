@@ -94,6 +94,26 @@ def Lap_AttentionOp : Lap_Op<"attention", [Lap_BF16Kernel, Pure, AttrSizedOperan
   }];
 }
 
+def Lap_PadTargetsOp : Lap_Op<"pad_targets", [Pure, AllTypesMatch<["targets", "result"]>]> {
+  let summary = "targets with each sequence's padding ignored";
+  let description = [{
+    `targets` [B, T] of i32 with every target at or past its sequence's
+    length (`lengths` [B], the `lengths` of lap.attention) replaced by -1,
+    which the losses ignore: padding neither attends nor counts.
+
+    ```mlir
+    %t = lap.pad_targets %targets, %lengths : tensor<?x?xi32>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I32]>:$targets,
+                       RankedTensorOf<[I32]>:$lengths);
+  let results = (outs RankedTensorOf<[I32]>:$result);
+  let assemblyFormat = [{
+    $targets `,` $lengths attr-dict `:` type($targets) `,` type($lengths)
+  }];
+  let hasVerifier = 1;
+}
+
 def Lap_DocumentStartsOp : Lap_Op<"document_starts", [Pure, AllTypesMatch<["tokens", "result"]>]> {
   let summary = "where each token's document starts";
   let description = [{

@@ -186,6 +186,14 @@ extern "C" void lap_cpu_document_starts(int32_t *starts, const int32_t *tokens,
   }
 }
 
+extern "C" void lap_cpu_pad_targets(int32_t *out, const int32_t *targets,
+                                    const int32_t *lengths, int64_t B,
+                                    int64_t T) {
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      out[b * T + t] = t < lengths[b] ? targets[b * T + t] : -1;
+}
+
 extern "C" void lap_cpu_add_positions_forward(float *y, const float *x,
                                               const float *table, int64_t B,
                                               int64_t T, int64_t c,

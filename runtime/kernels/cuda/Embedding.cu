@@ -43,6 +43,12 @@ extern "C" void lap_cuda_document_starts(int32_t *starts, const int32_t *tokens,
   embedding::documentStarts(Launcher(), starts, tokens, B, T, bos);
 }
 
+extern "C" void lap_cuda_pad_targets(int32_t *out, const int32_t *targets,
+                                     const int32_t *lengths, int64_t B,
+                                     int64_t T) {
+  embedding::padTargets(Launcher(), out, targets, lengths, B, T);
+}
+
 extern "C" void lap_cuda_add_positions_forward(float *y, const float *x,
                                                const float *table, int64_t B,
                                                int64_t T, int64_t c,

@@ -404,6 +404,30 @@ void documentStarts(const Launcher &device, int32_t *starts,
                 starts, tokens, T, bos);
 }
 
+//===----------------------------------------------------------------------===//
+// Padded targets
+//===----------------------------------------------------------------------===//
+
+constexpr int kPadThreads = 256;
+
+// A thread per target of n = B T.
+__global__ void padTargetsKernel(int32_t *out, const int32_t *targets,
+                                 const int32_t *lengths, int64_t n, int64_t T) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n)
+    out[i] = i % T < lengths[i / T] ? targets[i] : -1;
+}
+
+template <typename Launcher>
+void padTargets(const Launcher &device, int32_t *out, const int32_t *targets,
+                const int32_t *lengths, int64_t B, int64_t T) {
+  const int64_t n = B * T;
+  if (n == 0)
+    return;
+  device.launch(padTargetsKernel, (n + kPadThreads - 1) / kPadThreads,
+                kPadThreads, 0, "pad_targets", out, targets, lengths, n, T);
+}
+
 } // namespace
 } // namespace lap::cuda::embedding
 

@@ -239,8 +239,10 @@ ModelGeometry analyzeText(ModelCalls &calls, const dsl::Spec &spec,
       std::min<uint64_t>(uint64_t((samples + batch - 1) / batch), available));
   LmBatch b;
   while (it.next(b)) {
-    const void *tensors[] = {b.inputs.data(), b.targets.data()};
-    calls.features(params, {b.batch, b.seq, 2, tensors}, out.data());
+    std::vector<const void *> tensors = b.tensors();
+    calls.features(params,
+                   {b.batch, b.seq, int32_t(tensors.size()), tensors.data()},
+                   out.data());
     s.append(out, b.batch);
     targets.insert(targets.end(), b.targets.begin(), b.targets.end());
   }

@@ -51,7 +51,7 @@
 // CHECK: lapk.profile_begin "lap.attention"
 // CHECK: %[[LSE:.*]] = memref.view %[[WS]][%{{.*}}][] : memref<12288xi8> to memref<128xf32>
 // CHECK: %[[COEFFICIENTS:.*]] = memref.get_global @lap_coefficients_0 : memref<4xf32>
-// CHECK: lapk.call "attention_forward"(%{{.*}}, %{{.*}}, %[[LSE]], %{{.*}}, %{{.*}}, %{{.*}}, %[[COEFFICIENTS]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c2_i64, %c4_i64, %{{.*}}, %c1_i32, %c0_i64) : memref<512xf32>, memref<128xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<4xf32>, memref<0xi32>, memref<0xi32>, i64, i64, i64, i64, i64, i64, f32, i32, i64
+// CHECK: lapk.call "attention_forward"(%{{.*}}, %[[LSE]], %{{.*}}, %{{.*}}, %{{.*}}, %[[COEFFICIENTS]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c2_i64, %c4_i64, %{{.*}}, %c1_i32, %c0_i64) : memref<512xf32>, memref<128xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<4xf32>, memref<0xi32>, memref<0xi32>, i64, i64, i64, i64, i64, i64, f32, i32, i64
 
 // [B, T, H, D] and [B, T, H D] share a layout, and the plan their bytes:
 // nothing to do.

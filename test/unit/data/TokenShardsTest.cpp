@@ -379,6 +379,41 @@ TEST_F(TokenShardsTest, LoaderWholeFileValidation) {
   EXPECT_FALSE(val.next(batch));
 }
 
+// Padded rows: each holds the first document that starts in its window (a
+// window inside a document holds it whole), up to the next one or the
+// window's end; inputs 0 and targets -1 after it, its length apart.
+TEST_F(TokenShardsTest, LoaderPadsOneDocumentPerRow) {
+  std::vector<uint32_t> tokens(41);
+  std::iota(tokens.begin(), tokens.end(), 0u);
+  const uint32_t bos = 99;
+  tokens[3] = tokens[7] = tokens[25] = bos;
+  std::string path = file("docs.bin");
+  writeShard(path, tokens, 100);
+  LmLoaderOptions opts{1, 10, 0};
+  opts.valFraction = 1;
+  opts.paddedBos = bos;
+  LmLoader loader({path}, opts);
+  auto val = loader.validation();
+  LmBatch batch;
+  std::vector<int32_t> lengths;
+  for (uint32_t window = 0; val.next(batch); window += 10) {
+    ASSERT_EQ(batch.lengths.size(), 1u);
+    const int32_t length = batch.lengths[0];
+    lengths.push_back(length);
+    const uint32_t from = window == 0 ? 3 : window == 20 ? 25 : window;
+    for (int32_t t = 0; t < 10; ++t) {
+      EXPECT_EQ(batch.inputs[size_t(t)],
+                t < length ? int32_t(tokens[from + uint32_t(t)]) : 0);
+      EXPECT_EQ(batch.targets[size_t(t)],
+                t < length ? int32_t(tokens[from + uint32_t(t) + 1]) : -1);
+    }
+    EXPECT_EQ(batch.tensors().size(), 3u);
+  }
+  // 3 .. 6 (the next document starts at 7), 10 .. 19 (inside one), 25 ..
+  // 29 (cut at the window's end), 30 .. 39.
+  EXPECT_EQ(lengths, (std::vector<int32_t>{4, 10, 5, 10}));
+}
+
 TEST_F(TokenShardsTest, LoaderChecksVocabulary) {
   std::vector<std::string> paths = {iotaShard("s.bin", 0, 100)};
   LmLoaderOptions opts{1, 10, 0};

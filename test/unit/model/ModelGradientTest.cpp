@@ -64,6 +64,9 @@ struct Arch {
   std::vector<int64_t> windows;
   /// gpt: train.data.packing: documents, each starting at token vocab - 1.
   bool documents = false;
+  /// gpt: train.data.packing: padded: the batch's lengths, past which no
+  /// key is seen and no target counts.
+  bool padded = false;
 
   int32_t bos() const { return int32_t(vocab - 1); }
   /// Kinds the spec defines: name -> (alpha, beta); the learnable ones'
@@ -138,9 +141,10 @@ std::string specYaml(const Arch &a) {
   }
   // Document packing is a training setting: the spec's train section gives
   // it (and the token that starts a document: vocab - 1, the default).
-  if (a.documents)
+  if (a.documents || a.padded)
     y << "train:\n  regime: lm\n  batch_size: 2\n  steps: 1\n"
-      << "  data: {format: shards, train: unused, packing: documents}\n";
+      << "  data: {format: shards, train: unused, packing: "
+      << (a.documents ? "documents" : "padded") << "}\n";
   // DINO's local crops are a training setting: the spec's train section
   // gives them (and the student temperature of the loss).
   if (a.dino())
@@ -329,12 +333,15 @@ private:
           return v[size_t(((b * T + s) * KV + g) * D + d)];
         };
         // Query t sees keys [first, keys): causal, under the layer's
-        // window the last `window` of them, in documents its own's.
+        // window the last `window` of them, in documents its own's, none
+        // of the padding (which may leave it none at all: P = 0).
         const int64_t window = a.windows.empty() ? 0 : a.windows[size_t(l)];
         std::vector<Vec> P(size_t(T), Vec(size_t(T), 0.0));
         for (int64_t t = 0; t < T; ++t) {
           int64_t keys = causal ? t + 1 : T;
           int64_t first = window > 0 ? std::max<int64_t>(0, keys - window) : 0;
+          if (!lengths.empty())
+            keys = std::min(keys, lengths[size_t(b)]);
           if (!starts.empty())
             first = std::max(first, starts[size_t(b * T + t)]);
           double top = -std::numeric_limits<double>::infinity(), sum = 0;
@@ -384,6 +391,10 @@ private:
 
   double gptLoss(const Batch &batch, Vec *logitsOut) const {
     const int64_t B = batch.batch, T = batch.seq, C = a.width, V = a.vocab;
+    // Padded: each sequence's length.
+    lengths.assign(batch.lengths.begin(), batch.lengths.end());
+    if (!a.padded)
+      lengths.clear();
     // With documents, token t's starts at the last bos at or before it.
     starts.assign(size_t(B * T), 0);
     if (a.documents)
@@ -418,7 +429,7 @@ private:
     int64_t count = 0;
     for (int64_t r = 0; r < B * T; ++r) {
       int32_t target = batch.targets[size_t(r)];
-      if (target < 0)
+      if (target < 0 || (!lengths.empty() && r % T >= lengths[size_t(r / T)]))
         continue;
       const double *z = &logits[size_t(r * V)];
       double top = *std::max_element(z, z + V), sum = 0;
@@ -615,6 +626,8 @@ private:
   mutable std::vector<Vec> *recorded = nullptr;
   /// gpt: where each token's document starts (0 without documents).
   mutable std::vector<int64_t> starts;
+  /// gpt, padded: each sequence's length (empty otherwise).
+  mutable std::vector<int64_t> lengths;
   /// Where embedding() wants the pooled features.
   mutable Vec *embedded = nullptr;
 };
@@ -659,12 +672,13 @@ std::vector<Case> cases() {
     // Kinds the spec defines, with coefficients off {-1, 0, 1}, beside the
     // built-in ones (a layer with a defined kind is lowered by coefficients),
     // under a sliding window of 4 keys in the first layer (none in the
-    // second).
+    // second), in padded batches.
     Arch a;
     a.name = "gpt_defined_kinds";
     a.kvHeads = 2;
     a.positions = "rope";
     a.windows = {4, 0};
+    a.padded = true;
     a.defined = {
         {"half", {0.5, 0.5}}, {"tilted", {0.3, -0.7}}, {"sharp", {1.75, 0}}};
     a.kinds = {{"half", "attn", "tilted", "laplacian"},
@@ -876,6 +890,10 @@ protected:
         b.tokens[size_t(r * T + std::min<int64_t>(T - 1, 2 + r))] = a.bos();
       b.tokens[size_t(B * T - 3)] = a.bos();
     }
+    // Padded: the first sequence whole, the others shorter (the second's
+    // last queries see no key under the first layer's window of 4).
+    for (int64_t r = 0; a.padded && r < B; ++r)
+      b.lengths.push_back(int32_t(std::max<int64_t>(1, T - 5 * r)));
     return b;
   }
 
@@ -1049,6 +1067,7 @@ TEST_P(ModelGradientTest, DecodeMatchesReference) {
   // document packing.
   Arch oneDocument = c.arch;
   oneDocument.documents = false;
+  oneDocument.padded = false;
   Reference ref(oneDocument, p);
   const int64_t B = c.batch, T = c.maxSeq, V = c.arch.vocab;
   Batch b = batch(B, T, 5);
@@ -1209,6 +1228,43 @@ TEST(PackedDocuments, ComputeWhatTheyComputeAlone) {
   }
   EXPECT_GT(largest, 0.0);
   EXPECT_LE(worst, 1e-5 * largest);
+}
+
+// Padded batches: what lies past a sequence's length, its tokens and its
+// targets, changes nothing: not the loss, not the logits of the tokens
+// before it, not a gradient. On the case with padding (the loss's mean
+// over the counted targets is ForwardMatchesReference's).
+TEST(PaddedBatches, PaddingNeitherAttendsNorCounts) {
+  std::vector<Case> all = cases();
+  auto padding = std::find_if(all.begin(), all.end(),
+                              [](const Case &c) { return c.arch.padded; });
+  ASSERT_NE(padding, all.end());
+  const Arch &a = padding->arch;
+  ModelRun run(
+      compiled(a.name, specYaml(a), padding->maxBatch, padding->maxSeq));
+  ASSERT_EQ(run.model.initParams(run.param(), 7), LAP_OK);
+  const int64_t B = padding->maxBatch, T = padding->maxSeq, V = a.vocab;
+  Batch b = textBatch(B, T, V, 31);
+  for (int64_t r = 0; r < B; ++r)
+    b.lengths.push_back(int32_t(T - 4 * r - 1));
+  Batch other = b, noise = textBatch(B, T, V, 32);
+  for (int64_t r = 0; r < B; ++r)
+    for (int64_t t = b.lengths[size_t(r)]; t < T; ++t) {
+      other.tokens[size_t(r * T + t)] = noise.tokens[size_t(r * T + t)];
+      other.targets[size_t(r * T + t)] = noise.targets[size_t(r * T + t)];
+    }
+  std::vector<float> logits, otherLogits;
+  EXPECT_EQ(run.forward(b, &logits), run.forward(other, &otherLogits));
+  for (int64_t r = 0; r < B; ++r)
+    for (int64_t i = 0; i < b.lengths[size_t(r)] * V; ++i)
+      ASSERT_EQ(logits[size_t(r * T * V + i)],
+                otherLogits[size_t(r * T * V + i)])
+          << "sequence " << r << ", logit " << i;
+  const float loss = run.trainStep(b);
+  std::vector<float> grads(run.grad(), run.grad() + run.elements());
+  EXPECT_EQ(run.trainStep(other), loss);
+  for (int64_t i = 0; i < run.elements(); ++i)
+    ASSERT_EQ(run.grad()[i], grads[size_t(i)]) << "gradient " << i;
 }
 
 TEST_P(ModelGradientTest, TrainStepMatchesFiniteDifferences) {

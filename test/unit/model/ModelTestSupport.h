@@ -119,11 +119,12 @@ inline const std::string &compiled(const std::string &name,
              compileSpec(temporary.path(), name, yaml, maxBatch, maxSeq, flags);
 }
 
-/// A batch that owns its tensors, in manifest "batch" order: tokens and
-/// targets (gpt) or images and target distributions (vit).
+/// A batch that owns its tensors, in manifest "batch" order: tokens,
+/// targets and a padded model's lengths (gpt) or images and target
+/// distributions (vit).
 struct Batch {
   int64_t batch = 0, seq = 0;
-  std::vector<int32_t> tokens, targets;
+  std::vector<int32_t> tokens, targets, lengths;
   std::vector<float> images, distributions;
 
   lap_batch view() {
@@ -132,6 +133,8 @@ struct Batch {
       pointers = {images.data(), distributions.data()};
     else
       pointers = {tokens.data(), targets.data()};
+    if (!lengths.empty())
+      pointers.push_back(lengths.data());
     return {batch, seq, int32_t(pointers.size()), pointers.data()};
   }
 

@@ -84,7 +84,7 @@ func.func @lap_gen_step(%params: memref<768xi8>, %ws: memref<4096xi8>,
   %rows = arith.index_cast %n : index to i64
   lapk.call "linear_forward"(%y, %x, %w, %none, %rows, %c8_i64, %c24_i64, %fp32) : memref<1024xf32>, memref<512xf32>, memref<192xf32>, memref<0xf32>, i64, i64, i64, i32
   %alpha = memref.get_global @lap_coefficients_0 : memref<2xf32>
-  lapk.call "attention_forward"(%y, %y, %x, %x, %x, %alpha, %nostarts, %c1_i64, %c4_i64, %c4_i64, %c1_i64, %c1_i64, %c8_i64, %scale, %zero, %c0_i64) : memref<1024xf32>, memref<1024xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<2xf32>, memref<0xi32>, i64, i64, i64, i64, i64, i64, f32, i32, i64
+  lapk.call "attention_forward"(%y, %y, %x, %x, %x, %alpha, %nostarts, %nostarts, %c1_i64, %c4_i64, %c4_i64, %c1_i64, %c1_i64, %c8_i64, %scale, %zero, %c0_i64) : memref<1024xf32>, memref<1024xf32>, memref<512xf32>, memref<512xf32>, memref<512xf32>, memref<2xf32>, memref<0xi32>, memref<0xi32>, i64, i64, i64, i64, i64, i64, f32, i32, i64
   scf.parallel (%i) = (%c0) to (%n) step (%c1) {
     %a = memref.load %alpha[%c0] : memref<2xf32>
     %v = memref.load %y[%i] : memref<1024xf32>
