@@ -53,7 +53,7 @@ def test_the_cuda_attention_library_says_why_it_cannot_run():
     with pytest.raises(lap.LapError, match="runs on NVIDIA GPUs"):
         _attention.call("cuda", "forward",
                         _attention.Shape(1, 1, 1, 1, 1, 1, 1.0, 0),
-                        *[None] * 8)
+                        *[None] * 9)
 
 
 @needs_gpu
