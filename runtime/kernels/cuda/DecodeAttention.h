@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
                 from = window > 0 && own >= window ? own - window + 1 : 0,
                 keys = own + 1 - from, old = from < first ? first - from : 0,
                 fromSlot = from % slots;
-  auto offset = [&](int64_t s) {
+  auto keyRow = [&](int64_t s) {
     if (s >= old)
       return (b * T + from + s - first) * row + g * D;
     const int64_t slot = fromSlot + s;
@@ -93,7 +93,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
     for (int u = 0; u < kKeyBatch; ++u) {
       score[u] = 0.0f;
       if (s0 + u < keys) {
-        const float *kr = (s0 + u < old ? kCache : k) + offset(s0 + u);
+        const float *kr = (s0 + u < old ? kCache : k) + keyRow(s0 + u);
 #pragma unroll
         for (int m = 0; m < kPerLane; ++m) {
           int i = lane + 32 * m;
@@ -125,7 +125,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
       if (s0 + u < keys) {
         float p = expf(score[u] - next);
         sum += p;
-        const float *vr = (s0 + u < old ? vCache : v) + offset(s0 + u);
+        const float *vr = (s0 + u < old ? vCache : v) + keyRow(s0 + u);
 #pragma unroll
         for (int m = 0; m < kPerLane; ++m) {
           int i = lane + 32 * m;
