@@ -456,9 +456,9 @@ TEST(CudaAttention, Documents) {
 TEST(CudaAttention, PaddedKeys) {
   REQUIRE_GPU();
   check({3, 130, 130, 4, 2, 64, false, true, 0, 0, true}, 67);
-  check({3, 130, 130, 3, 3, 40, true, true, 0, 0, true}, 68);
-  check({3, 130, 130, 4, 2, 64, true, true, 20, 0, true}, 69);
-  check({3, 130, 130, 4, 2, 64, true, false, 0, 30, true}, 70);
+  check({3, 70, 70, 3, 3, 40, true, true, 0, 0, true}, 68);
+  check({3, 70, 70, 4, 2, 64, true, true, 20, 0, true}, 69);
+  check({3, 70, 70, 4, 2, 64, true, false, 0, 30, true}, 70);
   check({3, 37, 150, 4, 2, 64, false, false, 0, 0, true}, 71);
 }
 
@@ -507,8 +507,8 @@ void checkTensorCoreCases() {
   // Padded keys: tiles past a sequence's keys are skipped, a tile across
   // its end masked; a sequence without keys; queries past the padding and
   // the window see none.
-  checkBf16({3, 130, 130, 4, 2, 64, false, true, 0, 0, true}, 56);
-  checkBf16({3, 130, 130, 3, 3, 128, true, true, 20, 0, true}, 57);
+  checkBf16({3, 70, 70, 4, 2, 64, false, true, 0, 0, true}, 56);
+  checkBf16({3, 70, 70, 3, 3, 128, true, true, 20, 0, true}, 57);
 }
 /// The same at scale: many tiles, the widest heads, GQA of 8 heads on 2.
 void checkTensorCoreCasesAtScale() {
