@@ -105,8 +105,9 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
     json::Array slots;
     int64_t positions = 0;
     decode.walk([&](lap::CachedAttentionOp a) {
-      slots.push_back(a.getSlots(maxSeq));
-      positions += a.getSlots(maxSeq);
+      const int64_t layerSlots = a.getSlots(maxSeq);
+      slots.push_back(layerSlots);
+      positions += layerSlots;
     });
     decoding = json::Object{
         {"layers", m.layers},

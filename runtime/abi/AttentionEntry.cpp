@@ -11,6 +11,7 @@
 #include "lap/attention.h"
 #include "runtime/abi/Backend.h"
 #include "runtime/abi/LastError.h"
+#include "runtime/abi/TokenIds.h"
 
 #include <string>
 #include <vector>
@@ -102,11 +103,11 @@ std::string lengthsError(const lap_attention_shape *s, const int32_t *lengths) {
     return "";
   std::vector<int32_t> host(size_t(s->batch));
   backend::toHost(host.data(), lengths, host.size() * sizeof(int32_t));
-  for (int64_t b = 0; b < s->batch; ++b)
-    if (host[size_t(b)] < 0 || host[size_t(b)] > s->keys)
-      return "key length " + std::to_string(host[size_t(b)]) + " of sequence " +
-             std::to_string(b) + " is not in 0.." + std::to_string(s->keys);
-  return "";
+  const int64_t b = lap::model::lengthOutside(host.data(), s->batch, s->keys);
+  if (b < 0)
+    return "";
+  return "key length " + std::to_string(host[size_t(b)]) + " of sequence " +
+         std::to_string(b) + " is not in 0.." + std::to_string(s->keys);
 }
 
 /// Why a call cannot run: a null pointer among `pointers`, a bad shape or

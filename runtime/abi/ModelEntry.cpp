@@ -85,7 +85,7 @@ struct Model {
   /// Images: the tokens of each image size, the compiled one first.
   std::vector<int64_t> imageTokens;
   std::vector<std::string> batchNames;
-  std::vector<bool> batchIsIndex; ///< int32 token or target tensors
+  std::vector<bool> batchIsIndex; ///< int32: tokens, targets or lengths
   std::vector<lap::model::ParameterSpec> parameters;
   int64_t parameterElements = 0;
   std::vector<int64_t> gradOffsets;
@@ -141,11 +141,11 @@ struct Model {
     return fixedSeq && imageTokens.size() > 1 && seq == imageTokens[1];
   }
 
-  /// Every id in [lowest, vocab), or an error naming tensor `name`.
-  lap_status checkIds(const std::string &name, const int32_t *ids, int64_t rows,
-                      int64_t seq, int32_t lowest) const {
-    std::string why =
-        lap::model::idOutsideVocabulary(name, ids, rows, seq, lowest, vocab);
+  /// The int32 batch tensor `name` readable (TokenIds.h), or an error
+  /// naming it.
+  lap_status checkIndices(const std::string &name, const int32_t *data,
+                          int64_t rows, int64_t seq) const {
+    std::string why = lap::model::indexProblem(name, data, rows, seq, vocab);
     return why.empty() ? LAP_OK : fail(why);
   }
 
@@ -199,12 +199,10 @@ struct Model {
       if (!batchIsIndex[i] || vocab == 0 ||
           !lap::model::backend::readsBatches())
         continue;
-      // Tokens index the embedding; targets may also be -1 (ignored).
-      std::string why = lap::model::indexProblem(
-          batchNames[i], static_cast<const int32_t *>(b->tensors[i]), b->batch,
-          seq, vocab);
-      if (!why.empty())
-        return fail(why);
+      if (lap_status s = checkIndices(
+              batchNames[i], static_cast<const int32_t *>(b->tensors[i]),
+              b->batch, seq))
+        return s;
     }
     return LAP_OK;
   }
@@ -346,7 +344,7 @@ lap_status lap_model_decode(const float *params, const int32_t *tokens,
                 " do not fit the cache of " + std::to_string(m.maxSeq) +
                 " positions (lapc --max-seq sets it)");
   if (lap::model::backend::readsBatches())
-    if (lap_status s = m.checkIds("tokens", tokens, batch, count, 0))
+    if (lap_status s = m.checkIndices("tokens", tokens, batch, count))
       return s;
   // tokens, then each layer's key and value caches.
   std::vector<const void *> inputs{tokens};

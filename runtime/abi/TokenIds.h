@@ -30,6 +30,15 @@ inline std::string idOutsideVocabulary(const std::string &name,
   return "";
 }
 
+/// The first of `lengths` [rows] outside 0 .. limit, or -1 when none is.
+inline int64_t lengthOutside(const int32_t *lengths, int64_t rows,
+                             int64_t limit) {
+  for (int64_t r = 0; r < rows; ++r)
+    if (lengths[r] < 0 || lengths[r] > limit)
+      return r;
+  return -1;
+}
+
 /// Why the int32 batch tensor `name` ([rows, seq], or the lengths [rows])
 /// cannot be read: tokens must lie in [0, vocab), targets may also be -1
 /// (ignored), a padded batch's lengths lie in 0 .. seq. Empty when it can.
@@ -38,12 +47,12 @@ inline std::string indexProblem(const std::string &name, const int32_t *data,
   if (name != "lengths")
     return idOutsideVocabulary(name, data, rows, seq,
                                name == "targets" ? -1 : 0, vocab);
-  for (int64_t r = 0; r < rows; ++r)
-    if (data[r] < 0 || data[r] > seq)
-      return "batch tensor 'lengths' holds " + std::to_string(data[r]) +
-             " at [" + std::to_string(r) + "], outside the sequence 0.." +
-             std::to_string(seq);
-  return "";
+  const int64_t r = lengthOutside(data, rows, seq);
+  if (r < 0)
+    return "";
+  return "batch tensor 'lengths' holds " + std::to_string(data[r]) + " at [" +
+         std::to_string(r) + "], outside the sequence 0.." +
+         std::to_string(seq);
 }
 
 } // namespace lap::model

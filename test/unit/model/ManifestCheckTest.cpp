@@ -42,6 +42,15 @@ TEST(ManifestCheck, AWellFormedManifestPasses) {
   EXPECT_EQ(manifestProblem(goodManifest()), "");
 }
 
+/// A two-layer model's decode entry with the given slots per layer.
+json decodeOfTwoLayers(const std::vector<int64_t> &slots) {
+  return json::object({{"layers", 2},
+                       {"kv_heads", 1},
+                       {"head_dim", 4},
+                       {"capacity", 16},
+                       {"slots", slots}});
+}
+
 TEST(ManifestCheck, EachDefectIsNamedByItsKey) {
   struct Case {
     json::json_pointer key;
@@ -72,19 +81,9 @@ TEST(ManifestCheck, EachDefectIsNamedByItsKey) {
        "model_hash is missing"},
       {json::json_pointer("/decode"), json::object({{"layers", 0}}),
        "decode.layers is 0"},
-      {json::json_pointer("/decode"),
-       json::object({{"layers", 2},
-                     {"kv_heads", 1},
-                     {"head_dim", 4},
-                     {"capacity", 16},
-                     {"slots", {16}}}),
+      {json::json_pointer("/decode"), decodeOfTwoLayers({16}),
        "decode.slots does not hold one entry per layer"},
-      {json::json_pointer("/decode"),
-       json::object({{"layers", 2},
-                     {"kv_heads", 1},
-                     {"head_dim", 4},
-                     {"capacity", 16},
-                     {"slots", {16, 17}}}),
+      {json::json_pointer("/decode"), decodeOfTwoLayers({16, 17}),
        "decode.slots[1] is 17, not an integer in 1..16"},
       {json::json_pointer("/images"), json(json::value_t::discarded),
        "images is missing"},

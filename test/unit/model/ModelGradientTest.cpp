@@ -844,6 +844,26 @@ std::vector<Case> cases() {
   return all;
 }
 
+/// The first case `pick` accepts, and its model compiled at the case's
+/// maxima with the spec's initialisation (seed 7); no model when no case
+/// is picked or the initialisation fails (a test failure).
+template <typename Pick>
+std::pair<Case, std::unique_ptr<ModelRun>> firstCase(Pick pick) {
+  std::vector<Case> all = cases();
+  auto it = std::find_if(all.begin(), all.end(), pick);
+  if (it == all.end()) {
+    ADD_FAILURE() << "no case is picked";
+    return {Case{}, nullptr};
+  }
+  auto run = std::make_unique<ModelRun>(
+      compiled(it->arch.name, specYaml(it->arch), it->maxBatch, it->maxSeq));
+  if (run->model.initParams(run->param(), 7) != LAP_OK) {
+    ADD_FAILURE() << run->model.lastError();
+    return {*it, nullptr};
+  }
+  return {*it, std::move(run)};
+}
+
 class ModelGradientTest : public ::testing::TestWithParam<Case> {
 protected:
   /// The model with the spec's initialisation, then constant-initialised
@@ -1200,16 +1220,13 @@ void ModelGradientTest::expectGradients(ModelRun &run, Batch &b) {
 // relative positions only), to float rounding: the logits of its tokens
 // within 1e-5 of the largest. On the case that packs documents.
 TEST(PackedDocuments, ComputeWhatTheyComputeAlone) {
-  std::vector<Case> all = cases();
-  auto packing = std::find_if(all.begin(), all.end(),
-                              [](const Case &c) { return c.arch.documents; });
-  ASSERT_NE(packing, all.end());
-  const Arch &a = packing->arch;
+  auto [packing, model] =
+      firstCase([](const Case &c) { return c.arch.documents; });
+  ASSERT_TRUE(model);
+  ModelRun &run = *model;
+  const Arch &a = packing.arch;
   ASSERT_EQ(a.positions, "rope");
-  ModelRun run(
-      compiled(a.name, specYaml(a), packing->maxBatch, packing->maxSeq));
-  ASSERT_EQ(run.model.initParams(run.param(), 7), LAP_OK);
-  const int64_t T = packing->maxSeq, V = a.vocab, split = 5;
+  const int64_t T = packing.maxSeq, V = a.vocab, split = 5;
   Batch packed = textBatch(1, T, a.vocab, 21);
   for (int32_t &token : packed.tokens)
     token = token == a.bos() ? 0 : token;
@@ -1235,15 +1252,12 @@ TEST(PackedDocuments, ComputeWhatTheyComputeAlone) {
 // before it, not a gradient. On the case with padding (the loss's mean
 // over the counted targets is ForwardMatchesReference's).
 TEST(PaddedBatches, PaddingNeitherAttendsNorCounts) {
-  std::vector<Case> all = cases();
-  auto padding = std::find_if(all.begin(), all.end(),
-                              [](const Case &c) { return c.arch.padded; });
-  ASSERT_NE(padding, all.end());
-  const Arch &a = padding->arch;
-  ModelRun run(
-      compiled(a.name, specYaml(a), padding->maxBatch, padding->maxSeq));
-  ASSERT_EQ(run.model.initParams(run.param(), 7), LAP_OK);
-  const int64_t B = padding->maxBatch, T = padding->maxSeq, V = a.vocab;
+  auto [padding, model] =
+      firstCase([](const Case &c) { return c.arch.padded; });
+  ASSERT_TRUE(model);
+  ModelRun &run = *model;
+  const int64_t B = padding.maxBatch, T = padding.maxSeq,
+                V = padding.arch.vocab;
   Batch b = textBatch(B, T, V, 31);
   for (int64_t r = 0; r < B; ++r)
     b.lengths.push_back(int32_t(T - 4 * r - 1));
