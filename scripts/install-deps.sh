@@ -14,6 +14,7 @@ packages=(
   # libraries
   libyaml-cpp-dev libfmt-dev googletest libgtest-dev
   libdnnl-dev libhwy-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libpng-dev
+  libseccomp-dev
   zlib1g-dev libjpeg62-turbo-dev liblapacke-dev libxxhash-dev
   # data-parallel runs: mpirun and its library
   libopenmpi-dev openmpi-bin
