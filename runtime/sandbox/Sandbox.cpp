@@ -24,6 +24,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -139,29 +140,37 @@ int tasksOf(uid_t uid) {
   return tasks;
 }
 
-/// A fresh directory for one program, with the program in it; owned by
-/// `owner` (the user the program runs as).
-std::string makeWorkDir(std::string_view program, uid_t owner, gid_t group) {
+/// A fresh directory for one program, owned by `owner` (the user the
+/// program runs as).
+std::string makeWorkDir(uid_t owner, gid_t group) {
   std::string dir =
       (std::filesystem::temp_directory_path() / "lap-sandbox-XXXXXX").string();
   if (!::mkdtemp(dir.data()))
     platform::failWithErrno(dir, "cannot create the sandbox's directory");
-  std::string file = dir + "/program.py";
-  int fd = ::open(file.c_str(),
-                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  bool ok = fd >= 0 && platform::writeAll(fd, program.data(), program.size());
-  if (fd >= 0)
-    ::close(fd);
-  if (ok && owner != ::geteuid())
-    ok = ::chown(dir.c_str(), owner, group) == 0;
-  if (!ok) {
+  if (owner != ::geteuid() && ::chown(dir.c_str(), owner, group) != 0) {
     int err = errno;
     std::error_code ignored;
-    std::filesystem::remove_all(dir, ignored);
+    std::filesystem::remove(dir, ignored);
     errno = err;
-    platform::failWithErrno(file, "cannot write the sandboxed program");
+    platform::failWithErrno(dir, "cannot hand the sandbox's directory over");
   }
   return dir;
+}
+
+/// `program` in an anonymous file, read from its start: the program's
+/// stdin, which python3 reads to its end before running it (so the program
+/// needs no path it could not reach once it runs as nobody, and reads EOF).
+int programFile(std::string_view program) {
+  int fd = ::memfd_create("program.py", MFD_CLOEXEC);
+  if (fd < 0 || !platform::writeAll(fd, program.data(), program.size()) ||
+      ::lseek(fd, 0, SEEK_SET) != 0) {
+    int err = errno;
+    if (fd >= 0)
+      ::close(fd);
+    errno = err;
+    platform::failWithErrno("sandbox", "cannot hold the program");
+  }
+  return fd;
 }
 
 struct Pipe {
@@ -266,7 +275,7 @@ Result Sandbox::runPython(std::string_view program) const {
   const bool root = ::geteuid() == 0;
   const uid_t uid = root ? kNobody : ::geteuid();
   const gid_t gid = root ? kNobody : ::getegid();
-  const std::string dir = makeWorkDir(program, uid, gid);
+  const std::string dir = makeWorkDir(uid, gid);
   struct RemoveDir {
     const std::string &dir;
     ~RemoveDir() {
@@ -289,8 +298,7 @@ Result Sandbox::runPython(std::string_view program) const {
   std::string uidMap = fmt::format("{0} {0} 1", uid);
   std::string gidMap = fmt::format("{0} {0} 1", gid);
   std::string home = "HOME=" + dir, tmp = "TMPDIR=" + dir;
-  const char *argv[] = {python_.c_str(), "-I",   "-S", "-B",
-                        "program.py",    nullptr};
+  const char *argv[] = {python_.c_str(), "-I", "-S", "-B", "-", nullptr};
   const char *envp[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", home.c_str(),
                         tmp.c_str(), nullptr};
   const bool namespaces = confinement_.namespaces;
@@ -299,13 +307,10 @@ Result Sandbox::runPython(std::string_view program) const {
   const uint64_t processes =
       uint64_t(limits_.processes) + (namespaces ? 0 : tasksOf(uid));
   const uint64_t cpuSeconds = uint64_t(std::ceil(limits_.seconds)) + 1;
-  const int nullFd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (nullFd < 0)
-    platform::failWithErrno("/dev/null", "cannot open it");
-  struct CloseNull {
+  struct CloseFd {
     int fd;
-    ~CloseNull() { ::close(fd); }
-  } closeNull{nullFd};
+    ~CloseFd() { ::close(fd); }
+  } input{programFile(program)};
   Pipe out, err, status;
   const pid_t parent = ::getpid();
   const auto start = std::chrono::steady_clock::now();
@@ -348,7 +353,7 @@ Result Sandbox::runPython(std::string_view program) const {
       byDefault.sa_handler = SIG_DFL;
       for (int sig = 1; sig < NSIG; ++sig)
         ::sigaction(sig, &byDefault, nullptr);
-      if (::dup2(nullFd, 0) < 0 || ::dup2(out.write, 1) < 0 ||
+      if (::dup2(input.fd, 0) < 0 || ::dup2(out.write, 1) < 0 ||
           ::dup2(err.write, 2) < 0)
         failStep(s, kRedirect);
       setLimit(RLIMIT_AS, limits_.memoryBytes, limits_.memoryBytes, s);

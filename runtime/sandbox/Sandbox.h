@@ -1,9 +1,10 @@
 //===- Sandbox.h - Running untrusted Python programs ------------*- C++ -*-===//
 //
 // Generated code (HumanEval completions) runs here: the system's
-// `/usr/bin/python3 -I -S -B` on a
-// program in a fresh temporary directory, with a clean environment and
-// stdin from /dev/null. Each layer is applied where the kernel has it:
+// `/usr/bin/python3 -I -S -B -`, the program on its stdin (read to the end
+// before it runs), in a fresh temporary directory (its working directory,
+// HOME and TMPDIR) with a clean environment. Each layer is applied where
+// the kernel has it:
 //
 //  - namespaces: new user, PID, network, mount and IPC namespaces (no
 //    network at all; the program sees only its own processes, and all of

@@ -2,7 +2,7 @@
 
 #include "runtime/train/MultipleChoice.h"
 
-#include "runtime/platform/Files.h"
+#include "runtime/data/JsonLines.h"
 
 #include <nlohmann/json.hpp>
 
@@ -16,21 +16,6 @@ using namespace lap;
 using namespace lap::train;
 
 namespace {
-
-/// nlohmann's parse error as a reader wants it: "at column 14: invalid
-/// string: ill-formed UTF-8 byte", without its tag or the bytes it read
-/// last (which may not be text).
-std::string parseErrorText(const nlohmann::json::parse_error &e) {
-  std::string what = e.what();
-  if (size_t last = what.find("; last read:"); last != std::string::npos)
-    what.resize(last);
-  size_t column = what.find("column ");
-  size_t reason = what.find(" - ");
-  if (column == std::string::npos || reason == std::string::npos)
-    return what;
-  std::string where = what.substr(column, what.find(':', column) - column);
-  return "at " + where + ": " + what.substr(reason + 3);
-}
 
 /// The answer's index among `labels`; throws `why` when it is not one.
 size_t labelIndex(const std::vector<std::string> &labels,
@@ -86,39 +71,14 @@ Question questionOf(const nlohmann::json &j) {
 } // namespace
 
 std::vector<Question> lap::train::readQuestions(const std::string &path) {
-  std::ifstream in = platform::openRegularFile(path);
   std::vector<Question> questions;
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos)
-      continue;
-    auto fail = [&](const std::string &why) {
-      return std::runtime_error(path + ":" + std::to_string(number) + ": " +
-                                why);
-    };
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error &e) {
-      throw fail("not valid JSON " + parseErrorText(e));
-    }
-    if (!j.is_object())
-      throw fail("not a JSON object");
-    Question q;
-    try {
-      q = questionOf(j);
-    } catch (const std::invalid_argument &e) {
-      throw fail(e.what());
-    } catch (const nlohmann::json::exception &e) {
-      throw fail(std::string("a field of the wrong type or missing (") +
-                 e.what() + ")");
-    }
+  data::readJsonLines(path, "questions", [&](const nlohmann::json &j, int) {
+    Question q = questionOf(j);
     if (q.choices.size() < 2 || q.answer >= q.choices.size())
-      throw fail("needs two or more choices and an answer among them");
+      throw std::invalid_argument(
+          "needs two or more choices and an answer among them");
     questions.push_back(std::move(q));
-  }
-  if (questions.empty())
-    throw std::runtime_error(path + ": no questions (one JSON object a line)");
+  });
   return questions;
 }
 

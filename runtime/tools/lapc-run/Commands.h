@@ -58,19 +58,26 @@ struct EvalOptions {
   std::string device;  ///< cpu, cuda or cuda:N; "": the library's
   int64_t batches = 0; ///< validation batches; 0: the whole split
   std::vector<std::string> multipleChoice;
-  std::string task; ///< "": the run's regime's; "segmentation"
+  std::string task; ///< "": the run's regime's; "segmentation", "gsm8k",
+                    ///< "humaneval"
   // --task segmentation
   std::string data, trainSplit = "training", valSplit = "validation",
                     out = "segmentation";
   int64_t classes = 150, images = 0; ///< images: per split; 0: all
   int64_t layers = 1; ///< the last blocks whose patch tokens are concatenated
   uint64_t seed = 0;
+  // --task gsm8k / humaneval
+  std::string completions, results;
+  int64_t jobs = 0; ///< programs run at once; 0: the CPUs
 };
 /// `lapc-run eval MODEL`: validation loss, bits per byte, multiple choice.
 int evaluate(const EvalOptions &options);
 /// `lapc-run eval MODEL --task segmentation`: the linear segmentation
 /// probe on the model's patch tokens.
 int evaluateSegmentation(const EvalOptions &options);
+/// `lapc-run eval --task gsm8k|humaneval --data F --completions C`: scores
+/// given completions (HumanEval's programs run in the sandbox).
+int scoreCompletions(const EvalOptions &options);
 
 struct SampleOptions {
   std::string model, runDir, checkpoint, prompt;

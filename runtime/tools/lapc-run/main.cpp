@@ -205,12 +205,10 @@ int main(int argc, char **argv) {
       "eval",
       "Evaluate a trained language model: validation loss, bits per byte, "
       "multiple-choice accuracy");
-  evalCmd->add_option("model", eval.model, "model.so built by lapc")
-      ->required();
-  evalCmd
-      ->add_option("--run-dir", eval.runDir,
-                   "The training run (data, checkpoints)")
-      ->required();
+  auto *evalModel = evalCmd->add_option(
+      "model", eval.model, "model.so built by lapc (none with --completions)");
+  auto *evalRunDir = evalCmd->add_option(
+      "--run-dir", eval.runDir, "The training run (data, checkpoints)");
   evalCmd->add_option("--checkpoint", eval.checkpoint,
                       "A checkpoint directory (default: the run's newest)");
   evalCmd->add_option("--device", eval.device,
@@ -223,16 +221,37 @@ int main(int argc, char **argv) {
   evalCmd->add_option(
       "--mc", eval.multipleChoice,
       "ARC- or MMLU-style JSONL files of multiple-choice questions");
-  auto *task = evalCmd
-                   ->add_option("--task", eval.task,
-                                "segmentation: a linear probe on an image "
-                                "model's patch tokens (mIoU)")
-                   ->check(CLI::IsMember({"segmentation"}));
+  auto *task =
+      evalCmd
+          ->add_option("--task", eval.task,
+                       "segmentation: a linear probe on an image model's "
+                       "patch tokens (mIoU); gsm8k, humaneval: generative "
+                       "tasks scored from --completions")
+          ->check(CLI::IsMember({"segmentation", "gsm8k", "humaneval"}));
   evalCmd
       ->add_option("--data", eval.data,
                    "Segmentation: a set in ADE20K's layout (images/SPLIT/"
-                   "*.jpg, annotations/SPLIT/*.png)")
+                   "*.jpg, annotations/SPLIT/*.png); gsm8k, humaneval: the "
+                   "task's JSONL file")
       ->needs(task);
+  auto *completions =
+      evalCmd
+          ->add_option("--completions", eval.completions,
+                       "gsm8k, humaneval: score these completions (JSONL of "
+                       "{task_id, completion}) instead of generating them")
+          ->needs(task)
+          ->excludes(evalModel)
+          ->excludes(evalRunDir);
+  evalCmd
+      ->add_option("--results", eval.results,
+                   "gsm8k, humaneval: write each sample's verdict and pass@1 "
+                   "to this JSON file")
+      ->needs(completions);
+  evalCmd
+      ->add_option("--jobs", eval.jobs,
+                   "humaneval: programs run at once (default: the CPUs)")
+      ->check(atLeast(1))
+      ->needs(completions);
   evalCmd
       ->add_option("--classes", eval.classes,
                    "Segmentation: classes of the label maps (ADE20K: 150)")
@@ -395,6 +414,16 @@ int main(int argc, char **argv) {
         tokenize.gpt2Encoder.empty())
       throw CLI::ValidationError("tokenize",
                                  "give --vocab, --tiktoken or --gpt2");
+    if (*evalCmd) {
+      bool generative = eval.task == "gsm8k" || eval.task == "humaneval";
+      if (generative && (eval.data.empty() || eval.completions.empty()))
+        throw CLI::ValidationError(
+            "eval", "--task " + eval.task +
+                        " needs --data and --completions (generating "
+                        "completions with a model is not supported yet)");
+      if (!generative && (eval.model.empty() || eval.runDir.empty()))
+        throw CLI::RequiredError("eval needs a model and --run-dir");
+    }
   } catch (const CLI::ParseError &e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
@@ -412,6 +441,7 @@ int main(int argc, char **argv) {
       return lap::cli::sweep(sweep);
     if (*evalCmd)
       return eval.task == "segmentation" ? lap::cli::evaluateSegmentation(eval)
+             : !eval.completions.empty() ? lap::cli::scoreCompletions(eval)
                                          : lap::cli::evaluate(eval);
     if (*sampleCmd)
       return lap::cli::sample(sample);
