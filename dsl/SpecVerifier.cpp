@@ -213,6 +213,14 @@ private:
     if (t.data.format == DataFormat::Text && t.data.tokenizer.empty())
       error("train.data.format", "text data needs a tokenizer: set "
                                  "data.tokenizer to a file, or to 'train'");
+    // 256 bytes and nanochat's 9 special tokens (Tokenizer::train).
+    constexpr int64_t kSmallestTrainedVocab = 265;
+    if (t.data.format == DataFormat::Text && t.data.tokenizer == "train" &&
+        m.vocab < kSmallestTrainedVocab && usable({"model.vocab"}))
+      error("model.vocab",
+            "a trained tokenizer holds 256 bytes and 9 special tokens: "
+            "vocab must be at least " +
+                std::to_string(kSmallestTrainedVocab));
     if (spec.given("train.data.bos") && t.data.packing == Packing::None)
       error("train.data.bos", "'bos' marks where documents start, for "
                               "'packing: documents' or 'padded'");

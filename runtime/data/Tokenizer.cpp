@@ -25,6 +25,11 @@ const char *const Tokenizer::kGpt4Pattern =
 const char *const Tokenizer::kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 const char *const Tokenizer::kBos = "<|bos|>";
+const char *const Tokenizer::kEndOfText = "<|endoftext|>";
+const std::vector<std::string> Tokenizer::kReservedSpecials = {
+    "<|user_start|>",    "<|user_end|>",     "<|assistant_start|>",
+    "<|assistant_end|>", "<|python_start|>", "<|python_end|>",
+    "<|output_start|>",  "<|output_end|>",   kBos};
 
 namespace {
 
@@ -197,10 +202,16 @@ std::optional<uint32_t> Tokenizer::specialId(std::string_view name) const {
   return std::nullopt;
 }
 
-uint32_t Tokenizer::bosId() const {
+std::optional<uint32_t> Tokenizer::findBos() const {
   if (auto id = specialId(kBos))
+    return id;
+  return specialId(kEndOfText);
+}
+
+uint32_t Tokenizer::bosId() const {
+  if (auto id = findBos())
     return *id;
-  fail("tokenizer", std::string("no ") + kBos + " token");
+  fail("tokenizer", std::string("no ") + kBos + " or " + kEndOfText + " token");
 }
 
 const Tokenizer::SpecialTokens &Tokenizer::specialTokens() const {

@@ -11,7 +11,9 @@
 //    adjacent pair whose concatenation has the lowest rank is merged until
 //    no concatenation is a token (tiktoken's byte_pair_merge).
 //  - Special tokens (`<|bos|>`, ...) have ids after the ranks; encode()
-//    never produces them from text, callers insert them by id.
+//    never produces them from text, callers insert them by id. A trained
+//    tokenizer reserves nanochat's nine (kReservedSpecials): the eight that
+//    render conversations, then `<|bos|>`, the last id.
 //
 // Files:
 //  - `<path>`: tiktoken ranks, one `base64(token bytes) rank` per line,
@@ -50,6 +52,14 @@ public:
   static const char *const kGpt2Pattern;
   /// The special token nanochat prepends to every document.
   static const char *const kBos;
+  /// GPT-2's and tiktoken's name for it, which bosId() falls back to.
+  static const char *const kEndOfText;
+  /// The special tokens train() reserves by default, in id order:
+  /// nanochat's `<|user_start|>`, `<|user_end|>`, `<|assistant_start|>`,
+  /// `<|assistant_end|>`, `<|python_start|>`, `<|python_end|>`,
+  /// `<|output_start|>`, `<|output_end|>`, then `<|bos|>` (so that it is
+  /// the vocabulary's last id, data.bos's default).
+  static const std::vector<std::string> kReservedSpecials;
 
   using SpecialTokens = std::vector<std::pair<std::string, uint32_t>>;
 
@@ -57,10 +67,10 @@ public:
   /// bytes, the merges and `specials` (ids after the merges, in order).
   /// Each step merges the most frequent adjacent pair, ties going to the
   /// smallest (left id, right id); training stops early when no pair is left.
-  static Tokenizer train(const std::vector<std::string_view> &texts,
-                         uint32_t vocabSize,
-                         const std::vector<std::string> &specials = {kBos},
-                         const std::string &pattern = kGpt4Pattern);
+  static Tokenizer
+  train(const std::vector<std::string_view> &texts, uint32_t vocabSize,
+        const std::vector<std::string> &specials = kReservedSpecials,
+        const std::string &pattern = kGpt4Pattern);
 
   /// Builds a tokenizer from token bytes indexed by rank. Throws unless the
   /// tokens are distinct, include all 256 single bytes, and the special ids
@@ -103,7 +113,10 @@ public:
   /// Bytes of ranked token `id` (throws std::out_of_range).
   const std::string &tokenBytes(uint32_t id) const;
   std::optional<uint32_t> specialId(std::string_view name) const;
-  /// Id of `<|bos|>`; throws std::runtime_error if there is none.
+  /// Id of `<|bos|>`, else of `<|endoftext|>` (GPT-2's and tiktoken's
+  /// files); nullopt if there is neither.
+  std::optional<uint32_t> findBos() const;
+  /// findBos(), or a std::runtime_error when there is none.
   uint32_t bosId() const;
   const SpecialTokens &specialTokens() const;
   const std::string &pattern() const;

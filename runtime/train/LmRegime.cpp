@@ -164,9 +164,10 @@ LmRegime::LmRegime(const dsl::Spec &spec, ModelCalls &calls,
     throw std::runtime_error("the lm regime reads text or token shards");
   }
   // The model finds documents by the spec's token: where the tokenizer
-  // has a <|bos|> (which starts every document lap prepares), that one.
+  // has a <|bos|> (which starts every document lap prepares; GPT-2's
+  // <|endoftext|>), that one.
   std::optional<uint32_t> bos =
-      tokenizer_ ? tokenizer_->specialId(data::Tokenizer::kBos) : std::nullopt;
+      tokenizer_ ? tokenizer_->findBos() : std::nullopt;
   if (data.packing != dsl::Packing::None && bos && int64_t(*bos) != data.bos)
     throw std::runtime_error(
         "train.data.bos is " + std::to_string(data.bos) +

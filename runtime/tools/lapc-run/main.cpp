@@ -393,8 +393,9 @@ int main(int argc, char **argv) {
       ->required();
   tokenizeCmd
       ->add_option("--vocab", tokenize.vocab,
-                   "Train a byte-level BPE of this many tokens (with <|bos|>)")
-      ->check(atLeast(257));
+                   "Train a byte-level BPE of this many tokens (9 of them "
+                   "special: nanochat's conversation tokens and <|bos|>)")
+      ->check(atLeast(265)); // 256 bytes and 9 special tokens
   tokenizeCmd->add_option("--tiktoken", tokenize.tiktoken,
                           "Use a tiktoken ranks file");
   auto *gpt2 =

@@ -175,9 +175,9 @@ template <typename F> void expectError(F f, const std::string &needle) {
 //--- Round trips --------------------------------------------------------------
 
 TEST(Tokenizer, BytesOnlyRoundTrip) {
-  Tokenizer t = Tokenizer::train({}, 257);
+  Tokenizer t = Tokenizer::train({}, 265);
   EXPECT_EQ(t.numRanks(), 256u);
-  EXPECT_EQ(t.vocabSize(), 257u);
+  EXPECT_EQ(t.vocabSize(), 265u);
   for (const std::string &s : unicodeSamples()) {
     std::vector<uint32_t> ids = t.encode(s);
     EXPECT_EQ(ids.size(), s.size());
@@ -225,19 +225,19 @@ TEST(Tokenizer, TrainLearnsMostFrequentPairsFirst) {
   // Chunks: "ab" x1, " ab" x2, " abc" x1. (a,b) occurs 4 times, then
   // (' ', ab) 3 times, then (" ab", c) once.
   std::string text = "ab ab ab abc";
-  Tokenizer t = Tokenizer::train({text}, 256 + 3 + 1);
+  Tokenizer t = Tokenizer::train({text}, 256 + 3 + 9);
   ASSERT_EQ(t.numRanks(), 259u);
   EXPECT_EQ(t.tokenBytes(256), "ab");
   EXPECT_EQ(t.tokenBytes(257), " ab");
   EXPECT_EQ(t.tokenBytes(258), " abc");
-  EXPECT_EQ(t.bosId(), 259u);
+  EXPECT_EQ(t.bosId(), 267u);
   EXPECT_EQ(t.encode(text), (std::vector<uint32_t>{256, 257, 257, 258}));
 }
 
 TEST(Tokenizer, TrainBreaksTiesBySmallestPair) {
   // "xy" and "zw" both occur twice: (x,y) < (z,w) by id, so "xy" first.
   std::string text = "zw\nxy\nzw\nxy";
-  Tokenizer t = Tokenizer::train({text}, 256 + 2 + 1);
+  Tokenizer t = Tokenizer::train({text}, 256 + 2 + 9);
   EXPECT_EQ(t.tokenBytes(256), "xy");
   EXPECT_EQ(t.tokenBytes(257), "zw");
 }
@@ -257,7 +257,7 @@ TEST(Tokenizer, TrainIsDeterministicAndReducesLength) {
   Tokenizer t1 = Tokenizer::train({text}, 512);
   Tokenizer t2 = Tokenizer::train({text}, 512);
   EXPECT_EQ(t1.vocabSize(), 512u);
-  EXPECT_EQ(t1.numRanks(), 511u);
+  EXPECT_EQ(t1.numRanks(), 503u);
   for (uint32_t r = 0; r < t1.numRanks(); ++r)
     ASSERT_EQ(t1.tokenBytes(r), t2.tokenBytes(r));
   std::string sample = generatedText(5000, 99);
@@ -316,7 +316,7 @@ TEST(Tokenizer, TrainMatchesNaiveReference) {
       w = out;
     }
   }
-  Tokenizer t = Tokenizer::train({text}, 256 + 60 + 1);
+  Tokenizer t = Tokenizer::train({text}, 256 + 60 + 9);
   ASSERT_EQ(t.numRanks(), tokens.size());
   for (uint32_t r = 256; r < tokens.size(); ++r)
     EXPECT_EQ(t.tokenBytes(r), tokens[r]) << "rank " << r;
@@ -327,6 +327,34 @@ TEST(Tokenizer, TrainRejectsTooSmallVocabulary) {
 }
 
 //--- Special tokens -----------------------------------------------------------
+
+TEST(Tokenizer, TrainingReservesNanochatsNineSpecialTokens) {
+  std::string text = "<|user_start|> hi <|assistant_end|><|bos|>";
+  Tokenizer t = trainedOnCorpus(300);
+  const std::vector<std::string> names = {
+      "<|user_start|>",    "<|user_end|>",     "<|assistant_start|>",
+      "<|assistant_end|>", "<|python_start|>", "<|python_end|>",
+      "<|output_start|>",  "<|output_end|>",   "<|bos|>"};
+  ASSERT_EQ(t.specialTokens().size(), names.size());
+  EXPECT_EQ(t.numRanks(), 300u - 9u); // counted in the vocabulary
+  for (size_t i = 0; i < names.size(); ++i)
+    EXPECT_EQ(t.specialId(names[i]), t.numRanks() + i) << names[i];
+  EXPECT_EQ(t.bosId(), 299u); // the last id, data.bos's default
+  for (uint32_t id : t.encode(text))
+    EXPECT_LT(id, t.numRanks()) << "a special token from text";
+  EXPECT_EQ(t.decode({*t.specialId("<|python_start|>")}), "<|python_start|>");
+}
+
+TEST(Tokenizer, BosFallsBackToEndOfText) {
+  std::vector<std::string> ranks;
+  for (int b = 0; b < 256; ++b)
+    ranks.push_back(std::string(1, char(b)));
+  Tokenizer gpt2 = Tokenizer::fromRanks(ranks, {{"<|endoftext|>", 256}});
+  EXPECT_EQ(gpt2.bosId(), 256u);
+  Tokenizer none = Tokenizer::fromRanks(ranks);
+  EXPECT_FALSE(none.findBos());
+  expectError([&] { none.bosId(); }, "no <|bos|> or <|endoftext|> token");
+}
 
 TEST(Tokenizer, SpecialTokensComeAfterRanksAndNeverFromText) {
   std::string text = "<|bos|> hello <|bos|>";
