@@ -36,7 +36,15 @@ enum class SupervisedLoss { CrossEntropy, BCE };
 /// The element type of parameters and activations (losses are fp32).
 enum class Precision { FP32, BF16 };
 enum class Crop { RandomResized, SimpleRandom, None };
-enum class DataFormat { Shards, Text, IDX, CIFAR10, CIFAR100, ImageFolder };
+enum class DataFormat {
+  Shards,
+  Text,
+  Conversations,
+  IDX,
+  CIFAR10,
+  CIFAR100,
+  ImageFolder
+};
 /// `train.data.packing`: whether a window's tokens attend across the
 /// documents packed into it, or a sequence holds one document and padding.
 enum class Packing { None, Documents, Padded };
@@ -212,6 +220,9 @@ struct DataSpec {
   DataFormat format = DataFormat::Shards; ///< format
   std::string train;                      ///< train: file, directory or glob
   std::string val;                        ///< val
+  /// mixture: conversation files and how many times an epoch reads each
+  /// (nanochat's task mixture), in the spec's order.
+  std::vector<std::pair<std::string, double>> mixture;
   double valFraction = 0; ///< val_fraction: held out of train when no val
   std::string tokenizer;  ///< tokenizer: file, or "train" (byte-level BPE)
   int64_t workers = 0;    ///< workers: loader threads, 0 = one per core

@@ -162,6 +162,30 @@ public:
     }
   }
 
+  void weights(const char *key,
+               std::vector<std::pair<std::string, double>> &entries, Rule rule,
+               Applies applies = always) {
+    const Node *node = take(key, applies);
+    if (!node)
+      return;
+    std::string p = path(key);
+    if (node->kind != Node::Kind::Map || node->entries.empty()) {
+      typeError(*node, p, "a mapping of names to numbers");
+      return;
+    }
+    entries.clear();
+    for (const auto &[name, value] : node->entries) {
+      double v;
+      if (value.kind != Node::Kind::Scalar || value.quoted ||
+          !parseNumber(value.scalar, v)) {
+        typeError(value, p + "." + name.scalar, "a number");
+        continue;
+      }
+      if (checkRule(value, p + "." + name.scalar, v, rule))
+        entries.emplace_back(name.scalar, v);
+    }
+  }
+
 private:
   struct Frame {
     const Node *map;

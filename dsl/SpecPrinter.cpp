@@ -132,6 +132,18 @@ public:
     line(key, list + "]");
   }
 
+  void weights(const char *key,
+               const std::vector<std::pair<std::string, double>> &entries, Rule,
+               Applies applies = always) {
+    if (entries.empty() || !applicable(applies))
+      return;
+    line(key, "");
+    ++depth;
+    for (const auto &[name, weight] : entries)
+      line(formatString(name), formatNumber(weight));
+    --depth;
+  }
+
   void line(const std::string &key, const std::string &value,
             const std::string &comment = "") {
     os << std::string(2 * depth, ' ') << key << ":";

@@ -13,6 +13,7 @@
 //   pair(key, a, b, rule)                  any two numbers
 //   floatOrWord(key, value, isWord, word, rule)  a number or one keyword
 //   strings(key, values, allowed)          a list of names
+//   weights(key, entries, rule, applies)   a mapping of names to numbers
 //
 //===----------------------------------------------------------------------===//
 
@@ -134,8 +135,9 @@ LAP_ENUM_NAMES(Precision, {"fp32", Precision::FP32}, {"bf16", Precision::BF16})
 LAP_ENUM_NAMES(Crop, {"random_resized", Crop::RandomResized},
                {"simple_random", Crop::SimpleRandom}, {"none", Crop::None})
 LAP_ENUM_NAMES(DataFormat, {"shards", DataFormat::Shards},
-               {"text", DataFormat::Text}, {"idx", DataFormat::IDX},
-               {"cifar10", DataFormat::CIFAR10},
+               {"text", DataFormat::Text},
+               {"conversations", DataFormat::Conversations},
+               {"idx", DataFormat::IDX}, {"cifar10", DataFormat::CIFAR10},
                {"cifar100", DataFormat::CIFAR100},
                {"imagefolder", DataFormat::ImageFolder})
 LAP_ENUM_NAMES(Packing, {"none", Packing::None},
@@ -257,6 +259,7 @@ template <class V, class T> void visitTrain(V &v, T &t) {
     v.field("format", d.format);
     v.field("train", d.train);
     v.field("val", d.val);
+    v.weights("mixture", d.mixture, greaterThanZero, lmOnly);
     v.field("val_fraction", d.valFraction, probability, lmOnly);
     v.field("tokenizer", d.tokenizer, any, lmOnly);
     v.field("packing", d.packing, any, lmOnly);

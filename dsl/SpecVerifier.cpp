@@ -202,14 +202,20 @@ private:
 
   void verifyData() {
     bool text = t.data.format == DataFormat::Shards ||
-                t.data.format == DataFormat::Text;
+                t.data.format == DataFormat::Text ||
+                t.data.format == DataFormat::Conversations;
     if (text != (t.regime == Regime::LM))
       error("train.data.format",
             text ? "token or text data trains language models; "
                    "image regimes read idx, cifar10, cifar100 "
                    "or imagefolder"
                  : "image data trains vit and dino; regime "
-                   "'lm' reads shards or text");
+                   "'lm' reads shards, text or conversations");
+    if (t.data.format == DataFormat::Conversations)
+      verifyConversations();
+    else if (!t.data.mixture.empty())
+      error("train.data.mixture",
+            "a mixture of files is read by 'format: conversations'");
     if (t.data.format == DataFormat::Text && t.data.tokenizer.empty())
       error("train.data.format", "text data needs a tokenizer: set "
                                  "data.tokenizer to a file, or to 'train'");
@@ -231,6 +237,21 @@ private:
             "the token that starts a document, " + std::to_string(t.data.bos) +
                 ", is not in the vocabulary of " + std::to_string(m.vocab) +
                 " tokens");
+  }
+
+  /// Fine-tuning on conversations: the pretrained model's tokenizer, and
+  /// one file or a mixture of them.
+  void verifyConversations() {
+    const DataSpec &d = t.data;
+    if (d.tokenizer.empty() || d.tokenizer == "train")
+      error("train.data.format",
+            "conversations are rendered with the pretrained model's "
+            "tokenizer: set data.tokenizer to its file (a run's "
+            "data/tokenizer.tiktoken)");
+    if (d.train.empty() == d.mixture.empty())
+      error(d.mixture.empty() ? "train.data.format" : "train.data.mixture",
+            "give the conversations as 'train' (one file) or 'mixture' "
+            "(files and their epochs), not both");
   }
 
   void verifyDino() {

@@ -4,14 +4,17 @@
 // random bits, so random values are functions of (seed, counter) and do not
 // depend on threads or call order. Dropout masks (Kernels.h, and generated
 // code, which computes the same), parameter initialisation and the token
-// loader's epoch permutation use it.
+// loader's epoch permutation use it, and seededShuffle the orders of
+// conversations.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef LAP_RUNTIME_PLATFORM_RANDOM_H
 #define LAP_RUNTIME_PLATFORM_RANDOM_H
 
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 
 // The CUDA kernels compute the same masks on the device (runtime/kernels/
 // cuda/Dropout.h), so the hash compiles for both sides under nvcc.
@@ -36,6 +39,17 @@ LAP_HOST_DEVICE inline uint64_t mix64(uint64_t z) {
 /// One splitmix64 output for state `z`: the finaliser of z + the increment.
 LAP_HOST_DEVICE inline uint64_t splitMix(uint64_t z) {
   return mix64(z + kSplitMixIncrement);
+}
+
+/// Fisher-Yates over splitmix64 from `seed`: the same order on every
+/// platform (std::shuffle is not).
+template <class Vector> void seededShuffle(Vector &items, uint64_t seed) {
+  uint64_t state = mix64(seed);
+  for (size_t i = items.size(); i > 1; --i) {
+    state += kSplitMixIncrement;
+    using std::swap;
+    swap(items[i - 1], items[mix64(state) % i]);
+  }
 }
 
 } // namespace lap

@@ -161,7 +161,7 @@ LmRegime::LmRegime(const dsl::Spec &spec, ModelCalls &calls,
       valFraction = data.valFraction;
     tokenizer_ = runTokenizer(spec, runDir);
   } else {
-    throw std::runtime_error("the lm regime reads text or token shards");
+    throw std::runtime_error("this lm regime reads text or token shards");
   }
   // The model finds documents by the spec's token: where the tokenizer
   // has a <|bos|> (which starts every document lap prepares; GPT-2's
@@ -201,23 +201,35 @@ nlohmann::json LmRegime::evaluate(int64_t batches) {
   uint64_t available = source.valWindows() / uint64_t(batch);
   auto it = source.validation(
       batches > 0 ? std::min<uint64_t>(uint64_t(batches), available) : 0);
+  return evaluateBatches(calls, params, tokenizer_ ? &*tokenizer_ : nullptr,
+                         logits.as<float>(),
+                         [&](LmBatch &b) { return it.next(b); });
+}
+
+nlohmann::json
+lap::train::evaluateBatches(ModelCalls &calls, const float *params,
+                            const data::Tokenizer *tokenizer, float *logits,
+                            const std::function<bool(LmBatch &)> &next) {
   double nats = 0, bytes = 0, tokens = 0;
   LmBatch b;
-  while (it.next(b)) {
-    std::vector<const void *> ptrs = b.tensors();
-    lap_batch view{b.batch, b.seq, int32_t(ptrs.size()), ptrs.data()};
-    // The loss is the mean over the targets that count (not padding's).
-    float loss = calls.forward(params, view, logits.as<float>());
+  while (next(b)) {
+    // The loss is the mean over the targets that count (not padding's); a
+    // batch without any has none.
     double counted = double(std::count_if(b.targets.begin(), b.targets.end(),
                                           [](int32_t t) { return t >= 0; }));
+    if (counted == 0)
+      continue;
+    std::vector<const void *> ptrs = b.tensors();
+    lap_batch view{b.batch, b.seq, int32_t(ptrs.size()), ptrs.data()};
+    float loss = calls.forward(params, view, logits);
     nats += double(loss) * counted;
     tokens += counted;
     // Bits per byte count the bytes the targets stand for (specials: none),
     // so models with different tokenizers compare.
-    if (tokenizer_)
+    if (tokenizer)
       for (int32_t t : b.targets)
-        if (uint32_t(t) < tokenizer_->numRanks())
-          bytes += double(tokenizer_->tokenBytes(uint32_t(t)).size());
+        if (uint32_t(t) < tokenizer->numRanks())
+          bytes += double(tokenizer->tokenBytes(uint32_t(t)).size());
   }
   if (tokens == 0)
     throw std::runtime_error("the validation split holds no full batch");

@@ -20,6 +20,7 @@
 #include "runtime/train/Regime.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -30,6 +31,13 @@ namespace lap::train {
 /// run prepared its data, or for shards without a tokenizer).
 std::optional<data::Tokenizer> runTokenizer(const dsl::Spec &spec,
                                             const std::string &runDir);
+
+/// Validation loss (nats per counted target: not padding's, not -1) and
+/// bits per byte (of `tokenizer`'s ranked tokens, when given) over the
+/// batches `next` yields until it returns false; `logits` holds a batch's.
+nlohmann::json evaluateBatches(ModelCalls &calls, const float *params,
+                               const data::Tokenizer *tokenizer, float *logits,
+                               const std::function<bool(LmBatch &)> &next);
 
 class LmRegime final : public Regime {
 public:

@@ -4,6 +4,7 @@
 
 #include "dsl/Spec.h"
 #include "runtime/model/ModelCalls.h"
+#include "runtime/train/ChatRegime.h"
 #include "runtime/train/DinoRegime.h"
 #include "runtime/train/ImageRegime.h"
 #include "runtime/train/LmRegime.h"
@@ -38,6 +39,9 @@ std::unique_ptr<Regime> makeRegime(const RegimeContext &c) {
         model.path(), model.maxBatch(), model.maxSeq(), c.microBatch, seq));
   switch (c.spec.train.regime) {
   case dsl::Regime::LM:
+    if (c.spec.train.data.format == dsl::DataFormat::Conversations)
+      return std::make_unique<ChatRegime>(c.spec, c.calls, c.params,
+                                          c.microBatch, seq, c.log, c.shard);
     return std::make_unique<LmRegime>(c.spec, c.calls, c.params, c.runDir,
                                       c.microBatch, seq, c.log, c.shard);
   case dsl::Regime::DINO:

@@ -1,7 +1,8 @@
 //===- Eval.cpp - lapc-run eval -----------------------------------*- C++ -*-===//
 //
 // Evaluates a trained model: validation loss and bits per byte on the run's
-// validation split, and multiple-choice accuracy on ARC/MMLU-style JSONL;
+// validation split (a fine-tuning run's: its held-out conversations), and
+// multiple-choice accuracy on ARC/MMLU-style JSONL;
 // for a dino run, k-NN and linear-probe accuracy of the teacher's and the
 // student's features on the labelled test split.
 //
@@ -9,6 +10,7 @@
 
 #include "runtime/tools/lapc-run/Commands.h"
 #include "runtime/tools/lapc-run/ModelInstance.h"
+#include "runtime/train/ChatRegime.h"
 #include "runtime/train/DinoRegime.h"
 #include "runtime/train/LmRegime.h"
 #include "runtime/train/MultipleChoice.h"
@@ -17,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <stdexcept>
 
 using namespace lap;
@@ -73,21 +76,36 @@ int lap::cli::evaluate(const EvalOptions &options) {
   fmt::print("model {} at step {} ({})\n", spec.name, loaded.state.step,
              checkpoint);
 
-  train::LmRegime lm(spec, run.calls, run.params.data(), options.runDir,
-                     std::min(train::microBatchSize(spec), model.maxBatch()),
-                     std::min(train::sequenceLength(spec), model.maxSeq()),
-                     stdout);
-  nlohmann::json values = lm.evaluate(options.batches);
+  int64_t batch = std::min(train::microBatchSize(spec), model.maxBatch());
+  int64_t seq = std::min(train::sequenceLength(spec), model.maxSeq());
+  nlohmann::json values;
+  std::optional<data::Tokenizer> tokenizer;
+  if (spec.train.data.format == dsl::DataFormat::Conversations) {
+    spec.train.eval.batches = options.batches;
+    train::ChatRegime chat(spec, run.calls, run.params.data(), batch, seq,
+                           stdout);
+    if (!chat.evaluates())
+      throw std::runtime_error(options.model +
+                               ": the spec holds no validation "
+                               "conversations (data.val or val_fraction)");
+    values = chat.evaluate();
+    tokenizer = chat.tokenizer();
+  } else {
+    train::LmRegime lm(spec, run.calls, run.params.data(), options.runDir,
+                       batch, seq, stdout);
+    values = lm.evaluate(options.batches);
+    tokenizer = lm.tokenizer();
+  }
   for (auto &[k, v] : values.items())
     fmt::print("{:<10} {:.4f}\n", k, v.get<double>());
 
   for (const std::string &file : options.multipleChoice) {
-    if (!lm.tokenizer())
+    if (!tokenizer)
       throw std::runtime_error(
           "multiple-choice evaluation needs the run's tokenizer");
     std::vector<train::Question> questions = train::readQuestions(file);
     train::MultipleChoiceResult r = train::evaluateMultipleChoice(
-        run.calls, run.params.data(), *lm.tokenizer(), questions);
+        run.calls, run.params.data(), *tokenizer, questions);
     fmt::print("{}: accuracy {:.4f} ({} of {})\n", file, r.accuracy(),
                r.correct, r.questions);
   }

@@ -135,7 +135,12 @@ int lap::cli::trainModel(const TrainOptions &options,
   // Imported or earlier parameters, before a regime (DINO's teacher)
   // copies them.
   if (!options.initFrom.empty()) {
-    std::string from = options.initFrom + "/model.safetensors";
+    // A run directory starts from its newest checkpoint.
+    std::string dir = options.initFrom;
+    if (!std::filesystem::exists(dir + "/model.safetensors") &&
+        std::filesystem::is_directory(dir + "/checkpoints"))
+      dir = train::checkpointOf(dir);
+    std::string from = dir + "/model.safetensors";
     train::initParameters(model, from, params, run.device);
     fmt::print(log, "parameters from {}\n", from);
   }

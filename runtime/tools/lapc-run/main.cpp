@@ -150,7 +150,9 @@ int main(int argc, char **argv) {
   trainCmd
       ->add_option("--init-from", train.initFrom,
                    "Start a new run from the parameters in DIR/"
-                   "model.safetensors (lapc-run import writes them)")
+                   "model.safetensors: a checkpoint, a run directory (its "
+                   "newest checkpoint: fine-tuning), or what lapc-run "
+                   "import writes")
       ->excludes(resume)
       ->excludes(resumeIfAny);
 

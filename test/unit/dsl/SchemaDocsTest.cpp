@@ -49,6 +49,10 @@ public:
   void strings(const char *key, std::vector<std::string> &, const Allowed &) {
     add(key);
   }
+  template <class Entries>
+  void weights(const char *key, Entries &, Rule, Applies = always) {
+    add(key);
+  }
 
 private:
   void add(const std::string &key) {
