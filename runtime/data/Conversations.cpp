@@ -150,7 +150,12 @@ std::vector<uint32_t> renderForCompletion(const Conversation &conversation,
         "a conversation to complete ends with the assistant's message");
   Conversation prompt = conversation;
   prompt.messages.pop_back();
-  std::vector<uint32_t> ids = renderConversation(prompt, tokenizer).ids;
+  return renderPrompt(prompt, tokenizer);
+}
+
+std::vector<uint32_t> renderPrompt(const Conversation &conversation,
+                                   const Tokenizer &tokenizer) {
+  std::vector<uint32_t> ids = renderConversation(conversation, tokenizer).ids;
   ids.push_back(special(tokenizer, "<|assistant_start|>"));
   return ids;
 }

@@ -69,8 +69,13 @@ RenderedConversation renderConversation(const Conversation &conversation,
                                         const Tokenizer &tokenizer,
                                         size_t maxTokens = SIZE_MAX);
 
-/// The conversation without its last message, an assistant's, followed by
-/// <|assistant_start|>: the prompt from which the model answers.
+/// The conversation followed by <|assistant_start|>: the prompt for the
+/// assistant's next answer.
+std::vector<uint32_t> renderPrompt(const Conversation &conversation,
+                                   const Tokenizer &tokenizer);
+
+/// The conversation without its last message, an assistant's, as a prompt
+/// (renderPrompt): what the model answers in its place.
 std::vector<uint32_t> renderForCompletion(const Conversation &conversation,
                                           const Tokenizer &tokenizer);
 

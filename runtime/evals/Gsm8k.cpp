@@ -60,9 +60,14 @@ TaskScore scoreGsm8k(const std::vector<MathProblem> &problems,
     for (const Completion *c : byProblem[p]) {
       std::optional<std::string> answer = gsm8kAnswer(c->text);
       std::string expected = "expected " + problems[p].answer;
-      score.samples.push_back({problems[p].id, p, answer == problems[p].answer,
-                               answer ? "answer " + *answer + ", " + expected
-                                      : "no \"#### number\", " + expected});
+      SampleScore s;
+      s.taskId = problems[p].id;
+      s.problem = p;
+      s.passed = answer == problems[p].answer;
+      s.detail = answer ? "answer " + *answer + ", " + expected
+                        : "no \"#### number\", " + expected;
+      s.completion = c->text;
+      score.samples.push_back(std::move(s));
     }
   return score;
 }

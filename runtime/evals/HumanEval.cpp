@@ -103,7 +103,11 @@ TaskScore scoreHumanEval(const std::vector<CodingProblem> &problems,
   for (size_t p = 0; p < problems.size(); ++p)
     for (const Completion *c : byProblem[p]) {
       work.emplace_back(p, c);
-      score.samples.push_back({problems[p].id, p, false, "", ""});
+      SampleScore s;
+      s.taskId = problems[p].id;
+      s.problem = p;
+      s.completion = c->text;
+      score.samples.push_back(std::move(s));
     }
 
   std::atomic<size_t> next{0};

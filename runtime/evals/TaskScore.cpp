@@ -30,8 +30,10 @@ double TaskScore::passAt1() const {
 nlohmann::json TaskScore::toJson() const {
   nlohmann::json results = nlohmann::json::array();
   for (const SampleScore &s : samples) {
-    nlohmann::json r = {
-        {"task_id", s.taskId}, {"passed", s.passed}, {"detail", s.detail}};
+    nlohmann::json r = {{"task_id", s.taskId},
+                        {"passed", s.passed},
+                        {"detail", s.detail},
+                        {"completion", s.completion}};
     if (!s.log.empty())
       r["stderr"] = s.log;
     results.push_back(std::move(r));

@@ -22,6 +22,7 @@ struct SampleScore {
   bool passed = false;
   std::string detail; ///< "answer 18, expected 18", "exit 1: NameError: ..."
   std::string log;    ///< the end of what a program wrote to stderr
+  std::string completion; ///< what was scored
 };
 
 struct TaskScore {

@@ -64,10 +64,9 @@ Sampler::Sampler(ModelCalls &calls, const float *params)
       cache(calls.device(), size_t(cacheFloats(calls.model())) * sizeof(float)),
       logits(size_t(capacity * vocab) * sizeof(float)) {}
 
-std::vector<int32_t>
-Sampler::generate(const std::vector<int32_t> &prompt,
-                  const SampleOptions &options,
-                  const std::function<void(int32_t)> &onToken) {
+std::vector<int32_t> Sampler::generate(
+    const std::vector<int32_t> &prompt, const SampleOptions &options,
+    const std::function<void(int32_t)> &onToken, const Injector &inject) {
   if (prompt.empty())
     throw std::runtime_error("the prompt is empty (it needs at least <|bos|>)");
   if (int64_t(prompt.size()) > capacity)
@@ -85,13 +84,21 @@ Sampler::generate(const std::vector<int32_t> &prompt,
                  logits.as<float>());
     int32_t next = pickToken(logits.as<float>() + (count - 1) * vocab, vocab,
                              options, rng);
-    if (options.stop && next == *options.stop)
+    if (std::find(options.stop.begin(), options.stop.end(), next) !=
+        options.stop.end())
       break;
-    out.push_back(next);
-    if (onToken)
-      onToken(next);
     first += count;
     step = {next};
+    if (inject)
+      for (int32_t forced : inject(next))
+        step.push_back(forced);
+    for (int32_t token : step) {
+      if (int64_t(out.size()) == options.maxTokens)
+        break;
+      out.push_back(token);
+      if (onToken)
+        onToken(token);
+    }
   }
   return out;
 }

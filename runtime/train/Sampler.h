@@ -25,7 +25,7 @@ struct SampleOptions {
   double temperature = 0.8; ///< 0: always the most likely token
   int64_t topK = 50;        ///< 0: the whole vocabulary
   uint64_t seed = 1;
-  std::optional<int32_t> stop; ///< a token that ends the sample (<|bos|>)
+  std::vector<int32_t> stop;   ///< tokens that end the sample (<|bos|>)
   int64_t drawable = 0;        ///< only ids below this are drawn (0: all), e.g.
                         ///< the tokenizer's size under a padded vocabulary
 };
@@ -41,12 +41,17 @@ public:
   /// allocates the cache for one sequence there.
   Sampler(ModelCalls &calls, const float *params);
 
+  /// Tokens a tool answers a drawn token with (a calculator's output after
+  /// its call), which follow it without being drawn; none for most.
+  using Injector = std::function<std::vector<int32_t>(int32_t drawn)>;
+
   /// The new tokens after `prompt` (not empty), each passed to `onToken` as
-  /// it is drawn. Stops at options.maxTokens, the stop token (not
-  /// returned) or the model's context. Throws on a model error.
+  /// it is drawn or injected. Stops at options.maxTokens, the stop token
+  /// (not returned) or the model's context. Throws on a model error.
   std::vector<int32_t>
   generate(const std::vector<int32_t> &prompt, const SampleOptions &options,
-           const std::function<void(int32_t)> &onToken = {});
+           const std::function<void(int32_t)> &onToken = {},
+           const Injector &inject = {});
 
 private:
   ModelCalls &calls;

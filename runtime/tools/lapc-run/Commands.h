@@ -68,16 +68,19 @@ struct EvalOptions {
   uint64_t seed = 0;
   // --task gsm8k / humaneval
   std::string completions, results;
-  int64_t jobs = 0; ///< programs run at once; 0: the CPUs
+  int64_t jobs = 0;        ///< programs run at once; 0: the CPUs
+  int64_t problems = 0;    ///< generating: the first N; 0: all
+  int64_t maxTokens = 512; ///< generating: tokens per answer at most
 };
 /// `lapc-run eval MODEL`: validation loss, bits per byte, multiple choice.
 int evaluate(const EvalOptions &options);
 /// `lapc-run eval MODEL --task segmentation`: the linear segmentation
 /// probe on the model's patch tokens.
 int evaluateSegmentation(const EvalOptions &options);
-/// `lapc-run eval --task gsm8k|humaneval --data F --completions C`: scores
-/// given completions (HumanEval's programs run in the sandbox).
-int scoreCompletions(const EvalOptions &options);
+/// `lapc-run eval --task gsm8k|humaneval --data F`: scores the completions
+/// given (--completions C) or the model's greedy answers (MODEL --run-dir
+/// R); HumanEval's programs run in the sandbox.
+int evaluateGenerative(const EvalOptions &options);
 
 struct SampleOptions {
   std::string model, runDir, checkpoint, prompt;

@@ -1,31 +1,110 @@
 //===- Generative.cpp - lapc-run eval --task gsm8k|humaneval ----*- C++ -*-===//
 //
-// Scores completions given in a file: GSM8K by the final answer, HumanEval
-// by running each program in the sandbox. Prints one line per sample and
-// pass@1; --results writes the same as JSON.
+// Generative tasks: completions given in a file (--completions), or a chat
+// model's greedy answers, each problem asked as one user message (GSM8K's
+// question, HumanEval's prompt) and answered with the calculator tool
+// (ChatEngine). GSM8K is scored by the final answer, HumanEval by running
+// each program in the sandbox. Prints one line per sample and pass@1;
+// --results writes the same as JSON, with the completions.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/data/Conversations.h"
 #include "runtime/evals/Gsm8k.h"
 #include "runtime/evals/HumanEval.h"
 #include "runtime/platform/Files.h"
 #include "runtime/tools/lapc-run/Commands.h"
+#include "runtime/tools/lapc-run/ModelInstance.h"
+#include "runtime/train/ChatEngine.h"
+#include "runtime/train/LmRegime.h"
+#include "runtime/train/SpecConfig.h"
+#include "runtime/train/Trainer.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <thread>
 
-int lap::cli::scoreCompletions(const EvalOptions &options) {
-  std::vector<evals::Completion> completions =
-      evals::readCompletions(options.completions);
+using namespace lap;
+
+namespace {
+
+/// The model's greedy answer to each question (one user message each).
+std::vector<evals::Completion>
+generate(const cli::EvalOptions &options, const std::vector<std::string> &ids,
+         const std::vector<std::string> &questions) {
+  cli::ModelInstance run(options.model, options.device);
+  dsl::Spec spec = train::specOf(run.model);
+  std::optional<data::Tokenizer> tokenizer =
+      train::runTokenizer(spec, options.runDir);
+  if (!tokenizer)
+    throw std::runtime_error(options.runDir +
+                             ": no tokenizer (train the model in this run "
+                             "directory first)");
+  std::string checkpoint =
+      train::checkpointOf(options.runDir, options.checkpoint);
+  run.restore(checkpoint);
+  fmt::print("model {} ({}): greedy answers of at most {} tokens\n", spec.name,
+             checkpoint, options.maxTokens);
+  train::ChatEngine engine(run.calls, run.params.data(), *tokenizer);
+  train::SampleOptions greedy;
+  greedy.temperature = 0;
+  greedy.maxTokens = options.maxTokens;
+  std::vector<evals::Completion> completions;
+  size_t tooLong = 0;
+  for (size_t i = 0; i < questions.size(); ++i) {
+    data::Conversation asked;
+    asked.messages.push_back({data::Message::Role::User,
+                              {{data::MessagePart::Kind::Text, questions[i]}}});
+    std::vector<uint32_t> prompt = data::renderPrompt(asked, *tokenizer);
+    // A prompt the context cannot hold with an answer gets none.
+    std::vector<uint32_t> answer;
+    if (int64_t(prompt.size()) < run.model.maxSeq())
+      answer = engine.answer(prompt, greedy);
+    else
+      ++tooLong;
+    completions.push_back({ids[i], engine.text(answer), int(i + 1)});
+  }
+  if (tooLong)
+    fmt::print("{} of {} prompts fill the model's context of {} tokens: "
+               "answered with nothing\n",
+               tooLong, questions.size(), run.model.maxSeq());
+  return completions;
+}
+
+} // namespace
+
+int lap::cli::evaluateGenerative(const EvalOptions &options) {
+  const bool given = !options.completions.empty();
+  auto first = [&](auto problems) {
+    if (options.problems > 0 && size_t(options.problems) < problems.size())
+      problems.resize(size_t(options.problems));
+    return problems;
+  };
   evals::TaskScore score;
+  std::vector<evals::Completion> completions;
+  std::string source = given ? options.completions : options.model;
   if (options.task == "gsm8k") {
-    score = evals::scoreGsm8k(evals::readGsm8k(options.data), completions,
-                              options.completions);
+    std::vector<evals::MathProblem> problems =
+        first(evals::readGsm8k(options.data));
+    std::vector<std::string> ids, questions;
+    for (const evals::MathProblem &p : problems) {
+      ids.push_back(p.id);
+      questions.push_back(p.question);
+    }
+    completions = given ? evals::readCompletions(options.completions)
+                        : generate(options, ids, questions);
+    score = evals::scoreGsm8k(problems, completions, source);
   } else {
     std::vector<evals::CodingProblem> problems =
-        evals::readHumanEval(options.data);
+        first(evals::readHumanEval(options.data));
+    std::vector<std::string> ids, prompts;
+    for (const evals::CodingProblem &p : problems) {
+      ids.push_back(p.id);
+      prompts.push_back(p.prompt);
+    }
+    completions = given ? evals::readCompletions(options.completions)
+                        : generate(options, ids, prompts);
     sandbox::Sandbox sandbox;
     int jobs = options.jobs
                    ? int(options.jobs)
@@ -33,8 +112,7 @@ int lap::cli::scoreCompletions(const EvalOptions &options) {
     fmt::print("sandbox: {}; {} s and {} MiB per program, {} at once\n",
                sandbox.confinement().describe(), sandbox.limits().seconds,
                sandbox.limits().memoryBytes >> 20, jobs);
-    score = evals::scoreHumanEval(problems, completions, options.completions,
-                                  sandbox, jobs);
+    score = evals::scoreHumanEval(problems, completions, source, sandbox, jobs);
   }
   for (const evals::SampleScore &s : score.samples) {
     std::string_view detail = s.detail;

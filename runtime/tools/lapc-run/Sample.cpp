@@ -43,7 +43,7 @@ int lap::cli::sample(const SampleOptions &options) {
   draw.maxTokens = options.tokens;
   draw.temperature = options.temperature;
   draw.topK = options.topK;
-  draw.stop = int32_t(tokenizer->bosId()); // the start of the next document
+  draw.stop = {int32_t(tokenizer->bosId())}; // the next document's start
   draw.drawable =
       tokenizer->vocabSize(); // the model's vocabulary may be padded
   train::Sampler sampler(run.calls, run.params.data());

@@ -246,14 +246,27 @@ int main(int argc, char **argv) {
           ->excludes(evalRunDir);
   evalCmd
       ->add_option("--results", eval.results,
-                   "gsm8k, humaneval: write each sample's verdict and pass@1 "
-                   "to this JSON file")
-      ->needs(completions);
+                   "gsm8k, humaneval: write each sample's verdict, its "
+                   "completion and pass@1 to this JSON file")
+      ->needs(task);
   evalCmd
       ->add_option("--jobs", eval.jobs,
                    "humaneval: programs run at once (default: the CPUs)")
       ->check(atLeast(1))
-      ->needs(completions);
+      ->needs(task);
+  evalCmd
+      ->add_option("--problems", eval.problems,
+                   "gsm8k, humaneval: answer the first N problems (default: "
+                   "all)")
+      ->check(atLeast(1))
+      ->needs(task)
+      ->excludes(completions);
+  evalCmd
+      ->add_option("--max-tokens", eval.maxTokens,
+                   "gsm8k, humaneval: tokens per answer at most (default 512)")
+      ->check(atLeast(1))
+      ->needs(task)
+      ->excludes(completions);
   evalCmd
       ->add_option("--classes", eval.classes,
                    "Segmentation: classes of the label maps (ADE20K: 150)")
@@ -419,11 +432,15 @@ int main(int argc, char **argv) {
                                  "give --vocab, --tiktoken or --gpt2");
     if (*evalCmd) {
       bool generative = eval.task == "gsm8k" || eval.task == "humaneval";
-      if (generative && (eval.data.empty() || eval.completions.empty()))
+      if (generative && eval.data.empty())
+        throw CLI::ValidationError("eval",
+                                   "--task " + eval.task + " needs --data");
+      if (generative && eval.completions.empty() &&
+          (eval.model.empty() || eval.runDir.empty()))
         throw CLI::ValidationError(
             "eval", "--task " + eval.task +
-                        " needs --data and --completions (generating "
-                        "completions with a model is not supported yet)");
+                        " scores --completions, or a model's answers (give "
+                        "the model and --run-dir)");
       if (!generative && (eval.model.empty() || eval.runDir.empty()))
         throw CLI::RequiredError("eval needs a model and --run-dir");
     }
@@ -444,8 +461,9 @@ int main(int argc, char **argv) {
       return lap::cli::sweep(sweep);
     if (*evalCmd)
       return eval.task == "segmentation" ? lap::cli::evaluateSegmentation(eval)
-             : !eval.completions.empty() ? lap::cli::scoreCompletions(eval)
-                                         : lap::cli::evaluate(eval);
+             : eval.task == "gsm8k" || eval.task == "humaneval"
+                 ? lap::cli::evaluateGenerative(eval)
+                 : lap::cli::evaluate(eval);
     if (*sampleCmd)
       return lap::cli::sample(sample);
     if (*analyzeCmd)

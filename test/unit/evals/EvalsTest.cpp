@@ -63,10 +63,10 @@ TEST(TaskScore, PassAt1IsTheMeanOverProblems) {
   TaskScore score{"humaneval", 3, {}};
   // Problem 0: 1 of 4 passed; problem 1: 1 of 1; problem 2: 0 of 2.
   for (bool passed : {true, false, false, false})
-    score.samples.push_back({"A", 0, passed, "", ""});
-  score.samples.push_back({"B", 1, true, "", ""});
-  score.samples.push_back({"C", 2, false, "", ""});
-  score.samples.push_back({"C", 2, false, "", ""});
+    score.samples.push_back({"A", 0, passed, "", "", ""});
+  score.samples.push_back({"B", 1, true, "", "", ""});
+  score.samples.push_back({"C", 2, false, "", "", ""});
+  score.samples.push_back({"C", 2, false, "", "", ""});
   EXPECT_DOUBLE_EQ(score.passAt1(), (0.25 + 1 + 0) / 3);
   EXPECT_EQ(score.passed(), 2u);
   EXPECT_EQ(score.toJson()["samples"], 7);
