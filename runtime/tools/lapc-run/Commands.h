@@ -82,6 +82,18 @@ int evaluateSegmentation(const EvalOptions &options);
 /// R); HumanEval's programs run in the sandbox.
 int evaluateGenerative(const EvalOptions &options);
 
+struct ChatOptions {
+  std::string model, runDir, checkpoint, prompt;
+  std::string device; ///< cpu, cuda or cuda:N; "": the library's
+  int64_t maxTokens = 256, topK = 50;
+  double temperature = 0.6;
+  uint64_t seed = 1;
+};
+/// `lapc-run chat MODEL`: a conversation with a fine-tuned model, one user
+/// message a line of stdin ("clear" starts anew, "quit" ends), or one
+/// answer to --prompt.
+int chat(const ChatOptions &options);
+
 struct SampleOptions {
   std::string model, runDir, checkpoint, prompt;
   std::string device; ///< cpu, cuda or cuda:N; "": the library's

@@ -333,6 +333,38 @@ int main(int argc, char **argv) {
   sampleCmd->add_option("--seed", sample.seed,
                         "Seed of the first sample (then +1 each)");
 
+  lap::cli::ChatOptions chat;
+  CLI::App *chatCmd = app.add_subcommand(
+      "chat", "Talk with a fine-tuned chat model (KV-cached, streaming, "
+              "with the calculator tool)");
+  chatCmd->add_option("model", chat.model, "model.so built by lapc")
+      ->required();
+  chatCmd
+      ->add_option("--run-dir", chat.runDir,
+                   "The training run (tokenizer, checkpoints)")
+      ->required();
+  chatCmd->add_option("--checkpoint", chat.checkpoint,
+                      "A checkpoint directory (default: the run's newest)");
+  chatCmd->add_option("--device", chat.device,
+                      "cpu, cuda or cuda:N (default: the device the library "
+                      "was compiled for)");
+  chatCmd->add_option("--prompt", chat.prompt,
+                      "Answer this one message and exit (default: talk, a "
+                      "message a line from stdin)");
+  chatCmd
+      ->add_option("--temperature", chat.temperature,
+                   "Softmax temperature; 0: greedy (default 0.6)")
+      ->check(CLI::Range(0.0, 100.0));
+  chatCmd
+      ->add_option("--top-k", chat.topK,
+                   "Draw from the k most likely tokens; 0: all (default 50)")
+      ->check(atLeast(0));
+  chatCmd
+      ->add_option("--max-tokens", chat.maxTokens,
+                   "Tokens per answer at most (default 256)")
+      ->check(atLeast(1));
+  chatCmd->add_option("--seed", chat.seed, "Seed of the draws");
+
   lap::cli::AnalyzeOptions analyze;
   CLI::App *analyzeCmd = app.add_subcommand(
       "analyze",
@@ -466,6 +498,8 @@ int main(int argc, char **argv) {
                  : lap::cli::evaluate(eval);
     if (*sampleCmd)
       return lap::cli::sample(sample);
+    if (*chatCmd)
+      return lap::cli::chat(chat);
     if (*analyzeCmd)
       return lap::cli::analyze(analyze);
     if (*importCmd)
