@@ -55,7 +55,7 @@ TaskScore scoreGsm8k(const std::vector<MathProblem> &problems,
   for (const MathProblem &p : problems)
     ids.push_back(p.id);
   auto byProblem = completionsByProblem(ids, completions, completionsPath);
-  TaskScore score{"gsm8k", problems.size(), {}};
+  TaskScore score{"gsm8k", problems.size(), 0, {}};
   for (size_t p = 0; p < problems.size(); ++p)
     for (const Completion *c : byProblem[p]) {
       std::optional<std::string> answer = gsm8kAnswer(c->text);

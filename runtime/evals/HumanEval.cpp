@@ -98,7 +98,7 @@ TaskScore scoreHumanEval(const std::vector<CodingProblem> &problems,
   for (const CodingProblem &p : problems)
     ids.push_back(p.id);
   auto byProblem = completionsByProblem(ids, completions, completionsPath);
-  TaskScore score{"humaneval", problems.size(), {}};
+  TaskScore score{"humaneval", problems.size(), 0, {}};
   std::vector<std::pair<size_t, const Completion *>> work;
   for (size_t p = 0; p < problems.size(); ++p)
     for (const Completion *c : byProblem[p]) {

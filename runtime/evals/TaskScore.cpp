@@ -40,7 +40,8 @@ nlohmann::json TaskScore::toJson() const {
   }
   return {
       {"task", task},       {"problems", problems}, {"samples", samples.size()},
-      {"passed", passed()}, {"pass@1", passAt1()},  {"results", results}};
+      {"passed", passed()}, {"pass@1", passAt1()},  {"centred", centred()},
+      {"results", results}};
 }
 
 } // namespace lap::evals

@@ -1,8 +1,10 @@
 //===- TaskScore.h - A generative task's score ------------------*- C++ -*-===//
 //
-// What a generative evaluation reports: each sample's verdict and pass@1,
-// the mean over problems of the fraction of their samples that passed (the
-// unbiased pass@k estimate of Chen et al. 2021 at k = 1).
+// What a task's evaluation reports: each sample's verdict and pass@1, the
+// mean over problems of the fraction of their samples that passed (the
+// unbiased pass@k estimate of Chen et al. 2021 at k = 1; a categorical
+// task's accuracy), and nanochat's centred score, (pass@1 - baseline) /
+// (1 - baseline), whose mean over tasks is its ChatCORE.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,14 +28,17 @@ struct SampleScore {
 };
 
 struct TaskScore {
-  std::string task; ///< "gsm8k", "humaneval"
+  std::string task; ///< "gsm8k", "humaneval", "arc", "mmlu"
   size_t problems = 0;
+  double baseline = 0; ///< chance: 0.25 for ARC and MMLU, 0 generative
   std::vector<SampleScore> samples;
 
   size_t passed() const;
   /// The mean over problems of passed samples / samples.
   double passAt1() const;
-  /// {"task", "problems", "samples", "passed", "pass@1", "results": [...]}.
+  double centred() const { return (passAt1() - baseline) / (1 - baseline); }
+  /// {"task", "problems", "samples", "passed", "pass@1", "centred",
+  /// "results": [...]}.
   nlohmann::json toJson() const;
 };
 

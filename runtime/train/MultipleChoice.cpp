@@ -2,6 +2,7 @@
 
 #include "runtime/train/MultipleChoice.h"
 
+#include "runtime/data/Conversations.h"
 #include "runtime/data/JsonLines.h"
 
 #include <nlohmann/json.hpp>
@@ -35,12 +36,11 @@ Question questionOf(const nlohmann::json &j) {
   if (question && question->is_object() && question->contains("stem")) {
     // AI2's ARC files: the choices inside the question, each with its label.
     q.question = (*question)["stem"].get<std::string>();
-    std::vector<std::string> labels;
     for (const nlohmann::json &c : question->at("choices")) {
       q.choices.push_back(c.at("text").get<std::string>());
-      labels.push_back(c.at("label").get<std::string>());
+      q.labels.push_back(c.at("label").get<std::string>());
     }
-    q.answer = labelIndex(labels, j.at("answerKey"));
+    q.answer = labelIndex(q.labels, j.at("answerKey"));
     return q;
   }
   if (!question || !question->is_string() || !j.contains("choices"))
@@ -53,13 +53,15 @@ Question questionOf(const nlohmann::json &j) {
       j["answer"].is_number_integer() && j["answer"] >= 0) {
     q.choices = choices.get<std::vector<std::string>>();
     q.answer = j["answer"].get<size_t>();
+    for (size_t c = 0; c < q.choices.size() && c < 26; ++c)
+      q.labels.push_back(std::string(1, char('A' + c)));
   } else if (choices.is_object() && choices.contains("text") &&
              choices.contains("label") && j.contains("answerKey")) {
     q.choices = choices["text"].get<std::vector<std::string>>();
-    auto labels = choices["label"].get<std::vector<std::string>>();
-    if (labels.size() != q.choices.size())
+    q.labels = choices["label"].get<std::vector<std::string>>();
+    if (q.labels.size() != q.choices.size())
       throw std::invalid_argument("\"label\" and \"text\" differ in length");
-    q.answer = labelIndex(labels, j["answerKey"]);
+    q.answer = labelIndex(q.labels, j["answerKey"]);
   } else {
     throw std::invalid_argument(
         "choices must be a list with an integer \"answer\" (MMLU) or "
@@ -77,6 +79,8 @@ std::vector<Question> lap::train::readQuestions(const std::string &path) {
     if (q.choices.size() < 2 || q.answer >= q.choices.size())
       throw std::invalid_argument(
           "needs two or more choices and an answer among them");
+    if (q.labels.size() != q.choices.size())
+      throw std::invalid_argument("more than 26 choices");
     questions.push_back(std::move(q));
   });
   return questions;
@@ -140,6 +144,57 @@ lap::train::evaluateMultipleChoice(ModelCalls &calls, const float *params,
           logLikelihood(logits.as<float>(), vocab, tokens, from, tokens.size());
       if (score > best) {
         best = score;
+        picked = c;
+      }
+    }
+    result.picked.push_back(picked);
+    result.correct += picked == q.answer;
+    ++result.questions;
+  }
+  return result;
+}
+
+std::string lap::train::chatQuestion(const Question &question) {
+  std::string text = "Multiple Choice question: " + question.question + "\n";
+  for (size_t c = 0; c < question.choices.size(); ++c)
+    text += "- " + question.choices[c] + "=" + question.labels[c] + "\n";
+  return text + "\nRespond only with the letter of the correct answer.";
+}
+
+MultipleChoiceResult
+lap::train::evaluateMultipleChoiceChat(ModelCalls &calls, const float *params,
+                                       const data::Tokenizer &tokenizer,
+                                       const std::vector<Question> &questions) {
+  const LoadedModel &model = calls.model();
+  int64_t vocab = model.manifest()["limits"]["vocab"];
+  size_t maxSeq = size_t(model.maxSeq());
+  const auto batchTensors = int32_t(model.manifest()["batch"].size());
+  AlignedBuffer logits(maxSeq * size_t(vocab) * 4);
+  MultipleChoiceResult result;
+  for (const Question &q : questions) {
+    data::Conversation asked;
+    asked.messages.push_back(
+        {data::Message::Role::User,
+         {{data::MessagePart::Kind::Text, chatQuestion(q)}}});
+    std::vector<uint32_t> prompt = data::renderPrompt(asked, tokenizer);
+    if (prompt.size() > maxSeq)
+      prompt.erase(prompt.begin(), prompt.end() - long(maxSeq));
+    std::vector<int32_t> tokens(prompt.begin(), prompt.end());
+    std::vector<int32_t> targets(tokens.size(), -1);
+    const int32_t length = int32_t(tokens.size());
+    const void *tensors[] = {tokens.data(), targets.data(), &length};
+    lap_batch batch{1, int64_t(tokens.size()), batchTensors, tensors};
+    calls.forward(params, batch, logits.as<float>());
+    const float *last = logits.as<float>() + (tokens.size() - 1) * vocab;
+    size_t picked = 0;
+    float best = -std::numeric_limits<float>::infinity();
+    for (size_t c = 0; c < q.labels.size(); ++c) {
+      std::vector<uint32_t> label = tokenizer.encode(q.labels[c]);
+      if (label.size() != 1)
+        throw std::runtime_error("the label \"" + q.labels[c] +
+                                 "\" is not one token of the tokenizer");
+      if (last[label[0]] > best) {
+        best = last[label[0]];
         picked = c;
       }
     }

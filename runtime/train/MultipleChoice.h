@@ -2,7 +2,9 @@
 //
 // ARC- and MMLU-style questions scored as nanochat and the lm-eval harness
 // do for base models: each choice is appended to the question and the
-// choice with the highest total log-likelihood of its own tokens wins.
+// choice with the highest total log-likelihood of its own tokens wins; and
+// as nanochat scores chat models: the choices listed with their letters in
+// a user message, the likeliest letter to begin the answer wins.
 // JSONL, one question per line, in any of these layouts:
 //   ARC (Hugging Face): {"question": "...", "choices": {"text": [...],
 //          "label": ["A", ...]}, "answerKey": "A"}
@@ -26,6 +28,7 @@ namespace lap::train {
 struct Question {
   std::string question;
   std::vector<std::string> choices;
+  std::vector<std::string> labels; ///< ARC's ("A", "1", ...); MMLU: A, B, ...
   size_t answer = 0;
 };
 
@@ -48,6 +51,20 @@ MultipleChoiceResult
 evaluateMultipleChoice(ModelCalls &calls, const float *params,
                        const data::Tokenizer &tokenizer,
                        const std::vector<Question> &questions);
+
+/// nanochat's chat form of a question (tasks/common.py render_mc): the
+/// question, each choice followed by "=" and its label, and "Respond only
+/// with the letter of the correct answer."
+std::string chatQuestion(const Question &question);
+
+/// Scores every question as nanochat's categorical chat evaluation: the
+/// chat question as the user's message, and the label whose token the
+/// model finds likeliest to begin the answer (each label must be one
+/// token). The oldest tokens go first when a prompt does not fit.
+MultipleChoiceResult
+evaluateMultipleChoiceChat(ModelCalls &calls, const float *params,
+                           const data::Tokenizer &tokenizer,
+                           const std::vector<Question> &questions);
 
 } // namespace lap::train
 

@@ -59,7 +59,7 @@ struct EvalOptions {
   int64_t batches = 0; ///< validation batches; 0: the whole split
   std::vector<std::string> multipleChoice;
   std::string task; ///< "": the run's regime's; "segmentation", "gsm8k",
-                    ///< "humaneval"
+                    ///< "humaneval", "arc", "mmlu"
   // --task segmentation
   std::string data, trainSplit = "training", valSplit = "validation",
                     out = "segmentation";
@@ -79,8 +79,9 @@ int evaluate(const EvalOptions &options);
 int evaluateSegmentation(const EvalOptions &options);
 /// `lapc-run eval --task gsm8k|humaneval --data F`: scores the completions
 /// given (--completions C) or the model's greedy answers (MODEL --run-dir
-/// R); HumanEval's programs run in the sandbox.
-int evaluateGenerative(const EvalOptions &options);
+/// R); HumanEval's programs run in the sandbox. `--task arc|mmlu`: a chat
+/// model's likeliest letter.
+int evaluateTask(const EvalOptions &options);
 
 struct ChatOptions {
   std::string model, runDir, checkpoint, prompt;

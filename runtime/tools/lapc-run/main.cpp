@@ -227,14 +227,16 @@ int main(int argc, char **argv) {
       evalCmd
           ->add_option("--task", eval.task,
                        "segmentation: a linear probe on an image model's "
-                       "patch tokens (mIoU); gsm8k, humaneval: generative "
-                       "tasks scored from --completions")
-          ->check(CLI::IsMember({"segmentation", "gsm8k", "humaneval"}));
+                       "patch tokens (mIoU); gsm8k, humaneval: a chat "
+                       "model's answers or --completions, scored; arc, mmlu: "
+                       "a chat model's likeliest letter")
+          ->check(CLI::IsMember(
+              {"segmentation", "gsm8k", "humaneval", "arc", "mmlu"}));
   evalCmd
       ->add_option("--data", eval.data,
                    "Segmentation: a set in ADE20K's layout (images/SPLIT/"
-                   "*.jpg, annotations/SPLIT/*.png); gsm8k, humaneval: the "
-                   "task's JSONL file")
+                   "*.jpg, annotations/SPLIT/*.png); gsm8k, humaneval, arc, "
+                   "mmlu: the task's JSONL file")
       ->needs(task);
   auto *completions =
       evalCmd
@@ -246,8 +248,8 @@ int main(int argc, char **argv) {
           ->excludes(evalRunDir);
   evalCmd
       ->add_option("--results", eval.results,
-                   "gsm8k, humaneval: write each sample's verdict, its "
-                   "completion and pass@1 to this JSON file")
+                   "gsm8k, humaneval, arc, mmlu: write each sample's "
+                   "verdict, its completion and pass@1 to this JSON file")
       ->needs(task);
   evalCmd
       ->add_option("--jobs", eval.jobs,
@@ -256,8 +258,8 @@ int main(int argc, char **argv) {
       ->needs(task);
   evalCmd
       ->add_option("--problems", eval.problems,
-                   "gsm8k, humaneval: answer the first N problems (default: "
-                   "all)")
+                   "gsm8k, humaneval, arc, mmlu: answer the first N problems "
+                   "(default: all)")
       ->check(atLeast(1))
       ->needs(task)
       ->excludes(completions);
@@ -464,6 +466,12 @@ int main(int argc, char **argv) {
                                  "give --vocab, --tiktoken or --gpt2");
     if (*evalCmd) {
       bool generative = eval.task == "gsm8k" || eval.task == "humaneval";
+      bool chatTask = eval.task == "arc" || eval.task == "mmlu";
+      if (chatTask && (eval.data.empty() || eval.model.empty() ||
+                       eval.runDir.empty() || !eval.completions.empty()))
+        throw CLI::ValidationError(
+            "eval", "--task " + eval.task +
+                        " scores a model (give it, --run-dir and --data)");
       if (generative && eval.data.empty())
         throw CLI::ValidationError("eval",
                                    "--task " + eval.task + " needs --data");
@@ -473,7 +481,8 @@ int main(int argc, char **argv) {
             "eval", "--task " + eval.task +
                         " scores --completions, or a model's answers (give "
                         "the model and --run-dir)");
-      if (!generative && (eval.model.empty() || eval.runDir.empty()))
+      if (!generative && !chatTask &&
+          (eval.model.empty() || eval.runDir.empty()))
         throw CLI::RequiredError("eval needs a model and --run-dir");
     }
   } catch (const CLI::ParseError &e) {
@@ -493,9 +502,8 @@ int main(int argc, char **argv) {
       return lap::cli::sweep(sweep);
     if (*evalCmd)
       return eval.task == "segmentation" ? lap::cli::evaluateSegmentation(eval)
-             : eval.task == "gsm8k" || eval.task == "humaneval"
-                 ? lap::cli::evaluateGenerative(eval)
-                 : lap::cli::evaluate(eval);
+             : !eval.task.empty()        ? lap::cli::evaluateTask(eval)
+                                         : lap::cli::evaluate(eval);
     if (*sampleCmd)
       return lap::cli::sample(sample);
     if (*chatCmd)

@@ -60,7 +60,7 @@ TEST(HumanEvalProgram, AWholeFunctionGetsThePromptsImports) {
 }
 
 TEST(TaskScore, PassAt1IsTheMeanOverProblems) {
-  TaskScore score{"humaneval", 3, {}};
+  TaskScore score{"humaneval", 3, 0, {}};
   // Problem 0: 1 of 4 passed; problem 1: 1 of 1; problem 2: 0 of 2.
   for (bool passed : {true, false, false, false})
     score.samples.push_back({"A", 0, passed, "", "", ""});

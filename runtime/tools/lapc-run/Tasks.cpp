@@ -1,11 +1,13 @@
-//===- Generative.cpp - lapc-run eval --task gsm8k|humaneval ----*- C++ -*-===//
+//===- Tasks.cpp - lapc-run eval --task gsm8k|humaneval|arc|mmlu -*- C++ -*-===//
 //
-// Generative tasks: completions given in a file (--completions), or a chat
-// model's greedy answers, each problem asked as one user message (GSM8K's
-// question, HumanEval's prompt) and answered with the calculator tool
-// (ChatEngine). GSM8K is scored by the final answer, HumanEval by running
-// each program in the sandbox. Prints one line per sample and pass@1;
-// --results writes the same as JSON, with the completions.
+// A chat model's tasks, as nanochat's chat_eval runs them. Generative:
+// completions given in a file (--completions), or the model's greedy
+// answers, each problem asked as one user message (GSM8K's question,
+// HumanEval's prompt) and answered with the calculator tool (ChatEngine);
+// GSM8K is scored by the final answer, HumanEval by running each program
+// in the sandbox. Categorical (ARC, MMLU): the likeliest letter. Prints one
+// line per sample, pass@1 and the centred score; --results writes the
+// same as JSON, with the completions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +19,7 @@
 #include "runtime/tools/lapc-run/ModelInstance.h"
 #include "runtime/train/ChatEngine.h"
 #include "runtime/train/LmRegime.h"
+#include "runtime/train/MultipleChoice.h"
 #include "runtime/train/SpecConfig.h"
 #include "runtime/train/Trainer.h"
 
@@ -74,7 +77,45 @@ generate(const cli::EvalOptions &options, const std::vector<std::string> &ids,
 
 } // namespace
 
-int lap::cli::evaluateGenerative(const EvalOptions &options) {
+namespace {
+
+/// ARC or MMLU in chat form, scored by the likeliest letter.
+evals::TaskScore categorical(const cli::EvalOptions &options) {
+  std::vector<train::Question> questions = train::readQuestions(options.data);
+  if (options.problems > 0 && size_t(options.problems) < questions.size())
+    questions.resize(size_t(options.problems));
+  cli::ModelInstance run(options.model, options.device);
+  dsl::Spec spec = train::specOf(run.model);
+  std::optional<data::Tokenizer> tokenizer =
+      train::runTokenizer(spec, options.runDir);
+  if (!tokenizer)
+    throw std::runtime_error(options.runDir +
+                             ": no tokenizer (train the model in this run "
+                             "directory first)");
+  std::string checkpoint =
+      train::checkpointOf(options.runDir, options.checkpoint);
+  run.restore(checkpoint);
+  fmt::print("model {} ({}): the likeliest letter\n", spec.name, checkpoint);
+  train::MultipleChoiceResult r = train::evaluateMultipleChoiceChat(
+      run.calls, run.params.data(), *tokenizer, questions);
+  evals::TaskScore score{options.task, questions.size(), 0.25, {}};
+  for (size_t i = 0; i < questions.size(); ++i) {
+    const train::Question &q = questions[i];
+    evals::SampleScore s;
+    s.taskId = std::to_string(i);
+    s.problem = i;
+    s.passed = r.picked[i] == q.answer;
+    s.completion = q.labels[r.picked[i]];
+    s.detail =
+        "picked " + q.labels[r.picked[i]] + ", answer " + q.labels[q.answer];
+    score.samples.push_back(std::move(s));
+  }
+  return score;
+}
+
+} // namespace
+
+int lap::cli::evaluateTask(const EvalOptions &options) {
   const bool given = !options.completions.empty();
   auto first = [&](auto problems) {
     if (options.problems > 0 && size_t(options.problems) < problems.size())
@@ -84,7 +125,9 @@ int lap::cli::evaluateGenerative(const EvalOptions &options) {
   evals::TaskScore score;
   std::vector<evals::Completion> completions;
   std::string source = given ? options.completions : options.model;
-  if (options.task == "gsm8k") {
+  if (options.task == "arc" || options.task == "mmlu") {
+    score = categorical(options);
+  } else if (options.task == "gsm8k") {
     std::vector<evals::MathProblem> problems =
         first(evals::readGsm8k(options.data));
     std::vector<std::string> ids, questions;
@@ -120,9 +163,10 @@ int lap::cli::evaluateGenerative(const EvalOptions &options) {
     fmt::print("{} {} ({})\n", s.taskId, s.passed ? "passed" : "failed",
                detail);
   }
-  fmt::print("{}: pass@1 {:.4f} ({} of {} samples passed, {} problems)\n",
+  fmt::print("{}: pass@1 {:.4f} ({} of {} samples passed, {} problems), "
+             "centred {:.4f}\n",
              score.task, score.passAt1(), score.passed(), score.samples.size(),
-             score.problems);
+             score.problems, score.centred());
   if (!options.results.empty())
     platform::writeFileAtomically(options.results,
                                   score.toJson().dump(2) + "\n");
