@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -173,6 +174,15 @@ int programFile(std::string_view program) {
   return fd;
 }
 
+/// A descriptor closed when this goes (-1: none).
+struct Descriptor {
+  int fd;
+  ~Descriptor() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
 struct Pipe {
   int read = -1, write = -1;
   Pipe() {
@@ -205,6 +215,22 @@ void closeRange(unsigned lo, unsigned hi) {
     return;
   for (unsigned fd = lo; fd <= std::min(hi, 4096u); ++fd)
     ::close(int(fd));
+}
+
+/// In a child: closes every descriptor from 3 on but the `n` in `keep`
+/// (sorted here), e.g. pipes of runs other threads are starting at once.
+void closeAllBut(int *keep, int n) {
+  for (int i = 1; i < n; ++i)
+    for (int j = i; j > 0 && keep[j - 1] > keep[j]; --j)
+      std::swap(keep[j - 1], keep[j]);
+  unsigned next = 3;
+  for (int i = 0; i < n; ++i) {
+    if (keep[i] < int(next))
+      continue;
+    closeRange(next, unsigned(keep[i]) - 1);
+    next = unsigned(keep[i]) + 1;
+  }
+  closeRange(next, ~0u);
 }
 
 /// Whether child `pid` has ended, leaving it to be waited for.
@@ -288,13 +314,7 @@ Result Sandbox::runPython(std::string_view program) const {
   int ruleset = confinement_.landlockAbi
                     ? landlockRuleset(confinement_.landlockAbi, dir)
                     : -1;
-  struct CloseRuleset {
-    int fd;
-    ~CloseRuleset() {
-      if (fd >= 0)
-        ::close(fd);
-    }
-  } closeRuleset{ruleset};
+  Descriptor rulesetFile{ruleset};
   std::string uidMap = fmt::format("{0} {0} 1", uid);
   std::string gidMap = fmt::format("{0} {0} 1", gid);
   std::string home = "HOME=" + dir, tmp = "TMPDIR=" + dir;
@@ -307,10 +327,7 @@ Result Sandbox::runPython(std::string_view program) const {
   const uint64_t processes =
       uint64_t(limits_.processes) + (namespaces ? 0 : tasksOf(uid));
   const uint64_t cpuSeconds = uint64_t(std::ceil(limits_.seconds)) + 1;
-  struct CloseFd {
-    int fd;
-    ~CloseFd() { ::close(fd); }
-  } input{programFile(program)};
+  Descriptor input{programFile(program)};
   Pipe out, err, status;
   const pid_t parent = ::getpid();
   const auto start = std::chrono::steady_clock::now();
@@ -323,6 +340,10 @@ Result Sandbox::runPython(std::string_view program) const {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent)
       ::_exit(125);
+    // Runs started by other threads at this moment have pipes open here,
+    // whose ends must not outlive their own programs.
+    int keep[] = {s, out.write, err.write, input.fd, ruleset};
+    closeAllBut(keep, ruleset >= 0 ? 5 : 4);
     if (::setpgid(0, 0) != 0)
       failStep(s, kGroup);
     if (::chdir(dir.c_str()) != 0)
@@ -407,7 +428,7 @@ Result Sandbox::runPython(std::string_view program) const {
   while ((out.read >= 0 || err.read >= 0 || !supervisorEnded) &&
          elapsed() < limits_.seconds + kDrainSeconds) {
     double left = limits_.seconds - elapsed();
-    if (left <= 0 && result.outcome == Outcome::Exited) {
+    if (left <= 0 && !supervisorEnded && result.outcome == Outcome::Exited) {
       result.outcome = Outcome::TimedOut;
       killAll();
     }

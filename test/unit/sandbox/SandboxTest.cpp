@@ -20,6 +20,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -308,6 +309,33 @@ sys.exit(1)
   EXPECT_FALSE(r.passed());
   EXPECT_EQ(r.out.find("allowed"), std::string::npos) << r.out << r.err;
   EXPECT_NE(r.out.find("mount refused"), std::string::npos) << r.out << r.err;
+}
+
+TEST_P(SandboxTest, RunsFromSeveralThreadsDoNotWaitForEachOther) {
+  // Quick programs started while slow ones start: none may hold another
+  // run's output open, which would keep that run waiting for its end.
+  std::vector<std::thread> threads;
+  constexpr int kRuns = 8;
+  std::vector<double> quick(3 * kRuns, 0);
+  std::vector<bool> passed(3 * kRuns, false);
+  for (int t = 0; t < 3; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < (t == 0 ? 2 : kRuns); ++i) {
+        if (t == 0) {
+          run("import time\ntime.sleep(1)\n");
+          continue;
+        }
+        Result r = sandbox_->runPython("print('quick')\n");
+        quick[size_t(t * kRuns + i)] = r.seconds;
+        passed[size_t(t * kRuns + i)] = r.passed() && r.out == "quick\n";
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (size_t i = kRuns; i < quick.size(); ++i) {
+    EXPECT_TRUE(passed[i]) << "run " << i;
+    EXPECT_LT(quick[i], 0.8) << "run " << i << " waited for a slow one";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Confinements, SandboxTest, ::testing::Bool(),
