@@ -23,6 +23,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
+#include <linux/securebits.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -119,6 +121,39 @@ bool namespacesAllowed() {
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/// Whether `nobody` can run `python`: not where the root directory is
+/// root's alone (a chroot into a private directory).
+bool nobodyReaches(const std::string &python) {
+  pid_t pid = ::fork();
+  if (pid < 0)
+    return false;
+  if (pid == 0) {
+    if (::setgroups(0, nullptr) || ::setgid(kNobody) || ::setuid(kNobody))
+      ::_exit(1);
+    ::_exit(::access(python.c_str(), X_OK) == 0 ? 0 : 1);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/// In a child: gives up every capability for good, this process's and
+/// what exec could grant uid 0 (securebits), so that root is an ordinary
+/// user to the kernel's checks.
+bool dropCapabilities() {
+  if (::prctl(PR_SET_SECUREBITS,
+              SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                  SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED) != 0)
+    return false;
+  for (int cap = 0; cap <= CAP_LAST_CAP; ++cap)
+    ::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
+  ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  return ::syscall(SYS_capset, &header, data) == 0;
 }
 
 /// Tasks (processes and threads) of real user `uid` now: RLIMIT_NPROC
@@ -270,7 +305,8 @@ std::string Confinement::describe() const {
   layers += seccomp ? ", seccomp" : ", no seccomp";
   layers += landlockAbi ? fmt::format(", Landlock ABI {}", landlockAbi)
                         : ", no Landlock";
-  return layers + ", rlimits";
+  return layers + ", rlimits, as " + user +
+         (processes ? "" : ", no new processes");
 }
 
 Sandbox::Sandbox(Limits limits, Options options)
@@ -282,25 +318,46 @@ Sandbox::Sandbox(Limits limits, Options options)
   confinement_.namespaces = !options.withoutNamespaces && namespacesAllowed();
   confinement_.seccomp = seccompAvailable();
   confinement_.landlockAbi = landlockAbi();
+  uid_ = ::geteuid();
+  gid_ = ::getegid();
+  confinement_.user = "uid " + std::to_string(uid_);
+  if (uid_ == 0 && !options.keepRoot && nobodyReaches(python_)) {
+    uid_ = gid_ = kNobody;
+    confinement_.user = "nobody";
+  } else if (uid_ == 0) {
+    // Root without capabilities still owns root's files and processes:
+    // only Landlock keeps it from them, and seccomp from forking past
+    // RLIMIT_NPROC, which does not hold for root.
+    if (!confinement_.seccomp || confinement_.landlockAbi < 6)
+      platform::fail(
+          "sandbox",
+          "nobody cannot reach " + python_ +
+              " here (a root directory only root may enter, as in a "
+              "chroot), and programs run as root need seccomp and Landlock "
+              "ABI 6 or later to be confined; this kernel has " +
+              confinement_.describe());
+    dropCapabilities_ = true;
+    confinement_.processes = false;
+    confinement_.user = "root without capabilities";
+  }
   if (confinement_.seccomp)
-    filter_ = seccompFilter();
+    filter_ = seccompFilter(confinement_.processes);
   static std::once_flag said;
   if (!confinement_.namespaces || !confinement_.seccomp ||
       !confinement_.landlockAbi)
     std::call_once(said, [&] {
-      fmt::print(stderr,
-                 "sandbox: this kernel confines programs with {} only{}\n",
-                 confinement_.describe(),
-                 confinement_.namespaces ? ""
-                                         : " (it refuses new namespaces "
-                                           "here)");
+      fmt::print(stderr, "sandbox: {}programs run with {}\n",
+                 confinement_.namespaces
+                     ? ""
+                     : "the kernel refuses new namespaces here: ",
+                 confinement_.describe());
     });
 }
 
 Result Sandbox::runPython(std::string_view program) const {
-  const bool root = ::geteuid() == 0;
-  const uid_t uid = root ? kNobody : ::geteuid();
-  const gid_t gid = root ? kNobody : ::getegid();
+  const bool dropRoot = ::geteuid() == 0 && uid_ != 0;
+  const uid_t uid = uid_;
+  const gid_t gid = gid_;
   const std::string dir = makeWorkDir(uid, gid);
   struct RemoveDir {
     const std::string &dir;
@@ -348,9 +405,12 @@ Result Sandbox::runPython(std::string_view program) const {
       failStep(s, kGroup);
     if (::chdir(dir.c_str()) != 0)
       failStep(s, kDirectory);
-    if (root && (::setgroups(0, nullptr) || ::setgid(gid) || ::setuid(uid) ||
-                 // /proc/self stays its own to write its maps.
-                 ::prctl(PR_SET_DUMPABLE, 1) != 0))
+    if (dropRoot &&
+        (::setgroups(0, nullptr) || ::setgid(gid) || ::setuid(uid) ||
+         // /proc/self stays its own to write its maps.
+         ::prctl(PR_SET_DUMPABLE, 1) != 0))
+      failStep(s, kDropRoot);
+    if (dropCapabilities_ && !dropCapabilities())
       failStep(s, kDropRoot);
     if (namespaces) {
       if (::unshare(kNamespaces) != 0)

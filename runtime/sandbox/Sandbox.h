@@ -17,7 +17,11 @@
 //    beyond its own processes;
 //  - rlimits: address space, CPU seconds, processes, file size, open files.
 //
-// A program run as root runs as `nobody`. The supervisor kills the whole
+// A program run as root runs as `nobody`; where nobody cannot reach python3
+// (a root directory only root may enter, as a chroot into a private
+// directory has), it runs as root without any capability, starts no
+// processes (seccomp), and needs Landlock's signal scoping (ABI 6) to be
+// confined at all. The supervisor kills the whole
 // process group at the deadline, or once the program's output passes its
 // limit, and removes the directory. Where the kernel refuses namespaces
 // (some containers) programs run with the other layers alone; the first
@@ -39,6 +43,7 @@
 #include <vector>
 
 #include <linux/filter.h>
+#include <sys/types.h>
 
 namespace lap::sandbox {
 
@@ -76,8 +81,11 @@ struct Result {
 struct Confinement {
   bool namespaces = false;
   bool seccomp = false;
-  int landlockAbi = 0; ///< 0: no Landlock
-  /// "namespaces, seccomp, Landlock ABI 7, rlimits", or what is missing.
+  int landlockAbi = 0;   ///< 0: no Landlock
+  std::string user;      ///< "nobody", "root without capabilities", "uid N"
+  bool processes = true; ///< whether programs may start processes
+  /// "namespaces, seccomp, Landlock ABI 7, rlimits, as nobody", or what
+  /// is missing.
   std::string describe() const;
 };
 
@@ -85,6 +93,9 @@ struct Options {
   /// Programs run without new namespaces even where the kernel allows them
   /// (what runs where it does not; for tests).
   bool withoutNamespaces = false;
+  /// Root runs programs as root without capabilities even where nobody
+  /// could run them (what runs where nobody cannot; for tests).
+  bool keepRoot = false;
 };
 
 class Sandbox {
@@ -107,6 +118,9 @@ private:
   Confinement confinement_;
   std::string python_;
   std::vector<sock_filter> filter_; ///< the seccomp program
+  uid_t uid_;                       ///< whom programs run as
+  gid_t gid_;
+  bool dropCapabilities_ = false; ///< root without capabilities
 };
 
 } // namespace lap::sandbox

@@ -92,7 +92,7 @@ void check(int rc, const char *what) {
 
 } // namespace
 
-std::vector<sock_filter> seccompFilter() {
+std::vector<sock_filter> seccompFilter(bool processes) {
   std::unique_ptr<void, ContextDeleter> ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx)
     platform::fail("seccomp", "cannot start a filter");
@@ -116,6 +116,13 @@ std::vector<sock_filter> seccompFilter() {
     check(seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
                            SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)),
           "clone");
+  if (!processes) {
+    for (int call : {SCMP_SYS(fork), SCMP_SYS(vfork)})
+      check(seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), call, 0), "fork");
+    check(seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                           SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0)),
+          "clone");
+  }
 
   int fd = ::memfd_create("lap-seccomp", MFD_CLOEXEC);
   if (fd < 0)

@@ -19,8 +19,9 @@
 
 namespace lap::sandbox {
 
-/// The BPF program; throws when libseccomp cannot build it.
-std::vector<sock_filter> seccompFilter();
+/// The BPF program; without `processes`, fork, vfork and clone of anything
+/// but a thread fail too. Throws when libseccomp cannot build it.
+std::vector<sock_filter> seccompFilter(bool processes);
 
 /// Installs `filter` on the calling process (needs PR_SET_NO_NEW_PRIVS);
 /// false on failure. Async-signal-safe.
