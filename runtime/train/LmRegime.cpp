@@ -89,6 +89,15 @@ lap::train::runTokenizer(const dsl::Spec &spec, const std::string &runDir) {
   return std::nullopt;
 }
 
+data::Tokenizer lap::train::requireRunTokenizer(const dsl::Spec &spec,
+                                                const std::string &runDir) {
+  if (std::optional<data::Tokenizer> tokenizer = runTokenizer(spec, runDir))
+    return *tokenizer;
+  throw std::runtime_error(runDir +
+                           "/data/tokenizer.tiktoken: no tokenizer; train "
+                           "the model in this run directory first");
+}
+
 LmRegime::LmRegime(const dsl::Spec &spec, ModelCalls &calls,
                    const float *params, const std::string &runDir,
                    int64_t batch, int64_t seq, std::FILE *log, DataShard shard)

@@ -31,6 +31,10 @@ namespace lap::train {
 /// run prepared its data, or for shards without a tokenizer).
 std::optional<data::Tokenizer> runTokenizer(const dsl::Spec &spec,
                                             const std::string &runDir);
+/// runTokenizer, or an error naming where the run's tokenizer would be:
+/// for the commands that generate text with a trained run.
+data::Tokenizer requireRunTokenizer(const dsl::Spec &spec,
+                                    const std::string &runDir);
 
 /// Validation loss (nats per counted target: not padding's, not -1) and
 /// bits per byte (of `tokenizer`'s ranked tokens, when given) over the

@@ -26,15 +26,10 @@ using namespace lap;
 int lap::cli::chat(const ChatOptions &options) {
   ModelInstance run(options.model, options.device);
   dsl::Spec spec = train::specOf(run.model);
-  std::optional<data::Tokenizer> tokenizer =
-      train::runTokenizer(spec, options.runDir);
-  if (!tokenizer)
-    throw std::runtime_error(options.runDir +
-                             ": no tokenizer (train the model in this run "
-                             "directory first)");
+  data::Tokenizer tokenizer = train::requireRunTokenizer(spec, options.runDir);
   run.restore(train::checkpointOf(options.runDir, options.checkpoint));
-  train::ChatEngine engine(run.calls, run.params.data(), *tokenizer);
-  auto special = [&](const char *name) { return *tokenizer->specialId(name); };
+  train::ChatEngine engine(run.calls, run.params.data(), tokenizer);
+  auto special = [&](const char *name) { return *tokenizer.specialId(name); };
   const uint32_t userStart = special("<|user_start|>"),
                  userEnd = special("<|user_end|>"),
                  assistantStart = special("<|assistant_start|>"),
@@ -50,7 +45,7 @@ int lap::cli::chat(const ChatOptions &options) {
     fmt::print("chat with {}: a message a line; 'clear' starts anew, "
                "'quit' ends\n",
                spec.name);
-  std::vector<uint32_t> conversation{tokenizer->bosId()};
+  std::vector<uint32_t> conversation{tokenizer.bosId()};
   std::string line;
   while (true) {
     if (talk) {
@@ -59,7 +54,7 @@ int lap::cli::chat(const ChatOptions &options) {
       if (!std::getline(std::cin, line) || line == "quit" || line == "exit")
         break;
       if (line == "clear") {
-        conversation = {tokenizer->bosId()};
+        conversation = {tokenizer.bosId()};
         fmt::print("(a new conversation)\n");
         continue;
       }
@@ -70,7 +65,7 @@ int lap::cli::chat(const ChatOptions &options) {
     }
     std::vector<uint32_t> prompt = conversation;
     prompt.push_back(userStart);
-    for (uint32_t id : tokenizer->encode(line))
+    for (uint32_t id : tokenizer.encode(line))
       prompt.push_back(id);
     prompt.push_back(userEnd);
     prompt.push_back(assistantStart);
@@ -87,7 +82,7 @@ int lap::cli::chat(const ChatOptions &options) {
     std::fflush(stdout);
     std::vector<uint32_t> answer =
         engine.answer(prompt, draw, [&](uint32_t id) {
-          std::string bytes = tokenizer->decode({id});
+          std::string bytes = tokenizer.decode({id});
           std::fwrite(bytes.data(), 1, bytes.size(), stdout);
           std::fflush(stdout);
         });

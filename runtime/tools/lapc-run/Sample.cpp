@@ -27,25 +27,19 @@ int lap::cli::sample(const SampleOptions &options) {
     throw std::runtime_error(options.model +
                              ": lapc-run sample generates text with "
                              "language models (family gpt)");
-  std::optional<data::Tokenizer> tokenizer =
-      train::runTokenizer(spec, options.runDir);
-  if (!tokenizer)
-    throw std::runtime_error(options.runDir +
-                             "/data/tokenizer.tiktoken: no tokenizer; "
-                             "train the model in this run directory first");
+  data::Tokenizer tokenizer = train::requireRunTokenizer(spec, options.runDir);
 
   run.restore(train::checkpointOf(options.runDir, options.checkpoint));
 
-  std::vector<int32_t> prompt = {int32_t(tokenizer->bosId())};
-  for (uint32_t id : tokenizer->encode(options.prompt))
+  std::vector<int32_t> prompt = {int32_t(tokenizer.bosId())};
+  for (uint32_t id : tokenizer.encode(options.prompt))
     prompt.push_back(int32_t(id));
   train::SampleOptions draw;
   draw.maxTokens = options.tokens;
   draw.temperature = options.temperature;
   draw.topK = options.topK;
-  draw.stop = {int32_t(tokenizer->bosId())}; // the next document's start
-  draw.drawable =
-      tokenizer->vocabSize(); // the model's vocabulary may be padded
+  draw.stop = {int32_t(tokenizer.bosId())}; // the next document's start
+  draw.drawable = tokenizer.vocabSize(); // the model's vocabulary may be padded
   train::Sampler sampler(run.calls, run.params.data());
   for (int64_t i = 0; i < options.samples; ++i) {
     draw.seed = options.seed + uint64_t(i);
@@ -56,7 +50,7 @@ int lap::cli::sample(const SampleOptions &options) {
     // Bytes as they come: a character split across tokens completes on the
     // terminal when its last byte arrives.
     sampler.generate(prompt, draw, [&](int32_t id) {
-      std::string bytes = tokenizer->decode({uint32_t(id)});
+      std::string bytes = tokenizer.decode({uint32_t(id)});
       std::fwrite(bytes.data(), 1, bytes.size(), stdout);
       std::fflush(stdout);
     });

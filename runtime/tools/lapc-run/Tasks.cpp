@@ -38,18 +38,13 @@ generate(const cli::EvalOptions &options, const std::vector<std::string> &ids,
          const std::vector<std::string> &questions) {
   cli::ModelInstance run(options.model, options.device);
   dsl::Spec spec = train::specOf(run.model);
-  std::optional<data::Tokenizer> tokenizer =
-      train::runTokenizer(spec, options.runDir);
-  if (!tokenizer)
-    throw std::runtime_error(options.runDir +
-                             ": no tokenizer (train the model in this run "
-                             "directory first)");
+  data::Tokenizer tokenizer = train::requireRunTokenizer(spec, options.runDir);
   std::string checkpoint =
       train::checkpointOf(options.runDir, options.checkpoint);
   run.restore(checkpoint);
   fmt::print("model {} ({}): greedy answers of at most {} tokens\n", spec.name,
              checkpoint, options.maxTokens);
-  train::ChatEngine engine(run.calls, run.params.data(), *tokenizer);
+  train::ChatEngine engine(run.calls, run.params.data(), tokenizer);
   train::SampleOptions greedy;
   greedy.temperature = 0;
   greedy.maxTokens = options.maxTokens;
@@ -59,7 +54,7 @@ generate(const cli::EvalOptions &options, const std::vector<std::string> &ids,
     data::Conversation asked;
     asked.messages.push_back({data::Message::Role::User,
                               {{data::MessagePart::Kind::Text, questions[i]}}});
-    std::vector<uint32_t> prompt = data::renderPrompt(asked, *tokenizer);
+    std::vector<uint32_t> prompt = data::renderPrompt(asked, tokenizer);
     // A prompt the context cannot hold with an answer gets none.
     std::vector<uint32_t> answer;
     if (int64_t(prompt.size()) < run.model.maxSeq())
@@ -86,18 +81,13 @@ evals::TaskScore categorical(const cli::EvalOptions &options) {
     questions.resize(size_t(options.problems));
   cli::ModelInstance run(options.model, options.device);
   dsl::Spec spec = train::specOf(run.model);
-  std::optional<data::Tokenizer> tokenizer =
-      train::runTokenizer(spec, options.runDir);
-  if (!tokenizer)
-    throw std::runtime_error(options.runDir +
-                             ": no tokenizer (train the model in this run "
-                             "directory first)");
+  data::Tokenizer tokenizer = train::requireRunTokenizer(spec, options.runDir);
   std::string checkpoint =
       train::checkpointOf(options.runDir, options.checkpoint);
   run.restore(checkpoint);
   fmt::print("model {} ({}): the likeliest letter\n", spec.name, checkpoint);
   train::MultipleChoiceResult r = train::evaluateMultipleChoiceChat(
-      run.calls, run.params.data(), *tokenizer, questions);
+      run.calls, run.params.data(), tokenizer, questions);
   evals::TaskScore score{options.task, questions.size(), 0.25, {}};
   for (size_t i = 0; i < questions.size(); ++i) {
     const train::Question &q = questions[i];
