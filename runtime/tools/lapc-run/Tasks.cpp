@@ -32,6 +32,15 @@ using namespace lap;
 
 namespace {
 
+/// The first --problems of `problems` (all without it).
+template <class T>
+std::vector<T> firstProblems(std::vector<T> problems,
+                             const cli::EvalOptions &options) {
+  if (options.problems > 0 && size_t(options.problems) < problems.size())
+    problems.resize(size_t(options.problems));
+  return problems;
+}
+
 /// The model's greedy answer to each question (one user message each).
 std::vector<evals::Completion>
 generate(const cli::EvalOptions &options, const std::vector<std::string> &ids,
@@ -76,9 +85,8 @@ namespace {
 
 /// ARC or MMLU in chat form, scored by the likeliest letter.
 evals::TaskScore categorical(const cli::EvalOptions &options) {
-  std::vector<train::Question> questions = train::readQuestions(options.data);
-  if (options.problems > 0 && size_t(options.problems) < questions.size())
-    questions.resize(size_t(options.problems));
+  std::vector<train::Question> questions =
+      firstProblems(train::readQuestions(options.data), options);
   cli::ModelInstance run(options.model, options.device);
   dsl::Spec spec = train::specOf(run.model);
   data::Tokenizer tokenizer = train::requireRunTokenizer(spec, options.runDir);
@@ -107,11 +115,6 @@ evals::TaskScore categorical(const cli::EvalOptions &options) {
 
 int lap::cli::evaluateTask(const EvalOptions &options) {
   const bool given = !options.completions.empty();
-  auto first = [&](auto problems) {
-    if (options.problems > 0 && size_t(options.problems) < problems.size())
-      problems.resize(size_t(options.problems));
-    return problems;
-  };
   evals::TaskScore score;
   std::vector<evals::Completion> completions;
   std::string source = given ? options.completions : options.model;
@@ -119,7 +122,7 @@ int lap::cli::evaluateTask(const EvalOptions &options) {
     score = categorical(options);
   } else if (options.task == "gsm8k") {
     std::vector<evals::MathProblem> problems =
-        first(evals::readGsm8k(options.data));
+        firstProblems(evals::readGsm8k(options.data), options);
     std::vector<std::string> ids, questions;
     for (const evals::MathProblem &p : problems) {
       ids.push_back(p.id);
@@ -130,7 +133,7 @@ int lap::cli::evaluateTask(const EvalOptions &options) {
     score = evals::scoreGsm8k(problems, completions, source);
   } else {
     std::vector<evals::CodingProblem> problems =
-        first(evals::readHumanEval(options.data));
+        firstProblems(evals::readHumanEval(options.data), options);
     std::vector<std::string> ids, prompts;
     for (const evals::CodingProblem &p : problems) {
       ids.push_back(p.id);
