@@ -23,8 +23,9 @@ MessagePart::Kind partKind(const std::string &type) {
                               "\" (types: text, python, python_output)");
 }
 
-/// A special token's id; throws naming it when the tokenizer lacks it.
-uint32_t special(const Tokenizer &tokenizer, const char *name) {
+} // namespace
+
+uint32_t conversationToken(const Tokenizer &tokenizer, const char *name) {
   if (auto id = tokenizer.specialId(name))
     return *id;
   throw std::runtime_error(
@@ -32,8 +33,6 @@ uint32_t special(const Tokenizer &tokenizer, const char *name) {
       " token, which conversations need (lap's trained tokenizers reserve "
       "nanochat's nine special tokens)");
 }
-
-} // namespace
 
 Conversation conversationOf(const nlohmann::json &record) {
   if (!record.contains("messages") || !record["messages"].is_array() ||
@@ -110,30 +109,30 @@ RenderedConversation renderConversation(const Conversation &conversation,
   add(tokenizer.bosId(), false);
   for (const Message &m : conversation.messages) {
     if (m.role == Message::Role::User) {
-      add(special(tokenizer, "<|user_start|>"), false);
+      add(conversationToken(tokenizer, "<|user_start|>"), false);
       addText(m.parts.front().text, false);
-      add(special(tokenizer, "<|user_end|>"), false);
+      add(conversationToken(tokenizer, "<|user_end|>"), false);
       continue;
     }
-    add(special(tokenizer, "<|assistant_start|>"), false);
+    add(conversationToken(tokenizer, "<|assistant_start|>"), false);
     for (const MessagePart &part : m.parts) {
       switch (part.kind) {
       case MessagePart::Kind::Text:
         addText(part.text, true);
         break;
       case MessagePart::Kind::Python:
-        add(special(tokenizer, "<|python_start|>"), true);
+        add(conversationToken(tokenizer, "<|python_start|>"), true);
         addText(part.text, true);
-        add(special(tokenizer, "<|python_end|>"), true);
+        add(conversationToken(tokenizer, "<|python_end|>"), true);
         break;
       case MessagePart::Kind::PythonOutput:
-        add(special(tokenizer, "<|output_start|>"), false);
+        add(conversationToken(tokenizer, "<|output_start|>"), false);
         addText(part.text, false);
-        add(special(tokenizer, "<|output_end|>"), false);
+        add(conversationToken(tokenizer, "<|output_end|>"), false);
         break;
       }
     }
-    add(special(tokenizer, "<|assistant_end|>"), true);
+    add(conversationToken(tokenizer, "<|assistant_end|>"), true);
   }
   if (r.ids.size() > maxTokens) {
     r.ids.resize(maxTokens);
@@ -156,7 +155,7 @@ std::vector<uint32_t> renderForCompletion(const Conversation &conversation,
 std::vector<uint32_t> renderPrompt(const Conversation &conversation,
                                    const Tokenizer &tokenizer) {
   std::vector<uint32_t> ids = renderConversation(conversation, tokenizer).ids;
-  ids.push_back(special(tokenizer, "<|assistant_start|>"));
+  ids.push_back(conversationToken(tokenizer, "<|assistant_start|>"));
   return ids;
 }
 

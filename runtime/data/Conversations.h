@@ -51,6 +51,10 @@ struct Conversation {
   std::vector<Message> messages; ///< user first, roles alternating
 };
 
+/// The id of conversation token `name` (`<|user_start|>`, ...); throws
+/// naming it when `tokenizer` lacks it.
+uint32_t conversationToken(const Tokenizer &tokenizer, const char *name);
+
 /// A conversation from its JSON object; throws std::invalid_argument
 /// saying what is wrong (roles out of order, a part of an unknown type).
 Conversation conversationOf(const nlohmann::json &record);

@@ -2,19 +2,15 @@
 
 #include "runtime/train/ChatEngine.h"
 
+#include "runtime/data/Conversations.h"
 #include "runtime/train/Calculator.h"
-
-#include <stdexcept>
 
 namespace lap::train {
 
 namespace {
 
 int32_t special(const data::Tokenizer &tokenizer, const char *name) {
-  if (auto id = tokenizer.specialId(name))
-    return int32_t(*id);
-  throw std::runtime_error(std::string("the tokenizer has no ") + name +
-                           " token, which chat models need");
+  return int32_t(data::conversationToken(tokenizer, name));
 }
 
 } // namespace

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/data/Conversations.h"
 #include "runtime/tools/lapc-run/Commands.h"
 #include "runtime/tools/lapc-run/ModelInstance.h"
 #include "runtime/train/ChatEngine.h"
@@ -29,7 +30,9 @@ int lap::cli::chat(const ChatOptions &options) {
   data::Tokenizer tokenizer = train::requireRunTokenizer(spec, options.runDir);
   run.restore(train::checkpointOf(options.runDir, options.checkpoint));
   train::ChatEngine engine(run.calls, run.params.data(), tokenizer);
-  auto special = [&](const char *name) { return *tokenizer.specialId(name); };
+  auto special = [&](const char *name) {
+    return data::conversationToken(tokenizer, name);
+  };
   const uint32_t userStart = special("<|user_start|>"),
                  userEnd = special("<|user_end|>"),
                  assistantStart = special("<|assistant_start|>"),
