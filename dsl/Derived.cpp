@@ -73,6 +73,18 @@ int64_t dinoHeadParams(const ModelSpec &m, bool withExtras) {
   return p + h.bottleneck * h.prototypes + (withExtras ? h.prototypes : 0);
 }
 
+/// train.lora: A [rank, in] and B [out, rank] per target of one block.
+int64_t blockAdapterParams(const ModelSpec &m, const LoraSpec &lora) {
+  if (!lora.enabled())
+    return 0;
+  int64_t q = m.heads * m.headDim, kv = m.kvHeads * m.headDim, p = 0;
+  for (const std::string &t : lora.targets)
+    p += lora.rank * (t == "qkv"    ? m.width + q + 2 * kv
+                      : t == "proj" ? q + m.width
+                                    : m.width + m.mlpHidden);
+  return p;
+}
+
 } // namespace
 
 DerivedSpec lap::dsl::deriveSpec(const Spec &spec) {
@@ -122,6 +134,7 @@ DerivedSpec lap::dsl::deriveSpec(const Spec &spec) {
         double(patches) * double(m.patch * m.patch * m.channels * m.width);
     d.flopsUnit = "image";
   }
+  const int64_t adapters = m.layers * blockAdapterParams(m, spec.train.lora);
   // Learned kinds: (alpha, beta) per head.
   int64_t coefficients = 0;
   for (size_t l = 0; l < spec.attention.layers.size(); ++l)
@@ -133,15 +146,19 @@ DerivedSpec lap::dsl::deriveSpec(const Spec &spec) {
       {"norms", norms},
       {"head", head},
       {"dino_head", dinoHead},
-      {"head_coefficients", coefficients}};
+      {"head_coefficients", coefficients},
+      {"lora", adapters}};
   for (const auto &[name, count] : groups) {
     if (count == 0)
       continue;
     d.parameterGroups.push_back({name, count});
     d.parameters += count;
   }
+  d.trainableParameters = adapters ? adapters : d.parameters;
 
-  double perUnitMatmul = double(blockMatmulWeights(m)) * m.layers;
+  double perUnitMatmul =
+      double(blockMatmulWeights(m) + blockAdapterParams(m, spec.train.lora)) *
+      m.layers;
   if (m.family == Family::GPT)
     d.forwardFlops = 2.0 * (perUnitMatmul + double(headMatmul)) + attention;
   else
@@ -158,6 +175,9 @@ std::vector<DerivedValue> lap::dsl::derivedValues(const Spec &spec) {
   out.push_back({"parameters", double(d.parameters), true});
   for (const auto &[name, count] : d.parameterGroups)
     out.push_back({"parameter_groups." + name, double(count), true});
+  if (spec.train.lora.enabled())
+    out.push_back(
+        {"trainable_parameters", double(d.trainableParameters), true});
   std::vector<HeadKind> kinds = spec.attention.kinds();
   std::vector<size_t> census(kinds.size(), 0);
   for (const auto &layer : spec.attention.layers)

@@ -2,6 +2,7 @@
 
 #include "dsl/ParameterTable.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace lap::dsl;
@@ -34,7 +35,7 @@ namespace {
 class TableBuilder {
 public:
   explicit TableBuilder(const Spec &spec)
-      : m(spec.model), attention(spec.attention) {}
+      : m(spec.model), attention(spec.attention), lora(spec.train.lora) {}
 
   std::vector<Parameter> build() {
     if (m.family == Family::GPT)
@@ -57,6 +58,8 @@ public:
     // so its initial values, as in the fixed-kind model.
     for (int64_t l = 0; l < m.layers; ++l)
       learnedCoefficients(l);
+    if (lora.enabled())
+      adapters();
     return std::move(table);
   }
 
@@ -189,8 +192,35 @@ private:
         {2, int64_t(heads.size())}, init);
   }
 
+  /// train.lora: the base frozen, then A and B of each target of each
+  /// block (PEFT's start: A ~ U(-1/sqrt(in), 1/sqrt(in)), B = 0, so the
+  /// adapted model starts as the base).
+  void adapters() {
+    for (Parameter &p : table)
+      p.trainable = false;
+    int64_t q = m.heads * m.headDim, kv = m.kvHeads * m.headDim;
+    const struct {
+      const char *target, *layer;
+      int64_t in, out;
+    } layers[] = {{"qkv", ".attn.qkv", m.width, q + 2 * kv},
+                  {"proj", ".attn.proj", q, m.width},
+                  {"fc1", ".mlp.fc1", m.width, m.mlpHidden},
+                  {"fc2", ".mlp.fc2", m.mlpHidden, m.width}};
+    for (int64_t l = 0; l < m.layers; ++l)
+      for (const auto &t : layers) {
+        if (std::find(lora.targets.begin(), lora.targets.end(), t.target) ==
+            lora.targets.end())
+          continue;
+        std::string name = "blocks." + std::to_string(l) + t.layer;
+        add(name + ".lora_A.weight", {lora.rank, t.in},
+            {ParameterInit::Uniform, 1 / std::sqrt(3.0 * double(t.in))});
+        add(name + ".lora_B.weight", {t.out, lora.rank}, constant(0));
+      }
+  }
+
   const ModelSpec &m;
   const AttentionSpec &attention;
+  const LoraSpec &lora;
   std::vector<Parameter> table;
 };
 

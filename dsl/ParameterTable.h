@@ -3,8 +3,12 @@
 // The parameters a spec declares, in a fixed order, with the names
 // checkpoints use ("blocks.3.attn.qkv.weight") and PyTorch's layouts (a
 // linear weight is [out, in]); learned head coefficients
-// ("blocks.3.attn.coefficients") come last. The compiler's functions take them
-// in this order; Derived.cpp's parameter count is checked against this table.
+// ("blocks.3.attn.coefficients") come after them, and under train.lora the
+// adapters ("blocks.3.attn.qkv.lora_A.weight" [rank, in], "lora_B.weight"
+// [out, rank], PEFT's names and layouts) come last: the trainable
+// parameters are always a suffix of the table. The compiler's functions take
+// them in this order; Derived.cpp's parameter count is checked against this
+// table.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +40,8 @@ struct Parameter {
   std::string name;
   std::vector<int64_t> shape;
   ParameterInit init;
+  /// Updated by training; under train.lora only the adapters are.
+  bool trainable = true;
   int64_t elements() const;
 };
 

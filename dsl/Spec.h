@@ -281,6 +281,18 @@ struct DinoSpec {
   double freezeLastLayerEpochs = 1;   ///< freeze_last_layer_epochs
 };
 
+/// `train.lora`: low-rank adapters (Hu et al. 2021) on the blocks' linear
+/// layers, x W^T + (x A^T) B^T alpha / rank, with every other parameter
+/// frozen.
+struct LoraSpec {
+  int64_t rank = 0; ///< rank: 0 = off
+  double alpha = 0; ///< alpha: the adapters' scale is alpha / rank
+  /// targets: the linear layers of each block that get adapters.
+  std::vector<std::string> targets = {"qkv", "proj", "fc1", "fc2"};
+  bool enabled() const { return rank > 0; }
+  double scale() const { return alpha / double(rank); }
+};
+
 /// `train`.
 struct TrainSpec {
   Regime regime = Regime::LM; ///< regime: lm | supervised | dino
@@ -303,6 +315,7 @@ struct TrainSpec {
   DataSpec data;             ///< data
   EvalSpec eval;             ///< eval
   CheckpointSpec checkpoint; ///< checkpoint
+  LoraSpec lora;             ///< lora
   int64_t logEvery = 10;     ///< log_every: steps
   // supervised
   AugmentSpec augment;                                ///< augment
@@ -314,7 +327,9 @@ struct TrainSpec {
 
 /// Values computed from the spec; `--emit=spec` prints them under `derived`.
 struct DerivedSpec {
-  int64_t parameters = 0; ///< Exact count of trainable parameters.
+  int64_t parameters = 0; ///< Exact count of parameters.
+  /// Those training updates: all but under train.lora, where the adapters.
+  int64_t trainableParameters = 0;
   /// Parameters per group, in a fixed order (embedding, blocks, head, ...).
   std::vector<std::pair<std::string, int64_t>> parameterGroups;
   int64_t tokens = 0;      ///< Sequence length: tokens per sequence or image.

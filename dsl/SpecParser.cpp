@@ -78,6 +78,11 @@ public:
     body();
     closeFrame();
   }
+  /// A section the printer leaves out while it is off; read as any other.
+  template <class F>
+  void optionalSection(const char *key, Applies applies, bool, F body) {
+    section(key, applies, body);
+  }
 
   template <class T>
   void field(const char *key, T &value, Rule rule = any,
@@ -496,6 +501,8 @@ void applyDependentDefaults(Spec &spec, const std::string &file) {
     t.seqLen = m.context;
   if (!spec.given("train.data.bos") && t.data.packing != Packing::None)
     t.data.bos = m.vocab - 1; // where lap's trained tokenizers put <|bos|>
+  if (!spec.given("train.lora.alpha"))
+    t.lora.alpha = double(t.lora.rank); // a scale of 1
   if (!spec.given("train.data.format"))
     t.data.format =
         t.regime == Regime::LM ? DataFormat::Shards : DataFormat::ImageFolder;

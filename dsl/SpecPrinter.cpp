@@ -88,6 +88,11 @@ public:
     body();
     --depth;
   }
+  template <class F>
+  void optionalSection(const char *key, Applies applies, bool on, F body) {
+    if (on)
+      section(key, applies, body);
+  }
 
   template <class T>
   void field(const char *key, const T &value, Rule rule = any,

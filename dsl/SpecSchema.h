@@ -8,6 +8,7 @@
 //
 // A visitor provides:
 //   section(key, applies, body)     a nested mapping
+//   optionalSection(key, applies, on, body)  one printed only while `on`
 //   field(key, value, rule, applies, required)
 //   range(key, lo, hi, rule, applies)      a [low, high] pair
 //   pair(key, a, b, rule)                  any two numbers
@@ -96,6 +97,8 @@ inline constexpr Applies supervisedOnly{0b111, bit(Regime::Supervised)};
 inline constexpr Applies dinoRegimeOnly{0b111, bit(Regime::DINO)};
 inline constexpr Applies imageRegimes{0b111, bit(Regime::Supervised) |
                                                  bit(Regime::DINO)};
+inline constexpr Applies notDino{0b111,
+                                 bit(Regime::LM) | bit(Regime::Supervised)};
 inline constexpr Applies muonOnly{0b111, 0b111, bit(OptimizerType::Muon)};
 inline constexpr Applies fp32Only{0b111, 0b111, 0b11, bit(Precision::FP32)};
 inline constexpr bool required = true;
@@ -150,6 +153,13 @@ inline const std::vector<std::string_view> &parameterGroupNames() {
       "bias",      "norm",   "layer_scale", "embedding",
       "positions", "tokens", "head"};
   return groups;
+}
+
+/// The linear layers of a block that `lora.targets` may name.
+inline const std::vector<std::string_view> &loraTargetNames() {
+  static const std::vector<std::string_view> targets = {"qkv", "proj", "fc1",
+                                                        "fc2"};
+  return targets;
 }
 
 /// `M` is ModelSpec for the parser and const ModelSpec for the printer.
@@ -277,6 +287,11 @@ template <class V, class T> void visitTrain(V &v, T &t) {
     v.field("every_epochs", t.checkpoint.everyEpochs, nonNegative);
     v.field("dir", t.checkpoint.dir);
     v.field("keep", t.checkpoint.keep, positive);
+  });
+  v.optionalSection("lora", notDino, t.lora.enabled(), [&] {
+    v.field("rank", t.lora.rank, Rule{0, 1 << 20, false, nullptr});
+    v.field("alpha", t.lora.alpha, greaterThanZero);
+    v.strings("targets", t.lora.targets, loraTargetNames());
   });
   v.section("augment", supervisedOnly, [&] {
     auto &a = t.augment;

@@ -185,8 +185,22 @@ Value ForwardBuilder::linear(Value x, const std::string &name, int64_t out,
   auto type = cast<RankedTensorType>(x.getType());
   SmallVector<int64_t> shape(type.getShape());
   shape.back() = out;
-  return b.create<LinearOp>(where, floats(shape), x, param(name + ".weight"),
-                            param(name + ".bias"));
+  Value y = b.create<LinearOp>(where, floats(shape), x, param(name + ".weight"),
+                               param(name + ".bias"));
+  Value down = param(name + ".lora_A.weight");
+  if (!down)
+    return y;
+  // train.lora: + (x A^T) B^T alpha / rank, beside the frozen layer.
+  const dsl::LoraSpec &lora = spec.train.lora;
+  Location adapter = loc("train.lora", name);
+  SmallVector<int64_t> rankShape(type.getShape());
+  rankShape.back() = lora.rank;
+  Value low = b.create<LinearOp>(adapter, floats(rankShape), x, down, Value());
+  Value up = b.create<LinearOp>(adapter, floats(shape), low,
+                                param(name + ".lora_B.weight"), Value());
+  Value scaled =
+      b.create<ScaleOp>(adapter, up, b.getF32FloatAttr(float(lora.scale())));
+  return b.create<AddOp>(adapter, y, scaled);
 }
 
 Value ForwardBuilder::dropout(Value x, Location where) {
@@ -561,16 +575,18 @@ void ForwardBuilder::endFunction(func::FuncOp func, ArrayRef<Value> results,
                                  ValueRange(outputs).getTypes()));
   // All at once: setArgAttr rebuilds the whole list each time, which is
   // quadratic in the parameter count (a 2048-layer model ran out of memory).
-  auto named = [&](StringRef name, bool parameter) {
+  auto named = [&](StringRef name, bool parameter, bool frozen = false) {
     NamedAttrList attrs;
     attrs.append("lap.name", b.getStringAttr(name));
     if (parameter)
       attrs.append("lap.parameter", b.getUnitAttr());
+    if (frozen)
+      attrs.append("lap.frozen", b.getUnitAttr());
     return attrs.getDictionary(b.getContext());
   };
   SmallVector<DictionaryAttr> args, outs;
   for (const dsl::Parameter &p : table)
-    args.push_back(named(p.name, true));
+    args.push_back(named(p.name, true, !p.trainable));
   for (const std::string &name : inputNames)
     args.push_back(named(name, false));
   for (const std::string &name : outputNames)

@@ -59,6 +59,7 @@ bool mayDropResult(Operation *op, unsigned i) {
   return isa<LinearGradOp, LinearHeadsGradOp>(op) ||
          (isa<LinearGeluOp>(op) && i == 0) ||
          (isa<GeluLinearGradOp>(op) && i == 1) ||
+         (isa<LinearCrossEntropyOp>(op) && i == 2) ||
          (isa<LayerNormGradOp, RMSNormGradOp>(op) && i > 0) ||
          (isa<PrependTokensGradOp, LayerScaleGradOp>(op) && i == 0);
 }

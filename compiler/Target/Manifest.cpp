@@ -55,7 +55,12 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
 
   json::Array params;
   std::vector<dsl::Parameter> table = dsl::parameterTable(spec);
+  // The trainable parameters are a suffix of the table (ParameterTable.h):
+  // their gradients fill a buffer laid out as that part of the parameters.
+  int64_t trainableOffset = total;
   for (auto [p, offset] : llvm::zip(table, offsets)) {
+    if (p.trainable)
+      trainableOffset = std::min(trainableOffset, offset);
     json::Object init{{"kind", dsl::initKindName(p.init.kind)},
                       {"value", p.init.value}};
     if (p.init.kind == dsl::ParameterInit::Values)
@@ -64,6 +69,7 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
                                   {"shape", json::Array(p.shape)},
                                   {"offset", offset},
                                   {"elements", p.elements()},
+                                  {"trainable", p.trainable},
                                   {"init", std::move(init)}});
   }
 
@@ -136,6 +142,14 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
                           {"tokens", std::move(tokens)}};
   }
 
+  // train.lora: what merging the adapters into their layers needs.
+  json::Value lora = nullptr;
+  if (const dsl::LoraSpec &l = spec.train.lora; l.enabled())
+    lora = json::Object{{"rank", l.rank},
+                        {"alpha", l.alpha},
+                        {"scale", l.scale()},
+                        {"targets", json::Array(l.targets)}};
+
   // The spec's derived values (FLOPs per token or image, ...), flat.
   json::Object derived;
   for (const dsl::DerivedValue &v : dsl::derivedValues(spec))
@@ -152,9 +166,14 @@ std::string lap::buildManifest(const dsl::Spec &spec, ModuleOp module,
                               {"vocab", spec.model.family == dsl::Family::GPT
                                             ? spec.model.vocab
                                             : int64_t(0)}}},
-      {"parameters", json::Object{{"elements", total},
-                                  {"count", int64_t(table.size())},
-                                  {"tensors", std::move(params)}}},
+      {"parameters",
+       json::Object{
+           {"elements", total},
+           {"count", int64_t(table.size())},
+           {"trainable", json::Object{{"offset", trainableOffset},
+                                      {"elements", total - trainableOffset}}},
+           {"tensors", std::move(params)}}},
+      {"lora", std::move(lora)},
       {"batch", std::move(batch)},
       {"outputs", std::move(outputs)},
       {"memory", std::move(memory)},

@@ -19,7 +19,7 @@ from lap._buffers import address, is_torch
 from lap._home import tool
 from lap.errors import LapError
 
-ABI_VERSION = 8  # LAP_MODEL_ABI_VERSION
+ABI_VERSION = 9  # LAP_MODEL_ABI_VERSION
 
 
 class _Batch(ctypes.Structure):
@@ -35,6 +35,7 @@ class Parameter:
     shape: tuple
     offset: int  # in floats
     elements: int
+    trainable: bool = True  # has a gradient (train.lora: the adapters only)
 
 
 _P = ctypes.c_void_p
@@ -102,8 +103,12 @@ class Model:
         self.device = m["target"]["device"]
         self.max_batch, self.max_seq = m["limits"]["batch"], m["limits"]["seq"]
         self.parameter_elements = m["parameters"]["elements"]
+        # Gradients cover the trainable parameters, a suffix of the buffer.
+        trainable = m["parameters"]["trainable"]
+        self.gradient_offset = trainable["offset"]
+        self.gradient_elements = trainable["elements"]
         self.parameters = [Parameter(t["name"], tuple(t["shape"]), t["offset"],
-                                     t["elements"])
+                                     t["elements"], t["trainable"])
                            for t in m["parameters"]["tensors"]]
         self._workspace = None
 
@@ -247,11 +252,12 @@ class Model:
 
     def train_step(self, params, batch, seed=0, grads=None):
         """A training step's forward and backward: (mean loss, gradients of
-        every parameter, in `grads` or a new flat array). `seed` draws the
-        dropout and drop-path masks."""
+        the trainable parameters, in `grads` or a new flat array of
+        gradient_elements floats: parameter p's at p.offset -
+        gradient_offset). `seed` draws the dropout and drop-path masks."""
         b, _pointers = self._batch(batch)
         if grads is None:
-            grads = self.zeros((self.parameter_elements,))
+            grads = self.zeros((self.gradient_elements,))
         loss = self.zeros((1,))
         if not 0 <= seed < 2**63:
             raise LapError(f"seed {seed}: outside 0 .. 2^63 - 1")
@@ -262,7 +268,7 @@ class Model:
         self._bind_stream()
         self._check(self._lib.lap_model_train_step(
             self._params(params),
-            address(grads, "float32", (self.parameter_elements,),
+            address(grads, "float32", (self.gradient_elements,),
                     self._memory(), "grads", True),
             ctypes.byref(b),
             address(step_seed, "int64", device=self._memory()),

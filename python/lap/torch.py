@@ -167,17 +167,20 @@ class _Loss(torch.autograd.Function):
     @staticmethod
     def forward(ctx, module, batch, seed, *params):
         module._check_parameters()
-        grads = torch.empty_like(module._flat)
+        grads = module._flat.new_empty(module.model.gradient_elements)
         loss, _ = module.model.train_step(module._flat, batch, seed, grads)
         ctx.grads = grads
         ctx.views = module._views
+        ctx.gradient_offset = module.model.gradient_offset
         return torch.tensor(loss, dtype=torch.float32)
 
     @staticmethod
     def backward(ctx, grad_loss):
         grads = ctx.grads if bool(grad_loss == 1) else ctx.grads * grad_loss
+        first = ctx.gradient_offset
         return (None, None, None,
-                *(grads[o:o + n].view(shape) for o, n, shape in ctx.views))
+                *(grads[o - first:o - first + n].view(shape)
+                  if o >= first else None for o, n, shape in ctx.views))
 
 
 class Module(torch.nn.Module):
@@ -208,7 +211,8 @@ class Module(torch.nn.Module):
                 if not hasattr(owner, part):
                     owner.add_module(part, torch.nn.Module())
                 owner = getattr(owner, part)
-            owner.register_parameter(leaf, torch.nn.Parameter(view))
+            owner.register_parameter(
+                leaf, torch.nn.Parameter(view, requires_grad=p.trainable))
             self._views.append((p.offset, p.elements, p.shape))
         self._parameters_in_order = [self.get_parameter(p.name)
                                      for p in self.model.parameters]

@@ -88,7 +88,9 @@ struct Model {
   std::vector<bool> batchIsIndex; ///< int32: tokens, targets or lengths
   std::vector<lap::model::ParameterSpec> parameters;
   int64_t parameterElements = 0;
-  std::vector<int64_t> gradOffsets;
+  /// Where the trainable parameters start: their gradients' buffer is laid
+  /// out as the parameters from here on.
+  int64_t trainableOffset = 0;
   /// Residual streams returned by lap_model_features, and their width.
   int64_t featureLayers = 0, width = 0;
   /// Decoding: the floats of each layer's key (or value) cache per
@@ -111,6 +113,7 @@ struct Model {
     if (auto &i = m["images"]; !i.is_null())
       imageTokens = i["tokens"].get<std::vector<int64_t>>();
     parameterElements = m["parameters"]["elements"];
+    trainableOffset = m["parameters"]["trainable"]["offset"];
     featureLayers = m["features"]["layers"];
     width = m["features"]["width"];
     if (auto &d = m["decode"]; !d.is_null())
@@ -121,6 +124,7 @@ struct Model {
       lap::model::ParameterSpec spec;
       spec.offset = p["offset"];
       spec.elements = p["elements"];
+      spec.trainable = p["trainable"];
       spec.kind = lap::model::parseInitKind(p["init"]["kind"]);
       spec.value = p["init"]["value"];
       if (spec.kind == lap::model::InitKind::Values)
@@ -279,7 +283,8 @@ lap_status lap_model_train_step(const float *params, float *grads,
     return fail("params, grads, seed, workspace and out_loss must not be null");
   std::vector<void *> outputs{out_loss};
   for (const auto &p : m.parameters)
-    outputs.push_back(grads + p.offset);
+    if (p.trainable)
+      outputs.push_back(grads + (p.offset - m.trainableOffset));
   (m.local(seq) ? lap_gen_train_step_local
                 : lap_gen_train_step)(params, batch->tensors, outputs.data(),
                                       workspace, batch->batch, seq, seed, 0);

@@ -23,6 +23,7 @@ struct ParameterSpec {
   InitKind kind = InitKind::Constant;
   double value = 0;           ///< the constant, or the standard deviation
   std::vector<double> values; ///< Values: one per element
+  bool trainable = true;      ///< has a gradient (train.lora: adapters only)
 };
 
 /// The manifest's spelling: constant, normal, trunc_normal, uniform, values.

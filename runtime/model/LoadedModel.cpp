@@ -152,8 +152,9 @@ LoadedModel::LoadedModel(const std::string &path, Devices devices)
       parameters_.push_back(
           {p.at("name"), p.at("shape").get<std::vector<int64_t>>(),
            p.at("offset"), p.at("elements"), p.at("init").at("kind"),
-           p.at("init").at("value")});
+           p.at("init").at("value"), p.at("trainable")});
     parameterElements_ = manifest_.at("parameters").at("elements");
+    trainableOffset_ = manifest_.at("parameters").at("trainable").at("offset");
     workspaceBytes_ = manifest_.at("memory").at("workspace_bytes");
   } catch (const nlohmann::json::exception &e) {
     dlclose(handle_);

@@ -28,6 +28,7 @@ struct ParameterInfo {
   int64_t offset = 0, elements = 0;
   std::string init;
   double initValue = 0;
+  bool trainable = true; ///< has a gradient (train.lora: the adapters only)
 };
 
 class LoadedModel {
@@ -47,6 +48,13 @@ public:
   const nlohmann::json &manifest() const { return manifest_; }
   const std::vector<ParameterInfo> &parameters() const { return parameters_; }
   int64_t parameterElements() const { return parameterElements_; }
+  /// The trainable parameters, the table's last ones, start here; the
+  /// gradients lap_model_train_step writes are laid out as the parameters
+  /// from here to the end.
+  int64_t trainableOffset() const { return trainableOffset_; }
+  int64_t gradientElements() const {
+    return parameterElements_ - trainableOffset_;
+  }
   int64_t workspaceBytes() const { return workspaceBytes_; }
   int64_t maxBatch() const { return manifest_["limits"]["batch"]; }
   int64_t maxSeq() const { return manifest_["limits"]["seq"]; }
@@ -92,7 +100,7 @@ private:
   void *handle_ = nullptr;
   nlohmann::json manifest_;
   std::vector<ParameterInfo> parameters_;
-  int64_t parameterElements_ = 0, workspaceBytes_ = 0;
+  int64_t parameterElements_ = 0, trainableOffset_ = 0, workspaceBytes_ = 0;
   decltype(&lap_model_init_params) init_ = nullptr;
   decltype(&lap_model_set_stream) setStream_ = nullptr;
   decltype(&lap_model_forward) forward_ = nullptr;

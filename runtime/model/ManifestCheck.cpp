@@ -71,6 +71,12 @@ void checkParameters(const nlohmann::json &m) {
   if (integer(p, "parameters", "count", 0, kMaxLimit) !=
       int64_t(tensors.size()))
     throw Problem("parameters.count is not the number of parameters.tensors");
+  const nlohmann::json &trainable = at(p, "parameters", "trainable");
+  int64_t trainableOffset =
+      integer(trainable, "parameters.trainable", "offset", 0, total);
+  if (integer(trainable, "parameters.trainable", "elements", 0, total) !=
+      total - trainableOffset)
+    throw Problem("parameters.trainable does not reach parameters.elements");
   int64_t next = 0; // the table is packed in order
   for (size_t i = 0; i < tensors.size(); ++i) {
     std::string path = "parameters.tensors[" + std::to_string(i) + "]";
@@ -94,6 +100,10 @@ void checkParameters(const nlohmann::json &m) {
                     "parameters.elements " +
                     std::to_string(total));
     next = offset + elements;
+    if (const nlohmann::json &flag = at(t, path, "trainable");
+        !flag.is_boolean() || flag.get<bool>() != (offset >= trainableOffset))
+      throw Problem(path + ".trainable is not whether it lies past "
+                           "parameters.trainable.offset");
     const nlohmann::json &init = at(t, path, "init");
     string(init, path + ".init", "kind");
     if (!at(init, path + ".init", "value").is_number())

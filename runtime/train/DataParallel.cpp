@@ -130,9 +130,9 @@ void DataParallel::gatherParameters(float *params) const {
     buffers->allGather(params, shardElements, comm::DataType::F32);
 }
 
-void DataParallel::broadcastParameters(float *params) const {
+void DataParallel::broadcastParameters(float *params, int64_t count) const {
   if (buffers)
-    buffers->broadcast(params, elements * 4, 0);
+    buffers->broadcast(params, count * 4, 0);
 }
 
 namespace {

@@ -68,8 +68,9 @@ public:
               double maxNorm) const;
   /// ZeRO-1: every shard's updated parameters to every rank.
   void gatherParameters(float *params) const;
-  /// Rank 0's parameters to every rank.
-  void broadcastParameters(float *params) const;
+  /// Rank 0's `count` floats of parameters at `params` to every rank (the
+  /// whole model, frozen parameters included).
+  void broadcastParameters(float *params, int64_t count) const;
 
   /// Rank 0: the optimizer state the other ranks hold (ZeRO-1; none in
   /// plain data parallel), by name, for a checkpoint. Every rank calls it.

@@ -108,7 +108,7 @@ DinoRegime::DinoRegime(const dsl::Spec &spec, ModelCalls &calls,
       prototypes(spec.model.dinoHead.prototypes),
       splits(openImageSplits(spec.train.data)),
       teacher(device, model.parameterElements()),
-      viewGrads(device, model.parameterElements()),
+      viewGrads(device, model.gradientElements()),
       terms(dino::viewTerms(globalViews, views)),
       center(size_t(prototypes), 0.0f), centerSums(size_t(prototypes), 0.0) {
   const nlohmann::json &images = model.manifest()["images"];
@@ -199,7 +199,7 @@ int64_t DinoRegime::trainStep(const float *student, float *grads, uint64_t seed,
     float *out = first ? grads : viewGrads.data();
     float viewLoss = calls.trainStep(student, out, view, viewSeed);
     // grads = w × its view's gradients, then += w × each other view's.
-    device.accumulate(grads, out, float(term.weight), model.parameterElements(),
+    device.accumulate(grads, out, float(term.weight), model.gradientElements(),
                       first);
     first = false;
     loss += float(term.weight * viewLoss);

@@ -36,10 +36,13 @@ lap_matmul lap::train::matmulPrecision(const dsl::Spec &spec) {
              : LAP_MATMUL_FP32;
 }
 
-std::vector<TensorInfo> lap::train::tensorsOf(const LoadedModel &model) {
+std::vector<TensorInfo>
+lap::train::trainableTensorsOf(const LoadedModel &model) {
   std::vector<TensorInfo> tensors;
   for (const ParameterInfo &p : model.parameters())
-    tensors.push_back({p.name, p.shape, p.offset, p.elements});
+    if (p.trainable)
+      tensors.push_back(
+          {p.name, p.shape, p.offset - model.trainableOffset(), p.elements});
   return tensors;
 }
 

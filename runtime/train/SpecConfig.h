@@ -25,8 +25,9 @@ dsl::Spec specOf(const LoadedModel &model);
 int64_t microBatchSize(const dsl::Spec &spec);
 int64_t sequenceLength(const dsl::Spec &spec);
 
-/// The parameter table as the optimizer sees it.
-std::vector<TensorInfo> tensorsOf(const LoadedModel &model);
+/// The trainable parameters as the optimizer sees them: offsets from the
+/// first of them (model.trainableOffset()), the layout of the gradients.
+std::vector<TensorInfo> trainableTensorsOf(const LoadedModel &model);
 
 /// The factor lr_reference_batch puts on every learning rate: batch_size /
 /// lr_reference_batch (DINO's and DeiT's linear scaling rule), 1 when off.

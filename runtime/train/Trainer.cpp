@@ -182,9 +182,13 @@ LoadedCheckpoint lap::train::restoreParameters(const LoadedModel &model,
 void lap::train::initParameters(const LoadedModel &model,
                                 const std::string &path, float *params,
                                 device::Device &device) {
+  // Beside frozen parameters, the trainable ones are train.lora's adapters,
+  // which a base model's file lacks.
+  const bool adapters = model.trainableOffset() > 0;
   std::vector<TensorSpec> expected;
   for (const ParameterInfo &t : model.parameters())
-    expected.push_back({t.name, t.shape, t.init == "values"});
+    expected.push_back(
+        {t.name, t.shape, t.init == "values" || (adapters && t.trainable)});
   SafetensorsFile file = readParameterFile(path, expected);
   for (const ParameterInfo &t : model.parameters())
     if (auto it = file.tensors.find(t.name); it != file.tensors.end())
@@ -251,7 +255,7 @@ int64_t resumeRun(const LoadedModel &model, const TrainerConfig &config,
     resumed[2] = ckpt->state.dataPosition;
   }
   comm.broadcast(resumed, sizeof resumed, 0);
-  parallel.broadcastParameters(params);
+  parallel.broadcastParameters(params, model.parameterElements());
   if (resumed[1]) {
     parallel.distributeState(optimizer, ckpt ? &*ckpt : nullptr);
     if (ckpt)
@@ -295,12 +299,15 @@ TrainResult lap::train::train(ModelCalls &calls, float *params,
     deviceComm = device.communicator(comm);
   agreeAcrossRanks(comm, sharedSettings(model, config, device));
   const int64_t perRank = config.accumulation / ranks;
-  std::vector<TensorInfo> tensors = tensorsOf(model);
-  DataParallel parallel(comm, tensors, model.parameterElements(), config.zero,
+  // The optimizer, the gradients and the collectives see the trainable
+  // parameters alone (all of them but under train.lora).
+  const int64_t gradients = model.gradientElements();
+  DataParallel parallel(comm, trainableTensorsOf(model), gradients, config.zero,
                         device, deviceComm.get());
   Optimizer optimizer(parallel.updated(), config.optimizer, device);
   std::string checkpoints = config.runDir + "/checkpoints";
   float *p = params;
+  float *trained = params + model.trainableOffset();
 
   const int64_t start =
       resumeRun(model, config, resumeFrom, p, optimizer, parallel, regime);
@@ -313,14 +320,13 @@ TrainResult lap::train::train(ModelCalls &calls, float *params,
     return result;
   }
 
-  device::Array grads(device, model.parameterElements());
+  device::Array grads(device, gradients);
   // A step of one micro-batch on one rank: its gradients are the step's as
   // they are, with no copy into an accumulator (ZeRO-1's reduce-scatter
   // wants the two apart).
   const bool direct = config.accumulation == 1 && !parallel.zero();
   device::Array accumulated =
-      direct ? device::Array()
-             : device::Array(device, model.parameterElements());
+      direct ? device::Array() : device::Array(device, gradients);
   std::optional<Progress> progress;
   if (lead)
     progress.emplace(config.steps, start, config.runDir + "/metrics.jsonl",
@@ -357,7 +363,7 @@ TrainResult lap::train::train(ModelCalls &calls, float *params,
       }
       if (!direct)
         device.accumulate(acc, grads.data(), 1.0f / float(config.accumulation),
-                          model.parameterElements(), micro == 0);
+                          gradients, micro == 0);
       loss += microLoss / double(config.accumulation);
     }
     float *reduced = parallel.reduce(acc, grads.data());
@@ -394,11 +400,11 @@ TrainResult lap::train::train(ModelCalls &calls, float *params,
     optimizer.setFrozen(anyFrozen ? std::move(frozen) : std::vector<bool>());
     double multiplier =
         learningRateMultiplier(step, config.steps, config.schedule);
-    optimizer.step(p, reduced, multiplier,
+    optimizer.step(trained, reduced, multiplier,
                    weightDecayMultiplier(step, config.steps,
                                          config.optimizer.weightDecay,
                                          config.optimizer.weightDecayEnd));
-    parallel.gatherParameters(p);
+    parallel.gatherParameters(trained);
     regime.afterUpdate(p, step);
     result.lastLoss = loss;
     if (progress) {

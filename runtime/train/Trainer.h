@@ -100,7 +100,8 @@ LoadedCheckpoint restoreParameters(const LoadedModel &model,
 /// memory, initialised): each of its tensors must be a parameter of
 /// `model`, of the same shape; a parameter it lacks keeps its initial
 /// value if it is a learned head's coefficients (heads switched to a
-/// learned kind start from that kind's values), and is an error otherwise.
+/// learned kind start from that kind's values) or a train.lora adapter (the
+/// base model's file has none), and is an error otherwise.
 void initParameters(const LoadedModel &model, const std::string &path,
                     float *params, device::Device &device = device::host());
 

@@ -229,6 +229,10 @@ private:
               at(a.getGradOutput(), j),
               activationDerivative(a.getActivation(), at(a.getInput(), j)));
         })
+        .Case([&](ScaleOp a) {
+          return mulf(at(a.getInput(), j),
+                      lb.f32(a.getFactor().convertToFloat()));
+        })
         .Case([&](SoftcapOp a) {
           float cap = a.getCap().convertToFloat();
           return mulf(lb.f32(cap),

@@ -176,6 +176,13 @@ LogicalResult ConvertOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
   return success();
 }
 
+LogicalResult ScaleOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
+                                    SmallVectorImpl<Value> &dOperands) {
+  dOperands.push_back(
+      b.create<ScaleOp>(getLoc(), dResults[0], getFactorAttr()));
+  return success();
+}
+
 LogicalResult SoftcapOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dResults,
                                       SmallVectorImpl<Value> &dOperands) {
   dOperands.push_back(

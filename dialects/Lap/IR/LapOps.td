@@ -663,6 +663,20 @@ def Lap_AddOp : Lap_Op<"add",
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
 }
 
+def Lap_ScaleOp : Lap_Op<"scale", [Lap_LoopFusible, Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {
+  let summary = "elementwise x * factor";
+  let description = [{
+    A constant factor: a LoRA adapter's output times alpha / rank.
+
+    ```mlir
+    %s = lap.scale %x {factor = 2.0 : f32} : tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Lap_FloatTensor:$input, F32Attr:$factor);
+  let results = (outs Lap_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 // Not a Lap_Op: converting between the two precisions is its purpose.
 def Lap_ConvertOp : Op<Lap_Dialect, "convert",
     [Lap_LoopFusible, Pure, SameOperandsAndResultShape, DeclareOpInterfaceMethods<Lap_DifferentiableOpInterface>]> {

@@ -110,7 +110,10 @@ struct Autodiff : lap::impl::LapAutodiffBase<Autodiff> {
     SmallVector<Value> results = {loss};
     SmallVector<DictionaryAttr> names = {named(b, "loss")};
     for (BlockArgument arg : body.getArguments()) {
-      if (!train.getArgAttr(arg.getArgNumber(), "lap.parameter"))
+      // A frozen parameter has no gradient, and what only it needed
+      // (its weight-gradient GEMMs) is left for dead-code elimination.
+      if (!train.getArgAttr(arg.getArgNumber(), "lap.parameter") ||
+          train.getArgAttr(arg.getArgNumber(), "lap.frozen"))
         continue;
       Value grad = grads.lookup(arg);
       if (!grad) // A parameter the loss does not depend on.

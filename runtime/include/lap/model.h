@@ -3,8 +3,12 @@
  * A model.so built by `lapc SPEC -o model.so` exports the functions below.
  * lapc-run (or any host) dlopens it, checks lap_model_abi_version() against
  * LAP_MODEL_ABI_VERSION, reads the manifest and allocates:
- *   - params and grads: one float buffer each of manifest "parameters.elements"
- *     floats; parameter i lives at its manifest "offset" (in floats);
+ *   - params: one float buffer of manifest "parameters.elements" floats;
+ *     parameter i lives at its manifest "offset" (in floats);
+ *   - grads: one float buffer of "parameters.trainable.elements" floats,
+ *     laid out as params from "parameters.trainable.offset" on: the
+ *     trainable parameters (every one, or under train.lora the adapters)
+ *     are the table's last tensors, and frozen ones get no gradient;
  *   - workspace: manifest "memory.workspace_bytes", 64-byte aligned: every
  *     intermediate of forward and backward lives there at an offset fixed by
  *     the compiler's memory plan.
@@ -45,7 +49,7 @@ extern "C" {
 #endif
 
 /* Bumped on any change to the functions, structs or manifest keys below. */
-#define LAP_MODEL_ABI_VERSION 8u
+#define LAP_MODEL_ABI_VERSION 9u
 
 /* lap_status (lap/status.h): LAP_INVALID_ARGUMENT for a null pointer, a
  * batch or sequence out of range. */
@@ -109,8 +113,8 @@ lap_status lap_model_forward(const float *params, const lap_batch *batch,
                              float *out_logits);
 
 /* Training forward and backward: writes the loss to *out_loss and the
- * gradient of every parameter to grads (overwritten). *seed selects the
- * dropout and drop-path masks of this step; like the other pointers it is
+ * gradient of every trainable parameter to grads (overwritten). *seed selects
+ * the dropout and drop-path masks of this step; like the other pointers it is
  * device memory of a CUDA library, read when the step runs, so a step
  * captured in a CUDA graph draws the masks of the seed there at each
  * replay. */

@@ -58,8 +58,9 @@ int lap::cli::check(const CheckOptions &options) {
   std::unique_ptr<device::Device> gpu = openDevice(model, options.device);
   device::Device &device = gpu ? *gpu : device::host();
   using device::Buffer;
-  size_t parameterBytes = size_t(model.parameterElements()) * 4;
-  Buffer params(device, parameterBytes), grads(device, parameterBytes),
+  size_t parameterBytes = size_t(model.parameterElements()) * 4,
+         gradientBytes = size_t(model.gradientElements()) * 4;
+  Buffer params(device, parameterBytes), grads(device, gradientBytes),
       workspace(device, model.workspaceBytes()), loss(device, 4),
       seed(device, sizeof options.seed);
   device.uploadBytes(seed.data(), &options.seed, sizeof options.seed);
@@ -90,10 +91,10 @@ int lap::cli::check(const CheckOptions &options) {
   const float *hostParams = params.as<float>(), *hostGrads = grads.as<float>();
   std::vector<float> copies;
   if (!device.onHost()) {
-    copies.resize(2 * size_t(model.parameterElements()));
+    copies.resize(size_t(model.parameterElements() + model.gradientElements()));
     device.downloadBytes(copies.data(), params.data(), parameterBytes);
     device.downloadBytes(copies.data() + model.parameterElements(),
-                         grads.data(), parameterBytes);
+                         grads.data(), gradientBytes);
     hostParams = copies.data();
     hostGrads = copies.data() + model.parameterElements();
   }
@@ -112,10 +113,14 @@ int lap::cli::check(const CheckOptions &options) {
   fmt::print("\n  {:<40} {:>14} {:>14}\n", "gradient of", "norm", "param norm");
   double total = 0;
   bool finite = std::isfinite(forwardLoss) && std::isfinite(trainLoss);
+  // Frozen parameters (train.lora) have no gradient.
   for (const ParameterInfo &p : model.parameters()) {
+    if (!p.trainable)
+      continue;
     double g = 0, w = 0;
+    const float *grad = hostGrads + (p.offset - model.trainableOffset());
     for (int64_t i = 0; i < p.elements; ++i) {
-      double gi = hostGrads[p.offset + i], wi = hostParams[p.offset + i];
+      double gi = grad[i], wi = hostParams[p.offset + i];
       g += gi * gi;
       w += wi * wi;
     }

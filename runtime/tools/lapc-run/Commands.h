@@ -147,6 +147,15 @@ struct ExportOptions {
 /// in another framework's names and layouts, with its config.
 int exportModel(const ExportOptions &options);
 
+struct MergeOptions {
+  std::string model, runDir, checkpoint, out;
+};
+/// `lapc-run merge MODEL --run-dir RUN --out DIR`: a train.lora run's
+/// adapters folded into their layers: the base model's spec.yaml and
+/// model.safetensors (what `lapc-run train --init-from` reads), and the
+/// adapters alone in adapters.safetensors.
+int mergeAdapters(const MergeOptions &options);
+
 } // namespace lap::cli
 
 #endif // LAP_RUNTIME_TOOLS_LAPCRUN_COMMANDS_H

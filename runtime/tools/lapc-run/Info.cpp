@@ -80,26 +80,47 @@ int lap::cli::info(const std::string &path) {
     fmt::print("output     {} [{}]\n", t["name"].get<std::string>(),
                shapeString(t["shape"].get<std::vector<int64_t>>()));
 
-  int64_t count = 0;
-  for (const ParameterInfo &p : model.parameters())
+  int64_t count = 0, trainable = 0;
+  for (const ParameterInfo &p : model.parameters()) {
     count += p.elements;
-  fmt::print("\nparameters {} in {} tensors\n", count,
-             model.parameters().size());
-  fmt::print("  {:<40} {:<16} {:>12} {:>12}  {}\n", "name", "shape", "elements",
-             "offset", "init");
+    trainable += p.trainable ? p.elements : 0;
+  }
+  fmt::print("\nparameters {} in {} tensors", count, model.parameters().size());
+  if (const dsl::LoraSpec &lora = spec.train.lora; lora.enabled()) {
+    std::string targets;
+    for (const std::string &t : lora.targets)
+      targets += (targets.empty() ? "" : ", ") + t;
+    fmt::print("; trainable {}: LoRA adapters of rank {}, alpha {} on {} "
+               "(the rest frozen)",
+               trainable, lora.rank, lora.alpha, targets);
+  }
+  fmt::print("\n  {:<40} {:<16} {:>12} {:>12}  {}\n", "name", "shape",
+             "elements", "offset", "init");
   for (const ParameterInfo &p : model.parameters())
-    fmt::print("  {:<40} {:<16} {:>12} {:>12}  {} {}\n", p.name,
-               shapeString(p.shape), p.elements, p.offset, p.init, p.initValue);
+    fmt::print("  {:<40} {:<16} {:>12} {:>12}  {} {}{}\n", p.name,
+               shapeString(p.shape), p.elements, p.offset, p.init, p.initValue,
+               p.trainable ? "" : " (frozen)");
 
-  double params = double(model.parameterElements()) * 4;
+  // The optimizer keeps AdamW's two moments, or Muon's momentum, per
+  // trainable parameter.
+  int64_t stateFloats = 0;
+  std::vector<train::TensorInfo> tensors = train::trainableTensorsOf(model);
+  for (const train::ParamGroup &g :
+       train::assignGroups(tensors, train::optimizerConfig(spec)))
+    for (size_t t : g.tensors)
+      stateFloats +=
+          tensors[t].elements * (g.rule == train::UpdateRule::AdamW ? 2 : 1);
+  double params = double(model.parameterElements()) * 4,
+         grads = double(model.gradientElements()) * 4,
+         state = double(stateFloats) * 4;
   const auto &mem = m["memory"];
-  fmt::print("\nmemory     parameters {}, gradients {}\n", mebibytes(params),
-             mebibytes(params));
+  fmt::print("\nmemory     parameters {}, gradients {}, optimizer state {}\n",
+             mebibytes(params), mebibytes(grads), mebibytes(state));
   fmt::print("           workspace {} (forward {}, train_step {})\n",
              mebibytes(model.workspaceBytes()),
              mebibytes(mem["forward_workspace_bytes"].get<double>()),
              mebibytes(mem["train_step_workspace_bytes"].get<double>()));
   fmt::print("           a training step needs {} plus the batch\n",
-             mebibytes(2 * params + model.workspaceBytes()));
+             mebibytes(params + grads + state + model.workspaceBytes()));
   return 0;
 }

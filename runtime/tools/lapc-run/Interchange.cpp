@@ -1,16 +1,21 @@
-//===- Interchange.cpp - lapc-run import / export ---------------*- C++ -*-===//
+//===- Interchange.cpp - lapc-run import / export / merge -------*- C++ -*-===//
 //
-// Both write a new directory (refused if it exists and is not empty: no
+// Each writes a new directory (refused if it exists and is not empty: no
 // file of the user's is replaced): import its spec.yaml and
 // model.safetensors (lap's names, checksums; what `lapc-run train
 // --init-from` reads), and a GPT-2's tokenizer files; export config.json
 // and model.safetensors in the format's names, from a run's checkpoint or
-// an import's directory.
+// an import's directory, a train.lora model's adapters folded into their
+// layers; merge the folded parameters as import writes them, with the
+// base model's spec, and the adapters apart.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/interchange/Interchange.h"
+#include "dsl/Derived.h"
+#include "dsl/SpecPrinter.h"
 #include "runtime/data/Safetensors.h"
+#include "runtime/interchange/Lora.h"
 #include "runtime/model/LoadedModel.h"
 #include "runtime/platform/Files.h"
 #include "runtime/platform/Process.h"
@@ -95,6 +100,43 @@ struct ConvertedSource {
   std::string dir;
 };
 
+/// The parameters of `model` in the checkpoint `checkpoint` (a run's
+/// checkpoint, or with `imports` an import's directory), by name.
+std::vector<interchange::NamedTensor>
+checkpointTensors(const LoadedModel &model, const std::string &checkpoint,
+                  bool imports) {
+  std::vector<float> params(size_t(model.parameterElements()));
+  if (fs::exists(checkpoint + "/state.json") || !imports) {
+    train::restoreParameters(model, checkpoint, params.data());
+  } else {
+    // An import's directory: model.safetensors alone, and learned
+    // coefficients at their initial values.
+    if (model.device() != "cpu")
+      throw std::runtime_error(checkpoint +
+                               ": not a checkpoint (no "
+                               "state.json); exporting an import's "
+                               "parameters takes the spec's CPU library");
+    if (model.initParams(params.data(), 0) != LAP_OK)
+      throw std::runtime_error(model.path() + ": " + model.lastError());
+    train::initParameters(model, checkpoint + "/model.safetensors",
+                          params.data());
+  }
+  std::vector<interchange::NamedTensor> tensors;
+  for (const ParameterInfo &p : model.parameters())
+    tensors.push_back(
+        {p.name, p.shape,
+         std::vector<float>(params.begin() + p.offset,
+                            params.begin() + p.offset + p.elements)});
+  return tensors;
+}
+
+int64_t elementsOf(const std::vector<interchange::NamedTensor> &tensors) {
+  int64_t n = 0;
+  for (const interchange::NamedTensor &t : tensors)
+    n += int64_t(t.data.size());
+  return n;
+}
+
 } // namespace
 
 int lap::cli::importModel(const ImportOptions &options) {
@@ -117,9 +159,7 @@ int lap::cli::importModel(const ImportOptions &options) {
   newDirectory(options.out);
   platform::writeFileAtomically(options.out + "/spec.yaml", imported.spec);
   writeTensors(options.out + "/model.safetensors", imported.parameters);
-  int64_t elements = 0;
-  for (const interchange::NamedTensor &t : imported.parameters)
-    elements += int64_t(t.data.size());
+  int64_t elements = elementsOf(imported.parameters);
   // A GPT-2's tokenizer goes along (lapc-run tokenize --gpt2 reads it).
   std::vector<std::string> copied;
   for (const char *file : {"vocab.json", "merges.txt"}) {
@@ -148,32 +188,14 @@ int lap::cli::exportModel(const ExportOptions &options) {
   const interchange::Format &format = interchange::format(options.format);
   LoadedModel model(options.model, LoadedModel::Devices::Any);
   dsl::Spec spec = train::specOf(model);
-  std::vector<float> params(size_t(model.parameterElements()));
   if (options.runDir.empty() && options.checkpoint.empty())
     throw std::runtime_error("give --run-dir or --checkpoint");
   std::string checkpoint =
       train::checkpointOf(options.runDir, options.checkpoint);
-  if (fs::exists(checkpoint + "/state.json")) {
-    train::restoreParameters(model, checkpoint, params.data());
-  } else {
-    // An import's directory: model.safetensors alone, and learned
-    // coefficients at their initial values.
-    if (model.device() != "cpu")
-      throw std::runtime_error(checkpoint +
-                               ": not a checkpoint (no "
-                               "state.json); exporting an import's "
-                               "parameters takes the spec's CPU library");
-    if (model.initParams(params.data(), 0) != LAP_OK)
-      throw std::runtime_error(model.path() + ": " + model.lastError());
-    train::initParameters(model, checkpoint + "/model.safetensors",
-                          params.data());
-  }
-  std::vector<interchange::NamedTensor> tensors;
-  for (const ParameterInfo &p : model.parameters())
-    tensors.push_back(
-        {p.name, p.shape,
-         std::vector<float>(params.begin() + p.offset,
-                            params.begin() + p.offset + p.elements)});
+  std::vector<interchange::NamedTensor> tensors =
+      checkpointTensors(model, checkpoint, true);
+  if (const dsl::LoraSpec &lora = spec.train.lora; lora.enabled())
+    tensors = interchange::mergeLora(tensors, lora.scale());
   interchange::Stored stored =
       interchange::exportModel(format, spec, tensors, options.withHeadKinds);
   newDirectory(options.out);
@@ -181,8 +203,48 @@ int lap::cli::exportModel(const ExportOptions &options) {
                                 stored.config.dump(2) + "\n");
   writeTensors(options.out + "/model.safetensors", stored.tensors);
   fmt::print("exported {} ({}) as {}: {}/config.json, {}/model.safetensors "
-             "({} tensors)\n",
+             "({} tensors{})\n",
              checkpoint, model.manifest()["name"].get<std::string>(),
-             format.name, options.out, options.out, stored.tensors.size());
+             format.name, options.out, options.out, stored.tensors.size(),
+             spec.train.lora.enabled() ? ", the LoRA adapters merged" : "");
+  return 0;
+}
+
+int lap::cli::mergeAdapters(const MergeOptions &options) {
+  LoadedModel model(options.model, LoadedModel::Devices::Any);
+  dsl::Spec spec = train::specOf(model);
+  const dsl::LoraSpec lora = spec.train.lora;
+  if (!lora.enabled())
+    throw std::runtime_error(options.model +
+                             ": has no LoRA adapters to merge (its spec "
+                             "sets no train.lora)");
+  if (options.runDir.empty() && options.checkpoint.empty())
+    throw std::runtime_error("give --run-dir or --checkpoint");
+  std::string checkpoint =
+      train::checkpointOf(options.runDir, options.checkpoint);
+  std::vector<interchange::NamedTensor> tensors =
+      checkpointTensors(model, checkpoint, false);
+  std::vector<interchange::NamedTensor> merged =
+      interchange::mergeLora(tensors, lora.scale());
+  std::vector<interchange::NamedTensor> adapters =
+      interchange::loraAdapters(tensors);
+  // The base model: the same spec without adapters.
+  spec.train.lora = dsl::LoraSpec();
+  spec.derived = dsl::deriveSpec(spec);
+  newDirectory(options.out);
+  platform::writeFileAtomically(options.out + "/spec.yaml",
+                                dsl::printSpec(spec));
+  writeTensors(options.out + "/model.safetensors", merged);
+  writeTensors(options.out + "/adapters.safetensors", adapters);
+  fmt::print("merged {} (rank {}, alpha {}: W + {} B A) into {} layers\n"
+             "  {}/spec.yaml             the base model, without adapters\n"
+             "  {}/model.safetensors     its {} parameters\n"
+             "  {}/adapters.safetensors  the {} adapter parameters alone\n",
+             checkpoint, lora.rank, lora.alpha, lora.scale(),
+             adapters.size() / 2, options.out, options.out, elementsOf(merged),
+             options.out, elementsOf(adapters));
+  fmt::print("next: lapc {0}/spec.yaml -o base.so && lapc-run train base.so "
+             "--init-from {0}\n",
+             options.out);
   return 0;
 }

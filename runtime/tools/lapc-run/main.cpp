@@ -202,6 +202,22 @@ int main(int argc, char **argv) {
                       "Export heads of kinds the format lacks anyway, "
                       "recording them in config.json (lap_head_kinds)");
 
+  lap::cli::MergeOptions merge;
+  CLI::App *mergeCmd = app.add_subcommand(
+      "merge", "Fold a train.lora run's adapters into their layers: the base "
+               "model's spec and parameters, and the adapters apart");
+  mergeCmd->add_option("model", merge.model, "model.so built by lapc")
+      ->required();
+  mergeCmd->add_option("--run-dir", merge.runDir,
+                       "The training run (its newest checkpoint)");
+  mergeCmd->add_option("--checkpoint", merge.checkpoint,
+                       "A checkpoint directory (default: the run's newest)");
+  mergeCmd
+      ->add_option("--out", merge.out,
+                   "A new directory for spec.yaml, model.safetensors and "
+                   "adapters.safetensors")
+      ->required();
+
   lap::cli::EvalOptions eval;
   CLI::App *evalCmd = app.add_subcommand(
       "eval",
@@ -514,6 +530,8 @@ int main(int argc, char **argv) {
       return lap::cli::importModel(import);
     if (*exportCmd)
       return lap::cli::exportModel(exportOptions);
+    if (*mergeCmd)
+      return lap::cli::mergeAdapters(merge);
     return lap::cli::check(check);
   } catch (const std::exception &e) {
     // One write per message: ranks failing together share stderr, and

@@ -34,6 +34,10 @@ public:
     body();
     prefix.pop_back();
   }
+  template <class F>
+  void optionalSection(const char *key, Applies applies, bool, F body) {
+    section(key, applies, body);
+  }
   template <class T>
   void field(const char *key, T &, Rule = any, Applies = always, bool = false) {
     add(key);

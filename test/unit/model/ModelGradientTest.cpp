@@ -67,6 +67,10 @@ struct Arch {
   /// gpt: train.data.packing: padded: the batch's lengths, past which no
   /// key is seen and no target counts.
   bool padded = false;
+  /// train.lora: adapters of this rank (0: none) on `loraTargets`.
+  int64_t loraRank = 0;
+  double loraAlpha = 1;
+  std::vector<std::string> loraTargets;
 
   int32_t bos() const { return int32_t(vocab - 1); }
   /// Kinds the spec defines: name -> (alpha, beta); the learnable ones'
@@ -141,10 +145,22 @@ std::string specYaml(const Arch &a) {
   }
   // Document packing is a training setting: the spec's train section gives
   // it (and the token that starts a document: vocab - 1, the default).
-  if (a.documents || a.padded)
-    y << "train:\n  regime: lm\n  batch_size: 2\n  steps: 1\n"
-      << "  data: {format: shards, train: unused, packing: "
-      << (a.documents ? "documents" : "padded") << "}\n";
+  // So are LoRA adapters.
+  if (a.documents || a.padded || a.loraRank > 0) {
+    y << "train:\n  regime: " << (a.gpt() ? "lm" : "supervised")
+      << "\n  batch_size: 2\n  steps: 1\n  data: {format: "
+      << (a.gpt() ? "shards" : "idx") << ", train: unused";
+    if (a.documents || a.padded)
+      y << ", packing: " << (a.documents ? "documents" : "padded");
+    y << "}\n";
+    if (a.loraRank > 0) {
+      y << "  lora: {rank: " << a.loraRank << ", alpha: " << a.loraAlpha
+        << ", targets: [";
+      for (size_t i = 0; i < a.loraTargets.size(); ++i)
+        y << (i ? ", " : "") << a.loraTargets[i];
+      y << "]}\n";
+    }
+  }
   // DINO's local crops are a training setting: the spec's train section
   // gives them (and the student temperature of the loss).
   if (a.dino())
@@ -249,7 +265,8 @@ private:
     }
   }
 
-  /// y [n, out] = x [n, in] W^T + b, W [out, in].
+  /// y [n, out] = x [n, in] W^T + b, W [out, in]; with LoRA adapters
+  /// A [rank, in] and B [out, rank], + (x A^T) B^T alpha / rank.
   Vec linear(const Vec &x, int64_t in, int64_t out, const std::string &name,
              const Vec *weight = nullptr) const {
     const Vec &w = weight ? *weight : at(name + ".weight");
@@ -262,6 +279,21 @@ private:
         for (int64_t i = 0; i < in; ++i)
           s += x[r * size_t(in) + size_t(i)] * w[size_t(o * in + i)];
         y[r * size_t(out) + size_t(o)] = s;
+      }
+    const Vec *down = get(name + ".lora_A.weight");
+    if (!down)
+      return y;
+    const Vec &up = at(name + ".lora_B.weight");
+    const int64_t rank = a.loraRank;
+    const double scale = a.loraAlpha / double(rank);
+    for (size_t r = 0; r < n; ++r)
+      for (int64_t k = 0; k < rank; ++k) {
+        double low = 0;
+        for (int64_t i = 0; i < in; ++i)
+          low += x[r * size_t(in) + size_t(i)] * (*down)[size_t(k * in + i)];
+        for (int64_t o = 0; o < out; ++o)
+          y[r * size_t(out) + size_t(o)] +=
+              scale * low * up[size_t(o * rank + k)];
       }
     return y;
   }
@@ -786,6 +818,44 @@ std::vector<Case> cases() {
     all.push_back({a, 3, 6, 2, 6});
   }
   {
+    // LoRA (train.lora) on every linear layer of the blocks, rank 2,
+    // alpha 3, beside mixed kinds with RoPE and GQA: only the adapters
+    // have gradients; the decode path computes them too.
+    Arch a;
+    a.name = "gpt_lora";
+    a.kvHeads = 2;
+    a.positions = "rope";
+    a.qkNorm = true;
+    a.kinds = {{"attn", "laplacian", "attn", "laplacian"},
+               {"laplacian", "attn", "attn", "attn"}};
+    a.loraRank = 2;
+    a.loraAlpha = 3;
+    a.loraTargets = {"qkv", "proj", "fc1", "fc2"};
+    a.init = "{distribution: normal, std: 0.2, embedding_std: 0.5, "
+             "head_std: 0.3, zero_out_proj: false}";
+    all.push_back({a, 3, 16, 2, 11});
+  }
+  {
+    // LoRA on a ViT's attention output and second MLP layer, which have
+    // biases (the adapters have none).
+    Arch a;
+    a.name = "vit_lora";
+    a.family = "vit";
+    a.hidden = 64;
+    a.activation = "gelu";
+    a.layerNorm = true;
+    a.normBias = true;
+    a.bias = true;
+    a.kinds = {{"laplacian", "attn", "attn", "laplacian"},
+               {"attn", "laplacian", "attn", "attn"}};
+    a.loraRank = 3;
+    a.loraAlpha = 6;
+    a.loraTargets = {"proj", "fc2"};
+    a.init = "{distribution: trunc_normal, std: 0.2, embedding_std: 0.3, "
+             "position_std: 0.5, head_std: 0.3, zero_out_proj: false}";
+    all.push_back({a, 3, 5, 2, 5});
+  }
+  {
     // DINO (ViT-S-like backbone): CLS token with a position, LayerNorm,
     // exact GELU, CLS pooling, the projection head; local crops of 8
     // pixels, whose 2 x 2 grid reads the positions of the compiled 3 x 3
@@ -1155,11 +1225,18 @@ void ModelGradientTest::expectGradients(ModelRun &run, Batch &b) {
   std::fill(run.grad(), run.grad() + run.elements(),
             std::numeric_limits<float>::quiet_NaN());
   run.trainStep(b);
+  // Gradients cover the trainable parameters (under train.lora the
+  // adapters), laid out as the parameters from the first of them.
+  auto gradOf = [&](const ParameterInfo &info) {
+    return run.grad() + (info.offset - run.model.trainableOffset());
+  };
   bool written = true;
   for (const ParameterInfo &info : run.model.parameters()) {
+    if (!info.trainable)
+      continue;
     int64_t unwritten = 0;
     for (int64_t i = 0; i < info.elements; ++i)
-      unwritten += !std::isfinite(run.grad()[info.offset + i]);
+      unwritten += !std::isfinite(gradOf(info)[i]);
     EXPECT_EQ(unwritten, 0) << "of " << info.elements << " gradient entries of "
                             << info.name << " are not written";
     written &= unwritten == 0;
@@ -1171,6 +1248,8 @@ void ModelGradientTest::expectGradients(ModelRun &run, Batch &b) {
   std::set<int32_t> used(b.tokens.begin(), b.tokens.end());
   std::mt19937 rng(13);
   for (const ParameterInfo &info : run.model.parameters()) {
+    if (!info.trainable)
+      continue;
     SCOPED_TRACE(info.name);
     // Every entry of small tensors and of the learned image positions (each
     // output of the resampling mixes several); 24 seeded entries of the
@@ -1202,7 +1281,7 @@ void ModelGradientTest::expectGradients(ModelRun &run, Batch &b) {
       double down = ref.loss(b);
       w[size_t(i)] = saved;
       double fd = (up - down) / (2 * h);
-      pairs.push_back({run.grad()[info.offset + i], fd});
+      pairs.push_back({gradOf(info)[i], fd});
       largest = std::max(largest, std::abs(fd));
     }
     for (size_t j = 0; j < entries.size(); ++j) {
