@@ -206,7 +206,7 @@ private:
     if (t.lora.rank == 0)
       error(spec.given("train.lora.rank") ? "train.lora.rank" : "train.lora",
             "low-rank adapters need a rank of at least 1 (lora.rank; "
-            "nanochat's LoRA fine-tune uses 16)");
+            "e.g. 16, with alpha 32)");
     else if (t.lora.targets.empty())
       error("train.lora.targets",
             "name the linear layers that get adapters: qkv, proj, fc1, fc2");

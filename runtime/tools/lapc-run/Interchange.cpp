@@ -229,6 +229,7 @@ int lap::cli::mergeAdapters(const MergeOptions &options) {
   std::vector<interchange::NamedTensor> adapters =
       interchange::loraAdapters(tensors);
   // The base model: the same spec without adapters.
+  spec.name += "_merged";
   spec.train.lora = dsl::LoraSpec();
   spec.derived = dsl::deriveSpec(spec);
   newDirectory(options.out);
