@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dsl/Derived.h"
+#include "dsl/ParameterTable.h"
 
 #include <fmt/format.h>
 
@@ -154,7 +155,12 @@ DerivedSpec lap::dsl::deriveSpec(const Spec &spec) {
     d.parameterGroups.push_back({name, count});
     d.parameters += count;
   }
-  d.trainableParameters = adapters ? adapters : d.parameters;
+  d.trainableParameters = d.parameters;
+  if (spec.train.lora.enabled()) {
+    d.trainableParameters = 0;
+    for (const Parameter &p : parameterTable(spec))
+      d.trainableParameters += p.trainable ? p.elements() : 0;
+  }
 
   double perUnitMatmul =
       double(blockMatmulWeights(m) + blockAdapterParams(m, spec.train.lora)) *

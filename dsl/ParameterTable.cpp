@@ -192,12 +192,17 @@ private:
         {2, int64_t(heads.size())}, init);
   }
 
-  /// train.lora: the base frozen, then A and B of each target of each
+  /// train.lora: the base frozen but the modules `lora.train` names (moved
+  /// after the frozen ones, in order), then A and B of each target of each
   /// block (PEFT's start: A ~ U(-1/sqrt(in), 1/sqrt(in)), B = 0, so the
   /// adapted model starts as the base).
   void adapters() {
     for (Parameter &p : table)
-      p.trainable = false;
+      p.trainable = std::any_of(
+          lora.train.begin(), lora.train.end(),
+          [&](const std::string &module) { return inModule(p.name, module); });
+    std::stable_partition(table.begin(), table.end(),
+                          [](const Parameter &p) { return !p.trainable; });
     int64_t q = m.heads * m.headDim, kv = m.kvHeads * m.headDim;
     const struct {
       const char *target, *layer;
@@ -225,6 +230,26 @@ private:
 };
 
 } // namespace
+
+bool lap::dsl::inModule(const std::string &name, const std::string &module) {
+  auto startsWith = [&](const char *prefix) {
+    return name.rfind(prefix, 0) == 0;
+  };
+  if (module == "embedding")
+    return startsWith("wte.") || startsWith("patch_embed.");
+  if (module == "head")
+    return startsWith("lm_head.") || startsWith("head.");
+  return false;
+}
+
+bool lap::dsl::isLoraAdapter(const std::string &name) {
+  auto endsWith = [&](const std::string &suffix) {
+    return name.size() > suffix.size() &&
+           name.compare(name.size() - suffix.size(), suffix.size(), suffix) ==
+               0;
+  };
+  return endsWith(".lora_A.weight") || endsWith(".lora_B.weight");
+}
 
 std::vector<Parameter> lap::dsl::parameterTable(const Spec &spec) {
   return TableBuilder(spec).build();

@@ -3,10 +3,11 @@
 // The parameters a spec declares, in a fixed order, with the names
 // checkpoints use ("blocks.3.attn.qkv.weight") and PyTorch's layouts (a
 // linear weight is [out, in]); learned head coefficients
-// ("blocks.3.attn.coefficients") come after them, and under train.lora the
+// ("blocks.3.attn.coefficients") come after them. Under train.lora the
+// frozen parameters come first, then the modules lora.train names, then the
 // adapters ("blocks.3.attn.qkv.lora_A.weight" [rank, in], "lora_B.weight"
-// [out, rank], PEFT's names and layouts) come last: the trainable
-// parameters are always a suffix of the table. The compiler's functions take
+// [out, rank], PEFT's names and layouts): the trainable parameters are
+// always a suffix of the table. The compiler's functions take
 // them in this order; Derived.cpp's parameter count is checked against this
 // table.
 //
@@ -48,6 +49,13 @@ struct Parameter {
 /// The name of an init kind in manifests: constant, normal, trunc_normal,
 /// uniform, values.
 const char *initKindName(ParameterInit::Kind kind);
+
+/// Whether parameter `name` belongs to `module` of train.lora.train:
+/// "embedding" (wte, patch_embed) or "head" (lm_head, a classifier's head).
+bool inModule(const std::string &name, const std::string &module);
+
+/// Whether `name` is a LoRA adapter's ("blocks.0.attn.qkv.lora_A.weight").
+bool isLoraAdapter(const std::string &name);
 
 /// The parameters of `spec`'s model, in declaration order.
 std::vector<Parameter> parameterTable(const Spec &spec);

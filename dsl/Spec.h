@@ -289,6 +289,9 @@ struct LoraSpec {
   double alpha = 0; ///< alpha: the adapters' scale is alpha / rank
   /// targets: the linear layers of each block that get adapters.
   std::vector<std::string> targets = {"qkv", "proj", "fc1", "fc2"};
+  /// train: whole modules trained beside the adapters (PEFT's
+  /// modules_to_save): embedding, head.
+  std::vector<std::string> train;
   bool enabled() const { return rank > 0; }
   double scale() const { return alpha / double(rank); }
 };

@@ -162,6 +162,12 @@ inline const std::vector<std::string_view> &loraTargetNames() {
   return targets;
 }
 
+/// The modules `lora.train` may name.
+inline const std::vector<std::string_view> &loraModuleNames() {
+  static const std::vector<std::string_view> modules = {"embedding", "head"};
+  return modules;
+}
+
 /// `M` is ModelSpec for the parser and const ModelSpec for the printer.
 template <class V, class M> void visitModel(V &v, M &m) {
   v.field("family", m.family, any, always, required);
@@ -292,6 +298,7 @@ template <class V, class T> void visitTrain(V &v, T &t) {
     v.field("rank", t.lora.rank, Rule{0, 1 << 20, false, nullptr});
     v.field("alpha", t.lora.alpha, greaterThanZero);
     v.strings("targets", t.lora.targets, loraTargetNames());
+    v.strings("train", t.lora.train, loraModuleNames());
   });
   v.section("augment", supervisedOnly, [&] {
     auto &a = t.augment;

@@ -9,6 +9,7 @@
 #include "dsl/Scalars.h"
 #include "runtime/platform/FileNames.h"
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 
@@ -210,6 +211,15 @@ private:
     else if (t.lora.targets.empty())
       error("train.lora.targets",
             "name the linear layers that get adapters: qkv, proj, fc1, fc2");
+    bool head = std::find(t.lora.train.begin(), t.lora.train.end(), "head") !=
+                t.lora.train.end();
+    if (head && m.family == Family::GPT && m.tiedEmbeddings)
+      error("train.lora.train",
+            "with tied_embeddings the head is the embedding: train "
+            "'embedding'");
+    else if (head && m.family != Family::GPT && m.classes == 0)
+      error("train.lora.train", "the model has no classifier head to train "
+                                "(model.classes is 0)");
   }
 
   void verifyData() {

@@ -25,10 +25,6 @@ std::string layerOf(const std::string &adapter) {
 
 } // namespace
 
-bool lap::interchange::isLoraAdapter(const std::string &name) {
-  return endsWith(name, kDown) || endsWith(name, kUp);
-}
-
 std::vector<NamedTensor>
 lap::interchange::mergeLora(const std::vector<NamedTensor> &tensors,
                             double scale) {
@@ -69,7 +65,7 @@ lap::interchange::mergeLora(const std::vector<NamedTensor> &tensors,
 
   std::vector<NamedTensor> merged;
   for (const NamedTensor &t : tensors) {
-    if (isLoraAdapter(t.name))
+    if (dsl::isLoraAdapter(t.name))
       continue;
     merged.push_back(t);
     auto it = adapted.find(t.name);
@@ -99,7 +95,7 @@ std::vector<NamedTensor>
 lap::interchange::loraAdapters(const std::vector<NamedTensor> &tensors) {
   std::vector<NamedTensor> adapters;
   for (const NamedTensor &t : tensors)
-    if (isLoraAdapter(t.name))
+    if (dsl::isLoraAdapter(t.name))
       adapters.push_back(t);
   return adapters;
 }

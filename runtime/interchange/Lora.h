@@ -12,15 +12,13 @@
 #ifndef LAP_RUNTIME_INTERCHANGE_LORA_H
 #define LAP_RUNTIME_INTERCHANGE_LORA_H
 
+#include "dsl/ParameterTable.h"
 #include "runtime/interchange/Interchange.h"
 
 #include <string>
 #include <vector>
 
 namespace lap::interchange {
-
-/// Whether `name` is a LoRA adapter's ("blocks.0.attn.qkv.lora_A.weight").
-bool isLoraAdapter(const std::string &name);
 
 /// `tensors`, a model's parameters, with each adapted weight W replaced by
 /// W + scale B A (summed in double) and the adapters left out, in order.

@@ -2,6 +2,7 @@
 
 #include "runtime/train/Trainer.h"
 
+#include "dsl/ParameterTable.h"
 #include "runtime/data/Safetensors.h"
 #include "runtime/platform/Hash.h"
 #include "runtime/train/DataParallel.h"
@@ -182,13 +183,11 @@ LoadedCheckpoint lap::train::restoreParameters(const LoadedModel &model,
 void lap::train::initParameters(const LoadedModel &model,
                                 const std::string &path, float *params,
                                 device::Device &device) {
-  // Beside frozen parameters, the trainable ones are train.lora's adapters,
-  // which a base model's file lacks.
-  const bool adapters = model.trainableOffset() > 0;
+  // train.lora's adapters: a base model's file has none.
   std::vector<TensorSpec> expected;
   for (const ParameterInfo &t : model.parameters())
     expected.push_back(
-        {t.name, t.shape, t.init == "values" || (adapters && t.trainable)});
+        {t.name, t.shape, t.init == "values" || dsl::isLoraAdapter(t.name)});
   SafetensorsFile file = readParameterFile(path, expected);
   for (const ParameterInfo &t : model.parameters())
     if (auto it = file.tensors.find(t.name); it != file.tensors.end())

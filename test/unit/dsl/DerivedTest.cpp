@@ -135,3 +135,35 @@ TEST(Derived, ParameterTableAgreesWithTheCount) {
     total += p.elements();
   EXPECT_EQ(total, gqa.derived.parameters);
 }
+
+// LoRA of rank 8 on GPT-2 small's qkv and fc2: A [8, in] and B [out, 8] per
+// layer, counted in closed form and in the table, where they trail the
+// frozen parameters and the lm_head (tied: the embedding) trained beside
+// them.
+TEST(Derived, LoraAdaptersTrailTheFrozenParameters) {
+  Spec lora = parseOk(std::string(gpt2Small) +
+                      "train:\n  regime: lm\n  batch_size: 1\n  steps: 1\n"
+                      "  lora: {rank: 8, alpha: 16, targets: [qkv, fc2], "
+                      "train: [embedding]}\n");
+  const int64_t adapters = 12 * 8 * ((768 + 3 * 768) + (3072 + 768));
+  EXPECT_EQ(lora.derived.parameters, 124439808 + adapters);
+  EXPECT_EQ(lora.derived.trainableParameters, adapters + 50257 * 768);
+  std::vector<Parameter> table = parameterTable(lora);
+  int64_t total = 0, trainable = 0;
+  bool seenTrainable = false;
+  for (const Parameter &p : table) {
+    total += p.elements();
+    trainable += p.trainable ? p.elements() : 0;
+    EXPECT_TRUE(p.trainable || !seenTrainable) << p.name << " after trainable";
+    seenTrainable |= p.trainable;
+  }
+  EXPECT_EQ(total, lora.derived.parameters);
+  EXPECT_EQ(trainable, lora.derived.trainableParameters);
+  size_t first = table.size() - 12 * 4 - 1;
+  EXPECT_EQ(table[first].name, "wte.weight");
+  EXPECT_EQ(table[first + 1].name, "blocks.0.attn.qkv.lora_A.weight");
+  EXPECT_EQ(table[first + 1].shape, (std::vector<int64_t>{8, 768}));
+  EXPECT_EQ(table[first + 2].name, "blocks.0.attn.qkv.lora_B.weight");
+  EXPECT_EQ(table[first + 2].shape, (std::vector<int64_t>{3 * 768, 8}));
+  EXPECT_EQ(table.back().name, "blocks.11.mlp.fc2.lora_B.weight");
+}

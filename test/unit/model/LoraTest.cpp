@@ -95,7 +95,7 @@ TEST(Lora, OnlyTheAdaptersTrain) {
   ModelRun adapted(compiled("lora_adapted", adaptedSpec(), 2, 16));
   int64_t trainable = 0, adapters = 0;
   for (const ParameterInfo &p : adapted.model.parameters()) {
-    EXPECT_EQ(p.trainable, interchange::isLoraAdapter(p.name)) << p.name;
+    EXPECT_EQ(p.trainable, dsl::isLoraAdapter(p.name)) << p.name;
     trainable += p.trainable ? p.elements : 0;
     adapters += p.trainable;
   }
