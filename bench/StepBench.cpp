@@ -52,8 +52,8 @@ std::unique_ptr<lap::train::Optimizer> makeOptimizer(const LoadedModel &model,
   config.kind = type == "muon" ? lap::train::OptimizerKind::Muon
                                : lap::train::OptimizerKind::AdamW;
   gradClip = spec.train.gradClip;
-  return std::make_unique<lap::train::Optimizer>(lap::train::tensorsOf(model),
-                                                 config);
+  return std::make_unique<lap::train::Optimizer>(
+      lap::train::trainableTensorsOf(model), config);
 }
 
 } // namespace
@@ -77,7 +77,7 @@ int main(int argc, char **argv) {
     int64_t iters = flag(argc, argv, "--iters", 20);
 
     AlignedBuffer params(model.parameterElements() * 4);
-    AlignedBuffer grads(model.parameterElements() * 4);
+    AlignedBuffer grads(model.gradientElements() * 4);
     AlignedBuffer workspace(model.workspaceBytes());
     if (model.initParams(params.as<float>(), 1) != LAP_OK)
       throw std::runtime_error(model.lastError());
@@ -102,7 +102,8 @@ int main(int argc, char **argv) {
       if (optimizer) {
         lap::train::clipGradients(grads.as<float>(), optimizer->tensors(),
                                   gradClip);
-        optimizer->step(params.as<float>(), grads.as<float>());
+        optimizer->step(params.as<float>() + model.trainableOffset(),
+                        grads.as<float>());
       }
       double t = std::chrono::duration<double, std::milli>(
                      std::chrono::steady_clock::now() - start)

@@ -184,6 +184,7 @@ struct OptimizerSpec {
   double lr = 1e-3; ///< lr: peak lr (of the matrices under muon)
   int64_t lrReferenceBatch =
       0;                  ///< lr_reference_batch: lr *= batch / this; 0 = off
+  double initLrFrac = 1;  ///< init_lr_frac: every lr *= this (nanochat SFT)
   double beta1 = 0.9;     ///< betas[0]
   double beta2 = 0.999;   ///< betas[1]
   double eps = 1e-8;      ///< eps

@@ -247,6 +247,7 @@ template <class V, class T> void visitTrain(V &v, T &t) {
     v.field("type", o.type);
     v.field("lr", o.lr, nonNegative);
     v.field("lr_reference_batch", o.lrReferenceBatch, nonNegative);
+    v.field("init_lr_frac", o.initLrFrac, greaterThanZero);
     v.pair("betas", o.beta1, o.beta2, probability);
     v.field("eps", o.eps, greaterThanZero);
     v.field("weight_decay", o.weightDecay, nonNegative);

@@ -559,3 +559,47 @@ def test_a_pickle_that_runs_code_is_refused(tmp_path):
     assert done.returncode == 2
     assert "names posix.system, not something a checkpoint" in done.stderr
     assert not (tmp_path / "ran").exists()
+
+
+def test_a_lora_vit_exports_with_its_adapters_merged(tmp_path):
+    """A timm DeiT-3 fine-tuned from its import with LoRA adapters (and its
+    head): the export folds them into the weights, and in timm's layout
+    (the reference) computes what lap's adapted model computes."""
+    sd, config = timm_vit(5, True, channels=1, patch=7, side=4, classes=10)
+    source = source_dir(tmp_path / "vit", config, sd)
+    out = tmp_path / "imported"
+    lapc_run("import", "timm-vit", source, "--out", out)
+    spec = (out / "spec.yaml").read_text() + """\
+train:
+  regime: supervised
+  batch_size: 8
+  steps: 3
+  optimizer: {type: adamw, lr: 0.05, weight_decay: 0.0}
+  schedule: {warmup_steps: 0, decay: constant}
+  data:
+    format: idx
+    train: /usr/share/datasets/fashion-mnist/train
+    val: /usr/share/datasets/fashion-mnist/t10k
+  augment: {crop: none, hflip: 0}
+  lora: {rank: 2, alpha: 4, targets: [qkv, fc2], train: [head]}
+"""
+    model = lap.load(lap.compile(spec, tmp_path / "lora.so"))
+    run = tmp_path / "run"
+    lapc_run("train", model.path, "--run-dir", run, "--init-from", out)
+    tensors, _ = lap.read_checkpoint(lap.read_run(run).checkpoints[-1])
+    assert np.abs(tensors["blocks.0.attn.qkv.lora_B.weight"]).max() > 0
+    assert np.array_equal(tensors["blocks.0.attn.qkv.weight"],
+                          sd["blocks.0.attn.qkv.weight"])
+    printed = lapc_run("export", "timm-vit", model.path, "--run-dir", run,
+                       "--out", tmp_path / "exported").stdout
+    assert "the LoRA adapters merged" in printed
+    back, _ = lap.read_safetensors(tmp_path / "exported" / "model.safetensors")
+    assert sorted(back) == sorted(k for k in sd if not k.endswith(".attn.bias"))
+    assert not np.array_equal(back["blocks.0.attn.qkv.weight"],
+                              sd["blocks.0.attn.qkv.weight"])
+    images = np.random.default_rng(3).standard_normal(
+        (2, 1, 28, 28)).astype(np.float32)
+    targets = np.eye(10, dtype=np.float32)[[1, 4]]
+    _, logits = model.forward(model.flat(tensors),
+                              {"images": images, "targets": targets})
+    assert_close(logits, vit_reference(back, images, 4, True))

@@ -80,3 +80,28 @@ def test_moved_parameters_are_an_error(models):
     module = lt.Module(models["gpt2"]).double()
     with pytest.raises(lap.LapError, match="no longer lives in the buffer"):
         module(lm_batch(models["gpt2"]))
+
+
+def test_under_lora_only_the_adapters_and_named_modules_learn(tmp_path):
+    from conftest import VIT
+    spec = VIT.replace("  loss: ce\n", "  loss: ce\n  lora: {rank: 2, alpha: 4, "
+                       "targets: [qkv, fc1], train: [head]}\n")
+    model = lap.load(lap.compile(spec, tmp_path / "lora.so"))
+    module = lt.Module(model, seed=2)
+    learning = {n for n, p in module.named_parameters() if p.requires_grad}
+    assert learning == {p.name for p in model.parameters if p.trainable}
+    assert {"head.weight", "blocks.1.mlp.fc1.lora_B.weight"} <= learning
+    assert "blocks.0.attn.qkv.weight" not in learning
+    batch = image_batch(model)
+    loss = module(*(torch.from_numpy(batch[k])
+                    for k in ("images", "targets")))
+    loss.backward()
+    _, grads = model.train_step(model.init_params(2), batch, seed=2)
+    assert grads.shape == (model.gradient_elements,)
+    for p, info in zip(module.parameters(), model.parameters):
+        if not info.trainable:
+            assert p.grad is None, info.name
+            continue
+        first = info.offset - model.gradient_offset
+        want = grads[first:first + info.elements]
+        assert np.array_equal(p.grad.numpy().reshape(-1), want), info.name

@@ -28,7 +28,8 @@ struct SampleScore {
 };
 
 struct TaskScore {
-  std::string task; ///< "gsm8k", "humaneval", "arc", "mmlu"
+  std::string task; ///< "gsm8k", "humaneval", "arc", "mmlu", or its name
+                    ///< in a ChatCORE ("arc-easy")
   size_t problems = 0;
   double baseline = 0; ///< chance: 0.25 for ARC and MMLU, 0 generative
   std::vector<SampleScore> samples;

@@ -47,8 +47,11 @@ lap::train::trainableTensorsOf(const LoadedModel &model) {
 }
 
 double lap::train::lrScale(const dsl::Spec &spec) {
-  int64_t reference = spec.train.optimizer.lrReferenceBatch;
-  return reference > 0 ? double(spec.train.batchSize) / double(reference) : 1;
+  const dsl::OptimizerSpec &o = spec.train.optimizer;
+  double batch = o.lrReferenceBatch > 0
+                     ? double(spec.train.batchSize) / double(o.lrReferenceBatch)
+                     : 1;
+  return batch * o.initLrFrac;
 }
 
 OptimizerConfig lap::train::optimizerConfig(const dsl::Spec &spec) {
@@ -82,8 +85,8 @@ ScheduleConfig lap::train::scheduleConfig(const dsl::Spec &spec) {
   ScheduleConfig c;
   c.warmupSteps = s.warmupSteps;
   // The spec gives learning rates; the schedule works in multipliers of the
-  // peak, which lr_reference_batch scales (warmup_lr and min_lr stay
-  // absolute, as DINO's min_lr).
+  // peak, which lr_reference_batch and init_lr_frac scale (warmup_lr and
+  // min_lr stay absolute, as DINO's min_lr).
   double peak = spec.train.optimizer.lr * lrScale(spec);
   c.warmupLr = peak > 0 ? s.warmupLr / peak : 0;
   c.minLr = peak > 0 ? s.minLr / peak : 0;

@@ -29,8 +29,9 @@ int64_t sequenceLength(const dsl::Spec &spec);
 /// first of them (model.trainableOffset()), the layout of the gradients.
 std::vector<TensorInfo> trainableTensorsOf(const LoadedModel &model);
 
-/// The factor lr_reference_batch puts on every learning rate: batch_size /
-/// lr_reference_batch (DINO's and DeiT's linear scaling rule), 1 when off.
+/// The factor on every learning rate: batch_size / lr_reference_batch
+/// (DINO's and DeiT's linear scaling rule; 1 when off) times init_lr_frac
+/// (nanochat's fine-tuning fraction of the pretraining rates).
 double lrScale(const dsl::Spec &spec);
 
 /// What the model's matrix products multiply: bf16 operands in a bf16 model

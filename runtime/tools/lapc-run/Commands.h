@@ -63,6 +63,8 @@ struct EvalOptions {
   // --task segmentation
   std::string data, trainSplit = "training", valSplit = "validation",
                     out = "segmentation";
+  /// --data as given: one file, or for chatcore NAME=FILE per task.
+  std::vector<std::string> dataFiles;
   int64_t classes = 150, images = 0; ///< images: per split; 0: all
   int64_t layers = 1; ///< the last blocks whose patch tokens are concatenated
   uint64_t seed = 0;
@@ -80,7 +82,9 @@ int evaluateSegmentation(const EvalOptions &options);
 /// `lapc-run eval --task gsm8k|humaneval --data F`: scores the completions
 /// given (--completions C) or the model's greedy answers (MODEL --run-dir
 /// R); HumanEval's programs run in the sandbox. `--task arc|mmlu`: a chat
-/// model's likeliest letter.
+/// model's likeliest letter. `--task chatcore --data NAME=F ...`: each
+/// task (NAME arc, mmlu, gsm8k or humaneval, or one of them and a suffix:
+/// arc-easy), and the mean of their centred scores.
 int evaluateTask(const EvalOptions &options);
 
 struct ChatOptions {

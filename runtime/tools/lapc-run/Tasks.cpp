@@ -1,4 +1,4 @@
-//===- Tasks.cpp - lapc-run eval --task gsm8k|humaneval|arc|mmlu -*- C++ -*-===//
+//===- Tasks.cpp - lapc-run eval --task gsm8k|humaneval|arc|mmlu|chatcore ===//
 //
 // A chat model's tasks, as nanochat's chat_eval runs them. Generative:
 // completions given in a file (--completions), or the model's greedy
@@ -7,7 +7,8 @@
 // GSM8K is scored by the final answer, HumanEval by running each program
 // in the sandbox. Categorical (ARC, MMLU): the likeliest letter. Prints one
 // line per sample, pass@1 and the centred score; --results writes the
-// same as JSON, with the completions.
+// same as JSON, with the completions. ChatCORE: several of these, and the
+// mean of their centred scores (nanochat's chat_eval).
 //
 //===----------------------------------------------------------------------===//
 
@@ -113,7 +114,12 @@ evals::TaskScore categorical(const cli::EvalOptions &options) {
 
 } // namespace
 
-int lap::cli::evaluateTask(const EvalOptions &options) {
+namespace {
+
+/// The task `options.task` on `options.data`, its samples and score printed
+/// under `name`.
+evals::TaskScore scoreTask(const cli::EvalOptions &options,
+                           const std::string &name) {
   const bool given = !options.completions.empty();
   evals::TaskScore score;
   std::vector<evals::Completion> completions;
@@ -150,6 +156,7 @@ int lap::cli::evaluateTask(const EvalOptions &options) {
                sandbox.limits().memoryBytes >> 20, jobs);
     score = evals::scoreHumanEval(problems, completions, source, sandbox, jobs);
   }
+  score.task = name;
   for (const evals::SampleScore &s : score.samples) {
     std::string_view detail = s.detail;
     detail = detail.substr(0, detail.find('\n'));
@@ -160,8 +167,55 @@ int lap::cli::evaluateTask(const EvalOptions &options) {
              "centred {:.4f}\n",
              score.task, score.passAt1(), score.passed(), score.samples.size(),
              score.problems, score.centred());
+  return score;
+}
+
+/// ChatCORE: each NAME=FILE of --data as its task, and the mean of their
+/// centred scores.
+nlohmann::json chatCore(const cli::EvalOptions &options) {
+  nlohmann::json tasks = nlohmann::json::object();
+  std::string names;
+  double sum = 0;
+  for (const std::string &entry : options.dataFiles) {
+    size_t equals = entry.find('=');
+    std::string name = entry.substr(0, equals);
+    std::string kind = name.substr(0, name.find('-'));
+    bool known = kind == "arc" || kind == "mmlu" || kind == "gsm8k" ||
+                 kind == "humaneval";
+    if (equals == std::string::npos || equals + 1 == entry.size() || !known)
+      throw std::runtime_error(
+          "--data " + entry +
+          ": chatcore takes NAME=FILE, NAME arc, mmlu, gsm8k or humaneval, "
+          "or one of them and a suffix (arc-easy=ARC-Easy.jsonl)");
+    if (tasks.contains(name))
+      throw std::runtime_error("--data " + entry + ": a second task named '" +
+                               name + "'");
+    cli::EvalOptions one = options;
+    one.task = kind;
+    one.data = entry.substr(equals + 1);
+    fmt::print("== {}: {}\n", name, one.data);
+    evals::TaskScore score = scoreTask(one, name);
+    sum += score.centred();
+    names += fmt::format("{}{} {:.4f}", names.empty() ? "" : ", ", name,
+                         score.centred());
+    tasks[name] = score.toJson();
+  }
+  if (tasks.empty())
+    throw std::runtime_error("--task chatcore scores the tasks --data names "
+                             "(NAME=FILE, once per task)");
+  double mean = sum / double(tasks.size());
+  fmt::print("chatcore: {:.4f}, the mean centred score of {} tasks ({})\n",
+             mean, tasks.size(), names);
+  return {{"chatcore", mean}, {"tasks", std::move(tasks)}};
+}
+
+} // namespace
+
+int lap::cli::evaluateTask(const EvalOptions &options) {
+  nlohmann::json results = options.task == "chatcore"
+                               ? chatCore(options)
+                               : scoreTask(options, options.task).toJson();
   if (!options.results.empty())
-    platform::writeFileAtomically(options.results,
-                                  score.toJson().dump(2) + "\n");
+    platform::writeFileAtomically(options.results, results.dump(2) + "\n");
   return 0;
 }

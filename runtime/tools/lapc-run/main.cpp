@@ -246,13 +246,14 @@ int main(int argc, char **argv) {
                        "patch tokens (mIoU); gsm8k, humaneval: a chat "
                        "model's answers or --completions, scored; arc, mmlu: "
                        "a chat model's likeliest letter")
-          ->check(CLI::IsMember(
-              {"segmentation", "gsm8k", "humaneval", "arc", "mmlu"}));
+          ->check(CLI::IsMember({"segmentation", "gsm8k", "humaneval", "arc",
+                                 "mmlu", "chatcore"}));
   evalCmd
-      ->add_option("--data", eval.data,
+      ->add_option("--data", eval.dataFiles,
                    "Segmentation: a set in ADE20K's layout (images/SPLIT/"
                    "*.jpg, annotations/SPLIT/*.png); gsm8k, humaneval, arc, "
-                   "mmlu: the task's JSONL file")
+                   "mmlu: the task's JSONL file; chatcore: NAME=FILE, once "
+                   "per task (arc-easy=ARC-Easy.jsonl, gsm8k=test.jsonl)")
       ->needs(task);
   auto *completions =
       evalCmd
@@ -482,8 +483,14 @@ int main(int argc, char **argv) {
                                  "give --vocab, --tiktoken or --gpt2");
     if (*evalCmd) {
       bool generative = eval.task == "gsm8k" || eval.task == "humaneval";
-      bool chatTask = eval.task == "arc" || eval.task == "mmlu";
-      if (chatTask && (eval.data.empty() || eval.model.empty() ||
+      bool chatTask =
+          eval.task == "arc" || eval.task == "mmlu" || eval.task == "chatcore";
+      if (eval.dataFiles.size() > 1 && eval.task != "chatcore")
+        throw CLI::ValidationError(
+            "eval", "--data names one file (several: --task chatcore)");
+      if (eval.dataFiles.size() == 1)
+        eval.data = eval.dataFiles[0];
+      if (chatTask && (eval.dataFiles.empty() || eval.model.empty() ||
                        eval.runDir.empty() || !eval.completions.empty()))
         throw CLI::ValidationError(
             "eval", "--task " + eval.task +
