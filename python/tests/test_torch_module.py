@@ -98,7 +98,8 @@ def test_under_lora_only_the_adapters_and_named_modules_learn(tmp_path):
     loss.backward()
     _, grads = model.train_step(model.init_params(2), batch, seed=2)
     assert grads.shape == (model.gradient_elements,)
-    for p, info in zip(module.parameters(), model.parameters):
+    for info in model.parameters:
+        p = module.get_parameter(info.name)
         if not info.trainable:
             assert p.grad is None, info.name
             continue
