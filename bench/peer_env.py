@@ -4,6 +4,13 @@ and it fixes the environment and re-executes the script once.
 
 - OPENBLAS_CORETYPE=Haswell halves OpenBLAS's GEMMs, and spinning OpenMP
   threads fight OpenBLAS's for the cores (../shared/BENCHMARKING.md).
+- LAP_PEER_ISA=avx2 runs PyTorch as an AVX2-only CPU would in fp32:
+  ATen's AVX2 kernels (ATEN_CPU_CAPABILITY=avx2) and OpenBLAS's Haswell
+  ones (OPENBLAS_CORETYPE=Haswell), the fair peer of lap's AVX2 code on a
+  host that has AVX-512. (Not for bf16 autocast: torch 1.13 sends its bf16
+  GEMMs to oneDNN by what the CPU has, and limited to AVX2 oneDNN has no
+  bf16 matmul, so the step fails.) Unset, torch runs the best code this
+  CPU has.
 - A page fault costs ~13 us under this VM, and glibc's malloc maps every
   large tensor afresh and unmaps it on free: the 64 MiB logits alone cost
   ~0.2 s a step. PyTorch's CPU tuning advice (and its launcher,
@@ -15,6 +22,8 @@ import sys
 
 TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
 CRIPPLING = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+# What limits torch's code to an instruction set (LAP_PEER_ISA sets it).
+LIMITS = ("ATEN_CPU_CAPABILITY",)
 
 
 def run_at_its_best(name):
@@ -22,11 +31,19 @@ def run_at_its_best(name):
     runs there already; `name` prefixes what it says."""
     if os.environ.get("TORCH_STEP_ENV"):
         return
-    env = {k: v for k, v in os.environ.items() if k not in CRIPPLING}
+    env = {k: v for k, v in os.environ.items() if k not in CRIPPLING + LIMITS}
     if os.environ.get("OMP_WAIT_POLICY") != "PASSIVE" or len(env) < len(os.environ):
         print(f"{name}: running with OMP_WAIT_POLICY=PASSIVE and without "
-              "OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE", file=sys.stderr)
+              f"{'/'.join(CRIPPLING + LIMITS)} (LAP_PEER_ISA=avx2 sets "
+              "what an AVX2-only CPU runs)", file=sys.stderr)
     env["OMP_WAIT_POLICY"] = "PASSIVE"
+    isa = peer_isa()
+    if isa == "avx2":
+        env.update(ATEN_CPU_CAPABILITY="avx2", OPENBLAS_CORETYPE="Haswell")
+    elif isa != "best":
+        print(f"{name}: LAP_PEER_ISA={isa}: expected avx2, or nothing for "
+              "the best this CPU runs", file=sys.stderr)
+        sys.exit(2)
     if "malloc" not in env.get("LD_PRELOAD", "") and "GLIBC_TUNABLES" not in env:
         if os.path.exists(TCMALLOC):
             env["LD_PRELOAD"] = " ".join(filter(None, [TCMALLOC, env.get("LD_PRELOAD")]))
@@ -35,6 +52,11 @@ def run_at_its_best(name):
                                      "glibc.malloc.trim_threshold=68719476736")
     env["TORCH_STEP_ENV"] = "1"
     os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+
+def peer_isa():
+    """What LAP_PEER_ISA asks torch to run: "avx2", or "best"."""
+    return os.environ.get("LAP_PEER_ISA") or "best"
 
 
 def blas_library(name):

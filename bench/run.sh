@@ -9,10 +9,17 @@
 # lap_model_train_step (forward + backward, no optimizer) with
 # lap-step-bench, once per kernel instruction set this CPU
 # runs (AVX-512, AVX2), then the same model's forward + backward in
-# PyTorch (Debian's python3-torch at its best: see BENCHMARKS below), and
-# print one JSON document with both, the speed-ups, the cost of the
+# PyTorch (Debian's python3-torch at its best: see BENCHMARKS below) once
+# per instruction set too: lap's AVX2 code against PyTorch run as an
+# AVX2-only CPU runs it (LAP_PEER_ISA=avx2: ATen's and OpenBLAS's AVX2
+# code; not for the bf16 models, whose autocast the AVX2 peer cannot run:
+# bench/peer_env.py), lap's AVX-512 against PyTorch's best. It prints one JSON
+# document with both, the speed-ups per instruction set, the cost of the
 # Laplacian heads over the all-attn model, the CPU and its measured peak,
-# and each model's per-op profile shares of lap's train_step.
+# each model's per-op profile shares of lap's train_step, and the peer
+# against its recorded best on this kind of host (bench/peer_bests.json):
+# a peer more than 15% slower than that says the host is noisy, which the
+# run warns about on stderr.
 #
 # With OPTIMIZER (adamw or muon) both sides time a full training step
 # instead: forward, backward, clipping and the optimizer's update.
@@ -71,10 +78,16 @@ for model in gpt-bench gpt-bench-attn gpt-bench-bf16 gpt-bench-bf16-model vit-be
         > "$out/$model.lap-$isa.$round.json"
     done
     # PASSIVE: libgomp threads must not spin against torch's own threads.
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_WAIT_POLICY=PASSIVE \
-      /usr/bin/python3 bench/torch_step.py --spec "$out/$model.yaml" \
-      --batch "${batch[$family]}" ${seq[$family]} --threads 2 --iters "$iters" $optimizer \
-      > "$out/$model.torch.$round.json"
+    for target in "${targets[@]}"; do
+      isa=${target%%:*}
+      peer=$([[ $isa == avx2 ]] && echo avx2 || true)
+      [[ $peer == avx2 && $model == *bf16* ]] && continue
+      env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE -u ATEN_CPU_CAPABILITY \
+        LAP_PEER_ISA="$peer" OMP_WAIT_POLICY=PASSIVE \
+        /usr/bin/python3 bench/torch_step.py --spec "$out/$model.yaml" \
+        --batch "${batch[$family]}" ${seq[$family]} --threads 2 --iters "$iters" $optimizer \
+        > "$out/$model.torch-$isa.$round.json"
+    done
   done
   # Where lap's step goes: the per-op profile of a library built with
   # --profile (generated code and kernels; the optimizer is not in it), on
@@ -87,9 +100,9 @@ for model in gpt-bench gpt-bench-attn gpt-bench-bf16 gpt-bench-bf16-model vit-be
     --iters 5 > /dev/null 2> "$out/$model.profile.txt"
 done
 
-python3 - "$out" ${targets[@]%%:*} <<'PY'
+python3 - "$out" "${2:-none}" ${targets[@]%%:*} <<'PY'
 import json, sys, glob, re
-out, isas = sys.argv[1], sys.argv[2:]
+out, optimizer, isas = sys.argv[1], sys.argv[2], sys.argv[3:]
 def profile(model):
     """{op: share of the profiled time} from the --profile table."""
     shares = {}
@@ -100,19 +113,20 @@ def profile(model):
     return shares
 def best(model, framework):
     runs = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{model}.{framework}.*.json"))]
-    return min(runs, key=lambda r: r["ms_per_step"]["median"])
+    return min(runs, key=lambda r: r["ms_per_step"]["median"]) if runs else None
 models = ["gpt-bench", "gpt-bench-attn", "gpt-bench-bf16", "gpt-bench-bf16-model", "vit-bench",
           "vit-bench-attn", "vit-bench-bf16-model"]
 results = {}
 for model in models:
-    torch = best(model, "torch")
+    torch = {isa: best(model, f"torch-{isa}") for isa in isas}
     lap = {isa: best(model, f"lap-{isa}") for isa in isas}
     results[model] = {
         "lap": lap, "pytorch": torch,
         "lap_profile": {"isa": isas[0], "train_step_op_shares": profile(model)},
+        # None: no peer for that instruction set (bf16 autocast on AVX2).
         "speedup_over_pytorch": {
-            isa: torch["ms_per_step"]["median"] / r["ms_per_step"]["median"]
-            for isa, r in lap.items()},
+            isa: torch[isa]["ms_per_step"]["median"] / r["ms_per_step"]["median"]
+            if torch[isa] else None for isa, r in lap.items()},
     }
 overhead = {
     isa: {family: results[f"{family}-bench"]["lap"][isa]["ms_per_step"]["median"]
@@ -120,6 +134,25 @@ overhead = {
           for family in ["gpt", "vit"]}
     for isa in isas}
 first = results[models[0]]["lap"]
+# The peer against its recorded best on this kind of host: far slower means
+# a noisy host, whose speed-ups overstate.
+cpu = first[isas[0]]["cpu"]
+recorded = json.load(open("bench/peer_bests.json")).get(cpu, {}).get(optimizer, {})
+peer = {}
+for model in models:
+    for isa in isas:
+        was = recorded.get(isa, {}).get(model)
+        if was and results[model]["pytorch"][isa]:
+            ratio = results[model]["pytorch"][isa]["ms_per_step"]["median"] / was
+            peer.setdefault(isa, {})[model] = round(ratio, 3)
+            if ratio > 1.15:
+                print(f"bench: warning: PyTorch ({isa}) ran {model} {ratio:.2f}x slower "
+                      f"than its recorded best on this host kind ({was} ms): a noisy "
+                      "host; the speed-ups overstate", file=sys.stderr)
+if not peer:
+    print(f"bench: no recorded PyTorch best for '{cpu}' ({optimizer}) in "
+          "bench/peer_bests.json: whether the host is quiet is not judged",
+          file=sys.stderr)
 print(json.dumps({
     "cpu": first[isas[0]]["cpu"],
     "threads": 2,
@@ -128,5 +161,10 @@ print(json.dumps({
     "peak_gflops": {isa: max(results[m]["lap"][isa]["peak_gflops"] for m in models)
                     for isa in isas},
     "results": results,
-    "laplacian_overhead": overhead}, indent=2))
+    "laplacian_overhead": overhead,
+    # PyTorch's median / its recorded best on this kind of host, per
+    # instruction set and model (quiet: all within 1.15).
+    "peer_vs_recorded_best": peer,
+    "quiet": bool(peer) and all(r <= 1.15 for v in peer.values() for r in v.values())},
+    indent=2))
 PY

@@ -11,7 +11,7 @@ the optimizer built as runtime/train/Optimizer.h builds it from the spec's
 train.optimizer. Prints one JSON object:
 
     {"framework": "pytorch", "torch": ..., "threads": ..., "blas": ...,
-     "allocator": ..., "model": ..., "batch": ..., "seq": ..., "parameters": ...,
+     "isa": ..., "allocator": ..., "model": ..., "batch": ..., "seq": ..., "parameters": ...,
      "optimizer": ..., "ms_per_step": {"median": ..., "min": ..., "max": ...},
      "peak_rss_bytes": ...}
 
@@ -43,7 +43,7 @@ model's parameter count differs from the spec's derived.parameters.
 import os
 import sys
 
-from peer_env import allocator, blas_library, run_at_its_best
+from peer_env import allocator, blas_library, peer_isa, run_at_its_best
 
 run_at_its_best("torch_step")
 
@@ -634,6 +634,8 @@ def main():
         "compiled": args.compile,
         "threads": torch.get_num_threads(),
         "blas": blas,
+        # What LAP_PEER_ISA asked for (avx2: as an AVX2-only CPU runs).
+        "isa": peer_isa(),
         "allocator": allocator(),
         "model": spec["name"],
         "batch": batch,
