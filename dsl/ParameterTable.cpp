@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 using namespace lap::dsl;
 
@@ -217,9 +218,9 @@ private:
             lora.targets.end())
           continue;
         std::string name = "blocks." + std::to_string(l) + t.layer;
-        add(name + ".lora_A.weight", {lora.rank, t.in},
+        add(name + kLoraDown, {lora.rank, t.in},
             {ParameterInit::Uniform, 1 / std::sqrt(3.0 * double(t.in))});
-        add(name + ".lora_B.weight", {t.out, lora.rank}, constant(0));
+        add(name + kLoraUp, {t.out, lora.rank}, constant(0));
       }
   }
 
@@ -242,13 +243,12 @@ bool lap::dsl::inModule(const std::string &name, const std::string &module) {
   return false;
 }
 
-bool lap::dsl::isLoraAdapter(const std::string &name) {
-  auto endsWith = [&](const std::string &suffix) {
-    return name.size() > suffix.size() &&
-           name.compare(name.size() - suffix.size(), suffix.size(), suffix) ==
-               0;
-  };
-  return endsWith(".lora_A.weight") || endsWith(".lora_B.weight");
+std::string lap::dsl::loraLayerOf(const std::string &name) {
+  for (std::string_view suffix : {kLoraDown, kLoraUp})
+    if (name.size() > suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return name.substr(0, name.size() - suffix.size());
+  return "";
 }
 
 std::vector<Parameter> lap::dsl::parameterTable(const Spec &spec) {

@@ -54,8 +54,19 @@ const char *initKindName(ParameterInit::Kind kind);
 /// "embedding" (wte, patch_embed) or "head" (lm_head, a classifier's head).
 bool inModule(const std::string &name, const std::string &module);
 
-/// Whether `name` is a LoRA adapter's ("blocks.0.attn.qkv.lora_A.weight").
-bool isLoraAdapter(const std::string &name);
+/// The suffixes of a layer's LoRA adapters A and B (PEFT's names).
+inline constexpr const char *kLoraDown = ".lora_A.weight";
+inline constexpr const char *kLoraUp = ".lora_B.weight";
+
+/// The layer whose adapter `name` is ("blocks.0.attn.qkv" for
+/// "blocks.0.attn.qkv.lora_A.weight" or its lora_B), or "" for a name of no
+/// adapter.
+std::string loraLayerOf(const std::string &name);
+
+/// Whether `name` is a LoRA adapter's.
+inline bool isLoraAdapter(const std::string &name) {
+  return !loraLayerOf(name).empty();
+}
 
 /// The parameters of `spec`'s model, in declaration order.
 std::vector<Parameter> parameterTable(const Spec &spec);

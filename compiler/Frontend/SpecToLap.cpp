@@ -187,7 +187,7 @@ Value ForwardBuilder::linear(Value x, const std::string &name, int64_t out,
   shape.back() = out;
   Value y = b.create<LinearOp>(where, floats(shape), x, param(name + ".weight"),
                                param(name + ".bias"));
-  Value down = param(name + ".lora_A.weight");
+  Value down = param(name + dsl::kLoraDown);
   if (!down)
     return y;
   // train.lora: + (x A^T) B^T alpha / rank, beside the frozen layer.
@@ -197,7 +197,7 @@ Value ForwardBuilder::linear(Value x, const std::string &name, int64_t out,
   rankShape.back() = lora.rank;
   Value low = b.create<LinearOp>(adapter, floats(rankShape), x, down, Value());
   Value up = b.create<LinearOp>(adapter, floats(shape), low,
-                                param(name + ".lora_B.weight"), Value());
+                                param(name + dsl::kLoraUp), Value());
   Value scaled =
       b.create<ScaleOp>(adapter, up, b.getF32FloatAttr(float(lora.scale())));
   return b.create<AddOp>(adapter, y, scaled);

@@ -317,27 +317,40 @@ def test_nothing_of_the_users_is_replaced(tmp_path):
         "dino-vit)" in done.stderr
 
 
-def test_training_starts_from_the_imported_parameters(tmp_path):
-    """lapc-run train --init-from: with a learning rate of 0 the first
-    checkpoint holds the imported tensors exactly."""
+def imported_fashion_deit3(tmp_path):
+    """A DeiT-3 of Fashion-MNIST's shape in timm's layout, imported: its
+    tensors and the import's directory."""
     sd, config = timm_vit(5, True, channels=1, patch=7, side=4, classes=10)
     source = source_dir(tmp_path / "vit", config, sd)
     out = tmp_path / "imported"
     lapc_run("import", "timm-vit", source, "--out", out)
-    spec = (out / "spec.yaml").read_text() + """\
+    return sd, out
+
+
+def fashion_training(steps, lr, more=""):
+    """A train section on Fashion-MNIST: AdamW at a constant `lr`, `more`
+    lines added."""
+    return f"""\
 train:
   regime: supervised
   batch_size: 8
-  steps: 1
-  optimizer: {type: adamw, lr: 0.0, weight_decay: 0.0}
-  schedule: {warmup_steps: 0, decay: constant}
+  steps: {steps}
+  optimizer: {{type: adamw, lr: {lr}, weight_decay: 0.0}}
+  schedule: {{warmup_steps: 0, decay: constant}}
   data:
     format: idx
     train: /usr/share/datasets/fashion-mnist/train
     val: /usr/share/datasets/fashion-mnist/t10k
-  augment: {crop: none, hflip: 0}
-  eval: {every_steps: 1, batches: 1}
-"""
+  augment: {{crop: none, hflip: 0}}
+{more}"""
+
+
+def test_training_starts_from_the_imported_parameters(tmp_path):
+    """lapc-run train --init-from: with a learning rate of 0 the first
+    checkpoint holds the imported tensors exactly."""
+    _, out = imported_fashion_deit3(tmp_path)
+    spec = (out / "spec.yaml").read_text() + fashion_training(
+        1, 0.0, "  eval: {every_steps: 1, batches: 1}\n")
     model = lap.load(lap.compile(spec, tmp_path / "vit.so"))
     run = tmp_path / "run"
     printed = lapc_run("train", model.path, "--run-dir", run, "--init-from",
@@ -565,24 +578,10 @@ def test_a_lora_vit_exports_with_its_adapters_merged(tmp_path):
     """A timm DeiT-3 fine-tuned from its import with LoRA adapters (and its
     head): the export folds them into the weights, and in timm's layout
     (the reference) computes what lap's adapted model computes."""
-    sd, config = timm_vit(5, True, channels=1, patch=7, side=4, classes=10)
-    source = source_dir(tmp_path / "vit", config, sd)
-    out = tmp_path / "imported"
-    lapc_run("import", "timm-vit", source, "--out", out)
-    spec = (out / "spec.yaml").read_text() + """\
-train:
-  regime: supervised
-  batch_size: 8
-  steps: 3
-  optimizer: {type: adamw, lr: 0.05, weight_decay: 0.0}
-  schedule: {warmup_steps: 0, decay: constant}
-  data:
-    format: idx
-    train: /usr/share/datasets/fashion-mnist/train
-    val: /usr/share/datasets/fashion-mnist/t10k
-  augment: {crop: none, hflip: 0}
-  lora: {rank: 2, alpha: 4, targets: [qkv, fc2], train: [head]}
-"""
+    sd, out = imported_fashion_deit3(tmp_path)
+    spec = (out / "spec.yaml").read_text() + fashion_training(
+        3, 0.05,
+        "  lora: {rank: 2, alpha: 4, targets: [qkv, fc2], train: [head]}\n")
     model = lap.load(lap.compile(spec, tmp_path / "lora.so"))
     run = tmp_path / "run"
     lapc_run("train", model.path, "--run-dir", run, "--init-from", out)

@@ -10,21 +10,6 @@
 
 using namespace lap::interchange;
 
-namespace {
-
-constexpr const char *kDown = ".lora_A.weight", *kUp = ".lora_B.weight";
-
-bool endsWith(const std::string &s, const std::string &suffix) {
-  return s.size() > suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-std::string layerOf(const std::string &adapter) {
-  return adapter.substr(0, adapter.size() - std::string(kDown).size());
-}
-
-} // namespace
-
 std::vector<NamedTensor>
 lap::interchange::mergeLora(const std::vector<NamedTensor> &tensors,
                             double scale) {
@@ -41,27 +26,28 @@ lap::interchange::mergeLora(const std::vector<NamedTensor> &tensors,
   // Each adapted layer's weight, by name: its (A, B).
   std::map<std::string, std::pair<const NamedTensor *, const NamedTensor *>>
       adapted;
-  for (const NamedTensor &t : tensors)
-    if (endsWith(t.name, kDown)) {
-      std::string layer = layerOf(t.name);
-      const NamedTensor *up = find(layer + kUp, t.name);
-      const NamedTensor *weight = find(layer + ".weight", t.name);
-      bool chain = t.shape.size() == 2 && up->shape.size() == 2 &&
-                   weight->shape.size() == 2 && up->shape[1] == t.shape[0] &&
-                   weight->shape[0] == up->shape[0] &&
-                   weight->shape[1] == t.shape[1];
-      if (!chain)
-        throw std::runtime_error("the adapters of '" + layer + ".weight' " +
-                                 lap::shapeText(weight->shape) + " are " +
-                                 lap::shapeText(t.shape) + " and " +
-                                 lap::shapeText(up->shape) +
-                                 ", not [rank, in] and "
-                                 "[out, rank]");
-      adapted[layer + ".weight"] = {&t, up};
-    } else if (endsWith(t.name, kUp)) {
-      find(t.name.substr(0, t.name.size() - std::string(kUp).size()) + kDown,
-           t.name);
+  for (const NamedTensor &t : tensors) {
+    std::string layer = dsl::loraLayerOf(t.name);
+    if (layer.empty())
+      continue;
+    if (t.name != layer + dsl::kLoraDown) { // B: its A must be there
+      find(layer + dsl::kLoraDown, t.name);
+      continue;
     }
+    const NamedTensor *up = find(layer + dsl::kLoraUp, t.name);
+    const NamedTensor *weight = find(layer + ".weight", t.name);
+    bool chain = t.shape.size() == 2 && up->shape.size() == 2 &&
+                 weight->shape.size() == 2 && up->shape[1] == t.shape[0] &&
+                 weight->shape[0] == up->shape[0] &&
+                 weight->shape[1] == t.shape[1];
+    if (!chain)
+      throw std::runtime_error("the adapters of '" + layer + ".weight' " +
+                               lap::shapeText(weight->shape) + " are " +
+                               lap::shapeText(t.shape) + " and " +
+                               lap::shapeText(up->shape) +
+                               ", not [rank, in] and [out, rank]");
+    adapted[layer + ".weight"] = {&t, up};
+  }
 
   std::vector<NamedTensor> merged;
   for (const NamedTensor &t : tensors) {

@@ -130,6 +130,14 @@ checkpointTensors(const LoadedModel &model, const std::string &checkpoint,
   return tensors;
 }
 
+/// --checkpoint, or the newest checkpoint of --run-dir; one must be given.
+std::string checkpointGiven(const std::string &runDir,
+                            const std::string &checkpoint) {
+  if (runDir.empty() && checkpoint.empty())
+    throw std::runtime_error("give --run-dir or --checkpoint");
+  return train::checkpointOf(runDir, checkpoint);
+}
+
 int64_t elementsOf(const std::vector<interchange::NamedTensor> &tensors) {
   int64_t n = 0;
   for (const interchange::NamedTensor &t : tensors)
@@ -188,10 +196,7 @@ int lap::cli::exportModel(const ExportOptions &options) {
   const interchange::Format &format = interchange::format(options.format);
   LoadedModel model(options.model, LoadedModel::Devices::Any);
   dsl::Spec spec = train::specOf(model);
-  if (options.runDir.empty() && options.checkpoint.empty())
-    throw std::runtime_error("give --run-dir or --checkpoint");
-  std::string checkpoint =
-      train::checkpointOf(options.runDir, options.checkpoint);
+  std::string checkpoint = checkpointGiven(options.runDir, options.checkpoint);
   std::vector<interchange::NamedTensor> tensors =
       checkpointTensors(model, checkpoint, true);
   if (const dsl::LoraSpec &lora = spec.train.lora; lora.enabled())
@@ -218,10 +223,7 @@ int lap::cli::mergeAdapters(const MergeOptions &options) {
     throw std::runtime_error(options.model +
                              ": has no LoRA adapters to merge (its spec "
                              "sets no train.lora)");
-  if (options.runDir.empty() && options.checkpoint.empty())
-    throw std::runtime_error("give --run-dir or --checkpoint");
-  std::string checkpoint =
-      train::checkpointOf(options.runDir, options.checkpoint);
+  std::string checkpoint = checkpointGiven(options.runDir, options.checkpoint);
   std::vector<interchange::NamedTensor> tensors =
       checkpointTensors(model, checkpoint, false);
   std::vector<interchange::NamedTensor> merged =
