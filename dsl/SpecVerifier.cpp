@@ -217,9 +217,6 @@ private:
       error("train.lora.train",
             "with tied_embeddings the head is the embedding: train "
             "'embedding'");
-    else if (head && m.family != Family::GPT && m.classes == 0)
-      error("train.lora.train", "the model has no classifier head to train "
-                                "(model.classes is 0)");
   }
 
   void verifyData() {
