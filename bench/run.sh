@@ -16,7 +16,9 @@
 # bench/peer_env.py), lap's AVX-512 against PyTorch's best. It prints one JSON
 # document with both, the speed-ups per instruction set, the cost of the
 # Laplacian heads over the all-attn model, the CPU and its measured peak,
-# each model's per-op profile shares of lap's train_step, and the peer
+# each model's per-op profile shares of lap's train_step with its GEMMs by
+# shape (and, for the fp32 models, those shapes timed on each GEMM path
+# and OpenBLAS's by lap-gemm-bench), and the peer
 # against its recorded best on this kind of host (bench/peer_bests.json):
 # a peer more than 15% slower than that says the host is noisy, which the
 # run warns about on stderr.
@@ -98,6 +100,12 @@ for model in gpt-bench gpt-bench-attn gpt-bench-bf16 gpt-bench-bf16-model vit-be
   LAP_CPU_ISA=${target%%:*} OMP_NUM_THREADS=2 build/bin/lap-step-bench \
     "$out/$model.profile.so" --batch "${batch[$family]}" ${seq[$family]} \
     --iters 5 > /dev/null 2> "$out/$model.profile.txt"
+  # Its fp32 GEMM shapes again, alone, on each of lap's GEMM paths and
+  # OpenBLAS's (bench/GemmBench.cpp).
+  if [[ $model != *bf16* ]]; then
+    LAP_CPU_ISA=${target%%:*} OMP_NUM_THREADS=2 build/bin/lap-gemm-bench \
+      --profile "$out/$model.profile.txt" > "$out/$model.gemm.json"
+  fi
 done
 
 python3 - "$out" "${2:-none}" ${targets[@]%%:*} <<'PY'
@@ -111,6 +119,29 @@ def profile(model):
         if m and float(m.group(2)) > 0:
             shares[m.group(1)] = float(m.group(2)) / 100
     return shares
+def gemms(model):
+    """The --profile table's GEMM shapes: share of the profiled time, path,
+    and GFLOP/s of the median call."""
+    rows = []
+    for line in open(f"{out}/{model}.profile.txt"):
+        m = re.match(r"\s+([NT]{2})\s+(\S+)\s+(\d+) x (\d+) x (\d+)\s+(\d+) (\d+) (\d+)"
+                     r"\s+[0-9.]+\s+([0-9.]+)%\s+(\d+)\s+\d+\s+(\d+)$", line)
+        if m:
+            rows.append({"gemm": m.group(1), "path": m.group(2),
+                         "mnk": [int(m.group(i)) for i in (3, 4, 5)],
+                         "ld": [int(m.group(i)) for i in (6, 7, 8)],
+                         "share": float(m.group(9)) / 100, "calls": int(m.group(10)),
+                         "gflops_median_call": int(m.group(11))})
+    return rows
+def gemm_paths(model):
+    """lap-gemm-bench over the profile's shapes: each path's seconds for
+    the profile's calls, over those of the paths gemm() chose."""
+    try:
+        bench = json.load(open(f"{out}/{model}.gemm.json"))
+    except FileNotFoundError:
+        return None
+    seconds = bench["weighted_seconds"]
+    return {path: round(s / seconds["chosen"], 3) for path, s in seconds.items()}
 def best(model, framework):
     runs = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{model}.{framework}.*.json"))]
     return min(runs, key=lambda r: r["ms_per_step"]["median"]) if runs else None
@@ -122,7 +153,9 @@ for model in models:
     lap = {isa: best(model, f"lap-{isa}") for isa in isas}
     results[model] = {
         "lap": lap, "pytorch": torch,
-        "lap_profile": {"isa": isas[0], "train_step_op_shares": profile(model)},
+        "lap_profile": {"isa": isas[0], "train_step_op_shares": profile(model),
+                        "gemms": gemms(model),
+                        "gemm_seconds_over_chosen_paths": gemm_paths(model)},
         # None: no peer for that instruction set (bf16 autocast on AVX2).
         "speedup_over_pytorch": {
             isa: torch[isa]["ms_per_step"]["median"] / r["ms_per_step"]["median"]

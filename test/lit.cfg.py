@@ -16,7 +16,7 @@ config.substitutions.append(("%specs", os.path.join(config.lap_src_root, "specs"
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["lapc", "lap-opt", "lapc-run", "lap-comm-tests",
-                                   "lap-data-parallel-tests"],
+                                   "lap-data-parallel-tests", "lap-gemm-bench"],
                                   [config.lap_tools_dir])
 
 # MLIR's runtime for tests that run code with mlir-cpu-runner.

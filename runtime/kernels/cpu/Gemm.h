@@ -62,10 +62,30 @@ Matrix operand(const lap_bf16 *a, int64_t rows, int64_t cols, int64_t ld,
 void roundToBf16(lap_bf16 *to, const float *from, int64_t rows, int64_t cols,
                  const lap_bf16 *bias = nullptr);
 
+/// How an fp32 GEMM runs: oneDNN's sgemm on the operands as they are, on
+/// copies of those whose leading dimension makes sgemm slow (Padded), or
+/// oneDNN's matmul primitive. bf16 GEMMs always run the primitive.
+enum class GemmPath { Sgemm, Padded, Matmul };
+
+/// The fastest path for op(A) op(B) with these leading dimensions on this
+/// CPU, as bench/GemmBench.cpp measures them.
+GemmPath gemmPath(char transa, char transb, int64_t lda, int64_t ldb);
+
+/// A leading dimension for a kernel's own [rows, cols] fp32 buffer that
+/// GEMMs read at full speed: cols, or 64 bytes more where cols is a
+/// multiple of 4 KiB, whose rows share cache sets while sgemm packs them.
+inline int64_t unaliasedLd(int64_t cols) {
+  return cols % 1024 == 0 ? cols + 16 : cols;
+}
+
 /// op(X) is X for 'N', X^T for 'T'; A and B both of fp32 or both of bf16.
 /// K = 0 sets C to beta C.
 void gemm(char transa, char transb, int64_t M, int64_t N, int64_t K, Matrix A,
           Matrix B, float beta, float *C, int64_t ldc);
+
+/// gemm() on a given path: for benchmarks and tests.
+void gemm(GemmPath path, char transa, char transb, int64_t M, int64_t N,
+          int64_t K, Matrix A, Matrix B, float beta, float *C, int64_t ldc);
 
 /// C [M, N] (leading dimension N) = op(A) op(B) + bias [N] (nullable),
 /// rounded to bf16 (to nearest, ties to even): a bf16 kernel's GEMM result,

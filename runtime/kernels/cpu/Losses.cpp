@@ -219,8 +219,8 @@ void crossEntropyBackward(Element *dlogits, float dloss, const Element *logits,
 }
 
 /// The rows of logits computed at a time by the fused lm_head and
-/// cross-entropy: 16 MiB of them, kept between calls (fresh pages would
-/// fault on every call otherwise).
+/// cross-entropy: 16 MiB of them (rows unaliasedLd() apart), kept between calls
+/// (fresh pages would fault on every call otherwise).
 constexpr int64_t kChunkFloats = int64_t(1) << 22;
 
 /// This thread's buffer `Slot` of at least `floats` (the logits chunk, a
@@ -248,7 +248,8 @@ void linearCrossEntropy(float *loss, float *dx, float *dw, float dloss,
   const float g = count ? dloss / float(count) : 0.0f;
   const int64_t rows = std::clamp<int64_t>(
       kChunkFloats / std::max<int64_t>(V, 1), 1, std::max<int64_t>(n, 1));
-  float *logits = buffer<0>(rows * V);
+  const int64_t ld = unaliasedLd(V);
+  float *logits = buffer<0>(rows * ld);
   std::vector<double> rowLoss(static_cast<size_t>(rows));
   double total = 0.0;
   if (n == 0 && dw)
@@ -257,12 +258,12 @@ void linearCrossEntropy(float *loss, float *dx, float *dw, float dloss,
     const int64_t m = std::min(rows, n - r0);
     const Matrix xc = xRows(r0, m);
     const int32_t *tc = targets + r0;
-    gemm('N', 'T', m, V, C, xc, wOp, 0.0f, logits, V);
+    gemm('N', 'T', m, V, C, xc, wOp, 0.0f, logits, ld);
     parallelFor(
         m, rowGrain(V, kLossRowElements), [&](int64_t begin, int64_t end) {
           float *e = buffer<3>(V); // this thread's exponentials
           for (int64_t i = begin; i < end; ++i) {
-            float *row = logits + i * V; // z, then the gradient, in place
+            float *row = logits + i * ld; // z, then the gradient, in place
             rowLoss[size_t(i)] = 0.0;
             if (!counted(tc[i], V)) {
               std::memset(row, 0, V * sizeof(float));
@@ -277,7 +278,7 @@ void linearCrossEntropy(float *loss, float *dx, float *dw, float dloss,
     for (int64_t i = 0; i < m; ++i)
       total += rowLoss[size_t(i)];
     const Matrix dlogits =
-        dx || dw ? operand(precision, logits, m, V, V, 2) : Matrix{};
+        dx || dw ? operand(precision, logits, m, V, ld, 2) : Matrix{};
     if (dx)
       gemm('N', 'N', m, C, V, dlogits, wOp, 0.0f, dx + r0 * C, C);
     if (dw)
