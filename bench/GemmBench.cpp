@@ -100,7 +100,8 @@ std::vector<Shape> profileShapes(const std::string &path) {
   if (!in)
     throw std::runtime_error(path + ": cannot open");
   static const std::regex row(
-      R"(\s+([NT])([NT])\s+(sgemm|padded|matmul)\s+(\d+) x (\d+) x (\d+)\s+(\d+) (\d+) (\d+)\s+\S+\s+\S+%\s+(\d+)\s.*)");
+      R"(\s+([NT])([NT])\s+(sgemm|padded|matmul)\s+(\d+) x (\d+) x (\d+))"
+      R"(\s+(\d+) (\d+) (\d+)\s+\S+\s+\S+%\s+(\d+)\s.*)");
   std::vector<Shape> shapes;
   std::string line;
   std::smatch m;

@@ -1,4 +1,4 @@
-//===- Gemm.h - The kernels' one GEMM entry -----------------------*- C++ -*-===//
+//===- Gemm.h - The kernels' one GEMM entry ---------------------*- C++ -*-===//
 //
 // Row-major C [M, N] = op(A) op(B) + beta C through oneDNN, on the shared
 // libgomp pool (Gemm.cpp). A kernel at bf16 precision (lap_matmul) hands

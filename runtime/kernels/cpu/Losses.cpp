@@ -219,8 +219,8 @@ void crossEntropyBackward(Element *dlogits, float dloss, const Element *logits,
 }
 
 /// The rows of logits computed at a time by the fused lm_head and
-/// cross-entropy: 16 MiB of them (rows unaliasedLd() apart), kept between calls
-/// (fresh pages would fault on every call otherwise).
+/// cross-entropy: 16 MiB of them (rows unaliasedLd() apart), kept between
+/// calls (fresh pages would fault on every call otherwise).
 constexpr int64_t kChunkFloats = int64_t(1) << 22;
 
 /// This thread's buffer `Slot` of at least `floats` (the logits chunk, a

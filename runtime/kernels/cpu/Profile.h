@@ -1,4 +1,4 @@
-//===- Profile.h - The GEMMs' part of `lapc --profile` ------------*- C++ -*-===//
+//===- Profile.h - The GEMMs' part of `lapc --profile` ----------*- C++ -*-===//
 //
 // A library built with --profile times every op (Profile.cpp); its GEMMs
 // are also timed one by one, by shape and path, so that the table says how
