@@ -3,7 +3,7 @@
 // lap-gemm-bench [--profile FILE] [SHAPE...] [--iters N]
 //
 // Times lap's fp32 GEMM (runtime/kernels/cpu/Gemm.h) on each of its paths
-// (sgemm, padded, matmul) and OpenBLAS's cblas_sgemm (what Debian's
+// (sgemm, padded, matmul, blocks) and OpenBLAS's cblas_sgemm (what Debian's
 // PyTorch multiplies with), on as many threads as the kernels use, at the
 // GEMM shapes of a --profile run's table (FILE: the stderr of a library
 // built with `lapc --profile`) or at SHAPEs `TN:MxNxK[:lda,ldb,ldc]` (op(A)
@@ -100,7 +100,7 @@ std::vector<Shape> profileShapes(const std::string &path) {
   if (!in)
     throw std::runtime_error(path + ": cannot open");
   static const std::regex row(
-      R"(\s+([NT])([NT])\s+(sgemm|padded|matmul)\s+(\d+) x (\d+) x (\d+))"
+      R"(\s+([NT])([NT])\s+(sgemm|padded|matmul|blocks)\s+(\d+) x (\d+) x (\d+))"
       R"(\s+(\d+) (\d+) (\d+)\s+\S+\s+\S+%\s+(\d+)\s.*)");
   std::vector<Shape> shapes;
   std::string line;
@@ -187,7 +187,8 @@ int main(int argc, char **argv) {
     const std::vector<std::pair<const char *, GemmPath>> paths = {
         {"sgemm", GemmPath::Sgemm},
         {"padded", GemmPath::Padded},
-        {"matmul", GemmPath::Matmul}};
+        {"matmul", GemmPath::Matmul},
+        {"blocks", GemmPath::ColumnBlocks}};
     nlohmann::json rows = nlohmann::json::array(),
                    totals = nlohmann::json::object();
     std::mt19937 random(1);
@@ -227,7 +228,7 @@ int main(int argc, char **argv) {
                                },
                                flops, iters));
       const GemmPath chosen =
-          lap::cpu::gemmPath(s.transa, s.transb, s.lda, s.ldb);
+          lap::cpu::gemmPath(s.transa, s.transb, s.N, s.lda, s.ldb);
       std::string fastest = "sgemm";
       for (auto [name, path] : paths)
         if (gflops[name] > gflops[fastest])

@@ -5,7 +5,8 @@
 // cache sets while sgemm packs them, which costs up to half its speed, so
 // gemmPath() sends such GEMMs to oneDNN's fp32 matmul primitive or sgemm
 // on padded copies, whichever bench/GemmBench.cpp measured faster on this
-// instruction set. bf16: the matmul primitive (bf16 source and weights; an
+// instruction set (and, under AVX2, very wide outputs to sgemm by column
+// blocks). bf16: the matmul primitive (bf16 source and weights; an
 // fp32 destination with a sum post-op for beta, or a bf16 one with a bf16
 // bias for gemmToBf16) used only where it runs on bf16 instructions:
 // elsewhere (AVX2, or AVX-512 without BF16, where oneDNN emulates bf16
@@ -220,7 +221,7 @@ bool fp32Brgemm() {
 }
 
 /// GemmPath's names in the profile.
-constexpr const char *kPathNames[] = {"sgemm", "padded", "matmul"};
+constexpr const char *kPathNames[] = {"sgemm", "padded", "matmul", "blocks"};
 
 /// run(), a GEMM, timed into the profile of a --profile build (Profile.h).
 template <typename Run>
@@ -264,6 +265,23 @@ Matrix padded(const Matrix &x, int64_t rows, int64_t cols, int slot) {
   return lap::cpu::fp32(copy, ld);
 }
 
+/// The output columns taken this many at a time by columnBlockSgemm.
+constexpr int64_t kColumnBlock = 4096;
+
+/// sgemm by blocks of kColumnBlock columns of C (and of op(B)).
+void columnBlockSgemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
+                      Matrix A, Matrix B, float beta, float *C, int64_t ldc) {
+  for (int64_t j0 = 0; j0 < N; j0 += kColumnBlock) {
+    // op(B)'s columns are B's rows where B is read transposed.
+    const Matrix b =
+        transb == 'T'
+            ? B.from(j0)
+            : lap::cpu::fp32(static_cast<const float *>(B.data) + j0, B.ld);
+    sgemm(transa, transb, M, std::min(kColumnBlock, N - j0), K, A, b, beta,
+          C + j0, ldc);
+  }
+}
+
 /// The products over K taken this many at a time by paddedSgemm, so that
 /// its copies stay small (2 MiB of 1024-wide rows).
 constexpr int64_t kPaddedK = 512;
@@ -303,8 +321,8 @@ bool lap::cpu::bf16Instructions() {
   return native;
 }
 
-lap::cpu::GemmPath lap::cpu::gemmPath(char transa, char transb, int64_t lda,
-                                      int64_t ldb) {
+lap::cpu::GemmPath lap::cpu::gemmPath(char transa, char transb, int64_t N,
+                                      int64_t lda, int64_t ldb) {
   // Measured at the benchmark models' shapes (bench/RESULTS.md): sgemm is
   // the fastest but where an operand's rows are 4 KiB apart. An operand
   // read transposed (op 'T') then runs best in oneDNN's AVX-512 matmul,
@@ -316,6 +334,10 @@ lap::cpu::GemmPath lap::cpu::gemmPath(char transa, char transb, int64_t lda,
     return GemmPath::Matmul;
   if (transa == 'T' && transb == 'N' && (aliasingA || aliasingB))
     return GemmPath::Padded;
+  // oneDNN's AVX2 sgemm halves its speed from 8192 output columns on (the
+  // lm_head's logits: 95 against 210 GFLOP/s in blocks of 4096).
+  if (!fp32Brgemm() && N > kColumnBlock)
+    return GemmPath::ColumnBlocks;
   return GemmPath::Sgemm;
 }
 
@@ -371,7 +393,7 @@ void lap::cpu::gemmToBf16(char transa, char transb, int64_t M, int64_t N,
 void lap::cpu::gemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
                     Matrix A, Matrix B, float beta, float *C, int64_t ldc) {
   const GemmPath path =
-      A.bf16 ? GemmPath::Matmul : gemmPath(transa, transb, A.ld, B.ld);
+      A.bf16 ? GemmPath::Matmul : gemmPath(transa, transb, N, A.ld, B.ld);
   profiled(A.bf16 ? "bf16" : kPathNames[int(path)], transa, transb, M, N, K,
            A.ld, B.ld, ldc,
            [&] { gemm(path, transa, transb, M, N, K, A, B, beta, C, ldc); });
@@ -396,5 +418,7 @@ void lap::cpu::gemm(GemmPath path, char transa, char transb, int64_t M,
     return matmulGemm(transa, transb, M, N, K, A, B, beta, C, ldc);
   if (path == GemmPath::Padded)
     return paddedSgemm(transa, transb, M, N, K, A, B, beta, C, ldc);
+  if (path == GemmPath::ColumnBlocks)
+    return columnBlockSgemm(transa, transb, M, N, K, A, B, beta, C, ldc);
   sgemm(transa, transb, M, N, K, A, B, beta, C, ldc);
 }

@@ -63,13 +63,15 @@ void roundToBf16(lap_bf16 *to, const float *from, int64_t rows, int64_t cols,
                  const lap_bf16 *bias = nullptr);
 
 /// How an fp32 GEMM runs: oneDNN's sgemm on the operands as they are, on
-/// copies of those whose leading dimension makes sgemm slow (Padded), or
-/// oneDNN's matmul primitive. bf16 GEMMs always run the primitive.
-enum class GemmPath { Sgemm, Padded, Matmul };
+/// copies of those whose leading dimension makes sgemm slow (Padded),
+/// oneDNN's matmul primitive, or sgemm by blocks of C's columns
+/// (ColumnBlocks). bf16 GEMMs always run the primitive.
+enum class GemmPath { Sgemm, Padded, Matmul, ColumnBlocks };
 
-/// The fastest path for op(A) op(B) with these leading dimensions on this
-/// CPU, as bench/GemmBench.cpp measures them.
-GemmPath gemmPath(char transa, char transb, int64_t lda, int64_t ldb);
+/// The fastest path for op(A) op(B) of N columns with these leading
+/// dimensions on this CPU, as bench/GemmBench.cpp measures them.
+GemmPath gemmPath(char transa, char transb, int64_t N, int64_t lda,
+                  int64_t ldb);
 
 /// A leading dimension for a kernel's own [rows, cols] fp32 buffer that
 /// GEMMs read at full speed: cols, or 64 bytes more where cols is a

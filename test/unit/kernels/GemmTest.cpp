@@ -30,7 +30,7 @@ struct Case {
   int64_t lda, ldb; // 0: dense
 };
 
-constexpr int64_t M = 40, N = 24, kAliasing = 1024;
+constexpr int64_t M = 40, kAliasing = 1024;
 
 /// op(X) [rows, cols] stored as op reads it: its stored row count.
 int64_t storedRows(char op, int64_t rows, int64_t cols) {
@@ -43,7 +43,8 @@ double at(const std::vector<float> &x, char op, int64_t ld, int64_t i,
   return op == 'T' ? x[size_t(j * ld + i)] : x[size_t(i * ld + j)];
 }
 
-void expectProduct(GemmPath path, const Case &c, float beta, int64_t K = 64) {
+void expectProduct(GemmPath path, const Case &c, float beta, int64_t K = 64,
+                   int64_t N = 24) {
   const int64_t lda = c.lda ? c.lda : (c.transa == 'T' ? M : K),
                 ldb = c.ldb ? c.ldb : (c.transb == 'T' ? K : N), ldc = N + 3;
   std::mt19937 rng(7);
@@ -82,8 +83,8 @@ void expectProduct(GemmPath path, const Case &c, float beta, int64_t K = 64) {
 }
 
 TEST(Gemm, EveryPathComputesTheProduct) {
-  const GemmPath paths[] = {GemmPath::Sgemm, GemmPath::Padded,
-                            GemmPath::Matmul};
+  const GemmPath paths[] = {GemmPath::Sgemm, GemmPath::Padded, GemmPath::Matmul,
+                            GemmPath::ColumnBlocks};
   const Case cases[] = {{'N', 'N', 0, 0},
                         {'N', 'T', 0, 0},
                         {'T', 'N', 0, 0},
@@ -122,18 +123,34 @@ TEST(Gemm, PaddedCopiesTakeKInBlocks) {
 TEST(Gemm, PathsAsMeasured) {
   // Dense operands, and aliasing ones that are not walked across rows
   // (NN), stay on sgemm.
-  EXPECT_EQ(lap::cpu::gemmPath('N', 'T', 256, 256), GemmPath::Sgemm);
-  EXPECT_EQ(lap::cpu::gemmPath('T', 'N', 256, 1040), GemmPath::Sgemm);
-  EXPECT_EQ(lap::cpu::gemmPath('N', 'N', 8192, 1024), GemmPath::Sgemm);
+  EXPECT_EQ(lap::cpu::gemmPath('N', 'T', 256, 256, 256), GemmPath::Sgemm);
+  EXPECT_EQ(lap::cpu::gemmPath('T', 'N', 256, 256, 1040), GemmPath::Sgemm);
+  EXPECT_EQ(lap::cpu::gemmPath('N', 'N', 256, 8192, 1024), GemmPath::Sgemm);
   const bool avx512 = std::string(lap_cpu_isa()) == "avx512";
   // A weight gradient whose operand rows are 4 KiB apart: oneDNN's
   // AVX-512 matmul for a transposed A, padded copies otherwise.
-  EXPECT_EQ(lap::cpu::gemmPath('T', 'N', 1024, 256),
+  EXPECT_EQ(lap::cpu::gemmPath('T', 'N', 256, 1024, 256),
             avx512 ? GemmPath::Matmul : GemmPath::Padded);
-  EXPECT_EQ(lap::cpu::gemmPath('T', 'N', 256, 1024), GemmPath::Padded);
+  EXPECT_EQ(lap::cpu::gemmPath('T', 'N', 256, 256, 1024), GemmPath::Padded);
   // A forward product's weight (op 'T') of rows 4 KiB apart.
-  EXPECT_EQ(lap::cpu::gemmPath('N', 'T', 1024, 1024),
+  EXPECT_EQ(lap::cpu::gemmPath('N', 'T', 256, 1024, 1024),
             avx512 ? GemmPath::Matmul : GemmPath::Sgemm);
+}
+
+TEST(Gemm, ColumnBlocksCoverEveryColumn) {
+  // 4096 + 904 columns of C: two blocks, B read either way.
+  const std::vector<Case> cases = {{'N', 'T', 0, 0}, {'T', 'N', 0, 0}};
+  for (const Case &c : cases)
+    for (float beta : {0.0f, 1.0f}) {
+      const std::string ops = {c.transa, c.transb};
+      SCOPED_TRACE(ops + " beta " + std::to_string(beta));
+      expectProduct(GemmPath::ColumnBlocks, c, beta, 64, 5000);
+    }
+  // Wide outputs take column blocks below AVX-512 only.
+  const bool avx512 = std::string(lap_cpu_isa()) == "avx512";
+  EXPECT_EQ(lap::cpu::gemmPath('N', 'T', 8192, 256, 256),
+            avx512 ? GemmPath::Sgemm : GemmPath::ColumnBlocks);
+  EXPECT_EQ(lap::cpu::gemmPath('N', 'T', 4096, 256, 256), GemmPath::Sgemm);
 }
 
 TEST(Gemm, UnaliasedLeadingDimensions) {
