@@ -273,10 +273,7 @@ void columnBlockSgemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
                       Matrix A, Matrix B, float beta, float *C, int64_t ldc) {
   for (int64_t j0 = 0; j0 < N; j0 += kColumnBlock) {
     // op(B)'s columns are B's rows where B is read transposed.
-    const Matrix b =
-        transb == 'T'
-            ? B.from(j0)
-            : lap::cpu::fp32(static_cast<const float *>(B.data) + j0, B.ld);
+    const Matrix b = transb == 'T' ? B.from(j0) : B.fromColumn(j0);
     sgemm(transa, transb, M, std::min(kColumnBlock, N - j0), K, A, b, beta,
           C + j0, ldc);
   }
@@ -286,13 +283,6 @@ void columnBlockSgemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
 /// its copies stay small (2 MiB of 1024-wide rows).
 constexpr int64_t kPaddedK = 512;
 
-/// x's part from k0 on along K: its rows from k0 where K runs along its
-/// rows (kRows), else its columns.
-Matrix fromK(const Matrix &x, bool kRows, int64_t k0) {
-  return kRows ? x.from(k0)
-               : lap::cpu::fp32(static_cast<const float *>(x.data) + k0, x.ld);
-}
-
 /// sgemm over K by blocks of kPaddedK, each aliasing operand's block read
 /// from a padded() copy.
 void paddedSgemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
@@ -300,7 +290,9 @@ void paddedSgemm(char transa, char transb, int64_t M, int64_t N, int64_t K,
   const bool aRowsK = transa == 'T', bRowsK = transb == 'N';
   for (int64_t k0 = 0; k0 < K; k0 += kPaddedK) {
     const int64_t kb = std::min(kPaddedK, K - k0);
-    Matrix a = fromK(A, aRowsK, k0), b = fromK(B, bRowsK, k0);
+    // Each operand's part from k0 on along K: rows or columns.
+    Matrix a = aRowsK ? A.from(k0) : A.fromColumn(k0),
+           b = bRowsK ? B.from(k0) : B.fromColumn(k0);
     if (setAliasing(A.ld))
       a = aRowsK ? padded(a, kb, M, 4) : padded(a, M, kb, 4);
     if (setAliasing(B.ld))

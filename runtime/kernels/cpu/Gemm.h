@@ -33,6 +33,12 @@ struct Matrix {
     const int64_t offset = first * ld * (bf16 ? 2 : 4);
     return {static_cast<const char *>(data) + offset, ld, bf16};
   }
+
+  /// The matrix from its column `first` on.
+  Matrix fromColumn(int64_t first) const {
+    const int64_t offset = first * (bf16 ? 2 : 4);
+    return {static_cast<const char *>(data) + offset, ld, bf16};
+  }
 };
 
 /// Whether bf16 GEMMs run on this CPU's bf16 instructions (oneDNN's bf16

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <numeric>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -27,14 +28,9 @@ struct Entry {
 using GemmKey = std::tuple<const char *, char, char, int64_t, int64_t, int64_t,
                            int64_t, int64_t, int64_t>;
 
-struct GemmEntry {
-  double seconds = 0;
-  std::vector<double> calls; // each call's seconds
-};
-
 struct Profile {
   std::map<const char *, Entry> ops;
-  std::map<GemmKey, GemmEntry> gemms;
+  std::map<GemmKey, std::vector<double>> gemms; // each call's seconds
   std::chrono::steady_clock::time_point start;
 
   ~Profile() {
@@ -71,17 +67,22 @@ struct Profile {
   void printGemms(double total) const {
     if (gemms.empty())
       return;
-    std::vector<std::pair<GemmKey, GemmEntry>> sorted(gemms.begin(),
-                                                      gemms.end());
-    std::sort(sorted.begin(), sorted.end(), [](auto &a, auto &b) {
-      return a.second.seconds > b.second.seconds;
-    });
+    struct Row {
+      GemmKey key;
+      double seconds;
+      std::vector<double> calls;
+    };
+    std::vector<Row> sorted;
+    for (auto &[key, calls] : gemms)
+      sorted.push_back(
+          {key, std::accumulate(calls.begin(), calls.end(), 0.0), calls});
+    std::sort(sorted.begin(), sorted.end(),
+              [](auto &a, auto &b) { return a.seconds > b.seconds; });
     std::fprintf(stderr, "\n  %-4s %-7s %-22s %-16s %10s %7s %8s %8s %8s\n",
                  "gemm", "path", "M x N x K", "lda ldb ldc", "seconds", "share",
                  "calls", "GFLOP/s", "median");
-    for (auto &[key, e] : sorted) {
+    for (auto &[key, seconds, calls] : sorted) {
       auto [path, transa, transb, M, N, K, lda, ldb, ldc] = key;
-      std::vector<double> calls = e.calls;
       std::nth_element(calls.begin(), calls.begin() + calls.size() / 2,
                        calls.end());
       const double median = calls[calls.size() / 2];
@@ -93,9 +94,9 @@ struct Profile {
       std::fprintf(stderr,
                    "  %c%c   %-7s %-22s %-16s %10.4f %6.1f%% %8lld %8.0f "
                    "%8.0f\n",
-                   transa, transb, path, shape.c_str(), lds.c_str(), e.seconds,
-                   100 * e.seconds / total, (long long)calls.size(),
-                   flops * double(calls.size()) / e.seconds / 1e9,
+                   transa, transb, path, shape.c_str(), lds.c_str(), seconds,
+                   100 * seconds / total, (long long)calls.size(),
+                   flops * double(calls.size()) / seconds / 1e9,
                    flops / median / 1e9);
     }
   }
@@ -119,10 +120,8 @@ bool lap::cpu::profiling() { return active; }
 void lap::cpu::recordGemm(const char *path, char transa, char transb, int64_t M,
                           int64_t N, int64_t K, int64_t lda, int64_t ldb,
                           int64_t ldc, double seconds) {
-  GemmEntry &e =
-      profile().gemms[{path, transa, transb, M, N, K, lda, ldb, ldc}];
-  e.seconds += seconds;
-  e.calls.push_back(seconds);
+  profile().gemms[{path, transa, transb, M, N, K, lda, ldb, ldc}].push_back(
+      seconds);
 }
 
 extern "C" void lap_cpu_profile_begin(const char *) {
