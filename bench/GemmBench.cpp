@@ -1,6 +1,6 @@
 //===- GemmBench.cpp - lap's GEMM paths at a step's shapes ------*- C++ -*-===//
 //
-// lap-gemm-bench [--profile FILE] [SHAPE...] [--iters N]
+// lap-gemm-bench [--profile FILE] [SHAPE...] [--iters N] [--cold]
 //
 // Times lap's fp32 GEMM (runtime/kernels/cpu/Gemm.h) on each of its paths
 // (sgemm, padded, matmul, blocks) and OpenBLAS's cblas_sgemm (what Debian's
@@ -12,7 +12,11 @@
 // `iters` calls, after 0.2 s of warm-up), the path gemm() picks and the
 // fastest; and per path the seconds of one pass over the shapes, each weighted
 // by its calls in the profile, with the kernels' instruction set (LAP_CPU_ISA)
-// and this machine's measured FP32 peak.
+// and this machine's measured FP32 peak. With --cold each call reads
+// operands that are in no cache, as a training step's are (each op's
+// inputs were written a few tensors earlier, and a step's tensors span
+// hundreds of MiB): consecutive calls cycle through copies of A, B and C
+// that together span kColdBytes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,7 +74,14 @@ struct Operands {
     b = a + aSize + (1024 - aSize % 1024) % 1024 + 272;
     c = b + bSize + (1024 - (bSize + 272) % 1024) % 1024 + 544;
   }
+  // a, b and c point into storage: a move keeps them valid, a copy would not.
+  Operands(Operands &&) = default;
+  Operands(const Operands &) = delete;
 };
+
+/// What --cold's copies of a shape's operands span at least: more than
+/// the last-level caches of the CPUs this runs on.
+constexpr int64_t kColdBytes = int64_t(256) << 20;
 
 /// `TN:MxNxK[:lda,ldb,ldc]`.
 Shape parseShape(const std::string &text) {
@@ -159,6 +170,7 @@ int main(int argc, char **argv) {
   try {
     std::vector<Shape> shapes;
     int64_t iters = 5;
+    bool cold = false;
     for (int i = 1; i < argc; ++i) {
       const std::string arg = argv[i];
       if ((arg == "--profile" || arg == "--iters") && i + 1 == argc)
@@ -168,13 +180,15 @@ int main(int argc, char **argv) {
           shapes.push_back(s);
       } else if (arg == "--iters") {
         iters = std::max<int64_t>(1, std::atoll(argv[++i]));
+      } else if (arg == "--cold") {
+        cold = true;
       } else {
         shapes.push_back(parseShape(arg));
       }
     }
     if (shapes.empty()) {
       std::cerr << "usage: lap-gemm-bench [--profile FILE] [SHAPE...] "
-                   "[--iters N]   SHAPE: TN:MxNxK[:lda,ldb,ldc]\n";
+                   "[--iters N] [--cold]   SHAPE: TN:MxNxK[:lda,ldb,ldc]\n";
       return 2;
     }
     if (const char *error = lap_cpu_isa_error())
@@ -196,12 +210,28 @@ int main(int argc, char **argv) {
     for (const Shape &s : shapes) {
       const int64_t aSize = storedRows(s.transa, s.M, s.K) * s.lda,
                     bSize = storedRows(s.transb, s.K, s.N) * s.ldb;
-      Operands operands(aSize, bSize, s.M * s.ldc);
-      float *A = operands.a, *B = operands.b, *C = operands.c;
+      const int64_t setBytes = 4 * (aSize + bSize + s.M * s.ldc);
+      const int64_t copies =
+          cold ? std::max<int64_t>(2, (kColdBytes + setBytes - 1) / setBytes)
+               : 1;
+      std::vector<Operands> sets;
+      sets.reserve(size_t(copies));
+      for (int64_t i = 0; i < copies; ++i)
+        sets.emplace_back(aSize, bSize, s.M * s.ldc);
       for (int64_t i = 0; i < aSize; ++i)
-        A[i] = uniform(random);
+        sets[0].a[i] = uniform(random);
       for (int64_t i = 0; i < bSize; ++i)
-        B[i] = uniform(random);
+        sets[0].b[i] = uniform(random);
+      for (Operands &set : sets) {
+        std::copy(sets[0].a, sets[0].a + aSize, set.a);
+        std::copy(sets[0].b, sets[0].b + bSize, set.b);
+      }
+      // The operands of the next call.
+      size_t next = 0;
+      auto operands = [&]() -> const Operands & {
+        next = (next + 1) % sets.size();
+        return sets[next];
+      };
       const double flops = 2.0 * double(s.M) * double(s.N) * double(s.K);
       nlohmann::json gflops;
       auto record = [&](const std::string &name, double g) {
@@ -212,19 +242,22 @@ int main(int argc, char **argv) {
       for (auto [name, path] : paths)
         record(name, gflopsOf(
                          [&, path = path] {
+                           const Operands &o = operands();
                            lap::cpu::gemm(path, s.transa, s.transb, s.M, s.N,
-                                          s.K, lap::cpu::fp32(A, s.lda),
-                                          lap::cpu::fp32(B, s.ldb), 0.0f, C,
+                                          s.K, lap::cpu::fp32(o.a, s.lda),
+                                          lap::cpu::fp32(o.b, s.ldb), 0.0f, o.c,
                                           s.ldc);
                          },
                          flops, iters));
       if (cblas)
         record("openblas", gflopsOf(
                                [&] {
+                                 const Operands &o = operands();
                                  cblas(101, s.transa == 'T' ? 112 : 111,
                                        s.transb == 'T' ? 112 : 111, int(s.M),
-                                       int(s.N), int(s.K), 1.0f, A, int(s.lda),
-                                       B, int(s.ldb), 0.0f, C, int(s.ldc));
+                                       int(s.N), int(s.K), 1.0f, o.a,
+                                       int(s.lda), o.b, int(s.ldb), 0.0f, o.c,
+                                       int(s.ldc));
                                },
                                flops, iters));
       const GemmPath chosen =
@@ -254,6 +287,7 @@ int main(int argc, char **argv) {
                        {"threads", threads},
                        {"peak_gflops", peak},
                        {"openblas", cblas != nullptr},
+                       {"cold", cold},
                        {"shapes", rows},
                        {"weighted_seconds", totals}};
     std::cout << out.dump(1) << "\n";

@@ -18,7 +18,7 @@
 # Laplacian heads over the all-attn model, the CPU and its measured peak,
 # each model's per-op profile shares of lap's train_step with its GEMMs by
 # shape (and, for the fp32 models, those shapes timed on each GEMM path
-# and OpenBLAS's by lap-gemm-bench), and the peer
+# and OpenBLAS's by lap-gemm-bench, operands from memory), and the peer
 # against its recorded best on this kind of host (bench/peer_bests.json):
 # a peer more than 15% slower than that says the host is noisy, which the
 # run warns about on stderr.
@@ -101,10 +101,11 @@ for model in gpt-bench gpt-bench-attn gpt-bench-bf16 gpt-bench-bf16-model vit-be
     "$out/$model.profile.so" --batch "${batch[$family]}" ${seq[$family]} \
     --iters 5 > /dev/null 2> "$out/$model.profile.txt"
   # Its fp32 GEMM shapes again, alone, on each of lap's GEMM paths and
-  # OpenBLAS's (bench/GemmBench.cpp).
+  # OpenBLAS's (bench/GemmBench.cpp), with operands from memory as in a
+  # step (--cold).
   if [[ $model != *bf16* ]]; then
     LAP_CPU_ISA=${target%%:*} OMP_NUM_THREADS=2 build/bin/lap-gemm-bench \
-      --profile "$out/$model.profile.txt" > "$out/$model.gemm.json"
+      --profile "$out/$model.profile.txt" --cold > "$out/$model.gemm.json"
   fi
 done
 
@@ -120,28 +121,32 @@ def profile(model):
             shares[m.group(1)] = float(m.group(2)) / 100
     return shares
 def gemms(model):
-    """The --profile table's GEMM shapes: share of the profiled time, path,
-    and GFLOP/s of the median call."""
+    """The --profile table's GEMM shapes: seconds and share of the profiled
+    time, path, and GFLOP/s of the median call."""
     rows = []
     for line in open(f"{out}/{model}.profile.txt"):
         m = re.match(r"\s+([NT]{2})\s+(\S+)\s+(\d+) x (\d+) x (\d+)\s+(\d+) (\d+) (\d+)"
-                     r"\s+[0-9.]+\s+([0-9.]+)%\s+(\d+)\s+\d+\s+(\d+)$", line)
+                     r"\s+([0-9.]+)\s+([0-9.]+)%\s+(\d+)\s+\d+\s+(\d+)$", line)
         if m:
             rows.append({"gemm": m.group(1), "path": m.group(2),
                          "mnk": [int(m.group(i)) for i in (3, 4, 5)],
                          "ld": [int(m.group(i)) for i in (6, 7, 8)],
-                         "share": float(m.group(9)) / 100, "calls": int(m.group(10)),
-                         "gflops_median_call": int(m.group(11))})
+                         "seconds": float(m.group(9)),
+                         "share": float(m.group(10)) / 100, "calls": int(m.group(11)),
+                         "gflops_median_call": int(m.group(12))})
     return rows
 def gemm_paths(model):
-    """lap-gemm-bench over the profile's shapes: each path's seconds for
-    the profile's calls, over those of the paths gemm() chose."""
+    """lap-gemm-bench over the profile's shapes, operands from memory: each
+    path's seconds for the profile's calls over those of the paths gemm()
+    chose, and (in_step) the profiled step's GEMM seconds over those."""
     try:
         bench = json.load(open(f"{out}/{model}.gemm.json"))
     except FileNotFoundError:
         return None
     seconds = bench["weighted_seconds"]
-    return {path: round(s / seconds["chosen"], 3) for path, s in seconds.items()}
+    ratios = {path: round(s / seconds["chosen"], 3) for path, s in seconds.items()}
+    ratios["in_step"] = round(sum(g["seconds"] for g in gemms(model)) / seconds["chosen"], 3)
+    return ratios
 def best(model, framework):
     runs = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{model}.{framework}.*.json"))]
     return min(runs, key=lambda r: r["ms_per_step"]["median"]) if runs else None
