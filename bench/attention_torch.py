@@ -1,8 +1,9 @@
 """lap.torch.attention against PyTorch 1.13's manual attention (Debian's
 torch has no fused attention on the CPU), forward + backward, in one run.
 
-Two blocks' attention: a ViT-S/16's (B 8, H 6, T 197, D 64, full) and a
-GPT's (B 4, H 12, T 256, D 64, causal). Each runs as softmax heads (attn)
+Three blocks' attention: a ViT-S/16's (B 8, H 6, T 197, D 64, full),
+bench/specs/vit-bench.yaml's (B 64, H 3, T 65, D 64, full: 32 x 32
+images in 4 x 4 patches) and a GPT's (B 4, H 12, T 256, D 64, causal). Each runs as softmax heads (attn)
 and as Laplacian heads (alpha -1, beta 1) with learned coefficients
 (gradients of alpha and beta too); the PyTorch peer computes the same
 alpha P V + beta V with matmul and softmax. Rounds alternate between the
@@ -31,6 +32,7 @@ from attention_peer import (KINDS, best_rounds, host, manual,
 
 BLOCKS = {
     "vit_s16": dict(B=8, H=6, T=197, D=64, causal=False),
+    "vit_bench": dict(B=64, H=3, T=65, D=64, causal=False),
     "gpt": dict(B=4, H=12, T=256, D=64, causal=True),
 }
 
