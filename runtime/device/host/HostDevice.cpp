@@ -47,14 +47,28 @@ template <typename F> void forPieces(int64_t n, F &&f) {
           [&](int64_t k) { f(k * kSpan, std::min(n, (k + 1) * kSpan)); });
 }
 
-/// Sum of squares of x[0, n) in double, in a fixed order.
+/// Sum of squares of x[0, n) in double, in a fixed order: kLanes
+/// interleaved partial sums, so that the additions pipeline and vectorise
+/// rather than wait on each other.
+double squares(const float *__restrict x, int64_t n) {
+  constexpr int kLanes = 8;
+  double lanes[kLanes] = {}, s = 0;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l)
+      lanes[l] += double(x[i + l]) * x[i + l];
+  for (; i < n; ++i)
+    s += double(x[i]) * x[i];
+  for (double lane : lanes)
+    s += lane;
+  return s;
+}
+
+/// squares() of x[0, n) by the fixed kSpan pieces, in parallel.
 double sumSquares(const float *x, int64_t n) {
   std::vector<double> partial(size_t((n + kSpan - 1) / kSpan));
   forPieces(n, [&](int64_t begin, int64_t end) {
-    double s = 0;
-    for (int64_t i = begin; i < end; ++i)
-      s += double(x[i]) * x[i];
-    partial[size_t(begin / kSpan)] = s;
+    partial[size_t(begin / kSpan)] = squares(x + begin, end - begin);
   });
   double total = 0;
   for (double s : partial)
@@ -132,11 +146,7 @@ public:
   void squaredNorms(const float *x, const std::vector<Span> &spans,
                     double *out) override {
     forEach(int64_t(spans.size()), [&](int64_t k) {
-      const float *v = x + spans[size_t(k)].offset;
-      double s = 0;
-      for (int64_t i = 0; i < spans[size_t(k)].size; ++i)
-        s += double(v[i]) * v[i];
-      out[k] = s;
+      out[k] = squares(x + spans[size_t(k)].offset, spans[size_t(k)].size);
     });
   }
 
