@@ -222,9 +222,9 @@ int main(int argc, char **argv) {
         sets[0].a[i] = uniform(random);
       for (int64_t i = 0; i < bSize; ++i)
         sets[0].b[i] = uniform(random);
-      for (Operands &set : sets) {
-        std::copy(sets[0].a, sets[0].a + aSize, set.a);
-        std::copy(sets[0].b, sets[0].b + bSize, set.b);
+      for (size_t i = 1; i < sets.size(); ++i) {
+        std::copy(sets[0].a, sets[0].a + aSize, sets[i].a);
+        std::copy(sets[0].b, sets[0].b + bSize, sets[i].b);
       }
       // The operands of the next call.
       size_t next = 0;

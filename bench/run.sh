@@ -135,17 +135,18 @@ def gemms(model):
                          "share": float(m.group(10)) / 100, "calls": int(m.group(11)),
                          "gflops_median_call": int(m.group(12))})
     return rows
-def gemm_paths(model):
+def gemm_paths(model, rows):
     """lap-gemm-bench over the profile's shapes, operands from memory: each
     path's seconds for the profile's calls over those of the paths gemm()
-    chose, and (in_step) the profiled step's GEMM seconds over those."""
+    chose, and (in_step) the profiled step's GEMM seconds (rows: gemms())
+    over those."""
     try:
         bench = json.load(open(f"{out}/{model}.gemm.json"))
     except FileNotFoundError:
         return None
     seconds = bench["weighted_seconds"]
     ratios = {path: round(s / seconds["chosen"], 3) for path, s in seconds.items()}
-    ratios["in_step"] = round(sum(g["seconds"] for g in gemms(model)) / seconds["chosen"], 3)
+    ratios["in_step"] = round(sum(g["seconds"] for g in rows) / seconds["chosen"], 3)
     return ratios
 def best(model, framework):
     runs = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{model}.{framework}.*.json"))]
@@ -156,11 +157,12 @@ results = {}
 for model in models:
     torch = {isa: best(model, f"torch-{isa}") for isa in isas}
     lap = {isa: best(model, f"lap-{isa}") for isa in isas}
+    rows = gemms(model)
     results[model] = {
         "lap": lap, "pytorch": torch,
         "lap_profile": {"isa": isas[0], "train_step_op_shares": profile(model),
-                        "gemms": gemms(model),
-                        "gemm_seconds_over_chosen_paths": gemm_paths(model)},
+                        "gemms": rows,
+                        "gemm_seconds_over_chosen_paths": gemm_paths(model, rows)},
         # None: no peer for that instruction set (bf16 autocast on AVX2).
         "speedup_over_pytorch": {
             isa: torch[isa]["ms_per_step"]["median"] / r["ms_per_step"]["median"]
